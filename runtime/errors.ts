@@ -1,0 +1,40 @@
+/**
+ * User-facing failures carry a stable code (listed in docs/errors.md), a message that names what was
+ * wrong and where, and a hint that says how to fix it. Codes never change meaning once published.
+ */
+export interface ErrorLocation {
+  file?: string;
+  line?: number;
+  column?: number;
+  /** Dotted path of the offending field, e.g. `capabilities.shell.allow[2]`. */
+  field?: string;
+}
+
+export class MurError extends Error {
+  readonly code: string;
+  readonly hint: string | undefined;
+  readonly location: ErrorLocation | undefined;
+
+  constructor(code: string, message: string, opts: { hint?: string; location?: ErrorLocation; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'MurError';
+    this.code = code;
+    this.hint = opts.hint;
+    this.location = opts.location;
+  }
+
+  /** One line for a terminal: `file:line: field: message (code)` then the hint. */
+  format(): string {
+    const loc = this.location;
+    const where = loc
+      ? [loc.file, loc.line !== undefined ? String(loc.line) : undefined].filter(Boolean).join(':')
+      : '';
+    const head = [where, loc?.field].filter(Boolean).join(': ');
+    const first = `${head ? head + ': ' : ''}${this.message} [${this.code}]`;
+    return this.hint ? `${first}\n  hint: ${this.hint}` : first;
+  }
+}
+
+export function isMurError(e: unknown): e is MurError {
+  return e instanceof MurError;
+}
