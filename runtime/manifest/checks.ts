@@ -1,0 +1,173 @@
+/**
+ * Value checks used by the schema table (schema.ts) and by the narrowing rules. Each returns
+ * `undefined` when the value is fine, else a problem with a stable code, a message and a hint.
+ */
+
+export interface Problem {
+  code: string;
+  message: string;
+  hint: string;
+}
+
+export const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,98}[a-z0-9])?$/;
+export const SHA256_RE = /^[0-9a-f]{64}$/;
+export const RESERVED_VERSIONS = ['latest', 'stable', 'edge'] as const;
+
+export function checkName(v: string): Problem | undefined {
+  if (!NAME_RE.test(v)) {
+    return {
+      code: 'E-MAN-007',
+      message: `invalid name '${v}'`,
+      hint: 'use 1-100 lowercase letters, digits and dashes, starting and ending with a letter or digit (e.g. my-tool)',
+    };
+  }
+  return undefined;
+}
+
+export function checkVersion(v: string): Problem | undefined {
+  if (v.trim() === '' || /[\s/\\]/.test(v) || v === '.' || v === '..') {
+    return { code: 'E-MAN-007', message: `invalid version '${v}'`, hint: "use a version string without spaces or slashes, e.g. '1.0.0'" };
+  }
+  return undefined;
+}
+
+export function checkSha256(v: string): Problem | undefined {
+  if (!SHA256_RE.test(v)) {
+    return { code: 'E-MAN-018', message: `invalid sha256 '${v}'`, hint: 'give the 64 lowercase hex characters printed by `sha256sum <file>`' };
+  }
+  return undefined;
+}
+
+/** A parsed `network.allow` entry. `capsule` entries are kept verbatim. */
+export type NetworkEntry =
+  | { kind: 'host'; scheme?: 'http' | 'https'; host: string; port?: number; raw: string }
+  | { kind: 'capsule'; raw: string };
+
+const HOST_LABEL = '[a-z0-9]([a-z0-9-]*[a-z0-9])?';
+const HOSTNAME_RE = new RegExp(`^${HOST_LABEL}(\\.${HOST_LABEL})*$`, 'i');
+const IPV4_RE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+const CAPSULE_RE = /^capsule:\/\/[a-z0-9]([a-z0-9-]*[a-z0-9])?\/[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/;
+
+function validHost(h: string): boolean {
+  if (h.startsWith('[') && h.endsWith(']')) return /^[0-9a-f:.]+$/i.test(h.slice(1, -1)) && h.includes(':');
+  const m = IPV4_RE.exec(h);
+  if (m) return m.slice(1).every((o) => Number(o) <= 255);
+  return HOSTNAME_RE.test(h) && h.length <= 253;
+}
+
+export function parseNetworkEntry(raw: string): NetworkEntry | Problem {
+  const bad = (why: string, hint?: string): Problem => ({
+    code: 'E-MAN-008',
+    message: `invalid network.allow entry '${raw}': ${why}`,
+    hint: hint ?? "use 'host', 'host:port' or 'http(s)://host[:port]' (no path), or 'capsule://<namespace>/<name>'",
+  });
+  if (raw.startsWith('capsule://')) {
+    return CAPSULE_RE.test(raw) ? { kind: 'capsule', raw } : bad('a capsule reference is capsule://<namespace>/<name>', "e.g. 'capsule://default/reviewer'");
+  }
+  let rest = raw;
+  let scheme: 'http' | 'https' | undefined;
+  const sm = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(raw);
+  if (sm) {
+    const s = sm[1]!.toLowerCase();
+    if (s !== 'http' && s !== 'https') return bad(`scheme '${s}' is not allowed; only http and https`);
+    scheme = s;
+    rest = raw.slice(sm[0].length);
+    if (rest.endsWith('/') && !rest.slice(0, -1).includes('/')) rest = rest.slice(0, -1);
+  }
+  if (/[/?#@]/.test(rest)) {
+    return bad('an entry names a host, not a URL path, query, fragment or credentials', `drop everything after the host and port: '${scheme ? scheme + '://' : ''}${rest.split(/[/?#]/)[0]!.split('@').pop()}'`);
+  }
+  let host = rest;
+  let port: number | undefined;
+  const pm = /^(.*):(\d+)$/.exec(rest);
+  if (pm && !(rest.startsWith('[') && !rest.includes(']:'))) {
+    host = pm[1]!;
+    port = Number(pm[2]);
+    if (!(port >= 1 && port <= 65535)) return bad(`port ${pm[2]} is out of range 1-65535`);
+  } else if (/:/.test(rest) && !(rest.startsWith('[') && rest.endsWith(']'))) {
+    return bad('the port must be a number');
+  }
+  if (host === '' || !validHost(host)) return bad(`'${host}' is not a valid host name or IP address`);
+  return { kind: 'host', ...(scheme ? { scheme } : {}), host: host.toLowerCase(), ...(port !== undefined ? { port } : {}), raw };
+}
+
+export function isProblem(x: unknown): x is Problem {
+  return typeof x === 'object' && x !== null && 'code' in x && 'hint' in x;
+}
+
+/** Does the capsule-wide entry `ceiling` admit everything the narrower entry `e` admits? */
+export function networkCovers(ceiling: NetworkEntry, e: NetworkEntry): boolean {
+  if (ceiling.kind === 'capsule' || e.kind === 'capsule') return ceiling.raw === e.raw;
+  if (ceiling.host !== e.host) return false;
+  if (ceiling.scheme !== undefined && ceiling.scheme !== e.scheme) return false;
+  if (ceiling.port !== undefined) {
+    const ePort = e.port ?? (e.scheme === 'https' ? 443 : e.scheme === 'http' ? 80 : undefined);
+    if (ePort !== ceiling.port) return false;
+  }
+  return true;
+}
+
+/** Workdir-relative scope or file path: relative, no `..`, no backslashes. */
+export function checkRelativePath(v: string, what: string): Problem | undefined {
+  const bad = (why: string): Problem => ({
+    code: 'E-MAN-009',
+    message: `invalid ${what} '${v}': ${why}`,
+    hint: `give a path relative to the ${what === 'filesystem.scope' ? 'session workdir' : 'capsule directory'}, without '..' (e.g. 'data' or 'prompts/system.md')`,
+  });
+  if (v.trim() === '') return bad('it is empty');
+  if (v.startsWith('/') || /^[a-zA-Z]:[\\/]/.test(v)) return bad('it is absolute');
+  if (v.includes('\\')) return bad('it contains a backslash');
+  if (v.split('/').includes('..')) return bad("it climbs out with '..'");
+  if (v.includes('\0')) return bad('it contains a NUL byte');
+  return undefined;
+}
+
+/** Normalised scope: `.` for the whole workdir, else segments joined by `/`. */
+export function normalizeScope(v: string): string {
+  const parts = v.split('/').filter((p) => p !== '' && p !== '.');
+  return parts.length === 0 ? '.' : parts.join('/');
+}
+
+export function scopeCovers(ceiling: string, scope: string): boolean {
+  const c = normalizeScope(ceiling);
+  const s = normalizeScope(scope);
+  return c === '.' || s === c || s.startsWith(c + '/');
+}
+
+export function checkBinaryName(v: string): Problem | undefined {
+  if (!/^[A-Za-z0-9_][A-Za-z0-9._+-]*$/.test(v)) {
+    return {
+      code: 'E-MAN-010',
+      message: `invalid shell.allow entry '${v}': give a bare binary name`,
+      hint: `name the binary only, without a path or arguments (e.g. '${v.split(/\s+/)[0]!.split('/').pop() || 'git'}'); the runtime resolves it on PATH`,
+    };
+  }
+  return undefined;
+}
+
+export function checkEnvGlob(v: string): Problem | undefined {
+  if (!/^[A-Za-z0-9_*?]+$/.test(v)) {
+    return { code: 'E-MAN-011', message: `invalid shell.strip_env pattern '${v}'`, hint: "use an env name with '*' or '?' wildcards, e.g. 'AWS_*' or '*_TOKEN'" };
+  }
+  return undefined;
+}
+
+export function checkEnvName(v: string): Problem | undefined {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(v)) {
+    return { code: 'E-MAN-011', message: `invalid env.allow name '${v}'`, hint: "use an environment variable name such as 'LOG_LEVEL' (letters, digits, '_'; not starting with a digit)" };
+  }
+  return undefined;
+}
+
+export function checkHttpUrl(v: string): Problem | undefined {
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    return { code: 'E-MAN-017', message: `invalid URL '${v}'`, hint: "give an absolute http(s) URL, e.g. 'https://api.example.com/v1'" };
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+    return { code: 'E-MAN-017', message: `invalid URL '${v}': scheme '${u.protocol.slice(0, -1)}' is not http or https`, hint: "use an http:// or https:// URL" };
+  }
+  return undefined;
+}

@@ -1,0 +1,190 @@
+/**
+ * THE manifest schema: one table per manifest kind, each row a field path (YAML spelling, `[]` for
+ * list items), its type, default, validation and description. The validator (validate.ts) walks the
+ * YAML document against these rows, and docs/manifest.md is generated from them (`npm run gen:docs`,
+ * runtime/manifest/docs.ts); a test keeps the page in sync.
+ */
+import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../hooks/commit-table.ts';
+import {
+  checkBinaryName,
+  checkEnvGlob,
+  checkEnvName,
+  checkHttpUrl,
+  checkName,
+  checkRelativePath,
+  checkSha256,
+  checkVersion,
+  isProblem,
+  parseNetworkEntry,
+  type Problem,
+} from './checks.ts';
+
+export type FieldType =
+  | 'string'
+  | 'version' // a string; an unquoted number such as 1.0 is taken verbatim from the source text
+  | 'integer'
+  | 'number'
+  | 'boolean'
+  | 'bytes' // integer bytes, or a string with a Ki/Mi/Gi suffix ("512Mi", "1GiB")
+  | 'enum'
+  | 'object' // a mapping with the fixed keys listed as child rows
+  | 'mapping' // an opaque mapping, passed through untouched
+  | 'string-map' // a mapping of string keys to string values
+  | 'list' // a sequence; its items are described by the `<path>[]` row
+  | 'schema'; // a JSON Schema: a YAML mapping, or a string holding a JSON object
+
+export interface FieldSpec {
+  /** YAML path, dotted; `[]` marks the items of a list. */
+  path: string;
+  type: FieldType;
+  /** Allowed values of an `enum`. */
+  values?: readonly string[];
+  /** Required whenever its parent mapping is present. */
+  required?: boolean;
+  /** Applied when the field is absent (and its parent is present or materialized). */
+  default?: unknown;
+  /** Docs text for the default when it is not a plain literal. */
+  defaultText?: string;
+  /** An absent `object` is created (with its defaults) rather than left undefined. */
+  materialize?: boolean;
+  /** Numeric bounds (inclusive unless the `*Exclusive` flag is set). */
+  min?: number;
+  max?: number;
+  minExclusive?: boolean;
+  /** A present list must not be empty. */
+  nonEmpty?: boolean;
+  /** Extra check on a well-typed value. */
+  check?: (value: unknown) => Problem | undefined;
+  /** Validation rule, for the docs. */
+  validation: string;
+  description: string;
+  /** Rows not rendered individually in the docs (summarised by their parent row). */
+  docHidden?: boolean;
+}
+
+const str = (f: (v: string) => Problem | undefined) => (v: unknown) => f(v as string);
+const networkCheck = (v: unknown): Problem | undefined => {
+  const r = parseNetworkEntry(v as string);
+  return isProblem(r) ? r : undefined;
+};
+
+export const ARTIFACT_RUNTIMES = ['tool', 'driver', 'hook', 'skill'] as const;
+export type ArtifactRuntime = (typeof ARTIFACT_RUNTIMES)[number];
+
+export const MIB = 1024 * 1024;
+
+/** Capability rows, relative to a `capabilities` block (capsule-wide or per artifact). */
+const CAPABILITY_ROWS: FieldSpec[] = [
+  { path: 'network', type: 'object', materialize: true, validation: 'mapping', description: 'Outgoing network grant.' },
+  { path: 'network.allow', type: 'list', default: [], defaultText: '[] (no network)', validation: 'list of entries', description: 'Hosts the capsule may connect to.' },
+  { path: 'network.allow[]', type: 'string', check: networkCheck, validation: "`host`, `host:port`, `http(s)://host[:port]` (no path, query or fragment), or `capsule://<namespace>/<name>` (kept verbatim for the operator)", description: 'One allowed destination.' },
+  { path: 'filesystem', type: 'object', materialize: true, validation: 'mapping', description: 'Filesystem grant inside the session workdir.' },
+  { path: 'filesystem.scope', type: 'string', check: str((v) => checkRelativePath(v, 'filesystem.scope')), default: '.', defaultText: '`.` (whole workdir)', validation: "relative to the workdir, no `..`, not absolute", description: 'Directory (under the workdir) the components may read and write.' },
+  { path: 'shell', type: 'object', validation: 'mapping; absent = no shell tool', description: 'Shell tool grant.' },
+  { path: 'shell.allow', type: 'list', required: true, nonEmpty: true, validation: 'non-empty list (a present but empty list is an error)', description: 'Binaries the shell tool may run; each becomes a tool named after it.' },
+  { path: 'shell.allow[]', type: 'string', check: str(checkBinaryName), validation: 'bare binary name (no `/`, no arguments)', description: 'One allowed binary.' },
+  { path: 'shell.strip_env', type: 'list', default: [], validation: 'list of globs', description: 'Extra env vars removed from shell subprocesses (credential-shaped names are always removed).' },
+  { path: 'shell.strip_env[]', type: 'string', check: str(checkEnvGlob), validation: 'env name with `*`/`?` wildcards, e.g. `AWS_*`', description: 'One pattern.' },
+  { path: 'env', type: 'object', materialize: true, validation: 'mapping', description: 'Host environment passed to WASM guests.' },
+  { path: 'env.allow', type: 'list', default: [], validation: 'list of env names', description: 'Host env vars a guest may see (credential-shaped names are still stripped).' },
+  { path: 'env.allow[]', type: 'string', check: str(checkEnvName), validation: 'env var name', description: 'One env var name.' },
+  { path: 'limits', type: 'object', materialize: true, validation: 'mapping', description: 'Per-component resource limits.' },
+  { path: 'limits.memory_bytes', type: 'bytes', default: 512 * MIB, defaultText: '536870912 (512 MiB)', min: 1, validation: 'integer > 0, or a string like `512Mi` / `1GiB`', description: 'Linear memory ceiling of each component instance.' },
+  { path: 'limits.deadline_seconds', type: 'integer', default: 600, min: 1, validation: 'integer > 0', description: 'Wall-clock deadline of one tool or driver call.' },
+  { path: 'limits.hook_deadline_seconds', type: 'integer', default: 30, min: 1, validation: 'integer > 0', description: 'Wall-clock deadline of one hook handler call.' },
+];
+
+function capabilityRows(prefix: string, perArtifact: boolean): FieldSpec[] {
+  return CAPABILITY_ROWS.map((r) => {
+    const row: FieldSpec = { ...r, path: `${prefix}.${r.path}` };
+    if (perArtifact) {
+      delete row.default;
+      delete row.defaultText;
+      delete row.materialize;
+      row.docHidden = true;
+    }
+    return row;
+  });
+}
+
+/** The capsule manifest (`murmur.yaml` of a capsule). */
+export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
+  { path: 'name', type: 'string', required: true, check: str(checkName), validation: '`[a-z0-9-]`, 1-100 chars', description: 'Capsule name.' },
+  { path: 'version', type: 'version', required: true, check: str(checkVersion), validation: 'non-empty, no spaces or slashes', description: 'Capsule version.' },
+  { path: 'artifacts', type: 'list', default: [], validation: 'list of artifact entries; names unique', description: 'WASM artifacts the capsule stages from the registry (or a remote source).' },
+  { path: 'artifacts[]', type: 'object', validation: 'mapping', description: 'One artifact entry.' },
+  { path: 'artifacts[].name', type: 'string', required: true, check: str(checkName), validation: '`[a-z0-9-]`, unique in the capsule', description: 'Artifact name (its registry directory and `tools/<name>/`).' },
+  { path: 'artifacts[].version', type: 'version', check: str(checkVersion), defaultText: 'required unless `source` is given', validation: 'exact version', description: 'Version resolved from the registry and pinned in `murmur.lock`.' },
+  { path: 'artifacts[].runtime', type: 'enum', values: ARTIFACT_RUNTIMES, default: 'tool', validation: '`tool` | `driver` | `hook` | `skill`', description: 'Role: tools and skills are model-visible; drivers and hooks are not.' },
+  { path: 'artifacts[].source', type: 'object', validation: 'mapping', description: 'Remote artifact: fetched over HTTP(S) instead of from the registry.' },
+  { path: 'artifacts[].source.url', type: 'string', required: true, check: str(checkHttpUrl), validation: 'http(s) URL of a `.wasm` component or a `.tar`/`.tar.gz` artifact bundle', description: 'Where to fetch the artifact.' },
+  { path: 'artifacts[].source.sha256', type: 'string', required: true, check: str(checkSha256), validation: '64 lowercase hex chars', description: 'SHA-256 of the fetched bytes; a mismatch refuses staging.' },
+  { path: 'artifacts[].capabilities', type: 'object', validation: 'same fields as `capabilities`; narrowing only; not on skills', description: "Per-artifact grant. Tools and drivers without one inherit the capsule's; hooks without one get none. Every entry must lie within the capsule-wide grant." },
+  ...capabilityRows('artifacts[].capabilities', true),
+  { path: 'artifacts[].on_overflow', type: 'enum', values: ['drop', 'block'], defaultText: '`drop` (hooks only)', validation: '`drop` | `block`; hooks only', description: "What an async hook's full queue does with a new event." },
+  { path: 'artifacts[].config', type: 'mapping', validation: 'any mapping', description: 'Opaque configuration handed to the artifact.' },
+
+  { path: 'capabilities', type: 'object', materialize: true, validation: 'mapping', description: 'The capsule-wide grant (the ceiling for every artifact).' },
+  ...capabilityRows('capabilities', false),
+
+  { path: 'inference', type: 'object', defaultText: 'absent = script capsule', validation: 'mapping', description: 'The agent loop. Without it the capsule is a script capsule.' },
+  { path: 'inference.driver', type: 'object', required: true, validation: 'mapping', description: 'The inference driver.' },
+  { path: 'inference.driver.artifact', type: 'string', required: true, validation: 'names an artifact with `runtime: driver`', description: 'Driver artifact.' },
+  { path: 'inference.driver.config', type: 'mapping', validation: 'any mapping', description: 'Opaque driver configuration.' },
+  { path: 'inference.model', type: 'string', required: true, validation: 'non-empty', description: 'Model name passed to the driver.' },
+  { path: 'inference.endpoint', type: 'string', check: str(checkHttpUrl), validation: 'http(s) URL', description: 'Provider endpoint passed to the driver.' },
+  { path: 'inference.max_turns', type: 'integer', default: 10, min: 1, validation: 'integer >= 1', description: 'Inference turns per task attempt.' },
+  { path: 'inference.max_tokens', type: 'integer', default: 8192, min: 1, validation: 'integer >= 1', description: 'Output token cap of one turn.' },
+  { path: 'inference.max_session_tokens', type: 'integer', min: 1, validation: 'integer >= 1', description: 'Spend ceiling: tokens a session may spend; a call that would exceed it is refused before dispatch.' },
+  { path: 'inference.system_prompt', type: 'string', validation: 'exclusive with `system_prompt_file`', description: 'System prompt text (after the runtime\'s `[Capsule]` block).' },
+  { path: 'inference.system_prompt_file', type: 'string', check: str((v) => checkRelativePath(v, 'system_prompt_file')), validation: 'relative to the capsule dir, no `..`, must exist; exclusive with `system_prompt`', description: 'File holding the system prompt.' },
+  { path: 'inference.compaction', type: 'object', materialize: true, validation: 'mapping', description: 'History compaction.' },
+  { path: 'inference.compaction.threshold', type: 'number', default: 0.98, min: 0, minExclusive: true, max: 1, validation: 'number in (0, 1]', description: 'Fraction of `context.max_tokens` at which compaction fires.' },
+  { path: 'inference.compaction.model', type: 'string', validation: 'non-empty', description: 'Model for the compaction summary (default: `inference.model`).' },
+  { path: 'inference.compaction.system_prompt', type: 'string', validation: 'exclusive with `system_prompt_file`', description: 'System prompt of the compaction call.' },
+  { path: 'inference.compaction.system_prompt_file', type: 'string', check: str((v) => checkRelativePath(v, 'system_prompt_file')), validation: 'relative, no `..`, must exist; exclusive with `system_prompt`', description: 'File holding the compaction system prompt.' },
+  { path: 'inference.compaction.dump_summaries', type: 'boolean', default: false, validation: 'boolean', description: 'Append each summary to `out/compaction-summaries.jsonl`.' },
+
+  { path: 'context', type: 'object', materialize: true, validation: 'mapping', description: 'Context window.' },
+  { path: 'context.max_tokens', type: 'integer', min: 1, validation: 'integer >= 1', description: 'Context window in tokens; enables compaction and context seeding.' },
+  { path: 'context.seed_budget', type: 'number', default: 0.1, min: 0, max: 1, validation: 'number in [0, 1]', description: 'Share of `max_tokens` a seed-context hook may fill (`budget-tokens`).' },
+  { path: 'context.seed_overflow_margin', type: 'number', default: 0.1, min: 0, validation: 'number >= 0', description: 'Over-budget margin within which the oldest seed messages are dropped.' },
+
+  { path: 'lifecycle', type: 'object', materialize: true, validation: 'mapping', description: 'Task handling.' },
+  { path: 'lifecycle.task_acceptance', type: 'enum', values: ['none', 'single', 'queue'], default: 'single', validation: '`none` | `single` | `queue`', description: 'How many A2A tasks the capsule accepts.' },
+  { path: 'lifecycle.queue_depth', type: 'integer', default: 1, min: 1, validation: 'integer >= 1', description: 'Pending tasks held in `queue` mode.' },
+  { path: 'lifecycle.input_timeout_secs', type: 'integer', min: 1, defaultText: 'wait forever', validation: 'integer >= 1', description: 'Timeout of `request-input`.' },
+  { path: 'lifecycle.conversation', type: 'enum', values: ['stateless', 'threaded'], default: 'stateless', validation: '`stateless` | `threaded`', description: 'Whether tasks sharing a context id continue one conversation.' },
+  { path: 'lifecycle.max_task_reopens', type: 'integer', default: 1, min: 0, validation: 'integer >= 0 (0 disables reopening)', description: 'How often an `on-task-end` hook may reopen a task.' },
+  { path: 'lifecycle.delegation_deadline_secs', type: 'integer', default: 600, min: 1, validation: 'integer >= 1', description: 'Deadline of a delegated task.' },
+
+  { path: 'observability', type: 'object', materialize: true, validation: 'mapping', description: 'Telemetry.' },
+  { path: 'observability.otel_endpoint', type: 'string', check: (v) => ((v as string) === '' ? undefined : checkHttpUrl(v as string)), validation: 'http(s) URL; empty = absent', description: 'OTLP/HTTP endpoint.' },
+  { path: 'observability.otel_headers', type: 'string-map', default: {}, validation: 'mapping of strings', description: 'Headers sent to the OTLP endpoint.' },
+  { path: 'observability.metrics_port', type: 'integer', min: 1, max: 65535, validation: 'integer 1-65535', description: 'Port of the Prometheus metrics endpoint.' },
+
+  { path: 'trace', type: 'object', materialize: true, validation: 'mapping', description: 'trace.jsonl options.' },
+  { path: 'trace.include_tool_output', type: 'boolean', default: false, validation: 'boolean', description: 'Record tool output on `tool_call` events.' },
+];
+
+/** An artifact's own `murmur.yaml` (inside the artifact / registry entry). */
+export const ARTIFACT_SCHEMA: readonly FieldSpec[] = [
+  { path: 'name', type: 'string', required: true, check: str(checkName), validation: '`[a-z0-9-]`, 1-100 chars', description: 'Artifact name.' },
+  { path: 'version', type: 'version', required: true, check: str(checkVersion), validation: 'non-empty; `latest`, `stable`, `edge` cannot be published', description: 'Artifact version.' },
+  { path: 'runtime', type: 'enum', values: ARTIFACT_RUNTIMES, default: 'tool', validation: '`tool` | `driver` | `hook` | `skill`', description: 'Role of the artifact.' },
+  { path: 'description', type: 'string', default: '', validation: 'string', description: 'Shown to the model (tools) and by `describe`.' },
+  { path: 'tags', type: 'list', default: [], validation: 'list of strings', description: 'Free-form tags.' },
+  { path: 'tags[]', type: 'string', validation: 'string', description: 'One tag.' },
+  { path: 'input_schema', type: 'schema', validation: 'YAML mapping, or a string holding a JSON object', description: "JSON Schema of the tool's input (the model-visible `parameters`)." },
+  { path: 'output_schema', type: 'schema', validation: 'YAML mapping, or a string holding a JSON object', description: "JSON Schema of the tool's output." },
+  { path: 'binding', type: 'enum', values: HANDLERS, defaultText: 'absent = every session event except `on-stage`', validation: 'a handler name; hooks only', description: 'Hook: the one handler the hook receives.' },
+  { path: 'execution_mode', type: 'enum', values: EXECUTION_MODES, defaultText: '`blocking` (hooks)', validation: '`blocking` | `async`; hooks only; `async` needs `commit_policy: none`; never on `on-stage`', description: 'Hook: whether the loop waits for the hook.' },
+  { path: 'commit_policy', type: 'enum', values: COMMIT_POLICIES, defaultText: '`none` (hooks)', validation: 'hooks only; `none` or the one policy its binding honors (commit table); `deny` needs `binding: on-shell` or `on-tool-call`', description: "Hook: what the runtime does with the hook's output." },
+];
+
+export type SchemaKind = 'capsule' | 'artifact';
+export const SCHEMAS: Readonly<Record<SchemaKind, readonly FieldSpec[]>> = { capsule: CAPSULE_SCHEMA, artifact: ARTIFACT_SCHEMA };
+
+export function snakeToCamel(s: string): string {
+  return s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
