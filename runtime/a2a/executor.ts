@@ -1,0 +1,116 @@
+/**
+ * The seam between the A2A server (runtime/a2a/server.ts) and whatever runs a task — in the
+ * capsule runtime, the agent loop. The server owns ids, states, streaming, acceptance and
+ * cancellation; the executor only turns one task's input text into an outcome and reports what
+ * happens on the way. See docs/a2a.md ("Executor interface").
+ */
+import { MurError } from '../errors.ts';
+
+/** Where a task came from, as read from `x-murmur-task-origin` (absent header = `user`). */
+export type TaskOrigin = 'user' | 'peer' | 'completion' | 'event';
+/** Trust class of a task, from `x-murmur-task-trust` (absent or unknown = `untrusted`). */
+export type TaskTrust = 'trusted' | 'untrusted';
+
+/** A2A task states, spelled as in A2A 0.3 (the 1.0 wire uses `TASK_STATE_*`). */
+export type TaskState =
+  | 'submitted'
+  | 'working'
+  | 'input-required'
+  | 'completed'
+  | 'failed'
+  | 'rejected'
+  | 'canceled';
+
+export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['completed', 'failed', 'rejected', 'canceled']);
+
+export function isTerminal(state: TaskState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+export interface TaskContext {
+  /** Server-minted task id (uuid). */
+  readonly taskId: string;
+  /** The client's contextId when it sent one, else server-minted (uuid). */
+  readonly contextId: string;
+  /** The sender's messageId of the message that created the task. */
+  readonly messageId: string;
+  /** Text parts of the first message, joined with "\n". */
+  readonly text: string;
+  readonly origin: TaskOrigin;
+  readonly trust: TaskTrust;
+  /** The caller's W3C traceparent, when it sent a well-formed one. */
+  readonly traceparent?: string;
+  /**
+   * Aborted when the task must stop: `tasks/cancel` (reason: TaskCanceledError) or an expired
+   * `requestInput` (reason: InputTimeoutError). Check it between turns and pass it to inference
+   * and tool calls. The task's final state is already decided when it fires; the executor's
+   * returned outcome is then ignored.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** An artifact produced by the task (a tool call, a hook `artifact` arm, a file summary…). */
+export interface ArtifactInput {
+  name?: string;
+  description?: string;
+  /** Text content (one text part). */
+  text?: string;
+  /** Structured content (one data part). */
+  data?: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * Everything an executor can report while it runs. All methods return immediately (never block
+ * on a slow stream reader) and are silently ignored once the task has reached a final state.
+ */
+export interface TaskEvents {
+  /** A progress note: the task is (still) `working`; `message` goes into the status message. */
+  status(message?: string): void;
+  /** Store an artifact on the task and stream it. */
+  artifact(a: ArtifactInput): void;
+  /** A response text chunk (`murmur:text/chunks` emit-chunk). Accumulates into the `response` artifact. */
+  textChunk(s: string): void;
+  /** A thinking chunk: streamed only, never stored on the task. */
+  thinkingChunk(s: string): void;
+  /**
+   * `murmur:task/task` request-input: the task goes `input-required` with `prompt` as its status
+   * message; resolves with the text of the next message/send carrying this taskId. Rejects with
+   * InputTimeoutError after inputTimeoutSecs (the task is then `failed`), with TaskCanceledError
+   * on cancel, and immediately when another request is already pending.
+   */
+  requestInput(prompt: string): Promise<string>;
+}
+
+export type TaskOutcome = {
+  state: 'completed' | 'failed' | 'canceled' | 'rejected';
+  /** Final response text: becomes the `response` artifact (replacing streamed chunks) and the status message. */
+  text?: string;
+  /** Why the task failed/was rejected/canceled: the status message for those states. */
+  reason?: string;
+};
+
+/**
+ * Runs one task. A thrown error ends the task `failed` with the error's message (never its stack).
+ */
+export type TaskExecutor = (ctx: TaskContext, ev: TaskEvents) => Promise<TaskOutcome>;
+
+/** Reason of `ctx.signal` and rejection of a pending requestInput when the task is canceled. */
+export class TaskCanceledError extends MurError {
+  constructor(taskId: string) {
+    super('E-A2A-011', `task ${taskId} was canceled`, {
+      hint: 'a client called tasks/cancel; stop at the next safe point',
+    });
+    this.name = 'TaskCanceledError';
+  }
+}
+
+/** Rejection of requestInput (and reason of `ctx.signal`) when no reply came in time. */
+export class InputTimeoutError extends MurError {
+  constructor(taskId: string, secs: number) {
+    super('E-A2A-010', `input timeout: task ${taskId} got no reply within ${secs}s`, {
+      hint: 'raise lifecycle.input_timeout_secs, or reply sooner with message/send carrying the taskId',
+    });
+    this.name = 'InputTimeoutError';
+  }
+}
