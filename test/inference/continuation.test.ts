@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { ContinuationState } from '../../runtime/inference/continuation.ts';
+
+/** Simulate one turn: plan, "dispatch", append the assistant reply, acknowledge. */
+function turn(state: ContinuationState, ctx: string, history: string[], reply: string, returned: string | undefined) {
+  const plan = state.plan(ctx, history);
+  history.push(reply);
+  state.acknowledge(ctx, returned, history.length);
+  return plan;
+}
+
+describe('stateful driver continuation (wit-interfaces.md, five rows)', () => {
+  it('row 1: driver returns a non-empty continuation_id → the runtime holds it', () => {
+    const s = new ContinuationState();
+    const h = ['u1'];
+    const first = turn(s, 'ctx', h, 'a1', 'resp_1');
+    expect(first).toEqual({ messages: ['u1'], full: true, reason: 'no-held-id' });
+    expect(s.heldId).toBe('resp_1');
+    expect(s.heldContextId).toBe('ctx');
+  });
+
+  it('row 2: next turn, same context_id → only messages appended since the ack, plus the held id', () => {
+    const s = new ContinuationState();
+    const h = ['u1'];
+    turn(s, 'ctx', h, 'a1', 'resp_1');
+    h.push('tool-result-1', 'tool-result-2');
+    const second = turn(s, 'ctx', h, 'a2', 'resp_2');
+    expect(second).toEqual({ messages: ['tool-result-1', 'tool-result-2'], continuationId: 'resp_1', full: false, reason: 'continued' });
+    h.push('u2');
+    expect(s.plan('ctx', h)).toMatchObject({ messages: ['u2'], continuationId: 'resp_2' });
+  });
+
+  it('row 3: next turn, different context_id → full resend; the id is never reused', () => {
+    const s = new ContinuationState();
+    const h = ['u1'];
+    turn(s, 'ctx-a', h, 'a1', 'resp_1');
+    h.push('u2');
+    const other = s.plan('ctx-b', h);
+    expect(other).toEqual({ messages: ['u1', 'a1', 'u2'], full: true, reason: 'context-changed' });
+    expect(s.heldId).toBeUndefined();
+    // Going back to the first context does not resurrect it either.
+    expect(s.plan('ctx-a', h).full).toBe(true);
+  });
+
+  it('row 4: driver omits the key or returns "" → the held id is dropped; next turn is a full resend', () => {
+    for (const returned of [undefined, '']) {
+      const s = new ContinuationState();
+      const h = ['u1'];
+      turn(s, 'ctx', h, 'a1', 'resp_1');
+      h.push('t1');
+      turn(s, 'ctx', h, 'a2', returned);
+      expect(s.heldId).toBeUndefined();
+      h.push('t2');
+      expect(s.plan('ctx', h)).toEqual({ messages: ['u1', 'a1', 't1', 'a2', 't2'], full: true, reason: 'no-held-id' });
+    }
+  });
+
+  it('row 5: a hook commits replace-context → the held id is dropped; next turn resends the post-compaction history', () => {
+    const s = new ContinuationState();
+    let h = ['u1'];
+    turn(s, 'ctx', h, 'a1', 'resp_1');
+    h.push('t1', 'u2', 'a2', 't2');
+    s.replaceContext();
+    h = ['summary', 't2'];
+    expect(s.heldId).toBeUndefined();
+    expect(s.plan('ctx', h)).toEqual({ messages: ['summary', 't2'], full: true, reason: 'no-held-id' });
+  });
+
+  it('a history shorter than the acknowledged length (rewritten without replace-context) is a full resend', () => {
+    const s = new ContinuationState();
+    const h = ['u1', 'u2'];
+    turn(s, 'ctx', h, 'a1', 'resp_1');
+    expect(s.plan('ctx', ['only'])).toEqual({ messages: ['only'], full: true, reason: 'history-diverged' });
+    expect(s.heldId).toBeUndefined();
+  });
+});
