@@ -1,0 +1,12 @@
+/** The component host: load (verify + transpile-once), then instantiate with per-instance grants. */
+export { loadComponent, sha256Hex, defaultCacheDir, type LoadedComponent } from './transpile-cache.ts';
+export { ComponentInstance, type HostImports, type HostFn, type InstanceOptions } from './instance.ts';
+export type { Grants } from './protocol.ts';
+export * from './errors.ts';
+
+export const DEFAULT_LIMITS = {
+  hookDeadlineMs: 30_000,
+  toolDeadlineMs: 600_000,
+  driverDeadlineMs: 600_000,
+  memoryBytes: 512 * 1048576,
+} as const;

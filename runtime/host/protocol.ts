@@ -1,0 +1,41 @@
+/** Messages between the main thread (ComponentInstance) and a component worker. */
+
+export interface Grants {
+  /** Host directory preopened as `/` for the guest, or none. */
+  preopen?: string | undefined;
+  /** Exactly the environment the guest sees. */
+  env: Record<string, string>;
+  /** Outgoing HTTP destinations allowed (manifest allowlist syntax); empty = deny all. */
+  networkAllow: string[];
+  /** File receiving the guest's stdout and stderr; none = discarded. */
+  logFile?: string | undefined;
+  /** Stop writing the log past this size (bytes). */
+  logLimitBytes?: number;
+}
+
+/** Interfaces the host implements for the guest: interface → function names (camelCase). */
+export type ImportSpec = Record<string, string[]>;
+
+export interface WorkerInit {
+  entry: string;
+  jsPath: string;
+  component: string;
+  modules: Record<string, WebAssembly.Module>;
+  grants: Grants;
+  importSpec: ImportSpec;
+  /** Int32Array over a SharedArrayBuffer: [0] = host-call reply flag. */
+  flag: SharedArrayBuffer;
+  hostPort: MessagePort;
+}
+
+export type ToWorker = { type: 'call'; id: number; path: string[]; args: unknown[] };
+
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'init-error'; message: string }
+  | { type: 'result'; id: number; value: unknown; memoryBytes: number }
+  | { type: 'guest-error'; id: number; payload: unknown; memoryBytes: number }
+  | { type: 'trap'; id: number; message: string; memoryBytes: number };
+
+export type HostCallRequest = { iface: string; fn: string; args: unknown[] };
+export type HostCallReply = { ok: unknown } | { err: unknown } | { fault: string };

@@ -1,0 +1,135 @@
+/**
+ * Loads a component: verifies its SHA-256 (when a pin is given), transpiles it with jco ONCE and
+ * caches the JS glue + core modules on disk keyed by that hash, so every later load — in this
+ * process or the next — skips the transpile. The cache entry is written to a temp folder and renamed
+ * into place, so a crash or a concurrent loader never leaves half an entry.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { PROJECT_ROOT } from '../wit/packages.ts';
+import { ComponentLoadError, IntegrityError } from './errors.ts';
+
+export interface LoadedComponent {
+  /** Display name (file name without .wasm unless given). */
+  name: string;
+  sha256: string;
+  /** Folder holding the transpiled glue and core modules. */
+  dir: string;
+  /** The ESM glue exporting `instantiate`. */
+  jsPath: string;
+  /** Core module file names the glue asks for, in its folder. */
+  coreFiles: string[];
+  /** Interfaces the component imports, unversioned (`wasi:cli/stdout`, `murmur:task/task`). */
+  imports: string[];
+  /** Export names as jco exposes them (`run`, `lifecycle`, …). */
+  exports: string[];
+  /** Whether this load ran the transpiler (false = served from the cache). */
+  transpiled: boolean;
+}
+
+export function defaultCacheDir(): string {
+  return process.env.MURMUR_COMPONENT_CACHE ?? join(PROJECT_ROOT, '.cache', 'components');
+}
+
+const JCO_VERSION = (() => {
+  try {
+    return (JSON.parse(readFileSync(join(PROJECT_ROOT, 'node_modules/@bytecodealliance/jco/package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+})();
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+interface Meta {
+  imports: string[];
+  exports: string[];
+  coreFiles: string[];
+  jco: string;
+}
+
+export async function loadComponent(path: string, opts: { sha256?: string; name?: string; cacheDir?: string } = {}): Promise<LoadedComponent> {
+  const name = opts.name ?? basename(path).replace(/\.wasm$/, '');
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(path);
+  } catch (e) {
+    throw new ComponentLoadError(name, `cannot read ${path}: ${(e as Error).message}`, 'check the artifact path', e);
+  }
+  const sha = sha256Hex(bytes);
+  if (opts.sha256 && opts.sha256.toLowerCase().replace(/^sha256:/, '') !== sha) {
+    throw new IntegrityError(name, opts.sha256, sha);
+  }
+  const cacheDir = opts.cacheDir ?? defaultCacheDir();
+  const dir = join(cacheDir, `${sha}-jco${JCO_VERSION}`);
+  const metaPath = join(dir, 'meta.json');
+  if (existsSync(metaPath)) {
+    const meta = JSON.parse(readFileSync(metaPath, 'utf8')) as Meta;
+    return { name, sha256: sha, dir, jsPath: join(dir, 'component.js'), coreFiles: meta.coreFiles, imports: meta.imports, exports: meta.exports, transpiled: false };
+  }
+  const meta = await transpileInto(name, bytes, dir);
+  return { name, sha256: sha, dir, jsPath: join(dir, 'component.js'), coreFiles: meta.coreFiles, imports: meta.imports, exports: meta.exports, transpiled: true };
+}
+
+async function transpileInto(name: string, bytes: Uint8Array, dir: string): Promise<Meta> {
+  const { transpile } = await import('@bytecodealliance/jco');
+  let out: { files: Record<string, Uint8Array>; imports: string[]; exports: [string, string][] };
+  try {
+    out = (await transpile(bytes, {
+      name: 'component',
+      instantiation: 'async',
+      // `hybrid` skips jco's per-call `process.env.JCO_DEBUG` read (35 % of a trivial call).
+      importBindings: 'hybrid',
+      noTypescript: true,
+      quiet: true,
+    })) as unknown as typeof out;
+  } catch (e) {
+    throw new ComponentLoadError(name, `is not a loadable WebAssembly component: ${(e as Error).message}`,
+      'build it for wasm32-wasip2 / the component model (a core module is not enough)', e);
+  }
+  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
+  mkdirSync(tmp, { recursive: true });
+  const coreFiles: string[] = [];
+  for (const [file, content] of Object.entries(out.files)) {
+    let data = content;
+    if (file.endsWith('.js')) {
+      // Belt and braces for the non-hybrid paths of the glue.
+      data = Buffer.from(Buffer.from(content).toString('utf8').replaceAll('if (!globalThis?.process?.env?.JCO_DEBUG) { return; }', 'return;'));
+    }
+    if (file.endsWith('.wasm')) coreFiles.push(file);
+    mkdirSync(join(tmp, file, '..'), { recursive: true });
+    writeFileSync(join(tmp, file), data);
+  }
+  // The glue is ESM; make sure Node reads it as such wherever the cache lives.
+  writeFileSync(join(tmp, 'package.json'), '{"type":"module"}');
+  const meta: Meta = {
+    imports: out.imports.map((i) => i.replace(/@[^/]*$/, '')),
+    exports: out.exports.map(([n]) => n),
+    coreFiles: coreFiles.sort(),
+    jco: JCO_VERSION,
+  };
+  writeFileSync(join(tmp, 'meta.json'), JSON.stringify(meta, null, 2));
+  try {
+    renameSync(tmp, dir);
+  } catch {
+    // Another loader won the race; its entry is identical.
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  return meta;
+}
+
+/** Removes cache entries other than the given hashes (for `mur cache prune`). */
+export function pruneCache(keep: Set<string>, cacheDir = defaultCacheDir()): number {
+  if (!existsSync(cacheDir)) return 0;
+  let n = 0;
+  for (const e of readdirSync(cacheDir)) {
+    if (!keep.has(e.split('-')[0]!)) {
+      rmSync(join(cacheDir, e), { recursive: true, force: true });
+      n++;
+    }
+  }
+  return n;
+}
