@@ -1,0 +1,55 @@
+/**
+ * `trace.jsonl`: one JSON object per line, each with `event_type`, `session_id`, `timestamp` (ms) and
+ * a per-session `seq`. Lines are appended synchronously, so a crash loses at most the line being
+ * written and readers (`mur trace`) can follow a live session. Listeners see every event as it is
+ * written (metrics and spans hang off this).
+ */
+import { appendFileSync } from 'node:fs';
+
+export type TraceEvent = Record<string, unknown> & { event_type: string };
+export type TraceListener = (e: TraceEvent & { session_id: string; timestamp: number; seq: number }) => void;
+
+export class TraceWriter {
+  readonly path: string;
+  readonly sessionId: string;
+  private seq = 0;
+  private listeners: TraceListener[] = [];
+  /** Events written before `open()` (there are none in normal use; kept for on-stage ordering). */
+  private closed = false;
+
+  constructor(path: string, sessionId: string) {
+    this.path = path;
+    this.sessionId = sessionId;
+  }
+
+  onEvent(l: TraceListener): () => void {
+    this.listeners.push(l);
+    return () => {
+      this.listeners = this.listeners.filter((x) => x !== l);
+    };
+  }
+
+  write(eventType: string, fields: Record<string, unknown> = {}): void {
+    if (this.closed) return;
+    const line = { event_type: eventType, session_id: this.sessionId, timestamp: Date.now(), seq: ++this.seq, ...dropUndefined(fields) };
+    appendFileSync(this.path, JSON.stringify(line) + '\n');
+    for (const l of this.listeners) {
+      try {
+        l(line);
+      } catch {
+        // A listener (metrics, spans) must never break the session.
+      }
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
+/** An omitted number is absent from the trace, never written as 0 or null. */
+function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
+  return out;
+}
