@@ -1,0 +1,3 @@
+export * from './id.ts';
+export * from './workdir.ts';
+export * from './stage.ts';

@@ -1,0 +1,233 @@
+/**
+ * Staging: `stageCapsule({capsuleDir, registryDir, workRoot})`.
+ *
+ *  1. load + validate `<capsuleDir>/murmur.yaml` (every error at once, E-MAN-000);
+ *  2. read `murmur.lock` if present;
+ *  3. resolve every artifact (registry dir, or remote `source` via the sha256-keyed cache), verify
+ *     its bytes against the registry record, and parse + validate its own manifest — including the
+ *     hook contract against the commit table — all before any component is compiled;
+ *  4. check each artifact against its capsule entry and its `murmur.lock` pin;
+ *  5. only when 1-4 found nothing: create the session workdir (tools/<name>/, logs/, out/,
+ *     trace.jsonl) and write `murmur.lock` (created on first stage; new entries added; existing
+ *     pins never rewritten).
+ *
+ * Any refusal throws one MurErrorList listing every problem, and nothing has been written (the
+ * remote cache aside, which only ever holds hash-verified content).
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { MurError, isMurError } from '../errors.ts';
+import type { CommitPolicy, ExecutionMode, Handler } from '../hooks/commit-table.ts';
+import type { ArtifactManifest } from '../manifest/artifact.ts';
+import { effectiveCapabilities, loadManifest, type ArtifactEntry, type CapsuleManifest, type EffectiveGrant } from '../manifest/capsule.ts';
+import { MurErrorList, isMurErrorList } from '../manifest/errors.ts';
+import type { ArtifactRuntime } from '../manifest/schema.ts';
+import { checkPin, lockPath, readLock, upsertLock, writeLock, type LockEntry, type Lockfile } from '../registry/lock.ts';
+import { ARTIFACT_MANIFEST, SKILL_FILE, resolveFromRegistry, type VerifiedArtifact } from '../registry/registry.ts';
+import { resolveRemote } from '../registry/remote.ts';
+import { newSessionId } from './id.ts';
+import { createWorkdir, toolDir, type WorkdirLayout } from './workdir.ts';
+
+export interface StageOptions {
+  capsuleDir: string;
+  registryDir: string;
+  /** Session workdirs are created as `<workRoot>/<session-id>/`. */
+  workRoot: string;
+  /** Remote-artifact cache. Default: $MURMUR_CACHE_DIR, else ~/.cache/murmur/artifacts. */
+  cacheDir?: string;
+  /** Default: a fresh `newSessionId()`. */
+  sessionId?: string;
+}
+
+export interface StagedArtifact {
+  name: string;
+  version: string;
+  runtime: ArtifactRuntime;
+  /** Artifact digest (as pinned in murmur.lock). */
+  sha256: string;
+  /** `<workdir>/tools/<name>/` */
+  dir: string;
+  /** `<workdir>/tools/<name>/<name>.wasm`; undefined for skills. */
+  wasmPath?: string;
+  /** `<workdir>/tools/<name>/skill.md`; skills only. */
+  skillPath?: string;
+  /** `<workdir>/tools/<name>/murmur.yaml` */
+  manifestPath: string;
+  /** The artifact's own manifest (description, schemas, hook contract). */
+  manifest: ArtifactManifest;
+  /** The capsule's entry; undefined for artifacts installed by artifact-manager pull. */
+  entry?: ArtifactEntry;
+  origin: 'registry' | 'remote' | 'pull';
+  /** Remote artifacts: the pinned source. */
+  source?: { url: string; sha256: string };
+  /** The grant this artifact runs under (per-artifact block narrowed from the capsule's). */
+  grant: EffectiveGrant;
+}
+
+export interface StagedHook {
+  name: string;
+  version: string;
+  /** Undefined = every session event except on-stage. */
+  binding?: Handler;
+  handlers: readonly Handler[];
+  executionMode: ExecutionMode;
+  commitPolicy: CommitPolicy;
+  onOverflow: 'drop' | 'block';
+  wasmPath: string;
+  manifestPath: string;
+  /** Per-call deadline (capabilities.limits.hook_deadline_seconds, narrowed per artifact). */
+  deadlineSeconds: number;
+  memoryBytes: number;
+  grant: EffectiveGrant;
+  config?: Record<string, unknown>;
+}
+
+export interface StagedCapsule {
+  manifest: CapsuleManifest;
+  capsuleDir: string;
+  registryDir: string;
+  lockPath: string;
+  sessionId: string;
+  workdir: WorkdirLayout;
+  /** Every installed artifact, in manifest order; artifact-manager pull appends to this array. */
+  artifacts: StagedArtifact[];
+  /** Hook artifacts, in manifest order (the blocking dispatch order). */
+  hooks: StagedHook[];
+  /** The driver artifact of an agent capsule. */
+  driver?: StagedArtifact;
+  /** What staging did to murmur.lock. */
+  lock: 'created' | 'updated' | 'unchanged';
+}
+
+export function defaultCacheDir(): string {
+  return process.env.MURMUR_CACHE_DIR ?? path.join(os.homedir(), '.cache', 'murmur', 'artifacts');
+}
+
+/** Splits an error into the aggregate's list. */
+function collect(into: MurError[], e: unknown): void {
+  if (isMurErrorList(e)) into.push(...e.errors);
+  else if (isMurError(e)) into.push(e);
+  else throw e;
+}
+
+/** Checks a resolved artifact against its capsule entry (E-REG-011). */
+function entryMismatch(entry: ArtifactEntry, a: VerifiedArtifact, file: string, index: number): MurError | undefined {
+  const diffs: string[] = [];
+  if (a.name !== entry.name) diffs.push(`name '${a.name}'`);
+  if (a.runtime !== entry.runtime) diffs.push(`runtime '${a.runtime}' (murmur.yaml says '${entry.runtime}')`);
+  if (entry.version !== undefined && a.version !== entry.version) diffs.push(`version '${a.version}' (murmur.yaml says '${entry.version}')`);
+  if (diffs.length === 0) return undefined;
+  return new MurError('E-REG-011', `artifact '${entry.name}' resolved to an artifact with ${diffs.join(', ')}`, {
+    hint: `make artifacts[${index}] in murmur.yaml match the artifact's own manifest (${a.name} ${a.version}, runtime ${a.runtime})`,
+    location: { file, field: `artifacts[${index}]` },
+  });
+}
+
+export function lockEntryOf(a: { name: string; version: string; sha256: string; source?: { url: string; sha256: string } }): LockEntry {
+  return { name: a.name, version: a.version, sha256: a.sha256, ...(a.source ? { source: { url: a.source.url, sha256: a.source.sha256 } } : {}) };
+}
+
+export function stagedArtifactOf(
+  w: WorkdirLayout,
+  a: VerifiedArtifact,
+  origin: StagedArtifact['origin'],
+  grant: EffectiveGrant,
+  entry?: ArtifactEntry,
+): StagedArtifact {
+  const dir = toolDir(w, a.name);
+  return {
+    name: a.name,
+    version: a.version,
+    runtime: a.runtime,
+    sha256: a.sha256,
+    dir,
+    ...(a.runtime === 'skill' ? { skillPath: path.join(dir, SKILL_FILE) } : { wasmPath: path.join(dir, a.payload) }),
+    manifestPath: path.join(dir, ARTIFACT_MANIFEST),
+    manifest: { ...a.manifest, file: path.join(dir, ARTIFACT_MANIFEST) },
+    ...(entry ? { entry } : {}),
+    origin,
+    ...(entry?.source ? { source: { ...entry.source } } : {}),
+    grant,
+  };
+}
+
+export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
+  const capsuleDir = path.resolve(opts.capsuleDir);
+  const registryDir = path.resolve(opts.registryDir);
+  const manifest = loadManifest(capsuleDir);
+  const lockFile = lockPath(capsuleDir);
+  const lock: Lockfile | undefined = readLock(capsuleDir);
+
+  // Resolve + verify every artifact (reads only; the remote cache holds verified content only).
+  const errors: MurError[] = [];
+  const resolved: (VerifiedArtifact | undefined)[] = [];
+  for (const [i, entry] of manifest.artifacts.entries()) {
+    try {
+      const a = entry.source ? await resolveRemote(entry, opts.cacheDir ?? defaultCacheDir()) : resolveFromRegistry(registryDir, entry.name, entry.version!);
+      const mismatch = entryMismatch(entry, a, manifest.file, i);
+      if (mismatch) throw mismatch;
+      const pin = checkPin(lock, lockFile, a);
+      if (pin) throw pin;
+      resolved.push(a);
+    } catch (e) {
+      collect(errors, e);
+      resolved.push(undefined);
+    }
+  }
+  if (errors.length > 0) {
+    const code = errors.some((e) => e.code.startsWith('E-REG')) ? 'E-REG-000' : 'E-MAN-000';
+    throw new MurErrorList(code, `cannot stage ${manifest.name} ${manifest.version}`, errors);
+  }
+  const verified = resolved as VerifiedArtifact[];
+
+  // Everything checked: now write.
+  const sessionId = opts.sessionId ?? newSessionId();
+  const workdir = createWorkdir(opts.workRoot, sessionId, verified.map((a) => ({ name: a.name, files: a.files })));
+  const artifacts = verified.map((a, i) => {
+    const entry = manifest.artifacts[i]!;
+    return stagedArtifactOf(workdir, a, entry.source ? 'remote' : 'registry', effectiveCapabilities(manifest, entry.name), entry);
+  });
+
+  const newEntries = artifacts.filter((a) => !lock?.artifacts.some((p) => p.name === a.name)).map(lockEntryOf);
+  let lockState: StagedCapsule['lock'] = 'unchanged';
+  if (!lock || newEntries.length > 0) {
+    writeLock(capsuleDir, upsertLock(lock, newEntries));
+    lockState = lock ? 'updated' : 'created';
+  }
+
+  const hooks: StagedHook[] = artifacts
+    .filter((a) => a.runtime === 'hook')
+    .map((a) => {
+      const c = a.manifest.hook!;
+      return {
+        name: a.name,
+        version: a.version,
+        ...(c.binding ? { binding: c.binding } : {}),
+        handlers: c.handlers,
+        executionMode: c.executionMode,
+        commitPolicy: c.commitPolicy,
+        onOverflow: a.entry?.onOverflow ?? 'drop',
+        wasmPath: a.wasmPath!,
+        manifestPath: a.manifestPath,
+        deadlineSeconds: a.grant.limits.hookDeadlineSeconds,
+        memoryBytes: a.grant.limits.memoryBytes,
+        grant: a.grant,
+        ...(a.entry?.config ? { config: a.entry.config } : {}),
+      };
+    });
+
+  const driverName = manifest.inference?.driver.artifact;
+  const driver = driverName ? artifacts.find((a) => a.name === driverName) : undefined;
+  return {
+    manifest,
+    capsuleDir,
+    registryDir,
+    lockPath: lockFile,
+    sessionId,
+    workdir,
+    artifacts,
+    hooks,
+    ...(driver ? { driver } : {}),
+    lock: lockState,
+  };
+}
