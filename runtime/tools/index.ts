@@ -1,0 +1,3 @@
+export * from './result.ts';
+export * from './data-path.ts';
+export * from './redundancy.ts';
