@@ -1,0 +1,84 @@
+/** A slow or vanished SSE reader never blocks the executor; one final status per task. */
+import http from 'node:http';
+import { setImmediate as tick } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { closeAll, msg03, serve, until } from './helpers.ts';
+import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
+
+afterAll(closeAll);
+
+const CHUNK = 'x'.repeat(4096);
+const N = 3000; // ~12 MiB of chunks, far beyond socket buffers
+
+function flood(onDone: (ms: number) => void): TaskExecutor {
+  return async (_ctx, ev) => {
+    const t0 = Date.now();
+    for (let i = 0; i < N; i++) {
+      ev.textChunk(CHUNK);
+      if (i % 100 === 0) await tick();
+    }
+    onDone(Date.now() - t0);
+    return { state: 'completed', text: 'the full answer' };
+  };
+}
+
+/** Open a message/stream and return the response, paused (nothing is read until resume()). */
+function openStream(url: string): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/stream', params: { message: msg03('go') } });
+    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      res.pause();
+      resolve({ req, res });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function parseFrames(raw: string): any[] {
+  return raw
+    .split('\n\n')
+    .map((f) => f.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join(''))
+    .filter((d) => d !== '')
+    .map((d) => JSON.parse(d).result);
+}
+
+describe('stream backpressure', () => {
+  it('a reader that does not read: the executor finishes, events are dropped with a lagged notice, the final status arrives once', async () => {
+    let execMs = -1;
+    const s = await serve(flood((ms) => (execMs = ms)), { stream: { maxBufferedBytes: 256 * 1024 } });
+    const { res } = await openStream(s.url);
+    await until(() => execMs >= 0, 10_000);
+    expect(execMs).toBeLessThan(5000);
+    expect(s.stats().laggedDrops).toBeGreaterThan(0);
+    // Now read everything.
+    res.setEncoding('utf8');
+    let raw = '';
+    res.on('data', (d) => (raw += d));
+    res.resume();
+    await new Promise((r) => res.on('end', r));
+    const events = parseFrames(raw);
+    const lagged = events.filter((e) => e.kind === 'status-update' && e.metadata?.murmur?.lagged);
+    expect(lagged.length).toBeGreaterThan(0);
+    const finals = events.filter((e) => e.kind === 'status-update' && e.final);
+    expect(finals).toHaveLength(1);
+    expect(events.at(-1)).toBe(finals[0]);
+    expect(finals[0].status.state).toBe('completed');
+    // The final response artifact replaces the (partly dropped) chunks.
+    const lastArtifact = events.filter((e) => e.kind === 'artifact-update').at(-1);
+    expect(lastArtifact).toMatchObject({ append: false, lastChunk: true, artifact: { parts: [{ text: 'the full answer' }] } });
+    expect(events.filter((e) => e.kind === 'artifact-update').length).toBeLessThan(N);
+  });
+
+  it('a reader that vanishes: the executor finishes and the subscriber is released', async () => {
+    let execMs = -1;
+    const s = await serve(flood((ms) => (execMs = ms)));
+    const { req, res } = await openStream(s.url);
+    res.destroy();
+    req.destroy();
+    await until(() => execMs >= 0, 10_000);
+    await s.idle();
+    await until(() => s.stats().subscribers === 0);
+    expect(execMs).toBeLessThan(5000);
+  });
+});
