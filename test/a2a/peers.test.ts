@@ -1,0 +1,197 @@
+/**
+ * Capsules as separate processes on 127.0.0.1 calling each other through sendMessage (allowed
+ * and refused); origin/trust/traceparent headers on the wire; the allowlist refusal makes no
+ * connection.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isAllowed, policyError, sendMessage, getTask, followTask } from '../../runtime/a2a/client.ts';
+import { parseOriginTrust } from '../../runtime/a2a/wire.ts';
+import { closeAll, serve } from './helpers.ts';
+
+const children: ChildProcess[] = [];
+
+function startPeer(name: string, allow: string[]): Promise<string> {
+  const script = fileURLToPath(new URL('./fixtures/peer.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, PEER_NAME: name, PEER_ALLOW: allow.join(',') },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (d) => {
+      buf += d;
+      const line = buf.split('\n')[0];
+      if (buf.includes('\n') && line) resolve(JSON.parse(line).url);
+    });
+    child.once('exit', (code) => reject(new Error(`peer ${name} exited with ${code}`)));
+  });
+}
+
+const hostPort = (url: string) => new URL(url).host;
+
+/** A plain HTTP server that counts TCP connections and records request headers. */
+async function countingServer() {
+  let connections = 0;
+  const seen: http.IncomingHttpHeaders[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push(req.headers);
+    res.statusCode = 404;
+    res.end();
+  });
+  server.on('connection', () => connections++);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  return { url, connections: () => connections, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+let A = '';
+let B = '';
+let C = '';
+let counter: Awaited<ReturnType<typeof countingServer>>;
+
+beforeAll(async () => {
+  counter = await countingServer();
+  C = await startPeer('C', []);
+  B = await startPeer('B', [hostPort(C)]);
+  A = await startPeer('A', [`http://${hostPort(B)}`]);
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of children) c.kill('SIGTERM');
+  await counter.close();
+  await closeAll();
+});
+
+describe('peering between processes', () => {
+  const allowAll = () => [hostPort(A), hostPort(B), hostPort(C)];
+
+  it('A → B → C through allowlists', async () => {
+    const r = await sendMessage({ peerUrl: A, text: `ask ${B} ask ${C} hello`, allow: allowAll(), trust: 'trusted', wait: true });
+    expect(r).toMatchObject({ ok: true, state: 'completed', text: 'A got: B got: C: hello' });
+  });
+
+  it('refused: A may not call C; the error is the exact policy string', async () => {
+    const r = await sendMessage({ peerUrl: A, text: `ask ${C} hi`, allow: allowAll(), wait: true });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.state).toBe('failed');
+    expect(r.text).toBe(`network policy: '${C}' not in capabilities.network.allow`);
+  });
+
+  it('refused in another process makes no connection', async () => {
+    const before = counter.connections();
+    const r = await sendMessage({ peerUrl: A, text: `ask ${counter.url} hi`, allow: allowAll(), wait: true });
+    expect(r.ok && r.text).toBe(policyError(counter.url));
+    expect(counter.connections()).toBe(before);
+  });
+
+  it('origin is peer and trust is inherited, never upgraded', async () => {
+    const trusted = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: allowAll(), trust: 'trusted', wait: true });
+    expect(trusted.ok && trusted.text).toBe('A got: B origin=peer trust=trusted traceparent=-');
+    const untrusted = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: allowAll(), trust: 'untrusted', wait: true });
+    expect(untrusted.ok && untrusted.text).toBe('A got: B origin=peer trust=untrusted traceparent=-');
+  });
+
+  it('traceparent propagates across hops', async () => {
+    const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const r = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: allowAll(), trust: 'trusted', traceparent: tp, wait: true });
+    expect(r.ok && r.text).toBe(`A got: B origin=peer trust=trusted traceparent=${tp}`);
+  });
+
+  it('non-blocking send, then getTask/followTask', async () => {
+    const r = await sendMessage({ peerUrl: C, text: 'later', allow: allowAll() });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const f = await followTask({ peerUrl: C, taskId: r.taskId, allow: allowAll(), deadlineMs: 5000 });
+    expect(f).toMatchObject({ ok: true, state: 'completed', text: 'C: later', timedOut: false });
+    const g = await getTask({ peerUrl: C, taskId: r.taskId, allow: allowAll() });
+    expect(g).toMatchObject({ ok: true, state: 'completed', contextId: r.contextId });
+  });
+});
+
+describe('client policy and headers (in process)', () => {
+  it('a URL outside the allowlist: exact error, zero connections', async () => {
+    const before = counter.connections();
+    for (const allow of [[], ['127.0.0.2'], ['localhost:1'], ['https://127.0.0.1:' + new URL(counter.url).port]]) {
+      const r = await sendMessage({ peerUrl: counter.url, text: 'x', allow });
+      expect(r).toEqual({ ok: false, error: `network policy: '${counter.url}' not in capabilities.network.allow` });
+      const g = await getTask({ peerUrl: counter.url, taskId: 't', allow });
+      expect(g).toEqual({ ok: false, error: policyError(counter.url) });
+    }
+    expect(counter.connections()).toBe(before);
+  });
+
+  it('every outgoing request carries origin peer, the sender trust and traceparent', async () => {
+    const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    counter.seen.length = 0;
+    const r = await sendMessage({ peerUrl: counter.url, text: 'x', allow: [hostPort(counter.url)], trust: 'untrusted', traceparent: tp });
+    expect(r.ok).toBe(false); // not an A2A server
+    expect(counter.seen.length).toBeGreaterThan(0);
+    for (const h of counter.seen) {
+      expect(h['x-murmur-task-origin']).toBe('peer');
+      expect(h['x-murmur-task-trust']).toBe('untrusted');
+      expect(h['traceparent']).toBe(tp);
+    }
+  });
+
+  it('the receiving server reads origin/trust per the rules', async () => {
+    const seen: Array<[string, string]> = [];
+    const s = await serve(async (ctx) => {
+      seen.push([ctx.origin, ctx.trust]);
+      return { state: 'completed' };
+    });
+    const send = (h: Record<string, string>) =>
+      fetch(s.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...h },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } } }),
+      }).then((r) => r.json());
+    await send({});
+    await send({ 'x-murmur-task-origin': 'peer', 'x-murmur-task-trust': 'trusted' });
+    await send({ 'x-murmur-task-origin': 'completion' });
+    await send({ 'x-murmur-task-origin': 'system', 'x-murmur-task-trust': 'trusted' });
+    await send({ 'x-murmur-task-origin': 'user', 'x-murmur-task-trust': 'trusted' });
+    await send({ 'x-murmur-task-trust': 'TRUSTED' });
+    await send({ 'x-murmur-task-trust': 'yes' });
+    expect(seen).toEqual([
+      ['user', 'untrusted'],
+      ['peer', 'trusted'],
+      ['completion', 'untrusted'],
+      ['event', 'untrusted'],
+      ['event', 'untrusted'],
+      ['user', 'trusted'],
+      ['user', 'untrusted'],
+    ]);
+  });
+
+  it('parseOriginTrust', () => {
+    expect(parseOriginTrust({})).toEqual({ origin: 'user', trust: 'untrusted' });
+    expect(parseOriginTrust({ 'x-murmur-task-origin': 'Peer', 'x-murmur-task-trust': 'trusted' })).toEqual({ origin: 'peer', trust: 'trusted' });
+    expect(parseOriginTrust({ 'x-murmur-task-origin': 'schedule', 'x-murmur-task-trust': 'trusted' })).toEqual({ origin: 'event', trust: 'untrusted' });
+  });
+
+  it('allowlist matching: host | host:port | scheme://host[:port]', () => {
+    expect(isAllowed('http://peer:7001/', ['peer'])).toBe(true);
+    expect(isAllowed('https://peer/', ['peer'])).toBe(true);
+    expect(isAllowed('http://peer:7001/', ['peer:7001'])).toBe(true);
+    expect(isAllowed('http://peer:7002/', ['peer:7001'])).toBe(false);
+    expect(isAllowed('http://peer/', ['peer:80'])).toBe(true);
+    expect(isAllowed('http://peer:7001', ['http://peer:7001'])).toBe(true);
+    expect(isAllowed('https://peer:7001', ['http://peer:7001'])).toBe(false);
+    expect(isAllowed('http://peer/', ['http://peer'])).toBe(true);
+    expect(isAllowed('http://peer:8080/', ['http://peer'])).toBe(false);
+    expect(isAllowed('http://PEER.example.com/', ['peer.example.com'])).toBe(true);
+    expect(isAllowed('http://a.svc.local/', ['*.svc.local'])).toBe(true);
+    expect(isAllowed('http://svc.local/', ['*.svc.local'])).toBe(false);
+    expect(isAllowed('http://peerx/', ['peer'])).toBe(false);
+    expect(isAllowed('http://[::1]:9/', ['[::1]:9'])).toBe(true);
+    expect(isAllowed('ftp://peer/', ['peer'])).toBe(false);
+    expect(isAllowed('http://user:pw@peer/', ['peer'])).toBe(false);
+    expect(isAllowed('not a url', ['peer'])).toBe(false);
+  });
+});
