@@ -690,12 +690,14 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       return snapshot(rec, params.configuration?.historyLength);
     },
     sendMessageStream(params, context) {
+      // Validation and intake run synchronously, before the generator exists, so the SDK answers
+      // a refusal as a plain JSON-RPC error (it logs errors thrown from inside a stream).
+      const { rec, isNew, deliver } = intake(params, context);
+      const sub = subscribe(rec, context);
       return (async function* () {
-        const { rec, isNew, deliver } = intake(params, context);
-        const sub = subscribe(rec, context);
         const it = drain(sub);
         try {
-          yield { payload: { $case: 'task', value: snapshot(rec, params.configuration?.historyLength) } };
+          yield { payload: { $case: 'task', value: snapshot(rec, params.configuration?.historyLength) } } as StreamResponse;
           if (isNew) admit(rec);
           else deliver!();
           yield* it;
@@ -713,13 +715,13 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       return snapshot(rec);
     },
     resubscribe(params: SubscribeToTaskRequest, context) {
+      const rec = getRec(params.id);
+      if (rec.final) throw unsupported(`task ${rec.id} is already ${rec.state}; use tasks/get for its result`);
+      const sub = subscribe(rec, context);
       return (async function* () {
-        const rec = getRec(params.id);
-        if (rec.final) throw unsupported(`task ${rec.id} is already ${rec.state}; use tasks/get for its result`);
-        const sub = subscribe(rec, context);
         const it = drain(sub);
         try {
-          yield { payload: { $case: 'task', value: snapshot(rec) } };
+          yield { payload: { $case: 'task', value: snapshot(rec) } } as StreamResponse;
           yield* it;
         } finally {
           await it.return(undefined);
