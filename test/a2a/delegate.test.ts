@@ -1,0 +1,66 @@
+/** The runtime-provided delegate-task tool. */
+import { afterAll, describe, expect, it } from 'vitest';
+import { delegateTaskTool, runDelegateTask } from '../../runtime/a2a/delegate-task.ts';
+import { closeAll, rpc, serve, sleep } from './helpers.ts';
+
+afterAll(closeAll);
+
+const hostPort = (url: string) => new URL(url).host;
+
+describe('delegate-task', () => {
+  it('is offered only when the allowlist names peers', () => {
+    expect(delegateTaskTool([])).toBeUndefined();
+    expect(delegateTaskTool(['  '])).toBeUndefined();
+    const t = delegateTaskTool(['summarizer:7001']);
+    expect(t?.name).toBe('delegate-task');
+    expect(t?.inputSchema).toMatchObject({ required: ['peer', 'task'] });
+    expect(t?.description).toContain('summarizer:7001');
+  });
+
+  it('sends, follows to completion and returns the peer result text', async () => {
+    const s = await serve(async (ctx, ev) => {
+      await sleep(100);
+      ev.textChunk('partial ');
+      return { state: 'completed', text: `summary of ${ctx.text} (${ctx.origin}/${ctx.trust})` };
+    });
+    const r = await runDelegateTask({ peer: s.url, task: 'the report' }, { allow: [hostPort(s.url)], trust: 'trusted' });
+    expect(r).toMatchObject({ isError: false, state: 'completed', text: 'summary of the report (peer/trusted)' });
+    // A peer given without a scheme is reached over http.
+    const r2 = await runDelegateTask({ peer: hostPort(s.url), task: 'x' }, { allow: [hostPort(s.url)], trust: 'untrusted' });
+    expect(r2).toMatchObject({ isError: false, text: 'summary of x (peer/untrusted)' });
+  });
+
+  it('refuses peers outside the allowlist with the policy error', async () => {
+    const r = await runDelegateTask({ peer: 'http://127.0.0.1:9/', task: 'x' }, { allow: ['other:1'], trust: 'trusted' });
+    expect(r).toEqual({ isError: true, text: "network policy: 'http://127.0.0.1:9/' not in capabilities.network.allow" });
+  });
+
+  it('reports a failed peer task as an error and input-required as a question', async () => {
+    const failing = await serve(async () => ({ state: 'failed', reason: 'no data' }));
+    const f = await runDelegateTask({ peer: failing.url, task: 'x' }, { allow: [hostPort(failing.url)], trust: 'trusted' });
+    expect(f.isError).toBe(true);
+    expect(f.text).toMatch(/failed: no data$/);
+    const asking = await serve(async (_c, ev) => ({ state: 'completed', text: await ev.requestInput('which year?') }));
+    const q = await runDelegateTask({ peer: asking.url, task: 'x' }, { allow: [hostPort(asking.url)], trust: 'trusted' });
+    expect(q).toMatchObject({ isError: false, state: 'input-required' });
+    expect(q.text).toContain('which year?');
+  });
+
+  it('is bounded by the delegation deadline; the peer task is then canceled', async () => {
+    const s = await serve(
+      (ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve({ state: 'canceled' }))),
+    );
+    const t0 = Date.now();
+    const r = await runDelegateTask({ peer: s.url, task: 'forever' }, { allow: [hostPort(s.url)], trust: 'trusted', deadlineSecs: 0.3 });
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(r.isError).toBe(true);
+    expect(r.text).toMatch(/deadline of 0.3s exceeded/);
+    const got = await rpc(s.url, 'tasks/get', { id: r.taskId });
+    expect(got.body.result.status.state).toBe('canceled');
+  });
+
+  it('rejects malformed input', async () => {
+    expect(await runDelegateTask({ peer: 'x' }, { allow: ['x'], trust: 'trusted' })).toMatchObject({ isError: true });
+    expect(await runDelegateTask(null, { allow: ['x'], trust: 'trusted' })).toMatchObject({ isError: true });
+  });
+});
