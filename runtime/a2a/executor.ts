@@ -114,3 +114,13 @@ export class InputTimeoutError extends MurError {
     this.name = 'InputTimeoutError';
   }
 }
+
+/**
+ * What `murmur:task/task` request-input must return when no A2A task is running (tool world
+ * outside a task, or any other world): an immediate error, per the WIT contract.
+ */
+export function requestInputUnavailable(): MurError {
+  return new MurError('E-A2A-013', 'request-input is only available while the capsule runs an A2A task', {
+    hint: 'send the capsule a task over A2A (message/send), or do not call request-input from this context',
+  });
+}
