@@ -109,7 +109,14 @@ export interface A2AServerOptions {
   /** Terminal tasks kept for tasks/get (oldest evicted first). Default 1000. */
   maxStoredTasks?: number;
   /** Per-SSE-subscriber bounds; past either, droppable events are dropped and a `lagged` notice sent. */
-  stream?: { maxQueuedEvents?: number; maxBufferedBytes?: number };
+  stream?: {
+    /** Events queued per subscriber before droppable ones are dropped. Default 256. */
+    maxQueuedEvents?: number;
+    /** Bytes buffered in the subscriber's HTTP response before droppable events are dropped. Default 1 MiB. */
+    maxBufferedBytes?: number;
+    /** Interval of `: heartbeat` SSE comments; 0 = none. Default 15000. */
+    heartbeatMs?: number;
+  };
 }
 
 export interface A2AServer {
@@ -147,14 +154,28 @@ class Subscriber {
   closed = false;
   dropped = 0;
   private wake: (() => void) | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
   constructor(
     readonly rec: TaskRecord,
     private readonly res: http.ServerResponse | undefined,
     private readonly maxQueued: number,
     private readonly maxBuffered: number,
     private readonly onDrop: () => void,
+    heartbeatMs: number,
   ) {
     res?.once('close', () => this.close());
+    if (res && heartbeatMs > 0) {
+      // An SSE comment keeps idle proxies from cutting a long quiet stream. Each write is a whole
+      // frame, like the SDK's, so frames never interleave.
+      this.heartbeat = setInterval(() => {
+        if (res.headersSent && !res.writableEnded && res.writableLength <= this.maxBuffered) res.write(': heartbeat\n\n');
+      }, heartbeatMs);
+      this.heartbeat.unref();
+    }
+  }
+  dispose(): void {
+    this.closed = true;
+    clearInterval(this.heartbeat);
   }
   private overloaded(): boolean {
     if (this.queue.length >= this.maxQueued) return true;
@@ -176,6 +197,7 @@ class Subscriber {
   }
   close(): void {
     this.closed = true;
+    clearInterval(this.heartbeat);
     this.signal();
   }
   private signal(): void {
@@ -259,6 +281,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const maxStored = opts.maxStoredTasks ?? 1000;
   const maxQueued = opts.stream?.maxQueuedEvents ?? 256;
   const maxBuffered = opts.stream?.maxBufferedBytes ?? 1024 * 1024;
+  const heartbeatMs = opts.stream?.heartbeatMs ?? 15_000;
   if (!['none', 'single', 'queue'].includes(opts.acceptance)) {
     throw new MurError('E-A2A-002', `unknown task acceptance '${String(opts.acceptance)}'`, {
       hint: "lifecycle.task_acceptance is one of 'none', 'single', 'queue'",
@@ -636,7 +659,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
 
   function subscribe(rec: TaskRecord, context: ServerCallContext): Subscriber {
     const res = resOf.get(context.state.get('headers') as object);
-    const sub = new Subscriber(rec, res, maxQueued, maxBuffered, () => laggedDrops++);
+    const sub = new Subscriber(rec, res, maxQueued, maxBuffered, () => laggedDrops++, heartbeatMs);
     rec.subs.add(sub);
     return sub;
   }
@@ -654,7 +677,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
         await sub.next();
       }
     } finally {
-      sub.closed = true;
+      sub.dispose();
       sub.rec.subs.delete(sub);
     }
   }

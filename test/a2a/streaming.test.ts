@@ -82,3 +82,35 @@ describe('stream backpressure', () => {
     expect(execMs).toBeLessThan(5000);
   });
 });
+
+describe('heartbeat', () => {
+  it('a quiet stream carries SSE comment heartbeats that clients ignore', async () => {
+    const { ClientFactory } = await import('@a2a-js/sdk/client');
+    const { Role } = await import('@a2a-js/sdk');
+    const s = await serve(
+      async () => {
+        await new Promise((r) => setTimeout(r, 250));
+        return { state: 'completed', text: 'late' };
+      },
+      { stream: { heartbeatMs: 40 } },
+    );
+    const r = await fetch(s.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/stream', params: { message: msg03('q') } }),
+    });
+    const raw = await r.text();
+    expect(raw).toContain(': heartbeat\n\n');
+    const finals = parseFrames(raw).filter((e) => e.kind === 'status-update' && e.final);
+    expect(finals).toHaveLength(1);
+    const client = await new ClientFactory().createFromUrl(s.url);
+    const events = [];
+    for await (const e of client.sendMessageStream({
+      tenant: '',
+      message: { messageId: 'h', contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: 'q' }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+      configuration: undefined,
+      metadata: undefined,
+    })) events.push(e);
+    expect(events.at(-1)?.payload?.$case).toBe('statusUpdate');
+  });
+});
