@@ -1,0 +1,6 @@
+export * from './env.ts';
+export * from './argv.ts';
+export * from './resolve.ts';
+export * from './recipe.ts';
+export * from './identity.ts';
+export * from './run.ts';
