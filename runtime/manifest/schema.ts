@@ -53,6 +53,8 @@ export interface FieldSpec {
   minExclusive?: boolean;
   /** A present list must not be empty. */
   nonEmpty?: boolean;
+  /** A `string` that also takes an unquoted number verbatim from the source text (hashes). */
+  verbatimNumbers?: boolean;
   /** Extra check on a well-typed value. */
   check?: (value: unknown) => Problem | undefined;
   /** Validation rule, for the docs. */
@@ -118,7 +120,7 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
   { path: 'artifacts[].runtime', type: 'enum', values: ARTIFACT_RUNTIMES, default: 'tool', validation: '`tool` | `driver` | `hook` | `skill`', description: 'Role: tools and skills are model-visible; drivers and hooks are not.' },
   { path: 'artifacts[].source', type: 'object', validation: 'mapping', description: 'Remote artifact: fetched over HTTP(S) instead of from the registry.' },
   { path: 'artifacts[].source.url', type: 'string', required: true, check: str(checkHttpUrl), validation: 'http(s) URL of a `.wasm` component or a `.tar`/`.tar.gz` artifact bundle', description: 'Where to fetch the artifact.' },
-  { path: 'artifacts[].source.sha256', type: 'string', required: true, check: str(checkSha256), validation: '64 lowercase hex chars', description: 'SHA-256 of the fetched bytes; a mismatch refuses staging.' },
+  { path: 'artifacts[].source.sha256', type: 'string', verbatimNumbers: true, required: true, check: str(checkSha256), validation: '64 lowercase hex chars', description: 'SHA-256 of the fetched bytes; a mismatch refuses staging.' },
   { path: 'artifacts[].capabilities', type: 'object', validation: 'same fields as `capabilities`; narrowing only; not on skills', description: "Per-artifact grant. Tools and drivers without one inherit the capsule's; hooks without one get none. Every entry must lie within the capsule-wide grant." },
   ...capabilityRows('artifacts[].capabilities', true),
   { path: 'artifacts[].on_overflow', type: 'enum', values: ['drop', 'block'], defaultText: '`drop` (hooks only)', validation: '`drop` | `block`; hooks only', description: "What an async hook's full queue does with a new event." },

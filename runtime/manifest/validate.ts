@@ -276,8 +276,9 @@ export class SchemaWalker {
     switch (spec.type) {
       case 'string':
       case 'enum': {
-        if (!isScalar(n) || typeof n.value !== 'string') return this.typeError(spec, path, n, keyPos);
-        value = n.value;
+        if (spec.verbatimNumbers && isScalar(n) && typeof n.value === 'number') value = n.source ?? String(n.value);
+        else if (!isScalar(n) || typeof n.value !== 'string') return this.typeError(spec, path, n, keyPos);
+        else value = n.value;
         if (spec.type === 'enum' && !spec.values!.includes(value as string)) {
           const near = nearest(value as string, spec.values!);
           this.report(path, p, {
