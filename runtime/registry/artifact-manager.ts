@@ -9,7 +9,7 @@
  *   lock, and appends to `staged.artifacts` so list/describe/invoke see it immediately.
  * - search / remove are not implemented and always return an error.
  */
-import { isMurError } from '../errors.ts';
+import { MurError, isMurError } from '../errors.ts';
 import { effectiveCapabilities } from '../manifest/capsule.ts';
 import { isMurErrorList } from '../manifest/errors.ts';
 import { lockEntryOf, stagedArtifactOf, type StagedArtifact, type StagedCapsule } from '../session/stage.ts';
@@ -111,7 +111,9 @@ export class ArtifactManager {
       const installed = s.artifacts.find((x) => x.name === name);
       if (installed) {
         if (installed.version === a.version && installed.sha256 === a.sha256) return ok(this.summary(installed));
-        return err(`artifact '${name}' is already installed at version ${installed.version} (sha256 ${installed.sha256}); an installed artifact cannot be replaced within a session [E-REG-013]`);
+        throw new MurError('E-REG-013', `artifact '${name}' is already installed at version ${installed.version} (sha256 ${installed.sha256})`, {
+          hint: 'an installed artifact cannot be replaced within a session; start a new session',
+        });
       }
       const lock = readLock(s.capsuleDir);
       const pin = checkPin(lock, s.lockPath, a);
