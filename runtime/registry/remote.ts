@@ -159,5 +159,16 @@ export async function resolveRemote(entry: ArtifactEntry, cacheDir: string): Pro
       }
     }
   }
-  return readVerifiedDir(dir);
+  try {
+    return readVerifiedDir(dir);
+  } catch (e) {
+    if (e instanceof MurError && e.code === 'E-REG-002') {
+      throw new MurError(e.code, `remote-cache entry for '${entry.name}': ${e.message}`, {
+        hint: `the cached copy of ${src.url} was modified; delete ${dir} and stage again to refetch it`,
+        ...(e.location ? { location: e.location } : {}),
+        cause: e,
+      });
+    }
+    throw e;
+  }
 }

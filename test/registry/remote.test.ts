@@ -126,5 +126,6 @@ describe('remote artifacts (real HTTP on 127.0.0.1)', () => {
     writeFileSync(path.join(cache, sha, 'cached', 'cached.wasm'), fakeComponent('evil'));
     const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: cache }).catch((e: unknown) => e)) as MurErrorList;
     expect(err.codes()).toEqual(['E-REG-002']);
+    expect(err.errors[0]!.hint).toContain('delete');
   });
 });
