@@ -215,3 +215,46 @@ describe('cancel', () => {
     expect((await rpc(s.url, 'tasks/cancel', { id: 'nope' })).body.error.code).toBe(-32001);
   });
 });
+
+describe('streams and re-attach', () => {
+  it('a streamed task over capacity: the task first, then one final rejected status', async () => {
+    const g = gated();
+    const s = await serve(g.exec, { acceptance: 'single' });
+    await rpc(s.url, 'message/send', nonBlocking('takes the slot'));
+    const events = await sse(s.url, 'message/stream', { message: msg03('too many') });
+    expect(events.map((e) => e.result.kind)).toEqual(['task', 'status-update']);
+    expect(events[1].result).toMatchObject({ final: true, status: { state: 'rejected' } });
+    await until(() => g.releases.length === 1);
+    g.releases[0]!();
+    await s.done;
+  });
+
+  it('SubscribeToTask / tasks/resubscribe re-attach to a running task; a final task cannot be re-attached', async () => {
+    const g = gated();
+    const s = await serve(g.exec);
+    const first = await rpc(s.url, 'message/send', nonBlocking('long'));
+    const id = first.body.result.id;
+    await until(() => g.releases.length === 1);
+    const v1 = sse(s.url, 'SubscribeToTask', { id }, V1);
+    const v03 = sse(s.url, 'tasks/resubscribe', { id });
+    await until(() => s.stats().subscribers === 2);
+    g.releases[0]!();
+    const [a, b] = await Promise.all([v1, v03]);
+    expect(a[0].result.task.id).toBe(id);
+    expect(a.at(-1).result.statusUpdate.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(b[0].result.kind).toBe('task');
+    expect(b.filter((e) => e.result.final)).toHaveLength(1);
+    const again = await sse(s.url, 'SubscribeToTask', { id }, V1);
+    expect(again[0].error.code).toBe(-32004);
+  });
+
+  it('A2A-Version is normalised (1, 1.0.1 → 1.0)', async () => {
+    const s = await serve(instant);
+    for (const v of ['1', '1.0.1', ' 1.0 ']) {
+      const r = await rpc(s.url, 'SendMessage', { message: msg10('v') }, { 'A2A-Version': v });
+      expect(r.body.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    }
+    const r = await rpc(s.url, 'message/send', { message: msg03('v') }, { 'A2A-Version': '0.3.0' });
+    expect(r.body.result.status.state).toBe('completed');
+  });
+});
