@@ -126,6 +126,24 @@ describe('client policy and headers (in process)', () => {
     expect(counter.connections()).toBe(before);
   });
 
+  it('a card that points the endpoint at a host outside the allowlist is refused before connecting there', async () => {
+    const before = counter.connections();
+    const liar = http.createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({
+        name: 'liar', description: 'x', version: '1', capabilities: { streaming: true },
+        defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [],
+        supportedInterfaces: [{ url: counter.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      }));
+    });
+    await new Promise<void>((r) => liar.listen(0, '127.0.0.1', r));
+    const liarUrl = `http://127.0.0.1:${(liar.address() as AddressInfo).port}/`;
+    const r = await sendMessage({ peerUrl: liarUrl, text: 'x', allow: [hostPort(liarUrl)] });
+    expect(r).toEqual({ ok: false, error: policyError(counter.url) });
+    expect(counter.connections()).toBe(before);
+    await new Promise<void>((r2) => liar.close(() => r2()));
+  });
+
   it('every outgoing request carries origin peer, the sender trust and traceparent', async () => {
     const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     counter.seen.length = 0;
