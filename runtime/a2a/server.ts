@@ -926,6 +926,10 @@ function frontDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>)
         reply(200, rpcErrorBody(null, -32700, `parse error: request body is not valid JSON (${errMessage(e)})`));
         return;
       }
+      if (tooDeep(body, MAX_JSON_DEPTH)) {
+        reply(200, rpcErrorBody(null, -32600, `invalid request: JSON nests deeper than ${MAX_JSON_DEPTH} levels`));
+        return;
+      }
       const problem = checkEnvelope(body, req);
       if (problem) {
         reply(200, rpcErrorBody(problem.id, problem.code, problem.message));
@@ -936,6 +940,22 @@ function frontDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>)
       next();
     });
   };
+}
+
+const MAX_JSON_DEPTH = 64;
+
+/** Whether a parsed JSON value nests deeper than `max` (iterative: no recursion on hostile input). */
+function tooDeep(root: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[root, 0]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (d >= max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, d + 1]);
+    }
+  }
+  return false;
 }
 
 function checkEnvelope(

@@ -121,6 +121,9 @@ describe('fuzzed requests', () => {
     expect((await post('{"jsonrpc":"2.0","id":5,"method":"message/send","params":{"message":{"kind":"message","role":"user","parts":[]}}}')).body.error.code).toBe(-32602);
     expect((await post('{"jsonrpc":"2.0","id":6,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[]}}}')).body.error).toMatchObject({ code: -32602, message: expect.stringContaining('at least one part') });
     expect((await post('{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"id":"nope"}}')).body.error.code).toBe(-32001);
+    const deep = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
+    const nested = await post(`{"jsonrpc":"2.0","id":9,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}],"metadata":${deep}}}}`);
+    expect(nested.body.error).toMatchObject({ code: -32600, message: expect.stringContaining('nests deeper') });
     const big = await post(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tasks/get', params: { id: 'x'.repeat(2 * 1024 * 1024) } }));
     expect(big.status).toBe(413);
     expect(big.body.error).toMatchObject({ code: -32600, message: expect.stringContaining('limit') });
