@@ -122,3 +122,11 @@ function nonNegative(n: number, what: string): number {
   }
   return n;
 }
+
+/** The refusal as a user-facing error, for a loop that ends the task `spend_ceiling_reached`. */
+export function spendCeilingError(refusal: SpendRefusal): MurError {
+  return new MurError('E-INF-020', refusal.message, {
+    hint: 'raise inference.max_session_tokens in murmur.yaml, lower inference.max_tokens, or shorten the conversation',
+    location: { field: 'inference.max_session_tokens' },
+  });
+}
