@@ -211,3 +211,18 @@ export function parseDriverResponse(raw: unknown): DriverResponse {
   if (v.error !== undefined && v.error !== null) out.error = typeof v.error === 'string' ? v.error : JSON.stringify(v.error);
   return out;
 }
+
+/** The assistant message to append to the history for a parsed driver response. */
+export function assistantMessage(response: Pick<DriverResponse, 'content'>): WireMessage {
+  return { role: 'assistant', content: response.content.map((b) => ({ ...b })) };
+}
+
+/** The tool message answering tool call `toolCallId` (one text block). */
+export function toolMessage(toolCallId: string, text: string, isError = false): WireMessage {
+  return { role: 'tool', content: [{ type: 'text', text }], tool_call_id: toolCallId, is_error: isError };
+}
+
+/** The tool calls of a response, in order. */
+export function toolCalls(response: Pick<DriverResponse, 'content'>): ToolCallBlock[] {
+  return response.content.filter((b): b is ToolCallBlock => b.type === 'tool_call');
+}

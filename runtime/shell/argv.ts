@@ -24,6 +24,10 @@ export function shellScript(binary: string, args: readonly string[]): string | u
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--') return cflag ? args[i + 1] : undefined;
+    if (a === '--rcfile' || a === '--init-file') {
+      i++;
+      continue;
+    }
     if (a.startsWith('--')) continue; // long options (--norc, --login, ...)
     if ((a.startsWith('-') || a.startsWith('+')) && a.length > 1) {
       const flags = a.slice(1);

@@ -128,3 +128,17 @@ describe('driver wire format (research/murmur.md §3)', () => {
     }
   });
 });
+
+describe('message helpers', () => {
+  it('assistantMessage / toolMessage / toolCalls build wire messages that round-trip through buildDriverRequest', async () => {
+    const { assistantMessage, toolMessage, toolCalls } = await import('../../runtime/inference/wire.ts');
+    const resp = parseDriverResponse({ stop_reason: 'tool_call', content: [{ type: 'text', text: 'hi' }, { type: 'tool_call', id: 'c1', name: 'ls', input: { a: 1 } }] });
+    const a = assistantMessage(resp);
+    expect(a).toEqual({ role: 'assistant', content: resp.content });
+    expect(toolCalls(resp).map((c) => c.id)).toEqual(['c1']);
+    const t = toolMessage('c1', 'a.txt', true);
+    expect(t).toEqual({ role: 'tool', content: [{ type: 'text', text: 'a.txt' }], tool_call_id: 'c1', is_error: true });
+    const req = buildDriverRequest({ model: 'm', maxTokens: 1, system: '', messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }, a, t], tools: [], promptCacheKey: 'k' });
+    expect(req.messages).toHaveLength(3);
+  });
+});

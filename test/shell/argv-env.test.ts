@@ -44,3 +44,9 @@ describe('credential-shaped env stripping', () => {
     expect(stripped).toEqual(['A_TOKEN']);
   });
 });
+
+describe('shellScript with option values', () => {
+  it('skips --rcfile/--init-file values', () => {
+    expect(shellScript('bash', ['--rcfile', 'x', '-c', 'echo'])).toBe('echo');
+  });
+});
