@@ -224,6 +224,8 @@ interface TaskRecord {
   artifacts: Artifact[];
   /** Index of the `response` artifact in `artifacts`, once there is one. */
   responseIdx: number;
+  /** Text of the `response` artifact so far (chunks appended). */
+  responseText: string;
   thinkingStarted: boolean;
   history: Message[];
   subs: Set<Subscriber>;
@@ -370,6 +372,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   }
 
   function setResponse(rec: TaskRecord, text: string): Artifact {
+    rec.responseText = text;
     const a = mkArtifact('response', [textPart(text)], { name: 'response' });
     if (rec.responseIdx < 0) {
       rec.responseIdx = rec.artifacts.length;
@@ -389,8 +392,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       inp.reject(new TaskCanceledError(rec.id));
     }
     if (state === 'completed') {
-      const current = rec.responseIdx >= 0 ? responseText(rec) : undefined;
-      const full = text ?? current;
+      const full = text ?? (rec.responseIdx >= 0 ? rec.responseText : undefined);
       if (full !== undefined) {
         const a = setResponse(rec, full);
         emitArtifact(rec, a, false, true, false);
@@ -399,11 +401,6 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     setState(rec, state, text);
     rec.waiters.clear();
     evict();
-  }
-
-  function responseText(rec: TaskRecord): string {
-    const a = rec.artifacts[rec.responseIdx];
-    return (a?.parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
   }
 
   function evict(): void {
@@ -511,7 +508,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       textChunk(s: string) {
         if (rec.final || s === '') return;
         const first = rec.responseIdx < 0;
-        setResponse(rec, (first ? '' : responseText(rec)) + s);
+        setResponse(rec, rec.responseText + s);
         emitArtifact(rec, mkArtifact('response', [textPart(s)], { name: 'response' }), !first, false);
       },
       thinkingChunk(s: string) {
@@ -643,6 +640,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       timestamp: new Date().toISOString(),
       artifacts: [],
       responseIdx: -1,
+      responseText: '',
       thinkingStarted: false,
       history: [],
       subs: new Set(),
