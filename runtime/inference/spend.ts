@@ -106,7 +106,7 @@ export class SpendMeter {
 
   #close(ticket: SpendTicket): void {
     if (!this.#open.delete(ticket.id)) {
-      throw new MurError('E-INF-011', `spend ticket ${ticket.id} was already settled or dropped`, {
+      throw new MurError('E-INF-013', `spend ticket ${ticket.id} was already settled or dropped`, {
         hint: 'settle or drop each admitted call exactly once',
       });
     }
@@ -125,7 +125,7 @@ function nonNegative(n: number, what: string): number {
 
 /** The refusal as a user-facing error, for a loop that ends the task `spend_ceiling_reached`. */
 export function spendCeilingError(refusal: SpendRefusal): MurError {
-  return new MurError('E-INF-020', refusal.message, {
+  return new MurError('E-INF-011', refusal.message, {
     hint: 'raise inference.max_session_tokens in murmur.yaml, lower inference.max_tokens, or shorten the conversation',
     location: { field: 'inference.max_session_tokens' },
   });

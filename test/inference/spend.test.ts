@@ -66,13 +66,13 @@ describe('spend ceiling inference.max_session_tokens', () => {
 });
 
 describe('spend ceiling refusal as an error', () => {
-  it('spendCeilingError carries E-INF-020, the refusal message and the manifest field', async () => {
+  it('spendCeilingError carries E-INF-011, the refusal message and the manifest field', async () => {
     const { spendCeilingError } = await import('../../runtime/inference/spend.ts');
     const m = new SpendMeter(10);
     const a = m.admit(8, 8);
     if (a.admitted) throw new Error('should be refused');
     const e = spendCeilingError(a.refusal);
-    expect(e.code).toBe('E-INF-020');
+    expect(e.code).toBe('E-INF-011');
     expect(e.message).toBe(a.refusal.message);
     expect(e.location?.field).toBe('inference.max_session_tokens');
   });
