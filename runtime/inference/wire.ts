@@ -76,8 +76,8 @@ export interface BuildDriverRequestInput {
   model: string;
   maxTokens: number;
   system: string;
-  /** The messages to send this turn (the full history, or the continuation delta). */
-  messages: readonly ConversationMessage[];
+  /** The messages to send this turn (the full history, or the continuation delta); bookkeeping is stripped. */
+  messages: readonly (WireMessage | ConversationMessage)[];
   tools: readonly ToolSpec[];
   params?: Record<string, unknown>;
   promptCacheKey: string;
@@ -109,7 +109,7 @@ function wireBlock(b: unknown, field: string, code: string, what: string): Conte
 }
 
 /** One message, wire fields only. Throws E-INF-001 on a shape the driver could not read. */
-export function toWireMessage(m: ConversationMessage, field = 'message'): WireMessage {
+export function toWireMessage(m: WireMessage | ConversationMessage, field = 'message'): WireMessage {
   const code = 'E-INF-001';
   const what = 'cannot build driver request';
   if (!isPlainObject(m)) throw bad(code, `${what}: ${field} is not an object`, 'messages are {role, content, tool_call_id?, is_error?}', field);
