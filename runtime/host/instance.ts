@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { capMemory } from './memory-cap.ts';
 import { ComponentLoadError, DeadlineExceeded, GuestError, GuestTrap, HostFault, HostImportFailed, MemoryLimitExceeded } from './errors.ts';
@@ -41,7 +41,7 @@ function compiledModules(c: LoadedComponent, cap: number): Promise<Record<string
       const out: Record<string, WebAssembly.Module> = {};
       for (const f of c.coreFiles) {
         try {
-          out[f] = await WebAssembly.compile(capMemory(readFileSync(join(c.dir, f)), cap));
+          out[f] = await WebAssembly.compile(capMemory(readFileSync(join(c.dir, f)), cap) as Uint8Array<ArrayBuffer>);
         } catch (e) {
           throw new ComponentLoadError(c.name, `core module ${f} does not compile under a ${cap} byte memory cap: ${(e as Error).message}`);
         }
@@ -190,7 +190,7 @@ export class ComponentInstance {
     });
   }
 
-  private async serveHostCall(req: HostCallRequest, port: MessagePort | import('node:worker_threads').MessagePort, flag: Int32Array): Promise<void> {
+  private async serveHostCall(req: HostCallRequest, port: MessagePort, flag: Int32Array): Promise<void> {
     const impl = this.opts.imports?.[req.iface]?.[req.fn];
     let reply: HostCallReply;
     try {
@@ -202,10 +202,10 @@ export class ComponentInstance {
       else reply = { err: e }; // a thrown non-Error value is the WIT `err` payload
     }
     try {
-      (port as import('node:worker_threads').MessagePort).postMessage(reply);
+      port.postMessage(reply);
     } catch {
       reply = { fault: 'host import returned a value that cannot cross to the component' };
-      (port as import('node:worker_threads').MessagePort).postMessage(reply);
+      port.postMessage(reply);
     }
     Atomics.store(flag, 0, 1);
     Atomics.notify(flag, 0);

@@ -30,7 +30,7 @@ function writeU32(n: number): number[] {
 }
 
 /** Returns new module bytes whose every defined 32-bit memory has `max ≤ capBytes`. */
-export function capMemory(module: Uint8Array, capBytes: number): Uint8Array {
+export function capMemory(module: Uint8Array, capBytes: number): Uint8Array<ArrayBuffer> {
   const capPages = Math.max(1, Math.floor(capBytes / PAGE));
   if (module[0] !== 0 || module[1] !== 0x61 || module[2] !== 0x73 || module[3] !== 0x6d) throw new Error('not a wasm core module');
   const parts: Uint8Array[] = [module.subarray(0, 8)];

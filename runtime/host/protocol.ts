@@ -1,3 +1,5 @@
+import type { MessagePort } from 'node:worker_threads';
+
 /** Messages between the main thread (ComponentInstance) and a component worker. */
 
 export interface Grants {

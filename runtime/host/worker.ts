@@ -87,7 +87,7 @@ function guardedHttp(allow: string[]): typeof http {
  * shim rejects as unsupported; clear it (the preopen still confines every path).
  */
 function allowRustWrites(): void {
-  const Descriptor = (filesystem.types as { Descriptor: { prototype: Record<string, unknown> } }).Descriptor;
+  const Descriptor = (filesystem.types as unknown as { Descriptor: { prototype: Record<string, unknown> } }).Descriptor;
   const openAt = Descriptor.prototype.openAt as (this: unknown, ...a: unknown[]) => unknown;
   if ((openAt as { __murmur?: boolean }).__murmur) return;
   const patched = function (this: unknown, pathFlags: unknown, path: unknown, openFlags: unknown, descFlags: Record<string, unknown> | undefined) {

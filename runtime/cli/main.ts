@@ -1,0 +1,64 @@
+/** `mur`: run capsules on this machine, serve them over A2A, read their traces. */
+import { isMurError } from '../errors.ts';
+import { isMurErrorList } from '../manifest/errors.ts';
+import { UsageError } from './args.ts';
+import { runCommand } from './run.ts';
+import { serveCommand } from './serve.ts';
+import { traceCommand } from './trace.ts';
+
+const HELP = `mur — run AI agent capsules sandboxed in WebAssembly
+
+usage: mur <command> [args] [--help]
+
+commands:
+  run <capsule-dir>     stage a capsule and run one task here, printing each step
+  serve <capsule-dir>   serve a capsule as an A2A agent (what the runtime image runs)
+  trace <show|steps|report> <trace.jsonl|workdir>
+                        read a session's trace; report finds redundant tool calls
+  help                  this text
+
+Every command takes --help. Errors carry a stable code; docs/errors.md lists them all.`;
+
+export async function main(argv: string[], out: (s: string) => void = console.log, err: (s: string) => void = console.error): Promise<number> {
+  const [cmd, ...rest] = argv;
+  try {
+    switch (cmd) {
+      case 'run':
+        return await runCommand(rest, out);
+      case 'serve':
+        return await serveCommand(rest, out);
+      case 'trace':
+        return await traceCommand(rest, out);
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        out(HELP);
+        return cmd === undefined ? 2 : 0;
+      default:
+        err(`mur: unknown command '${cmd}'\n\n${HELP}`);
+        return 2;
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      err(`mur ${cmd}: ${e.message} (see mur ${cmd} --help)`);
+      return 2;
+    }
+    if (isMurErrorList(e)) {
+      err(`mur ${cmd}: ${e.errors.length} problem(s):`);
+      for (const x of e.errors) err(`  ${x.format().replace(/\n/g, '\n  ')}`);
+      return 1;
+    }
+    if (isMurError(e)) {
+      err(`mur ${cmd}: ${e.format()}`);
+      return 1;
+    }
+    err(`mur ${cmd}: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  }
+}
+
+const invokedDirectly = process.argv[1] && /[\\/](main\.(ts|js)|mur)$/.test(process.argv[1]);
+if (invokedDirectly || process.env.MUR_CLI === '1') {
+  main(process.argv.slice(2)).then((code) => process.exit(code));
+}

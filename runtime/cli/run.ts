@@ -1,0 +1,68 @@
+/** `mur run <capsule-dir>`: stage a capsule and run one task on this machine, printing each step. */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { helpText, parseArgs, type FlagSpec } from './args.ts';
+import { openSession, stage } from '../loop/open.ts';
+import { printProgress } from './progress.ts';
+import { MurError } from '../errors.ts';
+
+export const RUN_FLAGS: FlagSpec = {
+  task: { type: 'string', help: 'the task text (default: task.md in the capsule folder)' },
+  'task-file': { type: 'string', help: 'read the task text from this file' },
+  registry: { type: 'string', help: 'artifact registry folder (default: <capsule>/registry, $MURMUR_REGISTRY, ~/.murmur/registry)' },
+  'work-root': { type: 'string', help: 'where session workdirs are created (default: $MURMUR_WORK_ROOT or ~/.murmur/sessions)' },
+  'context-id': { type: 'string', help: 'context id of the task (default: a new one)' },
+  quiet: { type: 'boolean', help: 'print only the result' },
+  help: { type: 'boolean', help: 'show this help' },
+};
+
+export const RUN_HELP = helpText(
+  'mur run <capsule-dir> [--task TEXT | --task-file FILE] [flags]',
+  'Stages the capsule (verifying every artifact against the registry and murmur.lock), runs one task\nthrough its agent loop, prints one line per step, then the result. Exit code 0 when the task\ncompleted, 1 when it did not (failed, max_turns_reached, spend_ceiling_reached, canceled).',
+  RUN_FLAGS,
+);
+
+export async function runCommand(argv: string[], out: (s: string) => void = console.log): Promise<number> {
+  const { flags, positionals } = parseArgs(argv, RUN_FLAGS);
+  if (flags.help) {
+    out(RUN_HELP);
+    return 0;
+  }
+  const dir = positionals[0];
+  if (!dir) throw new MurError('E-CLI-001', 'mur run needs a capsule folder', { hint: 'mur run examples/hello --task "…"' });
+  const capsuleDir = resolve(dir);
+  let text = flags.task as string | undefined;
+  if (text === undefined && flags['task-file']) text = readFileSync(resolve(String(flags['task-file'])), 'utf8');
+  if (text === undefined && existsSync(join(capsuleDir, 'task.md'))) text = readFileSync(join(capsuleDir, 'task.md'), 'utf8');
+  if (text === undefined) throw new MurError('E-CLI-002', 'no task: pass --task, --task-file, or put a task.md in the capsule folder');
+
+  const staged = await stage({ capsuleDir, registryDir: flags.registry as string | undefined, workRoot: flags['work-root'] as string | undefined });
+  const quiet = Boolean(flags.quiet);
+  if (!quiet) {
+    out(`staged ${staged.manifest.name} ${staged.manifest.version}: ${staged.artifacts.length} artifact(s), murmur.lock ${staged.lock}`);
+    out(`session ${staged.sessionId}  workdir ${staged.workdir.dir}`);
+  }
+  if (staged.manifest.kind === 'script') {
+    const { runScriptCapsule } = await import('../script/run.ts');
+    return runScriptCapsule(staged, text, { out, quiet });
+  }
+  const session = await openSession(staged);
+  const stop = quiet ? () => {} : printProgress(session.trace, out);
+  const abort = new AbortController();
+  const onSigint = (): void => abort.abort(new MurError('E-RUN-020', 'interrupted'));
+  process.once('SIGINT', onSigint);
+  let exitStatus = 'failed';
+  try {
+    const report = await session.runTask({ taskId: randomUUID(), contextId: (flags['context-id'] as string | undefined) ?? randomUUID(), text, source: 'task_md', origin: 'user', trust: 'trusted' }, undefined, abort.signal);
+    exitStatus = report.exit === 'completed' ? 'ok' : report.exit;
+    if (report.exit === 'completed') out(report.text ?? '');
+    else out(`task ${report.exit}: ${report.reason ?? ''}`);
+    return report.exit === 'completed' ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+    await session.close(exitStatus);
+    stop();
+    if (!quiet) out(`trace: ${staged.workdir.trace}`);
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * `mur serve <capsule-dir>`: the capsule as a long-running A2A agent (what the runtime image runs in
+ * a cluster). A2A JSON-RPC on --a2a-port; /metrics on --metrics-port (a separate port, so a
+ * NetworkPolicy can open one and not the other); /healthz and /readyz on both.
+ */
+import { createServer, type Server } from 'node:http';
+import { helpText, parseArgs, type FlagSpec } from './args.ts';
+import { openSession, stage } from '../loop/open.ts';
+import { taskExecutor } from '../loop/a2a-bridge.ts';
+import { startA2AServer, skillsFromTools } from '../a2a/server.ts';
+import { printProgress } from './progress.ts';
+import { MurError } from '../errors.ts';
+
+export const SERVE_FLAGS: FlagSpec = {
+  'a2a-port': { type: 'number', help: 'A2A JSON-RPC port', default: 8080 },
+  'metrics-port': { type: 'number', help: 'Prometheus /metrics port (0 = off)', default: 9090 },
+  host: { type: 'string', help: 'bind address', default: '127.0.0.1' },
+  'public-url': { type: 'string', help: 'URL advertised in the agent card (default: http://<host>:<port>/)' },
+  registry: { type: 'string', help: 'artifact registry folder' },
+  workdir: { type: 'string', help: 'where the session workdir is created (default: $MURMUR_WORK_ROOT or ~/.murmur/sessions)' },
+  quiet: { type: 'boolean', help: 'no progress lines' },
+  help: { type: 'boolean', help: 'show this help' },
+};
+
+export const SERVE_HELP = helpText(
+  'mur serve <capsule-dir> [--a2a-port 8080] [--metrics-port 9090] [flags]',
+  'Stages the capsule and serves it as an A2A agent: agent card at /.well-known/agent-card.json,\nJSON-RPC (message/send, message/stream, tasks/get, tasks/cancel; A2A 1.0 names with the\nA2A-Version header). lifecycle.task_acceptance decides how many tasks it takes: none, single\n(exits after one), queue (bounded by lifecycle.queue_depth).',
+  SERVE_FLAGS,
+);
+
+export async function serveCommand(argv: string[], out: (s: string) => void = console.log): Promise<number> {
+  const { flags, positionals } = parseArgs(argv, SERVE_FLAGS);
+  if (flags.help) {
+    out(SERVE_HELP);
+    return 0;
+  }
+  if (!positionals[0]) throw new MurError('E-CLI-001', 'mur serve needs a capsule folder', { hint: 'mur serve /etc/murmur/capsule --a2a-port 8080' });
+  const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
+  const m = staged.manifest;
+  if (m.kind === 'script') throw new MurError('E-CLI-003', 'serving script capsules over A2A is not supported yet; use mur run', { hint: 'add an inference block, or run it with mur run --task' });
+  const session = await openSession(staged);
+  if (!flags.quiet) printProgress(session.trace, out);
+  const host = String(flags.host);
+  const a2a = await startA2AServer({
+    card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills: skillsFromTools(session.toolInventory()) },
+    executor: taskExecutor(session),
+    acceptance: m.lifecycle.taskAcceptance,
+    queueDepth: m.lifecycle.queueDepth,
+    inputTimeoutSecs: m.lifecycle.inputTimeoutSecs,
+    host,
+    port: Number(flags['a2a-port']),
+    publicUrl: flags['public-url'] as string | undefined,
+  });
+  let metrics: Server | undefined;
+  const metricsPort = Number(flags['metrics-port']);
+  if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort);
+  out(`serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})`);
+
+  const stopped = new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('ok'));
+    process.once('SIGINT', () => resolve('ok'));
+    if (m.lifecycle.taskAcceptance === 'single') void a2a.done.then(() => resolve('ok'));
+    if (m.lifecycle.taskAcceptance === 'none') resolve('ok');
+  });
+  const exitStatus = await stopped;
+  await a2a.close();
+  metrics?.close();
+  await session.close(exitStatus);
+  return 0;
+}
+
+/** /metrics comes from the observability module when present; health endpoints always. */
+async function startMetricsServer(host: string, port: number): Promise<Server> {
+  const srv = createServer(async (req, res) => {
+    if (req.url === '/healthz' || req.url === '/readyz') {
+      res.end('ok');
+      return;
+    }
+    if (req.url === '/metrics') {
+      const { renderMetrics } = await import('../telemetry/metrics-endpoint.ts').catch(() => ({ renderMetrics: undefined }));
+      if (renderMetrics) {
+        const { contentType, body } = await renderMetrics();
+        res.setHeader('content-type', contentType);
+        res.end(body);
+        return;
+      }
+    }
+    res.statusCode = 404;
+    res.end('not found');
+  });
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(port, host, resolve);
+  });
+  return srv;
+}

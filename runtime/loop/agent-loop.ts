@@ -1,0 +1,214 @@
+/**
+ * One attempt of a task's agent loop: driver turns, tool calls, compaction, until `end_turn` /
+ * `max_tokens`, an error, the turn budget, the spend ceiling or cancellation.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildDriverRequest, parseDriverResponse, type ConversationMessage, type ToolSpec } from '../inference/wire.ts';
+import { parseToolResult } from '../tools/result.ts';
+import type { ContinuationState } from '../inference/continuation.ts';
+import type { SpendMeter } from '../inference/spend.ts';
+import type { TokenCounter } from '../inference/tokens.ts';
+import type { CapsuleManifest } from '../manifest/capsule.ts';
+import type { TraceWriter } from '../trace/writer.ts';
+import type { HookPort } from './hook-port.ts';
+import type { SessionComponents } from './components.ts';
+import { describe, raceAbort, type ToolDispatcher } from './tools.ts';
+import { fromHookMessages, textOf, toHookMessage, toolPairProblem } from './messages.ts';
+
+export type TaskExit = 'completed' | 'failed' | 'max_turns_reached' | 'spend_ceiling_reached' | 'canceled';
+
+export interface LoopEvents {
+  status(message: string): void;
+  artifact(a: { name: string; data?: unknown; text?: string }): void;
+}
+
+export interface AttemptResult {
+  exit: TaskExit;
+  text?: string;
+  reason?: string;
+  turns: number;
+}
+
+export interface LoopDeps {
+  manifest: CapsuleManifest;
+  workdir: string;
+  trace: TraceWriter;
+  hooks: HookPort;
+  components: SessionComponents;
+  tools: ToolDispatcher;
+  counter: TokenCounter;
+  spend: SpendMeter;
+  continuation: ContinuationState;
+  system: string;
+  promptCacheKey: string;
+  /** Session-wide counters, updated in place. */
+  totals: Totals;
+}
+
+export interface Totals {
+  turns: number;
+  inputTokens: number;
+  outputTokens: number;
+  toolCalls: number;
+  shellCalls: number;
+}
+
+/** Counted once per message object: messages never change after they enter the history. */
+const messageTokens = new WeakMap<object, number>();
+
+export function conversationTokens(counter: TokenCounter, system: string, tools: ToolSpec[], history: readonly ConversationMessage[]): number {
+  let n = counter.count(system) + counter.countJson(tools);
+  for (const m of history) {
+    let c = messageTokens.get(m);
+    if (c === undefined) {
+      c = counter.countJson({ role: m.role, content: m.content, tool_call_id: m.tool_call_id, is_error: m.is_error });
+      messageTokens.set(m, c);
+    }
+    n += c;
+  }
+  return n;
+}
+
+export async function runAttempt(
+  d: LoopDeps,
+  task: { taskId: string; contextId: string },
+  history: ConversationMessage[],
+  maxTurns: number,
+  ev: LoopEvents,
+  signal: AbortSignal,
+): Promise<AttemptResult> {
+  const inf = d.manifest.inference!;
+  const tools = d.tools.inventory();
+  let turns = 0;
+  while (turns < maxTurns) {
+    if (signal.aborted) return { exit: 'canceled', reason: 'canceled between turns', turns };
+    const turn = ++turns;
+    d.totals.turns++;
+    const plan = d.continuation.plan(task.contextId, history);
+    const request = buildDriverRequest({
+      model: inf.model, maxTokens: inf.maxTokens, system: d.system, messages: plan.messages, tools,
+      promptCacheKey: d.promptCacheKey, continuationId: plan.continuationId,
+    });
+    // Budget decisions always use the full conversation, never the (smaller) continued payload.
+    const inputTokens = conversationTokens(d.counter, d.system, tools, history);
+    const admission = d.spend.admit(inputTokens, inf.maxTokens);
+    if (!admission.admitted) {
+      d.trace.write('spend_ceiling_reached', { turn, requested: admission.refusal.requested, spent: admission.refusal.spent, limit: admission.refusal.limit });
+      return { exit: 'spend_ceiling_reached', reason: admission.refusal.message, turns };
+    }
+    ev.status(`inference turn ${turn}`);
+    const started = Date.now();
+    let raw: unknown;
+    try {
+      const driver = await d.components.driver();
+      raw = await raceAbort(driver.call(['run', 'run'], [{ data: JSON.stringify(request), logPath: undefined }]), signal, () => d.components.interruptDriver());
+    } catch (e) {
+      d.spend.drop(admission.ticket);
+      if (signal.aborted) return { exit: 'canceled', reason: 'canceled during inference', turns };
+      d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
+      return { exit: 'failed', reason: `inference driver failed: ${describe(e)}`, turns };
+    }
+    let responseText = '';
+    let resp: ReturnType<typeof parseDriverResponse>;
+    let continuationId: string | undefined;
+    try {
+      const result = parseToolResult(raw);
+      responseText = result.data ?? '';
+      continuationId = result.continuationId;
+      resp = parseDriverResponse(responseText);
+    } catch (e) {
+      d.spend.drop(admission.ticket);
+      d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
+      return { exit: 'failed', reason: `unreadable driver response: ${describe(e)}`, turns };
+    }
+    const outputTokens = d.counter.count(responseText);
+    d.spend.settle(admission.ticket, { inputTokens, outputTokens });
+    d.totals.inputTokens += inputTokens;
+    d.totals.outputTokens += outputTokens;
+    const toolCalls = resp.content.filter((b) => b.type === 'tool_call');
+    const decision = resp.stop_reason === 'tool_call' ? 'tool_call' : resp.stop_reason === 'error' ? 'error' : 'end_turn';
+    d.trace.write('inference', {
+      turn, input_tokens: inputTokens, output_tokens: outputTokens, decision, tool_name: toolCalls[0]?.name,
+      model: inf.model, duration_ms: Date.now() - started, stop_reason: resp.stop_reason,
+      continued: plan.full ? undefined : true,
+      // Provider-reported usage, member by member: omitted members stay absent, never 0.
+      reported_usage: resp.usage,
+    });
+    const artifacts = await d.hooks.inference({
+      turn, inputTokens: BigInt(inputTokens), outputTokens: BigInt(outputTokens), decision,
+      toolName: toolCalls[0]?.name, prompt: undefined, output: responseText, tools: undefined,
+    });
+    for (const a of artifacts) ev.artifact({ name: 'hook-artifact', data: safeJson(a) });
+    if (resp.stop_reason === 'error') {
+      d.continuation.drop();
+      return { exit: 'failed', reason: `driver reported an error: ${resp.error ?? 'no detail'}`, turns };
+    }
+
+    // Compaction: occupancy of this turn (full input + output) against the context window.
+    const window = d.manifest.context.maxTokens;
+    const threshold = inf.compaction.threshold;
+    if (window && (inputTokens + outputTokens) / window >= threshold) {
+      const before = inputTokens;
+      const outcome = await d.hooks.compaction({
+        messages: history.map(toHookMessage), sessionTokens: BigInt(inputTokens + outputTokens), threshold,
+        model: inf.compaction.model, systemPrompt: inf.compaction.systemPrompt,
+      });
+      if (outcome.kind === 'fatal') {
+        return { exit: outcome.exitStatus === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed', reason: `compaction hook ${outcome.hook} failed: ${outcome.message}`, turns };
+      }
+      if (outcome.kind === 'replaced') {
+        let replacement: ConversationMessage[] | undefined;
+        let problem: string | undefined;
+        try {
+          replacement = fromHookMessages(outcome.messages, 'replace-context');
+          problem = toolPairProblem(replacement);
+        } catch (e) {
+          problem = (e as Error).message;
+        }
+        if (replacement && !problem) {
+          history.splice(0, history.length, ...replacement);
+          d.continuation.replaceContext();
+          d.trace.write('compaction', { turn, hook: outcome.hook, tokens_before: before, tokens_after: conversationTokens(d.counter, d.system, tools, history), messages_after: history.length });
+        } else {
+          d.trace.write('compaction_refused', { turn, hook: outcome.hook, reason: problem });
+        }
+      }
+    }
+
+    history.push({ role: 'assistant', content: resp.content, id: `msg_${crypto.randomUUID()}` });
+    d.continuation.acknowledge(task.contextId, continuationId, history.length);
+
+    if (resp.stop_reason === 'tool_call' && toolCalls.length) {
+      for (const call of toolCalls) {
+        if (call.type !== 'tool_call') continue;
+        let out;
+        try {
+          out = await d.tools.dispatch(call.name, call.input, { turn, signal });
+        } catch (e) {
+          if (signal.aborted) return { exit: 'canceled', reason: `canceled during tool ${call.name}`, turns };
+          throw e;
+        }
+        if (out.kind === 'shell' && out.status !== 'denied') d.totals.shellCalls++;
+        else if (out.status !== 'denied') d.totals.toolCalls++;
+        ev.artifact({ name: 'tool-call', data: { tool: call.name, id: call.id, status: out.status, duration_ms: out.durationMs } });
+        history.push({ role: 'tool', content: [{ type: 'text', text: out.content }], tool_call_id: call.id, is_error: out.isError || undefined, id: `msg_${crypto.randomUUID()}` });
+      }
+      continue;
+    }
+    const text = textOf({ content: resp.content });
+    writeFileSync(join(d.workdir, 'out', 'result.txt'), text);
+    return { exit: 'completed', text, turns };
+  }
+  const reason = `inference loop exceeded ${maxTurns} turns`;
+  writeFileSync(join(d.workdir, 'out', 'result.txt'), `error: ${reason}`);
+  return { exit: 'max_turns_reached', reason, turns };
+}
+
+function safeJson(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * The session's WASM components: one ComponentInstance per tool and one for the driver, each with
+ * its own grant, started lazily and kept for the session (a fault restarts the worker on the next
+ * call). Host imports wired per world: tools get `murmur:task/task` and `murmur:text/chunks`, the
+ * driver gets `murmur:text/chunks`; both are routed to whatever task is current.
+ */
+import { ComponentInstance, loadComponent, type HostImports } from '../host/index.ts';
+import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
+import { grantsFor, logFileFor, guestEnv } from './grants.ts';
+import { destinationOf } from '../net/allowlist.ts';
+import { MurError } from '../errors.ts';
+
+/** Per-task routing of the guest-side imports (chunks, request-input). */
+export interface TaskIo {
+  textChunk(s: string): void;
+  thinkingChunk(s: string): void;
+  /** Undefined outside an A2A task: request-input then fails at once. */
+  requestInput?: (prompt: string) => Promise<string>;
+}
+
+export const NO_TASK_IO: TaskIo = { textChunk: () => {}, thinkingChunk: () => {} };
+
+export class SessionComponents {
+  private tools = new Map<string, Promise<ComponentInstance>>();
+  private driverInst: Promise<ComponentInstance> | undefined;
+  io: TaskIo = NO_TASK_IO;
+
+  constructor(private readonly staged: StagedCapsule, private readonly hostEnv: NodeJS.ProcessEnv = process.env) {}
+
+  private chunks(): Record<string, (s: string) => void> {
+    return {
+      emitChunk: (s: string) => this.io.textChunk(s),
+      emitThinkingChunk: (s: string) => this.io.thinkingChunk(s),
+    };
+  }
+
+  toolImports(): HostImports {
+    return {
+      'murmur:text/chunks': this.chunks(),
+      'murmur:task/task': {
+        requestInput: async (prompt: string) => {
+          const ask = this.io.requestInput;
+          // Outside an A2A task there is nobody to answer: fail the call at once.
+          if (!ask) throw new Error('request-input is only available while the capsule runs an A2A task');
+          return ask(prompt);
+        },
+      },
+    };
+  }
+
+  tool(a: StagedArtifact): Promise<ComponentInstance> {
+    let p = this.tools.get(a.name);
+    if (!p) {
+      p = (async () => {
+        if (!a.wasmPath) throw new MurError('E-RUN-010', `artifact '${a.name}' has no component to run`);
+        const c = await loadComponent(a.wasmPath, { name: a.name });
+        const wd = this.staged.workdir.dir;
+        return new ComponentInstance(c, {
+          grants: grantsFor(a.grant, wd, logFileFor(wd, 'tool', a.name), configEnv(a)),
+          imports: this.toolImports(),
+          deadlineMs: a.grant.limits.deadlineSeconds * 1000,
+          memoryBytes: a.grant.limits.memoryBytes,
+        });
+      })();
+      this.tools.set(a.name, p);
+      p.catch(() => this.tools.delete(a.name));
+    }
+    return p;
+  }
+
+  driver(): Promise<ComponentInstance> {
+    if (!this.driverInst) {
+      const d = this.staged.driver;
+      const inf = this.staged.manifest.inference;
+      if (!d || !inf) throw new MurError('E-RUN-011', 'this capsule has no inference driver', { hint: 'add inference.driver.artifact to murmur.yaml' });
+      this.driverInst = (async () => {
+        const c = await loadComponent(d.wasmPath!, { name: d.name });
+        const endpoint = inf.endpoint ?? this.hostEnv.MURMUR_INFERENCE_ENDPOINT;
+        if (!endpoint) {
+          throw new MurError('E-RUN-012', 'no inference endpoint: set inference.endpoint in murmur.yaml or MURMUR_INFERENCE_ENDPOINT in the environment', {
+            location: { file: this.staged.manifest.file, field: 'inference.endpoint' },
+          });
+        }
+        const dest = destinationOf(endpoint);
+        if (!dest) throw new MurError('E-RUN-013', `inference endpoint ${JSON.stringify(endpoint)} is not a URL`, { location: { field: 'inference.endpoint' } });
+        const env: Record<string, string> = { MURMUR_INFERENCE_ENDPOINT: endpoint };
+        // The key comes from the runtime's environment only, never from a file in the workdir.
+        const key = this.hostEnv.MURMUR_INFERENCE_API_KEY;
+        if (key) env.MURMUR_INFERENCE_API_KEY = key;
+        if (inf.driver.config) env.MURMUR_INFERENCE_DRIVER_CONFIG = JSON.stringify(inf.driver.config);
+        const wd = this.staged.workdir.dir;
+        return new ComponentInstance(c, {
+          // The driver alone may reach the provider, and nothing else; it sees no files.
+          grants: { preopen: undefined, env: { ...guestEnv(d.grant.env.allow, this.hostEnv), ...env }, networkAllow: [`${dest.scheme}://${dest.host}:${dest.port}`], logFile: logFileFor(wd, 'driver', d.name) },
+          imports: { 'murmur:text/chunks': this.chunks() },
+          deadlineMs: d.grant.limits.deadlineSeconds * 1000,
+          memoryBytes: d.grant.limits.memoryBytes,
+        });
+      })();
+      this.driverInst.catch(() => {
+        this.driverInst = undefined;
+      });
+    }
+    return this.driverInst;
+  }
+
+  /** Stops a running driver call (cancel): its worker is terminated; the next call starts fresh. */
+  async interruptDriver(): Promise<void> {
+    const p = this.driverInst;
+    this.driverInst = undefined;
+    if (p) await (await p.catch(() => undefined))?.close();
+  }
+
+  async interruptTool(name: string): Promise<void> {
+    const p = this.tools.get(name);
+    this.tools.delete(name);
+    if (p) await (await p.catch(() => undefined))?.close();
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.tools.values(), ...(this.driverInst ? [this.driverInst] : [])];
+    this.tools.clear();
+    this.driverInst = undefined;
+    await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.close()));
+  }
+}
+
+/** An artifact's `config:` mapping reaches it as MURMUR_ARTIFACT_CONFIG (compact JSON). */
+function configEnv(a: StagedArtifact): Record<string, string> {
+  return a.entry?.config ? { MURMUR_ARTIFACT_CONFIG: JSON.stringify(a.entry.config) } : {};
+}

@@ -1,0 +1,268 @@
+/**
+ * A running capsule session: one staged capsule, its components, hooks and trace, serving tasks
+ * one after another. `runTask` runs one task through the agent loop with its reopen rounds; the
+ * caller (`mur run`, or the A2A executor of `mur serve`) decides where tasks come from.
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { ContinuationState } from '../inference/continuation.ts';
+import { SpendMeter } from '../inference/spend.ts';
+import { tokenCounter, type TokenCounter } from '../inference/tokens.ts';
+import { promptCacheKey } from '../inference/cache-key.ts';
+import { systemPrompt } from '../inference/capsule-block.ts';
+import { buildDriverRequest, parseDriverResponse, type ConversationMessage } from '../inference/wire.ts';
+import { parseToolResult } from '../tools/result.ts';
+import type { StagedCapsule } from '../session/stage.ts';
+import { TraceWriter } from '../trace/writer.ts';
+import { MurError } from '../errors.ts';
+import { NO_HOOKS, type HookMessage, type HookPort } from './hook-port.ts';
+import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
+import { ToolDispatcher, type RuntimeTool } from './tools.ts';
+import { runAttempt, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
+import { fromHookMessages, userText, textOf } from './messages.ts';
+
+export interface TaskInput {
+  taskId: string;
+  contextId: string;
+  text: string;
+  source: 'a2a' | 'task_md';
+  origin?: string;
+  trust?: string;
+  messageId?: string;
+  traceparent?: string;
+}
+
+export interface TaskReport {
+  exit: TaskExit;
+  text?: string;
+  reason?: string;
+  turns: number;
+  reopens: number;
+}
+
+export interface TaskSink extends TaskIo {
+  status(message: string): void;
+  artifact(a: { name: string; data?: unknown; text?: string }): void;
+}
+
+export const SILENT_SINK: TaskSink = { ...NO_TASK_IO, status: () => {}, artifact: () => {} };
+
+export interface SessionOptions {
+  /** Builds the hook bus once services exist; default: no hooks. */
+  hooks?: (services: HookServices) => Promise<HookPort>;
+  runtimeTools?: (session: CapsuleSession) => RuntimeTool[];
+  hostEnv?: NodeJS.ProcessEnv;
+}
+
+/** What the runtime offers hook components (murmur:runtime/inference, tokens, task-io, conversation). */
+export interface HookServices {
+  runInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, hookName: string): Promise<{ text: string; modelUsed: string; inputTokens: bigint; outputTokens: bigint }>;
+  countTokens(text: string): number;
+  taskIo(): { input?: { asGiven: string; original: string }; output?: string } | undefined;
+  conversation(): HookMessage[];
+}
+
+export class SpendRefusedError extends MurError {
+  readonly spendRefused = true;
+  constructor(message: string) {
+    super('E-INF-011', message, { hint: 'raise inference.max_session_tokens' });
+    this.name = 'SpendRefusedError';
+  }
+}
+
+export class CapsuleSession {
+  readonly staged: StagedCapsule;
+  readonly trace: TraceWriter;
+  readonly components: SessionComponents;
+  readonly counter: TokenCounter = tokenCounter();
+  readonly spend: SpendMeter;
+  readonly continuation = new ContinuationState();
+  readonly totals: Totals = { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 };
+  hooks: HookPort = NO_HOOKS;
+  private tools!: ToolDispatcher;
+  private system = '';
+  private startedAt = Date.now();
+  private histories = new Map<string, ConversationMessage[]>();
+  private current: { input: TaskInput; asGiven: string; output?: string; history: ConversationMessage[] } | undefined;
+  private readonly hostEnv: NodeJS.ProcessEnv;
+  private closed = false;
+
+  private constructor(staged: StagedCapsule, hostEnv: NodeJS.ProcessEnv) {
+    this.staged = staged;
+    this.hostEnv = hostEnv;
+    this.trace = new TraceWriter(staged.workdir.trace, staged.sessionId);
+    this.components = new SessionComponents(staged, hostEnv);
+    this.spend = new SpendMeter(staged.manifest.inference?.maxSessionTokens);
+  }
+
+  static async open(staged: StagedCapsule, opts: SessionOptions = {}): Promise<CapsuleSession> {
+    const s = new CapsuleSession(staged, opts.hostEnv ?? process.env);
+    const m = staged.manifest;
+    if (!m.inference) throw new MurError('E-RUN-001', `${m.name} is a script capsule (no inference block); run it with the script runner`);
+    s.system = systemPrompt(m.name, m.version, manifestPrompt(staged));
+    if (opts.hooks) s.hooks = await opts.hooks(s.services());
+    s.tools = new ToolDispatcher(staged, s.components, s.hooks, s.trace, opts.runtimeTools?.(s) ?? [], s.hostEnv);
+    s.trace.write('session_start', {
+      capsule_name: m.name, capsule_version: m.version, model: m.inference.model, max_turns: m.inference.maxTurns,
+      tools_declared: s.tools.inventory().map((t) => t.name), network_allow: m.capabilities.network.allow,
+      shell_allow: m.capabilities.shell?.allow ?? [], filesystem_scope: m.capabilities.filesystem.scope,
+      max_session_tokens: m.inference.maxSessionTokens, system_prompt: m.trace.includeToolOutput ? s.system : undefined,
+    });
+    await s.hooks.sessionStart({
+      capsuleName: m.name, capsuleVersion: m.version, sessionId: staged.sessionId, model: m.inference.model,
+      capabilities: [...m.capabilities.network.allow.map((n) => `network:${n}`), ...(m.capabilities.shell?.allow ?? []).map((b) => `shell:${b}`), `filesystem:${m.capabilities.filesystem.scope}`],
+    });
+    return s;
+  }
+
+  /** The task being run, if any (delegate-task reads its trust class). */
+  get currentTask(): TaskInput | undefined {
+    return this.current?.input;
+  }
+
+  get sessionId(): string {
+    return this.staged.sessionId;
+  }
+
+  toolInventory(): { name: string; description?: string }[] {
+    return this.tools.inventory();
+  }
+
+  async runTask(input: TaskInput, sink: TaskSink = SILENT_SINK, signal: AbortSignal = new AbortController().signal): Promise<TaskReport> {
+    const m = this.staged.manifest;
+    const inf = m.inference!;
+    const started = Date.now();
+    this.components.io = sink;
+    this.trace.write('task_start', { task_id: input.taskId, context_id: input.contextId, source: input.source, origin: input.origin ?? 'user', trust: input.trust ?? 'untrusted', message_bytes: Buffer.byteLength(input.text), traceparent_from_caller: input.traceparent });
+    const before = { ...this.totals };
+    const threaded = m.lifecycle.conversation === 'threaded';
+    const prior = threaded ? this.histories.get(input.contextId) ?? [] : [];
+    const window = m.context.maxTokens ?? 0;
+    const seed = await this.hooks.taskStart({
+      taskId: input.taskId, contextId: input.contextId, source: input.source, inputBytes: BigInt(Buffer.byteLength(input.text)),
+      budgetTokens: BigInt(Math.floor(window * m.context.seedBudget)), contextWindow: BigInt(window),
+      priorTokens: BigInt(prior.length ? this.counter.countJson(prior) : 0),
+    });
+    // Seeded messages go at the head: ahead of loaded history and of the task message.
+    const history: ConversationMessage[] = [...fromHookMessages(seed.messages, 'seed-context'), ...prior, userText(input.text)];
+    this.current = { input, asGiven: input.text, history };
+    const deps: LoopDeps = {
+      manifest: m, workdir: this.staged.workdir.dir, trace: this.trace, hooks: this.hooks, components: this.components,
+      tools: this.tools, counter: this.counter, spend: this.spend, continuation: this.continuation, system: this.system,
+      promptCacheKey: promptCacheKey(m.name, m.version, input.contextId), totals: this.totals,
+    };
+    let reopens = 0;
+    let turnsUsed = 0;
+    let result: { exit: TaskExit; text?: string; reason?: string; turns: number };
+    const feedback: string[] = [];
+    for (;;) {
+      result = await runAttempt(deps, input, history, inf.maxTurns - turnsUsed, sink, signal).catch((e: unknown) => ({
+        exit: 'failed' as const, reason: e instanceof Error ? e.message : String(e), turns: 0,
+      }));
+      turnsUsed += result.turns;
+      this.current.output = result.text;
+      if (result.exit === 'canceled' || result.exit === 'spend_ceiling_reached') break;
+      const end = await this.hooks.taskEnd({ taskId: input.taskId, exitStatus: result.exit === 'completed' ? 'ok' : result.exit });
+      if (!end.reopen) break;
+      if (reopens >= m.lifecycle.maxTaskReopens || turnsUsed >= inf.maxTurns) {
+        this.trace.write('task_reopen_refused', { task_id: input.taskId, hook_name: end.reopen.hook, reason: reopens >= m.lifecycle.maxTaskReopens ? 'max_task_reopens' : 'max_turns' });
+        if (result.exit === 'completed') result = { ...result, exit: 'failed' as const, reason: `reopen budget exhausted (hook ${end.reopen.hook} asked to reopen)` };
+        break;
+      }
+      reopens++;
+      feedback.push(`- ${end.reopen.hook}: ${end.reopen.feedback}`);
+      this.trace.write('task_reopened', { task_id: input.taskId, hook_name: end.reopen.hook, reason: end.reopen.feedback, reopen_number: reopens });
+      // The reopened attempt continues the same conversation, with the feedback as a new turn.
+      const note = `# Reopen feedback\n${feedback.join('\n')}`;
+      history.push(userText(note));
+      this.current.asGiven = `${input.text}\n\n${note}`;
+      this.current.output = undefined;
+    }
+    if (threaded) this.histories.set(input.contextId, history);
+    this.continuation.drop();
+    this.trace.write('task_end', {
+      task_id: input.taskId, exit_status: result.exit === 'completed' ? 'ok' : result.exit, reason: result.reason, duration_ms: Date.now() - started,
+      turns: this.totals.turns - before.turns, input_tokens: this.totals.inputTokens - before.inputTokens, output_tokens: this.totals.outputTokens - before.outputTokens,
+      tool_calls: this.totals.toolCalls - before.toolCalls, shell_calls: this.totals.shellCalls - before.shellCalls, reopen_count: reopens,
+    });
+    this.current = undefined;
+    this.components.io = NO_TASK_IO;
+    return { exit: result.exit, text: result.text, reason: result.reason, turns: turnsUsed, reopens };
+  }
+
+  /** Ends the session: on-session-end, async hooks drained, `session_end` written, components stopped. */
+  async close(exitStatus: string): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const t = this.totals;
+    await this.hooks.sessionEnd({
+      totalTurns: t.turns, totalInputTokens: BigInt(t.inputTokens), totalOutputTokens: BigInt(t.outputTokens),
+      totalToolCalls: t.toolCalls, totalShellCalls: t.shellCalls, durationMs: BigInt(Date.now() - this.startedAt), exitStatus,
+    });
+    await this.hooks.drain();
+    this.trace.write('session_end', {
+      total_turns: t.turns, total_input_tokens: t.inputTokens, total_output_tokens: t.outputTokens, total_tool_calls: t.toolCalls,
+      total_shell_calls: t.shellCalls, duration_ms: Date.now() - this.startedAt, exit_status: exitStatus,
+    });
+    await this.hooks.close();
+    await this.components.close();
+    this.trace.close();
+  }
+
+  private services(): HookServices {
+    return {
+      runInference: (req, hookName) => this.hookInference(req, hookName),
+      countTokens: (text) => this.counter.count(text),
+      taskIo: () => (this.current ? { input: { asGiven: this.current.asGiven, original: this.current.input.text }, output: this.current.output } : undefined),
+      conversation: () => (this.current?.history ?? []).map((m) => ({ role: m.role, content: textOf(m), id: typeof m.id === 'string' ? m.id : undefined })),
+    };
+  }
+
+  /** `murmur:runtime/inference`: one completion through the capsule's own driver, traced, metered. */
+  private async hookInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, hookName: string) {
+    const inf = this.staged.manifest.inference!;
+    const model = req.model ?? inf.model;
+    const messages = fromHookMessages(req.messages.map((m) => (m.role === 'tool' ? m : m)), 'replace-context');
+    const request = buildDriverRequest({ model, maxTokens: inf.maxTokens, system: req.systemPrompt ?? '', messages, tools: [], promptCacheKey: promptCacheKey(this.staged.manifest.name, this.staged.manifest.version) });
+    const inputTokens = this.counter.countJson(request);
+    const admission = this.spend.admit(inputTokens, inf.maxTokens);
+    if (!admission.admitted) {
+      this.trace.write('spend_ceiling_reached', { origin: `hook:${hookName}`, requested: admission.refusal.requested, limit: admission.refusal.limit });
+      throw new SpendRefusedError(admission.refusal.message);
+    }
+    const started = Date.now();
+    let text = '';
+    let outputTokens = 0;
+    try {
+      const driver = await this.components.driver();
+      const raw = await driver.call(['run', 'run'], [{ data: JSON.stringify(request), logPath: undefined }]);
+      const data = parseToolResult(raw).data ?? '';
+      outputTokens = this.counter.count(data);
+      const resp = parseDriverResponse(data);
+      // A model the provider rejects is an error for the hook: never a silent fallback.
+      if (resp.stop_reason === 'error') throw new Error(`driver reported an error for model ${model}: ${resp.error ?? 'no detail'}`);
+      text = textOf({ content: resp.content });
+      this.spend.settle(admission.ticket, { inputTokens, outputTokens });
+    } catch (e) {
+      this.spend.drop(admission.ticket);
+      this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'error', duration_ms: Date.now() - started, error: (e as Error).message });
+      throw e;
+    }
+    this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'end_turn', duration_ms: Date.now() - started });
+    return { text, modelUsed: model, inputTokens: BigInt(inputTokens), outputTokens: BigInt(outputTokens) };
+  }
+}
+
+function manifestPrompt(staged: StagedCapsule): string | undefined {
+  const inf = staged.manifest.inference!;
+  if (inf.systemPrompt !== undefined) return inf.systemPrompt;
+  if (inf.systemPromptFile !== undefined) {
+    const p = isAbsolute(inf.systemPromptFile) ? inf.systemPromptFile : join(staged.capsuleDir, inf.systemPromptFile);
+    try {
+      return readFileSync(p, 'utf8');
+    } catch (e) {
+      throw new MurError('E-RUN-009', `cannot read inference.system_prompt_file ${p}: ${(e as Error).message}`, { location: { file: staged.manifest.file, field: 'inference.system_prompt_file' } });
+    }
+  }
+  return undefined;
+}

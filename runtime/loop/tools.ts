@@ -1,0 +1,212 @@
+/**
+ * The model's tool inventory and the dispatch of one model-requested tool call:
+ *   manifest capability check → policy-hook decision point → run → observation dispatch → trace.
+ * A refused or failed call is handed back to the model as an error result; the session goes on.
+ */
+import { runShell, shellEventIdentity, isShellAllowed, argsFromCommand, isShellInterpreter } from '../shell/index.ts';
+import { parseToolResult, toolResultPayload } from '../tools/index.ts';
+import { GuestError, HostFault, DeadlineExceeded } from '../host/index.ts';
+import type { ToolSpec } from '../inference/wire.ts';
+import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
+import type { TraceWriter } from '../trace/writer.ts';
+import type { HookPort } from './hook-port.ts';
+import type { SessionComponents } from './components.ts';
+import { MurError, isMurError } from '../errors.ts';
+
+export interface ToolOutcome {
+  /** Text handed back to the model. */
+  content: string;
+  isError: boolean;
+  /** For the task's tool-call artifact. */
+  status: 'ok' | 'error' | 'denied';
+  durationMs: number;
+  kind: 'wasm' | 'shell' | 'runtime' | 'unknown';
+}
+
+/** A runtime-provided tool (delegate-task). */
+export interface RuntimeTool {
+  spec: ToolSpec;
+  run(input: Record<string, unknown>, signal: AbortSignal): Promise<{ content: string; isError: boolean }>;
+}
+
+export interface ToolContext {
+  turn: number;
+  signal: AbortSignal;
+}
+
+export class ToolDispatcher {
+  constructor(
+    private readonly staged: StagedCapsule,
+    private readonly components: SessionComponents,
+    private readonly hooks: HookPort,
+    private readonly trace: TraceWriter,
+    private readonly runtimeTools: RuntimeTool[] = [],
+    private readonly hostEnv: NodeJS.ProcessEnv = process.env,
+  ) {}
+
+  private wasmTools(): StagedArtifact[] {
+    return this.staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath);
+  }
+
+  private shellAllow(): string[] {
+    return this.staged.manifest.capabilities.shell?.allow ?? [];
+  }
+
+  /** Model-visible tools, sorted by name (stable payload bytes for prefix caching). */
+  inventory(): ToolSpec[] {
+    const specs: ToolSpec[] = [];
+    for (const a of this.wasmTools()) {
+      specs.push({ name: a.name, description: a.manifest.description || `The ${a.name} tool.`, parameters: a.manifest.inputSchema ?? { type: 'object', properties: {} } });
+    }
+    for (const bin of this.shellAllow()) {
+      specs.push({
+        name: bin,
+        description: isShellInterpreter(bin) ? `Run a ${bin} script (passed as \`${bin} -c <command>\`) in the session workdir.` : `Run \`${bin}\` with the given arguments in the session workdir.`,
+        parameters: { type: 'object', properties: { command: { type: 'string', description: isShellInterpreter(bin) ? 'The script' : 'The arguments' } }, required: ['command'] },
+      });
+    }
+    for (const r of this.runtimeTools) specs.push(r.spec);
+    return specs.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async dispatch(name: string, input: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome> {
+    const started = Date.now();
+    const wasm = this.wasmTools().find((a) => a.name === name);
+    if (wasm) return this.runWasm(wasm, input, ctx, started);
+    if (isShellAllowed(name, this.shellAllow())) return this.runShellTool(name, input, ctx, started);
+    const rt = this.runtimeTools.find((r) => r.spec.name === name);
+    if (rt) return this.runRuntimeTool(rt, input, ctx, started);
+    const known = this.inventory().map((t) => t.name).join(', ') || 'none';
+    this.trace.write('tool_call', { turn: ctx.turn, tool_name: name, input, input_bytes: JSON.stringify(input).length, output_bytes: 0, duration_ms: 0, status: 'error', error: 'unknown tool' });
+    return { content: `error: there is no tool named '${name}' (available: ${known})`, isError: true, status: 'error', durationMs: 0, kind: 'unknown' };
+  }
+
+  private toolEvent(turn: number, name: string, inputJson: string, outcome?: { outputBytes: number; durationMs: number; status: string }): Record<string, unknown> {
+    return {
+      turn,
+      toolName: name,
+      inputBytes: BigInt(Buffer.byteLength(inputJson)),
+      input: inputJson,
+      outcome: outcome ? { outputBytes: BigInt(outcome.outputBytes), durationMs: BigInt(outcome.durationMs), status: outcome.status } : undefined,
+    };
+  }
+
+  private async runWasm(a: StagedArtifact, input: Record<string, unknown>, ctx: ToolContext, started: number): Promise<ToolOutcome> {
+    const inputJson = JSON.stringify(input);
+    const decision = await this.hooks.toolDecision(this.toolEvent(ctx.turn, a.name, inputJson));
+    if (!decision.allowed) return { content: decision.agentMessage, isError: true, status: 'denied', durationMs: Date.now() - started, kind: 'wasm' };
+    let content: string;
+    let status: 'ok' | 'error' = 'ok';
+    let meta: { stateEffect?: string; resourceId?: string; continuationId?: string } = {};
+    try {
+      const inst = await this.components.tool(a);
+      const raw = await raceAbort(inst.call(['run', 'run'], [{ data: inputJson, logPath: undefined }]), ctx.signal, () => this.components.interruptTool(a.name));
+      const result = parseToolResult(raw);
+      meta = { stateEffect: result.stateEffect, resourceId: result.resourceId, continuationId: result.continuationId };
+      const payload = await toolResultPayload(this.staged.workdir.dir, result);
+      content = payload ?? result.summary ?? '';
+      if (result.status !== 'passed') {
+        status = 'error';
+        content = `tool ${a.name} reported ${result.status}${result.summary ? `: ${result.summary}` : ''}${payload !== undefined ? `\n${payload}` : ''}`;
+      }
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      status = 'error';
+      content = `error: tool ${a.name} failed: ${describe(e)}`;
+    }
+    const durationMs = Date.now() - started;
+    const outBytes = Buffer.byteLength(content);
+    this.trace.write('tool_call', {
+      turn: ctx.turn, tool_name: a.name, input, input_bytes: Buffer.byteLength(inputJson),
+      output: this.staged.manifest.trace.includeToolOutput ? content : undefined,
+      output_bytes: outBytes, duration_ms: durationMs, status,
+      state_effect: meta.stateEffect, resource_id: meta.resourceId,
+    });
+    await this.hooks.toolObserved(this.toolEvent(ctx.turn, a.name, inputJson, { outputBytes: outBytes, durationMs, status }));
+    return { content, isError: status === 'error', status, durationMs, kind: 'wasm' };
+  }
+
+  private async runShellTool(bin: string, input: Record<string, unknown>, ctx: ToolContext, started: number): Promise<ToolOutcome> {
+    const command = typeof input.command === 'string' ? input.command : undefined;
+    const args = command === undefined ? undefined : argsFromCommand(bin, command);
+    if (args === undefined) {
+      return { content: `error: the ${bin} tool takes {"command": "<${isShellInterpreter(bin) ? 'script' : 'arguments'}>"}${command !== undefined ? ' with balanced quotes' : ''}`, isError: true, status: 'error', durationMs: 0, kind: 'shell' };
+    }
+    const workdir = this.staged.workdir.dir;
+    const identity = await shellEventIdentity({ binary: bin, args, workdir, env: this.hostEnv });
+    const shellEvent = (outcome?: Record<string, unknown>) => ({
+      turn: ctx.turn, binary: identity.binary, command: identity.command, argv: identity.argv,
+      script: identity.script, recipe: identity.recipe, outcome,
+    });
+    const decision = await this.hooks.shellDecision(shellEvent());
+    if (!decision.allowed) return { content: decision.agentMessage, isError: true, status: 'denied', durationMs: Date.now() - started, kind: 'shell' };
+    try {
+      const r = await runShell({
+        binary: bin, args, workdir, allow: this.shellAllow(), env: this.hostEnv,
+        stripEnvGlobs: this.staged.manifest.capabilities.shell?.stripEnv, signal: ctx.signal, identity,
+        timeoutMs: this.staged.manifest.capabilities.limits.deadlineSeconds * 1000,
+      });
+      this.trace.write('shell', {
+        turn: ctx.turn, binary: identity.binary, command: identity.command, argv: identity.argv, script: identity.script, recipe: identity.recipe,
+        exit_code: r.exitCode, stdout_bytes: r.stdoutBytes, stderr_bytes: r.stderrBytes, duration_ms: r.durationMs, truncated: r.truncated || undefined,
+        full_output_path: r.fullOutputPath,
+      });
+      await this.hooks.shellObserved(shellEvent({
+        exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, stdoutBytes: BigInt(r.stdoutBytes), stderrBytes: BigInt(r.stderrBytes), durationMs: BigInt(r.durationMs),
+      }));
+      const shown = identity.script ?? [bin, ...args].join(' ');
+      let content = `$ ${shown}\nExit code: ${r.exitCode}\nStdout:\n${r.stdout}\nStderr:\n${r.stderr}`;
+      if (r.truncated) content += `\n[output truncated at 16 KiB; full output in ${r.fullOutputPath}]`;
+      // A non-zero exit is data, not an error.
+      return { content, isError: false, status: 'ok', durationMs: Date.now() - started, kind: 'shell' };
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      return { content: `error: ${bin} could not run: ${describe(e)}`, isError: true, status: 'error', durationMs: Date.now() - started, kind: 'shell' };
+    }
+  }
+
+  private async runRuntimeTool(rt: RuntimeTool, input: Record<string, unknown>, ctx: ToolContext, started: number): Promise<ToolOutcome> {
+    const inputJson = JSON.stringify(input);
+    const decision = await this.hooks.toolDecision(this.toolEvent(ctx.turn, rt.spec.name, inputJson));
+    if (!decision.allowed) return { content: decision.agentMessage, isError: true, status: 'denied', durationMs: Date.now() - started, kind: 'runtime' };
+    let out: { content: string; isError: boolean };
+    try {
+      out = await rt.run(input, ctx.signal);
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      out = { content: `error: ${rt.spec.name} failed: ${describe(e)}`, isError: true };
+    }
+    const durationMs = Date.now() - started;
+    const status = out.isError ? 'error' : 'ok';
+    this.trace.write('tool_call', { turn: ctx.turn, tool_name: rt.spec.name, input, input_bytes: inputJson.length, output_bytes: Buffer.byteLength(out.content), duration_ms: durationMs, status });
+    await this.hooks.toolObserved(this.toolEvent(ctx.turn, rt.spec.name, inputJson, { outputBytes: Buffer.byteLength(out.content), durationMs, status }));
+    return { ...out, status, durationMs, kind: 'runtime' };
+  }
+}
+
+export function describe(e: unknown): string {
+  if (e instanceof GuestError) return e.message;
+  if (e instanceof DeadlineExceeded) return e.message;
+  if (e instanceof HostFault) return e.message;
+  if (isMurError(e)) return `${e.message}${e.hint ? ` (${e.hint})` : ''}`;
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Races a call against cancellation; on abort, `onAbort` stops the work (kills the worker). */
+export async function raceAbort<T>(p: Promise<T>, signal: AbortSignal, onAbort: () => Promise<void> | void): Promise<T> {
+  if (signal.aborted) throw signal.reason ?? new MurError('E-RUN-020', 'canceled');
+  let off = (): void => {};
+  const aborted = new Promise<never>((_, reject) => {
+    const h = (): void => {
+      void onAbort();
+      reject(signal.reason ?? new MurError('E-RUN-020', 'canceled'));
+    };
+    signal.addEventListener('abort', h, { once: true });
+    off = () => signal.removeEventListener('abort', h);
+  });
+  try {
+    return await Promise.race([p, aborted]);
+  } finally {
+    off();
+  }
+}

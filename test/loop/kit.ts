@@ -1,0 +1,101 @@
+/**
+ * End-to-end kit: a registry built from real components, a capsule folder, the scripted provider,
+ * and a staged + opened session — the same path `mur run` takes.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { publish } from '../../runtime/registry/registry.ts';
+import { stage, openSession } from '../../runtime/loop/open.ts';
+import type { CapsuleSession } from '../../runtime/loop/session.ts';
+import { fixture } from '../fixtures/build.ts';
+import { startScriptedProvider, type Script, type ScriptedProvider } from '../provider/scripted-provider.ts';
+
+export const API_KEY = 'test-key-not-secret';
+
+export interface ArtifactDef {
+  /** Component (fixture) name. */
+  component: string;
+  name: string;
+  version?: string;
+  runtime: 'tool' | 'driver' | 'hook';
+  /** Extra artifact-manifest YAML. */
+  extra?: string;
+}
+
+export function tmp(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export async function makeRegistry(defs: ArtifactDef[], registry = tmp('reg-')): Promise<string> {
+  for (const d of defs) {
+    const src = tmp(`art-${d.name}-`);
+    writeFileSync(join(src, 'murmur.yaml'), `name: ${d.name}\nversion: ${d.version ?? '1.0.0'}\nruntime: ${d.runtime}\ndescription: The ${d.name} ${d.runtime}.\n${d.extra ?? ''}`);
+    writeFileSync(join(src, 'component.wasm'), readFileSync(await fixture(d.component)));
+    publish(registry, src);
+  }
+  return registry;
+}
+
+export const ECHO_TOOL: ArtifactDef = {
+  component: 'echo-tool', name: 'echo', runtime: 'tool',
+  extra: 'input_schema:\n  type: object\n  properties:\n    text: {type: string}\n',
+};
+
+export function driverDef(api: 'anthropic' | 'openai'): ArtifactDef {
+  return { component: `driver-${api}`, name: `driver-${api}`, version: '0.1.0', runtime: 'driver' };
+}
+
+export function capsuleYaml(o: { name?: string; api?: 'anthropic' | 'openai'; tools?: string[]; extra?: string; shell?: string[]; inference?: string } = {}): string {
+  const api = o.api ?? 'anthropic';
+  const tools = o.tools ?? ['echo'];
+  return [
+    `name: ${o.name ?? 'kit-capsule'}`,
+    'version: 1.0.0',
+    'artifacts:',
+    `  - {name: driver-${api}, version: 0.1.0, runtime: driver}`,
+    ...tools.map((t) => `  - {name: ${t}, version: 1.0.0, runtime: tool}`),
+    ...(o.shell ? ['capabilities:', '  shell:', `    allow: [${o.shell.join(', ')}]`] : []),
+    'inference:',
+    `  driver: {artifact: driver-${api}}`,
+    `  model: ${api === 'anthropic' ? 'claude-test' : 'gpt-test'}`,
+    ...(o.inference ? [o.inference] : []),
+    o.extra ?? '',
+  ].join('\n');
+}
+
+export interface Kit {
+  provider: ScriptedProvider;
+  capsuleDir: string;
+  registry: string;
+  workRoot: string;
+  session: CapsuleSession;
+  close(status?: string): Promise<void>;
+}
+
+export async function openKit(o: { script: Script; yaml: string; artifacts: ArtifactDef[]; api?: 'anthropic' | 'openai'; files?: Record<string, string> }): Promise<Kit> {
+  const provider = await startScriptedProvider(o.script);
+  const registry = await makeRegistry(o.artifacts);
+  const capsuleDir = tmp('capsule-');
+  writeFileSync(join(capsuleDir, 'murmur.yaml'), o.yaml);
+  for (const [f, text] of Object.entries(o.files ?? {})) {
+    mkdirSync(join(capsuleDir, f, '..'), { recursive: true });
+    writeFileSync(join(capsuleDir, f), text);
+  }
+  const workRoot = tmp('work-');
+  const api = o.api ?? 'anthropic';
+  const hostEnv = {
+    PATH: process.env.PATH,
+    MURMUR_INFERENCE_ENDPOINT: api === 'anthropic' ? provider.url : `${provider.url}/v1`,
+    MURMUR_INFERENCE_API_KEY: API_KEY,
+  };
+  const staged = await stage({ capsuleDir, registryDir: registry, workRoot, hostEnv });
+  const session = await openSession(staged, { hostEnv });
+  return {
+    provider, capsuleDir, registry, workRoot, session,
+    async close(status = 'ok') {
+      await session.close(status);
+      await provider.stop();
+    },
+  };
+}
