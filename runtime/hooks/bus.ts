@@ -1,0 +1,795 @@
+/**
+ * The HookBus: the one object the agent loop calls at each lifecycle point. It loads every staged
+ * hook component once (checking the hook contract and the required exports), dispatches each event
+ * to the hooks bound to it — blocking hooks inline in manifest order, async hooks through one
+ * bounded, serialized queue per hook — and commits exactly the arms the commit table allows.
+ *
+ * Failure rules (docs/hooks.md):
+ * - A non-`none` arm that is not committed → a line in `logs/hook-<name>.log` naming the hook, the
+ *   handler and the discarded arm, and a `hook_dispatch_error` trace event (log only at on-stage).
+ * - A handler error (WIT `err`) or fault (trap, deadline, memory kill, unreadable return) → logged
+ *   and traced; the session goes on — except at `on-compaction` (fatal) and at the decision point
+ *   of a policy hook (the call is refused: fail-closed).
+ */
+import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MurError } from '../errors.ts';
+import {
+  ComponentInstance,
+  DEFAULT_LIMITS,
+  DeadlineExceeded,
+  GuestError,
+  GuestTrap,
+  HostFault,
+  MemoryLimitExceeded,
+  loadComponent,
+  type HostImports,
+  type LoadedComponent,
+} from '../host/index.ts';
+import type { TraceWriter } from '../trace/writer.ts';
+import { ARMS, COMMIT_TABLE, HANDLERS, checkHookContract, exportName, handlersFor, isCommitted, type Arm, type Handler } from './commit-table.ts';
+import { lifecycleExports } from './exports.ts';
+import { hookImports, type ImportState } from './imports.ts';
+import { adoptHookMessages, validateToolPairs } from './messages.ts';
+import type {
+  CompactionEvent,
+  CompactionOutcome,
+  Decision,
+  HookMessage,
+  HookOutput,
+  HookServices,
+  InferenceEvent,
+  SessionContext,
+  SessionEndEvent,
+  ShellEvent,
+  StageEvent,
+  StagedHook,
+  TaskEndEvent,
+  TaskStartEvent,
+  ToolEvent,
+  ToolManifest,
+} from './types.ts';
+
+export const DEFAULT_QUEUE_DEPTH = 1024;
+export const DEFAULT_DRAIN_BUDGET_MS = 15_000;
+export const DEFAULT_SEED_OVERFLOW_MARGIN = 0.1;
+/** The six session handlers every hook component must export. */
+export const REQUIRED_HANDLERS: readonly Handler[] = HANDLERS.filter((h) => COMMIT_TABLE[h].required);
+/** The lifecycle interface version this runtime speaks (minor 0.9). */
+export const LIFECYCLE_VERSION = '0.9.0';
+
+export interface HookBusOptions {
+  hooks: StagedHook[];
+  /** The session workdir: `logs/hook-<name>.log` and `tools/<binary>/murmur.yaml` live under it. */
+  workdir: string;
+  sessionId: string;
+  /** The session trace; absent during staging (attach it later with attachTrace). */
+  trace?: TraceWriter;
+  services: HookServices;
+  /** Async hooks: events a hook's queue holds before its overflow rule applies. Default 1024. */
+  queueDepth?: number;
+  /** `context.seed_overflow_margin`: an over-budget seed within this share has its oldest messages dropped. Default 0.10. */
+  seedOverflowMargin?: number;
+  /** `inference.compaction.{model, system_prompt}`: handed to the compaction hook when it summarizes a seed. */
+  compaction?: { model?: string; systemPrompt?: string };
+  /** Component transpile cache (tests). */
+  cacheDir?: string;
+}
+
+/** Why a handler call produced no readable output. `arm` is what `hook_dispatch_error` records. */
+interface CallFailure {
+  ok: false;
+  arm: 'error' | 'trap' | 'deadline' | 'memory' | 'unreadable' | 'fault';
+  /** Phrase completing "hook 'x' …", e.g. "returned err: boom". */
+  defect: string;
+}
+type CallResult = { ok: true; out: HookOutput } | CallFailure;
+
+interface Job {
+  handler: Handler;
+  event: unknown;
+}
+
+/** One loaded hook. */
+class Hook {
+  readonly spec: StagedHook;
+  readonly name: string;
+  readonly component: LoadedComponent;
+  readonly exports: ReadonlySet<Handler>;
+  readonly receives: ReadonlySet<Handler>;
+  readonly logPath: string;
+  readonly state: ImportState = { spendRefused: false };
+  readonly imports: HostImports;
+  readonly deadlineMs: number;
+  readonly memoryBytes: number;
+  instance: ComponentInstance | undefined;
+  lane: AsyncLane | undefined;
+
+  constructor(spec: StagedHook, component: LoadedComponent, exports: ReadonlySet<Handler>, logPath: string, services: HookServices) {
+    this.spec = spec;
+    this.name = spec.name;
+    this.component = component;
+    this.exports = exports;
+    this.receives = new Set(handlersFor(spec.binding));
+    this.logPath = logPath;
+    this.imports = hookImports(spec, services, this.state);
+    this.deadlineMs = spec.deadlineMs ?? DEFAULT_LIMITS.hookDeadlineMs;
+    this.memoryBytes = spec.memoryBytes ?? DEFAULT_LIMITS.memoryBytes;
+  }
+
+  get async(): boolean {
+    return this.spec.executionMode === 'async';
+  }
+
+  /** A policy hook: `commit_policy: deny` bound to `handler`. */
+  isPolicyFor(handler: Handler): boolean {
+    return this.spec.commitPolicy === 'deny' && this.spec.binding === handler;
+  }
+
+  newInstance(): ComponentInstance {
+    return new ComponentInstance(this.component, {
+      grants: {
+        env: { ...(this.spec.env ?? {}) },
+        networkAllow: [...(this.spec.networkAllow ?? [])],
+        preopen: this.spec.preopen,
+        logFile: this.logPath,
+      },
+      imports: this.imports,
+      deadlineMs: this.deadlineMs,
+      memoryBytes: this.memoryBytes,
+    });
+  }
+
+  log(line: string): void {
+    try {
+      appendFileSync(this.logPath, `${new Date().toISOString()} hook ${this.name}: ${line}\n`);
+    } catch {
+      // The log is best effort; a full disk must not take the session down.
+    }
+  }
+}
+
+/** An async hook's queue: one instance, calls serialized in dispatch order, bounded. */
+class AsyncLane {
+  private readonly q: Job[] = [];
+  private running = false;
+  private idleWaiters: (() => void)[] = [];
+  private roomWaiters: (() => void)[] = [];
+  dropped = 0;
+  aborted = false;
+
+  constructor(
+    private readonly bus: HookBus,
+    private readonly hook: Hook,
+    private readonly depth: number,
+  ) {}
+
+  get pending(): number {
+    return this.q.length + (this.running ? 1 : 0);
+  }
+
+  enqueue(job: Job): Promise<void> | undefined {
+    if (this.aborted) {
+      this.dropped++;
+      return undefined;
+    }
+    if (this.q.length >= this.depth || this.roomWaiters.length > 0) {
+      if ((this.hook.spec.onOverflow ?? 'drop') === 'drop') {
+        this.dropped++;
+        this.bus.fault(this.hook, job.handler, 'queue-overflow', `${job.handler}: queue full (${this.depth} events); event dropped`);
+        return undefined;
+      }
+      return new Promise<void>((resolve) => this.roomWaiters.push(resolve)).then(() => {
+        this.push(job);
+      });
+    }
+    this.push(job);
+    return undefined;
+  }
+
+  private push(job: Job): void {
+    if (this.aborted) {
+      this.dropped++;
+      return;
+    }
+    this.q.push(job);
+    if (!this.running) {
+      this.running = true;
+      void this.pump();
+    }
+  }
+
+  private async pump(): Promise<void> {
+    while (this.q.length > 0 && !this.aborted) {
+      const job = this.q.shift()!;
+      // Room opened: admit the oldest blocked dispatch (keeps dispatch order).
+      const wake = this.roomWaiters.shift();
+      if (wake) wake();
+      await this.bus.runAsync(this.hook, job);
+    }
+    this.running = false;
+    if (this.q.length > 0 && !this.aborted) {
+      this.running = true;
+      void this.pump();
+      return;
+    }
+    const w = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const f of w) f();
+  }
+
+  whenIdle(): Promise<void> {
+    if (!this.running && this.q.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Stops the lane: queued events are abandoned, blocked dispatches released. Returns how many were abandoned. */
+  abort(): number {
+    this.aborted = true;
+    const n = this.q.length + (this.running ? 1 : 0);
+    this.q.length = 0;
+    for (const w of this.roomWaiters.splice(0)) w();
+    this.running = false;
+    for (const f of this.idleWaiters.splice(0)) f();
+    return n;
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function optString(v: unknown): boolean {
+  return v === undefined || v === null || typeof v === 'string';
+}
+
+/** Reads a handler's return value as a `hook-output`; a string says why it cannot be read. */
+export function readHookOutput(v: unknown): HookOutput | string {
+  if (!isRecord(v) || typeof v.tag !== 'string') return `expected a hook-output variant, got ${describe(v)}`;
+  const tag = v.tag;
+  if (!(ARMS as readonly string[]).includes(tag)) return `unknown hook-output arm '${tag}'`;
+  switch (tag as Arm) {
+    case 'none':
+      return { tag: 'none' };
+    case 'artifact':
+    case 'reopen-task':
+    case 'deny':
+      if (typeof v.val !== 'string') return `arm '${tag}' carries ${describe(v.val)}, expected a string`;
+      return { tag, val: v.val } as HookOutput;
+    case 'replace-context':
+    case 'seed-context': {
+      if (!Array.isArray(v.val)) return `arm '${tag}' carries ${describe(v.val)}, expected a list of messages`;
+      const msgs: HookMessage[] = [];
+      for (const [i, m] of v.val.entries()) {
+        if (!isRecord(m) || typeof m.role !== 'string' || typeof m.content !== 'string' || !optString(m.id) || !optString(m.sourceId)) {
+          return `arm '${tag}' message ${i} is not a {role, content} record`;
+        }
+        const out: HookMessage = { role: m.role, content: m.content };
+        if (typeof m.id === 'string') out.id = m.id;
+        if (typeof m.sourceId === 'string') out.sourceId = m.sourceId;
+        msgs.push(out);
+      }
+      return { tag, val: msgs } as HookOutput;
+    }
+    case 'write-manifests': {
+      if (!Array.isArray(v.val)) return `arm 'write-manifests' carries ${describe(v.val)}, expected a list of tool manifests`;
+      const list: ToolManifest[] = [];
+      for (const [i, t] of v.val.entries()) {
+        if (!isRecord(t) || typeof t.binaryName !== 'string' || typeof t.content !== 'string') return `arm 'write-manifests' entry ${i} is not a {binary-name, content} record`;
+        list.push({ binaryName: t.binaryName, content: t.content });
+      }
+      return { tag: 'write-manifests', val: list };
+    }
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return `a record {${Object.keys(v).join(', ')}}`;
+  return `a ${typeof v}`;
+}
+
+function mib(n: number): string {
+  return (n / 1048576).toFixed(0);
+}
+
+/** Classifies a rejected handler call. */
+function failureOf(e: unknown): CallFailure {
+  if (e instanceof GuestError) {
+    const p = e.payload;
+    return { ok: false, arm: 'error', defect: `returned err: ${typeof p === 'string' ? p : JSON.stringify(p)}` };
+  }
+  if (e instanceof DeadlineExceeded) return { ok: false, arm: 'deadline', defect: `did not answer within its ${e.deadlineMs} ms deadline and was stopped` };
+  if (e instanceof MemoryLimitExceeded) return { ok: false, arm: 'memory', defect: `was killed at its ${mib(e.limitBytes)} MiB memory limit` };
+  if (e instanceof GuestTrap) return { ok: false, arm: 'trap', defect: `crashed: ${e.message}` };
+  if (e instanceof HostFault) return { ok: false, arm: 'fault', defect: `failed: ${e.message}` };
+  return { ok: false, arm: 'fault', defect: `failed: ${(e as Error)?.message ?? String(e)}` };
+}
+
+/** A `binary-name` that names exactly one directory under `tools/`. */
+export function safeBinaryName(n: string): boolean {
+  return n.length > 0 && n.length <= 255 && !/[/\\\0]/.test(n) && !n.includes('..') && n !== '.';
+}
+
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+export class HookBus {
+  readonly workdir: string;
+  readonly sessionId: string;
+  private trace: TraceWriter | undefined;
+  private readonly services: HookServices;
+  private readonly hooks: Hook[];
+  private readonly receivers = new Map<Handler, Hook[]>();
+  private readonly policy = new Map<Handler, Hook[]>();
+  private readonly seedMargin: number;
+  private readonly compactionCfg: { model?: string; systemPrompt?: string };
+  private closed = false;
+
+  private constructor(o: HookBusOptions, hooks: Hook[]) {
+    this.workdir = o.workdir;
+    this.sessionId = o.sessionId;
+    this.trace = o.trace;
+    this.services = o.services;
+    this.hooks = hooks;
+    this.seedMargin = o.seedOverflowMargin ?? DEFAULT_SEED_OVERFLOW_MARGIN;
+    this.compactionCfg = o.compaction ?? {};
+    for (const h of HANDLERS) {
+      this.receivers.set(h, hooks.filter((k) => k.receives.has(h) && k.exports.has(h)));
+      this.policy.set(h, hooks.filter((k) => k.isPolicyFor(h) && k.exports.has(h)));
+    }
+  }
+
+  /**
+   * Loads every hook: contract (commit table), component (pin, transpile cache), exports (the six
+   * session handlers required; a missing `on-stage` is logged), then starts one instance per hook
+   * that receives session events.
+   */
+  static async load(o: HookBusOptions): Promise<HookBus> {
+    const logs = join(o.workdir, 'logs');
+    mkdirSync(logs, { recursive: true });
+    const seen = new Set<string>();
+    for (const s of o.hooks) {
+      if (!NAME_RE.test(s.name)) {
+        throw new MurError('E-HOOK-004', `hook name '${s.name}' is not usable as a log file name`, { hint: 'hook names are letters, digits, `.`, `_` and `-`, starting with a letter or digit' });
+      }
+      if (seen.has(s.name)) throw new MurError('E-HOOK-004', `two hooks are named '${s.name}'`, { hint: 'give each hook artifact its own name' });
+      seen.add(s.name);
+      const v = checkHookContract({ binding: s.binding, execution_mode: s.executionMode, commit_policy: s.commitPolicy });
+      if (v) throw new MurError('E-HOOK-001', `hook '${s.name}': hook contract violation: ${v.message}`, { hint: 'fix binding / execution_mode / commit_policy in the hook artifact\'s murmur.yaml', location: { field: v.field } });
+    }
+    const components = await Promise.all(o.hooks.map((s) => loadComponent(s.wasmPath, { name: s.name, ...(s.sha256 ? { sha256: s.sha256 } : {}), ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}) })));
+    const hooks: Hook[] = [];
+    for (const [i, s] of o.hooks.entries()) {
+      const c = components[i]!;
+      const ex = lifecycleExports(c);
+      if (!ex || !ex.version.startsWith('0.9.')) {
+        throw new MurError('E-HOOK-003', `hook '${s.name}': component does not export murmur:hook/lifecycle@${LIFECYCLE_VERSION}${ex ? ` (it exports @${ex.version})` : ''}`, {
+          hint: 'build the hook against the murmur:runtime/hook world (wit/runtime/worlds.wit)',
+        });
+      }
+      const missing = REQUIRED_HANDLERS.filter((h) => !ex.handlers.has(h));
+      if (missing.length) {
+        throw new MurError('E-HOOK-002', `hook '${s.name}': component is missing the required export${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}`, {
+          hint: `a hook component exports all six session handlers (${REQUIRED_HANDLERS.join(', ')}); on-stage, on-task-start and on-task-end are optional`,
+        });
+      }
+      const hook = new Hook(s, c, ex.handlers, join(logs, `hook-${s.name}.log`), o.services);
+      if (!ex.handlers.has('on-stage')) hook.log(`component exports no 'on-stage' handler; it is never staged${s.binding === 'on-stage' ? ' (its binding is on-stage, so it does nothing)' : ''}`);
+      hooks.push(hook);
+    }
+    const bus = new HookBus(o, hooks);
+    const depth = o.queueDepth ?? DEFAULT_QUEUE_DEPTH;
+    try {
+      await Promise.all(hooks.map(async (h) => {
+        if ([...h.receives].every((x) => x === 'on-stage')) return;
+        h.instance = h.newInstance();
+        if (h.async) h.lane = new AsyncLane(bus, h, depth);
+        await h.instance.start();
+      }));
+    } catch (e) {
+      await Promise.all(hooks.map((h) => h.instance?.close()));
+      const name = e instanceof HostFault ? e.component : 'a hook';
+      throw new MurError('E-HOOK-005', `hook '${name}' failed to start: ${(e as Error).message}`, { hint: 'the hook component could not be instantiated with the hook world imports; check it was built for murmur:runtime/hook', cause: e });
+    }
+    return bus;
+  }
+
+  /** Names of the loaded hooks, in manifest order. */
+  get hookNames(): string[] {
+    return this.hooks.map((h) => h.name);
+  }
+
+  /** Gives the bus the session trace once it exists (staging runs before it does). */
+  attachTrace(trace: TraceWriter): void {
+    this.trace = trace;
+  }
+
+  // ---- faults ------------------------------------------------------------------------------------
+
+  /** A dispatch fault: a line in the hook's log and a `hook_dispatch_error` event (never at on-stage). */
+  fault(h: Hook, event: Handler | 'drain', arm: string, line: string): void {
+    h.log(line);
+    if (event === 'on-stage') return;
+    this.trace?.write('hook_dispatch_error', { hook_name: h.name, event, arm, detail: line });
+  }
+
+  /** Did the runtime commit `arm` returned by `h` at `handler`? Otherwise says why not. */
+  private refusal(h: Hook, handler: Handler, arm: Arm, atDecisionPoint: boolean): string | undefined {
+    if (arm === 'none') return undefined;
+    if (!isCommitted(handler, arm, atDecisionPoint)) {
+      if (COMMIT_TABLE[handler].committedArm === arm) return `${handler} returned arm '${arm}' at the observation dispatch (the call already ran), which commits nothing; discarded`;
+      const honored = COMMIT_TABLE[handler].committedArm;
+      return `${handler} returned arm '${arm}', which ${handler} does not commit (${honored === 'none' ? 'it commits no arm' : `it commits only '${honored}'`}); discarded`;
+    }
+    if (arm !== 'artifact' && h.spec.commitPolicy !== arm) {
+      return `${handler} returned arm '${arm}', but the hook declares commit_policy '${h.spec.commitPolicy}'; discarded`;
+    }
+    return undefined;
+  }
+
+  // ---- calling -------------------------------------------------------------------------------------
+
+  private async invoke(h: Hook, handler: Handler, event: unknown, inst: ComponentInstance | undefined = h.instance): Promise<CallResult> {
+    if (!inst) return { ok: false, arm: 'fault', defect: 'has no running instance' };
+    h.state.spendRefused = false;
+    let raw: unknown;
+    try {
+      raw = await inst.call(['lifecycle', exportName(handler)], [event]);
+    } catch (e) {
+      return failureOf(e);
+    }
+    const out = readHookOutput(raw);
+    if (typeof out === 'string') return { ok: false, arm: 'unreadable', defect: `returned a value the runtime cannot read: ${out}` };
+    return { ok: true, out };
+  }
+
+  /** Runs one queued event of an async hook: its output is always discarded; faults go to trace and log. */
+  async runAsync(h: Hook, job: Job): Promise<void> {
+    const r = await this.invoke(h, job.handler, job.event);
+    if (h.lane?.aborted) return;
+    if (!r.ok) {
+      this.fault(h, job.handler, r.arm, `${job.handler} ${r.defect}`);
+      return;
+    }
+    if (r.out.tag !== 'none') this.fault(h, job.handler, r.out.tag, `${job.handler} returned arm '${r.out.tag}' from an async hook, whose output is always discarded; discarded`);
+  }
+
+  /**
+   * Dispatches an event to every hook receiving it, in manifest order: blocking hooks are awaited
+   * and each committed output handed to `commit`; async hooks get the event queued. A non-committed
+   * arm or a handler failure is a fault unless `onFailure` takes it (returns true to stop).
+   */
+  private async dispatch(
+    handler: Handler,
+    event: unknown,
+    commit: (h: Hook, out: HookOutput) => void,
+    onFailure?: (h: Hook, f: CallFailure) => boolean,
+  ): Promise<void> {
+    const list = this.receivers.get(handler)!;
+    for (const h of list) {
+      if (h.lane) {
+        const p = h.lane.enqueue({ handler, event });
+        if (p) await p;
+        continue;
+      }
+      const r = await this.invoke(h, handler, event);
+      if (!r.ok) {
+        if (onFailure?.(h, r)) return;
+        this.fault(h, handler, r.arm, `${handler} ${r.defect}`);
+        continue;
+      }
+      const arm = r.out.tag;
+      if (arm === 'none') continue;
+      const why = this.refusal(h, handler, arm, false);
+      if (why) this.fault(h, handler, arm, why);
+      else commit(h, r.out);
+    }
+  }
+
+  // ---- the lifecycle -----------------------------------------------------------------------------
+
+  /**
+   * `on-stage`, once at staging (before the trace exists: faults reach the hook log only). Each
+   * hook bound to it runs in a throwaway instance; a committed `write-manifests` writes
+   * `<workdir>/tools/<binary-name>/murmur.yaml`, overwriting.
+   */
+  async stage(ev: StageEvent): Promise<void> {
+    for (const h of this.hooks) {
+      if (h.spec.binding !== 'on-stage' || !h.exports.has('on-stage')) continue;
+      const inst = h.newInstance();
+      let r: CallResult;
+      try {
+        r = await this.invoke(h, 'on-stage', ev, inst);
+      } finally {
+        await inst.close();
+      }
+      if (!r.ok) {
+        h.log(`on-stage ${r.defect}`);
+        continue;
+      }
+      if (r.out.tag === 'none') continue;
+      const why = this.refusal(h, 'on-stage', r.out.tag, false);
+      if (why) {
+        h.log(why);
+        continue;
+      }
+      if (r.out.tag === 'write-manifests') this.writeManifests(h, r.out.val);
+    }
+  }
+
+  private writeManifests(h: Hook, list: ToolManifest[]): void {
+    for (const t of list) {
+      if (!safeBinaryName(t.binaryName)) {
+        h.log(`on-stage write-manifests: binary-name ${JSON.stringify(t.binaryName)} is not a single directory name under tools/ (empty, '/', '\\' or '..'); entry skipped`);
+        continue;
+      }
+      const dir = join(this.workdir, 'tools', t.binaryName);
+      try {
+        mkdirSync(dir, { recursive: true });
+        const file = join(dir, 'murmur.yaml');
+        const tmp = `${file}.tmp-${process.pid}`;
+        writeFileSync(tmp, t.content);
+        renameSync(tmp, file);
+      } catch (e) {
+        h.log(`on-stage write-manifests: cannot write tools/${t.binaryName}/murmur.yaml: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  async sessionStart(ctx: SessionContext | Record<string, unknown>): Promise<void> {
+    await this.dispatch('on-session-start', ctx, () => {});
+  }
+
+  /**
+   * `on-task-start`. The first blocking hook whose committed `seed-context` arrives wins; the seed is
+   * measured against `budgetTokens` and committed whole, with its oldest messages dropped, with its
+   * overflowing front summarized through the compaction hook, or refused — each outcome a
+   * `context_seed` event. A refusal never fails the task (no messages are returned).
+   */
+  async taskStart(ev: TaskStartEvent | Record<string, unknown>): Promise<{ messages: HookMessage[] }> {
+    let winner: { hook: Hook; messages: HookMessage[] } | undefined;
+    await this.dispatch('on-task-start', ev, (h, out) => {
+      if (out.tag !== 'seed-context') return;
+      if (winner) {
+        h.log(`on-task-start seed-context superseded by hook '${winner.hook.name}' (the first seed wins); discarded`);
+        return;
+      }
+      winner = { hook: h, messages: out.val };
+    });
+    if (!winner) return { messages: [] };
+    return { messages: await this.seed(winner.hook, winner.messages, ev as TaskStartEvent) };
+  }
+
+  private tokensOf(list: readonly HookMessage[]): number {
+    let n = 0;
+    for (const m of list) n += this.services.countTokens(m.content);
+    return n;
+  }
+
+  private async seed(h: Hook, proposed: HookMessage[], ev: TaskStartEvent): Promise<HookMessage[]> {
+    const budget = Number(ev.budgetTokens ?? 0);
+    const window = Number(ev.contextWindow ?? 0);
+    const proposedTokens = this.tokensOf(proposed);
+    const record = (outcome: string, msgs: HookMessage[], reason?: string): HookMessage[] => {
+      this.trace?.write('context_seed', {
+        hook: h.name, tokens: this.tokensOf(msgs), proposed_tokens: proposedTokens, budget_tokens: budget, outcome, reason,
+        message_ids: msgs.map((m) => m.id), task_id: (ev as { taskId?: string }).taskId,
+      });
+      if (outcome === 'refused') h.log(`on-task-start seed-context refused: ${reason}`);
+      return msgs;
+    };
+    if (budget <= 0) return record('refused', [], 'no_budget');
+    const valid = validateToolPairs(proposed);
+    if (!valid.ok) return record('refused', [], `invalid_messages: ${valid.reason}`);
+    if (proposedTokens <= budget) return record('committed', adoptHookMessages(proposed, 'seed-context'));
+    if (proposedTokens <= Math.floor(budget * (1 + this.seedMargin))) {
+      let kept = dropOldest(proposed, budget, (m) => this.tokensOf([m]));
+      // Never start on a dangling tool result: drop further until the pairs match again.
+      while (kept.length > 0 && !validateToolPairs(kept).ok) kept = kept.slice(1);
+      if (kept.length === 0) return record('refused', [], 'overflow_nothing_fits');
+      return record('dropped_oldest', adoptHookMessages(kept, 'seed-context'));
+    }
+    if (window > 0 && proposedTokens > window) return record('refused', [], 'overflow_over_limit');
+    // Beyond the margin: the newest messages that fit half the budget stay verbatim; the front is
+    // summarized by the compaction hook, and the summary leads.
+    const summarizer = this.receivers.get('on-compaction')!.find((k) => !k.async && k.spec.commitPolicy === 'replace-context');
+    if (!summarizer) return record('refused', [], 'overflow_no_summarizer');
+    let tailStart = proposed.length;
+    let tailTokens = 0;
+    while (tailStart > 0) {
+      const t = this.tokensOf([proposed[tailStart - 1]!]);
+      if (tailTokens + t > Math.floor(budget / 2)) break;
+      tailTokens += t;
+      tailStart--;
+    }
+    const front = proposed.slice(0, tailStart);
+    const tail = proposed.slice(tailStart);
+    const cev: CompactionEvent = {
+      messages: front,
+      sessionTokens: BigInt(this.tokensOf(front)),
+      threshold: budget / Math.max(1, window),
+      model: this.compactionCfg.model,
+      systemPrompt: this.compactionCfg.systemPrompt,
+    };
+    const r = await this.invoke(summarizer, 'on-compaction', cev);
+    if (!r.ok) {
+      summarizer.log(`on-compaction (summarizing a seed) ${r.defect}`);
+      return record('refused', [], `summarize_failed: hook '${summarizer.name}' ${r.defect}`);
+    }
+    if (r.out.tag !== 'replace-context') return record('refused', [], `summarize_failed: hook '${summarizer.name}' returned '${r.out.tag}'`);
+    let result = [...r.out.val, ...tail];
+    const check = validateToolPairs(result);
+    if (!check.ok) return record('refused', [], `summarize_failed: ${check.reason}`);
+    while (this.tokensOf(result) > budget && result.length > r.out.val.length) result.splice(r.out.val.length, 1);
+    if (this.tokensOf(result) > budget) return record('refused', [], 'summary_over_budget');
+    return record('summarized', adoptHookMessages(result, 'seed-context'));
+  }
+
+  /** `on-inference`: the committed `artifact` strings (each must be a JSON object). */
+  async inference(ev: InferenceEvent | Record<string, unknown>): Promise<string[]> {
+    const artifacts: string[] = [];
+    await this.dispatch('on-inference', ev, (h, out) => {
+      if (out.tag !== 'artifact') return;
+      let v: unknown;
+      try {
+        v = JSON.parse(out.val);
+      } catch {
+        v = undefined;
+      }
+      if (!isRecord(v)) {
+        this.fault(h, 'on-inference', 'artifact', `on-inference returned an artifact that is not a JSON object (${out.val.length > 80 ? `${out.val.slice(0, 80)}…` : out.val}); discarded`);
+        return;
+      }
+      artifacts.push(out.val);
+    });
+    return artifacts;
+  }
+
+  /** The decision point of a tool call (`outcome` undefined): policy hooks only, fail-closed. */
+  toolDecision(ev: ToolEvent | Record<string, unknown>): Promise<Decision> {
+    const e = ev as ToolEvent;
+    return this.decide('on-tool-call', ev, { kind: 'tool', turn: e.turn, tool_name: e.toolName });
+  }
+
+  /** The decision point of a shell command (`outcome` undefined): policy hooks only, fail-closed. */
+  shellDecision(ev: ShellEvent | Record<string, unknown>): Promise<Decision> {
+    const e = ev as ShellEvent;
+    return this.decide('on-shell', ev, { kind: 'shell', turn: e.turn, binary: e.binary, argv: e.argv });
+  }
+
+  private async decide(handler: 'on-tool-call' | 'on-shell', ev: unknown, what: Record<string, unknown>): Promise<Decision> {
+    for (const h of this.policy.get(handler)!) {
+      const r = await this.invoke(h, handler, ev);
+      let reason: string;
+      let defect: string | undefined;
+      if (!r.ok) defect = r.defect;
+      else if (r.out.tag === 'none') continue;
+      else if (r.out.tag === 'deny') {
+        if (r.out.val.trim() === '') defect = 'returned deny with an empty reason';
+      } else defect = `returned arm '${r.out.tag}', which is not an answer at the decision point (only none or deny)`;
+      if (defect !== undefined) {
+        reason = `policy hook '${h.name}' ${defect}; a policy hook that fails refuses`;
+        this.fault(h, handler, r.ok ? r.out.tag : r.arm, `${handler} decision point: ${defect}; the call is refused (fail-closed)`);
+      } else {
+        reason = (r as { ok: true; out: { tag: 'deny'; val: string } }).out.val;
+      }
+      const subject = handler === 'on-tool-call' ? 'tool call' : 'shell command';
+      const agentMessage = `Refused by policy hook '${h.name}': ${reason}. This ${subject} was not run. Retrying the same call unchanged will be refused again.`;
+      this.trace?.write('call_denied', { ...what, hook: h.name, reason, fail_closed: defect !== undefined });
+      return { allowed: false, hook: h.name, reason, agentMessage };
+    }
+    return { allowed: true };
+  }
+
+  /** The observation of a tool call (`outcome` set): every hook bound to on-tool-call; a deny here is a fault. */
+  async toolObserved(ev: ToolEvent | Record<string, unknown>): Promise<void> {
+    await this.dispatch('on-tool-call', ev, () => {});
+  }
+
+  /** The observation of a shell command (`outcome` set); a deny here is a fault. */
+  async shellObserved(ev: ShellEvent | Record<string, unknown>): Promise<void> {
+    await this.dispatch('on-shell', ev, () => {});
+  }
+
+  /**
+   * `on-compaction`. The first committed `replace-context` decides: its messages (ids minted,
+   * `inserted-by: replace-context`) replace the history, unless their tool-call/result pairs don't
+   * match (`invalid`: the session goes on). A blocking hook's error ends the session (`fatal`):
+   * `spend_ceiling_reached` when it follows a `run-inference` the spend ceiling refused.
+   */
+  async compaction(ev: CompactionEvent | Record<string, unknown>): Promise<CompactionOutcome> {
+    let outcome: CompactionOutcome = { kind: 'none' };
+    let decided = false;
+    await this.dispatch(
+      'on-compaction',
+      ev,
+      (h, out) => {
+        if (out.tag !== 'replace-context') return;
+        if (decided) {
+          h.log(`on-compaction replace-context superseded by an earlier hook (the first replacement wins); discarded`);
+          return;
+        }
+        decided = true;
+        const check = validateToolPairs(out.val);
+        if (!check.ok) {
+          const reason = `replacement refused: ${check.reason}`;
+          this.fault(h, 'on-compaction', 'replace-context', `on-compaction ${reason}; history kept`);
+          outcome = { kind: 'invalid', hook: h.name, reason };
+          return;
+        }
+        outcome = { kind: 'replaced', hook: h.name, messages: adoptHookMessages(out.val, 'replace-context') };
+      },
+      (h, f) => {
+        const spend = h.state.spendRefused;
+        const message = `compaction hook '${h.name}' ${f.defect}${spend ? ' (after the spend ceiling refused its run-inference)' : ''}`;
+        this.fault(h, 'on-compaction', f.arm, `on-compaction ${f.defect}; the session ends`);
+        outcome = { kind: 'fatal', hook: h.name, exitStatus: spend ? 'spend_ceiling_reached' : 'failed', message };
+        return true;
+      },
+    );
+    return outcome;
+  }
+
+  /** `on-task-end`: the first committed `reopen-task` asks the loop to re-run the task with its feedback. */
+  async taskEnd(ev: TaskEndEvent | Record<string, unknown>): Promise<{ reopen?: { hook: string; feedback: string } }> {
+    let reopen: { hook: string; feedback: string } | undefined;
+    await this.dispatch('on-task-end', ev, (h, out) => {
+      if (out.tag !== 'reopen-task') return;
+      if (reopen) {
+        h.log(`on-task-end reopen-task superseded by hook '${reopen.hook}' (the first reopen wins); discarded`);
+        return;
+      }
+      reopen = { hook: h.name, feedback: out.val };
+    });
+    return reopen ? { reopen } : {};
+  }
+
+  async sessionEnd(ev: SessionEndEvent | Record<string, unknown>): Promise<void> {
+    await this.dispatch('on-session-end', ev, () => {});
+  }
+
+  /**
+   * Waits for every async queue to empty, within one shared budget. A queue still busy at the end
+   * is aborted: its instance stopped, its events abandoned, a `timeout` fault with event `drain`.
+   */
+  async drain(budgetMs: number = DEFAULT_DRAIN_BUDGET_MS): Promise<void> {
+    const lanes = this.hooks.filter((h) => h.lane && !h.lane.aborted);
+    let timer: NodeJS.Timeout | undefined;
+    const done = new Set<Hook>();
+    await Promise.race([
+      Promise.all(lanes.map((h) => h.lane!.whenIdle().then(() => void done.add(h)))),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, budgetMs));
+      }),
+    ]);
+    clearTimeout(timer);
+    for (const h of lanes) {
+      const lane = h.lane!;
+      if (!done.has(h) && lane.pending > 0) {
+        const n = lane.abort();
+        void h.instance?.close();
+        this.fault(h, 'drain', 'timeout', `drain: the queue did not empty within the ${budgetMs} ms drain budget; instance stopped, ${n} event(s) abandoned`);
+      }
+      if (lane.dropped > 0) h.log(`queue overflow: ${lane.dropped} event(s) dropped this session (on_overflow: ${h.spec.onOverflow ?? 'drop'})`);
+    }
+  }
+
+  /** Stops every instance. Call drain() first to let async hooks finish. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const h of this.hooks) h.lane?.abort();
+    await Promise.all(this.hooks.map((h) => h.instance?.close()));
+  }
+}
+
+/** The newest messages of `list` whose tokens fit `budget` (drops from the front, oldest first). */
+function dropOldest(list: readonly HookMessage[], budget: number, tokens: (m: HookMessage) => number): HookMessage[] {
+  const counts = list.map(tokens);
+  let total = counts.reduce((a, b) => a + b, 0);
+  let start = 0;
+  while (start < list.length && total > budget) total -= counts[start++]!;
+  return list.slice(start);
+}
