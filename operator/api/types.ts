@@ -1,0 +1,169 @@
+/**
+ * TypeScript shapes of the `murmur.io/v1alpha1` custom resources and of the Kubernetes objects the
+ * operator reads. Manifest blocks (artifacts, capabilities, inference, context, lifecycle,
+ * observability) keep the snake_case spelling of `murmur.yaml` so a block can be copied between a
+ * capsule directory and a Capsule object; Kubernetes-only fields (replicas, resources, image,
+ * servicePort, ingress, apiKeySecretRef) use Kubernetes camelCase.
+ */
+import type { CommitPolicy, ExecutionMode, Handler } from '../../runtime/hooks/commit-table.ts';
+
+export const GROUP = 'murmur.io';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+  deletionTimestamp?: string;
+  creationTimestamp?: string;
+  [k: string]: unknown;
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  [k: string]: unknown;
+}
+
+export interface ArtifactSource {
+  /** `https://` or `oci://` location of the `.mur.zip` artifact. */
+  url: string;
+  /** Lowercase hex sha256 of the artifact bytes; the runtime refuses a mismatch. */
+  sha256: string;
+}
+
+export type ArtifactRuntime = 'tool' | 'driver' | 'hook' | 'skill';
+
+export interface Capabilities {
+  network?: { allow?: string[]; unix_sockets?: boolean };
+  filesystem?: { scope?: string; workdir_exec?: boolean };
+  shell?: { allow?: string[] };
+  env?: { allow?: string[] };
+  limits?: { memory_bytes?: number; table_elements?: number; instances?: number; deadline_seconds?: number };
+}
+
+export interface ArtifactSpec {
+  name: string;
+  version?: string;
+  runtime?: ArtifactRuntime;
+  source?: ArtifactSource;
+  capabilities?: Capabilities;
+  on_overflow?: 'drop' | 'block';
+}
+
+export interface SecretKeyRef {
+  name: string;
+  key: string;
+}
+
+export interface InferenceSpec {
+  driver?: { artifact: string; config?: Record<string, unknown> };
+  model?: string;
+  max_turns?: number;
+  max_tokens?: number;
+  max_session_tokens?: number;
+  system_prompt?: string;
+  compaction?: { threshold?: number; model?: string; system_prompt?: string };
+  apiKeySecretRef?: SecretKeyRef;
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+}
+
+export interface IngressPeer {
+  /** A namespace by name (all its pods, unless podSelector narrows). */
+  namespace?: string;
+  namespaceSelector?: LabelSelector;
+  podSelector?: LabelSelector;
+}
+
+export interface HookRef {
+  /** Name of a Hook object in the Capsule's namespace. */
+  name: string;
+  /** The grant this capsule gives the hook (a hook's grant comes from the capsule, never its own manifest). */
+  capabilities?: Capabilities;
+}
+
+export interface CapsuleSpec {
+  name?: string;
+  version?: string;
+  artifacts?: ArtifactSpec[];
+  capabilities?: Capabilities;
+  inference?: InferenceSpec;
+  context?: { max_tokens?: number; seed_budget?: number };
+  lifecycle?: {
+    task_acceptance?: 'none' | 'single' | 'queue';
+    queue_depth?: number;
+    input_timeout_secs?: number;
+    conversation?: 'stateless' | 'threaded';
+    max_task_reopens?: number;
+  };
+  observability?: { otel_endpoint?: string };
+  hooks?: HookRef[];
+  replicas?: number;
+  resources?: { limits?: Record<string, string>; requests?: Record<string, string> };
+  image?: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  servicePort?: number;
+  ingress?: { from?: IngressPeer[] };
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+}
+
+export interface CapsuleStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  replicas?: number;
+  readyReplicas?: number;
+  a2aUrl?: string;
+  configHash?: string;
+}
+
+export interface Capsule extends KubeObject {
+  spec: CapsuleSpec;
+  status?: CapsuleStatus;
+}
+
+export interface HookSpec {
+  artifact: { name: string; version?: string; source?: ArtifactSource };
+  binding?: Handler;
+  execution_mode?: ExecutionMode;
+  commit_policy?: CommitPolicy;
+  on_overflow?: 'drop' | 'block';
+}
+
+export interface Hook extends KubeObject {
+  spec: HookSpec;
+}
+
+/** What the operator keeps of a Secret: never its values. */
+export interface SecretInfo {
+  name: string;
+  resourceVersion: string;
+  keys: string[];
+}

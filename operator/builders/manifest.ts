@@ -1,0 +1,84 @@
+/**
+ * Renders the capsule's `murmur.yaml` from the Capsule spec and its resolved Hooks. Kubernetes-only
+ * fields (replicas, resources, image, servicePort, ingress, apiKeySecretRef) are left out; the API key
+ * reaches the runtime as env MURMUR_INFERENCE_API_KEY, never through the file.
+ */
+import { stringify } from 'yaml';
+import type { ArtifactSpec, Capsule, Hook } from '../api/types.ts';
+
+export interface ManifestInput {
+  capsule: Capsule;
+  /** Resolved Hooks in spec.hooks order. */
+  hooks: Hook[];
+  /** Allow entry → what the runtime should see (capsule:// rewritten to the peer's Service URL). */
+  rewriteAllow: (entry: string) => string;
+}
+
+function compact<T extends Record<string, unknown>>(o: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
+  return out as T;
+}
+
+function capabilities(c: ArtifactSpec['capabilities'], rewrite: (e: string) => string): Record<string, unknown> | undefined {
+  if (!c) return undefined;
+  const out: Record<string, unknown> = { ...c };
+  if (c.network) out.network = compact({ ...c.network, allow: c.network.allow?.map(rewrite) });
+  return out;
+}
+
+export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput): string {
+  const s = capsule.spec;
+  const artifacts: Record<string, unknown>[] = (s.artifacts ?? []).map((a) =>
+    compact({
+      name: a.name,
+      version: a.version,
+      runtime: a.runtime ?? 'tool',
+      source: a.source ? { url: a.source.url, sha256: a.source.sha256 } : undefined,
+      capabilities: capabilities(a.capabilities, rewriteAllow),
+      on_overflow: a.on_overflow,
+    }),
+  );
+  hooks.forEach((h, i) => {
+    const ref = s.hooks?.[i];
+    artifacts.push(
+      compact({
+        name: h.spec.artifact.name,
+        version: h.spec.artifact.version,
+        runtime: 'hook',
+        source: h.spec.artifact.source ? { url: h.spec.artifact.source.url, sha256: h.spec.artifact.source.sha256 } : undefined,
+        binding: h.spec.binding,
+        execution_mode: h.spec.execution_mode ?? 'blocking',
+        commit_policy: h.spec.commit_policy ?? 'none',
+        on_overflow: h.spec.on_overflow,
+        capabilities: capabilities(ref?.capabilities, rewriteAllow),
+      }),
+    );
+  });
+  const inf = s.inference;
+  const inference = inf
+    ? compact({
+        driver: inf.driver ? compact({ artifact: inf.driver.artifact, config: inf.driver.config }) : undefined,
+        model: inf.model,
+        max_turns: inf.max_turns,
+        max_tokens: inf.max_tokens,
+        max_session_tokens: inf.max_session_tokens,
+        system_prompt: inf.system_prompt,
+        compaction: inf.compaction,
+      })
+    : undefined;
+  const doc = compact({
+    name: s.name ?? capsule.metadata.name,
+    version: s.version ?? '0.0.0',
+    artifacts: artifacts.length ? artifacts : undefined,
+    capabilities: capabilities(s.capabilities, rewriteAllow),
+    inference,
+    context: s.context,
+    lifecycle: s.lifecycle,
+    observability: s.observability,
+  });
+  return (
+    `# Rendered by capsule-operator from Capsule ${capsule.metadata.namespace}/${capsule.metadata.name}; edit the Capsule, not this file.\n` +
+    stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false })
+  );
+}

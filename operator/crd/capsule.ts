@@ -1,0 +1,210 @@
+/** The Capsule CRD (`capsules.murmur.io`). */
+import { API_VERSION, GROUP, VERSION } from '../api/types.ts';
+import { artifactSource, capabilities } from './common.ts';
+import { arr, enm, freeform, int, labelSelector, map, num, obj, quantity, str, DNS_LABEL, type Schema } from './schema.ts';
+import { conditionsSchema } from './status.ts';
+
+function artifactSchema(): Schema {
+  return obj(
+    'One artifact the capsule stages: a registry reference (name + version) or a source URL with its sha256.',
+    {
+      name: str('Artifact name, unique in the capsule.', { pattern: '^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$', maxLength: 128 }),
+      version: str('Artifact version in the registry.', { maxLength: 64 }),
+      runtime: enm('What the artifact is.', ['tool', 'driver', 'hook', 'skill'], { default: 'tool' }),
+      source: artifactSource(),
+      capabilities: capabilities('Per-artifact grant (not allowed on skills).'),
+      on_overflow: enm('Async queue overflow rule (hooks only).', ['drop', 'block']),
+    },
+    {
+      required: ['name'],
+      'x-kubernetes-validations': [
+        { rule: 'has(self.version) || has(self.source)', message: 'an artifact needs a version (registry reference) or a source {url, sha256}' },
+        { rule: "!has(self.capabilities) || self.runtime != 'skill'", message: 'a skill artifact cannot carry capabilities', fieldPath: '.capabilities' },
+        { rule: "!has(self.on_overflow) || self.runtime == 'hook'", message: 'on_overflow applies to hook artifacts only', fieldPath: '.on_overflow' },
+      ],
+    },
+  );
+}
+
+function inferenceSchema(): Schema {
+  return obj(
+    'Inference settings. The API key comes from a Secret (apiKeySecretRef) and reaches the runtime as the env var MURMUR_INFERENCE_API_KEY; it is never written into the manifest.',
+    {
+      driver: obj(
+        'The inference driver.',
+        {
+          artifact: str('Name of an artifact with runtime driver.', { maxLength: 128 }),
+          config: freeform('Driver configuration, passed to the driver as compact JSON.'),
+        },
+        { required: ['artifact'] },
+      ),
+      model: str('Model name passed to the driver.', { maxLength: 256 }),
+      max_turns: int('Inference turns per task (default 10).', { minimum: 1 }),
+      max_tokens: int('Output tokens per turn (default 8192).', { minimum: 1 }),
+      max_session_tokens: int('Spend ceiling for the session, in tokens.', { minimum: 1 }),
+      system_prompt: str('System prompt appended after the [Capsule] block.', { maxLength: 262144 }),
+      compaction: obj('Compaction of the conversation history.', {
+        threshold: num('Fraction of context.max_tokens at which compaction starts (0, 1], default 0.98.', { minimum: 0, exclusiveMinimum: true, maximum: 1 }),
+        model: str('Model used for compaction.', { maxLength: 256 }),
+        system_prompt: str('System prompt for compaction.', { maxLength: 65536 }),
+      }),
+      apiKeySecretRef: obj(
+        'Secret key holding the provider API key, in the Capsule namespace.',
+        { name: str('Secret name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }), key: str('Key in the Secret.', { pattern: '^[-._a-zA-Z0-9]+$', maxLength: 253 }) },
+        { required: ['name', 'key'] },
+      ),
+      api_key: str('Not accepted: put the key in a Secret and use apiKeySecretRef.'),
+    },
+    {
+      'x-kubernetes-validations': [
+        {
+          rule: '!has(self.api_key)',
+          message: 'inline API keys are not accepted; store the key in a Secret and reference it with inference.apiKeySecretRef',
+          fieldPath: '.api_key',
+          reason: 'FieldValueForbidden',
+        },
+      ],
+    },
+  );
+}
+
+function ingressSchema(): Schema {
+  return obj('Who may call this capsule over A2A, besides capsules whose network.allow names it.', {
+    from: arr(
+      'Admitted callers; each entry becomes a NetworkPolicy ingress peer on the A2A port.',
+      obj('Pods in a namespace (by name or selector), optionally narrowed by a pod selector.', {
+        namespace: str('Namespace name.', { pattern: DNS_LABEL, maxLength: 63 }),
+        namespaceSelector: labelSelector('Namespaces by label.'),
+        podSelector: labelSelector('Pods by label (in the Capsule namespace unless a namespace is given).'),
+      }, {
+        'x-kubernetes-validations': [
+          { rule: 'has(self.namespace) || has(self.namespaceSelector) || has(self.podSelector)', message: 'an ingress peer needs namespace, namespaceSelector or podSelector' },
+          { rule: '!(has(self.namespace) && has(self.namespaceSelector))', message: 'give namespace or namespaceSelector, not both' },
+        ],
+      }),
+      { maxItems: 32 },
+    ),
+  });
+}
+
+export function capsuleSpecSchema(): Schema {
+  return obj(
+    'The capsule manifest (murmur.yaml blocks, snake_case as in the file) plus pod-level settings (camelCase).',
+    {
+      name: str('Capsule name in the manifest (default: metadata.name).', { maxLength: 128 }),
+      version: str('Capsule version (default 0.0.0).', { maxLength: 64, default: '0.0.0' }),
+      artifacts: arr('Artifacts the capsule stages.', artifactSchema(), {
+        maxItems: 64,
+        'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, y.name == x.name))', message: 'artifact names must be unique', reason: 'FieldValueDuplicate' }],
+      }),
+      capabilities: capabilities('What the capsule may do.'),
+      inference: inferenceSchema(),
+      context: obj('Context window settings.', {
+        max_tokens: int('Context window in tokens; enables compaction.', { minimum: 1 }),
+        seed_budget: num('Fraction of max_tokens a seed-context hook may fill (default 0.10).', { minimum: 0, maximum: 1 }),
+      }),
+      lifecycle: obj('Task lifecycle.', {
+        task_acceptance: enm('none: one task from the launch; single: one A2A task; queue: tasks queued.', ['none', 'single', 'queue'], { default: 'single' }),
+        queue_depth: int('Queue depth (queue mode only, default 1).', { minimum: 1 }),
+        input_timeout_secs: int('Timeout for request-input (default: wait forever).', { minimum: 1 }),
+        conversation: enm('stateless or threaded conversations.', ['stateless', 'threaded']),
+        max_task_reopens: int('How often on-task-end may reopen a task (default 1, 0 disables).', { minimum: 0 }),
+      }, {
+        'x-kubernetes-validations': [{ rule: "!has(self.queue_depth) || self.task_acceptance == 'queue'", message: "queue_depth applies to task_acceptance 'queue' only", fieldPath: '.queue_depth' }],
+      }),
+      observability: obj('Observability settings of the runtime.', {
+        otel_endpoint: str('OTLP/HTTP endpoint for traces (overrides the operator-wide setting).', { maxLength: 2048 }),
+      }),
+      hooks: arr(
+        'Hook objects (same namespace) the capsule runs, in order.',
+        obj('A reference to a Hook.', {
+          name: str('Hook object name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }),
+          capabilities: capabilities("The grant this capsule gives the hook (a hook's grant is never its own)."),
+        }, { required: ['name'] }),
+        {
+          maxItems: 32,
+          'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, y.name == x.name))', message: 'hook references must be unique', reason: 'FieldValueDuplicate' }],
+        },
+      ),
+      replicas: int('Pods running this capsule (default 1).', { minimum: 0, maximum: 100, default: 1 }),
+      resources: obj('Container resources (default requests cpu 100m, memory 256Mi; limit memory 1Gi).', {
+        limits: map('Resource limits.', quantity('A quantity.')),
+        requests: map('Resource requests.', quantity('A quantity.')),
+      }),
+      image: str('Runtime image override (default: the operator-wide runtime image).', { maxLength: 512 }),
+      imagePullPolicy: enm('Image pull policy.', ['Always', 'IfNotPresent', 'Never']),
+      servicePort: int('A2A Service port (default 8080).', { minimum: 1, maximum: 65535, default: 8080 }),
+      ingress: ingressSchema(),
+    },
+    {
+      'x-kubernetes-validations': [
+        {
+          rule: "!has(self.inference) || !has(self.inference.driver) || (has(self.artifacts) && self.artifacts.exists(a, a.name == self.inference.driver.artifact && has(a.runtime) && a.runtime == 'driver'))",
+          message: 'inference.driver.artifact must name an artifact with runtime driver',
+          fieldPath: '.inference.driver.artifact',
+        },
+      ],
+    },
+  );
+}
+
+export function capsuleCrd(): Record<string, unknown> {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `capsules.${GROUP}`, labels: { 'app.kubernetes.io/part-of': 'capsule-operator' } },
+    spec: {
+      group: GROUP,
+      scope: 'Namespaced',
+      names: { kind: 'Capsule', listKind: 'CapsuleList', plural: 'capsules', singular: 'capsule', shortNames: ['cap'], categories: ['murmur'] },
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+            { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
+            { name: 'Model', type: 'string', jsonPath: '.spec.inference.model' },
+            { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
+            { name: 'Available', type: 'integer', jsonPath: '.status.readyReplicas' },
+            { name: 'URL', type: 'string', jsonPath: '.status.a2aUrl', priority: 1 },
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+          schema: {
+            openAPIV3Schema: obj(
+              `Capsule (${API_VERSION}) runs one AI agent capsule: its manifest, the pods running the runtime image, an A2A Service and NetworkPolicies from its allowlist.`,
+              {
+                apiVersion: str('APIVersion of this object.'),
+                kind: str('Kind of this object.'),
+                metadata: { type: 'object' },
+                spec: capsuleSpecSchema(),
+                status: obj('Observed state, written by the operator.', {
+                  observedGeneration: int('Generation last reconciled.', { format: 'int64' }),
+                  conditions: conditionsSchema(),
+                  replicas: int('Pods desired.'),
+                  readyReplicas: int('Pods ready.'),
+                  a2aUrl: str('In-cluster A2A URL of the capsule Service.'),
+                  configHash: str('Hash of manifest, hooks and Secret versions the pods run.'),
+                }),
+              },
+              {
+                required: ['spec'],
+                'x-kubernetes-validations': [
+                  {
+                    rule: "size(self.metadata.name) <= 50 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+                    message: 'a Capsule name must be a DNS label of at most 50 characters starting with a letter (it names its Service and NetworkPolicies)',
+                  },
+                ],
+              },
+            ),
+          },
+        },
+      ],
+    },
+  };
+}
+
+
+

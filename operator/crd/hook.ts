@@ -1,0 +1,78 @@
+/** The Hook CRD (`hooks.murmur.io`). */
+import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../../runtime/hooks/commit-table.ts';
+import { API_VERSION, GROUP, VERSION } from '../api/types.ts';
+import { artifactSource } from './common.ts';
+import { hookContractRules } from './rules.ts';
+import { enm, obj, str, type Schema } from './schema.ts';
+import { conditionsSchema } from './status.ts';
+
+export function hookSpecSchema(): Schema {
+  return obj(
+    'A hook artifact and its contract. Capsules in the same namespace reference it by name in spec.hooks. The contract is checked at admission against the hook commit table, with the message capsule staging gives.',
+    {
+      artifact: obj(
+        'The hook artifact: a registry reference (name + version) or a source URL with its sha256.',
+        {
+          name: str('Artifact name.', { pattern: '^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$', maxLength: 128 }),
+          version: str('Artifact version in the registry.', { maxLength: 64 }),
+          source: artifactSource(),
+        },
+        {
+          required: ['name'],
+          'x-kubernetes-validations': [
+            { rule: 'has(self.version) || has(self.source)', message: 'an artifact needs a version (registry reference) or a source {url, sha256}' },
+          ],
+        },
+      ),
+      binding: enm('The handler the hook receives. Omitted: every session event (on-session-start through on-session-end), never on-stage.', HANDLERS),
+      execution_mode: enm('blocking: the agent loop waits for the hook. async: the event is queued and the loop goes on (only with commit_policy none).', EXECUTION_MODES, {
+        default: 'blocking',
+      }),
+      commit_policy: enm("What the runtime does with the hook's output. Each binding honors exactly one policy besides none.", COMMIT_POLICIES, {
+        default: 'none',
+      }),
+      on_overflow: enm('Async queue overflow rule.', ['drop', 'block']),
+    },
+    { required: ['artifact'], 'x-kubernetes-validations': hookContractRules() },
+  );
+}
+
+export function hookCrd(): Record<string, unknown> {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `hooks.${GROUP}`, labels: { 'app.kubernetes.io/part-of': 'capsule-operator' } },
+    spec: {
+      group: GROUP,
+      scope: 'Namespaced',
+      names: { kind: 'Hook', listKind: 'HookList', plural: 'hooks', singular: 'hook', shortNames: ['hk'], categories: ['murmur'] },
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            { name: 'Binding', type: 'string', jsonPath: '.spec.binding', description: 'Handler the hook is bound to (empty: all session events).' },
+            { name: 'Mode', type: 'string', jsonPath: '.spec.execution_mode' },
+            { name: 'Policy', type: 'string', jsonPath: '.spec.commit_policy' },
+            { name: 'Artifact', type: 'string', jsonPath: '.spec.artifact.name', priority: 1 },
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+          schema: {
+            openAPIV3Schema: obj(`Hook (${API_VERSION}) declares a hook artifact with its binding, execution mode and commit policy.`, {
+              apiVersion: str('APIVersion of this object.'),
+              kind: str('Kind of this object.'),
+              metadata: { type: 'object' },
+              spec: hookSpecSchema(),
+              status: obj('Observed state (reserved; the contract is enforced at admission).', {
+                observedGeneration: { type: 'integer', format: 'int64', description: 'Generation last observed.' },
+                conditions: conditionsSchema(),
+              }),
+            }, { required: ['spec'] }),
+          },
+        },
+      ],
+    },
+  };
+}

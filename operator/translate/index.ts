@@ -1,0 +1,138 @@
+/**
+ * translate: a PURE function from a Capsule (+ its Hooks, the Secrets it names, the capsules that
+ * name it and the known capsules' Service ports) to the objects that should exist, the problems
+ * that stop it (missing Secret, missing Hook, invalid artifact…), the A2A URL and the config hash.
+ * No API calls, no clock, no randomness: the reconciler applies what this returns.
+ */
+import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
+import { sha256, stableJson } from '../builders/common.ts';
+import { buildConfigMap } from '../builders/configmap.ts';
+import { buildDeployment } from '../builders/deployment.ts';
+import { renderManifest } from '../builders/manifest.ts';
+import { buildEgressPolicy, buildIngressPolicy } from '../builders/networkpolicy.ts';
+import { buildService } from '../builders/service.ts';
+import { buildServiceAccount } from '../builders/serviceaccount.ts';
+import { allAllowEntries, parseAllow, type AllowEntry } from './network.ts';
+import type { TranslateOptions } from './options.ts';
+
+export interface TranslateInput {
+  capsule: Capsule;
+  /** Hooks in the capsule's namespace by name (only those spec.hooks names are needed). */
+  hooks: Record<string, Hook | undefined>;
+  /** Secrets in the capsule's namespace by name (names, versions and keys only). */
+  secrets: Record<string, SecretInfo | undefined>;
+  /** `<ns>/<name>` of capsules whose allowlist names this one. */
+  callers: string[];
+  /** Service port of every known capsule, by `<ns>/<name>`. */
+  capsulePorts: Record<string, number>;
+  options: TranslateOptions;
+}
+
+export type ProblemReason = 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound';
+
+export interface Problem {
+  reason: ProblemReason;
+  message: string;
+  /** Fatal problems stop the apply (the last good objects stay); others only degrade. */
+  fatal: boolean;
+  field?: string;
+}
+
+export interface TranslateResult {
+  objects: KubeObject[];
+  problems: Problem[];
+  a2aUrl: string;
+  configHash: string;
+}
+
+export function a2aUrl(namespace: string, name: string, port: number, domain: string): string {
+  return `http://${name}.${namespace}.svc.${domain}:${port}`;
+}
+
+export function translate(input: TranslateInput): TranslateResult {
+  const { capsule, options } = input;
+  const ns = capsule.metadata.namespace ?? 'default';
+  const spec = capsule.spec;
+  const problems: Problem[] = [];
+
+  // Secret holding the API key.
+  const keyRef = spec.inference?.apiKeySecretRef;
+  let secretVersion = '';
+  if (keyRef) {
+    const s = input.secrets[keyRef.name];
+    if (!s) problems.push({ reason: 'MissingSecret', fatal: true, field: 'spec.inference.apiKeySecretRef', message: `Secret '${keyRef.name}' (inference.apiKeySecretRef) not found in namespace '${ns}'; create it with the provider API key under key '${keyRef.key}'` });
+    else if (!s.keys.includes(keyRef.key)) problems.push({ reason: 'MissingSecretKey', fatal: true, field: 'spec.inference.apiKeySecretRef.key', message: `Secret '${keyRef.name}' has no key '${keyRef.key}' (keys: ${s.keys.join(', ') || 'none'})` });
+    else secretVersion = s.resourceVersion;
+  }
+
+  // Hooks.
+  const hooks: Hook[] = [];
+  (spec.hooks ?? []).forEach((ref, i) => {
+    const h = input.hooks[ref.name];
+    if (!h) problems.push({ reason: 'MissingHook', fatal: true, field: `spec.hooks[${i}].name`, message: `Hook '${ref.name}' (spec.hooks[${i}]) not found in namespace '${ns}'; apply the Hook or remove the reference` });
+    else hooks.push(h);
+  });
+
+  // Artifacts: names unique across artifacts and hook artifacts; a driver names a driver.
+  const seen = new Map<string, string>();
+  (spec.artifacts ?? []).forEach((a, i) => seen.set(a.name, `spec.artifacts[${i}]`));
+  for (const h of hooks) {
+    const prev = seen.get(h.spec.artifact.name);
+    if (prev) problems.push({ reason: 'InvalidArtifact', fatal: true, field: prev, message: `artifact '${h.spec.artifact.name}' of Hook '${h.metadata.name}' has the same name as ${prev}; artifact names must be unique in a capsule` });
+    seen.set(h.spec.artifact.name, `Hook ${h.metadata.name}`);
+  }
+  const driver = spec.inference?.driver?.artifact;
+  if (driver !== undefined) {
+    const a = (spec.artifacts ?? []).find((x) => x.name === driver);
+    if (!a || (a.runtime ?? 'tool') !== 'driver') problems.push({ reason: 'InvalidArtifact', fatal: true, field: 'spec.inference.driver.artifact', message: `inference.driver.artifact '${driver}' must name an artifact with runtime driver` });
+  }
+  (spec.artifacts ?? []).forEach((a, i) => {
+    if (!a.version && !a.source) problems.push({ reason: 'InvalidArtifact', fatal: true, field: `spec.artifacts[${i}]`, message: `artifact '${a.name}' needs a version (registry reference) or a source {url, sha256}` });
+  });
+
+  // Network allowlist.
+  const isCapsule = (pns: string, name: string) => `${pns}/${name}` in input.capsulePorts;
+  const entries: AllowEntry[] = [];
+  const rewrite = new Map<string, string>();
+  for (const raw of allAllowEntries(spec)) {
+    const e = parseAllow(raw, options.clusterDomain, isCapsule);
+    if (e.kind === 'invalid') {
+      problems.push({ reason: 'InvalidNetworkAllow', fatal: true, field: 'capabilities.network.allow', message: `network.allow entry '${raw}': ${e.reason}` });
+      continue;
+    }
+    if (e.kind === 'capsule' && e.shorthand) {
+      const port = input.capsulePorts[`${e.namespace}/${e.name}`];
+      if (port === undefined) problems.push({ reason: 'PeerNotFound', fatal: false, field: 'capabilities.network.allow', message: `peer Capsule '${e.namespace}/${e.name}' (${raw}) does not exist yet; its URL uses port 8080 until it does` });
+      rewrite.set(raw, a2aUrl(e.namespace, e.name, port ?? 8080, options.clusterDomain));
+    }
+    entries.push(e);
+  }
+  const otlp = spec.observability?.otel_endpoint ?? options.otlp?.endpoint;
+  if (otlp) {
+    const e = parseAllow(otlp.replace(/^(https?:\/\/[^/?#]+).*$/i, '$1'), options.clusterDomain, isCapsule);
+    if (e.kind !== 'invalid') entries.push(e);
+  }
+
+  const murmurYaml = renderManifest({ capsule, hooks, rewriteAllow: (e) => rewrite.get(e) ?? e });
+  const { replicas: _replicas, ...rolling } = spec;
+  const configHash = sha256(
+    stableJson({
+      manifest: murmurYaml,
+      spec: rolling,
+      hooks: hooks.map((h) => ({ name: h.metadata.name, spec: h.spec })),
+      secret: secretVersion,
+      otlp: options.otlp ?? null,
+      image: options.image,
+    }),
+  ).slice(0, 32);
+
+  const objects: KubeObject[] = [
+    buildServiceAccount(capsule),
+    buildConfigMap(capsule, murmurYaml),
+    buildService(capsule),
+    buildEgressPolicy(capsule, entries, options),
+    buildIngressPolicy(capsule, input.callers, options),
+    buildDeployment(capsule, options, configHash),
+  ];
+  return { objects, problems, a2aUrl: a2aUrl(ns, capsule.metadata.name, spec.servicePort ?? 8080, options.clusterDomain), configHash };
+}

@@ -1,0 +1,65 @@
+/**
+ * Golden tests of the pure translate function: golden/<case>.input.yaml (the Capsule first, then
+ * any Hooks, Secrets, other Capsules and an optional TranslateOptions document) →
+ * golden/<case>.output.yaml (the desired objects, then a TranslateSummary). UPDATE_GOLDEN=1
+ * rewrites the outputs.
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments, stringify } from 'yaml';
+import type { Capsule, Hook, SecretInfo } from '../../operator/api/types.ts';
+import { peerKeys } from '../../operator/translate/network.ts';
+import { translate } from '../../operator/translate/index.ts';
+import { defaultOptions, type TranslateOptions } from '../../operator/translate/options.ts';
+
+const DIR = join(import.meta.dirname, 'golden');
+const UPDATE = process.env.UPDATE_GOLDEN === '1';
+
+export function goldenInput(text: string) {
+  const docs = parseAllDocuments(text).map((d) => d.toJS() as Record<string, any>);
+  const capsules = docs.filter((d) => d.kind === 'Capsule') as Capsule[];
+  const capsule = capsules[0]!;
+  const ns = capsule.metadata.namespace ?? 'default';
+  const hooks: Record<string, Hook> = {};
+  for (const d of docs) if (d.kind === 'Hook' && (d.metadata.namespace ?? 'default') === ns) hooks[d.metadata.name] = d as Hook;
+  const secrets: Record<string, SecretInfo> = {};
+  for (const d of docs)
+    if (d.kind === 'Secret' && (d.metadata.namespace ?? 'default') === ns)
+      secrets[d.metadata.name] = { name: d.metadata.name, resourceVersion: String(d.metadata.resourceVersion ?? '1'), keys: Object.keys({ ...d.data, ...d.stringData }).sort() };
+  const capsulePorts: Record<string, number> = {};
+  for (const c of capsules) capsulePorts[`${c.metadata.namespace ?? 'default'}/${c.metadata.name}`] = c.spec.servicePort ?? 8080;
+  const opt = docs.find((d) => d.kind === 'TranslateOptions');
+  const options: TranslateOptions = defaultOptions(opt?.spec ?? {});
+  const self = `${ns}/${capsule.metadata.name}`;
+  const callers = capsules
+    .slice(1)
+    .filter((c) => peerKeys(c.metadata.namespace ?? 'default', c.spec, options.clusterDomain, () => true).includes(self))
+    .map((c) => `${c.metadata.namespace ?? 'default'}/${c.metadata.name}`);
+  return { capsule, hooks, secrets, callers, capsulePorts, options };
+}
+
+function render(input: ReturnType<typeof goldenInput>): string {
+  const r = translate(input);
+  const docs = [...r.objects, { kind: 'TranslateSummary', a2aUrl: r.a2aUrl, configHash: r.configHash, problems: r.problems }];
+  return docs.map((d) => stringify(d, { lineWidth: 0, aliasDuplicateObjects: false })).join('---\n');
+}
+
+const cases = readdirSync(DIR).filter((f) => f.endsWith('.input.yaml')).sort();
+
+describe('translate golden files', () => {
+  it('has cases', () => expect(cases.length).toBeGreaterThan(3));
+  for (const f of cases) {
+    it(f.replace('.input.yaml', ''), () => {
+      const got = render(goldenInput(readFileSync(join(DIR, f), 'utf8')));
+      const out = join(DIR, f.replace('.input.yaml', '.output.yaml'));
+      if (UPDATE) writeFileSync(out, got);
+      expect(got).toBe(readFileSync(out, 'utf8'));
+    });
+  }
+
+  it('is pure: same input, same output', () => {
+    const text = readFileSync(join(DIR, cases[0]!), 'utf8');
+    expect(render(goldenInput(text))).toBe(render(goldenInput(text)));
+  });
+});
