@@ -11,10 +11,11 @@
  *   side need no lookahead across it (letter→non-letter, digit→non-digit, digit run at a multiple of
  *   3, punctuation→digit or space, newline→non-whitespace). Cutting there changes no piece, so the
  *   count equals unchunked encoding exactly.
- * - A run of one character class (letters, whitespace, punctuation/symbols) longer than `maxRun` (64)
- *   is cut every `maxRun` characters. Only text with such runs counts differently from unchunked
+ * - A run of one piece class — letters, punctuation/symbols, or whitespace of any mix — longer than
+ *   `maxRun` (64) is cut every `maxRun` characters (runs are found with one native regex scan). Only text with such runs counts differently from unchunked
  *   encoding (by a token or so per cut); it is what keeps the cost O(n · maxRun).
- * - A window with neither is hard-cut at `maxChunk` (on a code point boundary).
+ * - A window with neither is hard-cut at `maxChunk` (on a code point boundary). The safe boundary is
+ *   searched backwards from the window end, so chunking costs O(n) and is usually a few µs per chunk.
  *
  * Chunk counts are memoised (LRU bounded by total characters), so recounting a conversation that
  * grew by one message re-encodes only its tail, and repetitive pathological input is cheap.
@@ -79,72 +80,95 @@ export interface ChunkStats {
   inexactCuts: number;
 }
 
+const longRunCache = new Map<number, RegExp>();
+/** Runs of one piece class longer than `maxRun`: letters, punctuation/symbols, whitespace (any mix). */
+function longRunRegExp(maxRun: number): RegExp {
+  let re = longRunCache.get(maxRun);
+  if (re === undefined) {
+    const n = maxRun + 1;
+    re = new RegExp(`\\p{L}{${n},}|[^\\s\\p{L}\\p{N}]{${n},}|\\s{${n},}`, 'gu');
+    longRunCache.set(maxRun, re);
+  }
+  re.lastIndex = 0;
+  return re;
+}
+
+const isLow = (u: number) => u >= 0xdc00 && u <= 0xdfff;
+
+/** Class of the code point ending just before code-unit index `i` (i > 0). */
+function classBefore(text: string, i: number): C {
+  const u = text.charCodeAt(i - 1);
+  if (isLow(u) && i >= 2) return classify(text.codePointAt(i - 2)!);
+  return classify(u);
+}
+
+/**
+ * Whether cutting before code-unit index `i` (start < i < end of text) leaves every pre-tokenizer
+ * piece intact. Inside a digit run, only cuts a multiple of 3 digits from the run start are safe;
+ * the run start is searched back no further than `floor` (a chunk start, itself such a cut).
+ */
+function safeAt(text: string, i: number, floor: number): boolean {
+  const u = text.charCodeAt(i);
+  if (isLow(u)) return false; // inside a surrogate pair
+  const b = classify(text.codePointAt(i)!);
+  const a = classBefore(text, i);
+  if (a === C.Number && b === C.Number) {
+    let j = i;
+    while (j > floor && classBefore(text, j) === C.Number) j--;
+    return (i - j) % 3 === 0;
+  }
+  return safeBetween(a, b);
+}
+
 /** Split `text` into encodable chunks (see the module comment). Linear in `text.length`. */
 export function chunkText(text: string, opts: ChunkOptions = {}, stats?: ChunkStats): string[] {
   const maxChunk = Math.max(2, opts.maxChunk ?? DEFAULT_MAX_CHUNK);
   const maxRun = Math.max(1, opts.maxRun ?? DEFAULT_MAX_RUN);
+  if (text === '') return [];
+  // Forced cuts inside long runs, found by one native regex scan.
+  const forced: number[] = [];
+  const re = longRunRegExp(maxRun);
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    const end = m.index + m[0].length;
+    for (let c = m.index + maxRun; c < end; c += maxRun) {
+      const cut = isLow(text.charCodeAt(c)) ? c + 1 : c;
+      if (cut < end) forced.push(cut);
+    }
+  }
+  if (forced.length === 0 && text.length <= maxChunk) return [text];
   const out: string[] = [];
-  if (text.length <= maxChunk) {
-    // Fast path still has to respect maxRun; check for a long run cheaply.
-    if (!hasLongRun(text, maxRun)) return text === '' ? [] : [text];
-  }
-  let start = 0; // start of the current chunk
-  let lastSafe = -1; // last safe boundary inside the current chunk (> start)
-  let prev: C | 0 = 0;
-  let runStart = 0;
-  let i = 0;
-  while (i < text.length) {
-    const cp = text.codePointAt(i)!;
-    const width = cp > 0xffff ? 2 : 1;
-    const cls = classify(cp);
-    if (prev !== 0) {
-      if (cls !== prev) {
-        runStart = i;
-        if (safeBetween(prev, cls) && i > start) lastSafe = i;
-      } else if (cls === C.Number) {
-        if ((i - runStart) % 3 === 0 && i > start) lastSafe = i;
-      } else if (i - runStart >= maxRun) {
-        // A long run of one class: force a cut here.
-        if (stats) stats.inexactCuts++;
-        out.push(text.slice(start, i));
-        start = i;
-        lastSafe = -1;
-        runStart = i;
+  let pos = 0;
+  let f = 0; // next forced cut index
+  while (pos < text.length) {
+    while (f < forced.length && forced[f]! <= pos) f++;
+    const nextForced = f < forced.length ? forced[f]! : Infinity;
+    const windowEnd = pos + maxChunk;
+    if (nextForced <= windowEnd && nextForced < text.length) {
+      if (stats) stats.inexactCuts++;
+      out.push(text.slice(pos, nextForced));
+      pos = nextForced;
+      continue;
+    }
+    if (windowEnd >= text.length) {
+      out.push(text.slice(pos));
+      break;
+    }
+    let cut = -1;
+    for (let i = windowEnd; i > pos; i--) {
+      if (safeAt(text, i, pos)) {
+        cut = i;
+        break;
       }
     }
-    if (i + width - start > maxChunk) {
-      const cut = lastSafe > start ? lastSafe : i;
-      if (cut > start) {
-        if (stats && cut === i && lastSafe <= start) stats.inexactCuts++;
-        out.push(text.slice(start, cut));
-        start = cut;
-        lastSafe = -1;
-      }
+    if (cut < 0) {
+      cut = isLow(text.charCodeAt(windowEnd)) ? windowEnd - 1 : windowEnd;
+      if (cut <= pos) cut = windowEnd + 1;
+      if (stats) stats.inexactCuts++;
     }
-    prev = cls;
-    i += width;
+    out.push(text.slice(pos, cut));
+    pos = cut;
   }
-  if (start < text.length) out.push(text.slice(start));
   return out;
-}
-
-function hasLongRun(text: string, maxRun: number): boolean {
-  if (text.length <= maxRun) return false;
-  let prev: C | 0 = 0;
-  let run = 0;
-  for (let i = 0; i < text.length; ) {
-    const cp = text.codePointAt(i)!;
-    const cls = classify(cp);
-    if (cls === prev && cls !== C.Number) {
-      run++;
-      if (run > maxRun) return true;
-    } else {
-      run = 1;
-    }
-    prev = cls;
-    i += cp > 0xffff ? 2 : 1;
-  }
-  return false;
 }
 
 let sharedEncoder: Tiktoken | undefined;

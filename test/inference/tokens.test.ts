@@ -57,12 +57,14 @@ describe('token counting (js-tiktoken cl100k_base, linear)', () => {
     const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     let letters = '';
     for (let i = 0; i < 100_000; i++) letters += String.fromCharCode(97 + Math.floor(rnd() * 26));
-    const texts = [letters, ' '.repeat(200_000), '='.repeat(200_000), '日本語'.repeat(50_000), '\n'.repeat(100_000)];
+    const texts = [letters, ' '.repeat(200_000), '='.repeat(200_000), '日本語'.repeat(50_000), '\n'.repeat(100_000), ' \n\t'.repeat(70_000), '_-'.repeat(100_000)];
     const counter = new TokenCounter();
     for (const t of texts) {
       const n = counter.count(t);
       expect(n).toBeGreaterThan(0);
-      expect(chunkText(t).join('')).toBe(t);
+      const chunks = chunkText(t);
+      expect(chunks.join('')).toBe(t);
+      expect(Math.max(...chunks.map((c) => c.length))).toBeLessThanOrEqual(64);
     }
   });
 
