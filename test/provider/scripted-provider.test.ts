@@ -173,6 +173,8 @@ describe('scripted provider: Anthropic Messages API', () => {
       [anthropicHeaders, anthropicBody({ tools: [{ name: 'file.read', input_schema: { type: 'object' } }] }), 400, /String should match pattern/],
       [anthropicHeaders, anthropicBody({ tools: [{ name: 'ls', parameters: { type: 'object' } }] }), 400, /input_schema: Field required/],
       [anthropicHeaders, '{not json', 400, /parsing the body/],
+      [anthropicHeaders, anthropicBody({ messages: [{ role: 'user', content: [{ type: 'text', text: '' }] }] }), 400, /text content blocks must be non-empty/],
+      [anthropicHeaders, anthropicBody({ messages: [{ role: 'user', content: [] }, { role: 'assistant', content: 'x' }] }), 400, /all messages must have non-empty content/],
     ];
     for (const [headers, body, status, msg] of cases) {
       const res = await post(url, headers, body);

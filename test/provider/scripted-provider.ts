@@ -202,6 +202,9 @@ function validateAnthropic(headers: Record<string, string>, body: unknown, apiKe
     if (m.role !== 'user' && m.role !== 'assistant') return reject(400, 'invalid_request_error', `messages.${i}.role: Input should be 'user' or 'assistant'`);
     if (typeof m.content === 'string') continue;
     if (!Array.isArray(m.content)) return reject(400, 'invalid_request_error', `messages.${i}.content: Input should be a valid string or list`);
+    if (m.content.length === 0 && !(m.role === 'assistant' && i === msgs.length - 1)) {
+      return reject(400, 'invalid_request_error', `messages.${i}: all messages must have non-empty content except for the optional final assistant message`);
+    }
     for (let j = 0; j < m.content.length; j++) {
       const b = m.content[j] as unknown;
       const where = `messages.${i}.content.${j}`;
@@ -210,6 +213,7 @@ function validateAnthropic(headers: Record<string, string>, body: unknown, apiKe
         return reject(400, 'invalid_request_error', `${where}: Input tag '${b.type}' found using 'type' does not match any of the expected tags: ${[...ANTHROPIC_BLOCKS].map((t) => `'${t}'`).join(', ')}`);
       }
       if (b.type === 'text' && typeof b.text !== 'string') return reject(400, 'invalid_request_error', `${where}.text: Field required`);
+      if (b.type === 'text' && b.text === '') return reject(400, 'invalid_request_error', 'messages: text content blocks must be non-empty');
       if (b.type === 'tool_use') {
         if (m.role !== 'assistant') return reject(400, 'invalid_request_error', `${where}: tool_use blocks are only allowed in assistant messages`);
         if (typeof b.id !== 'string' || typeof b.name !== 'string') return reject(400, 'invalid_request_error', `${where}: id and name are required`);
