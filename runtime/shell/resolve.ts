@@ -67,8 +67,10 @@ export async function resolveBinary(name: string, opts: { pathVar?: string; cwd:
   if (name.includes('/')) candidates.push(path.resolve(opts.cwd, name));
   else if (name !== '') {
     for (const dir of (opts.pathVar ?? DEFAULT_PATH).split(path.delimiter)) {
-      // An empty PATH entry means the current directory (POSIX).
-      candidates.push(path.join(dir === '' ? opts.cwd : path.resolve(opts.cwd, dir), name));
+      // Empty and relative entries would search the workdir, where the capsule could plant a
+      // binary that shadows an allowed one: they are skipped.
+      if (dir === '' || !path.isAbsolute(dir)) continue;
+      candidates.push(path.join(dir, name));
     }
   }
   for (const c of candidates) {

@@ -130,6 +130,10 @@ export async function runShell(opts: RunShellOptions): Promise<ShellResult> {
       hint: 'pass the identity built for this very call',
     });
   }
+  if (!identity.resolved) {
+    const e = Object.assign(new Error('not found'), { code: 'ENOENT' });
+    throw spawnError(identity, e);
+  }
   const { env, stripped } = shellEnv({ env: opts.env, stripEnvGlobs: opts.stripEnvGlobs, home: workdir, cwd: workdir });
   const logDir = path.join(workdir, opts.logDir ?? 'logs');
   const started = performance.now();

@@ -200,3 +200,16 @@ describe('shell tool: results', () => {
     expect((err as MurError).code).toBe('E-SHELL-003');
   });
 });
+
+describe('shell tool: PATH hygiene', () => {
+  it('empty or relative PATH entries are skipped, so a binary planted in the workdir is never found', async () => {
+    const { writeFile: wf, chmod } = await import('node:fs/promises');
+    await wf(path.join(workdir, 'planted'), '#!/bin/sh\necho pwned\n');
+    await chmod(path.join(workdir, 'planted'), 0o755);
+    const env = { PATH: `.:${hostEnv.PATH}:` };
+    const id = await shellEventIdentity({ binary: 'planted', args: [], workdir, env });
+    expect(id).toMatchObject({ binary: 'planted', resolved: false });
+    const err = await runShell({ binary: 'planted', args: [], workdir, allow: ['planted'], env }).catch((e: unknown) => e);
+    expect((err as MurError).code).toBe('E-SHELL-002');
+  });
+});
