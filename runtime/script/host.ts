@@ -1,0 +1,339 @@
+/**
+ * The runtime-host interfaces a script capsule component imports (`murmur:host/runtime-host`):
+ *
+ * | import                             | host side                                                    |
+ * |------------------------------------|--------------------------------------------------------------|
+ * | `murmur:tool-registry/invoke`      | a declared (or pulled) WASM tool, in its own instance, under  |
+ * |                                    | its own grant clamped to the capsule's; `tool_call` trace     |
+ * | `murmur:shell/execute`             | runtime/shell runShell: allowlist before spawn, exit code is  |
+ * |                                    | data, 16 KiB truncation + full-output-path, env stripping     |
+ * | `murmur:artifact-manager/manage`   | runtime/registry ArtifactManager                             |
+ * | `murmur:message/send`              | runtime/a2a/client sendMessage (network allowlist first)     |
+ *
+ * WIT `err` convention of this host (runtime/host/instance.ts serveHostCall): a host function that
+ * throws a NON-Error value (here: always the err string) hands that value to the guest as the
+ * `err` case; jco's glue catches it (`getErrorPayload`) and lowers `{tag: 'err', val}`. Throwing an
+ * `Error` is a host fault instead — the guest traps and the call fails as E-HOST-006 — which is why
+ * ArtifactManager#jcoImports (Error objects carrying `payload`) is not used here.
+ */
+import { readFileSync } from 'node:fs';
+import { ComponentInstance, loadComponent, sha256Hex, type HostImports } from '../host/index.ts';
+import { httpAllow, guestEnv, grantsFor, logFileFor } from '../loop/grants.ts';
+import { describe } from '../loop/tools.ts';
+import { sendMessage } from '../a2a/client.ts';
+import type { TaskTrust } from '../a2a/executor.ts';
+import { ArtifactManager, type Result } from '../registry/artifact-manager.ts';
+import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
+import { isShellAllowed, runShell, ShellNotAllowedError } from '../shell/index.ts';
+import { parseToolResult } from '../tools/index.ts';
+import type { TraceWriter } from '../trace/writer.ts';
+import { isMurError } from '../errors.ts';
+import { clampGrant, type CapsuleComponent } from './capsule.ts';
+
+/** `tool-input` as jco lifts it. */
+export interface WitToolInput {
+  data?: string;
+  logPath?: string;
+}
+
+/** `tool-result` as jco lowers it. */
+export interface WitToolResult {
+  status: 'passed' | 'failed' | 'error';
+  summary: string | undefined;
+  data: string | undefined;
+  dataPath: string | undefined;
+  truncated: boolean;
+  metadata: [string, string][];
+}
+
+export interface WitShellResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  fullOutputPath: string | undefined;
+}
+
+export interface WitMessage {
+  messageId: string;
+  contextId?: string;
+  text: string;
+}
+
+export interface WitTaskResult {
+  taskId: string;
+  contextId: string;
+  state: string;
+}
+
+/** The task a capsule run belongs to (for trust stamping and trace fields). */
+export interface HostTask {
+  taskId: string;
+  contextId: string;
+  trust: TaskTrust;
+  signal: AbortSignal;
+}
+
+export interface Totals {
+  toolCalls: number;
+  shellCalls: number;
+  a2aSends: number;
+  pulls: number;
+}
+
+export interface ScriptHostOptions {
+  hostEnv?: NodeJS.ProcessEnv;
+}
+
+/** Raises a WIT `err` with `message` (see the module comment). */
+function witErr(message: string): never {
+  throw message;
+}
+
+function unwrap<T>(r: Result<T>): T {
+  if (r.tag === 'ok') return r.val;
+  return witErr(r.val);
+}
+
+function inputForTrace(data: string | undefined): unknown {
+  if (data === undefined) return undefined;
+  try {
+    return JSON.parse(data);
+  } catch {
+    return data;
+  }
+}
+
+function errText(e: unknown): string {
+  if (isMurError(e)) return `${describe(e)} [${e.code}]`;
+  return describe(e);
+}
+
+/**
+ * One per script session: owns the tool instances and answers the capsule component's host
+ * imports for whichever task is current.
+ */
+export class ScriptHost {
+  readonly totals: Totals = { toolCalls: 0, shellCalls: 0, a2aSends: 0, pulls: 0 };
+  readonly manager: ArtifactManager;
+  private readonly tools = new Map<string, Promise<ComponentInstance>>();
+  /** SHA-256 of every tool's component as staged or pulled: a file changed since is refused. */
+  private readonly pins = new Map<string, string>();
+  private readonly hostEnv: NodeJS.ProcessEnv;
+  private task: HostTask | undefined;
+  private running = new Set<string>();
+
+  constructor(
+    private readonly staged: StagedCapsule,
+    private readonly capsule: CapsuleComponent,
+    private readonly trace: TraceWriter,
+    opts: ScriptHostOptions = {},
+  ) {
+    this.hostEnv = opts.hostEnv ?? process.env;
+    for (const a of this.callable()) this.pin(a);
+    this.manager = new ArtifactManager(staged, {
+      onInstalled: (a) => {
+        this.totals.pulls++;
+        if (a.runtime === 'tool' && a.wasmPath) this.pin(a);
+        this.trace.write('artifact_installed', { name: a.name, version: a.version, runtime: a.runtime, sha256: a.sha256, origin: a.origin, task_id: this.task?.taskId });
+      },
+    });
+  }
+
+  private pin(a: StagedArtifact): void {
+    if (!a.wasmPath) return;
+    try {
+      this.pins.set(a.name, sha256Hex(readFileSync(a.wasmPath)));
+    } catch {
+      /* a missing file fails at load, with the loader's message */
+    }
+  }
+
+  /** The directory granted to the capsule component (its `/`). */
+  get grantedDir(): string {
+    return grantsDir(this.staged, this.capsule);
+  }
+
+  /** Tools the capsule may invoke: WASM tools declared in the manifest or pulled this session. */
+  callable(): StagedArtifact[] {
+    return this.staged.artifacts.filter((a) => a.runtime === 'tool' && a.wasmPath && !(this.capsule.origin === 'artifact' && a === this.capsule.artifact));
+  }
+
+  setTask(t: HostTask | undefined): void {
+    this.task = t;
+  }
+
+  /** The imports handed to the capsule component. */
+  imports(): HostImports {
+    return {
+      // Types-only: murmur:tool-registry/invoke `use`s tool-input and tool-result from it.
+      'murmur:tool/run': {},
+      'murmur:tool-registry/invoke': { invoke: (name: string, input: WitToolInput) => this.invoke(name, input ?? {}) },
+      'murmur:shell/execute': { run: (binary: string, args: string[], env: [string, string][]) => this.shell(binary, args ?? [], env ?? []) },
+      'murmur:artifact-manager/manage': {
+        list: () => this.manager.list(),
+        describe: (name: string) => unwrap(this.manager.describe(name)),
+        search: (q: string) => unwrap(this.manager.search(q)),
+        pull: (name: string, version: string) => unwrap(this.manager.pull(name, version)),
+        remove: (name: string) => unwrap(this.manager.remove(name)),
+        diagnostics: () => unwrap(this.manager.diagnostics()),
+      },
+      'murmur:message/send': { send: (peerUrl: string, message: WitMessage) => this.send(peerUrl, message) },
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // murmur:tool-registry/invoke
+
+  private toolInstance(a: StagedArtifact): Promise<ComponentInstance> {
+    let p = this.tools.get(a.name);
+    if (!p) {
+      p = (async () => {
+        const grant = clampGrant(a.grant, this.capsule.grant);
+        const c = await loadComponent(a.wasmPath!, { name: a.name, ...(this.pins.has(a.name) ? { sha256: this.pins.get(a.name)! } : {}) });
+        const wd = this.staged.workdir.dir;
+        const grants = grantsFor(grant, wd, logFileFor(wd, 'tool', a.name), a.entry?.config ? { MURMUR_ARTIFACT_CONFIG: JSON.stringify(a.entry.config) } : {});
+        grants.env = { ...guestEnv(grant.env.allow, this.hostEnv), ...(a.entry?.config ? { MURMUR_ARTIFACT_CONFIG: JSON.stringify(a.entry.config) } : {}) };
+        return new ComponentInstance(c, {
+          grants,
+          imports: {
+            'murmur:text/chunks': { emitChunk: () => {}, emitThinkingChunk: () => {} },
+            'murmur:task/task': {
+              requestInput: () => {
+                throw new Error('request-input is not available to a tool invoked by a script capsule');
+              },
+            },
+          },
+          deadlineMs: grant.limits.deadlineSeconds * 1000,
+          memoryBytes: grant.limits.memoryBytes,
+        });
+      })();
+      this.tools.set(a.name, p);
+      p.catch(() => this.tools.delete(a.name));
+    }
+    return p;
+  }
+
+  async invoke(name: string, input: WitToolInput): Promise<WitToolResult> {
+    const started = Date.now();
+    const data = typeof input.data === 'string' ? input.data : undefined;
+    const inputBytes = data === undefined ? 0 : Buffer.byteLength(data);
+    const event = (fields: Record<string, unknown>): void => {
+      this.totals.toolCalls++;
+      this.trace.write('tool_call', {
+        caller: 'capsule', task_id: this.task?.taskId, tool_name: name, input: inputForTrace(data), input_bytes: inputBytes,
+        duration_ms: Date.now() - started, ...fields,
+      });
+    };
+    const all = this.staged.artifacts.find((a) => a.name === name);
+    const tool = this.callable().find((a) => a.name === name);
+    if (!tool) {
+      let why: string;
+      if (all && this.capsule.artifact === all) why = `tool '${name}' is the capsule component itself; a capsule cannot invoke itself [E-SCRIPT-021]`;
+      else if (all) why = `'${name}' is a ${all.runtime} artifact, not a tool; only tools can be invoked [E-SCRIPT-021]`;
+      else {
+        const known = this.callable().map((a) => a.name);
+        why = `tool '${name}' is not declared in ${this.staged.manifest.file} (callable tools: ${known.length ? known.join(', ') : 'none'}); declare it under artifacts, or pull it first [E-SCRIPT-020]`;
+      }
+      event({ output_bytes: 0, status: 'error', error: why });
+      return witErr(why);
+    }
+    this.running.add(name);
+    try {
+      const inst = await this.toolInstance(tool);
+      const raw = await inst.call(['run', 'run'], [{ data, logPath: typeof input.logPath === 'string' ? input.logPath : undefined }]);
+      const r = parseToolResult(raw);
+      const out = r.data ?? r.summary ?? '';
+      event({
+        output: this.staged.manifest.trace.includeToolOutput ? out : undefined,
+        output_bytes: Buffer.byteLength(out), status: r.status === 'passed' ? 'ok' : 'error', tool_status: r.status,
+        state_effect: r.stateEffect, resource_id: r.resourceId, origin: tool.origin === 'pull' ? 'pull' : undefined,
+      });
+      return { status: r.status, summary: r.summary, data: r.data, dataPath: r.dataPath, truncated: r.truncated, metadata: r.metadata };
+    } catch (e) {
+      const why = `tool '${name}' failed: ${errText(e)}`;
+      event({ output_bytes: 0, status: 'error', error: why });
+      return witErr(why);
+    } finally {
+      this.running.delete(name);
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // murmur:shell/execute
+
+  async shell(binary: string, args: string[], env: [string, string][]): Promise<WitShellResult> {
+    const grant = this.capsule.grant;
+    const allow = grant.shell?.allow ?? [];
+    const started = Date.now();
+    this.totals.shellCalls++;
+    if (!isShellAllowed(binary, allow)) {
+      const e = new ShellNotAllowedError(binary, allow);
+      this.trace.write('shell', { caller: 'capsule', task_id: this.task?.taskId, binary, argv: args, refused: true, error: e.message, duration_ms: 0 });
+      return witErr(`${e.message} [${e.code}]`);
+    }
+    try {
+      const r = await runShell({
+        binary, args, workdir: this.grantedDir, allow,
+        env: { ...this.hostEnv, ...Object.fromEntries(env) },
+        stripEnvGlobs: grant.shell?.stripEnv,
+        timeoutMs: grant.limits.deadlineSeconds * 1000,
+        ...(this.task ? { signal: this.task.signal } : {}),
+      });
+      this.trace.write('shell', {
+        caller: 'capsule', task_id: this.task?.taskId, binary: r.identity.binary, command: r.identity.command, argv: r.identity.argv, script: r.identity.script,
+        exit_code: r.exitCode, stdout_bytes: r.stdoutBytes, stderr_bytes: r.stderrBytes, duration_ms: r.durationMs,
+        truncated: r.truncated || undefined, full_output_path: r.fullOutputPath, timed_out: r.timedOut || undefined,
+      });
+      return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated, fullOutputPath: r.fullOutputPath };
+    } catch (e) {
+      const why = errText(e);
+      this.trace.write('shell', { caller: 'capsule', task_id: this.task?.taskId, binary, argv: args, error: why, duration_ms: Date.now() - started });
+      return witErr(why);
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // murmur:message/send
+
+  async send(peerUrl: string, message: WitMessage): Promise<WitTaskResult> {
+    const started = Date.now();
+    this.totals.a2aSends++;
+    const r = await sendMessage({
+      peerUrl,
+      allow: httpAllow(this.capsule.grant.network.allow),
+      text: message.text,
+      messageId: message.messageId,
+      ...(message.contextId ? { contextId: message.contextId } : {}),
+      trust: this.task?.trust ?? 'untrusted',
+      ...(this.task ? { signal: this.task.signal } : {}),
+    });
+    this.trace.write('a2a_send', {
+      task_id: this.task?.taskId, peer_url: peerUrl, message_id: message.messageId, duration_ms: Date.now() - started,
+      ...(r.ok ? { peer_task_id: r.taskId, context_id: r.contextId, state: r.state } : { error: r.error }),
+    });
+    if (!r.ok) return witErr(r.error);
+    return { taskId: r.taskId, contextId: r.contextId, state: r.state };
+  }
+
+  /** Stops the tools still running (a canceled task). */
+  async interruptTools(): Promise<void> {
+    for (const name of [...this.running]) {
+      const p = this.tools.get(name);
+      this.tools.delete(name);
+      if (p) await (await p.catch(() => undefined))?.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.tools.values()];
+    this.tools.clear();
+    await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.close()));
+  }
+}
+
+/** `<workdir>/<scope>` of the capsule component (created by grantsFor). */
+export function grantsDir(staged: StagedCapsule, capsule: CapsuleComponent): string {
+  const g = grantsFor(capsule.grant, staged.workdir.dir, logFileFor(staged.workdir.dir, 'capsule', capsule.name));
+  return g.preopen ?? staged.workdir.dir;
+}
