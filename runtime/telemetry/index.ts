@@ -1,0 +1,89 @@
+/**
+ * Observability of a capsule session: OTLP traces (GenAI semantic conventions) and Prometheus
+ * metrics. The CLI makes one call after opening the session and one after closing it:
+ *
+ *   const session = await openSession(staged);
+ *   const telemetry = instrumentSession(session);
+ *   …
+ *   await session.close(exitStatus);
+ *   await telemetry.shutdown();      // flushes queued spans, bounded (5 s default)
+ *
+ * See docs/observability.md.
+ */
+import type { CapsuleSession } from '../loop/session.ts';
+import { NO_HOOKS } from '../loop/hook-port.ts';
+import { instrumentHookPort } from './hooks.ts';
+import { attachMetrics, runtimeMetrics, type RuntimeMetrics } from './metrics.ts';
+import { currentTelemetry, setupTelemetry, TELEMETRY_OFF, type Telemetry, type TelemetryOptions } from './otel.ts';
+import { attachSpans, providerFromDriver } from './spans.ts';
+
+export * from './otel.ts';
+export * from './spans.ts';
+export * from './metrics.ts';
+export { renderMetrics } from './metrics-endpoint.ts';
+export { instrumentHookPort } from './hooks.ts';
+
+export interface InstrumentOptions {
+  /**
+   * The tracer provider to use. Default: a new one from the manifest's `observability` block and
+   * the OTEL_* environment (`setupTelemetry`), made process-wide; `false`: no spans at all.
+   */
+  telemetry?: Telemetry | false;
+  /** Extra options for the default setupTelemetry (env, exporter, batch, warn…). */
+  setup?: Partial<TelemetryOptions>;
+  /** Metrics registry; default the process-wide one /metrics serves. `false`: no metrics. */
+  metrics?: RuntimeMetrics | false;
+}
+
+export interface SessionTelemetry {
+  readonly telemetry: Telemetry;
+  /** Detaches from the session and flushes + stops the tracer provider it created (bounded). */
+  shutdown(timeoutMs?: number): Promise<void>;
+}
+
+/**
+ * Instruments an opened session: spans for its tasks, turns, tool calls, hook dispatches; metrics
+ * from its trace events. Never throws on a telemetry problem: a bad collector only costs spans.
+ */
+export function instrumentSession(session: CapsuleSession, o: InstrumentOptions = {}): SessionTelemetry {
+  const m = session.staged.manifest;
+  const provider = providerFromDriver(session.staged.driver?.name ?? m.inference?.driver.artifact);
+  let owned = false;
+  let telemetry: Telemetry;
+  if (o.telemetry === false) telemetry = TELEMETRY_OFF;
+  else if (o.telemetry) telemetry = o.telemetry;
+  else {
+    try {
+      telemetry = setupTelemetry({
+        serviceName: m.name,
+        serviceVersion: m.version,
+        ...(m.observability.otelEndpoint ? { endpoint: m.observability.otelEndpoint } : {}),
+        headers: m.observability.otelHeaders,
+        ...(o.setup ?? {}),
+        onExport: (spans, ok) => {
+          if (o.metrics !== false) (o.metrics ?? runtimeMetrics()).spansExported.inc({ result: ok ? 'ok' : 'failed' }, spans);
+          o.setup?.onExport?.(spans, ok);
+        },
+      });
+      owned = telemetry !== TELEMETRY_OFF;
+    } catch (e) {
+      process.stderr.write(`telemetry: tracing disabled: ${(e as Error).message}\n`);
+      telemetry = currentTelemetry();
+    }
+  }
+  const detachSpans = attachSpans(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, telemetry });
+  const detachMetrics = o.metrics === false ? () => {} : attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider }, o.metrics ?? runtimeMetrics());
+  if (session.hooks !== NO_HOOKS) instrumentHookPort(session.hooks, session.trace);
+  let done: Promise<void> | undefined;
+  return {
+    telemetry,
+    shutdown(timeoutMs?: number) {
+      done ??= (async () => {
+        detachSpans();
+        detachMetrics();
+        if (owned) await telemetry.shutdown(timeoutMs);
+      })();
+      return done;
+    },
+  };
+}

@@ -1,0 +1,258 @@
+/**
+ * Prometheus metrics of a capsule runtime, on prom-client with the runtime's own Registry (never
+ * the global one). Fed by `attachMetrics(trace, labels)`, which subscribes to the session's trace
+ * events: the metrics count exactly what `trace.jsonl` records.
+ *
+ * Naming (protocols.md §4): base units, `_total` on counters, bounded labels only — capsule, model,
+ * tool, binary (basename), hook, arm, state. Never task, context, message or trace ids. The two
+ * GenAI metrics use the names the OTel → Prometheus translation gives the semantic-convention
+ * instruments (`gen_ai_client_token_usage`, `gen_ai_client_operation_duration_seconds`), with the
+ * semconv bucket boundaries, so dashboards written for OTel exporters keep working.
+ */
+import { basename } from 'node:path';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { TraceEvent, TraceWriter } from '../trace/writer.ts';
+import { normaliseUsage } from './spans.ts';
+
+/** gen_ai.client.token.usage advice: 1, 4, 16, … 67108864 (powers of 4). */
+export const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+/** gen_ai.client.operation.duration advice: 0.01 s doubling to 81.92 s. */
+export const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+/** Whole tasks run longer: 0.1 s to ~27 min. */
+export const TASK_DURATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 1600];
+
+/** Label values for tool names the model invented (an unknown tool is not a bounded value). */
+export const UNKNOWN_TOOL = 'unknown';
+
+export class RuntimeMetrics {
+  readonly registry = new Registry();
+
+  readonly tokens = new Counter({
+    name: 'capsule_tokens_total',
+    help: 'Tokens used by inference, by capsule, model and token type (input includes cached input; cache_read and cache_write are subsets of it). source: provider when the driver reported the number, host when it is the runtime\'s own count.',
+    labelNames: ['capsule', 'model', 'token_type', 'source'] as const,
+    registers: [this.registry],
+  });
+
+  readonly tokenUsage = new Histogram({
+    name: 'gen_ai_client_token_usage',
+    help: 'Tokens per inference call (OTel gen_ai.client.token.usage), by token type input or output.',
+    labelNames: ['capsule', 'gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_token_type'] as const,
+    buckets: TOKEN_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly inferenceDuration = new Histogram({
+    name: 'gen_ai_client_operation_duration_seconds',
+    help: 'Duration of inference calls through the driver, in seconds (OTel gen_ai.client.operation.duration). error_type is set on failed calls only.',
+    labelNames: ['capsule', 'gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'error_type'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly toolCalls = new Counter({
+    name: 'capsule_tool_calls_total',
+    help: 'Tool calls by tool and status (ok, error, denied). Tools the model named but the capsule does not have count as tool="unknown".',
+    labelNames: ['capsule', 'tool', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly shellCalls = new Counter({
+    name: 'capsule_shell_calls_total',
+    help: 'Shell commands by binary (basename) and outcome (ok: exit 0, nonzero_exit, denied).',
+    labelNames: ['capsule', 'binary', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly denied = new Counter({
+    name: 'capsule_calls_denied_total',
+    help: 'Tool and shell calls a policy hook refused, by hook and kind (tool, shell).',
+    labelNames: ['capsule', 'hook', 'kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly hookFaults = new Counter({
+    name: 'capsule_hook_faults_total',
+    help: 'Hook dispatch faults (hook_dispatch_error), by hook and arm (the unhonored arm, or error, timeout, queue-overflow).',
+    labelNames: ['capsule', 'hook', 'arm'] as const,
+    registers: [this.registry],
+  });
+
+  readonly tasks = new Counter({
+    name: 'capsule_tasks_total',
+    help: 'Finished tasks by final state (ok, failed, max_turns_reached, spend_ceiling_reached, canceled).',
+    labelNames: ['capsule', 'state'] as const,
+    registers: [this.registry],
+  });
+
+  readonly taskDuration = new Histogram({
+    name: 'capsule_task_duration_seconds',
+    help: 'Task duration in seconds, by final state.',
+    labelNames: ['capsule', 'state'] as const,
+    buckets: TASK_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly activeTasks = new Gauge({
+    name: 'capsule_active_tasks',
+    help: 'Tasks running now.',
+    labelNames: ['capsule'] as const,
+    registers: [this.registry],
+  });
+
+  readonly spendRefusals = new Counter({
+    name: 'capsule_spend_ceiling_refusals_total',
+    help: 'Inference calls refused by inference.max_session_tokens, by origin (agent: the agent loop, hook: a hook run-inference).',
+    labelNames: ['capsule', 'origin'] as const,
+    registers: [this.registry],
+  });
+
+  readonly info = new Gauge({
+    name: 'capsule_info',
+    help: 'The capsule this runtime serves (value 1).',
+    labelNames: ['capsule', 'version', 'model', 'provider'] as const,
+    registers: [this.registry],
+  });
+
+  readonly spansExported = new Counter({
+    name: 'capsule_otel_spans_exported_total',
+    help: 'Spans handed to the OTLP exporter, by result (ok, failed). Failed spans are dropped.',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  private defaults = false;
+
+  /** Process and Node.js metrics (process_*, nodejs_*), once. */
+  withDefaultMetrics(): this {
+    if (!this.defaults) {
+      this.defaults = true;
+      collectDefaultMetrics({ register: this.registry });
+    }
+    return this;
+  }
+}
+
+let shared: RuntimeMetrics | undefined;
+
+/** The process-wide metrics (what /metrics serves). */
+export function runtimeMetrics(): RuntimeMetrics {
+  shared ??= new RuntimeMetrics().withDefaultMetrics();
+  return shared;
+}
+
+/** Zeroes every metric of the process-wide registry (tests). */
+export function resetMetrics(): void {
+  runtimeMetrics().registry.resetMetrics();
+}
+
+export interface MetricLabels {
+  capsule: string;
+  version?: string;
+  /** The capsule's model (for capsule_info). */
+  model?: string;
+  /** gen_ai.provider.name, from the driver artifact (see providerFromDriver). */
+  provider: string;
+}
+
+/**
+ * Subscribes the metrics to a session's trace events. Returns the detach function, which also
+ * takes back the session's still-active tasks from capsule_active_tasks.
+ */
+export function attachMetrics(trace: TraceWriter, labels: MetricLabels, m: RuntimeMetrics = runtimeMetrics()): () => void {
+  const capsule = labels.capsule;
+  let active = 0;
+  m.info.set({ capsule, version: labels.version ?? '', model: labels.model ?? '', provider: labels.provider }, 1);
+  const settle = (): void => {
+    if (active > 0) m.activeTasks.dec({ capsule }, active);
+    active = 0;
+  };
+  const off = trace.onEvent((e: TraceEvent) => {
+    switch (e.event_type) {
+      case 'task_start':
+        active++;
+        m.activeTasks.inc({ capsule });
+        return;
+      case 'task_end': {
+        if (active > 0) {
+          active--;
+          m.activeTasks.dec({ capsule });
+        }
+        const state = str(e.exit_status) ?? 'unknown';
+        m.tasks.inc({ capsule, state });
+        const ms = num(e.duration_ms);
+        if (ms !== undefined) m.taskDuration.observe({ capsule, state }, ms / 1000);
+        return;
+      }
+      case 'inference':
+        onInference(m, capsule, labels.provider, e);
+        return;
+      case 'tool_call': {
+        const status = str(e.status) ?? 'unknown';
+        const tool = e.error === 'unknown tool' ? UNKNOWN_TOOL : str(e.tool_name) ?? UNKNOWN_TOOL;
+        m.toolCalls.inc({ capsule, tool, status });
+        return;
+      }
+      case 'shell': {
+        const code = num(e.exit_code);
+        m.shellCalls.inc({ capsule, binary: binaryLabel(e.binary), outcome: code === 0 ? 'ok' : 'nonzero_exit' });
+        return;
+      }
+      case 'call_denied': {
+        const hook = str(e.hook) ?? 'unknown';
+        const kind = str(e.kind) ?? (e.binary !== undefined ? 'shell' : 'tool');
+        m.denied.inc({ capsule, hook, kind });
+        if (kind === 'shell') m.shellCalls.inc({ capsule, binary: binaryLabel(e.binary), outcome: 'denied' });
+        else m.toolCalls.inc({ capsule, tool: str(e.tool_name) ?? UNKNOWN_TOOL, status: 'denied' });
+        return;
+      }
+      case 'hook_dispatch_error':
+        m.hookFaults.inc({ capsule, hook: str(e.hook_name) ?? 'unknown', arm: str(e.arm) ?? 'unknown' });
+        return;
+      case 'spend_ceiling_reached':
+        m.spendRefusals.inc({ capsule, origin: str(e.origin)?.startsWith('hook:') ? 'hook' : 'agent' });
+        return;
+      case 'session_end':
+        settle();
+        return;
+      default:
+    }
+  });
+  return () => {
+    off();
+    settle();
+  };
+}
+
+function onInference(m: RuntimeMetrics, capsule: string, provider: string, e: TraceEvent): void {
+  const model = str(e.model) ?? 'unknown';
+  const seconds = (num(e.duration_ms) ?? 0) / 1000;
+  const op = { capsule, gen_ai_operation_name: 'chat', gen_ai_provider_name: provider, gen_ai_request_model: model };
+  if (e.decision === 'error') {
+    // The request may never have reached the provider: no tokens are counted (the spend meter
+    // drops the ticket too), only the failed call's duration.
+    m.inferenceDuration.observe({ ...op, error_type: 'driver_error' }, seconds);
+    return;
+  }
+  m.inferenceDuration.observe(op, seconds);
+  const u = normaliseUsage(e, provider);
+  m.tokens.inc({ capsule, model, token_type: 'input', source: u.inputSource }, u.input);
+  m.tokens.inc({ capsule, model, token_type: 'output', source: u.outputSource }, u.output);
+  if (u.cacheRead !== undefined) m.tokens.inc({ capsule, model, token_type: 'cache_read', source: 'provider' }, u.cacheRead);
+  if (u.cacheWrite !== undefined) m.tokens.inc({ capsule, model, token_type: 'cache_write', source: 'provider' }, u.cacheWrite);
+  m.tokenUsage.observe({ ...op, gen_ai_token_type: 'input' }, u.input);
+  m.tokenUsage.observe({ ...op, gen_ai_token_type: 'output' }, u.output);
+}
+
+function binaryLabel(v: unknown): string {
+  const s = str(v);
+  return s ? basename(s) : 'unknown';
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}
+
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
