@@ -1,0 +1,283 @@
+/**
+ * The Capsule controller: informers (Capsules, Hooks, Secrets, and the objects it owns), a keyed
+ * work queue, and a thin reconcile = translate → apply → prune → status. Everything it decides
+ * comes from the pure translate function; this file only moves objects.
+ */
+import { hostname } from 'node:os';
+import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
+import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY } from '../builders/common.ts';
+import { collectionPath, type KubeClient } from '../kube/client.ts';
+import { Informer, keyOf } from '../kube/informer.ts';
+import { covers } from '../reconcile/compare.ts';
+import { computeStatus, sameStatus } from '../reconcile/status.ts';
+import { translate, type Problem, type TranslateResult } from '../translate/index.ts';
+import { peerKeys } from '../translate/network.ts';
+import type { TranslateOptions } from '../translate/options.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import { WorkQueue } from './queue.ts';
+
+export interface ControllerOptions {
+  /** Namespaces to watch; empty or undefined = all. */
+  namespaces?: string[];
+  translate: TranslateOptions;
+  workers?: number;
+  resyncMs?: number;
+  metrics: OperatorMetrics;
+  identity?: string;
+  log?: (msg: string) => void;
+  /** Test seam: awaited before each object write (lets a test kill the operator mid-reconcile). */
+  beforeWrite?: (obj: KubeObject) => Promise<void> | void;
+}
+
+/** Kinds the controller creates, in apply order. */
+export const OWNED_KINDS: Array<[string, string]> = [
+  ['v1', 'ServiceAccount'],
+  ['v1', 'ConfigMap'],
+  ['v1', 'Service'],
+  ['networking.k8s.io/v1', 'NetworkPolicy'],
+  ['apps/v1', 'Deployment'],
+];
+
+const secretInfo = (o: any): SecretInfo & KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion, uid: o.metadata.uid },
+  name: o.metadata.name,
+  resourceVersion: o.metadata.resourceVersion,
+  keys: Object.keys(o.data ?? {}).sort(),
+});
+
+export class CapsuleController {
+  readonly capsules: Informer<Capsule>;
+  readonly hooks: Informer<Hook>;
+  readonly secrets: Informer<SecretInfo & KubeObject>;
+  readonly owned = new Map<string, Informer<KubeObject>>();
+  readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
+  private peersOf = new Map<string, Set<string>>();
+  private callersOf = new Map<string, Set<string>>();
+  private ports: Record<string, number> = {};
+  private resync: NodeJS.Timeout | undefined;
+  private workers: Promise<void> | undefined;
+  private started = false;
+  private readonly log: (msg: string) => void;
+  private readonly identity: string;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly o: ControllerOptions,
+  ) {
+    this.log = o.log ?? (() => {});
+    this.identity = o.identity ?? hostname();
+    const paths = (apiVersion: string, kind: string) =>
+      o.namespaces?.length ? o.namespaces.map((ns) => collectionPath(apiVersion, kind, ns)) : [collectionPath(apiVersion, kind)];
+    const io = { log: this.log };
+    // List items come without apiVersion/kind; put them back so cached objects are complete.
+    const typed = (apiVersion: string, kind: string) => (o: any) => ({ ...o, apiVersion, kind });
+    this.capsules = new Informer<Capsule>(client, 'capsules', paths('murmur.io/v1alpha1', 'Capsule'), { ...io, transform: typed('murmur.io/v1alpha1', 'Capsule') }).on((t, c, old) => this.onCapsule(t, c, old));
+    this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on((_t, h) => this.onHook(h));
+    this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) => this.onSecret(s));
+    for (const [av, kind] of OWNED_KINDS) {
+      const inf = new Informer<KubeObject>(client, kind, paths(av, kind), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: typed(av, kind) });
+      inf.on((_t, obj) => {
+        const owner = obj.metadata.labels?.[LABEL_CAPSULE];
+        if (owner && obj.metadata.namespace) this.enqueue(`${obj.metadata.namespace}/${owner}`);
+      });
+      this.owned.set(kind, inf);
+    }
+  }
+
+  private informers(): Informer<any>[] {
+    return [this.capsules, this.hooks, this.secrets, ...this.owned.values()];
+  }
+
+  get synced(): boolean {
+    return this.started && this.informers().every((i) => i.synced);
+  }
+
+  enqueue(key: string): void {
+    this.queue.add(key);
+    this.o.metrics.queueDepth.set(this.queue.length);
+  }
+
+  // ---- event handlers -------------------------------------------------------------------------
+
+  private onCapsule(type: string, c: Capsule, old: Capsule | undefined): void {
+    const key = keyOf(c);
+    const ns = c.metadata.namespace ?? 'default';
+    const before = this.peersOf.get(key) ?? new Set<string>();
+    const after = new Set(type === 'DELETED' ? [] : peerKeys(ns, c.spec, this.o.translate.clusterDomain, () => true));
+    for (const t of before) if (!after.has(t)) this.callersOf.get(t)?.delete(key);
+    for (const t of after) {
+      if (!this.callersOf.has(t)) this.callersOf.set(t, new Set());
+      this.callersOf.get(t)!.add(key);
+    }
+    if (after.size) this.peersOf.set(key, after);
+    else this.peersOf.delete(key);
+    const portBefore = this.ports[key];
+    if (type === 'DELETED') delete this.ports[key];
+    else this.ports[key] = c.spec.servicePort ?? 8080;
+    this.o.metrics.capsules.set(this.capsules.store.size);
+
+    this.enqueue(key);
+    // A callee's ingress policy lists its callers: tell the ones that were added or dropped.
+    for (const t of before) if (!after.has(t)) this.enqueue(t);
+    for (const t of after) if (!before.has(t)) this.enqueue(t);
+    // Callers render this capsule's URL (and recognise its Service name): tell them when it
+    // appears, disappears or moves port.
+    if (type !== 'MODIFIED' || portBefore !== this.ports[key] || !old) for (const caller of this.callersOf.get(key) ?? []) this.enqueue(caller);
+  }
+
+  private onHook(h: Hook): void {
+    const ns = h.metadata.namespace;
+    for (const c of this.capsules.store.values())
+      if (c.metadata.namespace === ns && c.spec.hooks?.some((r) => r.name === h.metadata.name)) this.enqueue(keyOf(c));
+  }
+
+  private onSecret(s: KubeObject): void {
+    const ns = s.metadata.namespace;
+    for (const c of this.capsules.store.values())
+      if (c.metadata.namespace === ns && c.spec.inference?.apiKeySecretRef?.name === s.metadata.name) this.enqueue(keyOf(c));
+  }
+
+  // ---- lifecycle ------------------------------------------------------------------------------
+
+  async start(): Promise<void> {
+    for (const i of this.informers()) i.start();
+    for (const i of this.informers()) await i.waitForSync(120_000);
+    this.started = true;
+    for (const c of this.capsules.store.values()) this.enqueue(keyOf(c));
+    this.workers = this.queue.run(this.o.workers ?? 4, (k) => this.reconcile(k));
+    const every = this.o.resyncMs ?? 300_000;
+    if (every > 0) {
+      this.resync = setInterval(() => {
+        for (const c of this.capsules.store.values()) this.enqueue(keyOf(c));
+      }, every);
+      this.resync.unref();
+    }
+    this.log(`controller started: ${this.capsules.store.size} capsules in cache`);
+  }
+
+  /** Graceful: stop taking keys, let in-flight reconciles finish, close the watches. */
+  async stop(): Promise<void> {
+    if (this.resync) clearInterval(this.resync);
+    this.queue.shutdown();
+    await this.workers;
+    await Promise.all(this.informers().map((i) => i.stop()));
+  }
+
+  // ---- reconcile ------------------------------------------------------------------------------
+
+  inputFor(c: Capsule) {
+    const ns = c.metadata.namespace ?? 'default';
+    const key = keyOf(c);
+    const hooks: Record<string, Hook | undefined> = {};
+    for (const r of c.spec.hooks ?? []) hooks[r.name] = this.hooks.get(`${ns}/${r.name}`);
+    const secrets: Record<string, SecretInfo | undefined> = {};
+    const sref = c.spec.inference?.apiKeySecretRef?.name;
+    if (sref) secrets[sref] = this.secrets.get(`${ns}/${sref}`);
+    const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));
+    return { capsule: c, hooks, secrets, callers, capsulePorts: this.ports, options: this.o.translate };
+  }
+
+  async reconcile(key: string): Promise<void> {
+    const end = this.o.metrics.duration.startTimer();
+    this.o.metrics.queueDepth.set(this.queue.length);
+    try {
+      const c = this.capsules.get(key);
+      if (!c || c.metadata.deletionTimestamp) {
+        const [ns, name] = key.split('/') as [string, string];
+        await this.prune(ns, name, new Set(), c?.metadata.uid);
+        this.o.metrics.reconciles.inc({ result: 'success' });
+        this.queue.forget(key);
+        return;
+      }
+      const r = translate(this.inputFor(c));
+      const fatal = r.problems.some((p) => p.fatal);
+      if (!fatal) {
+        for (const obj of r.objects) await this.ensure(obj);
+        await this.prune(c.metadata.namespace ?? 'default', c.metadata.name, new Set(r.objects.map((o) => `${o.kind}/${o.metadata.name}`)), undefined);
+      }
+      await this.report(c, r);
+      this.queue.forget(key);
+      this.o.metrics.reconciles.inc({ result: fatal ? 'blocked' : 'success' });
+    } catch (e) {
+      this.o.metrics.reconciles.inc({ result: 'error' });
+      this.o.metrics.errors.inc();
+      const delay = this.queue.addRateLimited(key);
+      this.log(`reconcile ${key} failed (retry in ${delay} ms): ${(e as Error).message}`);
+    } finally {
+      end();
+    }
+  }
+
+  /** Apply one desired object unless the live one already has every field we set. */
+  private async ensure(obj: KubeObject): Promise<void> {
+    const inf = this.owned.get(obj.kind)!;
+    const live = inf.get(keyOf(obj));
+    if (live && covers(live, obj)) return;
+    await this.o.beforeWrite?.(obj);
+    const out = await this.client.apply<KubeObject>(obj, FIELD_MANAGER);
+    this.o.metrics.writes.inc({ verb: 'apply' });
+    inf.offer(out);
+  }
+
+  /**
+   * Delete objects labelled as this capsule's that are not desired. With `goneUid` set (the
+   * capsule is gone or going), everything labelled for it goes, except objects owned by a newer
+   * Capsule of the same name.
+   */
+  private async prune(ns: string, name: string, keep: Set<string>, goneUid: string | undefined): Promise<void> {
+    const live = this.capsules.get(`${ns}/${name}`);
+    for (const inf of this.owned.values()) {
+      for (const o of inf.list()) {
+        if (o.metadata.namespace !== ns || o.metadata.labels?.[LABEL_CAPSULE] !== name) continue;
+        if (keep.has(`${o.kind}/${o.metadata.name}`)) continue;
+        const owner = o.metadata.ownerReferences?.find((r) => r.controller)?.uid;
+        if (live && !live.metadata.deletionTimestamp && owner && owner !== live.metadata.uid && goneUid === undefined) continue;
+        await this.o.beforeWrite?.(o);
+        await this.client.delete(o);
+        this.o.metrics.writes.inc({ verb: 'delete' });
+        inf.forget(keyOf(o));
+      }
+    }
+  }
+
+  /** Events for new problems, then the status, each only when something changed. */
+  private async report(c: Capsule, r: TranslateResult): Promise<void> {
+    const deployment = this.owned.get('Deployment')!.get(keyOf(c));
+    const status = computeStatus(c, r, deployment, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
+    if (sameStatus(c.status, status)) return;
+    const prevDegraded = c.status?.conditions?.find((x) => x.type === 'Degraded');
+    const nowDegraded = status.conditions?.find((x) => x.type === 'Degraded');
+    if (r.problems.length && (prevDegraded?.reason !== nowDegraded?.reason || prevDegraded?.message !== nowDegraded?.message)) {
+      for (const p of r.problems) await this.event(c, p);
+    }
+    const out = await this.client.mergePatchStatus<Capsule>(c, status);
+    this.o.metrics.writes.inc({ verb: 'status' });
+    this.capsules.offer(out);
+  }
+
+  private async event(c: Capsule, p: Problem): Promise<void> {
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    try {
+      await this.client.create({
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: '', generateName: `${c.metadata.name}.`, namespace: c.metadata.namespace ?? 'default' },
+        involvedObject: { apiVersion: c.apiVersion, kind: 'Capsule', name: c.metadata.name, namespace: c.metadata.namespace, uid: c.metadata.uid, resourceVersion: c.metadata.resourceVersion },
+        reason: p.reason,
+        message: p.message,
+        type: 'Warning',
+        source: { component: FIELD_MANAGER },
+        reportingComponent: FIELD_MANAGER,
+        reportingInstance: this.identity,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      });
+      this.o.metrics.writes.inc({ verb: 'event' });
+    } catch (e) {
+      this.log(`event for ${keyOf(c)} failed: ${(e as Error).message}`);
+    }
+  }
+}

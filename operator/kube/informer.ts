@@ -1,0 +1,187 @@
+/**
+ * A list-then-watch cache for one kind over one or more collection paths (one per watched
+ * namespace, or one cluster-wide). It resumes from the last resourceVersion when a watch ends
+ * (the API server closes watches every few minutes), relists on 410 Gone, backs off on errors,
+ * asks for bookmarks, and on relist reports the difference from what it held (so deletions
+ * missed while disconnected are still seen).
+ */
+import type { KubeObject } from '../api/types.ts';
+import { ApiError, type KubeClient } from './client.ts';
+
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+export type Handler<T> = (type: EventType, obj: T, old: T | undefined) => void;
+
+export interface InformerOptions<T> {
+  labelSelector?: string;
+  /** Reduce what is kept (e.g. drop Secret values). */
+  transform?: (o: any) => T;
+  /** Server-side watch timeout; the watch is re-opened from the last resourceVersion. */
+  timeoutSeconds?: number;
+  log?: (msg: string) => void;
+}
+
+export const keyOf = (o: { metadata: { name: string; namespace?: string } }): string =>
+  o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
+
+function rvNumber(rv: string | undefined): number | undefined {
+  if (!rv || !/^\d+$/.test(rv)) return undefined;
+  return Number(rv);
+}
+
+export class Informer<T extends KubeObject> {
+  readonly store = new Map<string, T>();
+  private handlers: Handler<T>[] = [];
+  private syncedPaths = new Set<string>();
+  private stopped = false;
+  private abort = new AbortController();
+  private loops: Promise<void>[] = [];
+  relists = 0;
+
+  constructor(
+    private readonly client: KubeClient,
+    readonly name: string,
+    private readonly paths: string[],
+    private readonly opts: InformerOptions<T> = {},
+  ) {}
+
+  on(h: Handler<T>): this {
+    this.handlers.push(h);
+    return this;
+  }
+
+  get synced(): boolean {
+    return this.syncedPaths.size === this.paths.length;
+  }
+
+  list(): T[] {
+    return [...this.store.values()];
+  }
+
+  get(key: string): T | undefined {
+    return this.store.get(key);
+  }
+
+  /**
+   * Write-through after our own write: keep the server's answer unless the cache already holds
+   * a newer version (watch events for older versions may still be on their way).
+   */
+  offer(o: any): void {
+    const obj = this.opts.transform ? this.opts.transform(o) : (o as T);
+    const k = keyOf(obj);
+    const cur = this.store.get(k);
+    const a = rvNumber(cur?.metadata.resourceVersion);
+    const b = rvNumber(obj.metadata.resourceVersion);
+    if (cur && a !== undefined && b !== undefined && a >= b) return;
+    this.store.set(k, obj);
+  }
+
+  forget(key: string): void {
+    this.store.delete(key);
+  }
+
+  private emit(type: EventType, obj: T, old: T | undefined): void {
+    for (const h of this.handlers) {
+      try {
+        h(type, obj, old);
+      } catch (e) {
+        this.opts.log?.(`informer ${this.name}: handler failed: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  start(): void {
+    for (const p of this.paths) this.loops.push(this.run(p));
+  }
+
+  async waitForSync(timeoutMs = 60_000): Promise<void> {
+    const t0 = Date.now();
+    while (!this.synced) {
+      if (this.stopped) throw new Error(`informer ${this.name} stopped`);
+      if (Date.now() - t0 > timeoutMs) throw new Error(`informer ${this.name} did not sync in ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    await Promise.allSettled(this.loops);
+  }
+
+  private inPath(path: string, o: T): boolean {
+    if (this.paths.length === 1) return true;
+    const m = /\/namespaces\/([^/]+)\//.exec(path);
+    return !m || o.metadata.namespace === m[1];
+  }
+
+  private async relist(path: string): Promise<string> {
+    this.relists++;
+    const { items, resourceVersion } = await this.client.list<any>(path, { labelSelector: this.opts.labelSelector });
+    const fresh = new Map<string, T>();
+    for (const raw of items) {
+      const o = this.opts.transform ? this.opts.transform(raw) : (raw as T);
+      fresh.set(keyOf(o), o);
+    }
+    for (const [k, old] of [...this.store]) {
+      if (this.inPath(path, old) && !fresh.has(k)) {
+        this.store.delete(k);
+        this.emit('DELETED', old, old);
+      }
+    }
+    for (const [k, o] of fresh) {
+      const old = this.store.get(k);
+      this.store.set(k, o);
+      if (!old) this.emit('ADDED', o, undefined);
+      else if (old.metadata.resourceVersion !== o.metadata.resourceVersion) this.emit('MODIFIED', o, old);
+    }
+    this.syncedPaths.add(path);
+    return resourceVersion;
+  }
+
+  private async run(path: string): Promise<void> {
+    let rv: string | undefined;
+    let backoff = 200;
+    while (!this.stopped) {
+      try {
+        if (rv === undefined) rv = await this.relist(path);
+        let gone = false;
+        await this.client.watch(
+          path,
+          { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: this.opts.timeoutSeconds ?? 300, labelSelector: this.opts.labelSelector },
+          (type, raw) => {
+            if (type === 'ERROR') {
+              if (raw?.code === 410) gone = true;
+              else this.opts.log?.(`informer ${this.name}: watch error ${raw?.code} ${raw?.message}`);
+              return;
+            }
+            const newRv = raw?.metadata?.resourceVersion as string | undefined;
+            if (type === 'BOOKMARK') {
+              if (newRv) rv = newRv;
+              return;
+            }
+            const o = this.opts.transform ? this.opts.transform(raw) : (raw as T);
+            const k = keyOf(o);
+            const old = this.store.get(k);
+            if (newRv) rv = newRv;
+            if (type === 'DELETED') {
+              this.store.delete(k);
+              this.emit('DELETED', o, old);
+            } else if (type === 'ADDED' || type === 'MODIFIED') {
+              this.store.set(k, o);
+              this.emit(old ? 'MODIFIED' : 'ADDED', o, old);
+            }
+          },
+          this.abort.signal,
+        );
+        if (gone) rv = undefined; // 410: our resourceVersion is too old; relist
+        backoff = 200;
+      } catch (e) {
+        if (this.stopped) return;
+        if (e instanceof ApiError && e.status === 410) rv = undefined;
+        this.opts.log?.(`informer ${this.name}: ${(e as Error).message}; retrying in ${backoff} ms`);
+        await new Promise((r) => setTimeout(r, backoff));
+        backoff = Math.min(backoff * 2, 30_000);
+      }
+    }
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * capsule-operator entry point. Configuration comes from the environment (the Helm chart sets it):
+ *   WATCH_NAMESPACES         comma-separated; empty = all namespaces
+ *   RUNTIME_IMAGE            default runtime image for capsules
+ *   RUNTIME_IMAGE_PULL_POLICY
+ *   LEADER_ELECTION          "true" (default) / "false"
+ *   LEASE_NAME, LEASE_NAMESPACE (default POD_NAMESPACE), POD_NAME (identity)
+ *   HTTP_PORT                /metrics, /healthz, /readyz (default 8080)
+ *   WORKERS (default 4), RESYNC_SECONDS (default 300)
+ *   OTLP_ENDPOINT, OTLP_HEADERS_SECRET_NAME, OTLP_HEADERS_SECRET_KEY
+ *   EGRESS_EXCEPT            CIDRs kept out of hostname egress rules (e.g. pod and service CIDRs)
+ *   METRICS_FROM_NAMESPACES  namespaces allowed to scrape capsule metrics; empty = any source
+ *   CLUSTER_DOMAIN           default cluster.local
+ *   KUBECONFIG               outside a cluster
+ */
+import { hostname } from 'node:os';
+import { KubeClient } from './kube/client.ts';
+import { startOperator } from './operator.ts';
+import { DEFAULT_RUNTIME_IMAGE, defaultOptions } from './translate/options.ts';
+
+const env = process.env;
+const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+const log = (m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`);
+
+async function main(): Promise<void> {
+  const client = new KubeClient();
+  const identity = env.POD_NAME || `${hostname()}-${process.pid}`;
+  const metricsFrom = list(env.METRICS_FROM_NAMESPACES);
+  const otlpSecret = env.OTLP_HEADERS_SECRET_NAME && env.OTLP_HEADERS_SECRET_KEY ? { name: env.OTLP_HEADERS_SECRET_NAME, key: env.OTLP_HEADERS_SECRET_KEY } : undefined;
+  const pull = env.RUNTIME_IMAGE_PULL_POLICY as 'Always' | 'IfNotPresent' | 'Never' | undefined;
+  const op = await startOperator({
+    client,
+    translate: defaultOptions({
+      image: env.RUNTIME_IMAGE || DEFAULT_RUNTIME_IMAGE,
+      ...(pull ? { imagePullPolicy: pull } : {}),
+      ...(env.OTLP_ENDPOINT ? { otlp: { endpoint: env.OTLP_ENDPOINT, ...(otlpSecret ? { headersSecret: otlpSecret } : {}) } } : {}),
+      egressExcept: list(env.EGRESS_EXCEPT),
+      ...(metricsFrom.length ? { metricsFrom: metricsFrom.map((ns) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } })) } : {}),
+      clusterDomain: env.CLUSTER_DOMAIN || 'cluster.local',
+    }),
+    namespaces: list(env.WATCH_NAMESPACES),
+    workers: Number(env.WORKERS || 4),
+    resyncMs: Number(env.RESYNC_SECONDS || 300) * 1000,
+    httpPort: Number(env.HTTP_PORT || 8080),
+    ...(env.LEADER_ELECTION === 'false'
+      ? {}
+      : {
+          leaderElection: {
+            namespace: env.LEASE_NAMESPACE || env.POD_NAMESPACE || 'default',
+            name: env.LEASE_NAME || 'capsule-operator',
+            identity,
+            ...(env.LEASE_DURATION_MS ? { leaseDurationMs: Number(env.LEASE_DURATION_MS) } : {}),
+            ...(env.RENEW_DEADLINE_MS ? { renewDeadlineMs: Number(env.RENEW_DEADLINE_MS) } : {}),
+            ...(env.RETRY_PERIOD_MS ? { retryPeriodMs: Number(env.RETRY_PERIOD_MS) } : {}),
+          },
+        }),
+    log,
+  });
+  log(`capsule-operator ${identity} up; http on :${op.port}`);
+  let stopping = false;
+  const shutdown = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${sig}: shutting down`);
+    const force = setTimeout(() => process.exit(1), 25_000);
+    force.unref();
+    op.stop()
+      .then(() => {
+        client.close();
+        process.exit(0);
+      })
+      .catch(() => process.exit(1));
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((e: Error) => {
+  log(`fatal: ${e.stack ?? e.message}`);
+  process.exit(1);
+});

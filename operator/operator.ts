@@ -1,0 +1,108 @@
+/**
+ * startOperator: the whole operator in one call (used by main.ts and, in-process, by the tests):
+ * HTTP server (/metrics, /healthz, /readyz), leader election on a Lease (optional), and the
+ * Capsule controller, started when this replica leads and stopped when it stops leading.
+ */
+import type http from 'node:http';
+import type { KubeObject } from './api/types.ts';
+import { CapsuleController } from './controller/controller.ts';
+import { LeaderElector } from './controller/leader.ts';
+import { OperatorMetrics } from './controller/metrics.ts';
+import { startHttpServer } from './controller/server.ts';
+import { KubeClient } from './kube/client.ts';
+import type { TranslateOptions } from './translate/options.ts';
+
+export interface OperatorConfig {
+  client: KubeClient;
+  translate: TranslateOptions;
+  namespaces?: string[];
+  workers?: number;
+  resyncMs?: number;
+  /** Port for /metrics, /healthz, /readyz; 0 = any free port; undefined = no server. */
+  httpPort?: number;
+  httpHost?: string;
+  leaderElection?: { namespace: string; name: string; identity: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  log?: (msg: string) => void;
+  /** Default metrics (process_*) on; tests running several operators in one process turn them off. */
+  defaultMetrics?: boolean;
+  beforeWrite?: (obj: KubeObject) => Promise<void> | void;
+}
+
+export interface Operator {
+  readonly metrics: OperatorMetrics;
+  readonly port: number | undefined;
+  isLeader(): boolean;
+  controller(): CapsuleController | undefined;
+  ready(): boolean;
+  /** Graceful shutdown: stop reconciling (in-flight work finishes), release the Lease, close. */
+  stop(): Promise<void>;
+}
+
+export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
+  const log = cfg.log ?? ((m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`));
+  const metrics = new OperatorMetrics(cfg.defaultMetrics ?? true);
+  let ctrl: CapsuleController | undefined;
+  let starting: Promise<void> | undefined;
+  let stopping = false;
+
+  const startController = () => {
+    if (stopping || ctrl) return;
+    const c = new CapsuleController(cfg.client, {
+      translate: cfg.translate,
+      ...(cfg.namespaces ? { namespaces: cfg.namespaces } : {}),
+      workers: cfg.workers ?? 4,
+      resyncMs: cfg.resyncMs ?? 300_000,
+      metrics,
+      identity: cfg.leaderElection?.identity,
+      log,
+      ...(cfg.beforeWrite ? { beforeWrite: cfg.beforeWrite } : {}),
+    });
+    ctrl = c;
+    starting = c.start().catch((e: Error) => log(`controller failed to start: ${e.message}`));
+  };
+  const stopController = async () => {
+    const c = ctrl;
+    ctrl = undefined;
+    await starting;
+    await c?.stop();
+  };
+
+  let elector: LeaderElector | undefined;
+  if (cfg.leaderElection) {
+    elector = new LeaderElector(cfg.client, { ...cfg.leaderElection, log });
+    elector.start(
+      () => {
+        metrics.leader.set(1);
+        startController();
+      },
+      () => {
+        metrics.leader.set(0);
+        void stopController();
+      },
+    );
+  } else {
+    metrics.leader.set(1);
+    startController();
+  }
+
+  const ready = () => (elector && !elector.isLeader ? true : (ctrl?.synced ?? false));
+  let server: http.Server | undefined;
+  if (cfg.httpPort !== undefined) server = await startHttpServer(cfg.httpPort, metrics, { healthy: () => !stopping, ready }, cfg.httpHost);
+  const addr = server?.address();
+
+  return {
+    metrics,
+    port: addr && typeof addr === 'object' ? addr.port : undefined,
+    isLeader: () => (elector ? elector.isLeader : true),
+    controller: () => ctrl,
+    ready,
+    async stop() {
+      stopping = true;
+      await stopController();
+      await elector?.stop();
+      metrics.leader.set(0);
+      await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+      server?.closeAllConnections();
+    },
+  };
+}
