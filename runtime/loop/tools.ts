@@ -120,7 +120,7 @@ export class ToolDispatcher {
       turn: ctx.turn, tool_name: a.name, input, input_bytes: Buffer.byteLength(inputJson),
       output: this.staged.manifest.trace.includeToolOutput ? content : undefined,
       output_bytes: outBytes, duration_ms: durationMs, status,
-      state_effect: meta.stateEffect, resource_id: meta.resourceId,
+      state_effect: meta.stateEffect, resource_id: meta.resourceId, continuation_id: meta.continuationId || undefined,
     });
     await this.hooks.toolObserved(this.toolEvent(ctx.turn, a.name, inputJson, { outputBytes: outBytes, durationMs, status }));
     return { content, isError: status === 'error', status, durationMs, kind: 'wasm' };

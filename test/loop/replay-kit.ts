@@ -1,0 +1,62 @@
+/** Sessions driven by the replay driver: canned driver responses, every request recorded. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stage, openSession } from '../../runtime/loop/open.ts';
+import type { CapsuleSession } from '../../runtime/loop/session.ts';
+import { makeRegistry, tmp, type ArtifactDef } from './kit.ts';
+import { startRecorder, type Recorder } from './recorder.ts';
+
+export interface ReplayResponse {
+  data: unknown;
+  metadata?: [string, string][];
+  status?: string;
+}
+
+export const REPLAY_DRIVER: ArtifactDef = { component: 'driver-replay', name: 'driver-replay', version: '0.1.0', runtime: 'driver' };
+export const DATAPATH_TOOL: ArtifactDef = { component: 'datapath-tool', name: 'datapath', runtime: 'tool' };
+
+export function endTurn(text: string, extra: Record<string, unknown> = {}): ReplayResponse {
+  return { data: { stop_reason: 'end_turn', content: [{ type: 'text', text }], ...extra } };
+}
+
+export function toolCall(name: string, input: Record<string, unknown>, id = `call_${name}_${Math.random().toString(16).slice(2, 8)}`, extra: Record<string, unknown> = {}): ReplayResponse {
+  return { data: { stop_reason: 'tool_call', content: [{ type: 'tool_call', id, name, input }], ...extra } };
+}
+
+export interface ReplayKit {
+  session: CapsuleSession;
+  recorder: Recorder;
+  close(): Promise<void>;
+}
+
+export async function openReplay(o: { responses: ReplayResponse[]; name?: string; tools?: ArtifactDef[]; yamlExtra?: string; inferenceExtra?: string; shell?: string[] }): Promise<ReplayKit> {
+  const recorder = await startRecorder();
+  const tools = o.tools ?? [];
+  const registry = await makeRegistry([REPLAY_DRIVER, ...tools]);
+  const capsuleDir = tmp('capsule-');
+  const config = JSON.stringify({ responses: o.responses });
+  writeFileSync(join(capsuleDir, 'murmur.yaml'), [
+    `name: ${o.name ?? 'replay-capsule'}`,
+    'version: 1.0.0',
+    'artifacts:',
+    '  - {name: driver-replay, version: 0.1.0, runtime: driver}',
+    ...tools.map((t) => `  - {name: ${t.name}, version: ${t.version ?? '1.0.0'}, runtime: tool}`),
+    ...(o.shell ? ['capabilities:', '  shell:', `    allow: [${o.shell.join(', ')}]`] : []),
+    'inference:',
+    `  driver: {artifact: driver-replay, config: ${config}}`,
+    '  model: replay-model',
+    ...(o.inferenceExtra ? [o.inferenceExtra] : []),
+    o.yamlExtra ?? '',
+  ].join('\n'));
+  mkdirSync(join(capsuleDir, 'x'), { recursive: true });
+  const hostEnv = { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: recorder.url };
+  const staged = await stage({ capsuleDir, registryDir: registry, workRoot: tmp('work-'), hostEnv });
+  const session = await openSession(staged, { hostEnv });
+  return {
+    session, recorder,
+    async close() {
+      await session.close('ok');
+      await recorder.close();
+    },
+  };
+}
