@@ -166,8 +166,14 @@ export class ScriptHost {
   /** The imports handed to the capsule component. */
   imports(): HostImports {
     return {
-      // Types-only: murmur:tool-registry/invoke `use`s tool-input and tool-result from it.
-      'murmur:tool/run': {},
+      // murmur:tool-registry/invoke `use`s tool-input and tool-result from murmur:tool/run, so some
+      // toolchains (componentize-js) import that interface's `run` too. It is never meant to be
+      // called by a capsule: calling it is a host fault.
+      'murmur:tool/run': {
+        run: () => {
+          throw new Error('murmur:tool/run is not callable from a capsule; call tools through murmur:tool-registry/invoke');
+        },
+      },
       'murmur:tool-registry/invoke': { invoke: (name: string, input: WitToolInput) => this.invoke(name, input ?? {}) },
       'murmur:shell/execute': { run: (binary: string, args: string[], env: [string, string][]) => this.shell(binary, args ?? [], env ?? []) },
       'murmur:artifact-manager/manage': {
