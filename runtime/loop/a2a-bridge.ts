@@ -41,8 +41,9 @@ export function runtimeToolsFor(session: CapsuleSession): RuntimeTool[] {
   return [
     {
       spec: { name: def.name, description: def.description, parameters: def.inputSchema },
-      run: async (input, signal) => {
+      run: async (input, signal, meta) => {
         const r = await runDelegateTask(input, {
+          traceparent: meta?.traceparent,
           allow: m.capabilities.network.allow,
           trust: session.currentTask?.trust === 'trusted' ? 'trusted' : 'untrusted',
           deadlineSecs: m.lifecycle.delegationDeadlineSecs,

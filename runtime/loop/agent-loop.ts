@@ -15,6 +15,7 @@ import type { HookPort } from './hook-port.ts';
 import type { SessionComponents } from './components.ts';
 import { describe, raceAbort, type ToolDispatcher } from './tools.ts';
 import { fromHookMessages, textOf, toHookMessage, toolPairProblem } from './messages.ts';
+import { startChatSpan, startCompactionSpan, startToolSpan } from '../telemetry/spans.ts';
 
 export type TaskExit = 'completed' | 'failed' | 'max_turns_reached' | 'spend_ceiling_reached' | 'canceled';
 
@@ -98,6 +99,7 @@ export async function runAttempt(
       return { exit: 'spend_ceiling_reached', reason: admission.refusal.message, turns };
     }
     ev.status(`inference turn ${turn}`);
+    startChatSpan(d.trace, { model: inf.model, turn, maxTokens: inf.maxTokens });
     const started = Date.now();
     let raw: unknown;
     try {
@@ -150,10 +152,12 @@ export async function runAttempt(
     const threshold = inf.compaction.threshold;
     if (window && (inputTokens + outputTokens) / window >= threshold) {
       const before = inputTokens;
+      const compactionSpan = startCompactionSpan(d.trace, { turn, tokensBefore: before, threshold });
       const outcome = await d.hooks.compaction({
         messages: history.map(toHookMessage), sessionTokens: BigInt(inputTokens + outputTokens), threshold,
         model: inf.compaction.model, systemPrompt: inf.compaction.systemPrompt,
       });
+      compactionSpan.end(outcome);
       if (outcome.kind === 'fatal') {
         return { exit: outcome.exitStatus === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed', reason: `compaction hook ${outcome.hook} failed: ${outcome.message}`, turns };
       }
@@ -183,12 +187,15 @@ export async function runAttempt(
       for (const call of toolCalls) {
         if (call.type !== 'tool_call') continue;
         let out;
+        const toolSpan = startToolSpan(d.trace, { name: call.name, callId: call.id, turn });
         try {
-          out = await d.tools.dispatch(call.name, call.input, { turn, signal });
+          out = await d.tools.dispatch(call.name, call.input, { turn, signal, traceparent: toolSpan.traceparent });
         } catch (e) {
+          toolSpan.end({ error: e });
           if (signal.aborted) return { exit: 'canceled', reason: `canceled during tool ${call.name}`, turns };
           throw e;
         }
+        toolSpan.end({ status: out.status, kind: out.kind, isError: out.isError });
         if (out.kind === 'shell' && out.status !== 'denied') d.totals.shellCalls++;
         else if (out.status !== 'denied') d.totals.toolCalls++;
         ev.artifact({ name: 'tool-call', data: { tool: call.name, id: call.id, status: out.status, duration_ms: out.durationMs } });

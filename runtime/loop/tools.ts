@@ -26,12 +26,14 @@ export interface ToolOutcome {
 /** A runtime-provided tool (delegate-task). */
 export interface RuntimeTool {
   spec: ToolSpec;
-  run(input: Record<string, unknown>, signal: AbortSignal): Promise<{ content: string; isError: boolean }>;
+  run(input: Record<string, unknown>, signal: AbortSignal, meta?: { traceparent?: string }): Promise<{ content: string; isError: boolean }>;
 }
 
 export interface ToolContext {
   turn: number;
   signal: AbortSignal;
+  /** W3C traceparent of the call's execute_tool span, for outgoing A2A calls (delegate-task). */
+  traceparent?: string;
 }
 
 export class ToolDispatcher {
@@ -171,7 +173,7 @@ export class ToolDispatcher {
     if (!decision.allowed) return { content: decision.agentMessage, isError: true, status: 'denied', durationMs: Date.now() - started, kind: 'runtime' };
     let out: { content: string; isError: boolean };
     try {
-      out = await rt.run(input, ctx.signal);
+      out = await rt.run(input, ctx.signal, { traceparent: ctx.traceparent });
     } catch (e) {
       if (ctx.signal.aborted) throw e;
       out = { content: `error: ${rt.spec.name} failed: ${describe(e)}`, isError: true };
