@@ -51,11 +51,11 @@ export interface ArtifactSource {
 export type ArtifactRuntime = 'tool' | 'driver' | 'hook' | 'skill';
 
 export interface Capabilities {
-  network?: { allow?: string[]; unix_sockets?: boolean };
-  filesystem?: { scope?: string; workdir_exec?: boolean };
-  shell?: { allow?: string[] };
+  network?: { allow?: string[] };
+  filesystem?: { scope?: string };
+  shell?: { allow: string[]; strip_env?: string[] };
   env?: { allow?: string[] };
-  limits?: { memory_bytes?: number; table_elements?: number; instances?: number; deadline_seconds?: number };
+  limits?: { memory_bytes?: number | string; deadline_seconds?: number; hook_deadline_seconds?: number };
 }
 
 export interface ArtifactSpec {
@@ -65,6 +65,7 @@ export interface ArtifactSpec {
   source?: ArtifactSource;
   capabilities?: Capabilities;
   on_overflow?: 'drop' | 'block';
+  config?: Record<string, unknown>;
 }
 
 export interface SecretKeyRef {
@@ -75,6 +76,7 @@ export interface SecretKeyRef {
 export interface InferenceSpec {
   driver?: { artifact: string; config?: Record<string, unknown> };
   model?: string;
+  endpoint?: string;
   max_turns?: number;
   max_tokens?: number;
   max_session_tokens?: number;
@@ -108,15 +110,17 @@ export interface CapsuleSpec {
   artifacts?: ArtifactSpec[];
   capabilities?: Capabilities;
   inference?: InferenceSpec;
-  context?: { max_tokens?: number; seed_budget?: number };
+  context?: { max_tokens?: number; seed_budget?: number; seed_overflow_margin?: number };
   lifecycle?: {
     task_acceptance?: 'none' | 'single' | 'queue';
     queue_depth?: number;
     input_timeout_secs?: number;
     conversation?: 'stateless' | 'threaded';
     max_task_reopens?: number;
+    delegation_deadline_secs?: number;
   };
   observability?: { otel_endpoint?: string };
+  trace?: { include_tool_output?: boolean };
   hooks?: HookRef[];
   replicas?: number;
   resources?: { limits?: Record<string, string>; requests?: Record<string, string> };

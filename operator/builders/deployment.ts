@@ -10,11 +10,20 @@ import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, la
 
 export const RUNTIME_UID = 65532;
 
-export function runtimeArgs(): string[] {
-  return ['serve', CONFIG_DIR, '--a2a-port', String(A2A_PORT), '--metrics-port', String(METRICS_PORT), '--workdir', WORKDIR];
+/**
+ * The runtime container contract: `mur serve <manifest dir> --a2a-port --metrics-port --workdir`,
+ * plus `--host 0.0.0.0` (the CLI binds 127.0.0.1 by default, unreachable from the Service and the
+ * kubelet's probes) and `--public-url` (the Service URL the agent card advertises).
+ */
+export function runtimeArgs(publicUrl?: string): string[] {
+  return [
+    'serve', CONFIG_DIR, '--a2a-port', String(A2A_PORT), '--metrics-port', String(METRICS_PORT), '--workdir', WORKDIR,
+    '--host', '0.0.0.0',
+    ...(publicUrl ? ['--public-url', publicUrl] : []),
+  ];
 }
 
-export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string): KubeObject {
+export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string): KubeObject {
   const n = names(c);
   const env: Record<string, unknown>[] = [
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -70,7 +79,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
               name: 'runtime',
               image: c.spec.image ?? opts.image,
               ...(pullPolicy ? { imagePullPolicy: pullPolicy } : {}),
-              args: runtimeArgs(),
+              args: runtimeArgs(publicUrl),
               ports: [
                 { name: 'a2a', containerPort: A2A_PORT, protocol: 'TCP' },
                 { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },

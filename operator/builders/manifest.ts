@@ -10,8 +10,11 @@ export interface ManifestInput {
   capsule: Capsule;
   /** Resolved Hooks in spec.hooks order. */
   hooks: Hook[];
-  /** Allow entry → what the runtime should see (capsule:// rewritten to the peer's Service URL). */
-  rewriteAllow: (entry: string) => string;
+  /**
+   * Allow entry → what the runtime should see: capsule:// rewritten to the peer's Service URL;
+   * undefined drops it (CIDRs: a NetworkPolicy-only grant the runtime's allowlist cannot hold).
+   */
+  rewriteAllow: (entry: string) => string | undefined;
 }
 
 function compact<T extends Record<string, unknown>>(o: T): T {
@@ -20,10 +23,10 @@ function compact<T extends Record<string, unknown>>(o: T): T {
   return out as T;
 }
 
-function capabilities(c: ArtifactSpec['capabilities'], rewrite: (e: string) => string): Record<string, unknown> | undefined {
+function capabilities(c: ArtifactSpec['capabilities'], rewrite: (e: string) => string | undefined): Record<string, unknown> | undefined {
   if (!c) return undefined;
   const out: Record<string, unknown> = { ...c };
-  if (c.network) out.network = compact({ ...c.network, allow: c.network.allow?.map(rewrite) });
+  if (c.network) out.network = compact({ ...c.network, allow: c.network.allow?.map(rewrite).filter((e): e is string => e !== undefined) });
   return out;
 }
 
@@ -37,6 +40,7 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
       source: a.source ? { url: a.source.url, sha256: a.source.sha256 } : undefined,
       capabilities: capabilities(a.capabilities, rewriteAllow),
       on_overflow: a.on_overflow,
+      config: a.config,
     }),
   );
   hooks.forEach((h, i) => {
@@ -47,9 +51,6 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
         version: h.spec.artifact.version,
         runtime: 'hook',
         source: h.spec.artifact.source ? { url: h.spec.artifact.source.url, sha256: h.spec.artifact.source.sha256 } : undefined,
-        binding: h.spec.binding,
-        execution_mode: h.spec.execution_mode ?? 'blocking',
-        commit_policy: h.spec.commit_policy ?? 'none',
         on_overflow: h.spec.on_overflow,
         capabilities: capabilities(ref?.capabilities, rewriteAllow),
       }),
@@ -60,6 +61,7 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
     ? compact({
         driver: inf.driver ? compact({ artifact: inf.driver.artifact, config: inf.driver.config }) : undefined,
         model: inf.model,
+        endpoint: inf.endpoint,
         max_turns: inf.max_turns,
         max_tokens: inf.max_tokens,
         max_session_tokens: inf.max_session_tokens,
@@ -76,6 +78,7 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
     context: s.context,
     lifecycle: s.lifecycle,
     observability: s.observability,
+    trace: s.trace,
   });
   return (
     `# Rendered by capsule-operator from Capsule ${capsule.metadata.namespace}/${capsule.metadata.name}; edit the Capsule, not this file.\n` +

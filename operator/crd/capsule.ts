@@ -1,19 +1,20 @@
 /** The Capsule CRD (`capsules.murmur.io`). */
 import { API_VERSION, GROUP, VERSION } from '../api/types.ts';
-import { artifactSource, capabilities } from './common.ts';
-import { arr, enm, freeform, int, labelSelector, map, num, obj, quantity, str, DNS_LABEL, type Schema } from './schema.ts';
+import { ARTIFACT_NAME, artifactSource, capabilities } from './common.ts';
+import { arr, bool, enm, freeform, int, labelSelector, map, num, obj, quantity, str, DNS_LABEL, type Schema } from './schema.ts';
 import { conditionsSchema } from './status.ts';
 
 function artifactSchema(): Schema {
   return obj(
     'One artifact the capsule stages: a registry reference (name + version) or a source URL with its sha256.',
     {
-      name: str('Artifact name, unique in the capsule.', { pattern: '^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$', maxLength: 128 }),
+      name: str('Artifact name, unique in the capsule.', { pattern: ARTIFACT_NAME, maxLength: 100 }),
       version: str('Artifact version in the registry.', { maxLength: 64 }),
       runtime: enm('What the artifact is.', ['tool', 'driver', 'hook', 'skill'], { default: 'tool' }),
       source: artifactSource(),
       capabilities: capabilities('Per-artifact grant (not allowed on skills).'),
       on_overflow: enm('Async queue overflow rule (hooks only).', ['drop', 'block']),
+      config: freeform('Opaque configuration handed to the artifact.'),
     },
     {
       required: ['name'],
@@ -38,7 +39,8 @@ function inferenceSchema(): Schema {
         },
         { required: ['artifact'] },
       ),
-      model: str('Model name passed to the driver.', { maxLength: 256 }),
+      model: str('Model name passed to the driver.', { minLength: 1, maxLength: 256 }),
+      endpoint: str('Provider endpoint passed to the driver (http(s) URL).', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
       max_turns: int('Inference turns per task (default 10).', { minimum: 1 }),
       max_tokens: int('Output tokens per turn (default 8192).', { minimum: 1 }),
       max_session_tokens: int('Spend ceiling for the session, in tokens.', { minimum: 1 }),
@@ -102,6 +104,7 @@ export function capsuleSpecSchema(): Schema {
       context: obj('Context window settings.', {
         max_tokens: int('Context window in tokens; enables compaction.', { minimum: 1 }),
         seed_budget: num('Fraction of max_tokens a seed-context hook may fill (default 0.10).', { minimum: 0, maximum: 1 }),
+        seed_overflow_margin: num('Over-budget margin within which the oldest seed messages are dropped (default 0.10).', { minimum: 0 }),
       }),
       lifecycle: obj('Task lifecycle.', {
         task_acceptance: enm('none: one task from the launch; single: one A2A task; queue: tasks queued.', ['none', 'single', 'queue'], { default: 'single' }),
@@ -109,11 +112,15 @@ export function capsuleSpecSchema(): Schema {
         input_timeout_secs: int('Timeout for request-input (default: wait forever).', { minimum: 1 }),
         conversation: enm('stateless or threaded conversations.', ['stateless', 'threaded']),
         max_task_reopens: int('How often on-task-end may reopen a task (default 1, 0 disables).', { minimum: 0 }),
+        delegation_deadline_secs: int('Deadline of a delegated task (default 600).', { minimum: 1 }),
       }, {
         'x-kubernetes-validations': [{ rule: "!has(self.queue_depth) || self.task_acceptance == 'queue'", message: "queue_depth applies to task_acceptance 'queue' only", fieldPath: '.queue_depth' }],
       }),
       observability: obj('Observability settings of the runtime.', {
-        otel_endpoint: str('OTLP/HTTP endpoint for traces (overrides the operator-wide setting).', { maxLength: 2048 }),
+        otel_endpoint: str('OTLP/HTTP endpoint for traces (overrides the operator-wide setting).', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
+      }),
+      trace: obj('trace.jsonl options.', {
+        include_tool_output: bool('Record tool output on tool_call events.'),
       }),
       hooks: arr(
         'Hook objects (same namespace) the capsule runs, in order.',

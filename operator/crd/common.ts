@@ -1,23 +1,25 @@
 /** Schema pieces shared by the Capsule and Hook CRDs. */
-import { arr, bool, int, obj, str, type Schema } from './schema.ts';
+import { arr, int, obj, quantity, str, type Schema } from './schema.ts';
 
 export const SHA256 = '^[0-9a-f]{64}$';
 
 export const artifactSource = (): Schema =>
   obj(
-    'Where the runtime fetches the artifact (.mur.zip) from, instead of its registry. The bytes are verified against sha256 before anything is staged.',
+    'Where the runtime fetches the artifact from, instead of its registry. The bytes are verified against sha256 before anything is staged.',
     {
-      url: str('https:// or oci:// location of the artifact.', { pattern: '^(https|oci)://[^\\s]+$', maxLength: 2048 }),
+      url: str('http(s) URL of a .wasm component or a .tar/.tar.gz artifact bundle.', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
       sha256: str('Lowercase hex sha256 of the artifact bytes.', { pattern: SHA256 }),
     },
     { required: ['url', 'sha256'] },
   );
 
+export const ARTIFACT_NAME = '^[a-z0-9]([a-z0-9-]{0,98}[a-z0-9])?$';
+
 export const capabilities = (what: string): Schema =>
   obj(`${what} Same block as capabilities in murmur.yaml.`, {
     network: obj('Outgoing network grant.', {
       allow: arr(
-        'Destinations the capsule may reach: host, host:port, scheme://host[:port], an IP or CIDR (optionally :port), or capsule://<namespace>/<name> for another Capsule. Hostnames are enforced by the runtime; IPs, CIDRs, ports and capsules also become NetworkPolicy egress rules.',
+        'Destinations the capsule may reach: host, host:port, http(s)://host[:port], or capsule://<namespace>/<name> for another Capsule; IPs and CIDRs (optionally :port) for the network layer. Hostnames are enforced by the runtime; IPs, ports and capsules also become NetworkPolicy egress rules; CIDRs only become NetworkPolicy rules.',
         str('One destination.', { minLength: 1, maxLength: 512 }),
         {
           maxItems: 128,
@@ -30,21 +32,21 @@ export const capabilities = (what: string): Schema =>
           ],
         },
       ),
-      unix_sockets: bool('Allow AF_UNIX sockets for shell subprocesses.'),
     }),
     filesystem: obj('Filesystem grant inside the workdir.', {
-      scope: str('Relative directory inside the workdir the capsule may use (no ..).', {
+      scope: str('Relative directory inside the workdir the capsule may use (no ..; default the whole workdir).', {
         maxLength: 256,
         'x-kubernetes-validations': [{ rule: "!self.startsWith('/') && !self.contains('..')", message: 'filesystem.scope is relative to the workdir and may not contain ..' }],
       }),
-      workdir_exec: bool('Allow executing files written to the workdir.'),
     }),
-    shell: obj('Shell tool grant.', {
+    shell: obj('Shell tool grant (absent: no shell tool).', {
       allow: arr('Bare binary names the shell tool may run; each becomes a tool named after it.', str('Binary name.', { pattern: '^[A-Za-z0-9._+-]+$', maxLength: 128 }), {
+        minItems: 1,
         maxItems: 128,
         'x-kubernetes-list-type': 'set',
       }),
-    }),
+      strip_env: arr('Extra env var globs removed from shell subprocesses (credential-shaped names always are).', str('Glob, e.g. AWS_*.', { maxLength: 128 }), { maxItems: 64 }),
+    }, { required: ['allow'] }),
     env: obj('Environment grant.', {
       allow: arr('Host environment variable names a WASM guest may see (credential-shaped names are still stripped).', str('Variable name.', { pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 128 }), {
         maxItems: 128,
@@ -52,9 +54,8 @@ export const capabilities = (what: string): Schema =>
       }),
     }),
     limits: obj('Per-component WASM limits.', {
-      memory_bytes: int('Linear memory ceiling per instance (default 512 MiB).', { minimum: 1 }),
-      table_elements: int('Table element ceiling (default 100000).', { minimum: 1 }),
-      instances: int('Instance ceiling (default 1000).', { minimum: 1 }),
-      deadline_seconds: int('Wall-clock deadline per call (default 600, hooks 30).', { minimum: 1 }),
+      memory_bytes: { ...quantity('Linear memory ceiling per instance: bytes, or a string like 512Mi (default 512 MiB).') },
+      deadline_seconds: int('Wall-clock deadline of one tool or driver call (default 600).', { minimum: 1 }),
+      hook_deadline_seconds: int('Wall-clock deadline of one hook handler call (default 30).', { minimum: 1 }),
     }),
   });

@@ -1,7 +1,7 @@
 /** The Hook CRD (`hooks.murmur.io`). */
 import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../../runtime/hooks/commit-table.ts';
 import { API_VERSION, GROUP, VERSION } from '../api/types.ts';
-import { artifactSource } from './common.ts';
+import { ARTIFACT_NAME, artifactSource } from './common.ts';
 import { hookContractRules } from './rules.ts';
 import { enm, obj, str, type Schema } from './schema.ts';
 import { conditionsSchema } from './status.ts';
@@ -13,7 +13,7 @@ export function hookSpecSchema(): Schema {
       artifact: obj(
         'The hook artifact: a registry reference (name + version) or a source URL with its sha256.',
         {
-          name: str('Artifact name.', { pattern: '^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$', maxLength: 128 }),
+          name: str('Artifact name.', { pattern: ARTIFACT_NAME, maxLength: 100 }),
           version: str('Artifact version in the registry.', { maxLength: 64 }),
           source: artifactSource(),
         },

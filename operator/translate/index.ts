@@ -4,6 +4,7 @@
  * that stop it (missing Secret, missing Hook, invalid artifact…), the A2A URL and the config hash.
  * No API calls, no clock, no randomness: the reconciler applies what this returns.
  */
+import { isIP } from 'node:net';
 import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
 import { sha256, stableJson } from '../builders/common.ts';
 import { buildConfigMap } from '../builders/configmap.ts';
@@ -93,7 +94,7 @@ export function translate(input: TranslateInput): TranslateResult {
   // Network allowlist.
   const isCapsule = (pns: string, name: string) => `${pns}/${name}` in input.capsulePorts;
   const entries: AllowEntry[] = [];
-  const rewrite = new Map<string, string>();
+  const rewrite = new Map<string, string | undefined>();
   for (const raw of allAllowEntries(spec)) {
     const e = parseAllow(raw, options.clusterDomain, isCapsule);
     if (e.kind === 'invalid') {
@@ -105,6 +106,10 @@ export function translate(input: TranslateInput): TranslateResult {
       if (port === undefined) problems.push({ reason: 'PeerNotFound', fatal: false, field: 'capabilities.network.allow', message: `peer Capsule '${e.namespace}/${e.name}' (${raw}) does not exist yet; its URL uses port 8080 until it does` });
       rewrite.set(raw, a2aUrl(e.namespace, e.name, port ?? 8080, options.clusterDomain));
     }
+    // The runtime's allowlist takes hosts and IPs, not CIDRs (those stay NetworkPolicy-only), and
+    // an IPv6 address only in brackets.
+    if (e.kind === 'ip' && !raw.includes('://') && raw.includes('/')) rewrite.set(raw, undefined);
+    else if (e.kind === 'ip' && isIP(raw.trim()) === 6) rewrite.set(raw, `[${raw.trim()}]`);
     entries.push(e);
   }
   const otlp = spec.observability?.otel_endpoint ?? options.otlp?.endpoint;
@@ -113,7 +118,7 @@ export function translate(input: TranslateInput): TranslateResult {
     if (e.kind !== 'invalid') entries.push(e);
   }
 
-  const murmurYaml = renderManifest({ capsule, hooks, rewriteAllow: (e) => rewrite.get(e) ?? e });
+  const murmurYaml = renderManifest({ capsule, hooks, rewriteAllow: (e) => (rewrite.has(e) ? rewrite.get(e) : e) });
   const { replicas: _replicas, ...rolling } = spec;
   const configHash = sha256(
     stableJson({
@@ -126,13 +131,14 @@ export function translate(input: TranslateInput): TranslateResult {
     }),
   ).slice(0, 32);
 
+  const url = a2aUrl(ns, capsule.metadata.name, spec.servicePort ?? 8080, options.clusterDomain);
   const objects: KubeObject[] = [
     buildServiceAccount(capsule),
     buildConfigMap(capsule, murmurYaml),
     buildService(capsule),
     buildEgressPolicy(capsule, entries, options),
     buildIngressPolicy(capsule, input.callers, options),
-    buildDeployment(capsule, options, configHash),
+    buildDeployment(capsule, options, configHash, `${url}/`),
   ];
-  return { objects, problems, a2aUrl: a2aUrl(ns, capsule.metadata.name, spec.servicePort ?? 8080, options.clusterDomain), configHash };
+  return { objects, problems, a2aUrl: url, configHash };
 }

@@ -11,6 +11,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { Capsule, Hook, SecretInfo } from '../../operator/api/types.ts';
 import { peerKeys } from '../../operator/translate/network.ts';
 import { translate } from '../../operator/translate/index.ts';
+import { parseManifest } from '../../runtime/manifest/capsule.ts';
 import { defaultOptions, type TranslateOptions } from '../../operator/translate/options.ts';
 
 const DIR = join(import.meta.dirname, 'golden');
@@ -55,6 +56,12 @@ describe('translate golden files', () => {
       const out = join(DIR, f.replace('.input.yaml', '.output.yaml'));
       if (UPDATE) writeFileSync(out, got);
       expect(got).toBe(readFileSync(out, 'utf8'));
+      // The rendered murmur.yaml is a manifest the runtime accepts (unknown keys are errors there).
+      const r = translate(goldenInput(readFileSync(join(DIR, f), 'utf8')));
+      if (!r.problems.some((p) => p.fatal)) {
+        const cm = r.objects.find((o) => o.kind === 'ConfigMap') as unknown as { data: Record<string, string> };
+        expect(() => parseManifest(cm.data['murmur.yaml']!, f)).not.toThrow();
+      }
     });
   }
 

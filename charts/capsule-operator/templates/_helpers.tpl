@@ -1,0 +1,50 @@
+{{- define "capsule-operator.name" -}}capsule-operator{{- end -}}
+
+{{- define "capsule-operator.fullname" -}}
+{{- if contains "capsule-operator" .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}{{- else -}}{{ printf "%s-capsule-operator" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- end -}}
+
+{{- define "capsule-operator.labels" -}}
+app.kubernetes.io/name: capsule-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "capsule-operator.selectorLabels" -}}
+app.kubernetes.io/name: capsule-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "capsule-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}{{ default (include "capsule-operator.fullname" .) .Values.serviceAccount.name }}{{- else -}}{{ default "default" .Values.serviceAccount.name }}{{- end -}}
+{{- end -}}
+
+{{- define "capsule-operator.rules" -}}
+- apiGroups: ["murmur.io"]
+  resources: ["capsules", "hooks"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["murmur.io"]
+  resources: ["capsules/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["murmur.io"]
+  resources: ["capsules/finalizers"]
+  verbs: ["update"]
+# Names, versions and keys of Secrets (the API key Secret's version rolls the pods; values are dropped on read).
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["configmaps", "services", "serviceaccounts"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
