@@ -30,6 +30,64 @@ const here = fileURLToPath(new URL('.', import.meta.url));
 const BOOT = join(here, 'worker-boot.mjs');
 const ENTRY = new URL(`./worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
 
+/**
+ * Booted workers waiting for a component: booting (thread start, loader, WASI shim import) is the
+ * bulk of an instance's start, so it happens ahead of time, off the critical path.
+ */
+class WorkerPool {
+  private idle: { worker: Worker; booted: Promise<void> }[] = [];
+  constructor(private readonly target: number) {}
+
+  private boot(): { worker: Worker; booted: Promise<void> } {
+    const worker = new Worker(BOOT, {
+      workerData: { entry: ENTRY },
+      // Bounds the JS glue's heap; wasm linear memory is capped in the module bytes instead.
+      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 },
+      stdout: true,
+      stderr: true,
+      env: {},
+    });
+    worker.stdout.resume();
+    worker.stderr.resume();
+    // An idle pooled worker must not keep the process alive.
+    worker.unref();
+    const booted = new Promise<void>((resolve, reject) => {
+      const onMsg = (m: FromWorker): void => {
+        if (m.type === 'booted') {
+          worker.off('message', onMsg);
+          resolve();
+        }
+      };
+      worker.on('message', onMsg);
+      worker.once('error', reject);
+      worker.once('exit', () => reject(new Error('worker exited while booting')));
+    });
+    booted.catch(() => {});
+    return { worker, booted };
+  }
+
+  /** A booted worker (waits for one if none is ready), and starts booting its replacement. */
+  async take(): Promise<Worker> {
+    const next = this.idle.shift() ?? this.boot();
+    while (this.idle.length < this.target) this.idle.push(this.boot());
+    await next.booted;
+    next.worker.ref();
+    return next.worker;
+  }
+
+  async drain(): Promise<void> {
+    const all = this.idle.splice(0);
+    await Promise.all(all.map((w) => w.worker.terminate()));
+  }
+}
+
+const POOL = new WorkerPool(Number(process.env.MURMUR_WORKER_POOL ?? 1));
+
+/** Stops the idle pooled workers (tests and shutdown). */
+export function drainWorkerPool(): Promise<void> {
+  return POOL.drain();
+}
+
 /** Compiled, memory-capped core modules per (component, cap): compile once, instantiate many. */
 const moduleCache = new Map<string, Promise<Record<string, WebAssembly.Module>>>();
 
@@ -145,20 +203,11 @@ export class ComponentInstance {
     const flagBuf = new SharedArrayBuffer(4);
     const flag = new Int32Array(flagBuf);
     const { port1: mainPort, port2: hostPort } = new MessageChannel();
-    const init: WorkerInit = { entry: ENTRY, jsPath: c.jsPath, component: c.name, modules, grants: this.opts.grants, importSpec, flag: flagBuf, hostPort };
-    const worker = new Worker(BOOT, {
-      workerData: init,
-      transferList: [hostPort],
-      // Bounds the JS glue's heap; wasm linear memory is capped in the module bytes instead.
-      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 },
-      stdout: true,
-      stderr: true,
-      env: {},
-    });
+    const init: WorkerInit = { jsPath: c.jsPath, component: c.name, modules, grants: this.opts.grants, importSpec, flag: flagBuf, hostPort };
+    const worker = await POOL.take();
+    worker.postMessage({ type: 'init', init }, [hostPort]);
     this.worker = worker;
     this.starts++;
-    worker.stdout.resume();
-    worker.stderr.resume();
     mainPort.on('message', (req: HostCallRequest) => void this.serveHostCall(req, mainPort, flag));
     worker.on('error', (e) => this.onWorkerGone(worker, e));
     worker.on('exit', () => {

@@ -19,7 +19,6 @@ export interface Grants {
 export type ImportSpec = Record<string, string[]>;
 
 export interface WorkerInit {
-  entry: string;
   jsPath: string;
   component: string;
   modules: Record<string, WebAssembly.Module>;
@@ -33,6 +32,7 @@ export interface WorkerInit {
 export type ToWorker = { type: 'call'; id: number; path: string[]; args: unknown[] };
 
 export type FromWorker =
+  | { type: 'booted' }
   | { type: 'ready' }
   | { type: 'init-error'; message: string }
   | { type: 'result'; id: number; value: unknown; memoryBytes: number }

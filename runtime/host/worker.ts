@@ -16,9 +16,12 @@ import * as sockets from '@bytecodealliance/preview2-shim/sockets';
 import { isAllowed } from '../net/allowlist.ts';
 import type { FromWorker, HostCallReply, ToWorker, WorkerInit } from './protocol.ts';
 
-const init = workerData as WorkerInit;
+// The worker boots (this module and the WASI shim load) before it knows which component it will
+// run, so a pool can keep booted workers ready; `init` arrives as the first message.
+let init!: WorkerInit;
+let flag!: Int32Array;
 const port = parentPort!;
-const flag = new Int32Array(init.flag);
+void workerData;
 const memories: WebAssembly.Memory[] = [];
 
 function memoryBytes(): number {
@@ -112,6 +115,7 @@ function hostCall(iface: string, fn: string, args: unknown[]): unknown {
 }
 
 async function main(): Promise<void> {
+  flag = new Int32Array(init.flag);
   const g = init.grants;
   allowRustWrites();
   const out = logStream(g.logFile, g.logLimitBytes ?? 10 * 1048576);
@@ -183,4 +187,8 @@ function post(m: FromWorker): void {
   port.postMessage(m);
 }
 
-main().catch((e: Error) => post({ type: 'init-error', message: e?.message ?? String(e) }));
+port.once('message', (msg: { type: 'init'; init: WorkerInit }) => {
+  init = msg.init;
+  main().catch((e: Error) => post({ type: 'init-error', message: e?.message ?? String(e) }));
+});
+post({ type: 'booted' });
