@@ -1,9 +1,29 @@
-/** Builds the session's HookBus from the staged hooks (replaced when the bus lands). */
+/**
+ * Builds the session's HookBus from the staged hooks: each hook's grant from the capsule's own
+ * entry, on-stage dispatched before the session starts (it runs before the trace has events, so
+ * its faults go to the hook log only), then the trace attached for every later event.
+ */
+import { HookBus, busHookFrom } from '../hooks/index.ts';
 import type { StagedCapsule } from '../session/stage.ts';
+import type { TraceWriter } from '../trace/writer.ts';
 import type { HookPort } from './hook-port.ts';
 import type { HookServices } from './session.ts';
-import { MurError } from '../errors.ts';
 
-export async function loadHookBus(staged: StagedCapsule, _services: HookServices): Promise<HookPort> {
-  throw new MurError('E-HOOK-100', `${staged.hooks.length} hook(s) declared but hook dispatch is not wired yet`);
+export async function loadHookBus(staged: StagedCapsule, services: HookServices, trace: TraceWriter, hostEnv: NodeJS.ProcessEnv = process.env): Promise<HookPort> {
+  const m = staged.manifest;
+  const hooks = staged.hooks.map((h) => {
+    const caps = m.artifacts.find((a) => a.name === h.name)?.capabilities;
+    return busHookFrom(h, staged.workdir.dir, { hostEnv, taskIoRead: caps?.taskIo?.read === true, conversationRead: caps?.conversation?.read === true });
+  });
+  const bus = await HookBus.load({
+    hooks,
+    workdir: staged.workdir.dir,
+    sessionId: staged.sessionId,
+    services,
+    seedOverflowMargin: m.context.seedOverflowMargin,
+    compaction: { model: m.inference?.compaction.model, systemPrompt: m.inference?.compaction.systemPrompt },
+  });
+  await bus.stage({ shellAllow: m.capabilities.shell?.allow ?? [] });
+  bus.attachTrace(trace);
+  return bus;
 }

@@ -38,6 +38,6 @@ export async function stage(o: OpenOptions): Promise<StagedCapsule> {
 
 export async function openSession(staged: StagedCapsule, o: { hostEnv?: NodeJS.ProcessEnv } = {}): Promise<CapsuleSession> {
   const opts: SessionOptions = { hostEnv: o.hostEnv, runtimeTools: runtimeToolsFor };
-  if (staged.hooks.length) opts.hooks = (services) => loadHookBus(staged, services);
+  if (staged.hooks.length) opts.hooks = (services, trace) => loadHookBus(staged, services, trace, o.hostEnv);
   return CapsuleSession.open(staged, opts);
 }

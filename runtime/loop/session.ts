@@ -49,7 +49,7 @@ export const SILENT_SINK: TaskSink = { ...NO_TASK_IO, status: () => {}, artifact
 
 export interface SessionOptions {
   /** Builds the hook bus once services exist; default: no hooks. */
-  hooks?: (services: HookServices) => Promise<HookPort>;
+  hooks?: (services: HookServices, trace: TraceWriter) => Promise<HookPort>;
   runtimeTools?: (session: CapsuleSession) => RuntimeTool[];
   hostEnv?: NodeJS.ProcessEnv;
 }
@@ -100,7 +100,7 @@ export class CapsuleSession {
     const m = staged.manifest;
     if (!m.inference) throw new MurError('E-RUN-001', `${m.name} is a script capsule (no inference block); run it with the script runner`);
     s.system = systemPrompt(m.name, m.version, manifestPrompt(staged));
-    if (opts.hooks) s.hooks = await opts.hooks(s.services());
+    if (opts.hooks) s.hooks = await opts.hooks(s.services(), s.trace);
     s.tools = new ToolDispatcher(staged, s.components, s.hooks, s.trace, opts.runtimeTools?.(s) ?? [], s.hostEnv);
     s.trace.write('session_start', {
       capsule_name: m.name, capsule_version: m.version, model: m.inference.model, max_turns: m.inference.maxTurns,

@@ -38,6 +38,10 @@ export interface ArtifactCapabilities {
   shell?: { allow: string[]; stripEnv?: string[] };
   env?: { allow?: string[] };
   limits?: Partial<Limits>;
+  /** Hooks: `murmur:task-io/read` granted. */
+  taskIo?: { read?: boolean };
+  /** Hooks: `murmur:conversation/read` granted. */
+  conversation?: { read?: boolean };
 }
 
 export interface ArtifactSource {

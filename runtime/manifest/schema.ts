@@ -123,6 +123,10 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
   { path: 'artifacts[].source.sha256', type: 'string', verbatimNumbers: true, required: true, check: str(checkSha256), validation: '64 lowercase hex chars', description: 'SHA-256 of the fetched bytes; a mismatch refuses staging.' },
   { path: 'artifacts[].capabilities', type: 'object', validation: 'same fields as `capabilities`; narrowing only; not on skills', description: "Per-artifact grant. Tools and drivers without one inherit the capsule's; hooks without one get none. Every entry must lie within the capsule-wide grant." },
   ...capabilityRows('artifacts[].capabilities', true),
+  { path: 'artifacts[].capabilities.task_io', type: 'object', validation: 'mapping; hooks only', description: 'Hook access to `murmur:task-io/read` (the task input and result text).' },
+  { path: 'artifacts[].capabilities.task_io.read', type: 'boolean', defaultText: '`false`', validation: 'boolean', description: 'When true the hook may read the task input and result; otherwise every read answers `not-granted`.' },
+  { path: 'artifacts[].capabilities.conversation', type: 'object', validation: 'mapping; hooks only', description: 'Hook access to `murmur:conversation/read` (the durable conversation record).' },
+  { path: 'artifacts[].capabilities.conversation.read', type: 'boolean', defaultText: '`false`', validation: 'boolean', description: 'When true the hook may page the conversation record; otherwise `not-granted`.' },
   { path: 'artifacts[].on_overflow', type: 'enum', values: ['drop', 'block'], defaultText: '`drop` (hooks only)', validation: '`drop` | `block`; hooks only', description: "What an async hook's full queue does with a new event." },
   { path: 'artifacts[].config', type: 'mapping', validation: 'any mapping', description: 'Opaque configuration handed to the artifact.' },
 
