@@ -12,6 +12,8 @@
  *   METRICS_FROM_NAMESPACES  namespaces allowed to scrape capsule metrics; empty = any source
  *   CLUSTER_DOMAIN           default cluster.local
  *   KUBECONFIG               outside a cluster
+ *   CAPSULE_OPERATOR_WRITE_DELAY_MS  tests only: sleep before each object write (to kill the
+ *                            operator mid-reconcile)
  */
 import { hostname } from 'node:os';
 import { KubeClient } from './kube/client.ts';
@@ -55,6 +57,9 @@ async function main(): Promise<void> {
           },
         }),
     log,
+    ...(Number(env.CAPSULE_OPERATOR_WRITE_DELAY_MS) > 0
+      ? { beforeWrite: () => new Promise<void>((r) => setTimeout(r, Number(env.CAPSULE_OPERATOR_WRITE_DELAY_MS))) }
+      : {}),
   });
   log(`capsule-operator ${identity} up; http on :${op.port}`);
   let stopping = false;

@@ -1,0 +1,125 @@
+/**
+ * Admission on the real API server: the Hook CRD's CEL rules refuse exactly what
+ * checkHookContract() refuses, with exactly its message (every binding × mode × policy), and
+ * invalid Capsules are refused with a clear message. `kubectl apply` of the invalid examples fails.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError } from '../../operator/kube/client.ts';
+import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS, checkHookContract, type CommitPolicy, type ExecutionMode, type Handler } from '../../runtime/hooks/commit-table.ts';
+import { client, deleteNamespace, ensureCrds, kubectl, newNamespace, repoRoot } from './helpers.ts';
+
+let ns = '';
+beforeAll(async () => {
+  await ensureCrds();
+  ns = await newNamespace('op-admission');
+});
+afterAll(() => deleteNamespace(ns));
+
+async function dryRunHook(binding: Handler | undefined, mode: ExecutionMode | undefined, policy: CommitPolicy | undefined): Promise<string | undefined> {
+  try {
+    await client.create(
+      {
+        apiVersion: 'murmur.io/v1alpha1',
+        kind: 'Hook',
+        metadata: { name: 'probe', namespace: ns },
+        spec: {
+          artifact: { name: 'hook-a', version: '1.0.0' },
+          ...(binding ? { binding } : {}),
+          ...(mode ? { execution_mode: mode } : {}),
+          ...(policy ? { commit_policy: policy } : {}),
+        },
+      },
+      { dryRun: 'All' },
+    );
+    return undefined;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 422) return (e.body as { message: string }).message;
+    throw e;
+  }
+}
+
+describe('Hook admission (CEL from the commit table)', () => {
+  it('refuses exactly what staging refuses, with the same message, for every combination', async () => {
+    const combos: Array<[Handler | undefined, ExecutionMode | undefined, CommitPolicy | undefined]> = [];
+    for (const b of [undefined, ...HANDLERS]) for (const m of [undefined, ...EXECUTION_MODES]) for (const p of [undefined, ...COMMIT_POLICIES]) combos.push([b, m, p]);
+    const results = await Promise.all(combos.map(([b, m, p]) => dryRunHook(b, m, p)));
+    let refused = 0;
+    combos.forEach(([b, m, p], i) => {
+      const want = checkHookContract({ binding: b, execution_mode: m, commit_policy: p });
+      const got = results[i];
+      const label = `binding=${b ?? '-'} mode=${m ?? '-'} policy=${p ?? '-'}`;
+      if (!want) {
+        expect(got, label).toBeUndefined();
+      } else {
+        refused++;
+        expect(got, label).toBeDefined();
+        // One violation, at the field staging names, with staging's message.
+        expect(got, label).toContain(`spec.${want.field}: Invalid value: "object": ${want.message}`);
+        expect(got!.split('Invalid value').length - 1, `${label}: exactly one violation`).toBe(1);
+      }
+    });
+    expect(combos).toHaveLength(10 * 3 * 7);
+    expect(refused).toBeGreaterThan(40);
+  });
+
+  it('kubectl apply of an invalid Hook fails with the commit-table message', async () => {
+    const r = await kubectl(['apply', '-n', ns, '-f', join(repoRoot, 'examples/k8s/invalid/hook-bad-policy.yaml')]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(checkHookContract({ binding: 'on-compaction', commit_policy: 'deny' })!.message);
+    const r2 = await kubectl(['apply', '-n', ns, '-f', join(repoRoot, 'examples/k8s/invalid/hook-async-commit.yaml')]);
+    expect(r2.code).not.toBe(0);
+    expect(r2.stderr).toContain(checkHookContract({ binding: 'on-task-end', execution_mode: 'async', commit_policy: 'reopen-task' })!.message);
+  });
+
+  it('kubectl apply of the example Hooks succeeds and defaults the contract', async () => {
+    const r = await kubectl(['apply', '-n', ns, '-f', join(repoRoot, 'examples/k8s/hooks.yaml')]);
+    expect(r.stderr).toBe('');
+    const h = await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${ns}/hooks/summarizer`);
+    expect(h.spec.execution_mode).toBe('blocking');
+    const out = await kubectl(['get', 'hk', '-n', ns]);
+    expect(out.stdout).toMatch(/NAME\s+BINDING\s+MODE\s+POLICY\s+AGE/);
+    expect(out.stdout).toMatch(/shell-guard\s+on-shell\s+blocking\s+deny/);
+  });
+});
+
+describe('Capsule admission', () => {
+  it('refuses an inline API key', async () => {
+    const r = await kubectl(['apply', '-n', ns, '-f', join(repoRoot, 'examples/k8s/invalid/capsule-inline-key.yaml')]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('inline API keys are not accepted; store the key in a Secret and reference it with inference.apiKeySecretRef');
+  });
+
+  it('refuses an artifact URL without its sha256', async () => {
+    const r = await kubectl(['apply', '-n', ns, '-f', join(repoRoot, 'examples/k8s/invalid/capsule-url-no-sha.yaml')]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/sha256: Required value/);
+  });
+
+  it.each([
+    [{ artifacts: [{ name: 'a', version: '1' }, { name: 'a', version: '2' }] }, 'artifact names must be unique'],
+    [{ artifacts: [{ name: 't', version: '1' }], inference: { driver: { artifact: 't' }, model: 'm' } }, 'inference.driver.artifact must name an artifact with runtime driver'],
+    [{ artifacts: [{ name: 'x' }] }, 'an artifact needs a version (registry reference) or a source {url, sha256}'],
+    [{ capabilities: { network: { allow: ['capsule://Bad/x'] } } }, 'a capsule peer is written capsule://<namespace>/<name>'],
+    [{ lifecycle: { task_acceptance: 'single', queue_depth: 3 } }, "queue_depth applies to task_acceptance 'queue' only"],
+    [{ replicas: -1 }, 'should be greater than or equal to 0'],
+  ])('refuses %j', async (spec, message) => {
+    const err = await client
+      .create({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'probe', namespace: ns }, spec }, { dryRun: 'All' })
+      .then(() => undefined, (e: ApiError) => e);
+    expect(err?.status).toBe(422);
+    expect((err?.body as { message: string }).message).toContain(message);
+  });
+
+  it('refuses a name too long to name its objects', async () => {
+    const err = await client
+      .create({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'x'.repeat(51), namespace: ns }, spec: {} }, { dryRun: 'All' })
+      .then(() => undefined, (e: ApiError) => e);
+    expect((err?.body as { message: string }).message).toContain('a Capsule name must be a DNS label of at most 50 characters');
+  });
+
+  it('kubectl explain describes the fields', async () => {
+    const r = await kubectl(['explain', 'capsule.spec.inference.apiKeySecretRef']);
+    expect(r.stdout).toContain('Secret key holding the provider API key');
+  });
+});

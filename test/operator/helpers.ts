@@ -1,0 +1,105 @@
+/** Shared helpers for the operator tests on the real API server (project 'operator'). */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { inject } from 'vitest';
+import { KubeClient } from '../../operator/kube/client.ts';
+import { startOperator, type Operator, type OperatorConfig } from '../../operator/operator.ts';
+import { defaultOptions } from '../../operator/translate/options.ts';
+import { helmPath, kubectlPath, repoRoot } from '../cluster/harness.ts';
+
+const run = promisify(execFile);
+export const kubeconfig = inject('kubeconfig');
+export const cluster = inject('cluster');
+export const client = KubeClient.fromFile(kubeconfig);
+export { repoRoot };
+
+export async function kubectl(args: string[], input?: string): Promise<{ stdout: string; stderr: string; code: number }> {
+  return new Promise((resolve) => {
+    const child = execFile(kubectlPath(), args, { env: { ...process.env, KUBECONFIG: kubeconfig } }, (err, stdout, stderr) => {
+      resolve({ stdout, stderr, code: err ? ((err as { code?: number }).code ?? 1) : 0 });
+    });
+    if (input !== undefined) {
+      child.stdin!.write(input);
+      child.stdin!.end();
+    }
+  });
+}
+
+export async function helm(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const { stdout, stderr } = await run(helmPath(), args, { env: { ...process.env, KUBECONFIG: kubeconfig }, maxBuffer: 32 << 20 });
+    return { stdout, stderr, code: 0 };
+  } catch (e) {
+    const x = e as { stdout?: string; stderr?: string; code?: number };
+    return { stdout: x.stdout ?? '', stderr: x.stderr ?? '', code: typeof x.code === 'number' ? x.code : 1 };
+  }
+}
+
+export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000, stepMs = 150): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v as T;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}${last ? ` (last error: ${String(last)})` : ''}`);
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let crdsReady: Promise<void> | undefined;
+/** Applies crds/*.yaml (server-side) once per worker and waits until both are Established. */
+export function ensureCrds(): Promise<void> {
+  crdsReady ??= (async () => {
+    const r = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
+    if (r.code !== 0) throw new Error(`applying CRDs failed: ${r.stderr}`);
+    for (const name of ['capsules.murmur.io', 'hooks.murmur.io']) {
+      await eventually(`${name} Established`, async () => {
+        const crd = await client.get<any>(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+        return crd?.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True');
+      });
+    }
+    // Discovery catches up a little after Established.
+    await eventually('capsules listable', async () => (await client.list('/apis/murmur.io/v1alpha1/capsules'), true));
+  })();
+  return crdsReady;
+}
+
+export async function newNamespace(prefix: string): Promise<string> {
+  const name = `${prefix}-${Date.now().toString(36)}${Math.floor(Math.random() * 1296).toString(36)}`;
+  await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  return name;
+}
+
+export async function deleteNamespace(name: string): Promise<void> {
+  await client.delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }).catch(() => {});
+}
+
+/** The examples, with the namespace they name rewritten to `ns`. */
+export function example(file: string, ns: string): string {
+  return readFileSync(join(repoRoot, 'examples', 'k8s', file), 'utf8').replaceAll('capsule://default/', `capsule://${ns}/`);
+}
+
+export async function operator(ns: string[], over: Partial<OperatorConfig> = {}): Promise<Operator> {
+  return startOperator({
+    client,
+    translate: defaultOptions(),
+    namespaces: ns,
+    workers: 4,
+    resyncMs: 0,
+    defaultMetrics: false,
+    log: process.env.OPERATOR_TEST_LOG ? (m) => process.stderr.write(`[op] ${m}\n`) : () => {},
+    ...over,
+  });
+}
+
+export async function getJson<T = any>(path: string): Promise<T | undefined> {
+  return client.get<any>(path) as Promise<T | undefined>;
+}
