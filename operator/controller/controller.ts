@@ -10,7 +10,7 @@ import { collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
 import { covers } from '../reconcile/compare.ts';
 import { computeStatus, sameStatus } from '../reconcile/status.ts';
-import { translate, type Problem, type TranslateResult } from '../translate/index.ts';
+import { PROBLEM_CODES, translate, type Problem, type TranslateResult } from '../translate/index.ts';
 import { peerKeys } from '../translate/network.ts';
 import type { TranslateOptions } from '../translate/options.ts';
 import type { OperatorMetrics } from './metrics.ts';
@@ -266,7 +266,7 @@ export class CapsuleController {
         metadata: { name: '', generateName: `${c.metadata.name}.`, namespace: c.metadata.namespace ?? 'default' },
         involvedObject: { apiVersion: c.apiVersion, kind: 'Capsule', name: c.metadata.name, namespace: c.metadata.namespace, uid: c.metadata.uid, resourceVersion: c.metadata.resourceVersion },
         reason: p.reason,
-        message: p.message,
+        message: `${p.message} [${PROBLEM_CODES[p.reason]}]`,
         type: 'Warning',
         source: { component: FIELD_MANAGER },
         reportingComponent: FIELD_MANAGER,

@@ -31,6 +31,16 @@ export interface TranslateInput {
 
 export type ProblemReason = 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound';
 
+/** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
+export const PROBLEM_CODES: Record<ProblemReason, string> = {
+  MissingSecret: 'E-OP-001',
+  MissingSecretKey: 'E-OP-002',
+  MissingHook: 'E-OP-003',
+  InvalidArtifact: 'E-OP-004',
+  InvalidNetworkAllow: 'E-OP-005',
+  PeerNotFound: 'E-OP-006',
+};
+
 export interface Problem {
   reason: ProblemReason;
   message: string;
