@@ -4,3 +4,4 @@ export { HookBus, readHookOutput, safeBinaryName, DEFAULT_QUEUE_DEPTH, DEFAULT_D
 export { mintMessageId, stripBookkeeping, validateToolPairs, adoptHookMessages } from './messages.ts';
 export { utf8Window, MAX_PAGE } from './imports.ts';
 export type * from './types.ts';
+export { busHookFrom, type HookGrantOptions } from './staged.ts';
