@@ -1,0 +1,148 @@
+/**
+ * Operator benchmark (not a test): N Capsules (default 1000) applied to a real API server → time
+ * until every one is reconciled (all objects applied and status written), the operator's RSS, and
+ * that a steady-state resync writes nothing.
+ *
+ *   node --import tsx bench/operator.ts [--capsules 1000] [--workers 16]
+ *
+ * Uses $KUBECONFIG when set, otherwise starts the test cluster (etcd + kube-apiserver only: no
+ * controller-manager, so the figures are the operator's own work, not ReplicaSets and pods).
+ * The operator runs as a child process (`operator/main.ts`), so its RSS is its own.
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { KubeClient } from '../operator/kube/client.ts';
+import { kubectlPath, repoRoot, startCluster, ensureBinaries, type Cluster } from '../test/cluster/harness.ts';
+import { execFileSync } from 'node:child_process';
+
+const { values } = parseArgs({ options: { capsules: { type: 'string', default: '1000' }, workers: { type: 'string', default: '16' }, resync: { type: 'string', default: '10' } } });
+const N = Number(values.capsules);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function freePort(): Promise<number> {
+  return new Promise((res) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => res(p));
+    });
+  });
+}
+
+function metric(text: string, name: string, label?: string): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (!(rest.startsWith(' ') || rest.startsWith('{'))) continue;
+    if (label && !rest.includes(label)) continue;
+    sum += Number(line.split(' ').pop());
+  }
+  return sum;
+}
+
+async function main(): Promise<void> {
+  let cluster: Cluster | undefined;
+  let kubeconfig = process.env.KUBECONFIG;
+  if (!kubeconfig) {
+    await ensureBinaries();
+    cluster = await startCluster({ withControllerManager: false, withScheduler: false, withKwok: false });
+    kubeconfig = cluster.kubeconfigPath;
+    console.log(`cluster up in ${cluster.startupMs} ms`);
+  }
+  const client = KubeClient.fromFile(kubeconfig);
+  const ns = `bench-${Date.now().toString(36)}`;
+  const port = await freePort();
+  let child: ReturnType<typeof spawn> | undefined;
+  try {
+    execFileSync(kubectlPath(), ['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: 'ignore' });
+    execFileSync(kubectlPath(), ['wait', '--for=condition=Established', 'crd/capsules.murmur.io', 'crd/hooks.murmur.io'], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: 'ignore' });
+    await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'key', namespace: ns }, stringData: { 'api-key': 'x' } });
+
+    child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'operator/main.ts')], {
+      env: { ...process.env, KUBECONFIG: kubeconfig, WATCH_NAMESPACES: ns, LEADER_ELECTION: 'false', HTTP_PORT: String(port), WORKERS: values.workers, RESYNC_SECONDS: values.resync },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const scrape = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    for (;;) {
+      try {
+        if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) break;
+      } catch {
+        /* not up yet */
+      }
+      await sleep(100);
+    }
+    const rssIdle = metric(await scrape(), 'capsule_operator_process_resident_memory_bytes');
+
+    const t0 = Date.now();
+    const names = Array.from({ length: N }, (_, i) => `cap-${i}`);
+    const conc = 32;
+    for (let i = 0; i < names.length; i += conc) {
+      await Promise.all(
+        names.slice(i, i + conc).map((name, j) =>
+          client.create({
+            apiVersion: 'murmur.io/v1alpha1',
+            kind: 'Capsule',
+            metadata: { name, namespace: ns },
+            spec: {
+              artifacts: [{ name: 'drv', runtime: 'driver', version: '1.0.0' }],
+              capabilities: { network: { allow: ['https://api.example.com', `capsule://${ns}/cap-${(i + j + 1) % N}`] } },
+              inference: { driver: { artifact: 'drv' }, model: 'm', apiKeySecretRef: { name: 'key', key: 'api-key' } },
+            },
+          }),
+        ),
+      );
+    }
+    const tCreated = Date.now() - t0;
+    let done = 0;
+    while (done < N) {
+      await sleep(250);
+      const l = await client.list<any>(`/apis/murmur.io/v1alpha1/namespaces/${ns}/capsules`);
+      done = l.items.filter((c) => c.status?.configHash && c.status.observedGeneration === c.metadata.generation).length;
+    }
+    const tAll = Date.now() - t0;
+    const deps = (await client.list(`/apis/apps/v1/namespaces/${ns}/deployments`)).items.length;
+    const nps = (await client.list(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`)).items.length;
+    // Let the watch echoes of our own writes settle, then measure a steady state across resyncs.
+    let m = await scrape();
+    for (;;) {
+      await sleep(2000);
+      const m2 = await scrape();
+      if (metric(m2, 'capsule_operator_writes_total') === metric(m, 'capsule_operator_writes_total') && metric(m2, 'capsule_operator_queue_depth') === 0) {
+        m = m2;
+        break;
+      }
+      m = m2;
+    }
+    const writes0 = metric(m, 'capsule_operator_writes_total');
+    const rec0 = metric(m, 'capsule_operator_reconcile_total');
+    const resyncMs = Number(values.resync) * 1000;
+    await sleep(resyncMs * 2 + 3000);
+    const m3 = await scrape();
+    const rssLoaded = metric(m3, 'capsule_operator_process_resident_memory_bytes');
+    const writes1 = metric(m3, 'capsule_operator_writes_total');
+    const rec1 = metric(m3, 'capsule_operator_reconcile_total');
+    const dur = metric(m3, 'capsule_operator_reconcile_duration_seconds_sum') / Math.max(1, metric(m3, 'capsule_operator_reconcile_duration_seconds_count'));
+    const mb = (b: number) => (b / 2 ** 20).toFixed(1);
+    console.log(`capsules: ${N} (workers ${values.workers})`);
+    console.log(`created in ${tCreated} ms; all reconciled (6 objects + status each) in ${tAll} ms (${((N / tAll) * 1000).toFixed(0)} capsules/s)`);
+    console.log(`objects: ${deps} Deployments, ${nps} NetworkPolicies`);
+    console.log(`writes to converge: ${writes0} (${(writes0 / N).toFixed(2)} per capsule: ${metric(m, 'capsule_operator_writes_total', 'verb="apply"')} apply, ${metric(m, 'capsule_operator_writes_total', 'verb="status"')} status)`);
+    console.log(`steady state: ${rec1 - rec0} reconciles over ${((resyncMs * 2 + 3000) / 1000).toFixed(0)} s of resyncs → ${writes1 - writes0} writes`);
+    console.log(`mean reconcile: ${(dur * 1000).toFixed(2)} ms`);
+    console.log(`operator RSS: ${mb(rssIdle)} MiB idle → ${mb(rssLoaded)} MiB with ${N} capsules (${((rssLoaded - rssIdle) / N / 1024).toFixed(1)} KiB per capsule)`);
+  } finally {
+    child?.kill('SIGTERM');
+    await sleep(500);
+    await client.delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }).catch(() => {});
+    client.close();
+    await cluster?.stop();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
