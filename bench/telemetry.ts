@@ -1,0 +1,101 @@
+/**
+ * Does telemetry slow the agent loop? Five identical capsule sessions (replay driver, echo tool, no
+ * network for inference) run the same long task, interleaved round by round in one process:
+ *
+ *   none        not instrumented
+ *   metrics     instrumentSession with tracing off (metrics only)
+ *   live        tracing to an in-process OTLP/HTTP receiver (http/protobuf)
+ *   dead        tracing to a closed port (every export fails with ECONNREFUSED)
+ *   hanging     tracing to a collector that accepts and never answers in time (30 s delay)
+ *
+ * Per-turn wall time, median over rounds, and the ratio to `none` measured in the same run.
+ * Absolute numbers vary machine to machine; the ratios are what count. Prints numbers, asserts
+ * nothing. `npm run bench telemetry` or `node --import tsx bench/telemetry.ts`.
+ */
+import net from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { ECHO_TOOL } from '../test/loop/kit.ts';
+import { openReplay, toolCall, type ReplayKit } from '../test/loop/replay-kit.ts';
+import { startOtlpReceiver, type OtlpReceiver } from '../test/telemetry/otlp-receiver.ts';
+import { instrumentSession, setupTelemetry, TELEMETRY_OFF, type SessionTelemetry, type Telemetry } from '../runtime/telemetry/index.ts';
+import { fmtMs, median, table } from './stats.ts';
+
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+interface Arm {
+  name: string;
+  kit: ReplayKit;
+  tel?: Telemetry;
+  instr?: SessionTelemetry;
+  perTurn: number[];
+}
+
+export default async function benchTelemetry(turns = Number(process.env.BENCH_TURNS ?? 120), rounds = Number(process.env.BENCH_ROUNDS ?? 7)): Promise<string> {
+  const live: OtlpReceiver = await startOtlpReceiver();
+  const hanging: OtlpReceiver = await startOtlpReceiver();
+  hanging.delayMs = 30_000;
+  const dead = `http://127.0.0.1:${await closedPort()}`;
+  const quiet = { warn: () => {}, env: {} as NodeJS.ProcessEnv };
+  // Short batch delay so exports really happen during the runs (the default is 5 s).
+  const batch = { scheduledDelayMillis: 50 };
+  const specs: { name: string; tel?: () => Telemetry }[] = [
+    { name: 'none' },
+    { name: 'metrics', tel: () => TELEMETRY_OFF },
+    { name: 'live', tel: () => setupTelemetry({ serviceName: 'bench', serviceVersion: '1', endpoint: live.url, batch, current: false, ...quiet }) },
+    { name: 'dead', tel: () => setupTelemetry({ serviceName: 'bench', serviceVersion: '1', endpoint: dead, batch, current: false, ...quiet }) },
+    { name: 'hanging', tel: () => setupTelemetry({ serviceName: 'bench', serviceVersion: '1', endpoint: hanging.url, batch, exportTimeoutMs: 10_000, current: false, ...quiet }) },
+  ];
+  const arms: Arm[] = [];
+  for (const s of specs) {
+    const kit = await openReplay({ name: `bench-${s.name}`, tools: [ECHO_TOOL], responses: [toolCall('echo', { text: 'tick' }, 'same-id')], inferenceExtra: `  max_turns: ${turns}` });
+    const arm: Arm = { name: s.name, kit, perTurn: [] };
+    if (s.tel) {
+      arm.tel = s.tel();
+      arm.instr = instrumentSession(kit.session, { telemetry: arm.tel });
+    }
+    // Warm the components (compile, first instantiation) before timing.
+    await kit.session.runTask({ taskId: 'warm', contextId: 'w', text: 'warm', source: 'task_md' });
+    arms.push(arm);
+  }
+  for (let round = 0; round < rounds; round++) {
+    // Rotate the order each round so no arm always runs first.
+    const order = arms.map((_, i) => arms[(i + round) % arms.length]!);
+    for (const a of order) {
+      const t0 = performance.now();
+      const r = await a.kit.session.runTask({ taskId: `r${round}`, contextId: `c${round}`, text: 'loop', source: 'task_md', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' });
+      a.perTurn.push((performance.now() - t0) / r.turns);
+    }
+  }
+  const base = median(arms[0]!.perTurn);
+  const rows: [string, string, string?][] = arms.map((a) => {
+    const m = median(a.perTurn);
+    return [a.name, fmtMs(m), `×${(m / base).toFixed(3)}  (min ${fmtMs(Math.min(...a.perTurn))}, max ${fmtMs(Math.max(...a.perTurn))})`];
+  });
+  const spansPerRound = turns * 2 + 1; // chat + execute_tool per turn, plus invoke_agent
+  const out = [
+    `telemetry overhead (${turns} turns × ${rounds} rounds per arm, interleaved; ~${spansPerRound} spans per task)`,
+    table([['arm', 'per turn (median)', 'ratio to none'], ...rows]),
+    `  live receiver got ${live.spans.length === 0 ? `${live.requests.length} protobuf request(s)` : `${live.spans.length} spans`}; hanging collector got ${hanging.requests.length} request(s) (none answered)`,
+  ];
+  const t0 = performance.now();
+  await Promise.all(arms.map(async (a) => {
+    await a.kit.close();
+    await a.instr?.shutdown(1000);
+    await a.tel?.shutdown(1000);
+  }));
+  out.push(`  close + bounded telemetry shutdown of all arms (1 s bound): ${fmtMs(performance.now() - t0)}`);
+  await live.close();
+  await hanging.close();
+  return out.join('\n');
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  console.log(await benchTelemetry());
+  process.exit(0);
+}
