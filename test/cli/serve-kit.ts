@@ -1,0 +1,47 @@
+/** Runs `bin/mur serve` as a separate process and hands back its A2A URL. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
+
+export interface Served {
+  url: string;
+  proc: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+export async function serve(capsuleDir: string, o: { registry: string; workRoot: string; env: Record<string, string | undefined>; args?: string[] }): Promise<Served> {
+  const proc = spawn(process.execPath, [join(PROJECT_ROOT, 'bin/mur'), 'serve', capsuleDir, '--a2a-port', '0', '--metrics-port', '0', '--registry', o.registry, '--workdir', o.workRoot, ...(o.args ?? [])], {
+    env: { PATH: process.env.PATH, ...o.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`mur serve did not start:\n${out}`)), 120_000);
+    const check = (): void => {
+      const m = /serving \S+ \S+ at (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    proc.stdout!.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`mur serve exited ${code}:\n${out}`));
+    });
+  });
+  return {
+    url, proc, output: () => out, exited,
+    async stop() {
+      if (proc.exitCode === null) {
+        proc.kill('SIGTERM');
+        await exited;
+      }
+    },
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * Capsules as separate `mur serve` processes on 127.0.0.1: A2A end to end through the agent loop,
+ * peering with delegate-task (allowed and refused), request-input through a real tool component,
+ * and cancel.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ClientFactory } from '@a2a-js/sdk/client';
+import { Role, TaskState } from '@a2a-js/sdk';
+import { readTrace } from '../../runtime/trace/read.ts';
+import { sendMessage, getTask, cancelTask } from '../../runtime/a2a/client.ts';
+import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, openKit, tmp, type ArtifactDef } from '../loop/kit.ts';
+import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';
+import { serve, type Served } from './serve-kit.ts';
+
+const cleanup: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const c of cleanup.reverse()) await c().catch(() => {});
+});
+
+const PROBE_TOOL: ArtifactDef = { component: 'sandbox-probe', name: 'probe', runtime: 'tool', extra: 'input_schema: {type: object}\n' };
+
+async function servedCapsule(o: { name: string; turns: Parameters<typeof startScriptedProvider>[0]; tools?: ArtifactDef[]; extra?: string }): Promise<{ served: Served; provider: ScriptedProvider; workRoot: string }> {
+  const provider = await startScriptedProvider(o.turns);
+  const tools = o.tools ?? [ECHO_TOOL];
+  const registry = await makeRegistry([driverDef('anthropic'), ...tools]);
+  const capsule = tmp(`serve-${o.name}-`);
+  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: o.name, tools: tools.map((t) => t.name), extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n${o.extra ?? ''}` }));
+  const workRoot = tmp('serve-work-');
+  const served = await serve(capsule, { registry, workRoot, env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
+  cleanup.push(() => served.stop(), () => provider.stop());
+  return { served, provider, workRoot };
+}
+
+function traceOf(served: Served): ReturnType<typeof readTrace>['events'] {
+  const m = /session (ses_[0-9a-f]{32})/.exec(served.output());
+  const workdir = /workdir (\S+)/.exec(served.output());
+  void workdir;
+  return m ? readTrace(join(served.proc.spawnargs[served.proc.spawnargs.indexOf('--workdir') + 1]!, m[1]!, 'trace.jsonl')).events : [];
+}
+
+describe('mur serve', () => {
+  it('serves tasks over A2A to the official SDK client: the agent loop runs and the task completes', async () => {
+    const { served } = await servedCapsule({ name: 'solo', turns: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'q' } }] }, { text: 'answer from solo' }] } });
+    const client = await new ClientFactory().createFromUrl(served.url);
+    const res = await client.sendMessage({
+      tenant: '',
+      message: { messageId: 'm1', contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: 'hello solo' }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+      configuration: undefined,
+      metadata: undefined,
+    });
+    const task = res as unknown as { status: { state: number }; artifacts: { name: string; parts: { content: unknown }[] }[] };
+    expect(task.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.artifacts.find((a) => a.name === 'response')?.parts[0]?.content).toEqual({ $case: 'text', value: 'answer from solo' });
+    expect(task.artifacts.some((a) => a.name === 'tool-call')).toBe(true);
+    const ev = traceOf(served);
+    expect(ev.find((e) => e.event_type === 'task_start')).toMatchObject({ source: 'a2a', origin: 'user', trust: 'untrusted' });
+  });
+
+  it('a capsule delegates to a peer in its allowlist (origin peer, trust carried) and is refused one outside it', async () => {
+    const { served: b, provider: providerB } = await servedCapsule({ name: 'peer-b', turns: { turns: [{ text: 'B did the work' }], onExhausted: 'repeat-last' } });
+    const { served: c, provider: providerC } = await servedCapsule({ name: 'peer-c', turns: { turns: [{ text: 'C should never run' }] } });
+    const kit = await openKit({
+      yaml: capsuleYaml({ name: 'caller-a', extra: `capabilities:\n  network:\n    allow: ["${b.url.replace(/\/$/, '')}"]\n` }),
+      artifacts: [driverDef('anthropic'), ECHO_TOOL],
+      script: { turns: [
+        { toolCalls: [{ name: 'delegate-task', input: { peer: b.url, task: 'summarize the news' } }] },
+        { toolCalls: [{ name: 'delegate-task', input: { peer: c.url, task: 'sneak past the allowlist' } }] },
+        { text: 'A is done' },
+      ] },
+    });
+    cleanup.push(() => kit.close());
+    const r = await kit.session.runTask({ taskId: 'a1', contextId: 'ctx-a', text: 'use your peer', source: 'task_md', trust: 'trusted' });
+    expect(r.exit).toBe('completed');
+    const bodies = JSON.stringify(kit.provider.requests.map((q) => q.body));
+    expect(bodies).toContain('B did the work');
+    expect(bodies).toContain(`network policy: '${c.url}' not in capabilities.network.allow`);
+    expect(JSON.stringify(providerB.requests[0]!.body)).toContain('summarize the news');
+    expect(providerC.requests).toHaveLength(0);
+    const bStart = traceOf(b).find((e) => e.event_type === 'task_start');
+    expect(bStart).toMatchObject({ origin: 'peer', trust: 'trusted' });
+  });
+
+  it('request-input from a real tool component: the task goes input-required, the next message/send answers it', async () => {
+    const { served } = await servedCapsule({
+      name: 'asker',
+      tools: [PROBE_TOOL],
+      turns: { turns: [{ toolCalls: [{ name: 'probe', input: { op: 'ask', prompt: 'Which colour?' } }] }, { text: 'got the colour' }] },
+    });
+    const first = await sendMessage({ peerUrl: served.url, text: 'paint it', allow: [served.url], wait: true });
+    expect(first.ok && first.state).toBe('input-required');
+    if (!first.ok) return;
+    expect(first.statusText).toContain('Which colour?');
+    const reply = await sendMessage({ peerUrl: served.url, text: 'blue', taskId: first.taskId, contextId: first.contextId, allow: [served.url], wait: true });
+    expect(reply.ok && reply.state).toBe('completed');
+    const t = await getTask({ peerUrl: served.url, taskId: first.taskId, allow: [served.url] });
+    expect(t.ok && t.state).toBe('completed');
+  });
+
+  it('tasks/cancel during a slow inference call ends the task canceled, and the capsule serves the next task', async () => {
+    const { served } = await servedCapsule({ name: 'slow', turns: { turns: [{ text: 'too late', delayMs: 8_000 }, { text: 'second task fine' }] } });
+    const sent = await sendMessage({ peerUrl: served.url, text: 'take your time', allow: [served.url] });
+    expect(sent.ok).toBe(true);
+    if (!sent.ok) return;
+    await new Promise((r) => setTimeout(r, 1500));
+    const c = await cancelTask({ peerUrl: served.url, taskId: sent.taskId, allow: [served.url] });
+    expect(c.ok && c.state).toBe('canceled');
+    const next = await sendMessage({ peerUrl: served.url, text: 'next', allow: [served.url], wait: true });
+    expect(next.ok && next.state).toBe('completed');
+  });
+});
