@@ -97,9 +97,9 @@ export function capsuleSpecSchema(): Schema {
       version: str('Capsule version (default 0.0.0).', { maxLength: 64, default: '0.0.0' }),
       artifacts: arr('Artifacts the capsule stages.', artifactSchema(), {
         maxItems: 64,
-        'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, y.name == x.name))', message: 'artifact names must be unique', reason: 'FieldValueDuplicate' }],
+        'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, y.name == x.name))', message: 'artifact names must be unique' }],
       }),
-      capabilities: capabilities('What the capsule may do.'),
+      capabilities: capabilities('What the capsule may do.', true),
       inference: inferenceSchema(),
       context: obj('Context window settings.', {
         max_tokens: int('Context window in tokens; enables compaction.', { minimum: 1 }),
@@ -130,7 +130,7 @@ export function capsuleSpecSchema(): Schema {
         }, { required: ['name'] }),
         {
           maxItems: 32,
-          'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, y.name == x.name))', message: 'hook references must be unique', reason: 'FieldValueDuplicate' }],
+          'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, y.name == x.name))', message: 'hook references must be unique' }],
         },
       ),
       replicas: int('Pods running this capsule (default 1).', { minimum: 0, maximum: 100, default: 1 }),

@@ -15,22 +15,31 @@ export const artifactSource = (): Schema =>
 
 export const ARTIFACT_NAME = '^[a-z0-9]([a-z0-9-]{0,98}[a-z0-9])?$';
 
-export const capabilities = (what: string): Schema =>
+/**
+ * A capabilities block. `checkPeers` adds the CEL check of capsule:// entries; it is only on the
+ * capsule-wide block: inside the artifact and hook lists its estimated cost exceeds the budget
+ * (per-artifact entries are still checked by the operator, E-OP-005).
+ */
+export const capabilities = (what: string, checkPeers = false): Schema =>
   obj(`${what} Same block as capabilities in murmur.yaml.`, {
     network: obj('Outgoing network grant.', {
       allow: arr(
         'Destinations the capsule may reach: host, host:port, http(s)://host[:port], or capsule://<namespace>/<name> for another Capsule; IPs and CIDRs (optionally :port) for the network layer. Hostnames are enforced by the runtime; IPs, ports and capsules also become NetworkPolicy egress rules; CIDRs only become NetworkPolicy rules.',
-        str('One destination.', { minLength: 1, maxLength: 512 }),
-        {
-          maxItems: 128,
-          'x-kubernetes-list-type': 'set',
-          'x-kubernetes-validations': [
-            {
-              rule: "self.all(e, !e.startsWith('capsule://') || e.matches('^capsule://[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",
-              message: 'a capsule peer is written capsule://<namespace>/<name>',
-            },
-          ],
-        },
+        str('One destination.', {
+          minLength: 1,
+          maxLength: 512,
+          ...(checkPeers
+            ? {
+                'x-kubernetes-validations': [
+                  {
+                    rule: "!self.startsWith('capsule://') || self.matches('^capsule://[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+                    message: 'a capsule peer is written capsule://<namespace>/<name>',
+                  },
+                ],
+              }
+            : {}),
+        }),
+        { maxItems: 128, 'x-kubernetes-list-type': 'set' },
       ),
     }),
     filesystem: obj('Filesystem grant inside the workdir.', {
