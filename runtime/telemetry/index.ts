@@ -67,7 +67,7 @@ export function instrumentSession(session: CapsuleSession, o: InstrumentOptions 
       });
       owned = telemetry !== TELEMETRY_OFF;
     } catch (e) {
-      process.stderr.write(`telemetry: tracing disabled: ${(e as Error).message}\n`);
+      process.stderr.write(`telemetry: tracing disabled: ${(e as Error).message} [E-OBS-003]\n`);
       telemetry = currentTelemetry();
     }
   }

@@ -138,7 +138,7 @@ export function resolveEndpoint(o: Pick<TelemetryOptions, 'endpoint' | 'headers'
   let protocol: OtlpProtocol = 'http/protobuf';
   let warning: string | undefined;
   if (asked === 'http/json') protocol = 'http/json';
-  else if (asked !== 'http/protobuf') warning = `OTLP protocol '${asked}' is not supported by the capsule runtime; exporting with http/protobuf to ${url}`;
+  else if (asked !== 'http/protobuf') warning = `OTLP protocol '${asked}' is not supported by the capsule runtime; exporting with http/protobuf to ${url} [E-OBS-002]`;
   return { url, headers, protocol, ...(warning ? { warning } : {}) };
 }
 
@@ -190,11 +190,18 @@ function buildTelemetry(o: TelemetryOptions): Telemetry {
   const warn = o.warn ?? ((m: string) => process.stderr.write(`telemetry: ${m}\n`));
   if (resolved?.warning) warn(resolved.warning);
   const timeoutMillis = o.exportTimeoutMs ?? 10_000;
-  const inner: SpanExporter =
-    o.exporter ??
-    (resolved!.protocol === 'http/json'
-      ? new OTLPJsonExporter({ url: resolved!.url, headers: resolved!.headers, timeoutMillis })
-      : new OTLPProtoExporter({ url: resolved!.url, headers: resolved!.headers, timeoutMillis }));
+  let inner: SpanExporter;
+  try {
+    inner =
+      o.exporter ??
+      (resolved!.protocol === 'http/json'
+        ? new OTLPJsonExporter({ url: resolved!.url, headers: resolved!.headers, timeoutMillis })
+        : new OTLPProtoExporter({ url: resolved!.url, headers: resolved!.headers, timeoutMillis }));
+  } catch (e) {
+    // A malformed endpoint (from the environment: the manifest's is validated) turns tracing off.
+    warn(`tracing disabled: ${(e as Error).message} [E-OBS-003]`);
+    return TELEMETRY_OFF;
+  }
   const exporter = new GuardedExporter(inner, warn, o.onExport, resolved?.url ?? 'the span exporter');
   const processor: SpanProcessor = o.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter, o.batch);
   const provider = new BasicTracerProvider({ resource: resourceFromAttributes(resourceAttributes(o)), spanProcessors: [processor] });
@@ -234,7 +241,7 @@ class GuardedExporter implements SpanExporter {
       }
       if (!ok && !this.failing) {
         this.failing = true;
-        this.warn(`exporting ${spans.length} span(s) to ${this.where} failed (${r.error?.message ?? 'unknown error'}); spans are dropped until it recovers, the session goes on`);
+        this.warn(`exporting ${spans.length} span(s) to ${this.where} failed (${r.error?.message ?? 'unknown error'}); spans are dropped until it recovers, the session goes on [E-OBS-001]`);
       } else if (ok && this.failing) {
         this.failing = false;
         this.warn(`exporting to ${this.where} recovered`);

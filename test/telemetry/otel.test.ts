@@ -36,6 +36,13 @@ describe('endpoint resolution', () => {
     expect(r?.warning).toMatch(/grpc.*not supported/);
   });
 
+  it('a malformed endpoint from the environment turns tracing off with a warning, never a throw', () => {
+    const warnings: string[] = [];
+    const t = setupTelemetry({ serviceName: 'x', serviceVersion: '1', env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, warn: (w) => warnings.push(w), current: false });
+    expect(t).toBe(TELEMETRY_OFF);
+    expect(warnings).toEqual([expect.stringMatching(/tracing disabled: .*not a url.*\[E-OBS-003\]$/)]);
+  });
+
   it('header lists and signal URLs', () => {
     expect(parseHeaderList('api-key=abc, x=1=2 ,bad, =nokey')).toEqual({ 'api-key': 'abc', x: '1=2' });
     expect(parseHeaderList(undefined)).toEqual({});
