@@ -1,0 +1,46 @@
+/** Cancellation stops a task at the next safe point: between turns, during a tool call, during inference. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { readTrace } from '../../runtime/trace/read.ts';
+import { SILENT_SINK } from '../../runtime/loop/session.ts';
+import { ECHO_TOOL } from './kit.ts';
+import { endTurn, openReplay, toolCall, type ReplayKit } from './replay-kit.ts';
+
+let kit: ReplayKit | undefined;
+afterEach(async () => {
+  await kit?.close();
+  kit = undefined;
+});
+
+const PROBE = { component: 'sandbox-probe', name: 'probe', runtime: 'tool' as const, extra: 'input_schema: {type: object}\n' };
+
+describe('cancel', () => {
+  it('between turns: the loop stops before the next inference', async () => {
+    kit = await openReplay({ tools: [ECHO_TOOL], responses: [toolCall('echo', { text: 'a' }), endTurn('never reached')] });
+    const ac = new AbortController();
+    const r = await kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'a2a' }, { ...SILENT_SINK, artifact: (a) => a.name === 'tool-call' && ac.abort() }, ac.signal);
+    expect(r.exit).toBe('canceled');
+    expect(r.reason).toMatch(/between turns/);
+    expect(kit.recorder.bodies).toHaveLength(1);
+    expect(readTrace(kit.session.staged.workdir.trace).events.find((e) => e.event_type === 'task_end')).toMatchObject({ exit_status: 'canceled' });
+  });
+
+  it('during a tool call: the running component is stopped and the task ends canceled', async () => {
+    kit = await openReplay({ tools: [PROBE], responses: [toolCall('probe', { op: 'spin' }), endTurn('never')] });
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 2500);
+    const t0 = Date.now();
+    const r = await kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'a2a' }, SILENT_SINK, ac.signal);
+    expect(r.exit).toBe('canceled');
+    expect(r.reason).toMatch(/during tool probe/);
+    // Well before the tool's 600 s deadline.
+    expect(Date.now() - t0).toBeLessThan(60_000);
+  });
+
+  it('during inference: the driver call is stopped and nothing more is sent', async () => {
+    kit = await openReplay({ responses: [endTurn('x')] });
+    const ac = new AbortController();
+    const r = await kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'a2a' }, { ...SILENT_SINK, status: () => ac.abort() }, ac.signal);
+    expect(r.exit).toBe('canceled');
+    expect(r.reason).toMatch(/during inference/);
+  });
+});
