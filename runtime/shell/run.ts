@@ -13,7 +13,8 @@
  * variables stripped (env.ts). A signal death reports exit code 128 + signal number. A timeout
  * kills the process group (SIGKILL) and is data too (`timedOut: true`). An AbortSignal kills it
  * and rejects with the signal's reason. The command runs in its own process group; background
- * processes it leaves holding its output pipes are killed 2 s after it exits (`PIPE_GRACE_MS`).
+ * processes it leaves holding its output pipes are killed once the pipes have been idle for 2 s
+ * after it exited (`PIPE_GRACE_MS`), or 10 s after it exited at the latest (`PIPE_DRAIN_MAX_MS`).
  *
  * Output past 16 KiB is spilled to disk as it arrives (memory stays bounded) and assembled into
  * `logs/shell-<unix-ms>[-k].log` under the workdir: a header line with the command and exit code,
@@ -32,8 +33,10 @@ import { shellEventIdentity, type ShellIdentity } from './identity.ts';
 import { assertShellAllowed } from './resolve.ts';
 
 export const SHELL_OUTPUT_LIMIT = 16 * 1024;
-/** How long output pipes are still read after the process exited (background children). */
+/** After the process exited, its pipes are read until they have been idle this long (background children). */
 export const PIPE_GRACE_MS = 2000;
+/** ...but never longer than this after the exit (a background process that keeps printing). */
+export const PIPE_DRAIN_MAX_MS = 10_000;
 
 function killGroup(child: ReturnType<typeof spawn>): void {
   if (child.pid === undefined) return;
@@ -166,8 +169,12 @@ export async function runShell(opts: RunShellOptions): Promise<ShellResult> {
     for (const b of c.head) c.spill.write(b);
   };
   const pending: Promise<void>[] = [];
+  let spilling = 0;
+  let lastData = performance.now();
   const onData = (c: Capture) => (chunk: Buffer) => {
+    lastData = performance.now();
     c.total += chunk.length;
+    if (ioError !== undefined) return; // the call fails anyway; stop holding output
     if (c.spill) {
       c.spill.write(chunk);
       return;
@@ -178,12 +185,17 @@ export async function runShell(opts: RunShellOptions): Promise<ShellResult> {
       c.spillPath = 'pending';
       const stream = c === caps[0] ? child.stdout : child.stderr;
       stream?.pause();
+      spilling++;
       pending.push(
         spillTo(c)
           .catch((e) => {
             ioError ??= e;
           })
-          .finally(() => stream?.resume()),
+          .finally(() => {
+            spilling--;
+            lastData = performance.now();
+            stream?.resume();
+          }),
       );
     }
   };
@@ -206,16 +218,39 @@ export async function runShell(opts: RunShellOptions): Promise<ShellResult> {
     exit = await new Promise((resolve, reject) => {
       child.once('error', (e) => reject(spawnError(identity, e)));
       child.once('exit', (code, signal) => {
-        // A background process the command left behind may keep the pipes open: wait for them a
-        // short grace period after the exit, then kill what is left of the group and stop reading.
-        const grace = setTimeout(() => {
-          killGroup(child);
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-          resolve({ code, signal });
-        }, PIPE_GRACE_MS);
+        // A background process the command left behind may keep the pipes open. Once the pipes
+        // have been idle for PIPE_GRACE_MS after the exit (and no spill is being set up), kill what
+        // is left of the group and stop reading. The final check runs after a poll phase
+        // (setImmediate), so output already sitting in a pipe is read first even if the event
+        // loop was blocked for longer than the grace period.
+        let closed = false;
+        let grace: NodeJS.Timeout | undefined;
+        const exitedAt = performance.now();
+        const idle = () =>
+          (spilling === 0 && performance.now() - lastData >= PIPE_GRACE_MS) || performance.now() - exitedAt >= PIPE_DRAIN_MAX_MS;
+        const check = () => {
+          if (closed) return;
+          if (!idle()) {
+            grace = setTimeout(check, PIPE_GRACE_MS);
+            return;
+          }
+          setImmediate(() => {
+            if (closed) return;
+            if (!idle()) {
+              grace = setTimeout(check, PIPE_GRACE_MS);
+              return;
+            }
+            closed = true;
+            killGroup(child);
+            child.stdout?.destroy();
+            child.stderr?.destroy();
+            resolve({ code, signal });
+          });
+        };
+        grace = setTimeout(check, PIPE_GRACE_MS);
         child.once('close', () => {
-          clearTimeout(grace);
+          closed = true;
+          if (grace) clearTimeout(grace);
           resolve({ code, signal });
         });
       });

@@ -175,6 +175,11 @@ describe('shell tool: results', () => {
     expect(Date.now() - t0).toBeLessThan(3000);
   });
 
+  it('output a background child writes shortly after the exit is still read', async () => {
+    const r = await run('sh', ['-c', '(sleep 0.5; echo late) & echo early']);
+    expect(r.stdout).toBe('early\nlate\n');
+  });
+
   it('a background child holding the pipes does not hold the call past a short grace', async () => {
     const t0 = Date.now();
     const r = await run('sh', ['-c', 'sleep 30 & echo started']);
