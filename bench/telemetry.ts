@@ -17,8 +17,55 @@ import { pathToFileURL } from 'node:url';
 import { ECHO_TOOL } from '../test/loop/kit.ts';
 import { openReplay, toolCall, type ReplayKit } from '../test/loop/replay-kit.ts';
 import { startOtlpReceiver, type OtlpReceiver } from '../test/telemetry/otlp-receiver.ts';
-import { instrumentSession, setupTelemetry, TELEMETRY_OFF, type SessionTelemetry, type Telemetry } from '../runtime/telemetry/index.ts';
-import { fmtMs, median, table } from './stats.ts';
+import { attachMetrics, attachSpans, instrumentSession, RuntimeMetrics, setupTelemetry, startChatSpan, startToolSpan, TELEMETRY_OFF, type SessionTelemetry, type Telemetry } from '../runtime/telemetry/index.ts';
+import { TraceWriter } from '../runtime/trace/writer.ts';
+import { fmtMs, median, table, timeIt } from './stats.ts';
+
+/**
+ * The telemetry's own CPU cost per agent turn, without components: the events of one turn (chat
+ * span + inference event, tool span + tool_call event) written through a TraceWriter to /dev/null.
+ */
+async function perTurnCost(endpoint: string, dead: string): Promise<[string, string, string?][]> {
+  const turn = (w: TraceWriter, i: number): void => {
+    startChatSpan(w, { model: 'm', turn: i });
+    w.write('inference', { turn: i, input_tokens: 1200, output_tokens: 40, decision: 'tool_call', model: 'm', duration_ms: 3, stop_reason: 'tool_call', reported_usage: { input_tokens: 1100, output_tokens: 40, cached_tokens: 900 } });
+    const t = startToolSpan(w, { name: 'echo', callId: `c${i}`, turn: i });
+    w.write('tool_call', { turn: i, tool_name: 'echo', input: { text: 'x' }, input_bytes: 12, output_bytes: 30, duration_ms: 1, status: 'ok' });
+    t.end({ status: 'ok', kind: 'wasm' });
+  };
+  const arms: [string, ((w: TraceWriter) => Telemetry | undefined) | undefined][] = [
+    ['none', undefined],
+    ['metrics', () => undefined],
+    ['spans off + metrics', () => TELEMETRY_OFF],
+    ['live', () => setupTelemetry({ serviceName: 'b', serviceVersion: '1', endpoint, current: false, env: {}, warn: () => {}, batch: { scheduledDelayMillis: 50 } })],
+    ['dead', () => setupTelemetry({ serviceName: 'b', serviceVersion: '1', endpoint: dead, current: false, env: {}, warn: () => {}, batch: { scheduledDelayMillis: 50 } })],
+  ];
+  const rows: [string, string, string?][] = [];
+  let base = 0;
+  for (const [name, make] of arms) {
+    const w = new TraceWriter('/dev/null', 'bench');
+    let tel: Telemetry | undefined;
+    const off: (() => void)[] = [];
+    if (make) {
+      tel = make(w);
+      off.push(attachMetrics(w, { capsule: 'b', provider: 'anthropic' }, new RuntimeMetrics()));
+      if (tel) off.push(attachSpans(w, { capsule: 'b', version: '1', provider: 'anthropic', telemetry: tel }));
+    }
+    w.write('task_start', { task_id: 't', context_id: 'c', source: 'task_md' });
+    let i = 0;
+    // 200 turns per sample, so a sample's time is well above the timer's resolution.
+    const xs = await timeIt(50, () => {
+      for (let k = 0; k < 200; k++) turn(w, i++);
+    }, 20);
+    w.write('task_end', { task_id: 't', exit_status: 'ok' });
+    for (const f of off) f();
+    await tel?.shutdown(500);
+    const per = median(xs) / 200;
+    if (name === 'none') base = per;
+    rows.push([name, fmtMs(per), name === 'none' ? 'trace lines only' : `+${fmtMs(Math.max(0, per - base))} per turn`]);
+  }
+  return rows;
+}
 
 async function closedPort(): Promise<number> {
   const s = net.createServer();
@@ -83,6 +130,7 @@ export default async function benchTelemetry(turns = Number(process.env.BENCH_TU
     table([['arm', 'per turn (median)', 'ratio to none'], ...rows]),
     `  live receiver got ${live.spans.length === 0 ? `${live.requests.length} protobuf request(s)` : `${live.spans.length} spans`}; hanging collector got ${hanging.requests.length} request(s) (none answered)`,
   ];
+  out.push('', 'telemetry CPU per turn, no components (2 trace events, a chat and a tool span per turn)', table([['arm', 'per turn (median)'], ...(await perTurnCost(live.url, dead))]));
   const t0 = performance.now();
   await Promise.all(arms.map(async (a) => {
     await a.kit.close();
