@@ -12,6 +12,10 @@
 # Needs only Go (>= 1.26) and the module proxy. Exit codes: 0 ok, 2 Go missing, other = build error.
 set -euo pipefail
 
+# Everything is inside main() so bash parses the whole file before running it (safe against edits
+# of this file during a long build).
+main() {
+
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BIN="${CLUSTER_BIN_DIR:-$ROOT/.cache/cluster/bin}"
@@ -120,3 +124,6 @@ for b in "${ALL_BINS[@]}" kwok-stages.yaml; do mv -f "$TMP/$b" "$BIN/$b"; done
 } >"$BIN/.stamp"
 log "done: ${ALL_BINS[*]} in $BIN"
 log "total time $(elapsed)"
+}
+
+main "$@"
