@@ -121,7 +121,7 @@ describe('reconcile on a real API server', () => {
         const x = await get(capsulePath('researcher'));
         return condition(x, 'Ready')?.status === 'True' ? (x as Capsule) : undefined;
       },
-      90_000,
+      100_000,
     );
     expect(c.status?.readyReplicas).toBe(2);
     expect(condition(c, 'Progressing')).toMatchObject({ status: 'False', reason: 'RolloutComplete' });
@@ -129,7 +129,7 @@ describe('reconcile on a real API server', () => {
     const out = await kubectl(['get', 'cap', '-n', ns]);
     expect(out.stdout).toMatch(/NAME\s+READY\s+MODEL\s+REPLICAS\s+AVAILABLE\s+AGE/);
     expect(out.stdout).toMatch(/researcher\s+True\s+claude-sonnet-4-5\s+2\s+2/);
-  });
+  }, 120_000);
 
   it('steady state: resyncs write nothing', async () => {
     await eventually('quiet', async () => {
@@ -238,8 +238,11 @@ spec: { artifact: { name: later-hook, version: 1.0.0 } }
   });
 
   it('repairs drift on fields it owns', async () => {
-    await kubectl(['patch', 'service', 'orphan', '-n', ns, '--type', 'json', '-p', '[{"op":"replace","path":"/spec/ports/0/port","value":1234}]']);
-    await eventually('port restored', async () => (await get(`/api/v1/namespaces/${ns}/services/orphan`)).spec.ports[0].port === 8080);
+    await kubectl(['scale', 'deployment', 'orphan', '-n', ns, '--replicas=4']);
+    await kubectl(['annotate', 'networkpolicy', 'orphan-egress', '-n', ns, 'x=y']);
+    await kubectl(['patch', 'networkpolicy', 'orphan-egress', '-n', ns, '--type', 'merge', '-p', '{"spec":{"policyTypes":["Ingress","Egress"]}}']);
+    await eventually('replicas restored', async () => (await deployment('orphan')).spec.replicas === 1);
+    await eventually('policy restored', async () => (await get(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/orphan-egress`)).spec.policyTypes.join() === 'Egress');
   });
 
   it('deleting a Capsule removes everything it owned', async () => {

@@ -20,7 +20,7 @@ beforeAll(async () => {
   ns = await newNamespace('op-resilience');
 });
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.pid) process.kill(c.pid, 'SIGKILL');
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const o of ops) await o.stop();
   await deleteNamespace(ns);
 });
