@@ -67,9 +67,14 @@ mkdir -p "$BIN"
 # Serialise concurrent builds (two test runs starting at once).
 exec 9>"$BIN/.lock"
 if command -v flock >/dev/null 2>&1; then
-  flock 9
+  if ! flock -n 9; then
+    log "another build is running; waiting for it ..."
+    flock 9
+    log "waited $(elapsed) for the other build"
+  fi
   if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then log "built by a concurrent run; up to date"; exit 0; fi
 fi
+START=$(date +%s)
 
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:-} -mod=readonly -trimpath -buildvcs=false -p=${GO_BUILD_PARALLELISM:-$(nproc 2>/dev/null || echo 2)}"
