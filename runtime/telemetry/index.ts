@@ -46,6 +46,9 @@ export interface SessionTelemetry {
  * from its trace events. Never throws on a telemetry problem: a bad collector only costs spans.
  */
 export function instrumentSession(session: CapsuleSession, o: InstrumentOptions = {}): SessionTelemetry {
+  // Twice on one session would count every event twice: the first instrumentation stands.
+  const already = instrumented.get(session);
+  if (already) return already;
   const m = session.staged.manifest;
   const provider = providerFromDriver(session.staged.driver?.name ?? m.inference?.driver.artifact);
   let owned = false;
@@ -75,10 +78,11 @@ export function instrumentSession(session: CapsuleSession, o: InstrumentOptions 
   const detachMetrics = o.metrics === false ? () => {} : attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider }, o.metrics ?? runtimeMetrics());
   if (session.hooks !== NO_HOOKS) instrumentHookPort(session.hooks, session.trace);
   let done: Promise<void> | undefined;
-  return {
+  const handle: SessionTelemetry = {
     telemetry,
     shutdown(timeoutMs?: number) {
       done ??= (async () => {
+        instrumented.delete(session);
         detachSpans();
         detachMetrics();
         if (owned) await telemetry.shutdown(timeoutMs);
@@ -86,4 +90,8 @@ export function instrumentSession(session: CapsuleSession, o: InstrumentOptions 
       return done;
     },
   };
+  instrumented.set(session, handle);
+  return handle;
 }
+
+const instrumented = new WeakMap<CapsuleSession, SessionTelemetry>();

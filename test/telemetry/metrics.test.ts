@@ -62,6 +62,7 @@ describe('/metrics after a scripted session', () => {
         },
       });
       tel = instrumentSession(kit.session, { telemetry: false });
+      expect(instrumentSession(kit.session)).toBe(tel); // a second call changes nothing
       const r = await kit.session.runTask({ taskId: 'task-7d1c', contextId: 'ctx-metrics-91b', text: 'go', source: 'task_md' });
       expect(r.exit).toBe('completed');
       const { contentType, text, x } = await scrape();
