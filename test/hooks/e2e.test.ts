@@ -1,0 +1,209 @@
+/**
+ * Hooks end to end through real sessions: staging (stage → open, the path `mur run` takes), the real
+ * agent loop, a real driver component talking HTTP to the scripted provider, real hook components.
+ */
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { publish } from '../../runtime/registry/registry.ts';
+import { openSession, stage } from '../../runtime/loop/open.ts';
+import { SILENT_SINK } from '../../runtime/loop/session.ts';
+import { readTrace } from '../../runtime/trace/read.ts';
+import { startScriptedProvider, type Script } from '../provider/scripted-provider.ts';
+import { API_KEY, ECHO_TOOL, driverDef, makeRegistry, openKit, tmp, type ArtifactDef, type Kit } from '../loop/kit.ts';
+import { variantFixture } from './fixtures.ts';
+
+let kit: Kit | undefined;
+afterEach(async () => {
+  await kit?.close();
+  kit = undefined;
+});
+
+interface HookDef {
+  name: string;
+  /** Hook contract lines for the artifact's own murmur.yaml. */
+  contract?: string;
+  script: Record<string, unknown>;
+  caps?: Record<string, unknown>;
+}
+
+function hookArtifact(h: HookDef): ArtifactDef {
+  return { component: 'hook-script', name: h.name, runtime: 'hook', extra: h.contract ?? '' };
+}
+
+function yaml(hooks: HookDef[], extra = ''): string {
+  return [
+    'name: hook-capsule',
+    'version: 1.0.0',
+    'artifacts:',
+    '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
+    '  - {name: echo, version: 1.0.0, runtime: tool}',
+    ...hooks.map((h) => `  - {name: ${h.name}, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: h.script })}${h.caps ? `, capabilities: ${JSON.stringify(h.caps)}` : ''}}`),
+    'inference:',
+    '  driver: {artifact: driver-anthropic}',
+    '  model: claude-test',
+    extra,
+  ].join('\n');
+}
+
+async function open(hooks: HookDef[], script: Script, extra = ''): Promise<Kit> {
+  kit = await openKit({ yaml: yaml(hooks, extra), artifacts: [driverDef('anthropic'), ECHO_TOOL, ...hooks.map(hookArtifact)], script });
+  return kit;
+}
+
+const events = (k: Kit, type?: string) => readTrace(k.session.staged.workdir.trace).events.filter((e) => type === undefined || e.event_type === type);
+const hookLog = (k: Kit, name: string) => {
+  const f = join(k.session.staged.workdir.dir, 'logs', `hook-${name}.log`);
+  return existsSync(f) ? readFileSync(f, 'utf8') : '';
+};
+const recs = (k: Kit, name: string) => hookLog(k, name).split('\n').filter((l) => l.startsWith('{"rec"')).map((l) => JSON.parse(l) as { rec: string; n: number; ev: Record<string, unknown> });
+const bodies = (k: Kit) => k.provider.requests.map((r) => JSON.stringify(r.body));
+
+/** A window the first turn already fills past the threshold. */
+const SMALL_WINDOW = 'context:\n  max_tokens: 60\n';
+
+const TOOL_THEN_DONE: Script = { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }] }, { text: 'done' }] };
+const TASK = { taskId: 't1', contextId: 'ctx-1', text: 'please echo hi', source: 'task_md' as const };
+
+describe('policy hooks in a session', () => {
+  it('deny: the call is not made, the agent reads the refusal, call_denied is traced and no tool_call', async () => {
+    const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { record: true, ret: { tag: 'deny', val: 'echo is not allowed today' } }, 'on-tool-call:observe': { record: true } } }], TOOL_THEN_DONE);
+    const r = await k.session.runTask(TASK);
+    expect(r.exit).toBe('completed');
+    expect(events(k, 'call_denied')).toEqual([expect.objectContaining({ hook: 'guard', reason: 'echo is not allowed today', tool_name: 'echo', kind: 'tool' })]);
+    expect(events(k, 'tool_call')).toEqual([]);
+    const second = bodies(k)[1]!;
+    expect(second).toContain("Refused by policy hook 'guard': echo is not allowed today");
+    expect(second).toContain('Retrying the same call unchanged will be refused again');
+    // The hook saw the exact input JSON before the call; nothing ran, so no observation followed.
+    const seen = recs(k, 'guard');
+    expect(seen.map((x) => x.rec)).toEqual(['on-tool-call:decision']);
+    expect(JSON.parse(seen[0]!.ev.input as string)).toEqual({ text: 'hi' });
+  });
+
+  it('fail-closed: a policy hook that traps refuses the call and the session goes on', async () => {
+    const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { trap: true } } }], TOOL_THEN_DONE);
+    const r = await k.session.runTask(TASK);
+    expect(r.exit).toBe('completed');
+    expect(events(k, 'call_denied')[0]).toMatchObject({ hook: 'guard', fail_closed: true });
+    expect(events(k, 'tool_call')).toEqual([]);
+    expect(bodies(k)[1]).toMatch(/policy hook 'guard' crashed/);
+  });
+
+  it('a clean none lets the call run; the policy hook then observes it', async () => {
+    const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { record: true }, 'on-tool-call:observe': { record: true } } }], TOOL_THEN_DONE);
+    await k.session.runTask(TASK);
+    expect(events(k, 'tool_call')).toHaveLength(1);
+    expect(recs(k, 'guard').map((x) => x.rec)).toEqual(['on-tool-call:decision', 'on-tool-call:observe']);
+    expect(recs(k, 'guard')[1]!.ev.outcome).toMatchObject({ status: 'ok' });
+  });
+});
+
+describe('the lifecycle in a session', () => {
+  it('an unbound async observer sees every session event once, in order, with one session id; drained at close', async () => {
+    const k = await open([{ name: 'watch', contract: 'execution_mode: async\n', script: { '*': { record: true } } }], TOOL_THEN_DONE);
+    await k.session.runTask(TASK);
+    const sid = k.session.sessionId;
+    await k.close();
+    kit = undefined;
+    const seen = recs(k, 'watch');
+    expect(seen.map((x) => x.rec)).toEqual(['on-session-start', 'on-task-start', 'on-inference', 'on-tool-call', 'on-inference', 'on-task-end', 'on-session-end']);
+    expect(seen[0]!.ev.sessionId).toBe(sid);
+    expect(sid).toMatch(/^ses_[0-9a-f]{32}$/);
+    expect(seen[3]!.ev.outcome).toBeDefined();
+    expect(seen[1]!.ev).toMatchObject({ taskId: 't1', contextId: 'ctx-1', source: 'task_md', contextWindow: 0, budgetTokens: 0, priorTokens: 0 });
+  });
+
+  it('on-inference artifacts stream to the task as artifacts', async () => {
+    const k = await open([{ name: 'notes', contract: 'binding: on-inference\n', script: { 'on-inference': { ret: { tag: 'artifact', val: '{"turn":"$n"}' } } } }], { turns: [{ text: 'hello' }] });
+    const got: unknown[] = [];
+    await k.session.runTask(TASK, { ...SILENT_SINK, artifact: (a) => got.push(a) });
+    expect(got).toEqual([expect.objectContaining({ data: { turn: '1' } })]);
+  });
+
+  it('seed-context: messages at the head of the first request, ids and source-id never sent; context_seed traced', async () => {
+    const seed = [{ role: 'user', content: 'Earlier you learned: the build uses make.', sourceId: 'memory:7', id: 'hook-own-id' }, { role: 'assistant', content: 'Noted.' }];
+    const k = await open([{ name: 'memory', contract: 'binding: on-task-start\ncommit_policy: seed-context\n', script: { 'on-task-start': { ret: { tag: 'seed-context', val: seed } } } }], { turns: [{ text: 'ok' }] }, 'context:\n  max_tokens: 2000\n  seed_budget: 0.1');
+    await k.session.runTask(TASK);
+    const first = k.provider.requests[0]!.body as { messages: Array<{ role: string; content: unknown }> };
+    expect(JSON.stringify(first.messages[0])).toContain('Earlier you learned: the build uses make.');
+    expect(first.messages[1]!.role).toBe('assistant');
+    expect(JSON.stringify(first.messages[2])).toContain('please echo hi');
+    const bytes = bodies(k)[0]!;
+    expect(bytes).not.toContain('memory:7');
+    expect(bytes).not.toContain('hook-own-id');
+    expect(bytes).not.toMatch(/msg_[0-9a-f]{8}-/);
+    expect(events(k, 'context_seed')[0]).toMatchObject({ hook: 'memory', outcome: 'committed', budget_tokens: 200 });
+  });
+
+  it('reopen-task: the task re-runs with the feedback; the hook reads the task text through task-io', async () => {
+    const k = await open([{
+      name: 'review', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', caps: { task_io: { read: true } },
+      script: { 'on-task-end': [{ ret: { tag: 'reopen-task', val: 'say it louder' } }, { ops: [{ op: 'read-input', form: 'as-given' }, { op: 'read-input', form: 'original' }, { op: 'read-output' }], record: true }] },
+    }], { turns: [{ text: 'hi' }, { text: 'HI' }] });
+    const r = await k.session.runTask(TASK);
+    expect(r).toMatchObject({ exit: 'completed', text: 'HI', reopens: 1 });
+    expect(events(k, 'task_reopened')[0]).toMatchObject({ hook_name: 'review', reason: 'say it louder', reopen_number: 1 });
+    expect(bodies(k)[1]).toContain('# Reopen feedback');
+    expect(bodies(k)[1]).toContain('review: say it louder');
+    // At the second on-task-end the hook read the task through murmur:task-io/read.
+    const ops = recs(k, 'review').find((x) => x.rec === 'on-task-end:ops') as unknown as { ops: Array<{ ok?: string }> };
+    expect(ops.ops[0]!.ok).toContain('please echo hi');
+    expect(ops.ops[0]!.ok).toContain('# Reopen feedback');
+    expect(ops.ops[1]).toEqual({ ok: 'please echo hi' });
+    expect(ops.ops[2]).toEqual({ ok: 'HI' });
+  });
+
+  it('compaction: the hook summarizes through run-inference (the capsule driver), the history is replaced', async () => {
+    const k = await open(
+      [{ name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { compact: { sourceId: 'compaction:1' } } } }],
+      { turns: [{ text: 'a long answer' }, { text: 'SUMMARY OF EVERYTHING' }] },
+      SMALL_WINDOW,
+    );
+    const r = await k.session.runTask(TASK);
+    expect(r.exit, r.reason).toBe('completed');
+    const ev = events(k);
+    // The hook's completion went through the capsule's driver to the provider, with the manifest model.
+    expect(ev.find((e) => e.event_type === 'inference' && e.origin === 'hook:squash')).toMatchObject({ model: 'claude-test' });
+    expect(bodies(k)[1]).toContain('please echo hi');
+    expect(ev.find((e) => e.event_type === 'compaction')).toMatchObject({ hook: 'squash', messages_after: 1 });
+  });
+
+  it('compaction: a hook error ends the task failed', async () => {
+    const k = await open(
+      [{ name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { err: 'no summary' } } }],
+      { turns: [{ text: 'big answer' }] },
+      SMALL_WINDOW,
+    );
+    const r = await k.session.runTask(TASK);
+    expect(r.exit).toBe('failed');
+    expect(r.reason).toMatch(/compaction hook squash failed: compaction hook 'squash' returned err: no summary/);
+    expect(events(k, 'hook_dispatch_error')[0]).toMatchObject({ hook_name: 'squash', event: 'on-compaction', arm: 'error' });
+  });
+
+  it('on-stage writes tool manifests into the workdir while staging', async () => {
+    const k = await open([{ name: 'enrich', contract: 'binding: on-stage\ncommit_policy: write-manifests\n', script: { 'on-stage': { ret: { tag: 'write-manifests', val: [{ binaryName: 'jq', content: 'name: jq\n' }] } } } }], { turns: [{ text: 'ok' }] });
+    expect(readFileSync(join(k.session.staged.workdir.dir, 'tools', 'jq', 'murmur.yaml'), 'utf8')).toBe('name: jq\n');
+  });
+});
+
+describe('load failures surface at session open', () => {
+  it('a hook missing a required export stops the session from opening, naming it', async () => {
+    const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
+    const src = tmp('art-half-');
+    writeFileSync(join(src, 'murmur.yaml'), 'name: half\nversion: 1.0.0\nruntime: hook\ndescription: A broken hook.\n');
+    writeFileSync(join(src, 'component.wasm'), readFileSync(await variantFixture('hook-missing-export')));
+    publish(registry, src);
+    const capsuleDir = tmp('capsule-');
+    writeFileSync(join(capsuleDir, 'murmur.yaml'), yaml([]).replace('artifacts:\n', 'artifacts:\n  - {name: half, version: 1.0.0, runtime: hook}\n'));
+    const provider = await startScriptedProvider({ turns: [] });
+    try {
+      const hostEnv = { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY };
+      const staged = await stage({ capsuleDir, registryDir: registry, workRoot: tmp('work-'), hostEnv });
+      const e = await openSession(staged, { hostEnv }).catch((x: unknown) => x);
+      expect(e).toMatchObject({ code: 'E-HOOK-002', message: "hook 'half': component is missing the required export 'on-inference'" });
+    } finally {
+      await provider.stop();
+    }
+  });
+});
