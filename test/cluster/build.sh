@@ -5,8 +5,8 @@
 #   kwok                                                                    (test/cluster/go/kwok)
 # into <repo>/.cache/cluster/bin (override with CLUSTER_BIN_DIR).
 #
-# Idempotent: the pinned versions and the hash of the wrapper modules' go.mod/go.sum are written to
-# <bin>/.stamp after a successful build. When the stamp matches and every binary exists, the script
+# Idempotent: the pinned versions and a hash of this script and of the wrapper modules' go.mod/go.sum
+# are written to <bin>/.stamp after a successful build (so editing this script means a relink, ~1 min). When the stamp matches and every binary exists, the script
 # does nothing and exits 0 (without even needing Go). FORCE=1 rebuilds anyway.
 #
 # Needs only Go (>= 1.26) and the module proxy. Exit codes: 0 ok, 2 Go missing, other = build error.
