@@ -396,7 +396,7 @@ class Scope {
             [CAPSULE.SHELL_TRUNCATED]: e.truncated === true ? true : undefined,
             [CAPSULE.TURN]: num(e.turn),
           }),
-        }, this.parent());
+        }, this.openToolCtx() ?? this.parent());
         span.end(e.timestamp);
         return;
       }
@@ -412,7 +412,8 @@ class Scope {
             [GEN_AI.TOOL_NAME]: subject,
             [CAPSULE.TURN]: num(e.turn),
           }),
-        }, this.parent());
+          // Under the refused tool call itself (a sibling of the dispatch that decided it).
+        }, this.openToolCtx() ?? this.parent());
         span.end();
         return;
       }
@@ -457,6 +458,11 @@ class Scope {
 
   openTool(): Span | undefined {
     for (let i = this.stack.length - 1; i >= 0; i--) if (this.stack[i]!.kind === 'tool') return this.stack[i]!.span;
+    return undefined;
+  }
+
+  openToolCtx(): Context | undefined {
+    for (let i = this.stack.length - 1; i >= 0; i--) if (this.stack[i]!.kind === 'tool') return this.stack[i]!.ctx;
     return undefined;
   }
 }
