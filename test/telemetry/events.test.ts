@@ -11,7 +11,7 @@ import { TraceWriter } from '../../runtime/trace/writer.ts';
 import { NO_HOOKS, type HookPort } from '../../runtime/loop/hook-port.ts';
 import {
   InMemorySpanExporter, RuntimeMetrics, attachMetrics, attachSpans, instrumentHookPort, setupTelemetry,
-  startCompactionSpan, startChatSpan, startHookSpan, startToolSpan, currentToolTraceparent, type Telemetry, type ReadableSpan,
+  startCompactionSpan, startChatSpan, startHookSpan, startToolSpan, currentToolTraceparent, TELEMETRY_OFF, type Telemetry, type ReadableSpan,
 } from '../../runtime/telemetry/index.ts';
 import { parseExposition } from './prom-text.ts';
 
@@ -183,6 +183,19 @@ describe('hook dispatch spans', () => {
     expect(parentOf(named('hook guard')[0]!)).toBe(id(decision));
     expect(taskEnd.attributes['capsule.hook.outcome']).toBe('reopen-task');
     expect(sessionEnd.status).toMatchObject({ code: 2, message: 'hook crashed' });
+  });
+
+  it('tracing off: an incoming traceparent still passes through to peers; none is made up', () => {
+    const w = new TraceWriter(join(mkdtempSync(join(tmpdir(), 'tel-ev-')), 'trace.jsonl'), 'sess-3');
+    const off = attachSpans(w, { capsule: 'off', version: '1', provider: 'openai', telemetry: TELEMETRY_OFF });
+    w.write('task_start', { task_id: 't1', context_id: 'c1', traceparent_from_caller: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+    const t = startToolSpan(w, { name: 'delegate-task' });
+    expect(t.traceparent).toBe('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+    t.end({ status: 'ok' });
+    w.write('task_end', { task_id: 't1', exit_status: 'ok' });
+    w.write('task_start', { task_id: 't2', context_id: 'c2' });
+    expect(startToolSpan(w, { name: 'delegate-task' }).traceparent).toBeUndefined();
+    off();
   });
 
   it('without attachSpans every span call is a no-op', () => {
