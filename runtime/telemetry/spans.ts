@@ -487,7 +487,7 @@ export function attachSpans(traceWriter: TraceWriter, info: SpanInfo): () => voi
 // ---- calls made from runtime/loop ---------------------------------------------------------------
 
 /** Opens the `chat <model>` span of one inference turn; the turn's `inference` event ends it. */
-export function startChatSpan(traceWriter: TraceWriter, o: { model?: string; turn?: number; maxTokens?: number }): void {
+function startChatSpanUnguarded(traceWriter: TraceWriter, o: { model?: string; turn?: number; maxTokens?: number }): void {
   scopes.get(traceWriter)?.startChat(o);
 }
 
@@ -500,7 +500,7 @@ export interface ToolSpan {
 const NOOP_TOOL_SPAN: ToolSpan = { traceparent: undefined, end: () => {} };
 
 /** Opens `execute_tool <name>` under the task span; end it with the dispatch outcome. */
-export function startToolSpan(traceWriter: TraceWriter, o: { name: string; callId?: string; turn?: number; known?: boolean }): ToolSpan {
+function startToolSpanUnguarded(traceWriter: TraceWriter, o: { name: string; callId?: string; turn?: number; known?: boolean }): ToolSpan {
   const s = scopes.get(traceWriter);
   if (!s) return NOOP_TOOL_SPAN;
   const name = truncate(o.name, 64) ?? '';
@@ -549,7 +549,7 @@ const NOOP_COMPACTION_SPAN: CompactionSpan = { end: () => {} };
  * `replaced` outcome stays open until the `compaction` / `compaction_refused` event that follows
  * it synchronously (so tokens_after lands on the span), closed at the latest on the next microtask.
  */
-export function startCompactionSpan(traceWriter: TraceWriter, o: { turn?: number; tokensBefore?: number; threshold?: number }): CompactionSpan {
+function startCompactionSpanUnguarded(traceWriter: TraceWriter, o: { turn?: number; tokensBefore?: number; threshold?: number }): CompactionSpan {
   const s = scopes.get(traceWriter);
   if (!s) return NOOP_COMPACTION_SPAN;
   s.finishCompaction();
@@ -596,7 +596,7 @@ const HOOK_FAULTS = new Set(['error', 'timeout', 'queue-overflow', 'unhonored-ar
  * execution mode and the outcome. A blocking hook's span is the parent of what the hook causes
  * (its `run-inference` chat spans); an async hook's span hangs off the task span.
  */
-export function startHookSpan(traceWriter: TraceWriter | undefined, o: { hook: string; handler: string; mode?: 'blocking' | 'async'; phase?: 'decision' | 'observation' }): HookSpan {
+function startHookSpanUnguarded(traceWriter: TraceWriter | undefined, o: { hook: string; handler: string; mode?: 'blocking' | 'async'; phase?: 'decision' | 'observation' }): HookSpan {
   const s = traceWriter ? scopes.get(traceWriter) : undefined;
   if (!s) return NOOP_HOOK_SPAN;
   const parent = o.mode === 'async' ? s.task?.ctx ?? ROOT_CONTEXT : s.parent();
@@ -622,7 +622,7 @@ export function startHookSpan(traceWriter: TraceWriter | undefined, o: { hook: s
 }
 
 /** Opens `hook_dispatch <handler>` (one per dispatch of a handler to all bound hooks). */
-export function startHandlerSpan(traceWriter: TraceWriter, o: { handler: string; phase?: 'decision' | 'observation' }): HookSpan {
+function startHandlerSpanUnguarded(traceWriter: TraceWriter, o: { handler: string; phase?: 'decision' | 'observation' }): HookSpan {
   const s = scopes.get(traceWriter);
   if (!s) return NOOP_HOOK_SPAN;
   const span = s.tracer.startSpan(`hook_dispatch ${o.handler}`, {
@@ -651,6 +651,47 @@ export function currentToolTraceparent(traceWriter: TraceWriter): string | undef
   const s = scopes.get(traceWriter);
   const t = s?.openTool();
   return t ? formatTraceparent(t.spanContext()) : undefined;
+}
+
+// ---- guarded entry points ----------------------------------------------------------------------
+// Telemetry must never break the session: a throw inside the SDK costs the span, not the call.
+
+function guard<T>(f: () => T, fallback: T): T {
+  try {
+    return f();
+  } catch {
+    return fallback;
+  }
+}
+
+function guardEnd<T extends { end(...a: never[]): void }>(h: T): T {
+  const end = h.end.bind(h) as (...a: unknown[]) => void;
+  return { ...h, end: (...a: unknown[]) => guard(() => end(...a), undefined) } as T;
+}
+
+/** Opens the `chat <model>` span of one inference turn; the turn's `inference` event ends it. */
+export function startChatSpan(traceWriter: TraceWriter, o: { model?: string; turn?: number; maxTokens?: number }): void {
+  guard(() => startChatSpanUnguarded(traceWriter, o), undefined);
+}
+
+/** Opens `execute_tool <name>` under the task span; end it with the dispatch outcome. */
+export function startToolSpan(traceWriter: TraceWriter, o: { name: string; callId?: string; turn?: number; known?: boolean }): ToolSpan {
+  return guard(() => guardEnd(startToolSpanUnguarded(traceWriter, o)), NOOP_TOOL_SPAN);
+}
+
+/** Opens `compaction` around the on-compaction dispatch (see startCompactionSpanUnguarded). */
+export function startCompactionSpan(traceWriter: TraceWriter, o: { turn?: number; tokensBefore?: number; threshold?: number }): CompactionSpan {
+  return guard(() => guardEnd(startCompactionSpanUnguarded(traceWriter, o)), NOOP_COMPACTION_SPAN);
+}
+
+/** For the hook bus: `hook <name>` per hook per dispatch (see startHookSpanUnguarded). */
+export function startHookSpan(traceWriter: TraceWriter | undefined, o: { hook: string; handler: string; mode?: 'blocking' | 'async'; phase?: 'decision' | 'observation' }): HookSpan {
+  return guard(() => guardEnd(startHookSpanUnguarded(traceWriter, o)), NOOP_HOOK_SPAN);
+}
+
+/** `hook_dispatch <handler>` (one per dispatch of a handler to all bound hooks). */
+export function startHandlerSpan(traceWriter: TraceWriter, o: { handler: string; phase?: 'decision' | 'observation' }): HookSpan {
+  return guard(() => guardEnd(startHandlerSpanUnguarded(traceWriter, o)), NOOP_HOOK_SPAN);
 }
 
 // ---- helpers -----------------------------------------------------------------------------------
