@@ -1,0 +1,88 @@
+/** murmur:message/send from a real script capsule component to a real A2A server. */
+import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
+import type { TaskContext } from '../../runtime/a2a/executor.ts';
+import { ScriptSession } from '../../runtime/script/run.ts';
+import { demoYaml, program, results, scriptRegistry, stageYaml, task, traceOf } from './helpers.ts';
+
+let registry: string;
+let peer: A2AServer;
+const seen: TaskContext[] = [];
+let tcp: TcpServer;
+let tcpPort = 0;
+let connections = 0;
+const open: ScriptSession[] = [];
+
+beforeAll(async () => {
+  registry = await scriptRegistry();
+  peer = await startA2AServer({
+    card: { name: 'peer', version: '0.1.0', description: 'echo peer' },
+    acceptance: 'queue',
+    queueDepth: 16,
+    executor: async (ctx) => {
+      seen.push(ctx);
+      return { state: 'completed', text: `got: ${ctx.text}` };
+    },
+  });
+  tcp = createTcpServer((sock) => {
+    connections++;
+    sock.destroy();
+  });
+  await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+  tcpPort = (tcp.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  await peer?.close();
+  tcp?.close();
+});
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close()));
+});
+
+async function session(capabilities: string): Promise<ScriptSession> {
+  const s = await ScriptSession.open(await stageYaml(registry, demoYaml({ capabilities })));
+  open.push(s);
+  return s;
+}
+
+describe('message/send', () => {
+  it('sends a task to an allowlisted peer, stamped with the sending task’s trust', async () => {
+    const s = await session(`  network:\n    allow: ["127.0.0.1:${peer.port}"]`);
+    const out = await s.runTask(task(program({ op: 'send', url: peer.url, text: 'hello peer', messageId: 'm-1', contextId: 'ctx-peer' }), { trust: 'trusted' }));
+    expect(out.exit).toBe('completed');
+    const [sent] = results(out.text);
+    expect(sent!.ok).toBe(true);
+    expect(sent!.value.contextId).toBe('ctx-peer');
+    expect(typeof sent!.value.taskId).toBe('string');
+    expect(['submitted', 'working', 'completed']).toContain(sent!.value.state);
+    await peer.idle();
+    const got = seen.find((c) => c.text === 'hello peer');
+    expect(got).toMatchObject({ origin: 'peer', trust: 'trusted', messageId: 'm-1', contextId: 'ctx-peer', taskId: sent!.value.taskId });
+    expect(traceOf(s.staged).find((e) => e.event_type === 'a2a_send')).toMatchObject({ peer_url: peer.url, message_id: 'm-1', peer_task_id: sent!.value.taskId, context_id: 'ctx-peer' });
+  });
+
+  it('refuses a peer outside capabilities.network.allow with the exact policy text and no connection', async () => {
+    const s = await session(`  network:\n    allow: ["127.0.0.1:${peer.port}"]`);
+    const url = `http://127.0.0.1:${tcpPort}/`;
+    const before = connections;
+    const tasksBefore = peer.stats().tasks;
+    const out = await s.runTask(task(program({ op: 'send', url, text: 'nope' }, { op: 'ping' })));
+    const [refused, ping] = results(out.text);
+    expect(refused).toEqual({ op: 'send', ok: false, error: `network policy: '${url}' not in capabilities.network.allow` });
+    expect(ping!.value).toBe('pong');
+    expect(connections).toBe(before);
+    expect(peer.stats().tasks).toBe(tasksBefore);
+    expect(traceOf(s.staged).find((e) => e.event_type === 'a2a_send')).toMatchObject({ peer_url: url, error: `network policy: '${url}' not in capabilities.network.allow` });
+  });
+
+  it('a capsule with no network grant cannot reach even a running peer', async () => {
+    const s = await session('  filesystem:\n    scope: .');
+    const tasksBefore = peer.stats().tasks;
+    const out = await s.runTask(task(program({ op: 'send', url: peer.url, text: 'nope' })));
+    expect(results(out.text)[0]!.error).toBe(`network policy: '${peer.url}' not in capabilities.network.allow`);
+    expect(peer.stats().tasks).toBe(tasksBefore);
+  });
+});
