@@ -6,6 +6,7 @@ import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { openSession, stage } from '../loop/open.ts';
 import { printProgress } from './progress.ts';
 import { MurError } from '../errors.ts';
+import { instrumentSession } from '../telemetry/index.ts';
 
 export const RUN_FLAGS: FlagSpec = {
   task: { type: 'string', help: 'the task text (default: task.md in the capsule folder)' },
@@ -48,6 +49,7 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
     return runScriptCapsule(staged, text, { out, quiet });
   }
   const session = await openSession(staged);
+  const telemetry = instrumentSession(session);
   const stop = quiet ? () => {} : printProgress(session.trace, out);
   const abort = new AbortController();
   const onSigint = (): void => abort.abort(new MurError('E-RUN-020', 'interrupted'));
@@ -62,6 +64,7 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
   } finally {
     process.off('SIGINT', onSigint);
     await session.close(exitStatus);
+    await telemetry.shutdown();
     stop();
     if (!quiet) out(`trace: ${staged.workdir.trace}`);
   }

@@ -10,6 +10,8 @@ import { taskExecutor } from '../loop/a2a-bridge.ts';
 import { startA2AServer, skillsFromTools } from '../a2a/server.ts';
 import { printProgress } from './progress.ts';
 import { MurError } from '../errors.ts';
+import { instrumentSession } from '../telemetry/index.ts';
+import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
 
 export const SERVE_FLAGS: FlagSpec = {
   'a2a-port': { type: 'number', help: 'A2A JSON-RPC port', default: 8080 },
@@ -39,6 +41,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const m = staged.manifest;
   if (m.kind === 'script') throw new MurError('E-CLI-003', 'serving script capsules over A2A is not supported yet; use mur run', { hint: 'add an inference block, or run it with mur run --task' });
   const session = await openSession(staged);
+  const telemetry = instrumentSession(session);
   if (!flags.quiet) printProgress(session.trace, out);
   const host = String(flags.host);
   const a2a = await startA2AServer({
@@ -66,10 +69,11 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   await a2a.close();
   metrics?.close();
   await session.close(exitStatus);
+  await telemetry.shutdown();
   return 0;
 }
 
-/** /metrics comes from the observability module when present; health endpoints always. */
+/** Prometheus /metrics (runtime/telemetry) and health endpoints, on their own port. */
 async function startMetricsServer(host: string, port: number): Promise<Server> {
   const srv = createServer(async (req, res) => {
     if (req.url === '/healthz' || req.url === '/readyz') {
@@ -77,13 +81,10 @@ async function startMetricsServer(host: string, port: number): Promise<Server> {
       return;
     }
     if (req.url === '/metrics') {
-      const { renderMetrics } = await import('../telemetry/metrics-endpoint.ts').catch(() => ({ renderMetrics: undefined }));
-      if (renderMetrics) {
-        const { contentType, body } = await renderMetrics();
-        res.setHeader('content-type', contentType);
-        res.end(body);
-        return;
-      }
+      const { contentType, body } = await renderMetrics();
+      res.setHeader('content-type', contentType);
+      res.end(body);
+      return;
     }
     res.statusCode = 404;
     res.end('not found');
