@@ -194,7 +194,9 @@ export class CapsuleController {
       const r = translate(this.inputFor(c));
       const fatal = r.problems.some((p) => p.fatal);
       if (!fatal) {
-        for (const obj of r.objects) await this.ensure(obj);
+        // Everything the pods need first (in parallel), then the Deployment that starts them.
+        await Promise.all(r.objects.filter((o) => o.kind !== 'Deployment').map((o) => this.ensure(o)));
+        for (const obj of r.objects.filter((o) => o.kind === 'Deployment')) await this.ensure(obj);
         await this.prune(c.metadata.namespace ?? 'default', c.metadata.name, new Set(r.objects.map((o) => `${o.kind}/${o.metadata.name}`)), undefined);
       }
       await this.report(c, r);
