@@ -13,6 +13,15 @@ import { sendMessage, getTask, cancelTask } from '../../runtime/a2a/client.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, openKit, tmp, type ArtifactDef } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { serve, type Served } from './serve-kit.ts';
+import { createServer } from 'node:net';
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -21,14 +30,14 @@ afterAll(async () => {
 
 const PROBE_TOOL: ArtifactDef = { component: 'sandbox-probe', name: 'probe', runtime: 'tool', extra: 'input_schema: {type: object}\n' };
 
-async function servedCapsule(o: { name: string; turns: Parameters<typeof startScriptedProvider>[0]; tools?: ArtifactDef[]; extra?: string }): Promise<{ served: Served; provider: ScriptedProvider; workRoot: string }> {
+async function servedCapsule(o: { name: string; turns: Parameters<typeof startScriptedProvider>[0]; tools?: ArtifactDef[]; extra?: string; args?: string[] }): Promise<{ served: Served; provider: ScriptedProvider; workRoot: string }> {
   const provider = await startScriptedProvider(o.turns);
   const tools = o.tools ?? [ECHO_TOOL];
   const registry = await makeRegistry([driverDef('anthropic'), ...tools]);
   const capsule = tmp(`serve-${o.name}-`);
   writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: o.name, tools: tools.map((t) => t.name), extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n${o.extra ?? ''}` }));
   const workRoot = tmp('serve-work-');
-  const served = await serve(capsule, { registry, workRoot, env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
+  const served = await serve(capsule, { registry, workRoot, env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args: o.args });
   cleanup.push(() => served.stop(), () => provider.stop());
   return { served, provider, workRoot };
 }
@@ -41,6 +50,19 @@ function traceOf(served: Served): ReturnType<typeof readTrace>['events'] {
 }
 
 describe('mur serve', () => {
+  it('serves Prometheus /metrics on its own port, with the task’s token usage, and health on both', async () => {
+    const metricsPort = await freePort();
+    const { served } = await servedCapsule({ name: 'metered', turns: { turns: [{ text: 'metered answer', usage: { input: 321, output: 12 } }] }, args: ['--metrics-port', String(metricsPort)] });
+    const done = await sendMessage({ peerUrl: served.url, text: 'count me', allow: [served.url], wait: true });
+    expect(done.ok && done.state).toBe('completed');
+    const body = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(body).toMatch(/capsule_tokens_total\{[^}]*token_type="input"[^}]*source="provider"[^}]*\} 321/);
+    expect(body).toMatch(/capsule_tasks_total\{[^}]*\} 1/);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status).toBe(200);
+    // The A2A port does not serve metrics.
+    expect((await fetch(new URL('/metrics', served.url))).status).not.toBe(200);
+  });
+
   it('serves tasks over A2A to the official SDK client: the agent loop runs and the task completes', async () => {
     const { served } = await servedCapsule({ name: 'solo', turns: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'q' } }] }, { text: 'answer from solo' }] } });
     const client = await new ClientFactory().createFromUrl(served.url);
