@@ -37,7 +37,9 @@ function toAnthropicMessages(messages) {
       if (b.type === 'text') { if (b.text) blocks.push({ type: 'text', text: b.text }); }
       else if (b.type === 'tool_call') blocks.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input ?? {} });
     }
-    out.push({ role: m.role === 'assistant' ? 'assistant' : 'user', content: blocks.length ? blocks : [{ type: 'text', text: '' }] });
+    // The Messages API rejects empty text blocks and empty content; a message with nothing to say
+    // (an assistant turn that returned no text) is left out rather than sent empty.
+    if (blocks.length) out.push({ role: m.role === 'assistant' ? 'assistant' : 'user', content: blocks });
   }
   return out;
 }

@@ -233,12 +233,14 @@ export class CapsuleSession {
     const started = Date.now();
     let text = '';
     let outputTokens = 0;
+    let reported: Record<string, number> | undefined;
     try {
       const driver = await this.components.driver();
       const raw = await driver.call(['run', 'run'], [{ data: JSON.stringify(request), logPath: undefined }]);
       const data = parseToolResult(raw).data ?? '';
       outputTokens = this.counter.count(data);
       const resp = parseDriverResponse(data);
+      reported = resp.usage;
       // A model the provider rejects is an error for the hook: never a silent fallback.
       if (resp.stop_reason === 'error') throw new Error(`driver reported an error for model ${model}: ${resp.error ?? 'no detail'}`);
       text = textOf({ content: resp.content });
@@ -248,7 +250,7 @@ export class CapsuleSession {
       this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'error', duration_ms: Date.now() - started, error: (e as Error).message });
       throw e;
     }
-    this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'end_turn', duration_ms: Date.now() - started });
+    this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'end_turn', duration_ms: Date.now() - started, reported_usage: reported });
     return { text, modelUsed: model, inputTokens: BigInt(inputTokens), outputTokens: BigInt(outputTokens) };
   }
 }
