@@ -96,7 +96,7 @@ export interface StagedCapsule {
   /** The driver artifact of an agent capsule. */
   driver?: StagedArtifact;
   /** What staging did to murmur.lock. */
-  lock: 'created' | 'updated' | 'unchanged';
+  lock: 'created' | 'updated' | 'unchanged' | 'read-only';
 }
 
 export function defaultCacheDir(): string {
@@ -191,8 +191,16 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
   const newEntries = artifacts.filter((a) => !lock?.artifacts.some((p) => p.name === a.name)).map(lockEntryOf);
   let lockState: StagedCapsule['lock'] = 'unchanged';
   if (!lock || newEntries.length > 0) {
-    writeLock(capsuleDir, upsertLock(lock, newEntries));
-    lockState = lock ? 'updated' : 'created';
+    try {
+      writeLock(capsuleDir, upsertLock(lock, newEntries));
+      lockState = lock ? 'updated' : 'created';
+    } catch (e) {
+      // A capsule folder mounted read-only (a ConfigMap in a pod) cannot hold a lock; every artifact
+      // was still verified against its registry hash or its pinned source sha256.
+      const code = (e as NodeJS.ErrnoException).code ?? (e as { cause?: NodeJS.ErrnoException }).cause?.code;
+      if (code !== 'EROFS' && code !== 'EACCES' && code !== 'EPERM') throw e;
+      lockState = 'read-only';
+    }
   }
 
   const hooks: StagedHook[] = artifacts
