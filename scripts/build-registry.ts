@@ -1,0 +1,30 @@
+/**
+ * Builds the project's own components (components/: the inference drivers) from source and
+ * publishes them into a registry folder — what the runtime image ships as its built-in registry
+ * (MURMUR_REGISTRY), and what a laptop user points `mur run --registry` at.
+ *
+ * Usage: node --import tsx scripts/build-registry.ts <registry-dir> [component ...]
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
+import { buildFixture, sourceDir } from '../test/fixtures/build.ts';
+import { publish } from '../runtime/registry/registry.ts';
+
+const [target, ...names] = process.argv.slice(2);
+if (!target || target === '--help') {
+  console.log('usage: node --import tsx scripts/build-registry.ts <registry-dir> [component ...]\n\nBuilds components/* (default: all) and publishes them into <registry-dir>.');
+  process.exit(target ? 0 : 2);
+}
+const registry = resolve(target);
+mkdirSync(registry, { recursive: true });
+const all = readdirSync(join(PROJECT_ROOT, 'components')).filter((n) => existsSync(join(PROJECT_ROOT, 'components', n, 'murmur.yaml')));
+for (const name of names.length ? names : all) {
+  const wasm = await buildFixture(name, (s) => console.log(s));
+  const dir = mkdtempSync(join(tmpdir(), `publish-${name}-`));
+  copyFileSync(join(sourceDir(name), 'murmur.yaml'), join(dir, 'murmur.yaml'));
+  copyFileSync(wasm, join(dir, 'component.wasm'));
+  const r = publish(registry, dir);
+  console.log(`published ${r.name} ${r.version} sha256:${r.sha256}`);
+}
