@@ -53,6 +53,8 @@ import type {
 export const DEFAULT_QUEUE_DEPTH = 1024;
 export const DEFAULT_DRAIN_BUDGET_MS = 15_000;
 export const DEFAULT_SEED_OVERFLOW_MARGIN = 0.1;
+/** Deadline for starting a hook instance at load (a cold SpiderMonkey component takes ~0.5 s). */
+const INSTANTIATE_DEADLINE_MS = 60_000;
 /** The six session handlers every hook component must export. */
 export const REQUIRED_HANDLERS: readonly Handler[] = HANDLERS.filter((h) => COMMIT_TABLE[h].required);
 /** The lifecycle interface version this runtime speaks (minor 0.9). */
@@ -135,7 +137,9 @@ class Hook {
         logFile: this.logPath,
       },
       imports: this.imports,
-      deadlineMs: this.deadlineMs,
+      // Instantiation (at load) gets a generous deadline of its own; each handler call passes the
+      // hook's deadline explicitly.
+      deadlineMs: Math.max(this.deadlineMs, INSTANTIATE_DEADLINE_MS),
       memoryBytes: this.memoryBytes,
     });
   }
@@ -408,7 +412,7 @@ export class HookBus {
 
   // ---- faults ------------------------------------------------------------------------------------
 
-  /** A dispatch fault: a line in the hook's log and a `hook_dispatch_error` event (never at on-stage). */
+  /** @internal A dispatch fault: a line in the hook's log and a `hook_dispatch_error` event (never at on-stage). */
   fault(h: Hook, event: Handler | 'drain', arm: string, line: string): void {
     h.log(line);
     if (event === 'on-stage') return;
@@ -436,7 +440,7 @@ export class HookBus {
     h.state.spendRefused = false;
     let raw: unknown;
     try {
-      raw = await inst.call(['lifecycle', exportName(handler)], [event]);
+      raw = await inst.call(['lifecycle', exportName(handler)], [event], { deadlineMs: h.deadlineMs });
     } catch (e) {
       return failureOf(e);
     }
@@ -445,7 +449,7 @@ export class HookBus {
     return { ok: true, out };
   }
 
-  /** Runs one queued event of an async hook: its output is always discarded; faults go to trace and log. */
+  /** @internal Runs one queued event of an async hook: its output is always discarded; faults go to trace and log. */
   async runAsync(h: Hook, job: Job): Promise<void> {
     const r = await this.invoke(h, job.handler, job.event);
     if (h.lane?.aborted) return;
