@@ -68,6 +68,8 @@ const TASK = { taskId: 't1', contextId: 'ctx-1', text: 'please echo hi', source:
 describe('policy hooks in a session', () => {
   it('deny: the call is not made, the agent reads the refusal, call_denied is traced and no tool_call', async () => {
     const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { record: true, ret: { tag: 'deny', val: 'echo is not allowed today' } }, 'on-tool-call:observe': { record: true } } }], TOOL_THEN_DONE);
+    // Hooks are not tools: the model never sees them.
+    expect(k.session.toolInventory().map((t) => t.name)).toEqual(['echo']);
     const r = await k.session.runTask(TASK);
     expect(r.exit).toBe('completed');
     expect(events(k, 'call_denied')).toEqual([expect.objectContaining({ hook: 'guard', reason: 'echo is not allowed today', tool_name: 'echo', kind: 'tool' })]);
@@ -179,6 +181,28 @@ describe('the lifecycle in a session', () => {
     expect(r.exit).toBe('failed');
     expect(r.reason).toMatch(/compaction hook squash failed: compaction hook 'squash' returned err: no summary/);
     expect(events(k, 'hook_dispatch_error')[0]).toMatchObject({ hook_name: 'squash', event: 'on-compaction', arm: 'error' });
+  });
+
+  it('compaction: an error after the spend ceiling refused the hook’s run-inference ends the task spend_ceiling_reached', async () => {
+    const squash: HookDef = { name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { compact: {} } } };
+    const turns: Script = { turns: [{ text: 'a long answer' }, { text: 'SUMMARY' }] };
+    // Measure the two calls' token counts without a ceiling, then set one the task's own turn fits
+    // under and the hook's completion does not.
+    const probe = await open([squash], turns, SMALL_WINDOW);
+    await probe.session.runTask(TASK);
+    const inf = events(probe, 'inference');
+    const main = inf.find((e) => e.origin === undefined)!;
+    const hook = inf.find((e) => e.origin === 'hook:squash')!;
+    await probe.close();
+    kit = undefined;
+    const maxOut = 8192;
+    const limit = (main.input_tokens as number) + maxOut + Math.floor(((main.output_tokens as number) + (hook.input_tokens as number)) / 2);
+    const y = yaml([squash], SMALL_WINDOW).replace('  model: claude-test', `  model: claude-test\n  max_session_tokens: ${limit}`);
+    kit = await openKit({ yaml: y, artifacts: [driverDef('anthropic'), ECHO_TOOL, hookArtifact(squash)], script: turns });
+    const r = await kit.session.runTask(TASK);
+    expect(r.exit, r.reason).toBe('spend_ceiling_reached');
+    expect(r.reason).toMatch(/compaction hook squash failed: .*after the spend ceiling refused its run-inference/);
+    expect(events(kit, 'spend_ceiling_reached')[0]).toMatchObject({ origin: 'hook:squash' });
   });
 
   it('on-stage writes tool manifests into the workdir while staging', async () => {
