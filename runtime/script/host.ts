@@ -66,12 +66,27 @@ export interface WitTaskResult {
   state: string;
 }
 
-/** The task a capsule run belongs to (for trust stamping and trace fields). */
+/**
+ * Where a task's side channels go while it runs as an A2A task (all optional; without them chunks
+ * are dropped and a tool's request-input fails at once).
+ */
+export interface ScriptTaskIo {
+  /** A tool's `murmur:text/chunks` emit-chunk. */
+  textChunk?(s: string): void;
+  thinkingChunk?(s: string): void;
+  /** A tool's `murmur:task/task` request-input: resolves with the reply. */
+  requestInput?(prompt: string): Promise<string>;
+  /** One per invoke: `{name: 'tool-call', data: {tool, status, duration_ms, caller: 'capsule'}}`. */
+  artifact?(a: { name: string; data?: unknown; text?: string }): void;
+}
+
+/** The task a capsule run belongs to (for trust stamping, trace fields and its side channels). */
 export interface HostTask {
   taskId: string;
   contextId: string;
   trust: TaskTrust;
   signal: AbortSignal;
+  io?: ScriptTaskIo;
 }
 
 export interface Totals {
@@ -203,10 +218,16 @@ export class ScriptHost {
         return new ComponentInstance(c, {
           grants,
           imports: {
-            'murmur:text/chunks': { emitChunk: () => {}, emitThinkingChunk: () => {} },
+            'murmur:text/chunks': {
+              emitChunk: (c: string) => this.task?.io?.textChunk?.(c),
+              emitThinkingChunk: (c: string) => this.task?.io?.thinkingChunk?.(c),
+            },
             'murmur:task/task': {
-              requestInput: () => {
-                throw new Error('request-input is not available to a tool invoked by a script capsule');
+              requestInput: (prompt: string) => {
+                const ask = this.task?.io?.requestInput;
+                // Outside an A2A task there is nobody to answer: fail the call at once.
+                if (!ask) throw new Error('request-input is only available while the capsule runs an A2A task');
+                return ask(prompt);
               },
             },
           },
@@ -226,10 +247,12 @@ export class ScriptHost {
     const inputBytes = data === undefined ? 0 : Buffer.byteLength(data);
     const event = (fields: Record<string, unknown>): void => {
       this.totals.toolCalls++;
+      const durationMs = Date.now() - started;
       this.trace.write('tool_call', {
         caller: 'capsule', task_id: this.task?.taskId, tool_name: name, input: inputForTrace(data), input_bytes: inputBytes,
-        duration_ms: Date.now() - started, ...fields,
+        duration_ms: durationMs, ...fields,
       });
+      this.task?.io?.artifact?.({ name: 'tool-call', data: { tool: name, status: fields.status, duration_ms: durationMs, caller: 'capsule' } });
     };
     const all = this.staged.artifacts.find((a) => a.name === name);
     const tool = this.callable().find((a) => a.name === name);

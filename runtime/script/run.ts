@@ -27,7 +27,9 @@ import type { TaskTrust } from '../a2a/executor.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import { TraceWriter, type TraceEvent } from '../trace/writer.ts';
 import { findCapsuleComponent, type CapsuleComponent } from './capsule.ts';
-import { ScriptHost } from './host.ts';
+import { ScriptHost, type ScriptTaskIo } from './host.ts';
+
+export type { ScriptTaskIo } from './host.ts';
 
 export const TASK_FILE = 'task.md';
 export const RESULT_FILE = 'out/result.txt';
@@ -46,6 +48,14 @@ export interface ScriptTaskOutcome {
   reason?: string;
   /** The capsule's `out/result.txt`, when it wrote one. */
   text?: string;
+}
+
+export interface RunTaskOptions {
+  signal?: AbortSignal;
+  /** `task_start.source`. Default `a2a`. */
+  source?: 'a2a' | 'task_md';
+  /** The A2A task's side channels (chunks, request-input, tool-call artifacts). */
+  io?: ScriptTaskIo;
 }
 
 export interface ScriptSessionOptions {
@@ -153,13 +163,13 @@ export class ScriptSession {
   }
 
   /** Runs one task; never throws for a failing capsule (the outcome says why). */
-  runTask(task: ScriptTask, signal?: AbortSignal, source: 'a2a' | 'task_md' = 'a2a'): Promise<ScriptTaskOutcome> {
-    const run = this.queue.then(() => this.runNow(task, signal, source));
+  runTask(task: ScriptTask, opts: RunTaskOptions = {}): Promise<ScriptTaskOutcome> {
+    const run = this.queue.then(() => this.runNow(task, opts.signal, opts.source ?? 'a2a', opts.io));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async runNow(task: ScriptTask, signal: AbortSignal | undefined, source: 'a2a' | 'task_md'): Promise<ScriptTaskOutcome> {
+  private async runNow(task: ScriptTask, signal: AbortSignal | undefined, source: 'a2a' | 'task_md', io: ScriptTaskIo | undefined): Promise<ScriptTaskOutcome> {
     if (this.closed) throw new MurError('E-SCRIPT-007', `the script session ${this.staged.sessionId} is closed`, { hint: 'open a new session' });
     const started = Date.now();
     const before = { ...this.host.totals };
@@ -182,7 +192,7 @@ export class ScriptSession {
       writeFileSync(path.join(dir, TASK_FILE), task.text);
       rmSync(path.join(dir, RESULT_FILE), { force: true });
       mkdirSync(path.join(dir, 'out'), { recursive: true });
-      this.host.setTask({ taskId: task.taskId, contextId: task.contextId, trust: task.trust ?? 'untrusted', signal: abort.signal });
+      this.host.setTask({ taskId: task.taskId, contextId: task.contextId, trust: task.trust ?? 'untrusted', signal: abort.signal, ...(io ? { io } : {}) });
       inst = new ComponentInstance(c.component, {
         grants,
         imports: this.host.imports(),
@@ -262,6 +272,7 @@ export async function runScriptTask(
   staged: StagedCapsule,
   task: { taskId: string; contextId: string; text: string; trust?: TaskTrust },
   signal?: AbortSignal,
+  io?: ScriptTaskIo,
 ): Promise<ScriptTaskOutcome> {
   let session: ScriptSession;
   try {
@@ -269,7 +280,7 @@ export async function runScriptTask(
   } catch (e) {
     return { exit: 'failed', reason: faultReason(e) };
   }
-  return session.runTask(task, signal, 'a2a');
+  return session.runTask(task, { ...(signal ? { signal } : {}), source: 'a2a', ...(io ? { io } : {}) });
 }
 
 /** Ends the session runScriptTask opened for `staged` (writes session_end). */
@@ -312,7 +323,7 @@ export async function runScriptCapsule(staged: StagedCapsule, taskText: string, 
   let outcome: ScriptTaskOutcome | undefined;
   try {
     if (!o.quiet) o.out(`capsule component: ${session.capsule.origin === 'artifact' ? `artifact ${session.capsule.name}` : session.capsule.wasmPath} (script capsule)`);
-    outcome = await session.runTask({ taskId: randomUUID(), contextId: randomUUID(), text: taskText, trust: 'trusted' }, abort.signal, 'task_md');
+    outcome = await session.runTask({ taskId: randomUUID(), contextId: randomUUID(), text: taskText, trust: 'trusted' }, { signal: abort.signal, source: 'task_md' });
     if (outcome.exit === 'completed') o.out(outcome.text ?? '');
     else o.out(`task ${outcome.exit}: ${outcome.reason ?? ''}`);
     return outcome.exit === 'completed' ? 0 : 1;

@@ -171,7 +171,7 @@ describe('limits', () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(new Error('stop now')), 2500);
     const started = Date.now();
-    const r = await s.runTask(task(program({ op: 'spin' })), ac.signal);
+    const r = await s.runTask(task(program({ op: 'spin' })), { signal: ac.signal });
     expect(r).toEqual({ exit: 'canceled', reason: 'stop now' });
     expect(Date.now() - started).toBeLessThan(10_000);
     expect((await s.runTask(task('after'))).text).toBe('echo: after');
