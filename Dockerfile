@@ -12,8 +12,11 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 
 FROM node:20-bookworm-slim
+# Registry references (artifacts given by name + version) resolve from /opt/murmur/registry:
+# bake a registry into a derived image, or mount one there. URL artifacts need no registry.
 ENV NODE_ENV=production \
-    MURMUR_WORK_ROOT=/var/lib/murmur
+    MURMUR_WORK_ROOT=/var/lib/murmur \
+    MURMUR_REGISTRY=/opt/murmur/registry
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
@@ -22,7 +25,7 @@ COPY runtime ./runtime
 COPY wit ./wit
 # Non-root (the operator's pod securityContext also enforces runAsNonRoot, UID 65532), and a
 # read-only root filesystem: everything written goes to the /var/lib/murmur and /tmp emptyDirs.
-RUN mkdir -p /var/lib/murmur /etc/murmur/capsule && chown -R 65532:65532 /var/lib/murmur
+RUN mkdir -p /var/lib/murmur /etc/murmur/capsule /opt/murmur/registry && chown -R 65532:65532 /var/lib/murmur
 USER 65532:65532
 EXPOSE 8080 9090
 ENTRYPOINT ["node", "/app/bin/mur"]

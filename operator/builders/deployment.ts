@@ -28,6 +28,10 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
   const env: Record<string, unknown>[] = [
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
     { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    // The root filesystem is read-only: everything the runtime keeps under ~ (spend ledger,
+    // conversations) and the fetched-artifact cache go to the workdir volume.
+    { name: 'HOME', value: WORKDIR },
+    { name: 'MURMUR_CACHE_DIR', value: `${WORKDIR}/cache` },
   ];
   const key = c.spec.inference?.apiKeySecretRef;
   if (key) env.push({ name: 'MURMUR_INFERENCE_API_KEY', valueFrom: { secretKeyRef: { name: key.name, key: key.key } } });
