@@ -122,9 +122,21 @@ export function translate(input: TranslateInput): TranslateResult {
     else if (e.kind === 'ip' && isIP(raw.trim()) === 6) rewrite.set(raw, `[${raw.trim()}]`);
     entries.push(e);
   }
-  const otlp = spec.observability?.otel_endpoint ?? options.otlp?.endpoint;
-  if (otlp) {
-    const e = parseAllow(otlp.replace(/^(https?:\/\/[^/?#]+).*$/i, '$1'), options.clusterDomain, isCapsule);
+  // Destinations the runtime process itself reaches (not the guests): artifact sources fetched at
+  // staging, the inference endpoint, the OTLP collector. NetworkPolicy only; not in murmur.yaml.
+  const hostCalls = [
+    ...(spec.artifacts ?? []).map((a) => a.source?.url),
+    ...hooks.map((h) => h.spec.artifact.source?.url),
+    spec.inference?.endpoint,
+    spec.observability?.otel_endpoint ?? options.otlp?.endpoint,
+  ];
+  const seenOrigins = new Set(entries.map((e) => e.raw));
+  for (const url of hostCalls) {
+    if (!url) continue;
+    const origin = url.replace(/^(https?:\/\/[^/?#]+).*$/i, '$1');
+    if (seenOrigins.has(origin)) continue;
+    seenOrigins.add(origin);
+    const e = parseAllow(origin, options.clusterDomain, isCapsule);
     if (e.kind !== 'invalid') entries.push(e);
   }
 
