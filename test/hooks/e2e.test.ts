@@ -101,6 +101,36 @@ describe('policy hooks in a session', () => {
   });
 });
 
+describe('shell policy hooks in a session', () => {
+  const SHELL_CAPS = 'capabilities:\n  shell:\n    allow: [make, sh]\n';
+  const guard: HookDef = {
+    name: 'guard', contract: 'binding: on-shell\ncommit_policy: deny\n',
+    script: { 'on-shell:decision': [{ record: true, ret: { tag: 'deny', val: 'no builds on Sundays' } }, { record: true }], 'on-shell:observe': { record: true } },
+  };
+
+  it('the policy hook decides on the resolved identity (binary path, argv, recipe body) before make runs', async () => {
+    const k = await open([guard], { turns: [{ toolCalls: [{ name: 'make', input: { command: 'build' } }] }, { text: 'ok' }] }, SHELL_CAPS);
+    writeFileSync(join(k.session.staged.workdir.dir, 'Makefile'), 'build:\n\techo building > built.txt\n');
+    const r = await k.session.runTask(TASK);
+    expect(r.exit).toBe('completed');
+    const seen = recs(k, 'guard');
+    expect(seen.map((x) => x.rec)).toEqual(['on-shell:decision']);
+    expect(seen[0]!.ev).toMatchObject({ binary: '/usr/bin/make', argv: ['build'] });
+    expect(seen[0]!.ev.recipe).toContain('echo building > built.txt');
+    expect(existsSync(join(k.session.staged.workdir.dir, 'built.txt'))).toBe(false);
+    expect(events(k, 'call_denied')[0]).toMatchObject({ kind: 'shell', binary: '/usr/bin/make', argv: ['build'], hook: 'guard' });
+    expect(events(k, 'shell')).toEqual([]);
+    expect(bodies(k)[1]).toContain("Refused by policy hook 'guard': no builds on Sundays");
+  });
+
+  it('a binary outside capabilities.shell.allow is refused by the manifest; the policy hook is never asked', async () => {
+    const k = await open([guard], { turns: [{ toolCalls: [{ name: 'curl', input: { command: 'http://example.com' } }] }, { text: 'ok' }] }, SHELL_CAPS);
+    await k.session.runTask(TASK);
+    expect(recs(k, 'guard')).toEqual([]);
+    expect(events(k, 'call_denied')).toEqual([]);
+  });
+});
+
 describe('the lifecycle in a session', () => {
   it('an unbound async observer sees every session event once, in order, with one session id; drained at close', async () => {
     const k = await open([{ name: 'watch', contract: 'execution_mode: async\n', script: { '*': { record: true } } }], TOOL_THEN_DONE);
