@@ -131,12 +131,19 @@ export class LeaderElector {
     this.loop = tick();
   }
 
-  /** Stops campaigning; a holder releases the Lease so a standby takes over at once. */
-  async stop(): Promise<void> {
+  /**
+   * Stops campaigning; a holder releases the Lease so a standby takes over at once.
+   * `release: false` behaves like a crash (tests): the Lease stays until it expires.
+   */
+  async stop(opts: { release?: boolean } = {}): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.loop;
     if (!this.leading) return;
+    if (opts.release === false) {
+      this.leading = false;
+      return;
+    }
     this.leading = false;
     try {
       const cur = await this.client.get<Lease>(this.path());

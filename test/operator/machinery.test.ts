@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../operator/api/types.ts';
+import { LeaderElector } from '../../operator/controller/leader.ts';
 import { Informer } from '../../operator/kube/informer.ts';
 import { client, deleteNamespace, ensureCrds, eventually, newNamespace, operator, sleep } from './helpers.ts';
 
@@ -73,5 +74,29 @@ describe('operator HTTP server', () => {
     } finally {
       await op.stop();
     }
+  });
+});
+
+describe('leader election without a release', () => {
+  it('a crashed leader is replaced once its Lease expires, not before', async () => {
+    const o = { namespace: ns, name: 'crash-lease', leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200 };
+    const a = new LeaderElector(client, { ...o, identity: 'a' });
+    const b = new LeaderElector(client, { ...o, identity: 'b' });
+    let bStarted = 0;
+    a.start(() => {}, () => {});
+    await eventually('a leads', () => a.isLeader);
+    b.start(() => (bStarted = Date.now()), () => {});
+    await sleep(600);
+    expect(b.isLeader).toBe(false);
+    const t0 = Date.now();
+    await a.stop({ release: false }); // a "crashes": no release, no more renewals
+    await eventually('b leads', () => b.isLeader, 10_000, 50);
+    const waited = bStarted - t0;
+    // b observed the last renewal itself and waits a full lease duration from then.
+    expect(waited).toBeGreaterThanOrEqual(1200);
+    expect(waited).toBeLessThan(4000);
+    await b.stop();
+    const lease = await client.get<any>(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/crash-lease`);
+    expect(lease.spec.holderIdentity).toBe('');
   });
 });
