@@ -14,8 +14,9 @@
  * Trace (`trace.jsonl`): session_start, then per task task_start, tool_call (one per invoke),
  * shell, a2a_send, artifact_installed, task_end, and session_end when the session closes.
  *
- * `mur run` calls runScriptCapsule; `mur serve` calls runScriptTask per A2A task (one session per
- * staged capsule, opened on first use; closeScriptSession ends it).
+ * `mur run` calls runScriptCapsule. Served over A2A, each task goes through scriptTaskExecutor
+ * (serve.ts) on a ScriptSession, or runScriptTask (one session per staged capsule, opened on first
+ * use; closeScriptSession ends it).
  */
 import { lstatSync, mkdirSync, openSync, readSync, closeSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
