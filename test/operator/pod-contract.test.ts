@@ -1,0 +1,148 @@
+/**
+ * The runtime container contract, end to end without a container engine: translate a Capsule,
+ * then start the real runtime (`bin/mur`) exactly as the rendered Deployment would — its args,
+ * its env (Secret and downward-API values filled in), the ConfigMap's murmur.yaml at the mount
+ * path — with the container paths mapped to temp dirs and the ports to free ones. The runtime
+ * must accept the manifest and flags, answer the probes on the metrics port, advertise the
+ * Service URL in its agent card, and complete an A2A task against the scripted provider.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Capsule, KubeObject } from '../../operator/api/types.ts';
+import { CONFIG_DIR, WORKDIR } from '../../operator/builders/common.ts';
+import { translate } from '../../operator/translate/index.ts';
+import { defaultOptions } from '../../operator/translate/options.ts';
+import { publish } from '../../runtime/registry/registry.ts';
+import { buildFixture, sourceDir } from '../fixtures/build.ts';
+import { loadScript, startScriptedProvider } from '../provider/scripted-provider.ts';
+import { eventually, repoRoot } from './helpers.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'pod-contract-'));
+let provider: Awaited<ReturnType<typeof startScriptedProvider>>;
+let child: ChildProcess | undefined;
+let log = '';
+
+async function freePort(): Promise<number> {
+  return new Promise((res) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => res(p));
+    });
+  });
+}
+
+beforeAll(async () => {
+  const registry = join(tmp, 'registry');
+  mkdirSync(registry);
+  for (const name of ['driver-anthropic', 'greet']) {
+    const wasm = await buildFixture(name);
+    const staging = join(tmp, 'artifacts', name);
+    mkdirSync(staging, { recursive: true });
+    copyFileSync(join(sourceDir(name), 'murmur.yaml'), join(staging, 'murmur.yaml'));
+    copyFileSync(wasm, join(staging, 'component.wasm'));
+    publish(registry, staging);
+  }
+  provider = await startScriptedProvider(loadScript(join(repoRoot, 'examples/hello/provider-script.json')));
+}, 300_000);
+
+afterAll(async () => {
+  if (process.env.POD_CONTRACT_LOG) console.error(log);
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await provider?.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('runtime container contract', () => {
+  it('the real runtime starts from the rendered Deployment and ConfigMap and serves an A2A task', async () => {
+    const capsule: Capsule = {
+      apiVersion: 'murmur.io/v1alpha1',
+      kind: 'Capsule',
+      metadata: { name: 'hello', namespace: 'team', uid: 'u-1', generation: 1 },
+      spec: {
+        version: '1.0.0',
+        artifacts: [
+          { name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' },
+          { name: 'greet', version: '1.0.0', runtime: 'tool' },
+        ],
+        capabilities: { shell: { allow: ['echo', 'wc'] } },
+        inference: {
+          driver: { artifact: 'driver-anthropic' },
+          model: 'claude-sonnet-4-5',
+          endpoint: provider.url,
+          max_turns: 6,
+          max_tokens: 1024,
+          system_prompt: 'You are a friendly greeter. Use the greet tool, then confirm with the shell.',
+          apiKeySecretRef: { name: 'key', key: 'api-key' },
+        },
+        // queue: a long-running pod (with 'single' the runtime exits after one task).
+        lifecycle: { task_acceptance: 'queue', queue_depth: 2 },
+      },
+    };
+    const r = translate({
+      capsule,
+      hooks: {},
+      secrets: { key: { name: 'key', resourceVersion: '1', keys: ['api-key'] } },
+      callers: [],
+      capsulePorts: { 'team/hello': 8080 },
+      options: defaultOptions(),
+    });
+    expect(r.problems).toEqual([]);
+    const cm = r.objects.find((o) => o.kind === 'ConfigMap') as KubeObject & { data: Record<string, string> };
+    const dep = r.objects.find((o) => o.kind === 'Deployment') as any;
+    const ctr = dep.spec.template.spec.containers[0];
+
+    // The pod's filesystem: the ConfigMap at its mount path, the workdir volume.
+    const mounts: Record<string, string> = { [CONFIG_DIR]: join(tmp, 'etc-murmur-capsule'), [WORKDIR]: join(tmp, 'var-lib-murmur') };
+    for (const d of Object.values(mounts)) mkdirSync(d, { recursive: true });
+    writeFileSync(join(mounts[CONFIG_DIR]!, 'murmur.yaml'), cm.data['murmur.yaml']!);
+    const mapPath = (s: string) => Object.entries(mounts).reduce((acc, [from, to]) => (acc.startsWith(from) ? to + acc.slice(from.length) : acc), s);
+
+    const a2aPort = await freePort();
+    const metricsPort = await freePort();
+    const args: string[] = ctr.args.map((a: string, i: number, all: string[]) =>
+      all[i - 1] === '--a2a-port' ? String(a2aPort) : all[i - 1] === '--metrics-port' ? String(metricsPort) : mapPath(a),
+    );
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '', MURMUR_REGISTRY: join(tmp, 'registry') };
+    for (const e of ctr.env) {
+      if (e.value !== undefined) env[e.name] = mapPath(e.value);
+      else if (e.valueFrom?.secretKeyRef) env[e.name] = 'test-api-key';
+      else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = 'hello-7d4b9-x2x1z';
+      else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = 'team';
+    }
+    expect(Object.keys(env)).toEqual(expect.arrayContaining(['MURMUR_INFERENCE_API_KEY', 'POD_NAME', 'POD_NAMESPACE', 'HOME', 'MURMUR_CACHE_DIR']));
+
+    child = spawn(process.execPath, [join(repoRoot, 'bin/mur'), ...args], { env, cwd: tmp, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+
+    // Probes, as the kubelet would call them: on the named port "metrics".
+    expect(ctr.readinessProbe.httpGet.port).toBe('metrics');
+    const probe = (path: string) => fetch(`http://127.0.0.1:${metricsPort}${path}`).then((x) => x.status, () => 0);
+    await eventually(`readiness ${ctr.readinessProbe.httpGet.path} (log: ${log})`, async () => (await probe(ctr.readinessProbe.httpGet.path)) === 200, 60_000, 200);
+    expect(await probe(ctr.livenessProbe.httpGet.path)).toBe(200);
+
+    const card = await (await fetch(`http://127.0.0.1:${a2aPort}/.well-known/agent-card.json`)).json();
+    expect(JSON.stringify(card)).toContain(r.a2aUrl);
+
+    const res = await fetch(`http://127.0.0.1:${a2aPort}/`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'message/send',
+        params: { message: { kind: 'message', role: 'user', messageId: 'm-1', parts: [{ kind: 'text', text: 'Greet the world.' }] } },
+      }),
+    });
+    const body = await res.json();
+    expect(body.error, log).toBeUndefined();
+    expect(body.result.status.state).toBe('completed');
+    expect(JSON.stringify(body.result)).toContain('Hello, world!');
+    // The provider saw the key from the Secret.
+    expect(JSON.stringify(provider.requests.at(-1)?.headers ?? {})).toContain('test-api-key');
+  }, 120_000);
+});
