@@ -29,7 +29,7 @@ export interface TranslateInput {
   options: TranslateOptions;
 }
 
-export type ProblemReason = 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound';
+export type ProblemReason = 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound' | 'NotServable';
 
 /** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
 export const PROBLEM_CODES: Record<ProblemReason, string> = {
@@ -39,6 +39,7 @@ export const PROBLEM_CODES: Record<ProblemReason, string> = {
   InvalidArtifact: 'E-OP-004',
   InvalidNetworkAllow: 'E-OP-005',
   PeerNotFound: 'E-OP-006',
+  NotServable: 'E-OP-007',
 };
 
 export interface Problem {
@@ -100,6 +101,10 @@ export function translate(input: TranslateInput): TranslateResult {
   (spec.artifacts ?? []).forEach((a, i) => {
     if (!a.version && !a.source) problems.push({ reason: 'InvalidArtifact', fatal: true, field: `spec.artifacts[${i}]`, message: `artifact '${a.name}' needs a version (registry reference) or a source {url, sha256}` });
   });
+
+  if (spec.lifecycle?.task_acceptance === 'none') {
+    problems.push({ reason: 'NotServable', fatal: false, field: 'spec.lifecycle.task_acceptance', message: "task_acceptance 'none' runs one task from the launch and exits, so its pods restart forever; use 'queue' (or 'single') for a capsule served over A2A" });
+  }
 
   // Network allowlist.
   const isCapsule = (pns: string, name: string) => `${pns}/${name}` in input.capsulePorts;
