@@ -311,6 +311,13 @@ export class ComponentInstance {
     this.closed = true;
     const w = this.worker;
     this.worker = undefined;
+    this.ready = undefined;
+    // A call still running when the instance closes is answered now, not at its deadline.
+    for (const [id, p] of this.pending) {
+      this.pending.delete(id);
+      clearTimeout(p.timer);
+      p.reject(new HostFault('crashed', 'E-HOST-007', this.component.name, `${p.fn} was stopped: the instance closed`));
+    }
     if (w) await w.terminate();
   }
 }

@@ -54,7 +54,10 @@ export function fromHookMessages(list: readonly HookMessage[], insertedBy: 'repl
     if (role !== 'user' && role !== 'assistant' && role !== 'tool') {
       throw new Error(`message ${i} has role ${JSON.stringify(h.role)}; expected user, assistant or tool`);
     }
-    const base: ConversationMessage = { role, content: [], id: mintMessageId(), 'inserted-by': insertedBy };
+    // The hook bus has already replaced a hook's own id with a minted one; keep that (it is what the
+    // trace's context_seed / compaction events name), and mint only where none is set.
+    const id = typeof h.id === 'string' && h.id.startsWith('msg_') ? h.id : mintMessageId();
+    const base: ConversationMessage = { role, content: [], id, 'inserted-by': insertedBy };
     if (h.sourceId !== undefined) base['source-id'] = h.sourceId;
     if (role === 'tool') {
       let env: { __murmur_tool_msg__?: boolean; tool_call_id?: string | null; is_error?: boolean | null; body?: unknown } | undefined;

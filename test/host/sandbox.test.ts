@@ -173,6 +173,20 @@ describe('limits', () => {
   });
 });
 
+describe('closing', () => {
+  it('closing an instance answers a call still running at once, with a typed fault', async () => {
+    const x = await probe({}, { deadlineMs: 120_000 });
+    const running = op(x, { op: 'spin' }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 1500));
+    const t0 = Date.now();
+    await x.close();
+    const err = (await running) as { code?: string; message?: string };
+    expect(err.code).toBe('E-HOST-007');
+    expect(err.message).toMatch(/run\.run was stopped: the instance closed/);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+});
+
 describe('isolation', () => {
   it('one instance cannot see another instance’s files or memory', async () => {
     const dirA = mkdtempSync(join(tmpdir(), 'iso-a-'));
