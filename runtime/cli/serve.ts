@@ -39,14 +39,33 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   if (!positionals[0]) throw new MurError('E-CLI-001', 'mur serve needs a capsule folder', { hint: 'mur serve /etc/murmur/capsule --a2a-port 8080' });
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
   const m = staged.manifest;
-  if (m.kind === 'script') throw new MurError('E-CLI-003', 'serving script capsules over A2A is not supported yet; use mur run', { hint: 'add an inference block, or run it with mur run --task' });
-  const session = await openSession(staged);
-  const telemetry = instrumentSession(session);
-  if (!flags.quiet) printProgress(session.trace, out);
   const host = String(flags.host);
+  // An agent capsule runs its tasks through the agent loop; a script capsule through its own
+  // `murmur:capsule/run` component. Either way the A2A front door is the same.
+  let executor;
+  let skills;
+  let close: (status: string) => Promise<void>;
+  if (m.kind === 'script') {
+    const { ScriptSession } = await import('../script/run.ts');
+    const { scriptTaskExecutor } = await import('../script/serve.ts');
+    const script = await ScriptSession.open(staged);
+    executor = scriptTaskExecutor(script);
+    skills = skillsFromTools(staged.artifacts.filter((a) => a.runtime === 'tool' && a.name !== m.name).map((a) => ({ name: a.name, description: a.manifest.description })));
+    close = (status) => script.close(status);
+  } else {
+    const session = await openSession(staged);
+    const telemetry = instrumentSession(session);
+    if (!flags.quiet) printProgress(session.trace, out);
+    executor = taskExecutor(session);
+    skills = skillsFromTools(session.toolInventory());
+    close = async (status) => {
+      await session.close(status);
+      await telemetry.shutdown();
+    };
+  }
   const a2a = await startA2AServer({
-    card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills: skillsFromTools(session.toolInventory()) },
-    executor: taskExecutor(session),
+    card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills },
+    executor,
     acceptance: m.lifecycle.taskAcceptance,
     queueDepth: m.lifecycle.queueDepth,
     inputTimeoutSecs: m.lifecycle.inputTimeoutSecs,
@@ -68,8 +87,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const exitStatus = await stopped;
   await a2a.close();
   metrics?.close();
-  await session.close(exitStatus);
-  await telemetry.shutdown();
+  await close(exitStatus);
   return 0;
 }
 

@@ -13,6 +13,7 @@ import * as http from '@bytecodealliance/preview2-shim/http';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as filesystem from '@bytecodealliance/preview2-shim/filesystem';
 import * as sockets from '@bytecodealliance/preview2-shim/sockets';
+import * as clocks from '@bytecodealliance/preview2-shim/clocks';
 import { isAllowed } from '../net/allowlist.ts';
 import type { FromWorker, HostCallReply, ToWorker, WorkerInit } from './protocol.ts';
 
@@ -59,6 +60,23 @@ function logStream(file: string | undefined, limit: number): unknown {
     subscribe: () => real.subscribe(),
   });
   return s;
+}
+
+/**
+ * wasi:clocks/wall-clock without preview2-shim 0.26.1's fast-path lowering, which writes the
+ * seconds at the wrong offset (it indexes a BigInt64Array with `retptr >> 2`) and makes a guest's
+ * `Date.now()` trap. Plain functions get jco's ordinary, correct lowering.
+ */
+function plainWallClock(): { now(): { seconds: bigint; nanoseconds: number }; resolution(): { seconds: bigint; nanoseconds: number } } {
+  return {
+    now() {
+      const ms = Date.now();
+      return { seconds: BigInt(Math.floor(ms / 1000)), nanoseconds: (ms % 1000) * 1_000_000 };
+    },
+    resolution() {
+      return { seconds: 0n, nanoseconds: 1_000_000 };
+    },
+  };
 }
 
 /** HTTP outgoing handler that only lets allowlisted destinations through. */
@@ -130,6 +148,7 @@ async function main(): Promise<void> {
     sockets: (sockets as unknown as { createSockets(c: { enableNetwork: boolean }): unknown }).createSockets({ enableNetwork: false }),
     cli: { ...cli, stdout: { getStdout: () => out }, stderr: { getStderr: () => out } },
     http: guardedHttp(g.networkAllow),
+    clocks: { ...clocks, wallClock: plainWallClock() },
   } as ConstructorParameters<typeof WASIShim>[0]);
   const imports: Record<string, unknown> = { ...shim.getImportObject() };
   for (const [iface, fns] of Object.entries(init.importSpec)) {

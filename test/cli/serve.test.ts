@@ -13,6 +13,7 @@ import { sendMessage, getTask, cancelTask } from '../../runtime/a2a/client.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, openKit, tmp, type ArtifactDef } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { serve, type Served } from './serve-kit.ts';
+import { demoYaml, program, scriptRegistry } from '../script/helpers.ts';
 import { createServer } from 'node:net';
 
 async function freePort(): Promise<number> {
@@ -130,5 +131,17 @@ describe('mur serve', () => {
     expect(c.ok && c.state).toBe('canceled');
     const next = await sendMessage({ peerUrl: served.url, text: 'next', allow: [served.url], wait: true });
     expect(next.ok && next.state).toBe('completed');
+  });
+
+  it('serves a script capsule: each A2A task runs the capsule component’s run export', async () => {
+    const registry = await scriptRegistry();
+    const capsule = tmp('serve-script-');
+    writeFileSync(join(capsule, 'murmur.yaml'), demoYaml({ top: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 2' }));
+    const served = await serve(capsule, { registry, workRoot: tmp('serve-script-work-'), env: {} });
+    cleanup.push(() => served.stop());
+    const r = await sendMessage({ peerUrl: served.url, text: program({ op: 'invoke', name: 'echo-tool', data: 'served script' }), allow: [served.url], wait: true });
+    expect(r.ok && r.state).toBe('completed');
+    if (!r.ok) return;
+    expect(r.text).toContain('served script');
   });
 });
