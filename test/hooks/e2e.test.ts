@@ -146,6 +146,19 @@ describe('the lifecycle in a session', () => {
     expect(seen[1]!.ev).toMatchObject({ taskId: 't1', contextId: 'ctx-1', source: 'task_md', contextWindow: 0, budgetTokens: 0, priorTokens: 0 });
   });
 
+  it('task_acceptance queue: on-task-start and on-task-end fire once per task, on-session-start and on-session-end once per launch', async () => {
+    const k = await open([{ name: 'watch', script: { '*': { record: true } } }], { turns: [{ text: 'first' }, { text: 'second' }] }, 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4');
+    await k.session.runTask({ ...TASK, taskId: 'q1', contextId: 'c1' });
+    await k.session.runTask({ ...TASK, taskId: 'q2', contextId: 'c2' });
+    await k.close();
+    kit = undefined;
+    const seen = recs(k, 'watch').map((x) => x.rec);
+    expect(seen.filter((r) => r === 'on-session-start')).toHaveLength(1);
+    expect(seen.filter((r) => r === 'on-session-end')).toHaveLength(1);
+    expect(recs(k, 'watch').filter((x) => x.rec === 'on-task-start').map((x) => x.ev.taskId)).toEqual(['q1', 'q2']);
+    expect(seen.filter((r) => r === 'on-task-end')).toHaveLength(2);
+  });
+
   it('on-inference artifacts stream to the task as artifacts', async () => {
     const k = await open([{ name: 'notes', contract: 'binding: on-inference\n', script: { 'on-inference': { ret: { tag: 'artifact', val: '{"turn":"$n"}' } } } }], { turns: [{ text: 'hello' }] });
     const got: unknown[] = [];
