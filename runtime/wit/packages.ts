@@ -57,7 +57,7 @@ export function listWitPackages(root = WIT_ROOT): WitPackage[] {
  * every other package, and returns its path. `extraDirs` are further root-level .wit files (for
  * example a fixture's own world) that are copied next to the root package.
  */
-export function witDirFor(rootFolder: string, opts: { cacheDir?: string; extraWit?: string } = {}): string {
+export function witDirFor(rootFolder: string, opts: { cacheDir?: string; extraWit?: string; wasiDir?: string } = {}): string {
   const cacheDir = opts.cacheDir ?? join(PROJECT_ROOT, '.cache', 'wit');
   const pkgs = listWitPackages();
   const hash = createHash('sha256');
@@ -65,19 +65,31 @@ export function witDirFor(rootFolder: string, opts: { cacheDir?: string; extraWi
     for (const f of readdirSync(join(WIT_ROOT, p.folder)).sort()) hash.update(p.folder + '/' + f).update(readFileSync(join(WIT_ROOT, p.folder, f)));
   }
   if (opts.extraWit) hash.update(opts.extraWit);
+  if (opts.wasiDir) hash.update(opts.wasiDir);
   const dir = join(cacheDir, `${rootFolder}-${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(join(dir, '.complete'))) return dir;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, 'deps'), { recursive: true });
-  for (const f of readdirSync(join(WIT_ROOT, rootFolder))) {
-    writeFileSync(join(dir, f), readFileSync(join(WIT_ROOT, rootFolder, f)));
+  // With extra WIT (a fixture's own world package), that package is the root and every project
+  // package is a dependency; otherwise the named project package is the root.
+  if (opts.extraWit) {
+    writeFileSync(join(dir, 'extra.wit'), opts.extraWit);
+  } else {
+    for (const f of readdirSync(join(WIT_ROOT, rootFolder))) {
+      writeFileSync(join(dir, f), readFileSync(join(WIT_ROOT, rootFolder, f)));
+    }
   }
-  if (opts.extraWit) writeFileSync(join(dir, 'extra.wit'), opts.extraWit);
   for (const p of pkgs) {
-    if (p.folder === rootFolder) continue;
+    if (!opts.extraWit && p.folder === rootFolder) continue;
     // Copies, not symlinks: jco's WASI filesystem does not follow symlinks out of a directory.
     mkdirSync(join(dir, 'deps', p.folder));
     for (const f of readdirSync(join(WIT_ROOT, p.folder))) writeFileSync(join(dir, 'deps', p.folder, f), readFileSync(join(WIT_ROOT, p.folder, f)));
+  }
+  if (opts.wasiDir) {
+    for (const p of readdirSync(opts.wasiDir)) {
+      mkdirSync(join(dir, 'deps', p));
+      for (const f of readdirSync(join(opts.wasiDir, p))) writeFileSync(join(dir, 'deps', p, f), readFileSync(join(opts.wasiDir, p, f)));
+    }
   }
   writeFileSync(join(dir, '.complete'), '');
   return dir;
