@@ -150,6 +150,7 @@ export async function runAttempt(
     // Compaction: occupancy of this turn (full input + output) against the context window.
     const window = d.manifest.context.maxTokens;
     const threshold = inf.compaction.threshold;
+    let replaced = false;
     if (window && (inputTokens + outputTokens) / window >= threshold) {
       const before = inputTokens;
       const compactionSpan = startCompactionSpan(d.trace, { turn, tokensBefore: before, threshold });
@@ -173,6 +174,7 @@ export async function runAttempt(
         if (replacement && !problem) {
           history.splice(0, history.length, ...replacement);
           d.continuation.replaceContext();
+          replaced = true;
           d.trace.write('compaction', { turn, hook: outcome.hook, tokens_before: before, tokens_after: conversationTokens(d.counter, d.system, tools, history), messages_after: history.length });
         } else {
           d.trace.write('compaction_refused', { turn, hook: outcome.hook, reason: problem });
@@ -181,7 +183,10 @@ export async function runAttempt(
     }
 
     history.push({ role: 'assistant', content: resp.content, id: `msg_${crypto.randomUUID()}` });
-    d.continuation.acknowledge(task.contextId, continuationId, history.length);
+    // A replace-context committed this turn drops the held id, including one the driver just
+    // returned: the provider's state no longer matches the history, so the next turn resends it.
+    if (replaced) d.continuation.replaceContext();
+    else d.continuation.acknowledge(task.contextId, continuationId, history.length);
 
     if (resp.stop_reason === 'tool_call' && toolCalls.length) {
       for (const call of toolCalls) {

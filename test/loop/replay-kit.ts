@@ -29,10 +29,18 @@ export interface ReplayKit {
   close(): Promise<void>;
 }
 
-export async function openReplay(o: { responses: ReplayResponse[]; name?: string; tools?: ArtifactDef[]; yamlExtra?: string; inferenceExtra?: string; shell?: string[] }): Promise<ReplayKit> {
+/** A hook-script hook (test/fixtures/components/hook-script) with its contract and per-handler script. */
+export interface ReplayHook {
+  name: string;
+  contract?: string;
+  script: Record<string, unknown>;
+}
+
+export async function openReplay(o: { responses: ReplayResponse[]; name?: string; tools?: ArtifactDef[]; hooks?: ReplayHook[]; yamlExtra?: string; inferenceExtra?: string; shell?: string[] }): Promise<ReplayKit> {
   const recorder = await startRecorder();
   const tools = o.tools ?? [];
-  const registry = await makeRegistry([REPLAY_DRIVER, ...tools]);
+  const hooks = o.hooks ?? [];
+  const registry = await makeRegistry([REPLAY_DRIVER, ...tools, ...hooks.map((h) => ({ component: 'hook-script', name: h.name, runtime: 'hook' as const, extra: h.contract ?? '' }))]);
   const capsuleDir = tmp('capsule-');
   const config = JSON.stringify({ responses: o.responses });
   writeFileSync(join(capsuleDir, 'murmur.yaml'), [
@@ -41,6 +49,7 @@ export async function openReplay(o: { responses: ReplayResponse[]; name?: string
     'artifacts:',
     '  - {name: driver-replay, version: 0.1.0, runtime: driver}',
     ...tools.map((t) => `  - {name: ${t.name}, version: ${t.version ?? '1.0.0'}, runtime: tool}`),
+    ...hooks.map((h) => `  - {name: ${h.name}, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: h.script })}}`),
     ...(o.shell ? ['capabilities:', '  shell:', `    allow: [${o.shell.join(', ')}]`] : []),
     'inference:',
     `  driver: {artifact: driver-replay, config: ${config}}`,

@@ -76,12 +76,45 @@ describe('stateful driver continuation (all five rows)', () => {
   });
 });
 
+describe('stateful driver continuation: replace-context', () => {
+  it('a hook commits replace-context → the held id is dropped and the next turn resends the post-compaction history', async () => {
+    kit = await openReplay({
+      tools: [ECHO_TOOL],
+      hooks: [{ name: 'compactor', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { compact: {} } } }],
+      yamlExtra: 'context:\n  max_tokens: 60',
+      responses: [
+        { ...toolCall('echo', { text: 'a' }, 'k1'), metadata: [['continuation_id', 'cont-1']] },
+        endTurn('the summary'), // the compaction hook's own run-inference
+        endTurn('done'),
+      ],
+    });
+    const r = await kit.session.runTask(task());
+    expect(r.exit).toBe('completed');
+    expect(trace(kit).some((e) => e.event_type === 'compaction')).toBe(true);
+    // Call 2 is the hook's completion; call 3 is the next turn: no held id, the whole new history.
+    expect(sent(kit, 2).continuation_id).toBeUndefined();
+    const roles = sent(kit, 2).messages.map((m) => m.role);
+    expect(roles).toEqual(['user', 'assistant', 'tool']);
+    expect(JSON.stringify(sent(kit, 2).messages[0])).toContain('summary: the summary');
+  });
+});
+
 describe('prompt cache routing hint', () => {
   it('has a context id and fits → <name>:<version>:<context-id>, the same on every turn of the task', async () => {
     kit = await openReplay({ tools: [ECHO_TOOL], responses: [toolCall('echo', { text: 'a' }), endTurn('done')] });
     await kit.session.runTask(task('ctx-9'));
     expect(sent(kit, 0).prompt_cache_key).toBe('replay-capsule:1.0.0:ctx-9');
     expect(sent(kit, 1).prompt_cache_key).toBe('replay-capsule:1.0.0:ctx-9');
+  });
+
+  it('has no context id → <name>:<version> (a hook’s run-inference belongs to no task context)', async () => {
+    kit = await openReplay({
+      hooks: [{ name: 'asker', contract: 'binding: on-task-end\n', script: { 'on-task-end': { ops: [{ op: 'infer', messages: [{ role: 'user', content: 'grade it' }] }] } } }],
+      responses: [endTurn('answer'), endTurn('graded')],
+    });
+    await kit.session.runTask(task('ctx-x'));
+    expect(sent(kit, 0).prompt_cache_key).toBe('replay-capsule:1.0.0:ctx-x');
+    expect(sent(kit, 1).prompt_cache_key).toBe('replay-capsule:1.0.0');
   });
 
   it('would run past 64 characters → the leading characters, then ":" and a 16-hex suffix, still opening with the capsule name', async () => {
