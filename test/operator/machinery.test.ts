@@ -3,11 +3,13 @@
  * last resourceVersion (no relist, nothing missed), a stale resourceVersion relists, and the HTTP
  * server answers /metrics, /healthz and /readyz.
  */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../operator/api/types.ts';
 import { LeaderElector } from '../../operator/controller/leader.ts';
 import { Informer } from '../../operator/kube/informer.ts';
-import { client, deleteNamespace, ensureCrds, eventually, newNamespace, operator, sleep } from './helpers.ts';
+import { client, deleteNamespace, ensureCrds, eventually, kubeconfig, newNamespace, operator, repoRoot, sleep } from './helpers.ts';
 
 let ns = '';
 beforeAll(async () => {
@@ -99,4 +101,26 @@ describe('leader election without a release', () => {
     const lease = await client.get<any>(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/crash-lease`);
     expect(lease.spec.holderIdentity).toBe('');
   });
+});
+
+describe('graceful shutdown', () => {
+  it('SIGTERM: the operator process releases its Lease and exits 0', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'operator/main.ts')], {
+      cwd: repoRoot,
+      env: { ...process.env, KUBECONFIG: kubeconfig, WATCH_NAMESPACES: ns, LEADER_ELECTION: 'true', LEASE_NAMESPACE: ns, LEASE_NAME: 'sigterm', POD_NAME: 'op-sigterm', HTTP_PORT: '0' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    try {
+      await eventually('holds the lease', async () => (await client.get<any>(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/sigterm`))?.spec.holderIdentity === 'op-sigterm', 30_000);
+      await eventually('controller started', () => err.includes('controller started'), 30_000);
+      const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+      child.kill('SIGTERM');
+      expect(await exited, err).toBe(0);
+      expect((await client.get<any>(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/sigterm`)).spec.holderIdentity).toBe('');
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  }, 60_000);
 });
