@@ -72,7 +72,11 @@ export class KubeClient {
   /** Requests by verb, for the writes-in-steady-state figures. */
   readonly counts: Record<string, number> = {};
 
-  constructor(kc?: KubeConfig) {
+  /** `impersonate`: act as this user (e.g. `system:serviceaccount:<ns>:<name>`), for RBAC tests. */
+  constructor(
+    kc?: KubeConfig,
+    private readonly opts: { impersonate?: string } = {},
+  ) {
     if (kc) this.kc = kc;
     else {
       this.kc = new KubeConfig();
@@ -83,10 +87,10 @@ export class KubeClient {
     this.server = new URL(cluster.server);
   }
 
-  static fromFile(path: string): KubeClient {
+  static fromFile(path: string, opts: { impersonate?: string } = {}): KubeClient {
     const kc = new KubeConfig();
     kc.loadFromFile(path);
-    return new KubeClient(kc);
+    return new KubeClient(kc, opts);
   }
 
   private async options(method: string, path: string, headers: Record<string, string>): Promise<https.RequestOptions> {
@@ -126,6 +130,7 @@ export class KubeClient {
 
   private raw(method: string, path: string, o: RequestOptions, onResponse: (res: http.IncomingMessage) => void): Promise<http.ClientRequest> {
     const headers: Record<string, string> = { Accept: 'application/json' };
+    if (this.opts.impersonate) headers['Impersonate-User'] = this.opts.impersonate;
     let payload: string | undefined;
     if (o.body !== undefined) {
       payload = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);

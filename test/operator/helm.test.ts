@@ -5,7 +5,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { client, deleteNamespace, ensureCrds, eventually, helm, newNamespace, repoRoot } from './helpers.ts';
+import { KubeClient } from '../../operator/kube/client.ts';
+import { client, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, newNamespace, operator, repoRoot } from './helpers.ts';
 
 const chart = join(repoRoot, 'charts', 'capsule-operator');
 let ns = '';
@@ -72,6 +73,42 @@ describe('helm chart', () => {
     expect(await client.get(`/api/v1/namespaces/${ns}/services/capsule-operator-metrics`)).toBeDefined();
     expect(await client.get(`/api/v1/namespaces/${ns}/serviceaccounts/capsule-operator`)).toBeDefined();
     expect(await client.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/capsules.murmur.io')).toBeDefined();
+
+    // The chart's RBAC is enough for the operator: run it as the chart's ServiceAccount
+    // (impersonated) and let it reconcile a Capsule in the watched namespace.
+    const asSa = KubeClient.fromFile(kubeconfig, { impersonate: `system:serviceaccount:${ns}:capsule-operator` });
+    const op = await operator([watched], {
+      client: asSa,
+      leaderElection: { namespace: ns, name: 'capsule-operator', identity: 'rbac-test', retryPeriodMs: 300 },
+    });
+    try {
+      await eventually('leads with the chart RBAC', () => op.isLeader() && op.ready(), 30_000);
+      await kubectl(['create', 'secret', 'generic', 'k', '-n', watched, '--from-literal=api-key=x']);
+      const r = await kubectl(['apply', '-n', watched, '-f', '-'], `apiVersion: murmur.io/v1alpha1
+kind: Capsule
+metadata: { name: rbac }
+spec:
+  artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]
+  inference: { driver: { artifact: drv }, model: m, apiKeySecretRef: { name: k, key: api-key } }
+  hooks: [{ name: absent }]
+`);
+      expect(r.code, r.stderr).toBe(0);
+      // Blocked by the missing Hook: status and an Event written with the chart's permissions.
+      await eventually('status + event as the ServiceAccount', async () => {
+        const c = await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${watched}/capsules/rbac`);
+        const ev = await client.list<any>(`/api/v1/namespaces/${watched}/events`, { fieldSelector: 'involvedObject.name=rbac' });
+        return c?.status?.conditions?.some((x: any) => x.reason === 'MissingHook') && ev.items.length > 0;
+      });
+      await kubectl(['apply', '-n', watched, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Hook\nmetadata: { name: absent }\nspec: { artifact: { name: absent, version: 1.0.0 } }\n');
+      await eventually('objects applied as the ServiceAccount', async () => (await client.get(`/apis/apps/v1/namespaces/${watched}/deployments/rbac`)) !== undefined);
+      expect(await op.metrics.total('capsule_operator_reconcile_errors_total')).toBe(0);
+      // Nothing outside the watched namespaces: the ServiceAccount cannot even list Capsules there.
+      const denied = await asSa.list('/apis/murmur.io/v1alpha1/namespaces/default/capsules').then(() => 0, (e: { status: number }) => e.status);
+      expect(denied).toBe(403);
+    } finally {
+      await op.stop();
+      asSa.close();
+    }
 
     const up = await helm(['upgrade', 'capsule-operator', chart, '-n', ns, '--reuse-values', '--set', 'replicas=2', '--set', 'otlp.endpoint=http://otel.observability.svc:4318']);
     expect(up.code, up.stderr).toBe(0);
