@@ -81,7 +81,9 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const stopped = new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('ok'));
     process.once('SIGINT', () => resolve('ok'));
-    if (m.lifecycle.taskAcceptance === 'single') void a2a.done.then(() => resolve('ok'));
+    // The single task's answer must reach its caller before the capsule exits: wait until the
+    // server is idle, then give the response a moment to flush.
+    if (m.lifecycle.taskAcceptance === 'single') void a2a.done.then(() => a2a.idle()).then(() => new Promise((r) => setTimeout(r, 1000))).then(() => resolve('ok'));
     if (m.lifecycle.taskAcceptance === 'none') resolve('ok');
   });
   const exitStatus = await stopped;

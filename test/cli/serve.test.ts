@@ -144,4 +144,18 @@ describe('mur serve', () => {
     if (!r.ok) return;
     expect(r.text).toContain('served script');
   });
+
+  it('task_acceptance single: the one task is answered to its blocking caller, then the capsule exits', async () => {
+    const provider = await startScriptedProvider({ turns: [{ text: 'the only answer' }] });
+    cleanup.push(() => provider.stop());
+    const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
+    const capsule = tmp('serve-single-');
+    writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'single', extra: 'lifecycle:\n  task_acceptance: single' }));
+    const served = await serve(capsule, { registry, workRoot: tmp('serve-single-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
+    cleanup.push(() => served.stop());
+    const r = await sendMessage({ peerUrl: served.url, text: 'just one', allow: [served.url], wait: true });
+    expect(r.ok && r.state).toBe('completed');
+    expect(r.ok && r.text).toBe('the only answer');
+    expect(await served.exited).toBe(0);
+  });
 });
