@@ -6,26 +6,46 @@
 # Docker/BuildKit exists:
 #   docker build -t ghcr.io/capsule-operator/runtime:0.1.0 .
 # The image runs TypeScript through tsx (a runtime dependency), as `bin/mur` does in a checkout.
-FROM node:20-bookworm-slim AS deps
+# Node: the current LTS (24); the code is kept free of Node-20-only behaviour and CI also runs on 20.
+
+# 1. Build the built-in components (the inference drivers) from source and publish them into a
+#    registry the runtime finds through MURMUR_REGISTRY. componentize-js is a dev dependency.
+FROM node:24-bookworm-slim AS registry
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts
+COPY tsconfig.json ./
+COPY runtime ./runtime
+COPY wit ./wit
+COPY components ./components
+COPY test/fixtures/build.ts ./test/fixtures/build.ts
+COPY scripts/build-registry.ts ./scripts/build-registry.ts
+RUN node --import tsx scripts/build-registry.ts /opt/murmur/registry
+
+# 2. Runtime dependencies only.
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 
-FROM node:20-bookworm-slim
-# Registry references (artifacts given by name + version) resolve from /opt/murmur/registry:
-# bake a registry into a derived image, or mount one there. URL artifacts need no registry.
+FROM node:24-bookworm-slim
+# Everything the runtime writes lives under /var/lib/murmur (an emptyDir in the pod): the root
+# filesystem is read-only. MURMUR_COMPONENT_CACHE holds the transpiled components, MURMUR_CACHE_DIR
+# fetched remote artifacts.
 ENV NODE_ENV=production \
     MURMUR_WORK_ROOT=/var/lib/murmur \
-    MURMUR_REGISTRY=/opt/murmur/registry
+    MURMUR_REGISTRY=/opt/murmur/registry \
+    MURMUR_COMPONENT_CACHE=/var/lib/murmur/cache/components \
+    MURMUR_CACHE_DIR=/var/lib/murmur/cache/artifacts
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
+COPY --from=registry /opt/murmur/registry /opt/murmur/registry
 COPY package.json ./
 COPY bin ./bin
 COPY runtime ./runtime
 COPY wit ./wit
-# Non-root (the operator's pod securityContext also enforces runAsNonRoot, UID 65532), and a
-# read-only root filesystem: everything written goes to the /var/lib/murmur and /tmp emptyDirs.
-RUN mkdir -p /var/lib/murmur /etc/murmur/capsule /opt/murmur/registry && chown -R 65532:65532 /var/lib/murmur
+# Non-root (the operator's pod securityContext also enforces runAsNonRoot, UID 65532).
+RUN mkdir -p /var/lib/murmur /etc/murmur/capsule && chown -R 65532:65532 /var/lib/murmur
 USER 65532:65532
 EXPOSE 8080 9090
 ENTRYPOINT ["node", "/app/bin/mur"]
