@@ -362,6 +362,19 @@ current-context: capsule-test
 
 /** Starts a control plane. See StartClusterOptions for what runs. */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<Cluster> {
+  // Free ports are picked by binding to :0 and releasing them; if another process grabs one before
+  // our component binds it, start once more with fresh ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (e) {
+      if (attempt >= 3 || !/address already in use/i.test((e as Error).message)) throw e;
+      opts.log?.(`port clash, retrying (${(e as Error).message.split('\n')[0]})`);
+    }
+  }
+}
+
+async function startOnce(opts: StartClusterOptions): Promise<Cluster> {
   const t0 = Date.now();
   const log = opts.log ?? (() => {});
   const bins = clusterBinaries();
@@ -465,7 +478,8 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     const admin: TlsAuth = { ca: readFileSync(certs.caCrt, 'utf8'), cert: readFileSync(certs.adminCrt, 'utf8'), key: readFileSync(certs.adminKey, 'utf8') };
     log(`certificates ready in ${Date.now() - t0} ms (${dir})`);
 
-    // etcd
+    // etcd (always a fresh data dir: the cluster is throw-away, also in a caller-supplied dir)
+    rmSync(join(dir, 'etcd'), { recursive: true, force: true });
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
     const etcd = launch('etcd', bins.etcd, [
