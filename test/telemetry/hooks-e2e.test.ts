@@ -92,8 +92,8 @@ describe('hook dispatch spans in a session', () => {
     expect(dispatch!.attributes['capsule.hook.outcome']).toBe('replaced');
     expect(compaction!.attributes).toMatchObject({ 'capsule.compaction.outcome': 'replaced', 'capsule.hook.name': 'squash', 'capsule.compaction.messages_after': 1 });
     expect(typeof compaction!.attributes['capsule.compaction.tokens_after']).toBe('number');
-    // Hook inference events carry no provider usage (yet): the runtime's own counts.
-    expect(hookChat.attributes).toMatchObject({ 'capsule.usage.source': 'host', 'capsule.hook.name': 'squash', 'gen_ai.conversation.id': 'ctx-h' });
+    // A hook's completion records the provider's reported usage, like any turn.
+    expect(hookChat.attributes).toMatchObject({ 'capsule.usage.source': 'provider', 'capsule.hook.name': 'squash', 'gen_ai.conversation.id': 'ctx-h' });
     expect(hookChat.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
   });
 });

@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, listWitPackages, witDirFor } from '../../runtime/wit/packages.ts';
 
-const SPEC = join(PROJECT_ROOT, '..', 'shared', 'spec', 'wit-interfaces.md');
+// The contract lives beside the repository (../shared/spec), as on every machine and in CI.
+const SPEC_DIR = process.env.MURMUR_SPEC_DIR ?? join(PROJECT_ROOT, '..', 'shared', 'spec');
+const SPEC = join(SPEC_DIR, 'wit-interfaces.md');
 
 /** Rows of the spec's "Interfaces" table: `murmur:pkg/iface`. */
 function specInterfaces(): string[] {
@@ -94,7 +96,7 @@ describe('WIT packages', () => {
   });
 
   it('murmur:runtime/inference matches runtime-inference.md (records, fields, function)', () => {
-    const seed = readFileSync(join(PROJECT_ROOT, '..', 'shared', 'spec', 'runtime-inference.md'), 'utf8');
+    const seed = readFileSync(join(SPEC_DIR, 'runtime-inference.md'), 'utf8');
     const ours = readFileSync(join(PROJECT_ROOT, 'wit/runtime/inference.wit'), 'utf8');
     const body = (t: string) => t.slice(t.indexOf('interface inference')).replace(/use murmur:hook\/lifecycle@[0-9.]+/, 'use murmur:hook/lifecycle@X').trim();
     // Only the package versions differ (documented in docs/wit.md): the interface body is verbatim.
