@@ -10,6 +10,11 @@
  *   OTLP_ENDPOINT, OTLP_HEADERS_SECRET_NAME, OTLP_HEADERS_SECRET_KEY
  *   EGRESS_EXCEPT            CIDRs kept out of hostname egress rules (e.g. pod and service CIDRs)
  *   METRICS_FROM_NAMESPACES  namespaces allowed to scrape capsule metrics; empty = any source
+ *   USAGE_SCRAPE_INTERVAL_SECONDS  scrape capsule pods for status.usage every N s (default 60; 0 = off)
+ *   USAGE_SCRAPE_TIMEOUT_SECONDS   per-pod timeout (default 5); USAGE_SCRAPE_CONCURRENCY (default 8)
+ *   OPERATOR_POD_LABELS      k=v,... labels of the operator's pods: with METRICS_FROM_NAMESPACES set,
+ *                            capsule NetworkPolicies admit these pods (in POD_NAMESPACE) on the
+ *                            metrics port so the usage scraper reaches them
  *   CLUSTER_DOMAIN           default cluster.local
  *   KUBECONFIG               outside a cluster
  *   CAPSULE_OPERATOR_WRITE_DELAY_MS  tests only: sleep before each object write (to kill the
@@ -29,6 +34,20 @@ async function main(): Promise<void> {
   const identity = env.POD_NAME || `${hostname()}-${process.pid}`;
   const metricsFrom = list(env.METRICS_FROM_NAMESPACES);
   const otlpSecret = env.OTLP_HEADERS_SECRET_NAME && env.OTLP_HEADERS_SECRET_KEY ? { name: env.OTLP_HEADERS_SECRET_NAME, key: env.OTLP_HEADERS_SECRET_KEY } : undefined;
+  const usageEvery = Number(env.USAGE_SCRAPE_INTERVAL_SECONDS || 60);
+  const usageOn = Number.isFinite(usageEvery) && usageEvery > 0;
+  const ownLabels = Object.fromEntries(
+    list(env.OPERATOR_POD_LABELS)
+      .map((kv) => kv.split('=').map((x) => x.trim()))
+      .filter((kv): kv is [string, string] => kv.length === 2 && !!kv[0]),
+  );
+  const usageScraper =
+    usageOn && env.POD_NAMESPACE
+      ? {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.POD_NAMESPACE } },
+          ...(Object.keys(ownLabels).length ? { podSelector: { matchLabels: ownLabels } } : {}),
+        }
+      : undefined;
   const pull = env.RUNTIME_IMAGE_PULL_POLICY as 'Always' | 'IfNotPresent' | 'Never' | undefined;
   const op = await startOperator({
     client,
@@ -38,6 +57,7 @@ async function main(): Promise<void> {
       ...(env.OTLP_ENDPOINT ? { otlp: { endpoint: env.OTLP_ENDPOINT, ...(otlpSecret ? { headersSecret: otlpSecret } : {}) } } : {}),
       egressExcept: list(env.EGRESS_EXCEPT),
       ...(metricsFrom.length ? { metricsFrom: metricsFrom.map((ns) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } })) } : {}),
+      ...(usageScraper ? { usageScraper } : {}),
       clusterDomain: env.CLUSTER_DOMAIN || 'cluster.local',
     }),
     namespaces: list(env.WATCH_NAMESPACES),
@@ -57,6 +77,15 @@ async function main(): Promise<void> {
           },
         }),
     log,
+    ...(usageOn
+      ? {
+          usage: {
+            intervalMs: usageEvery * 1000,
+            timeoutMs: Number(env.USAGE_SCRAPE_TIMEOUT_SECONDS || 5) * 1000,
+            concurrency: Number(env.USAGE_SCRAPE_CONCURRENCY || 8),
+          },
+        }
+      : {}),
     ...(Number(env.CAPSULE_OPERATOR_WRITE_DELAY_MS) > 0
       ? { beforeWrite: () => new Promise<void>((r) => setTimeout(r, Number(env.CAPSULE_OPERATOR_WRITE_DELAY_MS))) }
       : {}),

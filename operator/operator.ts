@@ -1,7 +1,8 @@
 /**
  * startOperator: the whole operator in one call (used by main.ts and, in-process, by the tests):
  * HTTP server (/metrics, /healthz, /readyz), leader election on a Lease (optional), and the
- * Capsule controller, started when this replica leads and stopped when it stops leading.
+ * Capsule controller and the token-usage scraper, started when this replica leads and stopped when
+ * it stops leading.
  */
 import type http from 'node:http';
 import type { KubeObject } from './api/types.ts';
@@ -11,6 +12,7 @@ import { OperatorMetrics } from './controller/metrics.ts';
 import { startHttpServer } from './controller/server.ts';
 import { KubeClient } from './kube/client.ts';
 import type { TranslateOptions } from './translate/options.ts';
+import { UsageScraper, type UsageOptions } from './usage/scraper.ts';
 
 export interface OperatorConfig {
   client: KubeClient;
@@ -26,6 +28,8 @@ export interface OperatorConfig {
   /** Default metrics (process_*) on; tests running several operators in one process turn them off. */
   defaultMetrics?: boolean;
   beforeWrite?: (obj: KubeObject) => Promise<void> | void;
+  /** Token usage → status.usage (operator/usage/); undefined or intervalMs 0 = off. */
+  usage?: UsageOptions;
 }
 
 export interface Operator {
@@ -33,6 +37,8 @@ export interface Operator {
   readonly port: number | undefined;
   isLeader(): boolean;
   controller(): CapsuleController | undefined;
+  /** The usage scraper while this replica leads (and usage is on). */
+  usage(): UsageScraper | undefined;
   ready(): boolean;
   /** Graceful shutdown: stop reconciling (in-flight work finishes), release the Lease, close. */
   stop(): Promise<void>;
@@ -42,6 +48,7 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
   const log = cfg.log ?? ((m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`));
   const metrics = new OperatorMetrics(cfg.defaultMetrics ?? true);
   let ctrl: CapsuleController | undefined;
+  let scraper: UsageScraper | undefined;
   let starting: Promise<void> | undefined;
   let stopping = false;
 
@@ -58,12 +65,22 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
       ...(cfg.beforeWrite ? { beforeWrite: cfg.beforeWrite } : {}),
     });
     ctrl = c;
-    starting = c.start().catch((e: Error) => log(`controller failed to start: ${e.message}`));
+    const u = cfg.usage && cfg.usage.intervalMs > 0
+      ? new UsageScraper(cfg.client, c.capsules, { ...cfg.usage, ...(cfg.namespaces ? { namespaces: cfg.namespaces } : {}), metrics, log })
+      : undefined;
+    scraper = u;
+    starting = c
+      .start()
+      .then(() => u?.start())
+      .catch((e: Error) => log(`controller failed to start: ${e.message}`));
   };
   const stopController = async () => {
     const c = ctrl;
+    const u = scraper;
     ctrl = undefined;
+    scraper = undefined;
     await starting;
+    await u?.stop();
     await c?.stop();
   };
 
@@ -95,6 +112,7 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
     port: addr && typeof addr === 'object' ? addr.port : undefined,
     isLeader: () => (elector ? elector.isLeader : true),
     controller: () => ctrl,
+    usage: () => scraper,
     ready,
     async stop() {
       stopping = true;

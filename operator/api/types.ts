@@ -146,6 +146,18 @@ export interface CapsuleStatus {
   readyReplicas?: number;
   a2aUrl?: string;
   configHash?: string;
+  /** Token usage scraped from the pods' /metrics (operator/usage/); written by the scraper only. */
+  usage?: CapsuleUsage;
+}
+
+export interface CapsuleUsage {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  /** When the pods were scraped for these totals (RFC 3339). */
+  observedAt: string;
+  /** Pods scraped successfully for these totals. */
+  pods: number;
 }
 
 export interface Capsule extends KubeObject {

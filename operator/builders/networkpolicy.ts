@@ -1,8 +1,9 @@
 /**
  * NetworkPolicies of a capsule: `<name>-egress` (default deny + DNS + one rule per expressible
  * allow entry) and `<name>-ingress` (A2A only from callers that name this capsule or that the spec
- * admits; metrics separately). Hostnames cannot be expressed: the runtime enforces them, and the
- * egress policy opens only their ports (listed in an annotation).
+ * admits; metrics separately, from metricsFrom plus the operator's usage scraper, or from anyone).
+ * Hostnames cannot be expressed: the runtime enforces them, and the egress policy opens only their
+ * ports (listed in an annotation).
  */
 import type { Capsule, IngressPeer, KubeObject, LabelSelector } from '../api/types.ts';
 import type { AllowEntry } from '../translate/network.ts';
@@ -78,7 +79,9 @@ export function buildIngressPolicy(c: Capsule, callers: string[], opts: Translat
   const rules: Record<string, unknown>[] = [];
   // An empty `from` would admit everyone: a capsule nobody names gets no A2A rule at all.
   if (from.length) rules.push({ from, ports: [tcp(A2A_PORT)] });
-  rules.push({ ...(opts.metricsFrom ? { from: opts.metricsFrom } : {}), ports: [tcp(METRICS_PORT)] });
+  // Metrics: from metricsFrom (Prometheus) and the operator's usage scraper; no list = any source.
+  const metricsFrom = opts.metricsFrom ? [...opts.metricsFrom, ...(opts.usageScraper ? [opts.usageScraper] : [])] : undefined;
+  rules.push({ ...(metricsFrom ? { from: metricsFrom } : {}), ports: [tcp(METRICS_PORT)] });
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',

@@ -5,7 +5,7 @@
  */
 import { hostname } from 'node:os';
 import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
-import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY } from '../builders/common.ts';
+import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../builders/common.ts';
 import { collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
 import { covers } from '../reconcile/compare.ts';
@@ -46,6 +46,17 @@ const secretInfo = (o: any): SecretInfo & KubeObject => ({
   resourceVersion: o.metadata.resourceVersion,
   keys: Object.keys(o.data ?? {}).sort(),
 });
+
+/** True when two versions of a Capsule differ in status.usage (and bookkeeping metadata) only. */
+export function onlyUsageChanged(a: Capsule, b: Capsule): boolean {
+  const norm = (c: Capsule) =>
+    stableJson({
+      ...c,
+      metadata: { ...c.metadata, resourceVersion: undefined, managedFields: undefined },
+      status: c.status ? { ...c.status, usage: undefined } : undefined,
+    });
+  return norm(a) === norm(b);
+}
 
 export class CapsuleController {
   readonly capsules: Informer<Capsule>;
@@ -102,6 +113,8 @@ export class CapsuleController {
   // ---- event handlers -------------------------------------------------------------------------
 
   private onCapsule(type: string, c: Capsule, old: Capsule | undefined): void {
+    // A write of status.usage alone (the usage scraper's) changes nothing reconcile looks at.
+    if (type === 'MODIFIED' && old && onlyUsageChanged(old, c)) return;
     const key = keyOf(c);
     const ns = c.metadata.namespace ?? 'default';
     const before = this.peersOf.get(key) ?? new Set<string>();

@@ -11,7 +11,13 @@ export class OperatorMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
-  readonly writes = new Counter({ name: 'capsule_operator_writes_total', help: 'API writes by verb (apply, delete, status, event).', labelNames: ['verb'] as const, registers: [this.registry] });
+  readonly writes = new Counter({ name: 'capsule_operator_writes_total', help: 'API writes by verb (apply, delete, status, event, usage).', labelNames: ['verb'] as const, registers: [this.registry] });
+  readonly usageScrapes = new Counter({
+    name: 'capsule_operator_usage_scrapes_total',
+    help: "Scrapes of capsule pods' /metrics for status.usage, by result (ok, error).",
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
   readonly queueDepth = new Gauge({ name: 'capsule_operator_queue_depth', help: 'Keys waiting in the work queue.', registers: [this.registry] });
   readonly leader = new Gauge({ name: 'capsule_operator_is_leader', help: '1 when this replica holds the leader Lease.', registers: [this.registry] });
   readonly capsules = new Gauge({ name: 'capsule_operator_capsules', help: 'Capsules in the cache.', registers: [this.registry] });

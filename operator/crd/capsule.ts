@@ -155,6 +155,21 @@ export function capsuleSpecSchema(): Schema {
   );
 }
 
+function usageSchema(): Schema {
+  const tokens = (what: string) => int(what, { format: 'int64', minimum: 0 });
+  return obj(
+    "Tokens the capsule's pods used, summed from their capsule_tokens_total counters on the metrics port; written by the operator when the totals change (at most once per scrape interval). Never decreases: a pod whose counters restart is counted from 0 again.",
+    {
+      inputTokens: tokens('Input tokens (cached input included; token_type input).'),
+      outputTokens: tokens('Output tokens (token_type output).'),
+      totalTokens: tokens('inputTokens + outputTokens.'),
+      observedAt: str('When the pods were scraped for these totals.', { format: 'date-time' }),
+      pods: int('Pods scraped successfully for these totals.', { minimum: 0 }),
+    },
+    { required: ['inputTokens', 'outputTokens', 'totalTokens', 'observedAt'] },
+  );
+}
+
 export function capsuleCrd(): Record<string, unknown> {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
@@ -176,6 +191,7 @@ export function capsuleCrd(): Record<string, unknown> {
             { name: 'Model', type: 'string', jsonPath: '.spec.inference.model' },
             { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
             { name: 'Available', type: 'integer', jsonPath: '.status.readyReplicas' },
+            { name: 'Tokens', type: 'integer', jsonPath: '.status.usage.totalTokens' },
             { name: 'URL', type: 'string', jsonPath: '.status.a2aUrl', priority: 1 },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
@@ -194,6 +210,7 @@ export function capsuleCrd(): Record<string, unknown> {
                   readyReplicas: int('Pods ready.'),
                   a2aUrl: str('In-cluster A2A URL of the capsule Service.'),
                   configHash: str('Hash of manifest, hooks and Secret versions the pods run.'),
+                  usage: usageSchema(),
                 }),
               },
               {

@@ -243,8 +243,20 @@ export class KubeClient {
     });
   }
 
-  mergePatchStatus<T extends KubeObject>(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }, status: unknown): Promise<T> {
-    return this.request<T>('PATCH', `${objectPath(o)}/status`, { body: { status }, contentType: 'application/merge-patch+json' });
+  /**
+   * Merge patch on `/status`. `resourceVersion` makes it conditional (409 Conflict when the object
+   * changed since); `fieldManager` names the writer in managedFields.
+   */
+  mergePatchStatus<T extends KubeObject>(
+    o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } },
+    status: unknown,
+    opts: { fieldManager?: string; resourceVersion?: string } = {},
+  ): Promise<T> {
+    return this.request<T>('PATCH', `${objectPath(o)}/status`, {
+      body: { ...(opts.resourceVersion ? { metadata: { resourceVersion: opts.resourceVersion } } : {}), status },
+      contentType: 'application/merge-patch+json',
+      ...(opts.fieldManager ? { query: { fieldManager: opts.fieldManager } } : {}),
+    });
   }
 
   create<T extends KubeObject>(obj: KubeObject, query?: RequestOptions['query']): Promise<T> {

@@ -1,7 +1,8 @@
 /**
  * Status of a Capsule from the translate result and the live Deployment: conditions Ready,
  * Progressing and Degraded (with reasons), observedGeneration, replicas, readyReplicas, a2aUrl and
- * configHash. `sameStatus` ignores transition times so an unchanged status is never written.
+ * configHash. `sameStatus` ignores transition times (and status.usage, which the usage scraper owns) so
+ * an unchanged status is never written.
  */
 import type { Capsule, CapsuleStatus, Condition, KubeObject } from '../api/types.ts';
 import { ANNOTATION_CONFIG_HASH, stableJson } from '../builders/common.ts';
@@ -80,10 +81,12 @@ export function computeStatus(
   };
 }
 
-const strip = (s: CapsuleStatus | undefined) =>
+// status.usage belongs to the usage scraper (operator/usage/): reconcile neither compares nor
+// writes it (its merge patch leaves the field alone).
+const strip = ({ usage: _usage, ...s }: CapsuleStatus = {}) =>
   stableJson({
     ...s,
-    conditions: (s?.conditions ?? [])
+    conditions: (s.conditions ?? [])
       .map(({ lastTransitionTime: _t, ...c }) => c)
       .sort((a, b) => a.type.localeCompare(b.type)),
   });

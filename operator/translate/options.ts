@@ -17,6 +17,11 @@ export interface TranslateOptions {
   egressExcept: string[];
   /** Who may scrape the metrics port; undefined = any source (the port carries only metrics). */
   metricsFrom?: NetworkPeer[];
+  /**
+   * The operator's own pods, which scrape the metrics port for status.usage: admitted there in
+   * addition to metricsFrom (with metricsFrom undefined every source is admitted anyway).
+   */
+  usageScraper?: NetworkPeer;
   /** Cluster DNS domain for peer URLs. */
   clusterDomain: string;
 }

@@ -47,4 +47,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+# Token usage: the scraper lists capsule pods (for their IPs and readiness) on its interval.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 {{- end -}}
