@@ -10,6 +10,7 @@
  * All functions return a result object instead of throwing: `{ok: true, ...}` or
  * `{ok: false, error}`, mirroring the WIT `result<task-result, string>`.
  */
+import { isUrlAllowed } from '../net/allowlist.ts';
 import { randomUUID } from 'node:crypto';
 import { Role } from '@a2a-js/sdk';
 import type { AgentCard, Message, Task } from '@a2a-js/sdk';
@@ -69,72 +70,11 @@ export function policyError(url: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Allowlist
+// Allowlist: one implementation for every network grant (runtime/net/allowlist.ts).
 
-interface AllowEntry {
-  scheme?: string;
-  host: string;
-  /** Undefined = any port. */
-  port?: number;
-  wildcard: boolean;
-}
-
-const DEFAULT_PORT: Record<string, number> = { http: 80, https: 443 };
-
-function parseEntry(raw: string): AllowEntry | undefined {
-  const e = raw.trim().toLowerCase();
-  if (e === '') return undefined;
-  if (e.includes('://')) {
-    let u: URL;
-    try {
-      u = new URL(e);
-    } catch {
-      return undefined;
-    }
-    const scheme = u.protocol.slice(0, -1);
-    let host = u.hostname.replace(/^\[|\]$/g, '');
-    const wildcard = raw.trim().toLowerCase().includes('://*.');
-    if (wildcard) host = host.replace(/^\*\./, '');
-    const port = u.port ? Number(u.port) : DEFAULT_PORT[scheme];
-    return { scheme, host, ...(port !== undefined ? { port } : {}), wildcard };
-  }
-  if (e.includes('/')) return undefined;
-  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(e) ?? /^([^:]+)(?::(\d+))?$/.exec(e);
-  if (!m) return undefined;
-  let host = m[1]!;
-  const wildcard = host.startsWith('*.');
-  if (wildcard) host = host.slice(2);
-  return { host, ...(m[2] !== undefined ? { port: Number(m[2]) } : {}), wildcard };
-}
-
-/**
- * Whether `url` is allowed by `allow`. Entries: `host`, `host:port`, `scheme://host[:port]`
- * (a `*.` prefix on the host matches subdomains). Scheme, host and port of the URL are compared;
- * `scheme://host` without a port means the scheme's default port; `host` alone means any port.
- * Only http and https URLs are ever allowed.
- */
+/** Whether `url` is allowed by `allow` (see runtime/net/allowlist.ts). */
 export function isAllowed(url: string, allow: readonly string[]): boolean {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return false;
-  }
-  const scheme = u.protocol.slice(0, -1);
-  if (scheme !== 'http' && scheme !== 'https') return false;
-  if (u.username || u.password) return false;
-  const host = u.hostname.toLowerCase().replace(/^\[|\]$/g, '');
-  const port = u.port ? Number(u.port) : DEFAULT_PORT[scheme]!;
-  for (const raw of allow) {
-    const e = parseEntry(raw);
-    if (!e) continue;
-    if (e.scheme !== undefined && e.scheme !== scheme) continue;
-    const hostOk = e.wildcard ? host.endsWith('.' + e.host) : host === e.host;
-    if (!hostOk) continue;
-    if (e.port !== undefined && e.port !== port) continue;
-    return true;
-  }
-  return false;
+  return isUrlAllowed(url, allow);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ export class SessionComponents {
         const wd = this.staged.workdir.dir;
         return new ComponentInstance(c, {
           // The driver alone may reach the provider, and nothing else; it sees no files.
-          grants: { preopen: undefined, env: { ...guestEnv(d.grant.env.allow, this.hostEnv), ...env }, networkAllow: [`${dest.scheme}://${dest.host}:${dest.port}`], logFile: logFileFor(wd, 'driver', d.name) },
+          grants: { preopen: undefined, env: { ...guestEnv(d.grant.env.allow, this.hostEnv), ...env }, networkAllow: [`${dest.scheme}://${dest.host.includes(":") ? `[${dest.host}]` : dest.host}:${dest.port}`], logFile: logFileFor(wd, 'driver', d.name) },
           imports: { 'murmur:text/chunks': this.chunks() },
           deadlineMs: d.grant.limits.deadlineSeconds * 1000,
           memoryBytes: d.grant.limits.memoryBytes,
