@@ -13,6 +13,7 @@ export default defineConfig({
           name: 'runtime',
           include: ['test/**/*.test.ts', 'runtime/**/*.test.ts'],
           exclude: ['test/operator/**', 'test/cluster/**', 'node_modules/**'],
+          globalSetup: ['test/support/tmp-setup.ts'],
           pool: 'forks',
         },
       },
@@ -21,7 +22,7 @@ export default defineConfig({
         test: {
           name: 'operator',
           include: ['test/operator/**/*.test.ts', 'test/cluster/**/*.test.ts', 'operator/**/*.test.ts'],
-          globalSetup: ['test/cluster/global-setup.ts'],
+          globalSetup: ['test/support/tmp-setup.ts', 'test/cluster/global-setup.ts'],
           pool: 'forks',
           fileParallelism: false,
         },
