@@ -13,7 +13,8 @@
  *   status.usage was written by an earlier operator process (leader failover, operator restart)
  *   and this pod's process started before that write: then the earlier process has counted it, and
  *   the current value only becomes the baseline (tokens it used since that write are lost: at most
- *   one interval's worth).
+ *   one interval's worth). "Before" means at least a second before (process_start_time_seconds is
+ *   rounded to the second, and a process needs longer than that to become ready).
  *
  * So the total never goes backwards and is never double-counted; it can under-count by at most
  * one interval per restart or failover.
@@ -43,8 +44,10 @@ export interface DeltaContext {
 
 export function podDelta(prev: PodState | undefined, cur: PodTokens, ctx: DeltaContext): Delta {
   if (!prev) {
+    // prom-client rounds the start time to the second; a process that started within about a
+    // second of the write cannot have been ready and scraped for it: count it.
     const countedBefore =
-      ctx.observedAtMs !== undefined && ctx.observedAtMs < ctx.sinceMs && cur.startTime !== undefined && cur.startTime * 1000 <= ctx.observedAtMs;
+      ctx.observedAtMs !== undefined && ctx.observedAtMs < ctx.sinceMs && cur.startTime !== undefined && (cur.startTime + 1) * 1000 <= ctx.observedAtMs;
     return countedBefore ? { input: 0, output: 0, reason: 'baseline' } : { input: cur.input, output: cur.output, reason: 'first' };
   }
   const restarted =

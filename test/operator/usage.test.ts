@@ -23,7 +23,7 @@ import { serve, type Served } from '../cli/serve-kit.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { parseExposition } from '../telemetry/prom-text.ts';
-import { client, cluster, deleteNamespace, ensureCrds, eventually, helm, kubectl, newNamespace, operator, repoRoot } from './helpers.ts';
+import { client, cluster, deleteNamespace, ensureCrds, eventually, helm, kubectl, newNamespace, operator, repoRoot, sleep } from './helpers.ts';
 
 async function freePort(): Promise<number> {
   const srv = createServer();
@@ -53,7 +53,7 @@ async function startRuntime(turns: ScriptTurn[]): Promise<void> {
 
 async function task(text: string): Promise<void> {
   const done = await sendMessage({ peerUrl: served!.url, text, allow: [served!.url], wait: true });
-  expect(done.ok && done.state, JSON.stringify(done)).toBe('completed');
+  expect(done.ok && done.state, `${JSON.stringify(done)}\n${served!.output()}`).toBe('completed');
 }
 
 const metricsText = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -161,6 +161,9 @@ describe('counting rule (pod counters → monotonic total)', () => {
     expect(podDelta(undefined, cur, { observedAtMs: 700_000, sinceMs: since })).toEqual({ input: 0, output: 0, reason: 'baseline' });
     // ...but a pod process that started after that write has not been counted.
     expect(podDelta(undefined, { ...cur, startTime: 800 }, { observedAtMs: 700_000, sinceMs: since })).toEqual({ input: 70, output: 7, reason: 'first' });
+    // Start times are whole seconds: one within a second of the write counts as after it.
+    expect(podDelta(undefined, { ...cur, startTime: 700 }, { observedAtMs: 700_000, sinceMs: since }).reason).toBe('first');
+    expect(podDelta(undefined, { ...cur, startTime: 699 }, { observedAtMs: 700_000, sinceMs: since }).reason).toBe('baseline');
     // Unknown start time: counted (never silently dropped).
     expect(podDelta(undefined, { input: 70, output: 7 }, { observedAtMs: 700_000, sinceMs: since }).reason).toBe('first');
   });
@@ -286,8 +289,13 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
 
   it('a runtime restart (counters back to 0) adds the new counts; the total never goes backwards', async () => {
     await startRuntime([{ text: 'three', usage: { input: 50, output: 5 } }, { text: 'four', usage: { input: 10, output: 1 } }]);
+    // Scraped at 0 first (a real pod needs seconds to become ready; the failover case below
+    // relies on the process having started well before the write).
+    await scrapes(1);
+    await sleep(1000);
     await task('after restart');
-    expect(podTokens(parsePrometheusText(await metricsText()))).toMatchObject({ input: 50, output: 5 });
+    const text = await metricsText();
+    expect(podTokens(parsePrometheusText(text)), text).toMatchObject({ input: 50, output: 5 });
     const u = await untilTotals(425, 42);
     expect(u.totalTokens).toBe(467);
     expect(logs.some((l) => l.includes('restarted its counters'))).toBe(true);
