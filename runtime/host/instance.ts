@@ -111,7 +111,11 @@ class WorkerPool {
   /** A booted worker (waits for one if none is ready), and starts booting its replacement. */
   async take(): Promise<Worker> {
     const next = this.idle.shift() ?? this.boot();
-    while (this.idle.length < this.target) this.idle.push(this.boot());
+    // Boot the replacement a moment later, so it does not compete for the CPU with the
+    // instantiation this worker is about to do (these machines have 2 cores).
+    setTimeout(() => {
+      while (this.idle.length < this.target) this.idle.push(this.boot());
+    }, 300).unref();
     await next.booted;
     next.worker.ref();
     return next.worker;
