@@ -45,6 +45,8 @@ export interface LoopDeps {
   promptCacheKey: string;
   /** Session-wide counters, updated in place. */
   totals: Totals;
+  /** The compaction hook's system prompt (the manifest's, or its file's contents). */
+  compactionPrompt?: string;
 }
 
 export interface Totals {
@@ -156,7 +158,7 @@ export async function runAttempt(
       const compactionSpan = startCompactionSpan(d.trace, { turn, tokensBefore: before, threshold });
       const outcome = await d.hooks.compaction({
         messages: history.map(toHookMessage), sessionTokens: BigInt(inputTokens + outputTokens), threshold,
-        model: inf.compaction.model, systemPrompt: inf.compaction.systemPrompt,
+        model: inf.compaction.model, systemPrompt: d.compactionPrompt,
       });
       compactionSpan.end(outcome);
       if (outcome.kind === 'fatal') {

@@ -7,7 +7,7 @@ import { HookBus, busHookFrom } from '../hooks/index.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import type { HookPort } from './hook-port.ts';
-import type { HookServices } from './session.ts';
+import { compactionPrompt, type HookServices } from './session.ts';
 
 export async function loadHookBus(staged: StagedCapsule, services: HookServices, trace: TraceWriter, hostEnv: NodeJS.ProcessEnv = process.env): Promise<HookPort> {
   const m = staged.manifest;
@@ -21,7 +21,7 @@ export async function loadHookBus(staged: StagedCapsule, services: HookServices,
     sessionId: staged.sessionId,
     services,
     seedOverflowMargin: m.context.seedOverflowMargin,
-    compaction: { model: m.inference?.compaction.model, systemPrompt: m.inference?.compaction.systemPrompt },
+    compaction: { model: m.inference?.compaction.model, systemPrompt: compactionPrompt(staged) },
   });
   await bus.stage({ shellAllow: m.capabilities.shell?.allow ?? [] });
   bus.attachTrace(trace);

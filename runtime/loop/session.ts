@@ -81,6 +81,7 @@ export class CapsuleSession {
   hooks: HookPort = NO_HOOKS;
   private tools!: ToolDispatcher;
   private system = '';
+  private compactionPrompt: string | undefined;
   private startedAt = Date.now();
   private histories = new Map<string, ConversationMessage[]>();
   private current: { input: TaskInput; asGiven: string; output?: string; history: ConversationMessage[] } | undefined;
@@ -100,6 +101,7 @@ export class CapsuleSession {
     const m = staged.manifest;
     if (!m.inference) throw new MurError('E-RUN-001', `${m.name} is a script capsule (no inference block); run it with the script runner`);
     s.system = systemPrompt(m.name, m.version, manifestPrompt(staged));
+    s.compactionPrompt = compactionPrompt(staged);
     if (opts.hooks) s.hooks = await opts.hooks(s.services(), s.trace);
     s.tools = new ToolDispatcher(staged, s.components, s.hooks, s.trace, opts.runtimeTools?.(s) ?? [], s.hostEnv);
     s.trace.write('session_start', {
@@ -150,6 +152,7 @@ export class CapsuleSession {
       manifest: m, workdir: this.staged.workdir.dir, trace: this.trace, hooks: this.hooks, components: this.components,
       tools: this.tools, counter: this.counter, spend: this.spend, continuation: this.continuation, system: this.system,
       promptCacheKey: promptCacheKey(m.name, m.version, input.contextId), totals: this.totals,
+      compactionPrompt: this.compactionPrompt,
     };
     let reopens = 0;
     let turnsUsed = 0;
@@ -252,6 +255,23 @@ export class CapsuleSession {
     }
     this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'end_turn', duration_ms: Date.now() - started, reported_usage: reported });
     return { text, modelUsed: model, inputTokens: BigInt(inputTokens), outputTokens: BigInt(outputTokens) };
+  }
+}
+
+/**
+ * `inference.compaction.system_prompt`, or the contents of `system_prompt_file` (relative to the
+ * capsule folder): what the compaction event hands a compaction hook. Undefined when unset.
+ */
+export function compactionPrompt(staged: StagedCapsule): string | undefined {
+  const c = staged.manifest.inference?.compaction;
+  if (!c) return undefined;
+  if (c.systemPrompt !== undefined) return c.systemPrompt;
+  if (c.systemPromptFile === undefined) return undefined;
+  const p = isAbsolute(c.systemPromptFile) ? c.systemPromptFile : join(staged.capsuleDir, c.systemPromptFile);
+  try {
+    return readFileSync(p, 'utf8');
+  } catch (e) {
+    throw new MurError('E-RUN-009', `cannot read inference.compaction.system_prompt_file ${p}: ${(e as Error).message}`, { location: { file: staged.manifest.file, field: 'inference.compaction.system_prompt_file' } });
   }
 }
 

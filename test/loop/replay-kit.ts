@@ -36,7 +36,7 @@ export interface ReplayHook {
   script: Record<string, unknown>;
 }
 
-export async function openReplay(o: { responses: ReplayResponse[]; name?: string; tools?: ArtifactDef[]; hooks?: ReplayHook[]; yamlExtra?: string; inferenceExtra?: string; shell?: string[] }): Promise<ReplayKit> {
+export async function openReplay(o: { responses: ReplayResponse[]; name?: string; tools?: ArtifactDef[]; hooks?: ReplayHook[]; files?: Record<string, string>; yamlExtra?: string; inferenceExtra?: string; shell?: string[] }): Promise<ReplayKit> {
   const recorder = await startRecorder();
   const tools = o.tools ?? [];
   const hooks = o.hooks ?? [];
@@ -57,7 +57,7 @@ export async function openReplay(o: { responses: ReplayResponse[]; name?: string
     ...(o.inferenceExtra ? [o.inferenceExtra] : []),
     o.yamlExtra ?? '',
   ].join('\n'));
-  mkdirSync(join(capsuleDir, 'x'), { recursive: true });
+  for (const [f, text] of Object.entries(o.files ?? {})) writeFileSync(join(capsuleDir, f), text);
   const hostEnv = { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: recorder.url };
   const staged = await stage({ capsuleDir, registryDir: registry, workRoot: tmp('work-'), hostEnv });
   const session = await openSession(staged, { hostEnv });

@@ -3,7 +3,7 @@
  * replay driver, which returns canned responses verbatim and records what it was sent), real tool
  * components, real files.
  */
-import { mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readTrace } from '../../runtime/trace/read.ts';
@@ -96,6 +96,24 @@ describe('stateful driver continuation: replace-context', () => {
     const roles = sent(kit, 2).messages.map((m) => m.role);
     expect(roles).toEqual(['user', 'assistant', 'tool']);
     expect(JSON.stringify(sent(kit, 2).messages[0])).toContain('summary: the summary');
+  });
+});
+
+describe('compaction event fields', () => {
+  it('model and system-prompt carry inference.compaction.model and the system_prompt_file contents verbatim', async () => {
+    kit = await openReplay({
+      tools: [ECHO_TOOL],
+      hooks: [{ name: 'watcher', contract: 'binding: on-compaction\n', script: { 'on-compaction': { record: true } } }],
+      files: { 'compact.md': 'Summarize tersely.\nKeep file names.' },
+      yamlExtra: 'context:\n  max_tokens: 60',
+      inferenceExtra: '  compaction:\n    model: small-model\n    system_prompt_file: compact.md',
+      responses: [toolCall('echo', { text: 'a' }), endTurn('done')],
+    });
+    await kit.session.runTask(task());
+    const log = readFileSync(join(kit.session.staged.workdir.dir, 'logs', 'hook-watcher.log'), 'utf8');
+    const rec = log.split('\n').filter((l) => l.startsWith('{"rec"')).map((l) => JSON.parse(l) as { ev: Record<string, unknown> })[0]!;
+    expect(rec.ev.model).toBe('small-model');
+    expect(rec.ev.systemPrompt).toBe('Summarize tersely.\nKeep file names.');
   });
 });
 
