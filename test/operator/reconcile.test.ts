@@ -128,7 +128,7 @@ describe('reconcile on a real API server', () => {
     expect(condition(c, 'Progressing')).toMatchObject({ status: 'False', reason: 'RolloutComplete' });
     expect(condition(c, 'Degraded')).toMatchObject({ status: 'False', reason: 'AsExpected' });
     const out = await kubectl(['get', 'cap', '-n', ns]);
-    expect(out.stdout).toMatch(/NAME\s+READY\s+MODEL\s+REPLICAS\s+AVAILABLE\s+AGE/);
+    expect(out.stdout).toMatch(/NAME\s+READY\s+MODEL\s+REPLICAS\s+AVAILABLE\s+TOKENS\s+AGE/);
     expect(out.stdout).toMatch(/researcher\s+True\s+claude-sonnet-4-5\s+2\s+2/);
   }, 120_000);
 
