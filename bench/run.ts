@@ -1,27 +1,32 @@
-/** `npm run bench [name ...]`: runs the benches and prints their figures. */
+/**
+ * `npm run bench [name ...]`: runs the benches one after another and prints their figures. Each
+ * prints medians and ratios against a baseline measured in the same run (these machines are
+ * noisy; absolute times are not comparable between runs).
+ */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { benchComponents } from './components.ts';
+import { benchLoop } from './loop.ts';
 
-const all: Record<string, () => Promise<string>> = {
-  components: benchComponents,
-  loop: async () => (await import('./loop.ts')).benchLoop(),
-};
-const extra = ['a2a', 'hooks', 'telemetry', 'operator'];
-const names = process.argv.slice(2).length ? process.argv.slice(2) : [...Object.keys(all), ...extra];
+const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop() };
+// These run as their own processes (each starts servers or a cluster and exits when done).
+const scripts = ['a2a', 'hooks', 'telemetry', 'operator'];
+const names = process.argv.slice(2).length ? process.argv.slice(2) : [...Object.keys(inProcess), ...scripts];
+let failed = 0;
 for (const n of names) {
   const t = performance.now();
-  try {
-    if (all[n]) console.log(await all[n]());
-    else {
-      const mod = (await import(`./${n}.ts`)) as { default?: () => Promise<string | void>; run?: () => Promise<string | void> };
-      const f = mod.default ?? mod.run;
-      if (f) {
-        const out = await f();
-        if (out) console.log(out);
-      }
+  if (inProcess[n]) {
+    console.log(await inProcess[n]());
+  } else if (scripts.includes(n)) {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${n}.ts`, import.meta.url))], { stdio: 'inherit' });
+    if (r.status !== 0) {
+      failed++;
+      console.log(`${n}: exited ${r.status}`);
     }
-  } catch (e) {
-    console.log(`${n}: skipped (${(e as Error).message})`);
+  } else {
+    console.log(`unknown bench '${n}' (known: ${[...Object.keys(inProcess), ...scripts].join(', ')})`);
+    failed++;
   }
   console.log(`  (${n}: ${((performance.now() - t) / 1000).toFixed(1)} s)\n`);
 }
-process.exit(0);
+process.exit(failed ? 1 : 0);
