@@ -79,35 +79,48 @@ export function defaultMetricsUrl(p: PodLike): string | undefined {
 
 const rfc3339 = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** GET a /metrics URL with a timeout and a size cap. */
-export async function fetchMetrics(url: string, timeoutMs: number, maxBytes: number): Promise<string> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'text/plain;version=0.0.4' } });
-  if (!res.ok) {
-    await res.body?.cancel().catch(() => {});
-    throw new Error(`HTTP ${res.status}`);
-  }
-  const reader = res.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let n = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    n += value.byteLength;
-    if (n > maxBytes) {
-      await reader.cancel().catch(() => {});
-      throw new Error(`body larger than ${maxBytes} bytes`);
+/** GET a /metrics URL with a timeout (connect to last byte) and a size cap; `cancel` ends it early. */
+export async function fetchMetrics(url: string, timeoutMs: number, maxBytes: number, cancel?: AbortSignal): Promise<string> {
+  // An explicit timer, not AbortSignal.timeout(): that signal is held weakly, and in the tests (Node
+  // 20, composed with AbortSignal.any) it sometimes never fired, leaving a round stuck on a pod
+  // that accepts connections and never answers.
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new Error(`no complete answer in ${timeoutMs} ms`)), timeoutMs);
+  const onCancel = () => ac.abort(new Error('scraper stopped'));
+  if (cancel?.aborted) onCancel();
+  cancel?.addEventListener('abort', onCancel, { once: true });
+  try {
+    const res = await fetch(url, { signal: ac.signal, headers: { accept: 'text/plain;version=0.0.4' } });
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      throw new Error(`HTTP ${res.status}`);
     }
-    chunks.push(value);
+    const reader = res.body?.getReader();
+    if (!reader) return '';
+    const chunks: Uint8Array[] = [];
+    let n = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      n += value.byteLength;
+      if (n > maxBytes) {
+        await reader.cancel().catch(() => {});
+        throw new Error(`body larger than ${maxBytes} bytes`);
+      }
+      chunks.push(value);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } finally {
+    clearTimeout(timer);
+    cancel?.removeEventListener('abort', onCancel);
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
-async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<void>): Promise<void> {
+async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<void>, stop: () => boolean): Promise<void> {
   let i = 0;
   await Promise.all(
     Array.from({ length: Math.max(1, Math.min(n, items.length)) }, async () => {
-      while (i < items.length) await fn(items[i++]!);
+      while (i < items.length && !stop()) await fn(items[i++]!);
     }),
   );
 }
@@ -118,6 +131,7 @@ export class UsageScraper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<ScrapeReport> | undefined;
   private stopped = false;
+  private readonly abort = new AbortController();
   private readonly since = Date.now();
   private readonly log: (m: string) => void;
 
@@ -147,6 +161,7 @@ export class UsageScraper {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    this.abort.abort(); // in-flight scrapes end now; no new ones start
     await this.running?.catch(() => {});
   }
 
@@ -198,7 +213,7 @@ export class UsageScraper {
     await pool(jobs, this.o.concurrency ?? 8, async ({ capsule, pod, url }) => {
       const podKey = keyOf(pod);
       try {
-        const tokens = podTokens(parsePrometheusText(await fetchMetrics(url, this.o.timeoutMs ?? 5000, this.o.maxBytes ?? 4 << 20)));
+        const tokens = podTokens(parsePrometheusText(await fetchMetrics(url, this.o.timeoutMs ?? 5000, this.o.maxBytes ?? 4 << 20, this.abort.signal)));
         report.ok++;
         this.o.metrics.usageScrapes.inc({ result: 'ok' });
         if (this.failing.delete(pod.metadata.uid!)) this.log(`usage: scraping pod ${podKey} works again`);
@@ -206,6 +221,7 @@ export class UsageScraper {
         if (!scraped.has(k)) scraped.set(k, []);
         scraped.get(k)!.push({ pod, tokens });
       } catch (e) {
+        if (this.stopped) return;
         report.failed++;
         this.o.metrics.usageScrapes.inc({ result: 'error' });
         if (!this.failing.has(pod.metadata.uid!)) {
@@ -213,7 +229,7 @@ export class UsageScraper {
           this.log(`usage: scraping pod ${podKey} (${url}) failed: ${(e as Error).message} (logged once until it works again)`);
         }
       }
-    });
+    }, () => this.stopped);
 
     for (const [key, results] of scraped) {
       const c = capsules.get(key)!;

@@ -17,7 +17,8 @@ import type { Capsule } from '../../operator/api/types.ts';
 import type { Operator } from '../../operator/operator.ts';
 import { podDelta } from '../../operator/usage/accumulate.ts';
 import { parsePrometheusText, podTokens } from '../../operator/usage/prom.ts';
-import type { PodLike } from '../../operator/usage/scraper.ts';
+import { OperatorMetrics } from '../../operator/controller/metrics.ts';
+import { UsageScraper, type PodLike } from '../../operator/usage/scraper.ts';
 import { sendMessage } from '../../runtime/a2a/client.ts';
 import { serve, type Served } from '../cli/serve-kit.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
@@ -202,17 +203,22 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
   };
   const logs: string[] = [];
   const usageOperator = () =>
-    operator([ns], { usage: { intervalMs: 700, timeoutMs: 400, concurrency: 2, metricsUrl }, log: (m) => logs.push(m) });
+    operator([ns], { usage: { intervalMs: 700, timeoutMs: 400, concurrency: 2, metricsUrl }, log: (m) => logs.push(`${new Date().toISOString()} ${m}`) });
   const path = () => `/apis/murmur.io/v1alpha1/namespaces/${ns}/capsules/metered`;
   const get = () => client.get<Capsule>(path());
   const usageOf = async () => (await get())?.status?.usage;
   const okScrapes = () => op!.metrics.total('capsule_operator_usage_scrapes_total', { result: 'ok' });
   const usageWrites = () => op!.metrics.total('capsule_operator_writes_total', { verb: 'usage' });
-  const untilTotals = (input: number, output: number) =>
-    eventually(`status.usage ${input}/${output}`, async () => {
-      const u = await usageOf();
-      return u && u.inputTokens === input && u.outputTokens === output ? u : undefined;
-    }, 60_000);
+  const untilTotals = async (input: number, output: number) => {
+    try {
+      return await eventually(`status.usage ${input}/${output}`, async () => {
+        const u = await usageOf();
+        return u && u.inputTokens === input && u.outputTokens === output ? u : undefined;
+      }, 40_000);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}; status.usage ${JSON.stringify(await usageOf())}, ok scrapes ${await okScrapes()}\n${logs.join('\n')}`);
+    }
+  };
   /** Waits for `n` more successful scrapes of the real pod. */
   const scrapes = async (n: number) => {
     const start = await okScrapes();
@@ -314,6 +320,18 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
     await task('after failover');
     const u = await untilTotals(435, 43);
     expect(u.totalTokens).toBe(478);
+  });
+
+  it('stop() ends a round stuck on pods that never answer at once (leadership loss, SIGTERM)', async () => {
+    const dead = `http://127.0.0.1:${(hanging.address() as { port: number }).port}/metrics`;
+    const s = new UsageScraper(client, op!.controller()!.capsules, { intervalMs: 60_000, timeoutMs: 30_000, concurrency: 1, metricsUrl: () => dead, namespaces: [ns], metrics: new OperatorMetrics(false) });
+    const round = s.scrapeOnce();
+    await eventually('the round is waiting on a pod', () => hangingSockets.size > 0);
+    const t0 = Date.now();
+    await s.stop();
+    const report = await round;
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(report).toMatchObject({ pods: 2, ok: 0, written: [] });
   });
 
   it('the chart grants the scraper pods list and passes its settings', async () => {
