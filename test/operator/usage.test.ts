@@ -323,15 +323,24 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
   });
 
   it('stop() ends a round stuck on pods that never answer at once (leadership loss, SIGTERM)', async () => {
-    const dead = `http://127.0.0.1:${(hanging.address() as { port: number }).port}/metrics`;
+    const held = new Set<Socket>();
+    const silent = createServer((sock) => held.add(sock));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    cleanup.push(async () => {
+      for (const x of held) x.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
+    });
+    const dead = `http://127.0.0.1:${(silent.address() as { port: number }).port}/metrics`;
     const s = new UsageScraper(client, op!.controller()!.capsules, { intervalMs: 60_000, timeoutMs: 30_000, concurrency: 1, metricsUrl: () => dead, namespaces: [ns], metrics: new OperatorMetrics(false) });
     const round = s.scrapeOnce();
-    await eventually('the round is waiting on a pod', () => hangingSockets.size > 0);
+    await eventually('the round is waiting on a pod', () => held.size > 0);
     const t0 = Date.now();
     await s.stop();
     const report = await round;
     expect(Date.now() - t0).toBeLessThan(2000);
-    expect(report).toMatchObject({ pods: 2, ok: 0, written: [] });
+    // The first pod was cut off by stop(), the second never tried: nothing counted, nothing written.
+    expect(report).toMatchObject({ pods: 2, ok: 0, failed: 0, written: [] });
+    expect(held.size).toBe(1);
   });
 
   it('the chart grants the scraper pods list and passes its settings', async () => {
