@@ -24,6 +24,7 @@ import { hostname } from 'node:os';
 import { KubeClient } from './kube/client.ts';
 import { startOperator } from './operator.ts';
 import { DEFAULT_RUNTIME_IMAGE, defaultOptions } from './translate/options.ts';
+import { usageFromEnv } from './usage/config.ts';
 
 const env = process.env;
 const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -34,20 +35,7 @@ async function main(): Promise<void> {
   const identity = env.POD_NAME || `${hostname()}-${process.pid}`;
   const metricsFrom = list(env.METRICS_FROM_NAMESPACES);
   const otlpSecret = env.OTLP_HEADERS_SECRET_NAME && env.OTLP_HEADERS_SECRET_KEY ? { name: env.OTLP_HEADERS_SECRET_NAME, key: env.OTLP_HEADERS_SECRET_KEY } : undefined;
-  const usageEvery = Number(env.USAGE_SCRAPE_INTERVAL_SECONDS || 60);
-  const usageOn = Number.isFinite(usageEvery) && usageEvery > 0;
-  const ownLabels = Object.fromEntries(
-    list(env.OPERATOR_POD_LABELS)
-      .map((kv) => kv.split('=').map((x) => x.trim()))
-      .filter((kv): kv is [string, string] => kv.length === 2 && !!kv[0]),
-  );
-  const usageScraper =
-    usageOn && env.POD_NAMESPACE
-      ? {
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.POD_NAMESPACE } },
-          ...(Object.keys(ownLabels).length ? { podSelector: { matchLabels: ownLabels } } : {}),
-        }
-      : undefined;
+  const { usage, usageScraper } = usageFromEnv(env);
   const pull = env.RUNTIME_IMAGE_PULL_POLICY as 'Always' | 'IfNotPresent' | 'Never' | undefined;
   const op = await startOperator({
     client,
@@ -77,15 +65,7 @@ async function main(): Promise<void> {
           },
         }),
     log,
-    ...(usageOn
-      ? {
-          usage: {
-            intervalMs: usageEvery * 1000,
-            timeoutMs: Number(env.USAGE_SCRAPE_TIMEOUT_SECONDS || 5) * 1000,
-            concurrency: Number(env.USAGE_SCRAPE_CONCURRENCY || 8),
-          },
-        }
-      : {}),
+    ...(usage ? { usage } : {}),
     ...(Number(env.CAPSULE_OPERATOR_WRITE_DELAY_MS) > 0
       ? { beforeWrite: () => new Promise<void>((r) => setTimeout(r, Number(env.CAPSULE_OPERATOR_WRITE_DELAY_MS))) }
       : {}),

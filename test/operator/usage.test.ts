@@ -18,6 +18,9 @@ import type { Operator } from '../../operator/operator.ts';
 import { podDelta } from '../../operator/usage/accumulate.ts';
 import { parsePrometheusText, podTokens } from '../../operator/usage/prom.ts';
 import { OperatorMetrics } from '../../operator/controller/metrics.ts';
+import { translate } from '../../operator/translate/index.ts';
+import { defaultOptions } from '../../operator/translate/options.ts';
+import { usageFromEnv } from '../../operator/usage/config.ts';
 import { UsageScraper, type PodLike } from '../../operator/usage/scraper.ts';
 import { sendMessage } from '../../runtime/a2a/client.ts';
 import { serve, type Served } from '../cli/serve-kit.ts';
@@ -343,13 +346,44 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
     expect(held.size).toBe(1);
   });
 
-  it('the chart grants the scraper pods list and passes its settings', async () => {
-    const docs = parseAllDocuments((await helm(['template', 'x', join(repoRoot, 'charts', 'capsule-operator'), '-n', 'ops', '--set', 'usage.scrapeIntervalSeconds=30'])).stdout)
+});
+
+// ---- chart and configuration -------------------------------------------------------------------
+
+describe('chart and configuration', () => {
+  const chart = join(repoRoot, 'charts', 'capsule-operator');
+  const render = async (...set: string[]) =>
+    parseAllDocuments((await helm(['template', 'x', chart, '-n', 'ops', ...set.flatMap((x) => ['--set', x])])).stdout)
       .map((d) => d.toJS())
       .filter(Boolean) as any[];
+
+  it('the chart grants pods list, passes the settings, and restricted metrics ingress admits the operator pods', async () => {
+    const docs = await render('usage.scrapeIntervalSeconds=30', 'network.metricsFromNamespaces={monitoring}');
     const cr = docs.find((d) => d.kind === 'ClusterRole');
     expect(cr.rules.filter((r: any) => r.resources.includes('pods')).flatMap((r: any) => r.verbs)).toEqual(['list']);
-    const env = Object.fromEntries(docs.find((d) => d.kind === 'Deployment').spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value]));
-    expect(env).toMatchObject({ USAGE_SCRAPE_INTERVAL_SECONDS: '30', USAGE_SCRAPE_TIMEOUT_SECONDS: '5', OPERATOR_POD_LABELS: 'app.kubernetes.io/name=capsule-operator,app.kubernetes.io/instance=x' });
+    const dep = docs.find((d) => d.kind === 'Deployment');
+    const env: Record<string, string> = Object.fromEntries(dep.spec.template.spec.containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]));
+    expect(env).toMatchObject({ USAGE_SCRAPE_INTERVAL_SECONDS: '30', USAGE_SCRAPE_TIMEOUT_SECONDS: '5', USAGE_SCRAPE_CONCURRENCY: '8' });
+    // POD_NAMESPACE comes from the downward API: the release namespace.
+    const { usage, usageScraper } = usageFromEnv({ ...env, POD_NAMESPACE: 'ops' });
+    expect(usage).toEqual({ intervalMs: 30_000, timeoutMs: 5000, concurrency: 8 });
+    // The peer selects exactly the operator's pods: its selector labels are on the pod template.
+    expect(usageScraper?.namespaceSelector).toEqual({ matchLabels: { 'kubernetes.io/metadata.name': 'ops' } });
+    expect(dep.spec.template.metadata.labels).toMatchObject(usageScraper!.podSelector!.matchLabels!);
+    // A capsule's ingress policy then admits Prometheus' namespace and the operator on 9090.
+    const capsule: Capsule = { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'c', namespace: 'team', uid: 'u' }, spec: {} };
+    const options = defaultOptions({ metricsFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ...(usageScraper ? { usageScraper } : {}) });
+    const policy = translate({ capsule, hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options }).objects.find((o) => o.metadata.name === 'c-ingress') as any;
+    const metricsRule = policy.spec.ingress.find((r: any) => r.ports.some((p: any) => p.port === 9090));
+    expect(metricsRule.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }, usageScraper]);
+    // Without metricsFrom the port stays open to any source (the operator included).
+    const open = translate({ capsule, hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options: defaultOptions({ ...(usageScraper ? { usageScraper } : {}) }) }).objects.find((o) => o.metadata.name === 'c-ingress') as any;
+    expect(open.spec.ingress.find((r: any) => r.ports.some((p: any) => p.port === 9090)).from).toBeUndefined();
+  });
+
+  it('0 turns scraping off; defaults are 60 s / 5 s / 8', () => {
+    expect(usageFromEnv({ USAGE_SCRAPE_INTERVAL_SECONDS: '0', POD_NAMESPACE: 'ops' })).toEqual({});
+    expect(usageFromEnv({}).usage).toEqual({ intervalMs: 60_000, timeoutMs: 5000, concurrency: 8 });
+    expect(usageFromEnv({}).usageScraper).toBeUndefined();
   });
 });
