@@ -232,7 +232,9 @@ export class UsageScraper {
     }, () => this.stopped);
 
     for (const [key, results] of scraped) {
-      const c = capsules.get(key)!;
+      // The cache may have moved on while the pods were scraped (e.g. reconcile wrote status).
+      const fresh = this.capsules.get(key);
+      const c = fresh && fresh.metadata.uid === capsules.get(key)!.metadata.uid ? fresh : capsules.get(key)!;
       const uid = c.metadata.uid!;
       let st = this.state.get(uid);
       if (!st) this.state.set(uid, (st = { uid, pods: new Map(), pending: { input: 0, output: 0 } }));
