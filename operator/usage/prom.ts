@@ -17,9 +17,11 @@ const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*/;
 
 function parseValue(s: string, line: string): number {
-  if (s === '+Inf' || s === 'Inf') return Infinity;
-  if (s === '-Inf') return -Infinity;
-  if (s === 'NaN') return NaN;
+  // Case-insensitive like Go's ParseFloat (Prometheus' parser): prom-client writes NaN as `Nan`.
+  const l = s.toLowerCase();
+  if (l === '+inf' || l === 'inf') return Infinity;
+  if (l === '-inf') return -Infinity;
+  if (l === 'nan') return NaN;
   const v = Number(s);
   if (s === '' || Number.isNaN(v)) throw new Error(`bad sample value in: ${line}`);
   return v;

@@ -13,7 +13,9 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import type { Capsule } from '../../operator/api/types.ts';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Capsule, KubeObject } from '../../operator/api/types.ts';
+import { KubeClient } from '../../operator/kube/client.ts';
 import type { Operator } from '../../operator/operator.ts';
 import { podDelta } from '../../operator/usage/accumulate.ts';
 import { parsePrometheusText, podTokens } from '../../operator/usage/prom.ts';
@@ -27,7 +29,7 @@ import { serve, type Served } from '../cli/serve-kit.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { parseExposition } from '../telemetry/prom-text.ts';
-import { client, cluster, deleteNamespace, ensureCrds, eventually, helm, kubectl, newNamespace, operator, repoRoot, sleep } from './helpers.ts';
+import { client, cluster, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, newNamespace, operator, repoRoot, sleep } from './helpers.ts';
 
 async function freePort(): Promise<number> {
   const srv = createServer();
@@ -127,6 +129,8 @@ describe('Prometheus text parser', () => {
         'other_metric 1e3',
         'h_bucket{le="+Inf"} +Inf',
         'g NaN',
+        'nodejs_eventloop_lag_mean_seconds Nan', // prom-client's spelling when there is no sample
+        'h_bucket{le="-Inf"} -inf',
         '',
       ].join('\n'),
     );
@@ -134,6 +138,8 @@ describe('Prometheus text parser', () => {
     expect(s[3]!.value).toBe(1000);
     expect(s[4]!.value).toBe(Infinity);
     expect(Number.isNaN(s[5]!.value)).toBe(true);
+    expect(Number.isNaN(s[6]!.value)).toBe(true);
+    expect(s[7]!.value).toBe(-Infinity);
     expect(podTokens(s)).toEqual({ input: 12, output: 3 });
     for (const bad of ['x{a="b} 1', 'x{a=b} 1', 'x 1 2 3', 'x', '{a="b"} 1', 'x abc']) expect(() => parsePrometheusText(bad), bad).toThrow();
   });
@@ -325,6 +331,45 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
     expect(u.totalTokens).toBe(478);
   });
 
+  it('a write that races another writer gets a real 409, re-reads and writes on the fresh object', async () => {
+    const r = await kubectl(['apply', '-n', ns, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: second }\nspec: { replicas: 1 }\n');
+    expect(r.code, r.stderr).toBe(0);
+    const secondPath = `/apis/murmur.io/v1alpha1/namespaces/${ns}/capsules/second`;
+    await eventually('second ready', async () => (await client.get<Capsule>(secondPath))?.status?.readyReplicas === 1);
+    // Just before its first status write, someone else changes the Capsule: the write's
+    // resourceVersion is stale and the API server answers 409.
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const calls: string[] = [];
+    class Racing extends KubeClient {
+      override async mergePatchStatus<T extends KubeObject>(o: Capsule, status: unknown, opts: { fieldManager?: string; resourceVersion?: string } = {}): Promise<T> {
+        if (o.metadata.name === 'second' && !calls.length) await client.request('PATCH', secondPath, { body: { metadata: { labels: { raced: 'yes' } } }, contentType: 'application/merge-patch+json' });
+        try {
+          const out = await super.mergePatchStatus<T>(o, status, opts);
+          calls.push('ok');
+          return out;
+        } catch (e) {
+          calls.push(String((e as { status?: number }).status));
+          throw e;
+        }
+      }
+    }
+    const racing = new Racing(kc);
+    cleanup.push(async () => racing.close());
+    const real = `http://127.0.0.1:${metricsPort}/metrics`;
+    const s = new UsageScraper(racing, op!.controller()!.capsules, { intervalMs: 60_000, metricsUrl: () => real, namespaces: [ns], metrics: new OperatorMetrics(false), log: (m) => logs.push(m) });
+    const report = await s.scrapeOnce();
+    await s.stop();
+    // 'metered' is not written (this scraper's first sight of its pods comes after the last write:
+    // baseline); 'second' is new and gets the pod's counters (the restarted process: 60 / 6).
+    expect(report.written, logs.join('\n')).toEqual([`${ns}/second`]);
+    expect(calls).toEqual(['409', 'ok']);
+    const second = await client.get<Capsule>(secondPath);
+    expect(second!.metadata.labels?.raced).toBe('yes');
+    expect(second!.status?.usage).toMatchObject({ inputTokens: 60, outputTokens: 6, totalTokens: 66, pods: 1 });
+    expect((await usageOf())?.totalTokens).toBe(478);
+  });
+
   it('stop() ends a round stuck on pods that never answer at once (leadership loss, SIGTERM)', async () => {
     const held = new Set<Socket>();
     const silent = createServer((sock) => held.add(sock));
@@ -341,8 +386,8 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
     await s.stop();
     const report = await round;
     expect(Date.now() - t0).toBeLessThan(2000);
-    // The first pod was cut off by stop(), the second never tried: nothing counted, nothing written.
-    expect(report).toMatchObject({ pods: 2, ok: 0, failed: 0, written: [] });
+    // The first pod was cut off by stop(), the others never tried: nothing counted, nothing written.
+    expect(report).toMatchObject({ pods: 3, ok: 0, failed: 0, written: [] });
     expect(held.size).toBe(1);
   });
 
