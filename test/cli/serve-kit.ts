@@ -1,5 +1,6 @@
 /** Runs `bin/mur serve` as a separate process and hands back its A2A URL. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 
@@ -44,4 +45,13 @@ export async function serve(capsuleDir: string, o: { registry: string; workRoot:
       }
     },
   };
+}
+
+/** A port free on 127.0.0.1 right now (for a server started in another process). */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
 }

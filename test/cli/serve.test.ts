@@ -12,17 +12,9 @@ import { readTrace } from '../../runtime/trace/read.ts';
 import { sendMessage, getTask, cancelTask } from '../../runtime/a2a/client.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, openKit, tmp, type ArtifactDef } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';
-import { serve, type Served } from './serve-kit.ts';
+import { freePort, serve, type Served } from './serve-kit.ts';
 import { demoYaml, program, scriptRegistry } from '../script/helpers.ts';
-import { createServer } from 'node:net';
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

@@ -25,19 +25,12 @@ import { defaultOptions } from '../../operator/translate/options.ts';
 import { usageFromEnv } from '../../operator/usage/config.ts';
 import { UsageScraper, type PodLike } from '../../operator/usage/scraper.ts';
 import { sendMessage } from '../../runtime/a2a/client.ts';
-import { serve, type Served } from '../cli/serve-kit.ts';
+import { freePort, serve, type Served } from '../cli/serve-kit.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { parseExposition } from '../telemetry/prom-text.ts';
 import { client, cluster, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, newNamespace, operator, repoRoot, sleep } from './helpers.ts';
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 // ---- one real `mur serve` (restartable on the same metrics port) ---------------------------------
 
