@@ -41,7 +41,7 @@ const ENTRY = workerEntry();
  */
 function workerEntry(): string {
   if (!import.meta.url.endsWith('.ts')) return new URL('./worker.js', import.meta.url).href;
-  const sources = ['worker.ts', 'protocol.ts', '../net/allowlist.ts'].map((f) => readFileSync(join(here, f)));
+  const sources = ['worker.ts', 'wasi.ts', 'protocol.ts', '../net/allowlist.ts'].map((f) => readFileSync(join(here, f)));
   const hash = createHash('sha256');
   for (const b of sources) hash.update(b);
   // Beside the component cache, which is writable wherever the runtime runs (a read-only image sets

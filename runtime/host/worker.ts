@@ -4,17 +4,9 @@
  * HTTP only to allowlisted destinations, no raw sockets) and bridges its synchronous host imports to
  * async functions on the main thread with Atomics.wait.
  */
-import { appendFileSync, statSync } from 'node:fs';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
-import { WASIShim } from '@bytecodealliance/preview2-shim/instantiation';
-import * as cli from '@bytecodealliance/preview2-shim/cli';
-import * as http from '@bytecodealliance/preview2-shim/http';
-import * as io from '@bytecodealliance/preview2-shim/io';
-import * as filesystem from '@bytecodealliance/preview2-shim/filesystem';
-import * as sockets from '@bytecodealliance/preview2-shim/sockets';
-import * as clocks from '@bytecodealliance/preview2-shim/clocks';
-import { isAllowed } from '../net/allowlist.ts';
+import { wasiImports } from './wasi.ts';
 import type { FromWorker, HostCallReply, ToWorker, WorkerInit } from './protocol.ts';
 
 // The worker boots (this module and the WASI shim load) before it knows which component it will
@@ -29,94 +21,6 @@ function memoryBytes(): number {
   let max = 0;
   for (const m of memories) max = Math.max(max, m.buffer.byteLength);
   return max;
-}
-
-/** An OutputStream for the guest's stdout/stderr that appends to the instance's log file. */
-function logStream(file: string | undefined, limit: number): unknown {
-  const real = (cli.stdout as { getStdout(): { subscribe(): unknown } }).getStdout();
-  let written = (() => {
-    try {
-      return file ? statSync(file).size : 0;
-    } catch {
-      return 0;
-    }
-  })();
-  const write = (buf: Uint8Array): void => {
-    if (!file || written >= limit) return;
-    const room = limit - written;
-    const chunk = buf.length > room ? buf.subarray(0, room) : buf;
-    appendFileSync(file, chunk);
-    written += chunk.length;
-  };
-  const s = Object.create((io.streams as { OutputStream: { prototype: object } }).OutputStream.prototype) as Record<string, unknown>;
-  Object.assign(s, {
-    checkWrite: () => 1n << 20n,
-    write,
-    blockingWriteAndFlush: write,
-    flush: () => {},
-    blockingFlush: () => {},
-    writeZeroes: (n: bigint) => write(new Uint8Array(Number(n))),
-    blockingWriteZeroesAndFlush: (n: bigint) => write(new Uint8Array(Number(n))),
-    subscribe: () => real.subscribe(),
-  });
-  return s;
-}
-
-/**
- * wasi:clocks/wall-clock without preview2-shim 0.26.1's fast-path lowering, which writes the
- * seconds at the wrong offset (it indexes a BigInt64Array with `retptr >> 2`) and makes a guest's
- * `Date.now()` trap. Plain functions get jco's ordinary, correct lowering.
- */
-function plainWallClock(): { now(): { seconds: bigint; nanoseconds: number }; resolution(): { seconds: bigint; nanoseconds: number } } {
-  return {
-    now() {
-      const ms = Date.now();
-      return { seconds: BigInt(Math.floor(ms / 1000)), nanoseconds: (ms % 1000) * 1_000_000 };
-    },
-    resolution() {
-      return { seconds: 0n, nanoseconds: 1_000_000 };
-    },
-  };
-}
-
-/** HTTP outgoing handler that only lets allowlisted destinations through. */
-function guardedHttp(allow: string[]): typeof http {
-  const base = http.outgoingHandler as { handle(req: unknown, opts: unknown): unknown };
-  return {
-    ...http,
-    outgoingHandler: {
-      ...base,
-      handle(req: { scheme(): { tag: string; val?: string } | undefined; authority(): string | undefined }, opts: unknown) {
-        const s = req.scheme();
-        const scheme = !s ? 'http' : s.tag === 'HTTPS' ? 'https' : s.tag === 'HTTP' ? 'http' : String(s.val ?? 'other').toLowerCase();
-        const authority = req.authority() ?? '';
-        const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(authority);
-        const host = (m?.[1] ?? authority).toLowerCase();
-        const portNum = m?.[2] ? Number(m[2]) : scheme === 'https' ? 443 : 80;
-        if (!allow.length || !isAllowed(allow, { scheme, host, port: portNum })) {
-          // A typed wasi:http error keeps the instance usable (a bare string poisons it).
-          throw { tag: 'HTTP-request-denied' };
-        }
-        return base.handle(req, opts);
-      },
-    },
-  } as typeof http;
-}
-
-/**
- * Rust's wasip2 std opens writable files with the `mutate-directory` descriptor flag, which the
- * shim rejects as unsupported; clear it (the preopen still confines every path).
- */
-function allowRustWrites(): void {
-  const Descriptor = (filesystem.types as unknown as { Descriptor: { prototype: Record<string, unknown> } }).Descriptor;
-  const openAt = Descriptor.prototype.openAt as (this: unknown, ...a: unknown[]) => unknown;
-  if ((openAt as { __murmur?: boolean }).__murmur) return;
-  const patched = function (this: unknown, pathFlags: unknown, path: unknown, openFlags: unknown, descFlags: Record<string, unknown> | undefined) {
-    const flags = descFlags && descFlags.mutateDirectory ? { ...descFlags, mutateDirectory: false } : descFlags;
-    return openAt.call(this, pathFlags, path, openFlags, flags);
-  };
-  (patched as { __murmur?: boolean }).__murmur = true;
-  Descriptor.prototype.openAt = patched;
 }
 
 function hostCall(iface: string, fn: string, args: unknown[]): unknown {
@@ -135,22 +39,7 @@ function hostCall(iface: string, fn: string, args: unknown[]): unknown {
 async function main(): Promise<void> {
   flag = new Int32Array(init.flag);
   const g = init.grants;
-  allowRustWrites();
-  const out = logStream(g.logFile, g.logLimitBytes ?? 10 * 1048576);
-  const shim = new WASIShim({
-    sandbox: {
-      preopens: g.preopen ? { '/': g.preopen } : {},
-      env: g.env,
-      args: [init.component],
-    },
-    // Raw sockets: never. (Not `sandbox.enableNetwork: false`: that also swaps in an HTTP handler
-    // that throws a bare string, which poisons the instance; HTTP goes through the allowlist.)
-    sockets: (sockets as unknown as { createSockets(c: { enableNetwork: boolean }): unknown }).createSockets({ enableNetwork: false }),
-    cli: { ...cli, stdout: { getStdout: () => out }, stderr: { getStderr: () => out } },
-    http: guardedHttp(g.networkAllow),
-    clocks: { ...clocks, wallClock: plainWallClock() },
-  } as ConstructorParameters<typeof WASIShim>[0]);
-  const imports: Record<string, unknown> = { ...shim.getImportObject() };
+  const imports: Record<string, unknown> = wasiImports(g, init.component);
   for (const [iface, fns] of Object.entries(init.importSpec)) {
     const obj: Record<string, (...a: unknown[]) => unknown> = {};
     for (const fn of fns) obj[fn] = (...args: unknown[]) => hostCall(iface, fn, args);

@@ -1,0 +1,124 @@
+/**
+ * The per-instance WASI a component sees: exactly one preopen (as `/`) or none, exactly the
+ * granted environment, stdout/stderr appended to the instance's log file, HTTP only to allowlisted
+ * destinations, and no raw sockets. Built by each component worker (runtime/host/worker.ts).
+ */
+import { appendFileSync, statSync } from 'node:fs';
+import { WASIShim } from '@bytecodealliance/preview2-shim/instantiation';
+import * as cli from '@bytecodealliance/preview2-shim/cli';
+import * as http from '@bytecodealliance/preview2-shim/http';
+import * as io from '@bytecodealliance/preview2-shim/io';
+import * as filesystem from '@bytecodealliance/preview2-shim/filesystem';
+import * as sockets from '@bytecodealliance/preview2-shim/sockets';
+import * as clocks from '@bytecodealliance/preview2-shim/clocks';
+import { isAllowed } from '../net/allowlist.ts';
+import type { Grants } from './protocol.ts';
+
+/** The WASI import object (unversioned interface names) for one instance with these grants. */
+export function wasiImports(g: Grants, component: string): Record<string, unknown> {
+  allowRustWrites();
+  const out = logStream(g.logFile, g.logLimitBytes ?? 10 * 1048576);
+  const shim = new WASIShim({
+    sandbox: {
+      preopens: g.preopen ? { '/': g.preopen } : {},
+      env: g.env,
+      args: [component],
+    },
+    // Raw sockets: never. (Not `sandbox.enableNetwork: false`: that also swaps in an HTTP handler
+    // that throws a bare string, which poisons the instance; HTTP goes through the allowlist.)
+    sockets: (sockets as unknown as { createSockets(c: { enableNetwork: boolean }): unknown }).createSockets({ enableNetwork: false }),
+    cli: { ...cli, stdout: { getStdout: () => out }, stderr: { getStderr: () => out } },
+    http: guardedHttp(g.networkAllow),
+    clocks: { ...clocks, wallClock: plainWallClock() },
+  } as ConstructorParameters<typeof WASIShim>[0]);
+  return { ...shim.getImportObject() };
+}
+
+/** An OutputStream for the guest's stdout/stderr that appends to the instance's log file. */
+function logStream(file: string | undefined, limit: number): unknown {
+  const real = (cli.stdout as { getStdout(): { subscribe(): unknown } }).getStdout();
+  let written = (() => {
+    try {
+      return file ? statSync(file).size : 0;
+    } catch {
+      return 0;
+    }
+  })();
+  const write = (buf: Uint8Array): void => {
+    if (!file || written >= limit) return;
+    const room = limit - written;
+    const chunk = buf.length > room ? buf.subarray(0, room) : buf;
+    appendFileSync(file, chunk);
+    written += chunk.length;
+  };
+  const s = Object.create((io.streams as { OutputStream: { prototype: object } }).OutputStream.prototype) as Record<string, unknown>;
+  Object.assign(s, {
+    checkWrite: () => 1n << 20n,
+    write,
+    blockingWriteAndFlush: write,
+    flush: () => {},
+    blockingFlush: () => {},
+    writeZeroes: (n: bigint) => write(new Uint8Array(Number(n))),
+    blockingWriteZeroesAndFlush: (n: bigint) => write(new Uint8Array(Number(n))),
+    subscribe: () => real.subscribe(),
+  });
+  return s;
+}
+
+/**
+ * wasi:clocks/wall-clock without preview2-shim 0.26.1's fast-path lowering, which writes the
+ * seconds at the wrong offset (it indexes a BigInt64Array with `retptr >> 2`) and makes a guest's
+ * `Date.now()` trap. Plain functions get jco's ordinary, correct lowering.
+ */
+function plainWallClock(): { now(): { seconds: bigint; nanoseconds: number }; resolution(): { seconds: bigint; nanoseconds: number } } {
+  return {
+    now() {
+      const ms = Date.now();
+      return { seconds: BigInt(Math.floor(ms / 1000)), nanoseconds: (ms % 1000) * 1_000_000 };
+    },
+    resolution() {
+      return { seconds: 0n, nanoseconds: 1_000_000 };
+    },
+  };
+}
+
+/** HTTP outgoing handler that only lets allowlisted destinations through. */
+function guardedHttp(allow: string[]): typeof http {
+  const base = http.outgoingHandler as { handle(req: unknown, opts: unknown): unknown };
+  return {
+    ...http,
+    outgoingHandler: {
+      ...base,
+      handle(req: { scheme(): { tag: string; val?: string } | undefined; authority(): string | undefined }, opts: unknown) {
+        const s = req.scheme();
+        const scheme = !s ? 'http' : s.tag === 'HTTPS' ? 'https' : s.tag === 'HTTP' ? 'http' : String(s.val ?? 'other').toLowerCase();
+        const authority = req.authority() ?? '';
+        const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(authority);
+        const host = (m?.[1] ?? authority).toLowerCase();
+        const portNum = m?.[2] ? Number(m[2]) : scheme === 'https' ? 443 : 80;
+        if (!allow.length || !isAllowed(allow, { scheme, host, port: portNum })) {
+          // A typed wasi:http error keeps the instance usable (a bare string poisons it).
+          throw { tag: 'HTTP-request-denied' };
+        }
+        return base.handle(req, opts);
+      },
+    },
+  } as typeof http;
+}
+
+/**
+ * Rust's wasip2 std opens writable files with the `mutate-directory` descriptor flag, which the
+ * shim rejects as unsupported; clear it (the preopen still confines every path).
+ */
+function allowRustWrites(): void {
+  const Descriptor = (filesystem.types as unknown as { Descriptor: { prototype: Record<string, unknown> } }).Descriptor;
+  const openAt = Descriptor.prototype.openAt as (this: unknown, ...a: unknown[]) => unknown;
+  if ((openAt as { __murmur?: boolean }).__murmur) return;
+  const patched = function (this: unknown, pathFlags: unknown, path: unknown, openFlags: unknown, descFlags: Record<string, unknown> | undefined) {
+    const flags = descFlags && descFlags.mutateDirectory ? { ...descFlags, mutateDirectory: false } : descFlags;
+    return openAt.call(this, pathFlags, path, openFlags, flags);
+  };
+  (patched as { __murmur?: boolean }).__murmur = true;
+  Descriptor.prototype.openAt = patched;
+}
+
