@@ -3,6 +3,8 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { publish } from '../../runtime/registry/registry.ts';
 import { stageCapsule, type StagedCapsule } from '../../runtime/session/stage.ts';
+import { ScriptSession } from '../../runtime/script/run.ts';
+import { afterEach, beforeAll } from 'vitest';
 import { fixture } from '../fixtures/build.ts';
 import { watFixture } from '../fixtures/build-wat.ts';
 import { tmp } from '../registry/helpers.ts';
@@ -116,4 +118,32 @@ let n = 0;
 export function task(text: string, extra: Record<string, unknown> = {}) {
   n++;
   return { taskId: `task-${n}`, contextId: `ctx-${n}`, text, ...extra };
+}
+
+/**
+ * The lifecycle every script test file shares: one registry for the file, and every session opened
+ * through `open()` (or handed to `track()`) closed after each test.
+ */
+export function useScriptSessions(): {
+  registry(): string;
+  open(yaml: string, hostEnv?: NodeJS.ProcessEnv): Promise<ScriptSession>;
+  track(s: ScriptSession): ScriptSession;
+} {
+  let registry = '';
+  const opened: ScriptSession[] = [];
+  beforeAll(async () => {
+    registry = await scriptRegistry();
+  });
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close()));
+  });
+  const track = (s: ScriptSession): ScriptSession => {
+    opened.push(s);
+    return s;
+  };
+  return {
+    registry: () => registry,
+    track,
+    open: async (yaml, hostEnv) => track(await ScriptSession.open(await stageYaml(registry, yaml), hostEnv ? { hostEnv } : {})),
+  };
 }

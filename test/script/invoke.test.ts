@@ -4,27 +4,15 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptSession } from '../../runtime/script/run.ts';
 import { readLock, upsertLock, writeLock } from '../../runtime/registry/lock.ts';
-import { demoYaml, program, results, scriptRegistry, stageYaml, task, traceOf } from './helpers.ts';
+import { demoYaml, program, results, stageYaml, task, traceOf, useScriptSessions } from './helpers.ts';
 
-let registry: string;
-const open: ScriptSession[] = [];
+const sessions = useScriptSessions();
 
-beforeAll(async () => {
-  registry = await scriptRegistry();
-});
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-});
-
-async function session(yaml: string, hostEnv?: NodeJS.ProcessEnv): Promise<ScriptSession> {
-  const staged = await stageYaml(registry, yaml);
-  const s = await ScriptSession.open(staged, hostEnv ? { hostEnv } : {});
-  open.push(s);
-  return s;
+function session(yaml: string, hostEnv?: NodeJS.ProcessEnv): Promise<ScriptSession> {
+  return sessions.open(yaml, hostEnv);
 }
 
 describe('invoke', () => {
@@ -172,12 +160,11 @@ describe('artifact manager', () => {
   });
 
   it('a pull that conflicts with a murmur.lock pin is refused and nothing is written', async () => {
-    const staged = await stageYaml(registry, demoYaml());
+    const staged = await stageYaml(sessions.registry(), demoYaml());
     const lock = readLock(staged.capsuleDir)!;
     writeLock(staged.capsuleDir, upsertLock(lock, [{ name: 'late-echo', version: '2.0.0', sha256: '0'.repeat(64) }]));
     const lockBefore = readFileSync(staged.lockPath, 'utf8');
-    const s = await ScriptSession.open(staged);
-    open.push(s);
+    const s = sessions.track(await ScriptSession.open(staged));
     const out = await s.runTask(task(program(
       { op: 'pull', name: 'late-echo', version: '2.0.0' },
       { op: 'pull', name: 'ghost', version: '1.0.0' },

@@ -1,21 +1,19 @@
 /** murmur:message/send from a real script capsule component to a real A2A server. */
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
 import type { TaskContext } from '../../runtime/a2a/executor.ts';
 import { ScriptSession } from '../../runtime/script/run.ts';
-import { demoYaml, program, results, scriptRegistry, stageYaml, task, traceOf } from './helpers.ts';
+import { demoYaml, program, results, task, traceOf, useScriptSessions } from './helpers.ts';
 
-let registry: string;
 let peer: A2AServer;
 const seen: TaskContext[] = [];
 let tcp: TcpServer;
 let tcpPort = 0;
 let connections = 0;
-const open: ScriptSession[] = [];
+const sessions = useScriptSessions();
 
 beforeAll(async () => {
-  registry = await scriptRegistry();
   peer = await startA2AServer({
     card: { name: 'peer', version: '0.1.0', description: 'echo peer' },
     acceptance: 'queue',
@@ -38,14 +36,8 @@ afterAll(async () => {
   tcp?.close();
 });
 
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-});
-
-async function session(capabilities: string): Promise<ScriptSession> {
-  const s = await ScriptSession.open(await stageYaml(registry, demoYaml({ capabilities })));
-  open.push(s);
-  return s;
+function session(capabilities: string): Promise<ScriptSession> {
+  return sessions.open(demoYaml({ capabilities }));
 }
 
 describe('message/send', () => {

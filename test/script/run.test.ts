@@ -4,23 +4,14 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCommand } from '../../runtime/cli/run.ts';
 import { closeScriptSession, runScriptCapsule, runScriptTask, ScriptSession } from '../../runtime/script/run.ts';
-import { demoYaml, fixtures, program, results, scriptRegistry, stageYaml, task, tmp, traceOf } from './helpers.ts';
+import { demoYaml, fixtures, program, results, stageYaml, task, tmp, traceOf, useScriptSessions } from './helpers.ts';
 import { makeCapsule } from '../registry/helpers.ts';
 import { writeFileSync } from 'node:fs';
 
-let registry: string;
-const open: ScriptSession[] = [];
-
-beforeAll(async () => {
-  registry = await scriptRegistry();
-});
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-});
+const sessions = useScriptSessions();
 
 const toolOnlyYaml = 'name: demo\nversion: 0.1.0\nartifacts:\n  - name: echo-tool\n    version: 1.0.0\n';
 
@@ -28,7 +19,7 @@ describe('mur run on a script capsule', () => {
   it('stages, runs the task, prints each step and the answer, exits 0', async () => {
     const dir = makeCapsule(demoYaml());
     const lines: string[] = [];
-    const code = await runCommand([dir, '--task', program({ op: 'invoke', name: 'echo-tool', data: 'hi' }), '--registry', registry, '--work-root', tmp('mur-script-work-')], (s) => lines.push(s));
+    const code = await runCommand([dir, '--task', program({ op: 'invoke', name: 'echo-tool', data: 'hi' }), '--registry', sessions.registry(), '--work-root', tmp('mur-script-work-')], (s) => lines.push(s));
     expect(code).toBe(0);
     const text = lines.join('\n');
     expect(text).toMatch(/^staged demo 0\.1\.0: 2 artifact\(s\), murmur\.lock created/);
@@ -42,7 +33,7 @@ describe('mur run on a script capsule', () => {
   });
 
   it('a failing task prints the reason and exits 1; --quiet prints only that', async () => {
-    const staged = await stageYaml(registry, demoYaml({ capabilities: '  limits:\n    deadline_seconds: 4' }));
+    const staged = await stageYaml(sessions.registry(), demoYaml({ capabilities: '  limits:\n    deadline_seconds: 4' }));
     const lines: string[] = [];
     const code = await runScriptCapsule(staged, program({ op: 'spin' }), { out: (s) => lines.push(s), quiet: true });
     expect(code).toBe(1);
@@ -56,7 +47,7 @@ describe('mur run on a script capsule', () => {
 
 describe('runScriptTask (mur serve)', () => {
   it('keeps one session across tasks; closeScriptSession ends it', async () => {
-    const staged = await stageYaml(registry, demoYaml());
+    const staged = await stageYaml(sessions.registry(), demoYaml());
     const a = await runScriptTask(staged, task(program({ op: 'invoke', name: 'echo-tool', data: 'one' })));
     const b = await runScriptTask(staged, task(program({ op: 'invoke', name: 'echo-tool', data: 'two' }), { trust: 'trusted' }));
     expect(a.exit).toBe('completed');
@@ -69,7 +60,7 @@ describe('runScriptTask (mur serve)', () => {
   });
 
   it('a capsule that cannot open fails the task with the reason', async () => {
-    const staged = await stageYaml(registry, toolOnlyYaml);
+    const staged = await stageYaml(sessions.registry(), toolOnlyYaml);
     const r = await runScriptTask(staged, task('x'));
     expect(r.exit).toBe('failed');
     expect(r.reason).toMatch(/script capsule 'demo' has no capsule component \[E-SCRIPT-001\]/);
@@ -79,9 +70,8 @@ describe('runScriptTask (mur serve)', () => {
 describe('the capsule component', () => {
   it('can be capsule.wasm in the capsule folder (reference convention)', async () => {
     const f = await fixtures();
-    const staged = await stageYaml(registry, toolOnlyYaml, { 'capsule.wasm': readFileSync(f.capsule) });
-    const s = await ScriptSession.open(staged);
-    open.push(s);
+    const staged = await stageYaml(sessions.registry(), toolOnlyYaml, { 'capsule.wasm': readFileSync(f.capsule) });
+    const s = sessions.track(await ScriptSession.open(staged));
     expect(s.capsule.origin).toBe('file');
     const out = await s.runTask(task(program({ op: 'invoke', name: 'echo-tool', data: 'x' })));
     expect(results(out.text)[0]!.ok).toBe(true);
@@ -90,28 +80,28 @@ describe('the capsule component', () => {
 
   it('is refused when missing, ambiguous, or not a capsule', async () => {
     const f = await fixtures();
-    const none = await stageYaml(registry, toolOnlyYaml);
+    const none = await stageYaml(sessions.registry(), toolOnlyYaml);
     await expect(ScriptSession.open(none)).rejects.toMatchObject({ code: 'E-SCRIPT-001' });
 
-    const both = await stageYaml(registry, demoYaml(), { 'capsule.wasm': readFileSync(f.capsule) });
+    const both = await stageYaml(sessions.registry(), demoYaml(), { 'capsule.wasm': readFileSync(f.capsule) });
     await expect(ScriptSession.open(both)).rejects.toMatchObject({ code: 'E-SCRIPT-002', message: expect.stringContaining("two capsule components: the artifact 'demo' and capsule.wasm") });
 
-    const several = await stageYaml(registry, toolOnlyYaml, { 'a.wasm': readFileSync(f.capsule), 'b.wasm': readFileSync(f.capsule) });
+    const several = await stageYaml(sessions.registry(), toolOnlyYaml, { 'a.wasm': readFileSync(f.capsule), 'b.wasm': readFileSync(f.capsule) });
     await expect(ScriptSession.open(several)).rejects.toMatchObject({ code: 'E-SCRIPT-002', message: expect.stringContaining('several root .wasm files (a.wasm, b.wasm)') });
 
-    const toolAsCapsule = await stageYaml(registry, toolOnlyYaml, { 'capsule.wasm': readFileSync(f.echo) });
+    const toolAsCapsule = await stageYaml(sessions.registry(), toolOnlyYaml, { 'capsule.wasm': readFileSync(f.echo) });
     await expect(ScriptSession.open(toolAsCapsule)).rejects.toMatchObject({
       code: 'E-SCRIPT-003',
       message: expect.stringContaining('does not export murmur:capsule/run@0.1.0 (it exports murmur:tool/run@0.1.0)'),
     });
 
-    const agent = await stageYaml(registry, demoYaml());
+    const agent = await stageYaml(sessions.registry(), demoYaml());
     await expect(ScriptSession.open({ ...agent, manifest: { ...agent.manifest, kind: 'agent' } })).rejects.toMatchObject({ code: 'E-SCRIPT-005' });
   });
 
   it('a tool component, or bytes that are no component, are refused at open', async () => {
     const f = await fixtures();
-    const staged = await stageYaml(registry, toolOnlyYaml, { 'capsule.wasm': readFileSync(f.probe) });
+    const staged = await stageYaml(sessions.registry(), toolOnlyYaml, { 'capsule.wasm': readFileSync(f.probe) });
     await expect(ScriptSession.open(staged)).rejects.toMatchObject({ code: 'E-SCRIPT-003' });
     writeFileSync(path.join(staged.capsuleDir, 'capsule.wasm'), 'not wasm');
     await expect(ScriptSession.open(staged)).rejects.toMatchObject({ code: 'E-HOST-001' });

@@ -5,18 +5,16 @@
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptSession } from '../../runtime/script/run.ts';
-import { demoYaml, program, results, scriptRegistry, stageYaml, task, traceOf } from './helpers.ts';
+import { demoYaml, program, results, task, traceOf, useScriptSessions } from './helpers.ts';
 
-let registry: string;
+const sessions = useScriptSessions();
 let server: Server;
 let port = 0;
 let hits = 0;
-const open: ScriptSession[] = [];
 
 beforeAll(async () => {
-  registry = await scriptRegistry();
   server = createServer((_q, r) => {
     hits++;
     r.end('hello from the host');
@@ -29,14 +27,9 @@ afterAll(() => {
   server?.close();
 });
 
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-});
 
-async function session(capabilities: string, hostEnv?: NodeJS.ProcessEnv): Promise<ScriptSession> {
-  const s = await ScriptSession.open(await stageYaml(registry, demoYaml({ capabilities })), hostEnv ? { hostEnv } : {});
-  open.push(s);
-  return s;
+function session(capabilities: string, hostEnv?: NodeJS.ProcessEnv): Promise<ScriptSession> {
+  return sessions.open(demoYaml({ capabilities }), hostEnv);
 }
 
 describe('filesystem', () => {

@@ -1,25 +1,14 @@
 /** murmur:shell/execute from a real script capsule component: the agent-loop shell rules. */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptSession } from '../../runtime/script/run.ts';
-import { demoYaml, program, results, scriptRegistry, stageYaml, task, traceOf } from './helpers.ts';
+import { demoYaml, program, results, task, traceOf, useScriptSessions } from './helpers.ts';
 
-let registry: string;
-const open: ScriptSession[] = [];
+const sessions = useScriptSessions();
 
-beforeAll(async () => {
-  registry = await scriptRegistry();
-});
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-});
-
-async function session(capabilities: string, hostEnv?: NodeJS.ProcessEnv): Promise<ScriptSession> {
-  const s = await ScriptSession.open(await stageYaml(registry, demoYaml({ capabilities })), hostEnv ? { hostEnv } : {});
-  open.push(s);
-  return s;
+function session(capabilities: string, hostEnv?: NodeJS.ProcessEnv): Promise<ScriptSession> {
+  return sessions.open(demoYaml({ capabilities }), hostEnv);
 }
 
 describe('shell execute', () => {

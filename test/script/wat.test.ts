@@ -4,21 +4,12 @@
  * no WASI), running on the same host next to componentize-js components.
  */
 import { readFileSync } from 'node:fs';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadComponent } from '../../runtime/host/index.ts';
 import { ScriptSession } from '../../runtime/script/run.ts';
-import { demoYaml, fixtures, program, results, scriptRegistry, stageYaml, task, traceOf } from './helpers.ts';
+import { demoYaml, fixtures, program, results, stageYaml, task, traceOf, useScriptSessions } from './helpers.ts';
 
-let registry: string;
-const open: ScriptSession[] = [];
-
-beforeAll(async () => {
-  registry = await scriptRegistry();
-});
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-});
+const sessions = useScriptSessions();
 
 const watCapsuleYaml = [
   'name: wat-demo',
@@ -49,9 +40,8 @@ describe('WAT-built components', () => {
   });
 
   it('a WAT capsule invokes a WAT tool and a componentize-js tool, and reads an err back', async () => {
-    const staged = await stageYaml(registry, watCapsuleYaml);
-    const s = await ScriptSession.open(staged);
-    open.push(s);
+    const staged = await stageYaml(sessions.registry(), watCapsuleYaml);
+    const s = sessions.track(await ScriptSession.open(staged));
     const out = await s.runTask(task('ignored: this capsule reads no files'));
     // The capsule traps on any unexpected answer, so completed = every value crossed intact.
     expect(out).toEqual({ exit: 'completed' });
@@ -71,9 +61,8 @@ describe('WAT-built components', () => {
   });
 
   it('a JS capsule invokes the WAT tool, including its failed status', async () => {
-    const staged = await stageYaml(registry, demoYaml({ artifacts: '  - name: script-wat-tool\n    version: 1.0.0' }));
-    const s = await ScriptSession.open(staged);
-    open.push(s);
+    const staged = await stageYaml(sessions.registry(), demoYaml({ artifacts: '  - name: script-wat-tool\n    version: 1.0.0' }));
+    const s = sessions.track(await ScriptSession.open(staged));
     const out = await s.runTask(task(program(
       { op: 'invoke', name: 'script-wat-tool', data: 'mixed Case ünïcode' },
       { op: 'invoke', name: 'script-wat-tool' },
