@@ -4,8 +4,8 @@
  * process or the next — skips the transpile. The cache entry is written to a temp folder and renamed
  * into place, so a crash or a concurrent loader never leaves half an entry.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { sha256Hex } from '../registry/digest.ts';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { PROJECT_ROOT } from '../wit/packages.ts';
 import { ComponentLoadError, IntegrityError } from './errors.ts';
@@ -39,10 +39,6 @@ const JCO_VERSION = (() => {
     return 'unknown';
   }
 })();
-
-export function sha256Hex(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
 
 interface Meta {
   imports: string[];
@@ -119,17 +115,4 @@ async function transpileInto(name: string, bytes: Uint8Array, dir: string): Prom
     rmSync(tmp, { recursive: true, force: true });
   }
   return meta;
-}
-
-/** Removes cache entries other than the given hashes (for `mur cache prune`). */
-export function pruneCache(keep: Set<string>, cacheDir = defaultCacheDir()): number {
-  if (!existsSync(cacheDir)) return 0;
-  let n = 0;
-  for (const e of readdirSync(cacheDir)) {
-    if (!keep.has(e.split('-')[0]!)) {
-      rmSync(join(cacheDir, e), { recursive: true, force: true });
-      n++;
-    }
-  }
-  return n;
 }

@@ -2,7 +2,6 @@
  * Wires a capsule session to A2A: the executor that runs each A2A task through the session, and the
  * runtime-provided `delegate-task` tool that lets the model hand work to peers.
  */
-import { randomUUID } from 'node:crypto';
 import type { TaskExecutor } from '../a2a/executor.ts';
 import { delegateTaskTool, runDelegateTask } from '../a2a/delegate-task.ts';
 import type { CapsuleSession, TaskReport } from './session.ts';
@@ -53,8 +52,4 @@ export function runtimeToolsFor(session: CapsuleSession): RuntimeTool[] {
       },
     },
   ];
-}
-
-export function newTaskIds(contextId?: string): { taskId: string; contextId: string } {
-  return { taskId: randomUUID(), contextId: contextId ?? randomUUID() };
 }

@@ -2,10 +2,10 @@
  * End-to-end kit: a registry built from real components, a capsule folder, the scripted provider,
  * and a staged + opened session — the same path `mur run` takes.
  */
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { publish } from '../../runtime/registry/registry.ts';
+import { tmp } from '../registry/helpers.ts';
 import { stage, openSession } from '../../runtime/loop/open.ts';
 import type { CapsuleSession } from '../../runtime/loop/session.ts';
 import { fixture } from '../fixtures/build.ts';
@@ -23,9 +23,7 @@ export interface ArtifactDef {
   extra?: string;
 }
 
-export function tmp(prefix: string): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
+export { tmp };
 
 export async function makeRegistry(defs: ArtifactDef[], registry = tmp('reg-')): Promise<string> {
   for (const d of defs) {
