@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ComponentInstance, loadComponent } from '../runtime/host/index.ts';
+import { SPARES } from '../runtime/host/spares.ts';
 import { fixture } from '../test/fixtures/build.ts';
+import { watFixture } from '../test/fixtures/build-wat.ts';
 import { fmtMs, median, table, timeIt } from './stats.ts';
 
 export async function benchComponents(): Promise<string> {
@@ -29,16 +31,32 @@ export async function benchComponents(): Promise<string> {
   const first = mk();
   await first.start();
   const instCold = performance.now() - t;
-  const warm: number[] = [];
-  for (let i = 0; i < 5; i++) {
+  // Warm, two ways: a booted worker from the pool instantiating the component (spares off), and
+  // a pre-instantiated spare binding the instance's grants (spares on, as by default).
+  const warmStart = async (spares: number): Promise<{ ms: number; fromSpare: boolean }> => {
+    SPARES.max = spares;
     const x = mk();
-    // Let the pool finish booting its spare worker, as it does between instance starts in a session.
+    // Let the pool boot its next worker (and make its spare), as it does between instance starts.
     await new Promise((r) => setTimeout(r, 1500));
     const t0 = performance.now();
     await x.start();
-    warm.push(performance.now() - t0);
+    const ms = performance.now() - t0;
     await x.close();
+    return { ms, fromSpare: x.fromSpare };
+  };
+  const defaultSpares = SPARES.max;
+  const warmPool: number[] = [];
+  for (let i = 0; i < 5; i++) warmPool.push((await warmStart(0)).ms);
+  const warm: number[] = [];
+  let spared = 0;
+  for (let i = 0; i < 6; i++) {
+    const r = await warmStart(Math.max(1, defaultSpares));
+    // The first start after switching spares on makes the first spare.
+    if (i === 0) continue;
+    warm.push(r.ms);
+    if (r.fromSpare) spared++;
   }
+  SPARES.max = defaultSpares;
   const call = (op: Record<string, unknown>) => first.call(['run', 'run'], [{ data: JSON.stringify(op) }]);
   const isolated = await timeIt(2000, () => call({ op: 'ping' }), 200);
   const bridged = await timeIt(1000, () => call({ op: 'ask', prompt: 'x' }), 100);
@@ -56,6 +74,18 @@ export async function benchComponents(): Promise<string> {
   const inprocAsk = await timeIt(1000, () => local.run.run({ data: '{"op":"ask","prompt":"x"}' }), 100);
   await first.close();
 
+  // A trivial export with no JS engine in the guest (a WAT tool, no WASI): what is left is the
+  // host's own cost per call.
+  const wat = await loadComponent(await watFixture('script-wat-tool'), { cacheDir });
+  const watInst = new ComponentInstance(wat, { grants, imports: {}, deadlineMs: 60_000, memoryBytes: 64 * 1048576 });
+  const watArgs = [{ data: 'x' }];
+  const watIso = await timeIt(2000, () => watInst.call(['run', 'run'], watArgs), 200);
+  await watInst.close();
+  const watMods: Record<string, WebAssembly.Module> = {};
+  for (const f of wat.coreFiles) watMods[f] = await WebAssembly.compile(readFileSync(join(wat.dir, f)));
+  const watLocal = await ((await import(pathToFileURL(wat.jsPath).href)) as { instantiate: (g: (n: string) => WebAssembly.Module, i: unknown) => Promise<{ run: { run(x: unknown): unknown } }> }).instantiate((n) => watMods[n]!, {});
+  const watIn = await timeIt(2000, () => watLocal.run.run(watArgs[0]), 200);
+
   const mIso = median(isolated);
   const mIn = median(inproc);
   const bridgeCost = median(bridged) - mIso - (median(inprocAsk) - mIn);
@@ -65,9 +95,12 @@ export async function benchComponents(): Promise<string> {
       ['transpile, first', fmtMs(transpileFirst)],
       ['transpile, cached (load from disk cache)', fmtMs(median(cachedTimes)), `ratio ${(median(cachedTimes) / transpileFirst).toFixed(3)}`],
       ['instantiate, cold (compile + worker + instantiate)', fmtMs(instCold)],
-      ['instantiate, warm (modules compiled, booted worker from the pool)', fmtMs(median(warm)), `target ≤ 20 ms`],
-      ['trivial call, isolated (worker)', fmtMs(mIso), `target ≤ 50 µs`],
-      ['trivial call, in-process (no isolation)', fmtMs(mIn), `isolation costs ${(mIso / mIn).toFixed(1)}×`],
+      ['instantiate, warm (compiled modules, booted worker; spares off)', fmtMs(median(warmPool))],
+      ['instantiate, warm (pre-instantiated spare binds grants)', fmtMs(median(warm)), `target ≤ 20 ms; ${spared}/${warm.length} from a spare; ${(median(warm) / median(warmPool)).toFixed(3)} of the booted-worker start`],
+      ['trivial call, isolated (worker): WAT tool, no JS engine', fmtMs(median(watIso)), 'target ≤ 50 µs'],
+      ['trivial call, in-process (no isolation): WAT tool', fmtMs(median(watIn)), `host adds ${fmtMs(median(watIso) - median(watIn))} per call`],
+      ['probe ping, isolated (worker): SpiderMonkey, JSON in the guest', fmtMs(mIso)],
+      ['probe ping, in-process (no isolation): SpiderMonkey', fmtMs(mIn), `host adds ${fmtMs(mIso - mIn)} per call (×${(mIso / mIn).toFixed(2)})`],
       ['bridged host call (guest→async host fn)', fmtMs(Math.max(0, bridgeCost)), 'over the same call in-process'],
       ['100 KB argument round trip, isolated', fmtMs(median(bigTrip))],
     ]),

@@ -4,17 +4,15 @@
  * or outgrows its memory cap has its worker terminated and the call rejected with a typed HostFault.
  * The next call starts a fresh worker (the component's in-memory state is lost, by design).
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import esbuild from 'esbuild';
-import { PROJECT_ROOT } from '../wit/packages.ts';
-import { dirname, join } from 'node:path';
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { MessagePort, Worker } from 'node:worker_threads';
 import { capMemory } from './memory-cap.ts';
 import { ComponentLoadError, DeadlineExceeded, GuestError, GuestTrap, HostFault, HostImportFailed, MemoryLimitExceeded } from './errors.ts';
-import type { FromWorker, Grants, HostCallReply, HostCallRequest, ImportSpec, WorkerInit } from './protocol.ts';
+import type { FromWorker, Grants, HostCallReply, HostCallRequest, ImportSpec } from './protocol.ts';
+import { SPARES } from './spares.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
+import { POOL, launch, type Launched } from './workers.ts';
 
 export type HostFn = (...args: any[]) => unknown | Promise<unknown>;
 /** Host imports by unversioned interface name, functions by jco's camelCase name. */
@@ -29,109 +27,9 @@ export interface InstanceOptions {
   memoryBytes: number;
 }
 
-const here = fileURLToPath(new URL('.', import.meta.url));
-const BOOT = join(here, 'worker-boot.mjs');
-const ENTRY = workerEntry();
-
-/**
- * The worker's module. From compiled JavaScript (dist/) it is worker.js beside this file. From the
- * TypeScript sources it is bundled once to plain JavaScript (cached by source hash): running it
- * through the tsx loader instead would route every import in the worker through the loader, which
- * costs ≈ 180 ms per component glue module (measured) against ≈ 10 ms for a plain import.
- */
-function workerEntry(): string {
-  if (!import.meta.url.endsWith('.ts')) return new URL('./worker.js', import.meta.url).href;
-  const sources = ['worker.ts', 'wasi.ts', 'protocol.ts', '../net/allowlist.ts'].map((f) => readFileSync(join(here, f)));
-  const hash = createHash('sha256');
-  for (const b of sources) hash.update(b);
-  // Beside the component cache, which is writable wherever the runtime runs (a read-only image sets
-  // MURMUR_COMPONENT_CACHE under its writable volume).
-  const base = process.env.MURMUR_COMPONENT_CACHE ? dirname(process.env.MURMUR_COMPONENT_CACHE) : join(PROJECT_ROOT, '.cache');
-  const out = join(base, 'host', `worker-${hash.digest('hex').slice(0, 16)}.mjs`);
-  if (!existsSync(out)) {
-    const tmp = `${out}.${process.pid}.tmp.mjs`;
-    mkdirSync(dirname(out), { recursive: true });
-    const built = esbuild.buildSync({
-      entryPoints: [join(here, 'worker.ts')],
-      bundle: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
-      packages: 'external',
-      write: false,
-      logLevel: 'error',
-    });
-    // Packages stay external but are pinned to absolute file URLs, so the bundle runs wherever the
-    // cache lives (it may sit outside the project, with no node_modules above it).
-    const code = built.outputFiles[0]!.text.replace(/(from\s*|import\s*\(\s*)"((?:@[^"/]+\/)?[^".][^"]*)"/g, (m, pre: string, spec: string) =>
-      spec.startsWith('node:') ? m : `${pre}${JSON.stringify(import.meta.resolve(spec))}`,
-    );
-    writeFileSync(tmp, code);
-    renameSync(tmp, out);
-  }
-  return pathToFileURL(out).href;
-}
-
-/**
- * Booted workers waiting for a component: booting (thread start, loader, WASI shim import) is the
- * bulk of an instance's start, so it happens ahead of time, off the critical path.
- */
-class WorkerPool {
-  private idle: { worker: Worker; booted: Promise<void> }[] = [];
-  constructor(private readonly target: number) {}
-
-  private boot(): { worker: Worker; booted: Promise<void> } {
-    const worker = new Worker(BOOT, {
-      workerData: { entry: ENTRY },
-      // Bounds the JS glue's heap; wasm linear memory is capped in the module bytes instead.
-      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 },
-      stdout: true,
-      stderr: true,
-      env: {},
-    });
-    worker.stdout.resume();
-    worker.stderr.resume();
-    // An idle pooled worker must not keep the process alive.
-    worker.unref();
-    const booted = new Promise<void>((resolve, reject) => {
-      const onMsg = (m: FromWorker): void => {
-        if (m.type === 'booted') {
-          worker.off('message', onMsg);
-          resolve();
-        }
-      };
-      worker.on('message', onMsg);
-      worker.once('error', reject);
-      worker.once('exit', () => reject(new Error('worker exited while booting')));
-    });
-    booted.catch(() => {});
-    return { worker, booted };
-  }
-
-  /** A booted worker (waits for one if none is ready), and starts booting its replacement. */
-  async take(): Promise<Worker> {
-    const next = this.idle.shift() ?? this.boot();
-    // Boot the replacement a moment later, so it does not compete for the CPU with the
-    // instantiation this worker is about to do (these machines have 2 cores).
-    setTimeout(() => {
-      while (this.idle.length < this.target) this.idle.push(this.boot());
-    }, 300).unref();
-    await next.booted;
-    next.worker.ref();
-    return next.worker;
-  }
-
-  async drain(): Promise<void> {
-    const all = this.idle.splice(0);
-    await Promise.all(all.map((w) => w.worker.terminate()));
-  }
-}
-
-const POOL = new WorkerPool(Number(process.env.MURMUR_WORKER_POOL ?? 1));
-
-/** Stops the idle pooled workers (tests and shutdown). */
-export function drainWorkerPool(): Promise<void> {
-  return POOL.drain();
+/** Stops the idle pooled workers and spares (tests and shutdown). */
+export async function drainWorkerPool(): Promise<void> {
+  await Promise.all([POOL.drain(), SPARES.drain()]);
 }
 
 /** Compiled, memory-capped core modules per (component, cap): compile once, instantiate many. */
@@ -191,6 +89,8 @@ export class ComponentInstance {
   private closed = false;
   /** Number of workers started (1 + restarts after faults). */
   starts = 0;
+  /** Whether the current worker was a pre-instantiated spare (runtime/host/spares.ts). */
+  fromSpare = false;
 
   constructor(component: LoadedComponent, opts: InstanceOptions) {
     this.component = component;
@@ -243,46 +143,25 @@ export class ComponentInstance {
 
   private async spawn(deadlineMs: number): Promise<void> {
     const c = this.component;
-    const modules = await compiledModules(c, this.opts.memoryBytes);
-    const imports = this.opts.imports ?? {};
-    const importSpec = importSpecFor(c, imports);
-    const flagBuf = new SharedArrayBuffer(4);
-    const flag = new Int32Array(flagBuf);
-    const { port1: mainPort, port2: hostPort } = new MessageChannel();
-    const init: WorkerInit = { jsPath: c.jsPath, component: c.name, modules, grants: this.opts.grants, importSpec, flag: flagBuf, hostPort };
-    const worker = await POOL.take();
-    worker.postMessage({ type: 'init', init }, [hostPort]);
+    const { memoryBytes, grants } = this.opts;
+    const modules = await compiledModules(c, memoryBytes);
+    const importSpec = importSpecFor(c, this.opts.imports ?? {});
+    const key = `${c.sha256}:${memoryBytes}:${JSON.stringify(importSpec)}`;
+    const spare = SPARES.take(key);
+    // A spare is already instantiated: it gets this instance's grants before any call can reach it
+    // (messages to a worker arrive in order).
+    if (spare) spare.worker.postMessage({ type: 'bind', grants });
+    const started: Launched = spare ?? (await launch(c, modules, importSpec, grants, deadlineMs));
+    const { worker, mainPort, flag } = started;
     this.worker = worker;
     this.starts++;
+    this.fromSpare = spare !== undefined;
     mainPort.on('message', (req: HostCallRequest) => void this.serveHostCall(req, mainPort, flag));
     worker.on('error', (e) => this.onWorkerGone(worker, e));
-    worker.on('exit', () => {
-      mainPort.close();
-      this.onWorkerGone(worker, undefined);
-    });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.kill();
-        reject(new DeadlineExceeded(c.name, 'instantiate', deadlineMs));
-      }, deadlineMs);
-      const onMsg = (m: FromWorker): void => {
-        if (m.type === 'ready') {
-          clearTimeout(timer);
-          worker.off('message', onMsg);
-          worker.on('message', (msg: FromWorker) => this.onWorkerMessage(msg));
-          resolve();
-        } else if (m.type === 'init-error') {
-          clearTimeout(timer);
-          this.kill();
-          reject(new ComponentLoadError(c.name, `failed to instantiate: ${m.message}`));
-        }
-      };
-      worker.on('message', onMsg);
-      worker.once('exit', () => {
-        clearTimeout(timer);
-        reject(new ComponentLoadError(c.name, 'worker exited during instantiation'));
-      });
-    });
+    worker.on('exit', () => this.onWorkerGone(worker, undefined));
+    await started.ready;
+    worker.on('message', (msg: FromWorker) => this.onWorkerMessage(msg));
+    SPARES.started(key, () => launch(c, modules, importSpec, undefined, deadlineMs));
   }
 
   private async serveHostCall(req: HostCallRequest, port: MessagePort, flag: Int32Array): Promise<void> {

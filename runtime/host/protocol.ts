@@ -22,18 +22,20 @@ export interface WorkerInit {
   jsPath: string;
   component: string;
   modules: Record<string, WebAssembly.Module>;
-  grants: Grants;
+  /** None for a pre-instantiated spare: its instance sends them in a `bind` message. */
+  grants?: Grants | undefined;
   importSpec: ImportSpec;
   /** Int32Array over a SharedArrayBuffer: [0] = host-call reply flag. */
   flag: SharedArrayBuffer;
   hostPort: MessagePort;
 }
 
-export type ToWorker = { type: 'call'; id: number; path: string[]; args: unknown[] };
+export type ToWorker = { type: 'call'; id: number; path: string[]; args: unknown[] } | { type: 'bind'; grants: Grants };
 
 export type FromWorker =
   | { type: 'booted' }
-  | { type: 'ready' }
+  /** readBeforeBind: grant-reading WASI calls a spare made while instantiating (it is then discarded). */
+  | { type: 'ready'; readBeforeBind: string[] }
   | { type: 'init-error'; message: string }
   | { type: 'result'; id: number; value: unknown; memoryBytes: number }
   | { type: 'guest-error'; id: number; payload: unknown; memoryBytes: number }

@@ -14,9 +14,78 @@ import * as clocks from '@bytecodealliance/preview2-shim/clocks';
 import { isAllowed } from '../net/allowlist.ts';
 import type { Grants } from './protocol.ts';
 
+/** Grants a pre-instantiated spare runs under until its instance binds the real ones: nothing. */
+const UNBOUND: Grants = { env: {}, networkAllow: [] };
+
+/**
+ * The members of the WASI import object that depend on an instance's grants, with whether calling
+ * one before the grants are bound makes the instance unusable (it would have read a grant it did
+ * not have yet). Every other member is the same object for every instance in a worker (a test holds
+ * the table to that), so a worker can instantiate a component first and bind its grants later.
+ */
+export const GRANT_BOUND: Record<string, Record<string, { readsGrant: boolean }>> = {
+  'wasi:cli/environment': { getEnvironment: { readsGrant: true }, getArguments: { readsGrant: false }, initialCwd: { readsGrant: false } },
+  'wasi:cli/stdout': { getStdout: { readsGrant: true } },
+  'wasi:cli/stderr': { getStderr: { readsGrant: true } },
+  'wasi:filesystem/preopens': { getDirectories: { readsGrant: true } },
+  'wasi:http/outgoing-handler': { handle: { readsGrant: true } },
+};
+
+export interface LateBoundWasi {
+  /** The import object to instantiate with; its grant-bound members call the bound grants' WASI. */
+  imports: Record<string, unknown>;
+  /** Binds the instance's grants (once). */
+  bind(g: Grants): void;
+  readonly bound: boolean;
+  /** Grant-reading members called before bind(), as `interface#member`. */
+  readonly readBeforeBind: string[];
+}
+
+/**
+ * WASI for one worker whose grants may arrive after instantiation (a pre-instantiated spare).
+ * Until bind() the guest sees no environment, no preopen, a discarded stdout and no network; any
+ * such read is recorded, and the runtime never hands that instance to anyone.
+ */
+export function lateBoundWasi(component: string): LateBoundWasi {
+  let current = wasiImports(UNBOUND, component);
+  let bound = false;
+  const early = new Set<string>();
+  const imports: Record<string, unknown> = { ...current };
+  for (const [iface, members] of Object.entries(GRANT_BOUND)) {
+    const obj: Record<string, unknown> = { ...(current[iface] as object) };
+    for (const [name, { readsGrant }] of Object.entries(members)) {
+      obj[name] = function (this: unknown, ...args: unknown[]): unknown {
+        if (!bound && readsGrant) early.add(`${iface}#${name}`);
+        const target = current[iface] as Record<string, (...a: unknown[]) => unknown>;
+        return target[name]!.apply(target, args);
+      };
+    }
+    imports[iface] = obj;
+  }
+  return {
+    imports,
+    bind(g: Grants): void {
+      if (bound) throw new Error('grants are already bound');
+      current = wasiImports(g, component);
+      bound = true;
+    },
+    get bound() {
+      return bound;
+    },
+    get readBeforeBind() {
+      return [...early];
+    },
+  };
+}
+
+// Built once per worker: they hold no grant, and the same objects keep GRANT_BOUND exhaustive.
+const NO_SOCKETS = (sockets as unknown as { createSockets(c: { enableNetwork: boolean }): unknown }).createSockets({ enableNetwork: false });
+let wallClock: ReturnType<typeof plainWallClock> | undefined;
+
 /** The WASI import object (unversioned interface names) for one instance with these grants. */
 export function wasiImports(g: Grants, component: string): Record<string, unknown> {
   allowRustWrites();
+  wallClock ??= plainWallClock();
   const out = logStream(g.logFile, g.logLimitBytes ?? 10 * 1048576);
   const shim = new WASIShim({
     sandbox: {
@@ -26,10 +95,10 @@ export function wasiImports(g: Grants, component: string): Record<string, unknow
     },
     // Raw sockets: never. (Not `sandbox.enableNetwork: false`: that also swaps in an HTTP handler
     // that throws a bare string, which poisons the instance; HTTP goes through the allowlist.)
-    sockets: (sockets as unknown as { createSockets(c: { enableNetwork: boolean }): unknown }).createSockets({ enableNetwork: false }),
+    sockets: NO_SOCKETS,
     cli: { ...cli, stdout: { getStdout: () => out }, stderr: { getStderr: () => out } },
     http: guardedHttp(g.networkAllow),
-    clocks: { ...clocks, wallClock: plainWallClock() },
+    clocks: { ...clocks, wallClock },
   } as ConstructorParameters<typeof WASIShim>[0]);
   return { ...shim.getImportObject() };
 }

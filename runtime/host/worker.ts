@@ -6,13 +6,14 @@
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
-import { wasiImports } from './wasi.ts';
+import { lateBoundWasi, type LateBoundWasi } from './wasi.ts';
 import type { FromWorker, HostCallReply, ToWorker, WorkerInit } from './protocol.ts';
 
 // The worker boots (this module and the WASI shim load) before it knows which component it will
 // run, so a pool can keep booted workers ready; `init` arrives as the first message.
 let init!: WorkerInit;
 let flag!: Int32Array;
+let wasi!: LateBoundWasi;
 const port = parentPort!;
 void workerData;
 const memories: WebAssembly.Memory[] = [];
@@ -24,6 +25,8 @@ function memoryBytes(): number {
 }
 
 function hostCall(iface: string, fn: string, args: unknown[]): unknown {
+  // A spare being pre-instantiated has no instance on the main thread to answer yet.
+  if (!wasi.bound) throw new Error(`host import ${iface}#${fn} failed: called before the instance's grants were bound`);
   Atomics.store(flag, 0, 0);
   init.hostPort.postMessage({ iface, fn, args });
   // The main thread enforces the call's deadline (it terminates this worker), so wait unbounded.
@@ -38,8 +41,10 @@ function hostCall(iface: string, fn: string, args: unknown[]): unknown {
 
 async function main(): Promise<void> {
   flag = new Int32Array(init.flag);
-  const g = init.grants;
-  const imports: Record<string, unknown> = wasiImports(g, init.component);
+  // A spare is instantiated before it has grants; its instance binds them with the first message.
+  wasi = lateBoundWasi(init.component);
+  if (init.grants) wasi.bind(init.grants);
+  const imports: Record<string, unknown> = { ...wasi.imports };
   for (const [iface, fns] of Object.entries(init.importSpec)) {
     const obj: Record<string, (...a: unknown[]) => unknown> = {};
     for (const fn of fns) obj[fn] = (...args: unknown[]) => hostCall(iface, fn, args);
@@ -63,6 +68,10 @@ async function main(): Promise<void> {
   );
 
   port.on('message', async (msg: ToWorker) => {
+    if (msg.type === 'bind') {
+      wasi.bind(msg.grants);
+      return;
+    }
     if (msg.type !== 'call') return;
     let target: unknown = instance;
     let fn: unknown;
@@ -88,7 +97,7 @@ async function main(): Promise<void> {
       }
     }
   });
-  post({ type: 'ready' });
+  post({ type: 'ready', readBeforeBind: wasi.bound ? [] : wasi.readBeforeBind });
 }
 
 function post(m: FromWorker): void {

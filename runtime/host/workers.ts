@@ -1,0 +1,173 @@
+/**
+ * Component worker threads: the worker module (bundled to plain JavaScript when running from the
+ * TypeScript sources), a pool of booted workers, and launch(), which hands a booted worker its
+ * component and waits until the component is instantiated.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import esbuild from 'esbuild';
+import { PROJECT_ROOT } from '../wit/packages.ts';
+import { ComponentLoadError, DeadlineExceeded } from './errors.ts';
+import type { FromWorker, Grants, ImportSpec, WorkerInit } from './protocol.ts';
+import type { LoadedComponent } from './transpile-cache.ts';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const BOOT = join(here, 'worker-boot.mjs');
+const ENTRY = workerEntry();
+
+/**
+ * The worker's module. From compiled JavaScript (dist/) it is worker.js beside this file. From the
+ * TypeScript sources it is bundled once to plain JavaScript (cached by source hash): running it
+ * through the tsx loader instead would route every import in the worker through the loader, which
+ * costs ≈ 180 ms per component glue module (measured) against ≈ 10 ms for a plain import.
+ */
+function workerEntry(): string {
+  if (!import.meta.url.endsWith('.ts')) return new URL('./worker.js', import.meta.url).href;
+  const sources = ['worker.ts', 'wasi.ts', 'protocol.ts', '../net/allowlist.ts'].map((f) => readFileSync(join(here, f)));
+  const hash = createHash('sha256');
+  for (const b of sources) hash.update(b);
+  // Beside the component cache, which is writable wherever the runtime runs (a read-only image sets
+  // MURMUR_COMPONENT_CACHE under its writable volume).
+  const base = process.env.MURMUR_COMPONENT_CACHE ? dirname(process.env.MURMUR_COMPONENT_CACHE) : join(PROJECT_ROOT, '.cache');
+  const out = join(base, 'host', `worker-${hash.digest('hex').slice(0, 16)}.mjs`);
+  if (!existsSync(out)) {
+    const tmp = `${out}.${process.pid}.tmp.mjs`;
+    mkdirSync(dirname(out), { recursive: true });
+    const built = esbuild.buildSync({
+      entryPoints: [join(here, 'worker.ts')],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      packages: 'external',
+      write: false,
+      logLevel: 'error',
+    });
+    // Packages stay external but are pinned to absolute file URLs, so the bundle runs wherever the
+    // cache lives (it may sit outside the project, with no node_modules above it).
+    const code = built.outputFiles[0]!.text.replace(/(from\s*|import\s*\(\s*)"((?:@[^"/]+\/)?[^".][^"]*)"/g, (m, pre: string, spec: string) =>
+      spec.startsWith('node:') ? m : `${pre}${JSON.stringify(import.meta.resolve(spec))}`,
+    );
+    writeFileSync(tmp, code);
+    renameSync(tmp, out);
+  }
+  return pathToFileURL(out).href;
+}
+
+/**
+ * Booted workers waiting for a component: booting (thread start, loader, WASI shim import) is the
+ * bulk of an instance's start, so it happens ahead of time, off the critical path.
+ */
+class WorkerPool {
+  private idle: { worker: Worker; booted: Promise<void> }[] = [];
+  constructor(private readonly target: number) {}
+
+  private boot(): { worker: Worker; booted: Promise<void> } {
+    const worker = new Worker(BOOT, {
+      workerData: { entry: ENTRY },
+      // Bounds the JS glue's heap; wasm linear memory is capped in the module bytes instead.
+      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 },
+      stdout: true,
+      stderr: true,
+      env: {},
+    });
+    worker.stdout.resume();
+    worker.stderr.resume();
+    // An idle pooled worker must not keep the process alive.
+    worker.unref();
+    const booted = new Promise<void>((resolve, reject) => {
+      const onMsg = (m: FromWorker): void => {
+        if (m.type === 'booted') {
+          worker.off('message', onMsg);
+          resolve();
+        }
+      };
+      worker.on('message', onMsg);
+      worker.once('error', reject);
+      worker.once('exit', () => reject(new Error('worker exited while booting')));
+    });
+    booted.catch(() => {});
+    return { worker, booted };
+  }
+
+  /** A booted worker (waits for one if none is ready), and starts booting its replacement. */
+  async take(): Promise<Worker> {
+    const next = this.idle.shift() ?? this.boot();
+    // Boot the replacement a moment later, so it does not compete for the CPU with the
+    // instantiation this worker is about to do (these machines have 2 cores).
+    setTimeout(() => {
+      while (this.idle.length < this.target) this.idle.push(this.boot());
+    }, 300).unref();
+    await next.booted;
+    next.worker.ref();
+    return next.worker;
+  }
+
+  async drain(): Promise<void> {
+    const all = this.idle.splice(0);
+    await Promise.all(all.map((w) => w.worker.terminate()));
+  }
+}
+
+export const POOL = new WorkerPool(Number(process.env.MURMUR_WORKER_POOL ?? 1));
+
+/** A worker with a component instantiated in it (or instantiating). */
+export interface Launched {
+  worker: Worker;
+  /** Host-import requests from the guest arrive here. */
+  mainPort: MessagePort;
+  /** Int32Array over shared memory: [0] = host-call reply flag. */
+  flag: Int32Array;
+  /**
+   * Resolves once instantiated, with the grant-reading WASI calls made before the grants were
+   * bound (always none when launched with grants). Rejects, with the worker terminated, when the
+   * instantiation fails or outlives the deadline.
+   */
+  ready: Promise<string[]>;
+}
+
+/**
+ * Instantiates a component in a booted worker: with its grants, or with none yet (a spare, whose
+ * instance binds them later with a `bind` message).
+ */
+export async function launch(c: LoadedComponent, modules: Record<string, WebAssembly.Module>, importSpec: ImportSpec, grants: Grants | undefined, deadlineMs: number): Promise<Launched> {
+  const flagBuf = new SharedArrayBuffer(4);
+  const { port1: mainPort, port2: hostPort } = new MessageChannel();
+  const init: WorkerInit = { jsPath: c.jsPath, component: c.name, modules, grants, importSpec, flag: flagBuf, hostPort };
+  const worker = await POOL.take();
+  worker.postMessage({ type: 'init', init }, [hostPort]);
+  worker.once('exit', () => mainPort.close());
+  const ready = new Promise<string[]>((resolve, reject) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      worker.off('message', onMsg);
+      worker.off('exit', onExit);
+    };
+    const timer = setTimeout(() => {
+      done();
+      void worker.terminate();
+      reject(new DeadlineExceeded(c.name, 'instantiate', deadlineMs));
+    }, deadlineMs);
+    const onMsg = (m: FromWorker): void => {
+      if (m.type === 'ready') {
+        done();
+        resolve(m.readBeforeBind);
+      } else if (m.type === 'init-error') {
+        done();
+        void worker.terminate();
+        reject(new ComponentLoadError(c.name, `failed to instantiate: ${m.message}`));
+      }
+    };
+    const onExit = (): void => {
+      done();
+      reject(new ComponentLoadError(c.name, 'worker exited during instantiation'));
+    };
+    worker.on('message', onMsg);
+    worker.on('exit', onExit);
+  });
+  ready.catch(() => {});
+  return { worker, mainPort, flag: new Int32Array(flagBuf), ready };
+}

@@ -1,0 +1,191 @@
+/**
+ * Pre-instantiated spares (runtime/host/spares.ts): an instance served from a spare must see
+ * exactly its own grants — never the empty ones it was instantiated under, never another
+ * instance's — and a component that reads a grant while instantiating is never spared.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ComponentInstance, Grants } from '../../runtime/host/index.ts';
+import { SparePool, SPARES } from '../../runtime/host/spares.ts';
+import { GRANT_BOUND, lateBoundWasi, wasiImports } from '../../runtime/host/wasi.ts';
+import type { Launched } from '../../runtime/host/workers.ts';
+import { op, probe } from './probe.ts';
+
+let root: string;
+let server: Server;
+let port = 0;
+let hits = 0;
+const open: ComponentInstance[] = [];
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), 'spares-'));
+  server = createServer((_q, r) => {
+    hits++;
+    r.end('hello');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  await Promise.all(open.map((i) => i.close()));
+  await SPARES.drain();
+  server?.close();
+});
+
+async function started(grants: Partial<Grants>): Promise<ComponentInstance> {
+  const inst = await probe(grants);
+  open.push(inst);
+  await inst.start();
+  return inst;
+}
+
+async function spareReady(): Promise<void> {
+  for (let i = 0; i < 600 && SPARES.readyKeys().length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  expect(SPARES.readyKeys().length).toBe(1);
+}
+
+function grantDir(name: string): string {
+  const dir = join(root, name);
+  mkdirSync(dir);
+  writeFileSync(join(dir, `${name}.txt`), `file of ${name}`);
+  return dir;
+}
+
+describe('pre-instantiated spares', () => {
+  it('an instance served from a spare sees exactly its own grants, and the next spare-served instance sees only its own', async () => {
+    const a = grantDir('a');
+    // Two starts of the component: evidence it recurs, so the host keeps a spare of it.
+    expect((await started({ preopen: a })).fromSpare).toBe(false);
+    expect((await started({ preopen: a })).fromSpare).toBe(false);
+
+    for (const name of ['b', 'c']) {
+      await spareReady();
+      const dir = grantDir(name);
+      const log = join(root, `${name}.log`);
+      const inst = await started({ preopen: dir, env: { WHO: name }, logFile: log, networkAllow: name === 'c' ? [`127.0.0.1:${port}`] : [] });
+      expect(inst.fromSpare).toBe(true);
+
+      expect((await op(inst, { op: 'preopens' })).body.value).toEqual(['/']);
+      expect((await op(inst, { op: 'read', path: `${name}.txt` })).body).toEqual({ ok: true, value: `file of ${name}` });
+      expect((await op(inst, { op: 'read', path: 'a.txt' })).body.ok).toBe(false);
+      expect((await op(inst, { op: 'write', path: 'out.txt', text: name })).body.ok).toBe(true);
+      expect(readFileSync(join(dir, 'out.txt'), 'utf8')).toBe(name);
+      expect(existsSync(join(a, 'out.txt'))).toBe(false);
+
+      expect((await op(inst, { op: 'envAll' })).body.value).toEqual(['WHO']);
+      expect((await op(inst, { op: 'env', name: 'WHO' })).body.value).toBe(name);
+
+      await op(inst, { op: 'log', text: `log line of ${name}` });
+      expect(readFileSync(log, 'utf8')).toContain(`log line of ${name}`);
+
+      const before = hits;
+      const fetched = await op(inst, { op: 'fetch', url: `http://127.0.0.1:${port}/` });
+      if (name === 'c') expect(fetched.body).toEqual({ ok: true, value: '200 hello' });
+      else {
+        expect(fetched.body.ok).toBe(false);
+        expect(hits).toBe(before);
+      }
+    }
+    expect(readFileSync(join(root, 'b.log'), 'utf8')).not.toContain('log line of c');
+  });
+
+  it('with spares turned off (MURMUR_SPARE_INSTANCES=0) every instance instantiates with its grants', async () => {
+    const max = SPARES.max;
+    SPARES.max = 0;
+    await SPARES.drain();
+    try {
+      for (let i = 0; i < 3; i++) expect((await started({})).fromSpare).toBe(false);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(SPARES.readyKeys()).toEqual([]);
+    } finally {
+      SPARES.max = max;
+    }
+  });
+});
+
+describe('late-bound WASI', () => {
+  it('the grant-bound table names every WASI member that differs between two sets of grants', () => {
+    const dir = mkdtempSync(join(root, 'wasi-'));
+    const x = wasiImports({ env: { A: '1' }, networkAllow: [], preopen: dir, logFile: join(dir, 'x.log') }, 'c');
+    const y = wasiImports({ env: { B: '2' }, networkAllow: ['example.com'], logFile: join(dir, 'y.log') }, 'c');
+    expect(Object.keys(x).sort()).toEqual(Object.keys(y).sort());
+    const differing: string[] = [];
+    for (const iface of Object.keys(x)) {
+      const [ox, oy] = [x[iface] as Record<string, unknown> | undefined, y[iface] as Record<string, unknown> | undefined];
+      if (!ox || !oy) continue;
+      for (const m of new Set([...Object.keys(ox), ...Object.keys(oy)])) if (ox[m] !== oy[m]) differing.push(`${iface}#${m}`);
+    }
+    const table = Object.entries(GRANT_BOUND).flatMap(([iface, ms]) => Object.keys(ms).map((m) => `${iface}#${m}`));
+    expect(differing.length).toBeGreaterThan(0);
+    for (const d of differing) expect(table, `${d} depends on the grants but is not late-bound`).toContain(d);
+  });
+
+  it('records a grant read before the grants are bound, shows nothing until then, and the bound grants after', () => {
+    const w = lateBoundWasi('c');
+    const env = w.imports['wasi:cli/environment'] as { getEnvironment(): [string, string][]; getArguments(): string[] };
+    expect(env.getArguments()).toEqual(['c']);
+    expect(w.readBeforeBind).toEqual([]);
+    expect(env.getEnvironment()).toEqual([]);
+    expect(w.readBeforeBind).toEqual(['wasi:cli/environment#getEnvironment']);
+    w.bind({ env: { K: 'v' }, networkAllow: [] });
+    expect(env.getEnvironment()).toEqual([['K', 'v']]);
+    expect(() => w.bind({ env: {}, networkAllow: [] })).toThrow(/already bound/);
+  });
+});
+
+describe('spare pool', () => {
+  const workers: Worker[] = [];
+  const exited = new Set<Worker>();
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.terminate()));
+  });
+  function fakeLaunch(readBeforeBind: string[]): () => Promise<Launched> {
+    return async () => {
+      const worker = new Worker('setInterval(() => {}, 1000)', { eval: true });
+      workers.push(worker);
+      worker.once('exit', () => exited.add(worker));
+      const { port1 } = new (await import('node:worker_threads')).MessageChannel();
+      return { worker, mainPort: port1, flag: new Int32Array(new SharedArrayBuffer(4)), ready: Promise.resolve(readBeforeBind) };
+    };
+  }
+  const until = async (f: () => boolean): Promise<void> => {
+    for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 20));
+  };
+
+  it('spares a component only from its second start, and never one that read a grant while instantiating', async () => {
+    const pool = new SparePool(4);
+    pool.started('clean', fakeLaunch([]));
+    pool.started('greedy', fakeLaunch(['wasi:cli/environment#getEnvironment']));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(pool.readyKeys()).toEqual([]);
+    pool.started('clean', fakeLaunch([]));
+    pool.started('greedy', fakeLaunch(['wasi:cli/environment#getEnvironment']));
+    await until(() => pool.readyKeys().length > 0 && pool.isRefused('greedy'));
+    expect(pool.readyKeys()).toEqual(['clean']);
+    expect(pool.isRefused('greedy')).toBe(true);
+    expect(pool.take('greedy')).toBeUndefined();
+    expect(pool.take('clean')).toBeDefined();
+    expect(pool.take('clean')).toBeUndefined();
+    await pool.drain();
+  });
+
+  it('keeps at most its maximum, dropping (and stopping) the oldest spare', async () => {
+    const pool = new SparePool(2);
+    for (const k of ['k1', 'k2', 'k3']) {
+      pool.started(k, fakeLaunch([]));
+      pool.started(k, fakeLaunch([]));
+      await until(() => pool.readyKeys().includes(k));
+    }
+    expect(pool.readyKeys()).toEqual(['k2', 'k3']);
+    // k1's spare (the first worker made, after k1's second start) was stopped.
+    await until(() => exited.has(workers[0]!));
+    expect(workers.map((w) => exited.has(w))).toEqual([true, false, false]);
+    await pool.drain();
+    expect(pool.readyKeys()).toEqual([]);
+  });
+});
