@@ -11,7 +11,7 @@
  * spared again: it instantiates with its grants, as before.
  *
  * Bounded: at most MURMUR_SPARE_INSTANCES spares (default 4; 0 turns spares off), the least
- * recently replenished dropped first. An idle spare costs a worker thread (≈ 30 MB for a
+ * recently replenished dropped first. An idle spare costs a worker thread (≈ 24 MB RSS for a
  * SpiderMonkey component) and does not keep the process alive.
  */
 import type { Launched } from './workers.ts';
