@@ -7,8 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { benchComponents } from './components.ts';
 import { benchLoop } from './loop.ts';
+import { benchScript } from './script.ts';
 
-const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop() };
+const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript() };
 // These run as their own processes (each starts servers or a cluster and exits when done).
 const scripts = ['a2a', 'hooks', 'telemetry', 'operator'];
 const names = process.argv.slice(2).length ? process.argv.slice(2) : [...Object.keys(inProcess), ...scripts];

@@ -147,7 +147,7 @@ export class ComponentInstance {
     const modules = await compiledModules(c, memoryBytes);
     const importSpec = importSpecFor(c, this.opts.imports ?? {});
     const key = `${c.sha256}:${memoryBytes}:${JSON.stringify(importSpec)}`;
-    const spare = SPARES.take(key);
+    const spare = await SPARES.take(key);
     // A spare is already instantiated: it gets this instance's grants before any call can reach it
     // (messages to a worker arrive in order).
     if (spare) spare.worker.postMessage({ type: 'bind', grants });
@@ -161,7 +161,7 @@ export class ComponentInstance {
     worker.on('exit', () => this.onWorkerGone(worker, undefined));
     await started.ready;
     worker.on('message', (msg: FromWorker) => this.onWorkerMessage(msg));
-    SPARES.started(key, () => launch(c, modules, importSpec, undefined, deadlineMs));
+    SPARES.started(key, () => launch(c, modules, importSpec, undefined, deadlineMs), spare !== undefined);
   }
 
   private async serveHostCall(req: HostCallRequest, port: MessagePort, flag: Int32Array): Promise<void> {

@@ -1,14 +1,16 @@
 /**
  * Pre-instantiated spares. Instantiating a component costs tens of milliseconds even in a booted
  * worker (SpiderMonkey's own instantiate is most of it), so once a component has been started twice
- * in this process — evidence it recurs: a session per A2A task, a hook per session — the host keeps
+ * in this process — evidence it recurs: a script capsule's fresh instance per A2A task, a restart
+ * after a fault or a cancel, a session per run in a long-lived host — the host keeps
  * one instance of it ready, instantiated with no grants at all. The next instance of that
  * component takes the spare and binds its own grants before its first call (runtime/host/wasi.ts,
  * lateBoundWasi), which costs a message instead of an instantiation.
  *
- * A spare whose instantiation read a grant (its environment, a preopen, stdout, the network, or a
- * host import) would have seen the empty grants, so it is discarded and that component is never
- * spared again: it instantiates with its grants, as before.
+ * A spare whose instantiation read a grant (its environment, a preopen, stdout, the network) would
+ * have seen the empty grants, and one that called a host import fails (nothing answers it yet):
+ * either way it is discarded and that component is never spared again — it instantiates with its
+ * grants, as before.
  *
  * Bounded: at most MURMUR_SPARE_INSTANCES spares (default 4; 0 turns spares off), the least
  * recently replenished dropped first. An idle spare costs a worker thread (≈ 24 MB RSS for a
@@ -16,17 +18,31 @@
  */
 import type { Launched } from './workers.ts';
 
+/** A spare on its way: scheduled (timer set) until start() runs, then instantiating (done). */
+interface Making {
+  timer: NodeJS.Timeout | undefined;
+  done: Promise<void> | undefined;
+  start(): Promise<void>;
+}
+
 export class SparePool {
   private readonly ready = new Map<string, Launched>();
-  private readonly making = new Set<string>();
+  /** Spares scheduled (timer) or instantiating (done), per key. */
+  private readonly making = new Map<string, Making>();
   private readonly starts = new Map<string, number>();
-  /** Components whose instantiation reads a grant: never spared. */
+  /** Components whose instantiation reads a grant, or fails without grants: never spared. */
   private readonly refused = new Set<string>();
 
   constructor(public max: number) {}
 
-  /** A ready spare for this key, removed from the pool; none when there is none ready. */
-  take(key: string): Launched | undefined {
+  /**
+   * A ready spare for this key, removed from the pool; none when there is none. A spare on its way
+   * is waited for, and one merely scheduled starts now: either way it is no slower than
+   * instantiating afresh, and two instantiations side by side would only compete for the CPU.
+   */
+  async take(key: string): Promise<Launched | undefined> {
+    const m = this.making.get(key);
+    if (m && !this.ready.has(key)) await m.start();
     const spare = this.ready.get(key);
     if (!spare) return undefined;
     this.ready.delete(key);
@@ -36,14 +52,26 @@ export class SparePool {
 
   /**
    * Records an instance start for this key, and (from the second on) makes a spare for the next
-   * one, a moment later so it does not compete with the instance just started for the CPU.
+   * one: at once when this start took a spare, otherwise a moment later, so it does not compete
+   * for the CPU with the instantiation that just happened (these machines have 2 cores).
    */
-  started(key: string, make: () => Promise<Launched>): void {
+  started(key: string, make: () => Promise<Launched>, tookSpare = false): void {
     const n = (this.starts.get(key) ?? 0) + 1;
     this.starts.set(key, n);
     if (this.max <= 0 || n < 2 || this.refused.has(key) || this.ready.has(key) || this.making.has(key)) return;
-    this.making.add(key);
-    setTimeout(() => void this.make(key, make), 300).unref();
+    const entry: Making = {
+      timer: undefined,
+      done: undefined,
+      start: () => {
+        clearTimeout(entry.timer);
+        entry.timer = undefined;
+        entry.done ??= this.make(key, make).finally(() => this.making.delete(key));
+        return entry.done;
+      },
+    };
+    this.making.set(key, entry);
+    entry.timer = setTimeout(() => void entry.start(), tookSpare ? 0 : 300);
+    entry.timer.unref();
   }
 
   private async make(key: string, make: () => Promise<Launched>): Promise<void> {
@@ -66,9 +94,9 @@ export class SparePool {
         void old.worker.terminate();
       }
     } catch {
-      // A failed spare costs nothing: the next instance instantiates as if there were none.
-    } finally {
-      this.making.delete(key);
+      // It failed without grants (a host import called while instantiating, say): it would fail
+      // again, and an instance waiting for it would pay twice. That component is not spared.
+      this.refused.add(key);
     }
   }
 
@@ -83,6 +111,12 @@ export class SparePool {
   }
 
   async drain(): Promise<void> {
+    for (const [key, m] of this.making) {
+      if (m.timer) {
+        clearTimeout(m.timer);
+        this.making.delete(key);
+      }
+    }
     const all = [...this.ready.values()];
     this.ready.clear();
     await Promise.all(all.map((s) => s.worker.terminate()));

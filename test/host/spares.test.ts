@@ -144,33 +144,63 @@ describe('spare pool', () => {
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.terminate()));
   });
-  function fakeLaunch(readBeforeBind: string[]): () => Promise<Launched> {
+  function fakeLaunch(readBeforeBind: string[] | Error): () => Promise<Launched> {
     return async () => {
       const worker = new Worker('setInterval(() => {}, 1000)', { eval: true });
       workers.push(worker);
       worker.once('exit', () => exited.add(worker));
       const { port1 } = new (await import('node:worker_threads')).MessageChannel();
-      return { worker, mainPort: port1, flag: new Int32Array(new SharedArrayBuffer(4)), ready: Promise.resolve(readBeforeBind) };
+      return { worker, mainPort: port1, flag: new Int32Array(new SharedArrayBuffer(4)), ready: readBeforeBind instanceof Error ? Promise.reject(readBeforeBind) : Promise.resolve(readBeforeBind) };
     };
   }
   const until = async (f: () => boolean): Promise<void> => {
     for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 20));
   };
 
-  it('spares a component only from its second start, and never one that read a grant while instantiating', async () => {
+  it('spares a component only from its second start, and never one that read a grant or failed while instantiating', async () => {
     const pool = new SparePool(4);
     pool.started('clean', fakeLaunch([]));
     pool.started('greedy', fakeLaunch(['wasi:cli/environment#getEnvironment']));
+    pool.started('broken', fakeLaunch(new Error('not made: first start')));
     await new Promise((r) => setTimeout(r, 500));
     expect(pool.readyKeys()).toEqual([]);
     pool.started('clean', fakeLaunch([]));
     pool.started('greedy', fakeLaunch(['wasi:cli/environment#getEnvironment']));
-    await until(() => pool.readyKeys().length > 0 && pool.isRefused('greedy'));
+    pool.started('broken', fakeLaunch(new Error('host import murmur:task/task#requestInput failed: called before the grants were bound')));
+    await until(() => pool.readyKeys().length > 0 && pool.isRefused('greedy') && pool.isRefused('broken'));
     expect(pool.readyKeys()).toEqual(['clean']);
     expect(pool.isRefused('greedy')).toBe(true);
-    expect(pool.take('greedy')).toBeUndefined();
-    expect(pool.take('clean')).toBeDefined();
-    expect(pool.take('clean')).toBeUndefined();
+    expect(pool.isRefused('broken')).toBe(true);
+    expect(pool.isRefused('clean')).toBe(false);
+    expect(await pool.take('greedy')).toBeUndefined();
+    expect(await pool.take('broken')).toBeUndefined();
+    expect(await pool.take('clean')).toBeDefined();
+    expect(await pool.take('clean')).toBeUndefined();
+    await pool.drain();
+  });
+
+  it('an instance start waits for a spare on its way instead of instantiating beside it, and starts a scheduled one at once', async () => {
+    const pool = new SparePool(4);
+    let made = 0;
+    const slow = (): (() => Promise<Launched>) => {
+      const base = fakeLaunch([]);
+      return async () => {
+        made++;
+        const l = await base();
+        return { ...l, ready: new Promise<string[]>((r) => setTimeout(() => r([]), 600)) };
+      };
+    };
+    pool.started('k', slow());
+    pool.started('k', slow()); // scheduled 300 ms out
+    // Scheduled, not started: take() starts it now and waits for it, instead of coming back empty.
+    expect(await pool.take('k')).toBeDefined();
+    expect(made).toBe(1);
+    // That start took a spare: the next one is made at once; a take while it instantiates waits.
+    pool.started('k', slow(), true);
+    await until(() => made === 2);
+    expect(pool.readyKeys()).toEqual([]);
+    expect(await pool.take('k')).toBeDefined();
+    expect(made).toBe(2);
     await pool.drain();
   });
 
