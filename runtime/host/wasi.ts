@@ -39,6 +39,8 @@ export interface LateBoundWasi {
   readonly bound: boolean;
   /** Grant-reading members called before bind(), as `interface#member`. */
   readonly readBeforeBind: string[];
+  /** Records another grant-dependent call made before bind() (a host import). */
+  noteEarly(what: string): void;
 }
 
 /**
@@ -74,6 +76,9 @@ export function lateBoundWasi(component: string): LateBoundWasi {
     },
     get readBeforeBind() {
       return [...early];
+    },
+    noteEarly(what: string): void {
+      if (!bound) early.add(what);
     },
   };
 }

@@ -25,7 +25,9 @@ function memoryBytes(): number {
 }
 
 function hostCall(iface: string, fn: string, args: unknown[]): unknown {
-  // A spare being pre-instantiated has no instance on the main thread to answer yet.
+  // A spare being pre-instantiated has no instance on the main thread to answer yet (and is
+  // discarded even if the guest swallows this error).
+  if (!wasi.bound) wasi.noteEarly(`${iface}#${fn}`);
   if (!wasi.bound) throw new Error(`host import ${iface}#${fn} failed: called before the instance's grants were bound`);
   Atomics.store(flag, 0, 0);
   init.hostPort.postMessage({ iface, fn, args });

@@ -125,15 +125,18 @@ describe('late-bound WASI', () => {
     for (const d of differing) expect(table, `${d} depends on the grants but is not late-bound`).toContain(d);
   });
 
-  it('records a grant read before the grants are bound, shows nothing until then, and the bound grants after', () => {
+  it('records a grant read (or host import) before the grants are bound, shows nothing until then, and the bound grants after', () => {
     const w = lateBoundWasi('c');
     const env = w.imports['wasi:cli/environment'] as { getEnvironment(): [string, string][]; getArguments(): string[] };
     expect(env.getArguments()).toEqual(['c']);
     expect(w.readBeforeBind).toEqual([]);
     expect(env.getEnvironment()).toEqual([]);
     expect(w.readBeforeBind).toEqual(['wasi:cli/environment#getEnvironment']);
+    w.noteEarly('murmur:task/task#requestInput');
     w.bind({ env: { K: 'v' }, networkAllow: [] });
     expect(env.getEnvironment()).toEqual([['K', 'v']]);
+    w.noteEarly('murmur:text/chunks#emitChunk');
+    expect(w.readBeforeBind).toEqual(['wasi:cli/environment#getEnvironment', 'murmur:task/task#requestInput']);
     expect(() => w.bind({ env: {}, networkAllow: [] })).toThrow(/already bound/);
   });
 });
