@@ -173,8 +173,17 @@ export interface HookSpec {
   on_overflow?: 'drop' | 'block';
 }
 
+export interface HookStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  /** Capsules in the Hook's namespace whose spec.hooks name it, sorted (at most HOOK_USED_BY_MAX). */
+  usedBy?: string[];
+  usedByCount?: number;
+}
+
 export interface Hook extends KubeObject {
   spec: HookSpec;
+  status?: HookStatus;
 }
 
 /** What the operator keeps of a Secret: never its values. */

@@ -9,6 +9,7 @@ import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../b
 import { collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
 import { covers } from '../reconcile/compare.ts';
+import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
 import { computeStatus, sameStatus } from '../reconcile/status.ts';
 import { PROBLEM_CODES, translate, type Problem, type TranslateResult } from '../translate/index.ts';
 import { peerKeys } from '../translate/network.ts';
@@ -28,6 +29,9 @@ export interface ControllerOptions {
   /** Test seam: awaited before each object write (lets a test kill the operator mid-reconcile). */
   beforeWrite?: (obj: KubeObject) => Promise<void> | void;
 }
+
+/** Queue keys of Hooks (status only) carry this prefix; Capsule keys are plain `namespace/name`. */
+const HOOK_KEY = 'Hook:';
 
 /** Kinds the controller creates, in apply order. */
 export const OWNED_KINDS: Array<[string, string]> = [
@@ -85,7 +89,7 @@ export class CapsuleController {
     // List items come without apiVersion/kind; put them back so cached objects are complete.
     const typed = (apiVersion: string, kind: string) => (o: any) => ({ ...o, apiVersion, kind });
     this.capsules = new Informer<Capsule>(client, 'capsules', paths('murmur.io/v1alpha1', 'Capsule'), { ...io, transform: typed('murmur.io/v1alpha1', 'Capsule') }).on((t, c, old) => this.onCapsule(t, c, old));
-    this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on((_t, h) => this.onHook(h));
+    this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on((t, h, old) => this.onHook(t, h, old));
     this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) => this.onSecret(s));
     for (const [av, kind] of OWNED_KINDS) {
       const inf = new Informer<KubeObject>(client, kind, paths(av, kind), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: typed(av, kind) });
@@ -132,6 +136,10 @@ export class CapsuleController {
     this.o.metrics.capsules.set(this.capsules.store.size);
 
     this.enqueue(key);
+    // The Hooks it names (or named) list their users in status.
+    const hookRefs = (x: Capsule | undefined) => (x?.spec.hooks ?? []).map((r) => r.name);
+    const hookChanged = type !== 'MODIFIED' || stableJson(hookRefs(old)) !== stableJson(hookRefs(c));
+    if (hookChanged) for (const h of new Set([...hookRefs(old), ...hookRefs(c)])) this.enqueue(`${HOOK_KEY}${ns}/${h}`);
     // A callee's ingress policy lists its callers: tell the ones that were added or dropped.
     for (const t of before) if (!after.has(t)) this.enqueue(t);
     for (const t of after) if (!before.has(t)) this.enqueue(t);
@@ -140,8 +148,11 @@ export class CapsuleController {
     if (type !== 'MODIFIED' || portBefore !== this.ports[key] || !old) for (const caller of this.callersOf.get(key) ?? []) this.enqueue(caller);
   }
 
-  private onHook(h: Hook): void {
+  private onHook(type: string, h: Hook, old: Hook | undefined): void {
+    // Its status (ours) or metadata changed, not its spec: nothing that Capsules render.
+    if (type === 'MODIFIED' && old && old.metadata.generation === h.metadata.generation) return;
     const ns = h.metadata.namespace;
+    this.enqueue(HOOK_KEY + keyOf(h));
     for (const c of this.capsules.store.values())
       if (c.metadata.namespace === ns && c.spec.hooks?.some((r) => r.name === h.metadata.name)) this.enqueue(keyOf(c));
   }
@@ -159,11 +170,13 @@ export class CapsuleController {
     for (const i of this.informers()) await i.waitForSync(120_000);
     this.started = true;
     for (const c of this.capsules.store.values()) this.enqueue(keyOf(c));
+    for (const h of this.hooks.store.values()) this.enqueue(HOOK_KEY + keyOf(h));
     this.workers = this.queue.run(this.o.workers ?? 4, (k) => this.reconcile(k));
     const every = this.o.resyncMs ?? 300_000;
     if (every > 0) {
       this.resync = setInterval(() => {
         for (const c of this.capsules.store.values()) this.enqueue(keyOf(c));
+        for (const h of this.hooks.store.values()) this.enqueue(HOOK_KEY + keyOf(h));
       }, every);
       this.resync.unref();
     }
@@ -196,6 +209,12 @@ export class CapsuleController {
     const end = this.o.metrics.duration.startTimer();
     this.o.metrics.queueDepth.set(this.queue.length);
     try {
+      if (key.startsWith(HOOK_KEY)) {
+        await this.reportHook(key.slice(HOOK_KEY.length));
+        this.queue.forget(key);
+        this.o.metrics.reconciles.inc({ result: 'success' });
+        return;
+      }
       const c = this.capsules.get(key);
       if (!c || c.metadata.deletionTimestamp) {
         const [ns, name] = key.split('/') as [string, string];
@@ -270,6 +289,23 @@ export class CapsuleController {
     const out = await this.client.mergePatchStatus<Capsule>(c, status);
     this.o.metrics.writes.inc({ verb: 'status' });
     this.capsules.offer(out);
+  }
+
+  /** A Hook's status: its contract accepted or not, and the Capsules that use it; written only when changed. */
+  private async reportHook(key: string): Promise<void> {
+    const h = this.hooks.get(key);
+    if (!h || h.metadata.deletionTimestamp) return;
+    const ns = h.metadata.namespace;
+    const usedBy: string[] = [];
+    for (const c of this.capsules.store.values()) {
+      if (c.metadata.namespace === ns && !c.metadata.deletionTimestamp && c.spec.hooks?.some((r) => r.name === h.metadata.name)) usedBy.push(c.metadata.name);
+    }
+    const status = computeHookStatus(h, usedBy, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
+    if (sameHookStatus(h.status, status)) return;
+    await this.o.beforeWrite?.(h);
+    const out = await this.client.mergePatchStatus<Hook>(h, status);
+    this.o.metrics.writes.inc({ verb: 'status' });
+    this.hooks.offer(out);
   }
 
   private async event(c: Capsule, p: Problem): Promise<void> {

@@ -3,7 +3,8 @@ import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../../runtime/hooks/
 import { API_VERSION, GROUP, VERSION } from '../api/types.ts';
 import { ARTIFACT_NAME, artifactSource } from './common.ts';
 import { hookContractRules } from './rules.ts';
-import { enm, obj, str, type Schema } from './schema.ts';
+import { HOOK_USED_BY_MAX } from '../reconcile/hook-status.ts';
+import { arr, enm, int, obj, str, type Schema } from './schema.ts';
 import { conditionsSchema } from './status.ts';
 
 export function hookSpecSchema(): Schema {
@@ -56,6 +57,8 @@ export function hookCrd(): Record<string, unknown> {
             { name: 'Binding', type: 'string', jsonPath: '.spec.binding', description: 'Handler the hook is bound to (empty: all session events).' },
             { name: 'Mode', type: 'string', jsonPath: '.spec.execution_mode' },
             { name: 'Policy', type: 'string', jsonPath: '.spec.commit_policy' },
+            { name: 'Used By', type: 'integer', jsonPath: '.status.usedByCount', description: 'Capsules in the namespace that list this Hook in spec.hooks.' },
+            { name: 'Accepted', type: 'string', jsonPath: '.status.conditions[?(@.type=="Accepted")].status', priority: 1 },
             { name: 'Artifact', type: 'string', jsonPath: '.spec.artifact.name', priority: 1 },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
@@ -65,9 +68,11 @@ export function hookCrd(): Record<string, unknown> {
               kind: str('Kind of this object.'),
               metadata: { type: 'object' },
               spec: hookSpecSchema(),
-              status: obj('Observed state (reserved; the contract is enforced at admission).', {
+              status: obj('Observed state, written by the operator: conditions Accepted (the contract against the hook commit table) and InUse, and the Capsules that use the Hook.', {
                 observedGeneration: { type: 'integer', format: 'int64', description: 'Generation last observed.' },
-                conditions: conditionsSchema(),
+                conditions: conditionsSchema('Conditions: Accepted, InUse.'),
+                usedBy: arr(`Capsules in the namespace whose spec.hooks name this Hook, sorted (the first ${HOOK_USED_BY_MAX}).`, str('Capsule name.', { maxLength: 253 }), { maxItems: HOOK_USED_BY_MAX }),
+                usedByCount: int('How many Capsules in the namespace use this Hook.', { minimum: 0 }),
               }),
             }, { required: ['spec'] }),
           },

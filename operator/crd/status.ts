@@ -1,8 +1,8 @@
 import { arr, enm, int, obj, str, type Schema } from './schema.ts';
 
-export const conditionsSchema = (): Schema =>
+export const conditionsSchema = (description = 'Standard conditions: Ready, Progressing, Degraded.'): Schema =>
   arr(
-    'Standard conditions: Ready, Progressing, Degraded.',
+    description,
     obj(
       'One condition.',
       {

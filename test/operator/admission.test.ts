@@ -79,7 +79,7 @@ describe('Hook admission (CEL from the commit table)', () => {
     const h = await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${ns}/hooks/summarizer`);
     expect(h.spec.execution_mode).toBe('blocking');
     const out = await kubectl(['get', 'hk', '-n', ns]);
-    expect(out.stdout).toMatch(/NAME\s+BINDING\s+MODE\s+POLICY\s+AGE/);
+    expect(out.stdout).toMatch(/NAME\s+BINDING\s+MODE\s+POLICY\s+USED BY\s+AGE/);
     expect(out.stdout).toMatch(/shell-guard\s+on-shell\s+blocking\s+deny/);
   });
 });

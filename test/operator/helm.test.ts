@@ -38,6 +38,7 @@ describe('helm chart', () => {
     expect(verbsFor('secrets').sort()).toEqual(['get', 'list', 'watch']);
     expect(verbsFor('capsules').sort()).toEqual(['get', 'list', 'watch']);
     expect(verbsFor('capsules/status').sort()).toEqual(['get', 'patch', 'update']);
+    expect(verbsFor('hooks/status').sort()).toEqual(['get', 'patch', 'update']);
     expect(cr.rules.some((r: any) => r.verbs.includes('*') || r.resources.includes('*'))).toBe(false);
     const lease = all.find((d) => d.kind === 'Role' && d.metadata.name.endsWith('leader-election'));
     expect(lease.metadata.namespace).toBe('ops');
@@ -101,6 +102,7 @@ spec:
       });
       await kubectl(['apply', '-n', watched, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Hook\nmetadata: { name: absent }\nspec: { artifact: { name: absent, version: 1.0.0 } }\n');
       await eventually('objects applied as the ServiceAccount', async () => (await client.get(`/apis/apps/v1/namespaces/${watched}/deployments/rbac`)) !== undefined);
+      await eventually('Hook status as the ServiceAccount', async () => (await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${watched}/hooks/absent`))?.status?.usedBy?.[0] === 'rbac');
       expect(await op.metrics.total('capsule_operator_reconcile_errors_total')).toBe(0);
       // Nothing outside the watched namespaces: the ServiceAccount cannot even list Capsules there.
       const denied = await asSa.list('/apis/murmur.io/v1alpha1/namespaces/default/capsules').then(() => 0, (e: { status: number }) => e.status);

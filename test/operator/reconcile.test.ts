@@ -232,6 +232,56 @@ spec: { artifact: { name: later-hook, version: 1.0.0 } }
     await eventually('orphan applied', async () => (await ownedObjects('orphan')).length === 6);
   });
 
+  it('a Hook’s status says its contract is accepted and lists the Capsules that use it, as they come and go', async () => {
+    const hookPath = (name: string) => `/apis/murmur.io/v1alpha1/namespaces/${ns}/hooks/${name}`;
+    await apply(`apiVersion: murmur.io/v1alpha1
+kind: Hook
+metadata: { name: audit }
+spec: { artifact: { name: audit, version: 1.0.0 }, binding: on-tool-call, commit_policy: deny }
+`);
+    const unused = await eventually('unreferenced hook status', async () => {
+      const h = await get(hookPath('audit'));
+      return h?.status?.conditions?.length ? (h as Hook) : undefined;
+    });
+    expect(unused.status).toMatchObject({ observedGeneration: unused.metadata.generation, usedBy: [], usedByCount: 0 });
+    expect(unused.status!.conditions!.map((c) => [c.type, c.status, c.reason])).toEqual([
+      ['Accepted', 'True', 'ContractValid'],
+      ['InUse', 'False', 'Unreferenced'],
+    ]);
+    const capsuleUsing = (name: string) => `apiVersion: murmur.io/v1alpha1
+kind: Capsule
+metadata: { name: ${name} }
+spec:
+  artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]
+  inference: { driver: { artifact: drv }, model: m }
+  hooks: [{ name: audit }]
+`;
+    await apply(capsuleUsing('user-b') + '---\n' + capsuleUsing('user-a'));
+    const used = await eventually('both users listed', async () => {
+      const h = (await get(hookPath('audit'))) as Hook;
+      return h.status?.usedByCount === 2 ? h : undefined;
+    });
+    expect(used.status!.usedBy).toEqual(['user-a', 'user-b']);
+    expect(used.status!.conditions!.find((c) => c.type === 'InUse')).toMatchObject({ status: 'True', reason: 'Referenced', message: 'used by 2 Capsules: user-a, user-b' });
+    // Accepted did not transition, so its time is kept.
+    expect(used.status!.conditions!.find((c) => c.type === 'Accepted')!.lastTransitionTime).toBe(unused.status!.conditions!.find((c) => c.type === 'Accepted')!.lastTransitionTime);
+
+    // A spec change is observed (generation), a status-only resync writes nothing.
+    await kubectl(['patch', 'hook', 'audit', '-n', ns, '--type', 'merge', '-p', '{"spec":{"artifact":{"version":"1.1.0"}}}']);
+    const patched = await eventually('new generation observed', async () => {
+      const h = (await get(hookPath('audit'))) as Hook;
+      return h.status?.observedGeneration === h.metadata.generation && h.metadata.generation! > unused.metadata.generation! ? h : undefined;
+    });
+    await sleep(1500); // three resyncs
+    expect(((await get(hookPath('audit'))) as Hook).metadata.resourceVersion).toBe(patched.metadata.resourceVersion);
+
+    await kubectl(['delete', 'capsule', 'user-a', 'user-b', '-n', ns, '--wait=false']);
+    await eventually('unreferenced again', async () => {
+      const h = (await get(hookPath('audit'))) as Hook;
+      return h.status?.usedByCount === 0 && h.status.conditions?.find((c) => c.type === 'InUse')?.status === 'False';
+    });
+  });
+
   it('prunes objects labelled as ours that are no longer desired', async () => {
     const owner = await get(capsulePath('orphan'));
     await client.create({

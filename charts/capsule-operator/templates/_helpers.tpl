@@ -26,7 +26,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: ["capsules", "hooks"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["murmur.io"]
-  resources: ["capsules/status"]
+  resources: ["capsules/status", "hooks/status"]
   verbs: ["get", "patch", "update"]
 - apiGroups: ["murmur.io"]
   resources: ["capsules/finalizers"]
