@@ -22,6 +22,9 @@ export function printProgress(trace: TraceWriter, out: (s: string) => void): () 
       case 'call_denied':
         out(`    ⛔ ${String(e.tool_name ?? e.binary ?? 'call')} denied by ${String(e.hook_name ?? e.hook)}: ${String(e.reason)}`);
         break;
+      case 'network_denied':
+        out(`    ⛔ ${String(e.component_kind)} ${String(e.component)}: outgoing request to ${String(e.destination)} refused (not in its network grant)`);
+        break;
       case 'compaction':
         out(`  compaction: ${e.tokens_before} → ${e.tokens_after} tokens`);
         break;

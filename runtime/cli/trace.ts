@@ -37,6 +37,7 @@ export function steps(events: TraceLine[]): string[] {
     else if (e.event_type === 'tool_call') out.push(`    → ${String(e.tool_name)} ${String(e.status)} (${String(e.duration_ms)} ms)${e.resource_id ? ` resource ${String(e.resource_id)}` : ''}`);
     else if (e.event_type === 'shell') out.push(`    → $ ${String(e.command)} exit ${String(e.exit_code)}`);
     else if (e.event_type === 'call_denied') out.push(`    ⛔ denied by ${String(e.hook_name ?? e.hook)}: ${String(e.reason)}`);
+    else if (e.event_type === 'network_denied') out.push(`    ⛔ ${String(e.component_kind)} ${String(e.component)}: request to ${String(e.destination)} refused by the network grant`);
     else if (e.event_type === 'compaction') out.push(`  compaction ${String(e.tokens_before)} → ${String(e.tokens_after)}`);
     else if (e.event_type === 'task_end') out.push(`  end: ${String(e.exit_status)}`);
   }
@@ -53,6 +54,7 @@ export function report(events: TraceLine[]): Record<string, unknown> {
     tasks,
     totals: end ? { turns: end.total_turns, input_tokens: end.total_input_tokens, output_tokens: end.total_output_tokens, tool_calls: end.total_tool_calls, shell_calls: end.total_shell_calls, exit_status: end.exit_status } : undefined,
     denied: events.filter((e) => e.event_type === 'call_denied').length,
+    network_denied: events.filter((e) => e.event_type === 'network_denied').length,
     hook_faults: events.filter((e) => e.event_type === 'hook_dispatch_error').length,
     redundant: findRedundantCalls(calls),
   };

@@ -24,9 +24,11 @@ import {
   MemoryLimitExceeded,
   loadComponent,
   type HostImports,
+  type NetworkDenial,
   type LoadedComponent,
 } from '../host/index.ts';
 import type { TraceWriter } from '../trace/writer.ts';
+import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ARMS, COMMIT_TABLE, HANDLERS, checkHookContract, exportName, handlersFor, isCommitted, type Arm, type Handler } from './commit-table.ts';
 import { lifecycleExports } from './exports.ts';
 import { hookImports, type ImportState } from './imports.ts';
@@ -128,8 +130,9 @@ class Hook {
     return this.spec.commitPolicy === 'deny' && this.spec.binding === handler;
   }
 
-  newInstance(): ComponentInstance {
+  newInstance(onNetworkDenied?: (d: NetworkDenial) => void): ComponentInstance {
     return new ComponentInstance(this.component, {
+      ...(onNetworkDenied ? { onNetworkDenied } : {}),
       grants: {
         env: { ...(this.spec.env ?? {}) },
         networkAllow: [...(this.spec.networkAllow ?? [])],
@@ -322,7 +325,8 @@ const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export class HookBus {
   readonly workdir: string;
   readonly sessionId: string;
-  private trace: TraceWriter | undefined;
+  /** @internal read by the hooks' network-denial reporter */
+  trace: TraceWriter | undefined;
   private readonly services: HookServices;
   private readonly hooks: Hook[];
   private readonly receivers = new Map<Handler, Hook[]>();
@@ -388,7 +392,7 @@ export class HookBus {
     try {
       await Promise.all(hooks.map(async (h) => {
         if ([...h.receives].every((x) => x === 'on-stage')) return;
-        h.instance = h.newInstance();
+        h.instance = h.newInstance(traceNetworkDenied(() => bus.trace, 'hook', h.name));
         if (h.async) h.lane = new AsyncLane(bus, h, depth);
         await h.instance.start();
       }));
@@ -502,7 +506,7 @@ export class HookBus {
   async stage(ev: StageEvent): Promise<void> {
     for (const h of this.hooks) {
       if (h.spec.binding !== 'on-stage' || !h.exports.has('on-stage')) continue;
-      const inst = h.newInstance();
+      const inst = h.newInstance(); // staging: no trace yet (a refusal still reaches the guest)
       let r: CallResult;
       try {
         r = await this.invoke(h, 'on-stage', ev, inst);

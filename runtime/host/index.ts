@@ -2,7 +2,7 @@
 export { loadComponent, defaultCacheDir, type LoadedComponent } from './transpile-cache.ts';
 export { sha256Hex } from '../registry/digest.ts';
 export { ComponentInstance, drainWorkerPool, type HostImports, type HostFn, type InstanceOptions } from './instance.ts';
-export type { Grants } from './protocol.ts';
+export type { Grants, NetworkDenial } from './protocol.ts';
 export * from './errors.ts';
 
 export const DEFAULT_LIMITS = {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { MessagePort, Worker } from 'node:worker_threads';
 import { capMemory } from './memory-cap.ts';
 import { ComponentLoadError, DeadlineExceeded, GuestError, GuestTrap, HostFault, HostImportFailed, MemoryLimitExceeded } from './errors.ts';
-import type { FromWorker, Grants, HostCallReply, HostCallRequest, ImportSpec } from './protocol.ts';
+import type { FromWorker, Grants, HostCallReply, HostCallRequest, ImportSpec, NetworkDenial } from './protocol.ts';
 import { SPARES } from './spares.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 import { POOL, launch, type Launched } from './workers.ts';
@@ -25,6 +25,8 @@ export interface InstanceOptions {
   deadlineMs: number;
   /** Linear memory cap per core module. */
   memoryBytes: number;
+  /** Told of each outgoing request the network grant refused (for the trace). */
+  onNetworkDenied?: (d: NetworkDenial) => void;
 }
 
 /** Stops the idle pooled workers and spares (tests and shutdown). */
@@ -186,6 +188,11 @@ export class ComponentInstance {
   }
 
   private onWorkerMessage(m: FromWorker): void {
+    if (m.type === 'network-denied') {
+      const { type: _t, ...d } = m;
+      this.opts.onNetworkDenied?.(d);
+      return;
+    }
     if (m.type !== 'result' && m.type !== 'guest-error' && m.type !== 'trap') return;
     const p = this.pending.get(m.id);
     if (!p) return;

@@ -15,6 +15,13 @@ export interface Grants {
   logLimitBytes?: number;
 }
 
+/** An outgoing request the network grant refused (the guest got `HTTP-request-denied`). */
+export interface NetworkDenial {
+  scheme: string;
+  host: string;
+  port: number;
+}
+
 /** Interfaces the host implements for the guest: interface → function names (camelCase). */
 export type ImportSpec = Record<string, string[]>;
 
@@ -37,6 +44,7 @@ export type FromWorker =
   /** readBeforeBind: grant-reading WASI calls a spare made while instantiating (it is then discarded). */
   | { type: 'ready'; readBeforeBind: string[] }
   | { type: 'init-error'; message: string }
+  | ({ type: 'network-denied' } & NetworkDenial)
   | { type: 'result'; id: number; value: unknown; memoryBytes: number }
   | { type: 'guest-error'; id: number; payload: unknown; memoryBytes: number }
   | { type: 'trap'; id: number; message: string; memoryBytes: number };

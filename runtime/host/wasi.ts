@@ -12,7 +12,7 @@ import * as filesystem from '@bytecodealliance/preview2-shim/filesystem';
 import * as sockets from '@bytecodealliance/preview2-shim/sockets';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';
 import { isAllowed } from '../net/allowlist.ts';
-import type { Grants } from './protocol.ts';
+import type { Grants, NetworkDenial } from './protocol.ts';
 
 /** Grants a pre-instantiated spare runs under until its instance binds the real ones: nothing. */
 const UNBOUND: Grants = { env: {}, networkAllow: [] };
@@ -48,7 +48,7 @@ export interface LateBoundWasi {
  * Until bind() the guest sees no environment, no preopen, a discarded stdout and no network; any
  * such read is recorded, and the runtime never hands that instance to anyone.
  */
-export function lateBoundWasi(component: string): LateBoundWasi {
+export function lateBoundWasi(component: string, onDenied?: (d: NetworkDenial) => void): LateBoundWasi {
   let current = wasiImports(UNBOUND, component);
   let bound = false;
   const early = new Set<string>();
@@ -68,7 +68,7 @@ export function lateBoundWasi(component: string): LateBoundWasi {
     imports,
     bind(g: Grants): void {
       if (bound) throw new Error('grants are already bound');
-      current = wasiImports(g, component);
+      current = wasiImports(g, component, onDenied);
       bound = true;
     },
     get bound() {
@@ -88,7 +88,7 @@ const NO_SOCKETS = (sockets as unknown as { createSockets(c: { enableNetwork: bo
 let wallClock: ReturnType<typeof plainWallClock> | undefined;
 
 /** The WASI import object (unversioned interface names) for one instance with these grants. */
-export function wasiImports(g: Grants, component: string): Record<string, unknown> {
+export function wasiImports(g: Grants, component: string, onDenied?: (d: NetworkDenial) => void): Record<string, unknown> {
   allowRustWrites();
   wallClock ??= plainWallClock();
   const out = logStream(g.logFile, g.logLimitBytes ?? 10 * 1048576);
@@ -102,7 +102,7 @@ export function wasiImports(g: Grants, component: string): Record<string, unknow
     // that throws a bare string, which poisons the instance; HTTP goes through the allowlist.)
     sockets: NO_SOCKETS,
     cli: { ...cli, stdout: { getStdout: () => out }, stderr: { getStderr: () => out } },
-    http: guardedHttp(g.networkAllow),
+    http: guardedHttp(g.networkAllow, onDenied),
     clocks: { ...clocks, wallClock },
   } as ConstructorParameters<typeof WASIShim>[0]);
   return { ...shim.getImportObject() };
@@ -157,7 +157,7 @@ function plainWallClock(): { now(): { seconds: bigint; nanoseconds: number }; re
 }
 
 /** HTTP outgoing handler that only lets allowlisted destinations through. */
-function guardedHttp(allow: string[]): typeof http {
+function guardedHttp(allow: string[], onDenied?: (d: NetworkDenial) => void): typeof http {
   const base = http.outgoingHandler as { handle(req: unknown, opts: unknown): unknown };
   return {
     ...http,
@@ -171,6 +171,7 @@ function guardedHttp(allow: string[]): typeof http {
         const host = (m?.[1] ?? authority).toLowerCase();
         const portNum = m?.[2] ? Number(m[2]) : scheme === 'https' ? 443 : 80;
         if (!allow.length || !isAllowed(allow, { scheme, host, port: portNum })) {
+          onDenied?.({ scheme, host, port: portNum });
           // A typed wasi:http error keeps the instance usable (a bare string poisons it).
           throw { tag: 'HTTP-request-denied' };
         }

@@ -4,7 +4,8 @@
  * call). Host imports wired per world: tools get `murmur:task/task` and `murmur:text/chunks`, the
  * driver gets `murmur:text/chunks`; both are routed to whatever task is current.
  */
-import { ComponentInstance, loadComponent, type HostImports } from '../host/index.ts';
+import { ComponentInstance, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
+import type { ComponentKind } from '../trace/network-denied.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { grantsFor, logFileFor, guestEnv } from './grants.ts';
 import { destinationOf } from '../net/allowlist.ts';
@@ -25,7 +26,12 @@ export class SessionComponents {
   private driverInst: Promise<ComponentInstance> | undefined;
   io: TaskIo = NO_TASK_IO;
 
-  constructor(private readonly staged: StagedCapsule, private readonly hostEnv: NodeJS.ProcessEnv = process.env) {}
+  constructor(
+    private readonly staged: StagedCapsule,
+    private readonly hostEnv: NodeJS.ProcessEnv = process.env,
+    /** Where refused outgoing requests are reported (the session's trace). */
+    private readonly denied: (kind: ComponentKind, name: string) => ((d: NetworkDenial) => void) | undefined = () => undefined,
+  ) {}
 
   private chunks(): Record<string, (s: string) => void> {
     return {
@@ -58,6 +64,7 @@ export class SessionComponents {
         return new ComponentInstance(c, {
           grants: grantsFor(a.grant, wd, logFileFor(wd, 'tool', a.name), configEnv(a)),
           imports: this.toolImports(),
+          onNetworkDenied: this.denied('tool', a.name),
           deadlineMs: a.grant.limits.deadlineSeconds * 1000,
           memoryBytes: a.grant.limits.memoryBytes,
         });
@@ -93,6 +100,7 @@ export class SessionComponents {
           // The driver alone may reach the provider, and nothing else; it sees no files.
           grants: { preopen: undefined, env: { ...guestEnv(d.grant.env.allow, this.hostEnv), ...env }, networkAllow: [`${dest.scheme}://${dest.host.includes(":") ? `[${dest.host}]` : dest.host}:${dest.port}`], logFile: logFileFor(wd, 'driver', d.name) },
           imports: { 'murmur:text/chunks': this.chunks() },
+          onNetworkDenied: this.denied('driver', d.name),
           deadlineMs: d.grant.limits.deadlineSeconds * 1000,
           memoryBytes: d.grant.limits.memoryBytes,
         });

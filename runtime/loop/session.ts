@@ -17,6 +17,7 @@ import { TraceWriter } from '../trace/writer.ts';
 import { MurError } from '../errors.ts';
 import { NO_HOOKS, type HookMessage, type HookPort } from './hook-port.ts';
 import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
+import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ToolDispatcher, type RuntimeTool } from './tools.ts';
 import { runAttempt, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
 import { fromHookMessages, userText, textOf } from './messages.ts';
@@ -92,7 +93,7 @@ export class CapsuleSession {
     this.staged = staged;
     this.hostEnv = hostEnv;
     this.trace = new TraceWriter(staged.workdir.trace, staged.sessionId);
-    this.components = new SessionComponents(staged, hostEnv);
+    this.components = new SessionComponents(staged, hostEnv, (kind, name) => traceNetworkDenied(() => this.trace, kind, name, () => this.current?.input.taskId));
     this.spend = new SpendMeter(staged.manifest.inference?.maxSessionTokens);
   }
 

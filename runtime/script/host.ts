@@ -27,6 +27,7 @@ import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { isShellAllowed, runShell, ShellNotAllowedError } from '../shell/index.ts';
 import { parseToolResult } from '../tools/index.ts';
 import type { TraceWriter } from '../trace/writer.ts';
+import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { isMurError } from '../errors.ts';
 import { clampGrant, type CapsuleComponent } from './capsule.ts';
 
@@ -217,6 +218,7 @@ export class ScriptHost {
         grants.env = { ...guestEnv(grant.env.allow, this.hostEnv), ...(a.entry?.config ? { MURMUR_ARTIFACT_CONFIG: JSON.stringify(a.entry.config) } : {}) };
         return new ComponentInstance(c, {
           grants,
+          onNetworkDenied: traceNetworkDenied(() => this.trace, 'tool', a.name, () => this.task?.taskId),
           imports: {
             'murmur:text/chunks': {
               emitChunk: (c: string) => this.task?.io?.textChunk?.(c),

@@ -22,6 +22,7 @@ import { lstatSync, mkdirSync, openSync, readSync, closeSync, rmSync, writeFileS
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { MurError, isMurError } from '../errors.ts';
+import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ComponentInstance, HostFault } from '../host/index.ts';
 import { guestEnv, grantsFor, logFileFor } from '../loop/grants.ts';
 import type { TaskTrust } from '../a2a/executor.ts';
@@ -197,6 +198,7 @@ export class ScriptSession {
       inst = new ComponentInstance(c.component, {
         grants,
         imports: this.host.imports(),
+        onNetworkDenied: traceNetworkDenied(() => this.trace, 'capsule', c.name, () => task.taskId),
         deadlineMs: c.grant.limits.deadlineSeconds * 1000,
         memoryBytes: c.grant.limits.memoryBytes,
       });

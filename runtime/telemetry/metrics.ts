@@ -71,6 +71,13 @@ export class RuntimeMetrics {
     registers: [this.registry],
   });
 
+  readonly networkDenied = new Counter({
+    name: 'capsule_network_denied_total',
+    help: 'Outgoing requests a component made that its network grant refused (network_denied), by component kind and name. The destination is in the trace, not a label: guests choose it.',
+    labelNames: ['capsule', 'component_kind', 'component'] as const,
+    registers: [this.registry],
+  });
+
   readonly hookFaults = new Counter({
     name: 'capsule_hook_faults_total',
     help: 'Hook dispatch faults (hook_dispatch_error), by hook and arm (the unhonored arm, or error, timeout, queue-overflow).',
@@ -206,6 +213,9 @@ export function attachMetrics(trace: TraceWriter, labels: MetricLabels, m: Runti
         else m.toolCalls.inc({ capsule, tool: str(e.tool_name) ?? UNKNOWN_TOOL, status: 'denied' });
         return;
       }
+      case 'network_denied':
+        m.networkDenied.inc({ capsule, component_kind: str(e.component_kind) ?? 'unknown', component: str(e.component) ?? 'unknown' });
+        return;
       case 'hook_dispatch_error':
         m.hookFaults.inc({ capsule, hook: str(e.hook_name) ?? 'unknown', arm: str(e.arm) ?? 'unknown' });
         return;

@@ -427,6 +427,18 @@ class Scope {
         }));
         return;
       }
+      case 'network_denied': {
+        // On the tool (or driver) call that made the request, else the task.
+        const m = /^([a-z]+):\/\/(.*):(\d+)$/.exec(str(e.destination) ?? '');
+        (this.stack.at(-1)?.span ?? this.task?.span)?.addEvent('network_denied', clean({
+          'capsule.component.kind': str(e.component_kind),
+          'capsule.component.name': str(e.component),
+          'url.scheme': m?.[1],
+          'server.address': m?.[2],
+          'server.port': m ? Number(m[3]) : undefined,
+        }));
+        return;
+      }
       case 'spend_ceiling_reached':
         (this.stack.at(-1)?.span ?? this.task?.span)?.addEvent('spend_ceiling_reached', clean({
           'capsule.spend.requested': num(e.requested),

@@ -1,5 +1,5 @@
 /** Helpers for the host tests: a sandbox-probe instance and a typed call. */
-import { ComponentInstance, loadComponent, type Grants, type HostImports } from '../../runtime/host/index.ts';
+import { ComponentInstance, loadComponent, type Grants, type HostImports, type NetworkDenial } from '../../runtime/host/index.ts';
 import { fixture } from '../fixtures/build.ts';
 
 export interface ProbeReply {
@@ -12,13 +12,14 @@ export const quietImports: HostImports = {
   'murmur:text/chunks': { emitChunk: () => {}, emitThinkingChunk: () => {} },
 };
 
-export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: number; memoryBytes?: number; imports?: HostImports } = {}): Promise<ComponentInstance> {
+export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: number; memoryBytes?: number; imports?: HostImports; onNetworkDenied?: (d: NetworkDenial) => void } = {}): Promise<ComponentInstance> {
   const c = await loadComponent(await fixture('sandbox-probe'));
   return new ComponentInstance(c, {
     grants: { env: {}, networkAllow: [], ...grants },
     imports: opts.imports ?? quietImports,
     deadlineMs: opts.deadlineMs ?? 20_000,
     memoryBytes: opts.memoryBytes ?? 256 * 1048576,
+    ...(opts.onNetworkDenied ? { onNetworkDenied: opts.onNetworkDenied } : {}),
   });
 }
 

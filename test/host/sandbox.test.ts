@@ -110,6 +110,22 @@ describe('network grant', () => {
     expect((await op(inst, { op: 'ping' })).body.value).toBe('pong');
   });
 
+  it('reports each refused request to the host (scheme, host, port), and none that was allowed', async () => {
+    const denials: unknown[] = [];
+    const net = await probe({ networkAllow: [`127.0.0.1:${port}`] }, { onNetworkDenied: (d) => denials.push(d) });
+    try {
+      expect((await op(net, { op: 'fetch', url: `http://127.0.0.1:${port}/` })).body.ok).toBe(true);
+      expect((await op(net, { op: 'fetch', url: 'https://example.com/x' })).body.ok).toBe(false);
+      expect((await op(net, { op: 'fetch', url: `http://localhost:${port}/` })).body.ok).toBe(false);
+      expect(denials).toEqual([
+        { scheme: 'https', host: 'example.com', port: 443 },
+        { scheme: 'http', host: 'localhost', port },
+      ]);
+    } finally {
+      await net.close();
+    }
+  });
+
   it('allows exactly the granted destination', async () => {
     const net = await probe({ networkAllow: [`127.0.0.1:${port}`] });
     try {

@@ -109,8 +109,13 @@ describe('network', () => {
   it('refuses outgoing HTTP to an unlisted destination without connecting, and allows a listed one', async () => {
     const denied = await session('  filesystem:\n    scope: .');
     const before = hits;
-    const out = await denied.runTask(task(program({ op: 'fetch', url: `http://127.0.0.1:${port}/` }, { op: 'ping' })));
+    const t = task(program({ op: 'fetch', url: `http://127.0.0.1:${port}/` }, { op: 'ping' }));
+    const out = await denied.runTask(t);
     const [fetchDenied, ping] = results(out.text);
+    // The refusal is in the trace: which component, where it tried to go, in which task.
+    expect(traceOf(denied.staged).filter((e) => e.event_type === 'network_denied').map(({ component_kind, component, destination, task_id }) => ({ component_kind, component, destination, task_id }))).toEqual([
+      { component_kind: 'capsule', component: 'demo', destination: `http://127.0.0.1:${port}`, task_id: t.taskId },
+    ]);
     expect(fetchDenied!.ok).toBe(false);
     // The host answers wasi:http HttpRequestDenied; componentize-js's fetch reports it generically.
     expect(fetchDenied!.error).toMatch(/fetch_https: An error occurred while using the host API|denied/i);
@@ -121,6 +126,7 @@ describe('network', () => {
     const ok = await allowed.runTask(task(program({ op: 'fetch', url: `http://127.0.0.1:${port}/` })));
     expect(results(ok.text)[0]).toEqual({ op: 'fetch', ok: true, value: '200 hello from the host' });
     expect(hits).toBe(before + 1);
+    expect(traceOf(allowed.staged).some((e) => e.event_type === 'network_denied')).toBe(false);
   });
 });
 

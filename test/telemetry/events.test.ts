@@ -150,6 +150,19 @@ describe('spans from trace events', () => {
     expect(x.get('capsule_tool_calls_total', { capsule: 'ev', tool: 'echo', status: 'denied' })).toBe(1);
     expect(x.get('capsule_calls_denied_total', { capsule: 'ev', hook: 'guard', kind: 'tool' })).toBe(1);
   });
+
+  it('a refused outgoing request counts by component and lands on the span of the call that made it', async () => {
+    writer.write('task_start', { task_id: 't1', context_id: 'c1', source: 'task_md' });
+    const tool = startToolSpan(writer, { name: 'fetcher', callId: 'call_1', turn: 1 });
+    writer.write('network_denied', { component_kind: 'tool', component: 'fetcher', destination: 'https://evil.example:8443', task_id: 't1' });
+    tool.end({ status: 'ok', kind: 'wasm' });
+    writer.write('task_end', { task_id: 't1', exit_status: 'ok' });
+    const [t] = named('execute_tool fetcher');
+    expect(t!.events.map((e) => e.name)).toEqual(['network_denied']);
+    expect(t!.events[0]!.attributes).toEqual({ 'capsule.component.kind': 'tool', 'capsule.component.name': 'fetcher', 'url.scheme': 'https', 'server.address': 'evil.example', 'server.port': 8443 });
+    const x = await scrape();
+    expect(x.get('capsule_network_denied_total', { capsule: 'ev', component_kind: 'tool', component: 'fetcher' })).toBe(1);
+  });
 });
 
 describe('hook dispatch spans', () => {
