@@ -4,6 +4,7 @@ import { isMurErrorList } from '../manifest/errors.ts';
 import { UsageError } from './args.ts';
 import { runCommand } from './run.ts';
 import { serveCommand } from './serve.ts';
+import { sessionsCommand } from './sessions.ts';
 import { traceCommand } from './trace.ts';
 
 const HELP = `mur — run AI agent capsules sandboxed in WebAssembly
@@ -15,6 +16,7 @@ commands:
   serve <capsule-dir>   serve a capsule as an A2A agent (what the runtime image runs)
   trace <show|steps|report> <trace.jsonl|workdir>
                         read a session's trace; report finds redundant tool calls
+  sessions <list|prune> the session workdirs left on this machine; prune removes old ones
   help                  this text
 
 Every command takes --help. Errors carry a stable code; docs/errors.md lists them all.`;
@@ -29,6 +31,8 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
         return await serveCommand(rest, out);
       case 'trace':
         return await traceCommand(rest, out);
+      case 'sessions':
+        return await sessionsCommand(rest, out);
       case undefined:
       case 'help':
       case '--help':

@@ -1,6 +1,6 @@
 /** `mur run <capsule-dir>`: stage a capsule and run one task on this machine, printing each step. */
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { openSession, stage } from '../loop/open.ts';
@@ -66,6 +66,19 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
     await session.close(exitStatus);
     await telemetry.shutdown();
     stop();
-    if (!quiet) out(`trace: ${staged.workdir.trace}`);
+    if (!quiet) {
+      out(`trace: ${staged.workdir.trace}`);
+      suggestPrune(dirname(staged.workdir.dir), out);
+    }
+  }
+}
+
+/** Session workdirs pile up under the work root: past a few hundred, say how to clear them. */
+function suggestPrune(root: string, out: (s: string) => void): void {
+  try {
+    const n = readdirSync(root).filter((f) => f.startsWith('ses_')).length;
+    if (n > 200) out(`${n} session workdirs in ${root}; \`mur sessions prune\` removes those idle over 7 days`);
+  } catch {
+    // only a hint
   }
 }

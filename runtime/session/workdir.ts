@@ -4,12 +4,13 @@
  *   <root>/<session-id>/
  *     tools/<name>/murmur.yaml     artifact manifest   (one dir per artifact)
  *     tools/<name>/<name>.wasm     component (skills: skill.md)
- *     logs/
+ *     logs/owner.json              pid + host of the process running the session
  *     out/
  *     trace.jsonl                  empty at creation
  */
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { MurError } from '../errors.ts';
 import { isSessionId } from './id.ts';
@@ -31,6 +32,11 @@ export interface WorkdirArtifact {
 export function workdirLayout(root: string, sessionId: string): WorkdirLayout {
   const dir = path.join(path.resolve(root), sessionId);
   return { dir, tools: path.join(dir, 'tools'), logs: path.join(dir, 'logs'), out: path.join(dir, 'out'), trace: path.join(dir, 'trace.jsonl') };
+}
+
+/** `logs/owner.json` of a workdir: the pid and host of the process running the session. */
+export function ownerFile(workdir: string): string {
+  return path.join(workdir, 'logs', 'owner.json');
 }
 
 /** `tools/<name>/` of a workdir. */
@@ -81,6 +87,8 @@ export function createWorkdir(root: string, sessionId: string, artifacts: readon
   mkdirSync(w.logs);
   mkdirSync(w.out);
   writeFileSync(w.trace, '');
+  // Who runs this session, so `mur sessions prune` never removes one still running.
+  writeFileSync(ownerFile(w.dir), JSON.stringify({ pid: process.pid, host: hostname(), started: new Date().toISOString() }) + '\n');
   for (const a of artifacts) installTool(w, a);
   return w;
 }

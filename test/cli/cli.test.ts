@@ -25,7 +25,7 @@ async function mur(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 describe('mur --help', () => {
-  for (const cmd of [['help'], ['run', '--help'], ['serve', '--help'], ['trace', '--help']]) {
+  for (const cmd of [['help'], ['run', '--help'], ['serve', '--help'], ['trace', '--help'], ['sessions', '--help']]) {
     it(`mur ${cmd.join(' ')} explains itself`, async () => {
       const r = await mur(cmd);
       expect(r.code).toBe(0);
