@@ -4,6 +4,9 @@
  * noisy; absolute times are not comparable between runs).
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchComponents } from './components.ts';
 import { benchLoop } from './loop.ts';
@@ -13,21 +16,29 @@ const inProcess: Record<string, () => Promise<string>> = { components: benchComp
 // These run as their own processes (each starts servers or a cluster and exits when done).
 const scripts = ['a2a', 'hooks', 'telemetry', 'operator'];
 const names = process.argv.slice(2).length ? process.argv.slice(2) : [...Object.keys(inProcess), ...scripts];
+// Every temp dir a bench makes (registries, capsules, workdirs, transpile caches) goes under one
+// folder for this run, removed at the end; the child benches inherit TMPDIR.
+const runTmp = mkdtempSync(join(tmpdir(), 'capsule-bench-'));
+process.env.TMPDIR = runTmp;
 let failed = 0;
-for (const n of names) {
-  const t = performance.now();
-  if (inProcess[n]) {
-    console.log(await inProcess[n]());
-  } else if (scripts.includes(n)) {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${n}.ts`, import.meta.url))], { stdio: 'inherit' });
-    if (r.status !== 0) {
+try {
+  for (const n of names) {
+    const t = performance.now();
+    if (inProcess[n]) {
+      console.log(await inProcess[n]());
+    } else if (scripts.includes(n)) {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${n}.ts`, import.meta.url))], { stdio: 'inherit' });
+      if (r.status !== 0) {
+        failed++;
+        console.log(`${n}: exited ${r.status}`);
+      }
+    } else {
+      console.log(`unknown bench '${n}' (known: ${[...Object.keys(inProcess), ...scripts].join(', ')})`);
       failed++;
-      console.log(`${n}: exited ${r.status}`);
     }
-  } else {
-    console.log(`unknown bench '${n}' (known: ${[...Object.keys(inProcess), ...scripts].join(', ')})`);
-    failed++;
+    console.log(`  (${n}: ${((performance.now() - t) / 1000).toFixed(1)} s)\n`);
   }
-  console.log(`  (${n}: ${((performance.now() - t) / 1000).toFixed(1)} s)\n`);
+} finally {
+  rmSync(runTmp, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);
