@@ -4,10 +4,9 @@
  * considered, and a session whose owning process is still alive on this host is never removed.
  */
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
-import { hostname } from 'node:os';
 import path from 'node:path';
 import { isSessionId } from './id.ts';
-import { ownerFile } from './workdir.ts';
+import { machineTag, ownerFile } from './workdir.ts';
 
 export type SessionState = 'running' | 'ended' | 'unfinished';
 
@@ -39,7 +38,7 @@ function sizeOf(p: string): number {
 function alive(dir: string): boolean {
   try {
     const o = JSON.parse(readFileSync(ownerFile(dir), 'utf8')) as { pid?: unknown; host?: unknown };
-    if (typeof o.pid !== 'number' || o.host !== hostname()) return false;
+    if (typeof o.pid !== 'number' || o.host !== machineTag()) return false;
     process.kill(o.pid, 0);
     return true;
   } catch (e) {

@@ -4,12 +4,12 @@
  *   <root>/<session-id>/
  *     tools/<name>/murmur.yaml     artifact manifest   (one dir per artifact)
  *     tools/<name>/<name>.wasm     component (skills: skill.md)
- *     logs/owner.json              pid + host of the process running the session
+ *     logs/owner.json              pid + machine tag of the process running the session
  *     out/
  *     trace.jsonl                  empty at creation
  */
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { MurError } from '../errors.ts';
@@ -34,7 +34,15 @@ export function workdirLayout(root: string, sessionId: string): WorkdirLayout {
   return { dir, tools: path.join(dir, 'tools'), logs: path.join(dir, 'logs'), out: path.join(dir, 'out'), trace: path.join(dir, 'trace.jsonl') };
 }
 
-/** `logs/owner.json` of a workdir: the pid and host of the process running the session. */
+/**
+ * This machine, as recorded in owner.json: a digest of the host name, not the name itself (a tool
+ * granted the workdir can read the file).
+ */
+export function machineTag(): string {
+  return createHash('sha256').update(hostname()).digest('hex').slice(0, 16);
+}
+
+/** `logs/owner.json` of a workdir: the pid and machine tag of the process running the session. */
 export function ownerFile(workdir: string): string {
   return path.join(workdir, 'logs', 'owner.json');
 }
@@ -88,7 +96,7 @@ export function createWorkdir(root: string, sessionId: string, artifacts: readon
   mkdirSync(w.out);
   writeFileSync(w.trace, '');
   // Who runs this session, so `mur sessions prune` never removes one still running.
-  writeFileSync(ownerFile(w.dir), JSON.stringify({ pid: process.pid, host: hostname(), started: new Date().toISOString() }) + '\n');
+  writeFileSync(ownerFile(w.dir), JSON.stringify({ pid: process.pid, host: machineTag(), started: new Date().toISOString() }) + '\n');
   for (const a of artifacts) installTool(w, a);
   return w;
 }

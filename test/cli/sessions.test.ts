@@ -4,15 +4,15 @@
  * the rest, --dry-run removes nothing.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../runtime/cli/main.ts';
 import { parseAge } from '../../runtime/cli/sessions.ts';
 import { newSessionId } from '../../runtime/session/id.ts';
 import { listSessions } from '../../runtime/session/inventory.ts';
-import { createWorkdir, ownerFile } from '../../runtime/session/workdir.ts';
+import { createWorkdir, machineTag, ownerFile } from '../../runtime/session/workdir.ts';
 import { tmp } from '../loop/kit.ts';
 
 async function mur(args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -33,7 +33,7 @@ function session(root: string, o: { capsule: string; idleDays: number; exit?: st
   writeFileSync(join(w.out, 'result.txt'), 'x'.repeat(1000));
   if (o.exit) appendFileSync(w.trace, JSON.stringify({ event_type: 'session_end', session_id: id, timestamp: t, seq: 2, exit_status: o.exit }) + '\n');
   // Whose process runs it: by default one that has exited.
-  writeFileSync(ownerFile(w.dir), JSON.stringify({ pid: o.owner ?? deadPid, host: hostname() }));
+  writeFileSync(ownerFile(w.dir), JSON.stringify({ pid: o.owner ?? deadPid, host: machineTag() }));
   utimesSync(w.trace, new Date(t), new Date(t));
   return id;
 }
@@ -108,7 +108,10 @@ describe('mur sessions', () => {
   it('a workdir records the process running it', () => {
     const root = tmp('sessions-');
     const w = createWorkdir(root, newSessionId());
-    expect(JSON.parse(readFileSync(ownerFile(w.dir), 'utf8'))).toMatchObject({ pid: process.pid });
+    const owner = JSON.parse(readFileSync(ownerFile(w.dir), 'utf8'));
+    expect(owner).toMatchObject({ pid: process.pid, host: machineTag() });
+    // Not the host name itself: tools granted the workdir can read this file.
+    expect(JSON.stringify(owner)).not.toContain(hostname());
     expect(listSessions(root)[0]!.state).toBe('running');
   });
 

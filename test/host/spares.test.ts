@@ -157,7 +157,7 @@ describe('spare pool', () => {
     };
   }
   const until = async (f: () => boolean): Promise<void> => {
-    for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 1000 && !f(); i++) await new Promise((r) => setTimeout(r, 20));
   };
 
   it('spares a component only from its second start, and never one that read a grant or failed while instantiating', async () => {

@@ -69,7 +69,7 @@ describe('session ids and workdirs', () => {
     const id = newSessionId();
     const w = createWorkdir(root, id, [{ name: 't', files: [{ name: 'murmur.yaml', bytes: Buffer.from('x') }, { name: 't.wasm', bytes: fakeComponent('t') }] }]);
     expect(w).toEqual({ dir: path.join(root, id), tools: path.join(root, id, 'tools'), logs: path.join(root, id, 'logs'), out: path.join(root, id, 'out'), trace: path.join(root, id, 'trace.jsonl') });
-    expect(tree(w.dir)).toEqual(['logs/', 'out/', 'tools/', 'tools/t/', 'tools/t/murmur.yaml', 'tools/t/t.wasm', 'trace.jsonl']);
+    expect(tree(w.dir)).toEqual(['logs/', 'logs/owner.json', 'out/', 'tools/', 'tools/t/', 'tools/t/murmur.yaml', 'tools/t/t.wasm', 'trace.jsonl']);
     expect(statSync(w.trace).size).toBe(0);
     expect(() => createWorkdir(root, id)).toThrowError(/already exists/);
     expect(() => createWorkdir(root, 'ses_nothex')).toThrowError(/invalid session id/);
@@ -87,7 +87,7 @@ describe('stageCapsule', () => {
     expect(s.sessionId).toMatch(/^ses_[0-9a-f]{32}$/);
     expect(s.workdir.dir).toBe(path.join(root, s.sessionId));
     expect(tree(s.workdir.dir)).toEqual([
-      'logs/', 'out/', 'tools/',
+      'logs/', 'logs/owner.json', 'out/', 'tools/',
       'tools/audit/', 'tools/audit/audit.wasm', 'tools/audit/murmur.yaml',
       'tools/drv/', 'tools/drv/drv.wasm', 'tools/drv/murmur.yaml',
       'tools/echo/', 'tools/echo/echo.wasm', 'tools/echo/murmur.yaml',
