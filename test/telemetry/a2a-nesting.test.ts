@@ -66,6 +66,9 @@ describe('trace context across capsules', () => {
 
     await Promise.all(instr.map((t) => t.shutdown()));
     await Promise.all(tels.map((t) => t.flush()));
+    // Both capsules' spans: the two tasks, three chats, the delegate-task call. (A flush does not
+    // wait for a batch export already in flight, so wait for what is read below.)
+    await receiver.waitFor(6, (s) => s.traceId === ROOT_TRACE);
     const spans = await receiver.waitFor(1, (s) => s.name === 'invoke_agent callee');
 
     const callerTask = receiver.spans.find((s) => s.name === 'invoke_agent caller')!;
