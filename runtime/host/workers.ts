@@ -57,6 +57,28 @@ function workerEntry(): string {
   return pathToFileURL(out).href;
 }
 
+const LOADER_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
+
+/**
+ * The parent's Node flags minus module loaders. A worker inherits `--import tsx` (how benches and
+ * scripts run), and on Node 24 it then routes every import through the tsx hooks: the component
+ * glue's import went from ≈ 10 ms to ≈ 160 ms (measured). The worker runs plain JavaScript and
+ * registers a loader itself when it needs one (worker-boot.mjs).
+ */
+export function workerExecArgv(argv: readonly string[] = process.execArgv): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const name = a.split('=', 1)[0]!;
+    if (LOADER_FLAGS.has(name)) {
+      if (!a.includes('=')) i++; // its value is the next argument
+      continue;
+    }
+    out.push(a);
+  }
+  return out;
+}
+
 /**
  * Booted workers waiting for a component: booting (thread start, loader, WASI shim import) is the
  * bulk of an instance's start, so it happens ahead of time, off the critical path.
@@ -73,6 +95,7 @@ class WorkerPool {
       stdout: true,
       stderr: true,
       env: {},
+      execArgv: workerExecArgv(),
     });
     worker.stdout.resume();
     worker.stderr.resume();
