@@ -15,7 +15,7 @@
  * Usage per turn:
  *   const plan = state.plan(contextId, history);          // build the request from plan.messages
  *   ...dispatch, append the assistant message (and nothing else yet) to history...
- *   state.acknowledge(contextId, metadataContinuationId, history.length);
+ *   state.acknowledge(contextId, metadataContinuationId, history);
  */
 export type PlanReason =
   /** No id held: full resend. */
@@ -24,7 +24,10 @@ export type PlanReason =
   | 'continued'
   /** The held id belongs to another context: dropped, full resend. */
   | 'context-changed'
-  /** History is shorter than what the driver acknowledged (rewritten without replace-context): dropped, full resend. */
+  /**
+   * The history no longer starts with what the driver acknowledged (shorter, or messages put ahead
+   * of it: a new task's seed-context, an unthreaded task reusing the context id): dropped, full resend.
+   */
   | 'history-diverged';
 
 export interface ContinuationPlan<M> {
@@ -42,6 +45,8 @@ interface Held {
   contextId: string;
   /** How many history messages the driver's provider-side state already covers. */
   acked: number;
+  /** The last of them, by identity: the history must still hold it at the same place to continue. */
+  last: unknown;
 }
 
 export class ContinuationState {
@@ -65,7 +70,7 @@ export class ContinuationState {
       this.#held = undefined;
       return { messages: [...history], full: true, reason: 'context-changed' };
     }
-    if (history.length < held.acked) {
+    if (history.length < held.acked || history[held.acked - 1] !== held.last) {
       this.#held = undefined;
       return { messages: [...history], full: true, reason: 'history-diverged' };
     }
@@ -74,15 +79,17 @@ export class ContinuationState {
 
   /**
    * Record what the driver returned in `metadata.continuation_id` after a turn for `contextId`.
-   * A non-empty id is held, covering the first `historyLength` messages (the history including the
-   * assistant reply just appended); an omitted (`undefined`) or empty id drops whatever was held.
+   * A non-empty id is held, covering the whole `history` (including the assistant reply just
+   * appended); an omitted (`undefined`) or empty id drops whatever was held. The id outlives the
+   * task: the next task of the same context continues it when its history still starts with these
+   * messages (a threaded conversation), and resends in full otherwise.
    */
-  acknowledge(contextId: string, continuationId: string | undefined, historyLength: number): void {
-    if (continuationId === undefined || continuationId === '') {
+  acknowledge<M>(contextId: string, continuationId: string | undefined, history: readonly M[]): void {
+    if (continuationId === undefined || continuationId === '' || history.length === 0) {
       this.#held = undefined;
       return;
     }
-    this.#held = { id: continuationId, contextId, acked: historyLength };
+    this.#held = { id: continuationId, contextId, acked: history.length, last: history[history.length - 1] };
   }
 
   /** A hook committed `replace-context`: the provider-side state no longer matches the history. */
@@ -90,7 +97,7 @@ export class ContinuationState {
     this.#held = undefined;
   }
 
-  /** Drop the held id for any other reason (task end, driver failure). */
+  /** Drop the held id for any other reason (a driver failure). */
   drop(): void {
     this.#held = undefined;
   }

@@ -188,7 +188,7 @@ export async function runAttempt(
     // A replace-context committed this turn drops the held id, including one the driver just
     // returned: the provider's state no longer matches the history, so the next turn resends it.
     if (replaced) d.continuation.replaceContext();
-    else d.continuation.acknowledge(task.contextId, continuationId, history.length);
+    else d.continuation.acknowledge(task.contextId, continuationId, history);
 
     if (resp.stop_reason === 'tool_call' && toolCalls.length) {
       for (const call of toolCalls) {

@@ -119,6 +119,11 @@ export class CapsuleSession {
   }
 
   /** The task being run, if any (delegate-task reads its trust class). */
+  /** The driver continuation id held for the next turn, if any (diagnostics, tests). */
+  get continuationHeld(): string | undefined {
+    return this.continuation.heldId;
+  }
+
   get currentTask(): TaskInput | undefined {
     return this.current?.input;
   }
@@ -183,7 +188,8 @@ export class CapsuleSession {
       this.current.output = undefined;
     }
     if (threaded) this.histories.set(input.contextId, history);
-    this.continuation.drop();
+    // A held continuation outlives the task ("for the rest of the session loop"): the next task of
+    // this context continues it if its history still starts with what the driver acknowledged.
     this.trace.write('task_end', {
       task_id: input.taskId, exit_status: result.exit === 'completed' ? 'ok' : result.exit, reason: result.reason, duration_ms: Date.now() - started,
       turns: this.totals.turns - before.turns, input_tokens: this.totals.inputTokens - before.inputTokens, output_tokens: this.totals.outputTokens - before.outputTokens,

@@ -5,7 +5,7 @@ import { ContinuationState } from '../../runtime/inference/continuation.ts';
 function turn(state: ContinuationState, ctx: string, history: string[], reply: string, returned: string | undefined) {
   const plan = state.plan(ctx, history);
   history.push(reply);
-  state.acknowledge(ctx, returned, history.length);
+  state.acknowledge(ctx, returned, history);
   return plan;
 }
 
@@ -64,6 +64,24 @@ describe('stateful driver continuation (wit-interfaces.md, five rows)', () => {
     h = ['summary', 't2'];
     expect(s.heldId).toBeUndefined();
     expect(s.plan('ctx', h)).toEqual({ messages: ['summary', 't2'], full: true, reason: 'no-held-id' });
+  });
+
+  it('a history with messages put ahead of the acknowledged ones (a new task’s seed-context) is a full resend', () => {
+    const s = new ContinuationState();
+    const h = ['u1'];
+    turn(s, 'ctx', h, 'a1', 'resp_1');
+    // Same context, a follow-up task: the threaded history plus a new message continues...
+    expect(s.plan('ctx', [...h, 'u2'])).toMatchObject({ messages: ['u2'], continuationId: 'resp_1', reason: 'continued' });
+    // ...but seed messages at its head shift what the driver acknowledged: resend everything.
+    expect(s.plan('ctx', ['seed', ...h, 'u2'])).toEqual({ messages: ['seed', 'u1', 'a1', 'u2'], full: true, reason: 'history-diverged' });
+    expect(s.heldId).toBeUndefined();
+  });
+
+  it('a history of the same length but other messages (an unthreaded task reusing the context id) is a full resend', () => {
+    const s = new ContinuationState();
+    const h = ['u1'];
+    turn(s, 'ctx', h, 'a1', 'resp_1');
+    expect(s.plan('ctx', ['new task', 'more'])).toEqual({ messages: ['new task', 'more'], full: true, reason: 'history-diverged' });
   });
 
   it('a history shorter than the acknowledged length (rewritten without replace-context) is a full resend', () => {

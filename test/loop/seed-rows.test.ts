@@ -46,13 +46,41 @@ describe('stateful driver continuation (all five rows)', () => {
     kit = await openReplay({
       name: 'cont-threaded',
       tools: [ECHO_TOOL],
+      yamlExtra: 'lifecycle:\n  conversation: threaded',
       responses: [{ ...endTurn('first'), metadata: [['continuation_id', 'cont-1']] }, endTurn('second')],
     });
     await kit.session.runTask(task('ctx-A', 'first task'));
+    // The id is still held after the task (the session loop goes on)...
+    expect(kit.session.continuationHeld).toBe('cont-1');
     await kit.session.runTask(task('ctx-B', 'second task'));
+    // ...but the next task is another context: full resend, no id.
     expect(sent(kit, 1).continuation_id).toBeUndefined();
     expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['user']);
     expect(JSON.stringify(sent(kit, 1).messages)).toContain('second task');
+  });
+
+  it('the id is held for the rest of the session loop: a threaded follow-up task of the same context sends only its new message', async () => {
+    kit = await openReplay({
+      name: 'cont-follow-up',
+      yamlExtra: 'lifecycle:\n  conversation: threaded',
+      responses: [{ ...endTurn('first answer'), metadata: [['continuation_id', 'cont-1']] }, { ...endTurn('second answer'), metadata: [['continuation_id', 'cont-2']] }, endTurn('third answer')],
+    });
+    await kit.session.runTask(task('ctx-A', 'first task'));
+    await kit.session.runTask(task('ctx-A', 'follow-up'));
+    expect(sent(kit, 1).continuation_id).toBe('cont-1');
+    expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['user']);
+    expect(JSON.stringify(sent(kit, 1).messages)).toContain('follow-up');
+    expect(JSON.stringify(sent(kit, 1).messages)).not.toContain('first task');
+    // A stateless capsule reusing the context id starts a fresh conversation: full resend.
+    await kit.close();
+    kit = await openReplay({
+      name: 'cont-stateless',
+      responses: [{ ...endTurn('first answer'), metadata: [['continuation_id', 'cont-1']] }, endTurn('second answer')],
+    });
+    await kit.session.runTask(task('ctx-A', 'first task'));
+    await kit.session.runTask(task('ctx-A', 'unrelated'));
+    expect(sent(kit, 1).continuation_id).toBeUndefined();
+    expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['user']);
   });
 
   it('driver omits the key or returns an empty string → the held id is dropped and the next turn resends in full', async () => {
