@@ -45,6 +45,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   let executor;
   let skills;
   let close: (status: string) => Promise<void>;
+  let onEnded: ((listener: (status: string) => void) => void) | undefined;
   if (m.kind === 'script') {
     const { ScriptSession } = await import('../script/run.ts');
     const { scriptTaskExecutor } = await import('../script/serve.ts');
@@ -58,6 +59,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     if (!flags.quiet) printProgress(session.trace, out);
     executor = taskExecutor(session);
     skills = skillsFromTools(session.toolInventory());
+    onEnded = (listener) => session.onEnded((e) => listener(e.exitStatus));
     close = async (status) => {
       await session.close(status);
       await telemetry.shutdown();
@@ -78,19 +80,26 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort);
   out(`serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})`);
 
+  let endedStatus: string | undefined;
   const stopped = new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('ok'));
-    process.once('SIGINT', () => resolve('ok'));
+    process.once('SIGTERM', () => resolve(endedStatus ?? 'ok'));
+    process.once('SIGINT', () => resolve(endedStatus ?? 'ok'));
     // The single task's answer must reach its caller before the capsule exits: wait until the
     // server is idle, then give the response a moment to flush.
-    if (m.lifecycle.taskAcceptance === 'single') void a2a.done.then(() => a2a.idle()).then(() => new Promise((r) => setTimeout(r, 1000))).then(() => resolve('ok'));
+    if (m.lifecycle.taskAcceptance === 'single') void a2a.done.then(() => a2a.idle()).then(() => new Promise((r) => setTimeout(r, 1000))).then(() => resolve(endedStatus ?? 'ok'));
     if (m.lifecycle.taskAcceptance === 'none') resolve('ok');
+    // An on-compaction error ends the session: answer the task that hit it, then stop serving.
+    onEnded?.((status) => {
+      endedStatus = status;
+      out(`session ended (${status}): an on-compaction hook failed; stopping`);
+      void a2a.idle().then(() => new Promise((r) => setTimeout(r, 1000))).then(() => resolve(status));
+    });
   });
   const exitStatus = await stopped;
   await a2a.close();
   metrics?.close();
   await close(exitStatus);
-  return 0;
+  return exitStatus === 'ok' ? 0 : 1;
 }
 
 /** Prometheus /metrics (runtime/telemetry) and health endpoints, on their own port. */

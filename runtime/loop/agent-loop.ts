@@ -29,6 +29,8 @@ export interface AttemptResult {
   text?: string;
   reason?: string;
   turns: number;
+  /** An on-compaction error: it ends the session, not only the task (wit-interfaces.md). */
+  endsSession?: boolean;
 }
 
 export interface LoopDeps {
@@ -162,7 +164,7 @@ export async function runAttempt(
       });
       compactionSpan.end(outcome);
       if (outcome.kind === 'fatal') {
-        return { exit: outcome.exitStatus === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed', reason: `compaction hook ${outcome.hook} failed: ${outcome.message}`, turns };
+        return { exit: outcome.exitStatus === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed', reason: `compaction hook ${outcome.hook} failed: ${outcome.message}`, turns, endsSession: true };
       }
       if (outcome.kind === 'replaced') {
         let replacement: ConversationMessage[] | undefined;

@@ -19,7 +19,7 @@ import { NO_HOOKS, type HookMessage, type HookPort } from './hook-port.ts';
 import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ToolDispatcher, type RuntimeTool } from './tools.ts';
-import { runAttempt, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
+import { runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
 import { fromHookMessages, userText, textOf } from './messages.ts';
 
 export interface TaskInput {
@@ -39,6 +39,14 @@ export interface TaskReport {
   reason?: string;
   turns: number;
   reopens: number;
+  /** Set when this task ended the session (an on-compaction error): no further task runs. */
+  sessionEnded?: SessionEnd;
+}
+
+/** Why a session ended on its own, and the `exit_status` its `session_end` carries. */
+export interface SessionEnd {
+  exitStatus: 'failed' | 'spend_ceiling_reached';
+  reason: string;
 }
 
 export interface TaskSink extends TaskIo {
@@ -88,6 +96,8 @@ export class CapsuleSession {
   private current: { input: TaskInput; asGiven: string; output?: string; history: ConversationMessage[] } | undefined;
   private readonly hostEnv: NodeJS.ProcessEnv;
   private closed = false;
+  private endedBy: SessionEnd | undefined;
+  private endListeners: Array<(e: SessionEnd) => void> = [];
 
   private constructor(staged: StagedCapsule, hostEnv: NodeJS.ProcessEnv) {
     this.staged = staged;
@@ -119,6 +129,16 @@ export class CapsuleSession {
   }
 
   /** The task being run, if any (delegate-task reads its trust class). */
+  /** Set once the session has ended on its own (an on-compaction error); see TaskReport. */
+  get ended(): SessionEnd | undefined {
+    return this.endedBy;
+  }
+
+  /** Called once when the session ends on its own, so a server can stop taking tasks. */
+  onEnded(listener: (e: SessionEnd) => void): void {
+    this.endListeners.push(listener);
+  }
+
   /** The driver continuation id held for the next turn, if any (diagnostics, tests). */
   get continuationHeld(): string | undefined {
     return this.continuation.heldId;
@@ -137,6 +157,9 @@ export class CapsuleSession {
   }
 
   async runTask(input: TaskInput, sink: TaskSink = SILENT_SINK, signal: AbortSignal = new AbortController().signal): Promise<TaskReport> {
+    if (this.endedBy) {
+      throw new MurError('E-RUN-021', `the session has ended (${this.endedBy.exitStatus}): ${this.endedBy.reason}`, { hint: 'start a new session; an on-compaction error ends the session it happens in' });
+    }
     const m = this.staged.manifest;
     const inf = m.inference!;
     const started = Date.now();
@@ -162,7 +185,7 @@ export class CapsuleSession {
     };
     let reopens = 0;
     let turnsUsed = 0;
-    let result: { exit: TaskExit; text?: string; reason?: string; turns: number };
+    let result: AttemptResult;
     const feedback: string[] = [];
     for (;;) {
       result = await runAttempt(deps, input, history, inf.maxTurns - turnsUsed, sink, signal).catch((e: unknown) => ({
@@ -170,11 +193,14 @@ export class CapsuleSession {
       }));
       turnsUsed += result.turns;
       this.current.output = result.text;
-      if (result.exit === 'canceled' || result.exit === 'spend_ceiling_reached') break;
+      if (result.endsSession) this.endedBy = { exitStatus: result.exit === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed', reason: result.reason ?? 'on-compaction failed' };
+      // Once per task, whatever its outcome.
       const end = await this.hooks.taskEnd({ taskId: input.taskId, exitStatus: result.exit === 'completed' ? 'ok' : result.exit });
       if (!end.reopen) break;
-      if (reopens >= m.lifecycle.maxTaskReopens || turnsUsed >= inf.maxTurns) {
-        this.trace.write('task_reopen_refused', { task_id: input.taskId, hook_name: end.reopen.hook, reason: reopens >= m.lifecycle.maxTaskReopens ? 'max_task_reopens' : 'max_turns' });
+      // A canceled task, one out of budget, or one that ended the session is not run again.
+      const closed = this.endedBy ? 'session_ended' : result.exit === 'canceled' || result.exit === 'spend_ceiling_reached' ? result.exit : undefined;
+      if (closed || reopens >= m.lifecycle.maxTaskReopens || turnsUsed >= inf.maxTurns) {
+        this.trace.write('task_reopen_refused', { task_id: input.taskId, hook_name: end.reopen.hook, reason: closed ?? (reopens >= m.lifecycle.maxTaskReopens ? 'max_task_reopens' : 'max_turns') });
         if (result.exit === 'completed') result = { ...result, exit: 'failed' as const, reason: `reopen budget exhausted (hook ${end.reopen.hook} asked to reopen)` };
         break;
       }
@@ -197,13 +223,20 @@ export class CapsuleSession {
     });
     this.current = undefined;
     this.components.io = NO_TASK_IO;
-    return { exit: result.exit, text: result.text, reason: result.reason, turns: turnsUsed, reopens };
+    const report: TaskReport = { exit: result.exit, text: result.text, reason: result.reason, turns: turnsUsed, reopens };
+    if (this.endedBy) {
+      report.sessionEnded = this.endedBy;
+      for (const l of this.endListeners.splice(0)) l(this.endedBy);
+    }
+    return report;
   }
 
   /** Ends the session: on-session-end, async hooks drained, `session_end` written, components stopped. */
   async close(exitStatus: string): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // A session that ended on its own keeps the status it ended with.
+    if (this.endedBy) exitStatus = this.endedBy.exitStatus;
     const t = this.totals;
     await this.hooks.sessionEnd({
       totalTurns: t.turns, totalInputTokens: BigInt(t.inputTokens), totalOutputTokens: BigInt(t.outputTokens),

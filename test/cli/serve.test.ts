@@ -150,4 +150,36 @@ describe('mur serve', () => {
     expect(r.ok && r.text).toBe('the only answer');
     expect(await served.exited).toBe(0);
   });
+
+  it('an on-compaction error ends the session: the task fails, the server stops taking tasks and exits 1, session_end says failed', async () => {
+    const provider = await startScriptedProvider({ turns: [{ text: 'a long answer that fills the small window' }] });
+    cleanup.push(() => provider.stop());
+    const squash: ArtifactDef = { component: 'hook-script', name: 'squash', runtime: 'hook', extra: 'binding: on-compaction\ncommit_policy: replace-context\n' };
+    const registry = await makeRegistry([driverDef('anthropic'), squash]);
+    const capsule = tmp('serve-compaction-');
+    writeFileSync(join(capsule, 'murmur.yaml'), [
+      'name: squashed',
+      'version: 1.0.0',
+      'artifacts:',
+      '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
+      `  - {name: squash, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: { 'on-compaction': { err: 'cannot summarize' } } })}}`,
+      'inference:',
+      '  driver: {artifact: driver-anthropic}',
+      '  model: claude-test',
+      'context:',
+      '  max_tokens: 60',
+      'lifecycle:',
+      '  task_acceptance: queue',
+    ].join('\n'));
+    const workRoot = tmp('serve-compaction-work-');
+    const served = await serve(capsule, { registry, workRoot, env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
+    cleanup.push(() => served.stop());
+    const r = await sendMessage({ peerUrl: served.url, text: 'fill the window', allow: [served.url], wait: true });
+    expect(r.ok && r.state).toBe('failed');
+    expect(await served.exited).toBe(1);
+    expect(served.output()).toContain('session ended (failed): an on-compaction hook failed; stopping');
+    const ev = traceOf(served);
+    expect(ev.filter((e) => e.event_type === 'task_end')).toMatchObject([{ exit_status: 'failed' }]);
+    expect(ev.find((e) => e.event_type === 'session_end')).toMatchObject({ exit_status: 'failed' });
+  });
 });

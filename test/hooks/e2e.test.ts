@@ -214,19 +214,37 @@ describe('the lifecycle in a session', () => {
     expect(ev.find((e) => e.event_type === 'compaction')).toMatchObject({ hook: 'squash', messages_after: 1 });
   });
 
-  it('compaction: a hook error ends the task failed', async () => {
+  it('compaction: a hook error ends the session failed (the task fails, on-task-end still fires, no reopen, no further task, session_end failed)', async () => {
     const k = await open(
-      [{ name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { err: 'no summary' } } }],
+      [
+        { name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { err: 'no summary' } } },
+        { name: 'review', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', script: { 'on-task-end': { record: true, ret: { tag: 'reopen-task', val: 'try again' } } } },
+      ],
       { turns: [{ text: 'big answer' }] },
       SMALL_WINDOW,
     );
+    const ended: unknown[] = [];
+    k.session.onEnded((e) => ended.push(e));
     const r = await k.session.runTask(TASK);
     expect(r.exit).toBe('failed');
     expect(r.reason).toMatch(/compaction hook squash failed: compaction hook 'squash' returned err: no summary/);
+    expect(r.sessionEnded).toEqual({ exitStatus: 'failed', reason: r.reason });
+    expect(ended).toEqual([r.sessionEnded]);
     expect(events(k, 'hook_dispatch_error')[0]).toMatchObject({ hook_name: 'squash', event: 'on-compaction', arm: 'error' });
+    // on-task-end fired once for the task; its reopen is refused: the session is over.
+    expect(recs(k, 'review').map((x) => [x.rec, x.ev.exitStatus])).toEqual([['on-task-end', 'failed']]);
+    expect(events(k, 'task_reopen_refused')).toMatchObject([{ hook_name: 'review', reason: 'session_ended' }]);
+    expect(r.reopens).toBe(0);
+    // No further task runs in this session.
+    await expect(k.session.runTask({ ...TASK, taskId: 'after' })).rejects.toMatchObject({ code: 'E-RUN-021' });
+    expect(events(k, 'task_start')).toHaveLength(1);
+    // The session ends with the status the table gives, whatever its caller passes.
+    await k.close('ok');
+    kit = undefined;
+    expect(events(k, 'session_end')[0]).toMatchObject({ exit_status: 'failed' });
   });
 
-  it('compaction: an error after the spend ceiling refused the hook’s run-inference ends the task spend_ceiling_reached', async () => {
+  it('compaction: an error after the spend ceiling refused the hook’s run-inference ends the session spend_ceiling_reached', async () => {
     const squash: HookDef = { name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { compact: {} } } };
     const turns: Script = { turns: [{ text: 'a long answer' }, { text: 'SUMMARY' }] };
     // Measure the two calls' token counts without a ceiling, then set one the task's own turn fits
@@ -246,6 +264,32 @@ describe('the lifecycle in a session', () => {
     expect(r.exit, r.reason).toBe('spend_ceiling_reached');
     expect(r.reason).toMatch(/compaction hook squash failed: .*after the spend ceiling refused its run-inference/);
     expect(events(kit, 'spend_ceiling_reached')[0]).toMatchObject({ origin: 'hook:squash' });
+    expect(r.sessionEnded).toMatchObject({ exitStatus: 'spend_ceiling_reached' });
+    const k2 = kit;
+    await k2.close('ok');
+    kit = undefined;
+    expect(events(k2, 'session_end')[0]).toMatchObject({ exit_status: 'spend_ceiling_reached' });
+  });
+
+  it('on-task-end fires once for every task, canceled and out-of-budget ones too; their reopen is refused', async () => {
+    const review = { name: 'review', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', script: { 'on-task-end': { record: true, ret: { tag: 'reopen-task', val: 'again' } } } };
+    const k = await open([review], { turns: [{ text: 'never reached' }] }, '  max_session_tokens: 10');
+    const broke = await k.session.runTask({ ...TASK, taskId: 'over-budget' });
+    expect(broke.exit).toBe('spend_ceiling_reached');
+    const abort = new AbortController();
+    abort.abort(new Error('user canceled'));
+    const canceled = await k.session.runTask({ ...TASK, taskId: 'canceled' }, SILENT_SINK, abort.signal);
+    expect(canceled.exit).toBe('canceled');
+    expect(recs(k, 'review').map((x) => [x.ev.taskId, x.ev.exitStatus])).toEqual([
+      ['over-budget', 'spend_ceiling_reached'],
+      ['canceled', 'canceled'],
+    ]);
+    expect(events(k, 'task_reopen_refused').map((e) => [e.task_id, e.reason])).toEqual([
+      ['over-budget', 'spend_ceiling_reached'],
+      ['canceled', 'canceled'],
+    ]);
+    expect(events(k, 'task_reopened')).toEqual([]);
+    expect(k.provider.requests).toHaveLength(0);
   });
 
   it('on-stage writes tool manifests into the workdir while staging', async () => {
