@@ -50,9 +50,13 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     const { ScriptSession } = await import('../script/run.ts');
     const { scriptTaskExecutor } = await import('../script/serve.ts');
     const script = await ScriptSession.open(staged);
+    const telemetry = instrumentSession(script);
     executor = scriptTaskExecutor(script);
     skills = skillsFromTools(staged.artifacts.filter((a) => a.runtime === 'tool' && a.name !== m.name).map((a) => ({ name: a.name, description: a.manifest.description })));
-    close = (status) => script.close(status);
+    close = async (status) => {
+      await script.close(status);
+      await telemetry.shutdown();
+    };
   } else {
     const session = await openSession(staged);
     const telemetry = instrumentSession(session);

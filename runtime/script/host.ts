@@ -28,6 +28,7 @@ import { isShellAllowed, runShell, ShellNotAllowedError } from '../shell/index.t
 import { parseToolResult } from '../tools/index.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
+import { currentTraceparent } from '../telemetry/spans.ts';
 import { isMurError } from '../errors.ts';
 import { clampGrant, type CapsuleComponent } from './capsule.ts';
 
@@ -338,6 +339,8 @@ export class ScriptHost {
       ...(message.contextId ? { contextId: message.contextId } : {}),
       trust: this.task?.trust ?? 'untrusted',
       ...(this.task ? { signal: this.task.signal } : {}),
+      // With OTel configured, the peer's task span nests under this task's.
+      traceparent: currentTraceparent(this.trace),
     });
     this.trace.write('a2a_send', {
       task_id: this.task?.taskId, peer_url: peerUrl, message_id: message.messageId, duration_ms: Date.now() - started,

@@ -23,6 +23,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { MurError, isMurError } from '../errors.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
+import { instrumentSession } from '../telemetry/index.ts';
 import { ComponentInstance, HostFault } from '../host/index.ts';
 import { guestEnv, grantsFor, logFileFor } from '../loop/grants.ts';
 import type { TaskTrust } from '../a2a/executor.ts';
@@ -43,6 +44,10 @@ export interface ScriptTask {
   text: string;
   /** Trust class of the task (stamped on outgoing message/send). Default `untrusted`. */
   trust?: TaskTrust;
+  /** Who sent it (`user` or `peer`), for the trace and the task span. */
+  origin?: string;
+  /** W3C traceparent of the caller's span: the task span nests under it. */
+  traceparent?: string;
 }
 
 export interface ScriptTaskOutcome {
@@ -181,7 +186,8 @@ export class ScriptSession {
     else signal?.addEventListener('abort', onAbort, { once: true });
     this.tasks++;
     this.trace.write('task_start', {
-      task_id: task.taskId, context_id: task.contextId, source, trust: task.trust ?? 'untrusted', message_bytes: Buffer.byteLength(task.text),
+      task_id: task.taskId, context_id: task.contextId, source, origin: task.origin ?? 'user', trust: task.trust ?? 'untrusted', message_bytes: Buffer.byteLength(task.text),
+      traceparent_from_caller: task.traceparent,
     });
     let outcome: ScriptTaskOutcome;
     let inst: ComponentInstance | undefined;
@@ -316,6 +322,7 @@ function progressLine(e: TraceEvent): string | undefined {
  */
 export async function runScriptCapsule(staged: StagedCapsule, taskText: string, o: { out(s: string): void; quiet?: boolean }): Promise<number> {
   const session = await ScriptSession.open(staged);
+  const telemetry = instrumentSession(session);
   const stop = o.quiet ? () => {} : session.trace.onEvent((e) => {
     const line = progressLine(e);
     if (line) o.out(line);
@@ -333,6 +340,7 @@ export async function runScriptCapsule(staged: StagedCapsule, taskText: string, 
   } finally {
     process.off('SIGINT', onSigint);
     await session.close(outcome?.exit === 'completed' ? 'ok' : outcome?.exit ?? 'failed');
+    await telemetry.shutdown();
     stop();
     if (!o.quiet) o.out(`trace: ${staged.workdir.trace}`);
   }

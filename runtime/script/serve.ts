@@ -14,7 +14,7 @@ import type { ScriptSession } from './run.ts';
 export function scriptTaskExecutor(session: ScriptSession): TaskExecutor {
   return async (ctx, ev) => {
     const r = await session.runTask(
-      { taskId: ctx.taskId, contextId: ctx.contextId, text: ctx.text, trust: ctx.trust },
+      { taskId: ctx.taskId, contextId: ctx.contextId, text: ctx.text, trust: ctx.trust, origin: ctx.origin, ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}) },
       {
         signal: ctx.signal,
         source: 'a2a',

@@ -10,8 +10,9 @@
  *
  * See docs/observability.md.
  */
-import type { CapsuleSession } from '../loop/session.ts';
-import { NO_HOOKS } from '../loop/hook-port.ts';
+import { NO_HOOKS, type HookPort } from '../loop/hook-port.ts';
+import type { StagedCapsule } from '../session/stage.ts';
+import type { TraceWriter } from '../trace/writer.ts';
 import { instrumentHookPort } from './hooks.ts';
 import { attachMetrics, runtimeMetrics, type RuntimeMetrics } from './metrics.ts';
 import { currentTelemetry, setupTelemetry, TELEMETRY_OFF, type Telemetry, type TelemetryOptions } from './otel.ts';
@@ -35,6 +36,14 @@ export interface InstrumentOptions {
   metrics?: RuntimeMetrics | false;
 }
 
+/** What instrumentSession needs of a session: an agent session (CapsuleSession) or a script capsule's (ScriptSession). */
+export interface InstrumentableSession {
+  readonly staged: StagedCapsule;
+  readonly trace: TraceWriter;
+  /** An agent session's hooks (their dispatches get spans); a script session has none. */
+  readonly hooks?: HookPort;
+}
+
 export interface SessionTelemetry {
   readonly telemetry: Telemetry;
   /** Detaches from the session and flushes + stops the tracer provider it created (bounded). */
@@ -45,7 +54,7 @@ export interface SessionTelemetry {
  * Instruments an opened session: spans for its tasks, turns, tool calls, hook dispatches; metrics
  * from its trace events. Never throws on a telemetry problem: a bad collector only costs spans.
  */
-export function instrumentSession(session: CapsuleSession, o: InstrumentOptions = {}): SessionTelemetry {
+export function instrumentSession(session: InstrumentableSession, o: InstrumentOptions = {}): SessionTelemetry {
   // Twice on one session would count every event twice: the first instrumentation stands.
   const already = instrumented.get(session);
   if (already) return already;
@@ -76,7 +85,7 @@ export function instrumentSession(session: CapsuleSession, o: InstrumentOptions 
   }
   const detachSpans = attachSpans(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, telemetry });
   const detachMetrics = o.metrics === false ? () => {} : attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider }, o.metrics ?? runtimeMetrics());
-  if (session.hooks !== NO_HOOKS) instrumentHookPort(session.hooks, session.trace);
+  if (session.hooks && session.hooks !== NO_HOOKS) instrumentHookPort(session.hooks, session.trace);
   let done: Promise<void> | undefined;
   const handle: SessionTelemetry = {
     telemetry,
@@ -94,4 +103,4 @@ export function instrumentSession(session: CapsuleSession, o: InstrumentOptions 
   return handle;
 }
 
-const instrumented = new WeakMap<CapsuleSession, SessionTelemetry>();
+const instrumented = new WeakMap<InstrumentableSession, SessionTelemetry>();

@@ -658,6 +658,16 @@ function startHandlerSpanUnguarded(traceWriter: TraceWriter, o: { handler: strin
   };
 }
 
+/**
+ * The traceparent of the innermost open span of the session — a tool call, else the task — for an
+ * outgoing A2A call made by code with no span at hand (a script capsule's message/send).
+ */
+export function currentTraceparent(traceWriter: TraceWriter): string | undefined {
+  const s = scopes.get(traceWriter);
+  if (!s) return undefined;
+  return formatTraceparent(trace.getSpan(s.parent())?.spanContext());
+}
+
 /** The traceparent of the session's open tool span (for code that has no ToolSpan at hand). */
 export function currentToolTraceparent(traceWriter: TraceWriter): string | undefined {
   const s = scopes.get(traceWriter);

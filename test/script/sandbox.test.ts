@@ -186,7 +186,7 @@ describe('guest clocks', () => {
   });
 
   // preview2-shim 0.26.1 lowers wasi:clocks/wall-clock.now wrongly (BigInt64Array indexed with
-  // retptr >> 2): Date.now() traps the guest. Remove `.fails` once the host's shim is fixed.
+  // retptr >> 2), which made Date.now() trap the guest; the host's wall clock avoids that lowering.
   it('Date.now() works in a componentize-js capsule (the host works around a preview2-shim lowering bug)', async () => {
     const s = await session('  filesystem:\n    scope: .');
     const r = await s.runTask(task(program({ op: 'now' })));
