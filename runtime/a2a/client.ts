@@ -140,7 +140,8 @@ function artifactText(t: Task): string | undefined {
   return all.length > 0 ? all.join('\n') : undefined;
 }
 
-function toPeerTask(t: Task | Message): PeerTask {
+/** @internal A peer's task (or message-only reply) as the capsule sees it. */
+export function toPeerTask(t: Task | Message): PeerTask {
   if ('messageId' in t) {
     // A message-only reply: no task on the peer side.
     const text = messageText(t);

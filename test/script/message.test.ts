@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
 import type { TaskContext } from '../../runtime/a2a/executor.ts';
 import { ScriptSession } from '../../runtime/script/run.ts';
+import { toPeerTask } from '../../runtime/a2a/client.ts';
+import { toCoreState } from '../../runtime/a2a/wire.ts';
 import { demoYaml, program, results, task, traceOf, useScriptSessions } from './helpers.ts';
 
 let peer: A2AServer;
@@ -76,5 +78,39 @@ describe('message/send', () => {
     const out = await s.runTask(task(program({ op: 'send', url: peer.url, text: 'nope' })));
     expect(results(out.text)[0]!.error).toBe(`network policy: '${peer.url}' not in capabilities.network.allow`);
     expect(peer.stats().tasks).toBe(tasksBefore);
+  });
+
+  it('returns the peer’s own state for the send, as it answered: a busy single-task peer’s rejected comes through', async () => {
+    let release!: () => void;
+    const busy = await startA2AServer({
+      card: { name: 'busy', version: '0.1.0', description: 'one task at a time' },
+      acceptance: 'single',
+      queueDepth: 1,
+      executor: async () => {
+        await new Promise<void>((r) => (release = r));
+        return { state: 'completed', text: 'done' };
+      },
+    });
+    try {
+      const s = await session(`  network:\n    allow: ["127.0.0.1:${busy.port}"]`);
+      const out = await s.runTask(task(program({ op: 'send', url: busy.url, text: 'first' }, { op: 'send', url: busy.url, text: 'second' })));
+      const [first, second] = results(out.text);
+      expect(['submitted', 'working']).toContain(first!.value.state);
+      expect(second!.ok).toBe(true);
+      expect(second!.value.state).toBe('rejected');
+      expect(traceOf(s.staged).filter((e) => e.event_type === 'a2a_send').map((e) => e.state)).toEqual([first!.value.state, 'rejected']);
+    } finally {
+      release?.();
+      await busy.close();
+    }
+  });
+});
+
+describe('peer task states', () => {
+  it('every A2A task state a peer answers maps to the same state name (the seven of the message/send table)', () => {
+    for (const state of ['submitted', 'working', 'input-required', 'completed', 'failed', 'rejected', 'canceled'] as const) {
+      const t = { id: 't', contextId: 'c', status: { state: toCoreState(state), message: undefined, timestamp: undefined }, artifacts: [], history: [], metadata: undefined } as unknown as Parameters<typeof toPeerTask>[0];
+      expect(toPeerTask(t).state).toBe(state);
+    }
   });
 });
