@@ -145,6 +145,54 @@ describe('compaction event fields', () => {
   });
 });
 
+describe('compaction threshold', () => {
+  const recorded = (k: ReplayKit) => {
+    const f = join(k.session.staged.workdir.dir, 'logs', 'hook-watcher.log');
+    return existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter((l) => l.startsWith('{"rec"')).length : 0;
+  };
+  const open = (window: number) =>
+    openReplay({
+      name: 'threshold',
+      hooks: [{ name: 'watcher', contract: 'binding: on-compaction\n', script: { 'on-compaction': { record: true } } }],
+      yamlExtra: `context:\n  max_tokens: ${window}`,
+      inferenceExtra: '  compaction:\n    threshold: 0.5',
+      responses: [endTurn('a short answer')],
+    });
+
+  it('on-compaction fires when the turn’s occupancy reaches the threshold, not below it', async () => {
+    // Measure the turn: the host's count of the full conversation plus the answer.
+    kit = await open(100_000);
+    await kit.session.runTask(task());
+    const inf = trace(kit).find((e) => e.event_type === 'inference')!;
+    const used = Number(inf.input_tokens) + Number(inf.output_tokens);
+    expect(recorded(kit)).toBe(0);
+    await kit.close();
+    // Exactly at the threshold (used / window = 0.5): dispatched once.
+    kit = await open(used * 2);
+    await kit.session.runTask(task());
+    expect(recorded(kit)).toBe(1);
+    await kit.close();
+    // One token of room more than the threshold allows: not dispatched.
+    kit = await open(used * 2 + 2);
+    await kit.session.runTask(task());
+    expect(recorded(kit)).toBe(0);
+  });
+
+  it('counts the full conversation while a continuation is held, not the smaller payload sent', async () => {
+    kit = await openReplay({
+      tools: [ECHO_TOOL],
+      responses: [{ ...toolCall('echo', { text: 'a' }), metadata: [['continuation_id', 'cont-1']] }, endTurn('done')],
+    });
+    await kit.session.runTask(task());
+    const [first, second] = trace(kit).filter((e) => e.event_type === 'inference');
+    // Turn 2 sent only the tool result (the delta)...
+    expect(sent(kit, 1).continuation_id).toBe('cont-1');
+    expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['tool']);
+    // ...but its input count covers the whole conversation: more than turn 1's whole request.
+    expect(Number(second!.input_tokens)).toBeGreaterThan(Number(first!.input_tokens) + Number(first!.output_tokens) - 1);
+  });
+});
+
 describe('prompt cache routing hint', () => {
   it('has a context id and fits → <name>:<version>:<context-id>, the same on every turn of the task', async () => {
     kit = await openReplay({ tools: [ECHO_TOOL], responses: [toolCall('echo', { text: 'a' }), endTurn('done')] });
