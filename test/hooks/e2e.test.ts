@@ -27,6 +27,8 @@ interface HookDef {
   caps?: Record<string, unknown>;
 }
 
+const PROBE_TOOL: ArtifactDef = { component: 'sandbox-probe', name: 'probe', runtime: 'tool', extra: 'input_schema: {type: object}\n' };
+
 function hookArtifact(h: HookDef): ArtifactDef {
   return { component: 'hook-script', name: h.name, runtime: 'hook', extra: h.contract ?? '' };
 }
@@ -101,6 +103,26 @@ describe('policy hooks in a session', () => {
   });
 });
 
+describe('observation after a tool that errors', () => {
+  it('on-tool-call observes a call that returned an error result and one that trapped, each with status error', async () => {
+    const watch: HookDef = { name: 'watch', contract: 'binding: on-tool-call\n', script: { 'on-tool-call': { record: true } } };
+    kit = await openKit({
+      yaml: yaml([watch]).replace('  - {name: echo, version: 1.0.0, runtime: tool}', '  - {name: echo, version: 1.0.0, runtime: tool}\n  - {name: probe, version: 1.0.0, runtime: tool}'),
+      artifacts: [driverDef('anthropic'), ECHO_TOOL, PROBE_TOOL, hookArtifact(watch)],
+      script: { turns: [{ toolCalls: [{ name: 'probe', input: { op: 'no-such-op' } }] }, { toolCalls: [{ name: 'probe', input: { op: 'trap' } }] }, { text: 'done' }] },
+    });
+    const r = await kit.session.runTask(TASK);
+    expect(r.exit).toBe('completed');
+    expect(events(kit, 'tool_call').map((e) => e.status)).toEqual(['error', 'error']);
+    // No decision point without commit_policy deny: the observation alone, once per call.
+    const seen = recs(kit, 'watch');
+    expect(seen.map((x) => [x.rec, (x.ev.outcome as { status?: string } | undefined)?.status, x.ev.toolName])).toEqual([
+      ['on-tool-call', 'error', 'probe'],
+      ['on-tool-call', 'error', 'probe'],
+    ]);
+  });
+});
+
 describe('shell policy hooks in a session', () => {
   const SHELL_CAPS = 'capabilities:\n  shell:\n    allow: [make, sh]\n';
   const guard: HookDef = {
@@ -121,6 +143,20 @@ describe('shell policy hooks in a session', () => {
     expect(events(k, 'call_denied')[0]).toMatchObject({ kind: 'shell', binary: '/usr/bin/make', argv: ['build'], hook: 'guard' });
     expect(events(k, 'shell')).toEqual([]);
     expect(bodies(k)[1]).toContain("Refused by policy hook 'guard': no builds on Sundays");
+  });
+
+  it('an allowed command runs, then the hook observes it with its exit code and output', async () => {
+    const watch: HookDef = { name: 'watch', contract: 'binding: on-shell\n', script: { 'on-shell': { record: true } } };
+    const k = await open([watch], { turns: [{ toolCalls: [{ name: 'make', input: { command: 'build' } }] }, { text: 'ok' }] }, SHELL_CAPS);
+    writeFileSync(join(k.session.staged.workdir.dir, 'Makefile'), 'build:\n\t@echo building\n\t@false\n');
+    const r = await k.session.runTask(TASK);
+    expect(r.exit).toBe('completed');
+    const seen = recs(k, 'watch');
+    // Observation only (no deny policy): once, after the command, carrying what it did.
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.ev).toMatchObject({ binary: '/usr/bin/make', argv: ['build'] });
+    expect(seen[0]!.ev.outcome).toMatchObject({ exitCode: 2, stdout: 'building\n' });
+    expect(events(k, 'shell')[0]).toMatchObject({ exit_code: 2 });
   });
 
   it('a binary outside capabilities.shell.allow is refused by the manifest; the policy hook is never asked', async () => {
@@ -269,6 +305,25 @@ describe('the lifecycle in a session', () => {
     await k2.close('ok');
     kit = undefined;
     expect(events(k2, 'session_end')[0]).toMatchObject({ exit_status: 'spend_ceiling_reached' });
+  });
+
+  it('reopen-task is bounded by lifecycle.max_task_reopens, then by the task’s remaining turns', async () => {
+    const nag: HookDef = { name: 'nag', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', script: { 'on-task-end': { ret: { tag: 'reopen-task', val: 'again' } } } };
+    // Two reopens allowed: three attempts, then refused; a completed task that still wants a reopen fails.
+    const k = await open([nag], { turns: [{ text: 'one' }, { text: 'two' }, { text: 'three' }] }, 'lifecycle:\n  max_task_reopens: 2\n');
+    const r = await k.session.runTask(TASK);
+    expect(r).toMatchObject({ exit: 'failed', reopens: 2 });
+    expect(r.reason).toBe('reopen budget exhausted (hook nag asked to reopen)');
+    expect(events(k, 'task_reopened').map((e) => e.reopen_number)).toEqual([1, 2]);
+    expect(events(k, 'task_reopen_refused')).toMatchObject([{ hook_name: 'nag', reason: 'max_task_reopens' }]);
+    expect(k.provider.requests).toHaveLength(3);
+    await k.close();
+    // max_turns 2 and many reopens allowed: the turns run out first.
+    const k2 = await open([nag], { turns: [{ text: 'one' }, { text: 'two' }] }, '  max_turns: 2\nlifecycle:\n  max_task_reopens: 9\n');
+    const r2 = await k2.session.runTask(TASK);
+    expect(r2).toMatchObject({ exit: 'failed', reopens: 1 });
+    expect(events(k2, 'task_reopen_refused')).toMatchObject([{ hook_name: 'nag', reason: 'max_turns' }]);
+    expect(k2.provider.requests).toHaveLength(2);
   });
 
   it('on-task-end fires once for every task, canceled and out-of-budget ones too; their reopen is refused', async () => {
