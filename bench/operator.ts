@@ -89,7 +89,7 @@ async function main(): Promise<void> {
             spec: {
               artifacts: [{ name: 'drv', runtime: 'driver', version: '1.0.0' }],
               capabilities: { network: { allow: ['https://api.example.com', `capsule://${ns}/cap-${(i + j + 1) % N}`] } },
-              inference: { driver: { artifact: 'drv' }, model: 'm', apiKeySecretRef: { name: 'key', key: 'api-key' } },
+              inference: { driver: { artifact: 'drv' }, model: 'm', endpoint: 'https://api.anthropic.com', apiKeySecretRef: { name: 'key', key: 'api-key' } },
             },
           }),
         ),

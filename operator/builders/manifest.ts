@@ -76,7 +76,9 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
     capabilities: capabilities(s.capabilities, rewriteAllow),
     inference,
     context: s.context,
-    lifecycle: s.lifecycle,
+    // A Capsule on Kubernetes is a long-running A2A service: queue unless it says otherwise (the
+    // runtime's own default, single, would end the pod after one task).
+    lifecycle: { task_acceptance: 'queue', ...s.lifecycle },
     observability: s.observability,
     trace: s.trace,
   });

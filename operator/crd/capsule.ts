@@ -40,7 +40,7 @@ function inferenceSchema(): Schema {
         { required: ['artifact'] },
       ),
       model: str('Model name passed to the driver.', { minLength: 1, maxLength: 256 }),
-      endpoint: str('Provider endpoint passed to the driver (http(s) URL).', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
+      endpoint: str('Provider base URL the driver calls, e.g. https://api.anthropic.com (Anthropic Messages) or https://api.openai.com/v1 (OpenAI Chat Completions). Required: the runtime has no default, and the driver may reach this destination and nothing else.', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
       max_turns: int('Inference turns per task (default 10).', { minimum: 1 }),
       max_tokens: int('Output tokens per turn (default 8192).', { minimum: 1 }),
       max_session_tokens: int('Spend ceiling for the session, in tokens.', { minimum: 1 }),
@@ -58,6 +58,7 @@ function inferenceSchema(): Schema {
       api_key: str('Not accepted: put the key in a Secret and use apiKeySecretRef.'),
     },
     {
+      required: ['driver', 'model', 'endpoint'],
       'x-kubernetes-validations': [
         {
           rule: '!has(self.api_key)',
@@ -107,7 +108,7 @@ export function capsuleSpecSchema(): Schema {
         seed_overflow_margin: num('Over-budget margin within which the oldest seed messages are dropped (default 0.10).', { minimum: 0 }),
       }),
       lifecycle: obj('Task lifecycle.', {
-        task_acceptance: enm('none: one task from the launch; single: one A2A task; queue: tasks queued.', ['none', 'single', 'queue'], { default: 'single' }),
+        task_acceptance: enm('queue (default on Kubernetes): one long-running session serving A2A tasks in order; single: one A2A task, then the pod exits and restarts with a fresh session; none: one task from the launch (not servable as a Deployment).', ['none', 'single', 'queue'], { default: 'queue' }),
         queue_depth: int('Queue depth (queue mode only, default 1).', { minimum: 1 }),
         input_timeout_secs: int('Timeout for request-input (default: wait forever).', { minimum: 1 }),
         conversation: enm('stateless or threaded conversations.', ['stateless', 'threaded']),

@@ -29,7 +29,7 @@ export interface TranslateInput {
   options: TranslateOptions;
 }
 
-export type ProblemReason = 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound' | 'NotServable';
+export type ProblemReason = 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound' | 'NotServable' | 'MissingEndpoint';
 
 /** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
 export const PROBLEM_CODES: Record<ProblemReason, string> = {
@@ -40,6 +40,7 @@ export const PROBLEM_CODES: Record<ProblemReason, string> = {
   InvalidNetworkAllow: 'E-OP-005',
   PeerNotFound: 'E-OP-006',
   NotServable: 'E-OP-007',
+  MissingEndpoint: 'E-OP-008',
 };
 
 export interface Problem {
@@ -102,8 +103,14 @@ export function translate(input: TranslateInput): TranslateResult {
     if (!a.version && !a.source) problems.push({ reason: 'InvalidArtifact', fatal: true, field: `spec.artifacts[${i}]`, message: `artifact '${a.name}' needs a version (registry reference) or a source {url, sha256}` });
   });
 
+  // The runtime has no default endpoint: without one every task would fail (E-RUN-012).
+  if (spec.inference && !spec.inference.endpoint) {
+    problems.push({ reason: 'MissingEndpoint', fatal: true, field: 'spec.inference.endpoint', message: 'spec.inference.endpoint is required: the provider base URL the driver calls, e.g. https://api.anthropic.com or https://api.openai.com/v1' });
+  }
   if (spec.lifecycle?.task_acceptance === 'none') {
-    problems.push({ reason: 'NotServable', fatal: false, field: 'spec.lifecycle.task_acceptance', message: "task_acceptance 'none' runs one task from the launch and exits, so its pods restart forever; use 'queue' (or 'single') for a capsule served over A2A" });
+    problems.push({ reason: 'NotServable', fatal: false, field: 'spec.lifecycle.task_acceptance', message: "task_acceptance 'none' runs one task from the launch and exits, so its pods restart forever; use 'queue' for a capsule served over A2A" });
+  } else if (spec.lifecycle?.task_acceptance === 'single') {
+    problems.push({ reason: 'NotServable', fatal: false, field: 'spec.lifecycle.task_acceptance', message: "task_acceptance 'single' answers one A2A task, then the pod exits and restarts with a fresh session (its tasks/get history and unscraped token counts go with it); use 'queue' for a capsule served over A2A" });
   }
 
   // Network allowlist.

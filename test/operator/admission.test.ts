@@ -99,11 +99,12 @@ describe('Capsule admission', () => {
 
   it.each([
     [{ artifacts: [{ name: 'a', version: '1' }, { name: 'a', version: '2' }] }, 'artifact names must be unique'],
-    [{ artifacts: [{ name: 't', version: '1' }], inference: { driver: { artifact: 't' }, model: 'm' } }, 'inference.driver.artifact must name an artifact with runtime driver'],
+    [{ artifacts: [{ name: 't', version: '1' }], inference: { driver: { artifact: 't' }, model: 'm', endpoint: 'https://api.anthropic.com' } }, 'inference.driver.artifact must name an artifact with runtime driver'],
     [{ artifacts: [{ name: 'x' }] }, 'an artifact needs a version (registry reference) or a source {url, sha256}'],
     [{ capabilities: { network: { allow: ['capsule://Bad/x'] } } }, 'a capsule peer is written capsule://<namespace>/<name>'],
     [{ lifecycle: { task_acceptance: 'single', queue_depth: 3 } }, "queue_depth applies to task_acceptance 'queue' only"],
     [{ replicas: -1 }, 'should be greater than or equal to 0'],
+    [{ artifacts: [{ name: 'd', version: '1', runtime: 'driver' }], inference: { driver: { artifact: 'd' }, model: 'm' } }, 'spec.inference.endpoint: Required value'],
   ])('refuses %j', async (spec, message) => {
     const err = await client
       .create({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'probe', namespace: ns }, spec }, { dryRun: 'All' })

@@ -90,7 +90,7 @@ kind: Capsule
 metadata: { name: rbac }
 spec:
   artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]
-  inference: { driver: { artifact: drv }, model: m, apiKeySecretRef: { name: k, key: api-key } }
+  inference: { driver: { artifact: drv }, model: m, endpoint: 'https://api.anthropic.com', apiKeySecretRef: { name: k, key: api-key } }
   hooks: [{ name: absent }]
 `);
       expect(r.code, r.stderr).toBe(0);

@@ -199,7 +199,7 @@ kind: Capsule
 metadata: { name: orphan }
 spec:
   artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]
-  inference: { driver: { artifact: drv }, model: m, apiKeySecretRef: { name: later-key, key: k } }
+  inference: { driver: { artifact: drv }, model: m, endpoint: 'https://api.anthropic.com', apiKeySecretRef: { name: later-key, key: k } }
   hooks: [{ name: later-hook }]
 `);
     const c = await eventually('orphan blocked', async () => {
@@ -253,7 +253,7 @@ kind: Capsule
 metadata: { name: ${name} }
 spec:
   artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]
-  inference: { driver: { artifact: drv }, model: m }
+  inference: { driver: { artifact: drv }, model: m, endpoint: 'https://api.anthropic.com' }
   hooks: [{ name: audit }]
 `;
     await apply(capsuleUsing('user-b') + '---\n' + capsuleUsing('user-a'));

@@ -240,7 +240,7 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
   });
 
   it('a Capsule with ready pods gets status.usage with the exact totals; a hanging pod is tolerated', async () => {
-    const r = await kubectl(['apply', '-n', ns, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: metered }\nspec:\n  replicas: 2\n  inference: { model: claude-test }\n');
+    const r = await kubectl(['apply', '-n', ns, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: metered }\nspec:\n  replicas: 2\n  artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]\n  inference: { driver: { artifact: drv }, model: claude-test, endpoint: \'https://api.anthropic.com\' }\n');
     expect(r.code, r.stderr).toBe(0);
     await eventually('2 ready pods', async () => (await get())?.status?.readyReplicas === 2);
     const u = await untilTotals(175, 17);

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import type { Capsule } from '../../../operator/api/types.ts';
+import { translate } from '../../../operator/translate/index.ts';
+import { defaultOptions } from '../../../operator/translate/options.ts';
+
+const capsule = (spec: Capsule['spec']): Capsule => ({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'c', namespace: 'ns', uid: 'u1', generation: 1 }, spec });
+const run = (spec: Capsule['spec']) => translate({ capsule: capsule(spec), hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options: defaultOptions() });
+const manifestOf = (r: ReturnType<typeof run>) => String((r.objects.find((o) => o.kind === 'ConfigMap') as unknown as { data: Record<string, string> }).data['murmur.yaml']);
+const AGENT = { artifacts: [{ name: 'd', version: '1.0.0', runtime: 'driver' as const }], inference: { driver: { artifact: 'd' }, model: 'm', endpoint: 'https://api.anthropic.com' } };
+
+describe('translate: servability', () => {
+  it('an agent Capsule without inference.endpoint is blocked (MissingEndpoint, fatal) naming the field and the fix', () => {
+    const r = run({ ...AGENT, inference: { driver: { artifact: 'd' }, model: 'm' } });
+    expect(r.problems).toContainEqual(expect.objectContaining({ reason: 'MissingEndpoint', fatal: true, field: 'spec.inference.endpoint' }));
+    expect(r.problems.find((p) => p.reason === 'MissingEndpoint')!.message).toMatch(/https:\/\/api\.anthropic\.com/);
+    expect(run(AGENT).problems).toEqual([]);
+  });
+
+  it('a Capsule that says nothing serves tasks from a queue; single and none are NotServable warnings', () => {
+    expect(manifestOf(run(AGENT))).toMatch(/lifecycle:\n\s+task_acceptance: queue/);
+    const single = run({ ...AGENT, lifecycle: { task_acceptance: 'single' } });
+    expect(manifestOf(single)).toMatch(/task_acceptance: single/);
+    expect(single.problems).toEqual([expect.objectContaining({ reason: 'NotServable', fatal: false, field: 'spec.lifecycle.task_acceptance' })]);
+    expect(single.problems[0]!.message).toContain('the pod exits and restarts with a fresh session');
+    expect(run({ ...AGENT, lifecycle: { task_acceptance: 'none' } }).problems).toEqual([expect.objectContaining({ reason: 'NotServable', fatal: false })]);
+  });
+});
