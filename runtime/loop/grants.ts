@@ -23,12 +23,17 @@ export function httpAllow(allow: readonly string[]): string[] {
   return allow.filter((a) => !a.startsWith('capsule://'));
 }
 
+/**
+ * The directory a component's own `.` is (its preopen): the session workdir narrowed by
+ * `filesystem.scope`; none without a filesystem grant.
+ */
+export function scopeDir(grant: EffectiveGrant, workdir: string): string | undefined {
+  return grant.filesystem.scope === null ? undefined : resolve(workdir, grant.filesystem.scope || '.');
+}
+
 export function grantsFor(grant: EffectiveGrant, workdir: string, logFile: string, extraEnv: Record<string, string> = {}): Grants {
-  let preopen: string | undefined;
-  if (grant.filesystem.scope !== null) {
-    preopen = resolve(workdir, grant.filesystem.scope || '.');
-    mkdirSync(preopen, { recursive: true });
-  }
+  const preopen = scopeDir(grant, workdir);
+  if (preopen) mkdirSync(preopen, { recursive: true });
   return {
     preopen,
     env: { ...guestEnv(grant.env.allow), ...extraEnv },

@@ -12,6 +12,7 @@ import type { TraceWriter } from '../trace/writer.ts';
 import type { HookPort } from './hook-port.ts';
 import type { SessionComponents } from './components.ts';
 import { MurError, isMurError } from '../errors.ts';
+import { scopeDir } from './grants.ts';
 
 export interface ToolOutcome {
   /** Text handed back to the model. */
@@ -105,7 +106,8 @@ export class ToolDispatcher {
       const raw = await raceAbort(inst.call(['run', 'run'], [{ data: inputJson, logPath: undefined }]), ctx.signal, () => this.components.interruptTool(a.name));
       const result = parseToolResult(raw);
       meta = { stateEffect: result.stateEffect, resourceId: result.resourceId, continuationId: result.continuationId };
-      const payload = await toolResultPayload(this.staged.workdir.dir, result);
+      // data-path is read beneath the tool's own `.` (its scope), never elsewhere in the workdir.
+      const payload = await toolResultPayload(scopeDir(a.grant, this.staged.workdir.dir), result);
       content = payload ?? result.summary ?? '';
       if (result.status !== 'passed') {
         status = 'error';

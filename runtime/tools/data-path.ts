@@ -128,8 +128,11 @@ export async function resolveDataPath(workdir: string, dataPath: string): Promis
  * The text a tool result contributes: `data` verbatim when set (even ""), and `data-path` is then
  * never opened; else the `data-path` file's contents; else `undefined`.
  */
-export async function toolResultPayload(workdir: string, result: Pick<ToolResult, 'data' | 'dataPath'>): Promise<string | undefined> {
+export async function toolResultPayload(root: string | undefined, result: Pick<ToolResult, 'data' | 'dataPath'>): Promise<string | undefined> {
   if (result.data !== undefined) return result.data;
-  if (result.dataPath !== undefined) return resolveDataPath(workdir, result.dataPath);
+  if (result.dataPath !== undefined) {
+    if (root === undefined) throw fail('E-TOOL-017', result.dataPath, 'cannot be read: the tool has no filesystem grant, so it has no directory to name a file in', "return the output in `data`, or grant the tool `filesystem.scope`");
+    return resolveDataPath(root, result.dataPath);
+  }
   return undefined;
 }

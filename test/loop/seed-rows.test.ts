@@ -283,8 +283,8 @@ describe('token accounting stays linear', () => {
 });
 
 describe('data-path (all six rows, and data wins)', () => {
-  async function callTool(input: Record<string, unknown>, prepare?: (workdir: string) => void) {
-    kit = await openReplay({ tools: [DATAPATH_TOOL], responses: [toolCall('datapath', input, 'dp1'), endTurn('done')] });
+  async function callTool(input: Record<string, unknown>, prepare?: (workdir: string) => void, yamlExtra?: string) {
+    kit = await openReplay({ tools: [DATAPATH_TOOL], responses: [toolCall('datapath', input, 'dp1'), endTurn('done')], ...(yamlExtra ? { yamlExtra } : {}) });
     prepare?.(kit.session.staged.workdir.dir);
     await kit.session.runTask(task());
     const toolMsg = (sent(kit, 1).messages as unknown as { role: string; content: { text: string }[]; is_error?: boolean }[]).find((m) => m.role === 'tool')!;
@@ -294,6 +294,18 @@ describe('data-path (all six rows, and data wins)', () => {
   it('a regular file under the session workdir → its contents become the result', async () => {
     const r = await callTool({ write: { path: 'out/result.json', text: '{"rows":42}' }, dataPath: 'out/result.json' });
     expect(r).toEqual({ text: '{"rows":42}', isError: false });
+  });
+
+  it('the workdir is the tool’s own `.`: with a narrowed filesystem.scope the file is read beneath that scope, and nothing outside it (trace.jsonl) is reachable', async () => {
+    const scoped = 'capabilities:\n  filesystem:\n    scope: work';
+    const r = await callTool({ write: { path: 'result.json', text: '{"rows":7}' }, dataPath: 'result.json' }, undefined, scoped);
+    expect(r).toEqual({ text: '{"rows":7}', isError: false });
+    expect(existsSync(join(kit!.session.staged.workdir.dir, 'work', 'result.json'))).toBe(true);
+    await kit!.close();
+    const leak = await callTool({ dataPath: 'trace.jsonl' }, undefined, scoped);
+    expect(leak.isError).toBe(true);
+    expect(leak.text).toMatch(/data-path "trace.jsonl" .*(not exist|no such)/i);
+    expect(leak.text).not.toContain('session_start');
   });
 
   it('an absolute path → the call fails', async () => {

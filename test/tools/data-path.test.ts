@@ -92,6 +92,11 @@ describe('data-path (wit-interfaces.md "Returning a large result", six rows)', (
     expect(await toolResultPayload(workdir, {})).toBeUndefined();
   });
 
+  it('a tool with no filesystem grant has no directory to name: its data-path fails (E-TOOL-017), its data still works', async () => {
+    await expect(toolResultPayload(undefined, { dataPath: 'out/result.json' })).rejects.toMatchObject({ code: 'E-TOOL-017' });
+    expect(await toolResultPayload(undefined, { data: 'inline', dataPath: 'x' })).toBe('inline');
+  });
+
   it('failure messages name the data-path and say how to fix it', async () => {
     try {
       await resolveDataPath(workdir, 'out/link-out');
