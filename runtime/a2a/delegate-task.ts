@@ -5,6 +5,7 @@
  * bounded by `lifecycle.delegation_deadline_secs` (default 600), after which the peer task is
  * canceled (best effort) and the tool returns an error result.
  */
+import { destinationOf, isAllowed } from '../net/allowlist.ts';
 import { cancelTask, followTask, sendMessage, type PeerTask } from './client.ts';
 import { isTerminal, type TaskState, type TaskTrust } from './executor.ts';
 
@@ -41,14 +42,23 @@ export interface DelegateResult {
   state?: TaskState;
 }
 
-/** Allowlist entries that can name a peer (every non-empty entry). */
-export function peersFromAllow(allow: readonly string[]): string[] {
-  return allow.map((a) => a.trim()).filter((a) => a !== '');
+/**
+ * Allowlist entries that name a peer: the capsule's own entries, minus those a component claims —
+ * an entry some artifact's own grant also lists (a tool's API, the driver's provider) or that lets
+ * through the inference endpoint. A capsule whose allowlist only serves its tools and driver is not
+ * offered delegate-task, and no API host is advertised to the model as a peer.
+ */
+export function peersFromAllow(allow: readonly string[], claimed: { entries?: readonly string[]; endpoint?: string } = {}): string[] {
+  const taken = new Set((claimed.entries ?? []).map((e) => e.trim().toLowerCase()));
+  const endpoint = claimed.endpoint ? destinationOf(claimed.endpoint) : undefined;
+  return allow
+    .map((a) => a.trim())
+    .filter((a) => a !== '' && !taken.has(a.toLowerCase()) && !(endpoint && isAllowed([a], endpoint)));
 }
 
 /** The tool definition, or undefined when the allowlist names no peers (the tool is not offered). */
-export function delegateTaskTool(allow: readonly string[]): ToolDefinition | undefined {
-  const peers = peersFromAllow(allow);
+export function delegateTaskTool(allow: readonly string[], claimed: { entries?: readonly string[]; endpoint?: string } = {}): ToolDefinition | undefined {
+  const peers = peersFromAllow(allow, claimed);
   if (peers.length === 0) return undefined;
   return {
     name: DELEGATE_TASK_TOOL,

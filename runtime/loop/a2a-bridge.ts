@@ -35,7 +35,10 @@ export function taskExecutor(session: CapsuleSession): TaskExecutor {
 /** `delegate-task`, offered only when the allowlist names peers. */
 export function runtimeToolsFor(session: CapsuleSession): RuntimeTool[] {
   const m = session.staged.manifest;
-  const def = delegateTaskTool(m.capabilities.network.allow);
+  // Entries a component's own grant lists (a tool's API, the driver's provider) are not peers.
+  const claimed = m.artifacts.flatMap((a) => a.capabilities?.network?.allow ?? []);
+  const endpoint = session.inferenceEndpoint;
+  const def = delegateTaskTool(m.capabilities.network.allow, { entries: claimed, ...(endpoint ? { endpoint } : {}) });
   if (!def) return [];
   return [
     {

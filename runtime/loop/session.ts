@@ -139,6 +139,11 @@ export class CapsuleSession {
     this.endListeners.push(listener);
   }
 
+  /** The provider URL the driver calls: `inference.endpoint`, else $MURMUR_INFERENCE_ENDPOINT. */
+  get inferenceEndpoint(): string | undefined {
+    return this.staged.manifest.inference?.endpoint ?? this.hostEnv.MURMUR_INFERENCE_ENDPOINT;
+  }
+
   /** The driver continuation id held for the next turn, if any (diagnostics, tests). */
   get continuationHeld(): string | undefined {
     return this.continuation.heldId;

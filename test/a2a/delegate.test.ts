@@ -17,6 +17,16 @@ describe('delegate-task', () => {
     expect(t?.description).toContain('summarizer:7001');
   });
 
+  it('an entry a component claims (a tool’s API, the driver’s provider, the inference endpoint) is not a peer', () => {
+    // Only API destinations: no delegate-task at all.
+    expect(delegateTaskTool(['https://api.anthropic.com', 'api.search.internal:8443'], { entries: ['api.search.internal:8443'], endpoint: 'https://api.anthropic.com' })).toBeUndefined();
+    // A peer beside them is offered, and only it is advertised.
+    const t = delegateTaskTool(['https://api.anthropic.com', 'api.search.internal:8443', 'http://researcher.default.svc.cluster.local:8080'], { entries: ['API.search.internal:8443'], endpoint: 'https://api.anthropic.com/v1' });
+    expect(t?.description).toContain('Allowed peers: http://researcher.default.svc.cluster.local:8080.');
+    expect(t?.description).not.toContain('anthropic');
+    expect(t?.description).not.toContain('api.search.internal');
+  });
+
   it('sends, follows to completion and returns the peer result text', async () => {
     const s = await serve(async (ctx, ev) => {
       await sleep(100);
