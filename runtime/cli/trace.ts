@@ -45,8 +45,12 @@ export function steps(events: TraceLine[]): string[] {
 }
 
 export function report(events: TraceLine[]): Record<string, unknown> {
-  // tool_call trace events are already in the detector's record shape.
-  const calls = events.filter((e) => e.event_type === 'tool_call') as unknown as ToolCallRecord[];
+  // tool_call trace events are already in the detector's record shape. A shell command declares no
+  // effect and no resource, so it may have changed anything (`sed -i`, `git checkout`): it goes in
+  // as an unknown call, which ends every clean-read streak.
+  const calls = events
+    .filter((e) => e.event_type === 'tool_call' || e.event_type === 'shell')
+    .map((e) => (e.event_type === 'shell' ? { turn: e.turn as number | undefined, tool_name: `shell:${String(e.binary ?? 'unknown')}`, status: e.exit_code === 0 ? 'ok' : 'error' } : e)) as unknown as ToolCallRecord[];
   const end = events.filter((e) => e.event_type === 'session_end').at(-1);
   const tasks = events.filter((e) => e.event_type === 'task_end').map((e) => ({ task_id: e.task_id, exit_status: e.exit_status, turns: e.turns, input_tokens: e.input_tokens, output_tokens: e.output_tokens }));
   return {
