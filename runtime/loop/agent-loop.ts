@@ -24,6 +24,16 @@ export interface LoopEvents {
   artifact(a: { name: string; data?: unknown; text?: string }): void;
 }
 
+/**
+ * How a task that was stopped ends: canceled, unless it was stopped because its request-input got
+ * no reply in time (`lifecycle.input_timeout_secs`), which fails the task (wit-interfaces.md).
+ */
+function abortedExit(signal: AbortSignal, when: string): { exit: TaskExit; reason: string } {
+  const why = signal.reason as { code?: unknown; message?: unknown } | undefined;
+  if (why && why.code === 'E-A2A-010') return { exit: 'failed', reason: String(why.message) };
+  return { exit: 'canceled', reason: `canceled ${when}` };
+}
+
 export interface AttemptResult {
   exit: TaskExit;
   text?: string;
@@ -87,7 +97,7 @@ export async function runAttempt(
   const tools = d.tools.inventory();
   let turns = 0;
   while (turns < maxTurns) {
-    if (signal.aborted) return { exit: 'canceled', reason: 'canceled between turns', turns };
+    if (signal.aborted) return { ...abortedExit(signal, 'between turns'), turns };
     const turn = ++turns;
     d.totals.turns++;
     const plan = d.continuation.plan(task.contextId, history);
@@ -111,7 +121,7 @@ export async function runAttempt(
       raw = await raceAbort(driver.call(['run', 'run'], [{ data: JSON.stringify(request), logPath: undefined }]), signal, () => d.components.interruptDriver());
     } catch (e) {
       d.spend.drop(admission.ticket);
-      if (signal.aborted) return { exit: 'canceled', reason: 'canceled during inference', turns };
+      if (signal.aborted) return { ...abortedExit(signal, 'during inference'), turns };
       d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
       return { exit: 'failed', reason: `inference driver failed: ${describe(e)}`, turns };
     }
@@ -201,7 +211,7 @@ export async function runAttempt(
           out = await d.tools.dispatch(call.name, call.input, { turn, signal, traceparent: toolSpan.traceparent });
         } catch (e) {
           toolSpan.end({ error: e });
-          if (signal.aborted) return { exit: 'canceled', reason: `canceled during tool ${call.name}`, turns };
+          if (signal.aborted) return { ...abortedExit(signal, `during tool ${call.name}`), turns };
           throw e;
         }
         toolSpan.end({ status: out.status, kind: out.kind, isError: out.isError });
