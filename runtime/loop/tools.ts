@@ -13,6 +13,7 @@ import type { HookPort } from './hook-port.ts';
 import type { SessionComponents } from './components.ts';
 import { MurError, isMurError } from '../errors.ts';
 import { scopeDir } from './grants.ts';
+import { shellManifestDescription } from './shell-manifests.ts';
 
 export interface ToolOutcome {
   /** Text handed back to the model. */
@@ -55,6 +56,22 @@ export class ToolDispatcher {
     return this.staged.manifest.capabilities.shell?.allow ?? [];
   }
 
+  private enriched: Map<string, string> | undefined;
+
+  /** Descriptions an on-stage hook wrote for shell binaries (tools/<binary>/murmur.yaml), read once. */
+  private shellDescriptions(): Map<string, string> {
+    if (!this.enriched) {
+      this.enriched = new Map();
+      const artifacts = new Set(this.staged.artifacts.map((a) => a.name));
+      for (const bin of this.shellAllow()) {
+        if (artifacts.has(bin)) continue; // tools/<name>/ of a staged artifact is that artifact's
+        const d = shellManifestDescription(this.staged.workdir.dir, bin);
+        if (d) this.enriched.set(bin, d);
+      }
+    }
+    return this.enriched;
+  }
+
   /** Model-visible tools, sorted by name (stable payload bytes for prefix caching). */
   inventory(): ToolSpec[] {
     const specs: ToolSpec[] = [];
@@ -62,9 +79,10 @@ export class ToolDispatcher {
       specs.push({ name: a.name, description: a.manifest.description || `The ${a.name} tool.`, parameters: a.manifest.inputSchema ?? { type: 'object', properties: {} } });
     }
     for (const bin of this.shellAllow()) {
+      const generic = isShellInterpreter(bin) ? `Run a ${bin} script (passed as \`${bin} -c <command>\`) in the session workdir.` : `Run \`${bin}\` with the given arguments in the session workdir.`;
       specs.push({
         name: bin,
-        description: isShellInterpreter(bin) ? `Run a ${bin} script (passed as \`${bin} -c <command>\`) in the session workdir.` : `Run \`${bin}\` with the given arguments in the session workdir.`,
+        description: this.shellDescriptions().get(bin) ?? generic,
         parameters: { type: 'object', properties: { command: { type: 'string', description: isShellInterpreter(bin) ? 'The script' : 'The arguments' } }, required: ['command'] },
       });
     }

@@ -347,6 +347,20 @@ describe('the lifecycle in a session', () => {
     expect(k.provider.requests).toHaveLength(0);
   });
 
+  it('on-stage enrichment: the description a hook wrote for an allowlisted shell binary is what the model sees', async () => {
+    const manifest = 'name: jq\ndescription: "Query and reshape JSON.\\nPass a jq filter and a file, e.g. .items[] data.json"\n';
+    const k = await open(
+      [{ name: 'enrich', contract: 'binding: on-stage\ncommit_policy: write-manifests\n', script: { 'on-stage': { ret: { tag: 'write-manifests', val: [{ binaryName: 'jq', content: manifest }] } } } }],
+      { turns: [{ text: 'ok' }] },
+      'capabilities:\n  shell:\n    allow: [jq, wc]\n',
+    );
+    await k.session.runTask(TASK);
+    const tools = (k.provider.requests[0]!.body as { tools: { name: string; description: string }[] }).tools;
+    expect(tools.find((t) => t.name === 'jq')!.description).toBe('Query and reshape JSON. Pass a jq filter and a file, e.g. .items[] data.json');
+    // A binary no hook described keeps the generic line.
+    expect(tools.find((t) => t.name === 'wc')!.description).toBe('Run `wc` with the given arguments in the session workdir.');
+  });
+
   it('on-stage writes tool manifests into the workdir while staging', async () => {
     const k = await open([{ name: 'enrich', contract: 'binding: on-stage\ncommit_policy: write-manifests\n', script: { 'on-stage': { ret: { tag: 'write-manifests', val: [{ binaryName: 'jq', content: 'name: jq\n' }] } } } }], { turns: [{ text: 'ok' }] });
     expect(readFileSync(join(k.session.staged.workdir.dir, 'tools', 'jq', 'murmur.yaml'), 'utf8')).toBe('name: jq\n');
