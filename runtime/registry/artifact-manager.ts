@@ -9,10 +9,11 @@
  *   lock, and appends to `staged.artifacts` so list/describe/invoke see it immediately.
  * - search / remove are not implemented and always return an error.
  */
+import { rmSync } from 'node:fs';
 import { MurError, isMurError } from '../errors.ts';
 import { effectiveCapabilities } from '../manifest/capsule.ts';
 import { isMurErrorList } from '../manifest/errors.ts';
-import { lockEntryOf, stagedArtifactOf, type StagedArtifact, type StagedCapsule } from '../session/stage.ts';
+import { isReadOnlyError, lockEntryOf, stagedArtifactOf, type StagedArtifact, type StagedCapsule } from '../session/stage.ts';
 import { installTool } from '../session/workdir.ts';
 import { checkPin, readLock, upsertLock, writeLock } from './lock.ts';
 import { resolveFromRegistry } from './registry.ts';
@@ -118,9 +119,17 @@ export class ArtifactManager {
       const lock = readLock(s.capsuleDir);
       const pin = checkPin(lock, s.lockPath, a);
       if (pin) throw pin;
-      // Then write: tools/<name>/ (atomic), then the lock.
-      installTool(s.workdir, { name: a.name, files: a.files });
-      writeLock(s.capsuleDir, upsertLock(lock, [lockEntryOf(a)]));
+      // Then write: tools/<name>/ (atomic), then the lock. A read-only capsule folder (a ConfigMap in
+      // a pod) keeps no lock, as at staging; any other failure takes the install back.
+      const dir = installTool(s.workdir, { name: a.name, files: a.files });
+      try {
+        writeLock(s.capsuleDir, upsertLock(lock, [lockEntryOf(a)]));
+      } catch (e) {
+        if (!isReadOnlyError(e)) {
+          rmSync(dir, { recursive: true, force: true });
+          throw e;
+        }
+      }
       const staged = stagedArtifactOf(s.workdir, a, 'pull', effectiveCapabilities(s.manifest, a.name));
       s.artifacts.push(staged);
       this.opts.onInstalled?.(staged);

@@ -151,6 +151,12 @@ export function stagedArtifactOf(
   };
 }
 
+/** The capsule folder cannot be written (a read-only mount): its lock is then not kept. */
+export function isReadOnlyError(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException).code ?? (e as { cause?: NodeJS.ErrnoException }).cause?.code;
+  return code === 'EROFS' || code === 'EACCES' || code === 'EPERM';
+}
+
 export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
   const capsuleDir = path.resolve(opts.capsuleDir);
   const registryDir = path.resolve(opts.registryDir);
@@ -197,8 +203,7 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
     } catch (e) {
       // A capsule folder mounted read-only (a ConfigMap in a pod) cannot hold a lock; every artifact
       // was still verified against its registry hash or its pinned source sha256.
-      const code = (e as NodeJS.ErrnoException).code ?? (e as { cause?: NodeJS.ErrnoException }).cause?.code;
-      if (code !== 'EROFS' && code !== 'EACCES' && code !== 'EPERM') throw e;
+      if (!isReadOnlyError(e)) throw e;
       lockState = 'read-only';
     }
   }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ArtifactManager } from '../../runtime/registry/artifact-manager.ts';
 import { readLock } from '../../runtime/registry/lock.ts';
-import { stageCapsule, type StagedArtifact } from '../../runtime/session/stage.ts';
+import { isReadOnlyError, stageCapsule, type StagedArtifact } from '../../runtime/session/stage.ts';
 import { fakeComponent, makeCapsule, publishSpec, read, tmp, tree } from './helpers.ts';
 
 const CAPSULE = `name: script-demo
@@ -72,6 +72,15 @@ describe('artifact manager', () => {
     const again = am.pull('fetcher', '0.4.0');
     expect(again.tag).toBe('err');
     expect(again.val).toContain("artifact 'fetcher' is already installed at version 0.3.0");
+  });
+
+  it('a read-only capsule folder (a ConfigMap in a pod) keeps no lock, at staging and at pull; any other write failure is an error', () => {
+    for (const code of ['EROFS', 'EACCES', 'EPERM']) {
+      expect(isReadOnlyError(Object.assign(new Error('x'), { code }))).toBe(true);
+      expect(isReadOnlyError({ cause: { code } })).toBe(true);
+    }
+    expect(isReadOnlyError(Object.assign(new Error('x'), { code: 'ENOSPC' }))).toBe(false);
+    expect(isReadOnlyError(new Error('x'))).toBe(false);
   });
 
   it('pull refuses a lock pin conflict before writing anything', async () => {
