@@ -15,6 +15,7 @@
  *   OPERATOR_POD_LABELS      k=v,... labels of the operator's pods: with METRICS_FROM_NAMESPACES set,
  *                            capsule NetworkPolicies admit these pods (in POD_NAMESPACE) on the
  *                            metrics port so the usage scraper reaches them
+ *   DNS_NAMESPACE, DNS_POD_LABELS  where cluster DNS runs (default kube-system, k8s-app=kube-dns)
  *   CLUSTER_DOMAIN           default cluster.local
  *   KUBECONFIG               outside a cluster
  *   CAPSULE_OPERATOR_WRITE_DELAY_MS  tests only: sleep before each object write (to kill the
@@ -25,6 +26,7 @@ import { KubeClient } from './kube/client.ts';
 import { startOperator } from './operator.ts';
 import { DEFAULT_RUNTIME_IMAGE, defaultOptions } from './translate/options.ts';
 import { usageFromEnv } from './usage/config.ts';
+import { dnsFromEnv } from './translate/dns.ts';
 
 const env = process.env;
 const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -44,6 +46,7 @@ async function main(): Promise<void> {
       ...(pull ? { imagePullPolicy: pull } : {}),
       ...(env.OTLP_ENDPOINT ? { otlp: { endpoint: env.OTLP_ENDPOINT, ...(otlpSecret ? { headersSecret: otlpSecret } : {}) } } : {}),
       egressExcept: list(env.EGRESS_EXCEPT),
+      dns: dnsFromEnv(env),
       ...(metricsFrom.length ? { metricsFrom: metricsFrom.map((ns) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } })) } : {}),
       ...(usageScraper ? { usageScraper } : {}),
       clusterDomain: env.CLUSTER_DOMAIN || 'cluster.local',

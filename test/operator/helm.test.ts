@@ -40,6 +40,8 @@ describe('helm chart', () => {
     expect(verbsFor('capsules/status').sort()).toEqual(['get', 'patch', 'update']);
     expect(verbsFor('hooks/status').sort()).toEqual(['get', 'patch', 'update']);
     expect(cr.rules.some((r: any) => r.verbs.includes('*') || r.resources.includes('*'))).toBe(false);
+    const opEnv = Object.fromEntries(all.find((d) => d.kind === 'Deployment').spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value]));
+    expect([opEnv.DNS_NAMESPACE, opEnv.DNS_POD_LABELS]).toEqual(['kube-system', 'k8s-app=kube-dns']);
     const lease = all.find((d) => d.kind === 'Role' && d.metadata.name.endsWith('leader-election'));
     expect(lease.metadata.namespace).toBe('ops');
 

@@ -52,3 +52,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: ["pods"]
   verbs: ["list"]
 {{- end -}}
+
+{{- /* A label map as k=v,k2=v2 (sorted keys), for an env var. */ -}}
+{{- define "capsule-operator.labelPairs" -}}
+{{- $pairs := list -}}
+{{- range $k := keys . | sortAlpha -}}
+{{- $pairs = append $pairs (printf "%s=%s" $k (index $ $k)) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
