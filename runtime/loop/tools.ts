@@ -183,6 +183,11 @@ export class ToolDispatcher {
       return { content, isError: false, status: 'ok', durationMs: Date.now() - started, kind: 'shell' };
     } catch (e) {
       if (ctx.signal.aborted) throw e;
+      // It did not run (not found, not executable): still a shell call in the trace, with why.
+      this.trace.write('shell', {
+        turn: ctx.turn, binary: identity.binary, command: identity.command, argv: identity.argv, script: identity.script, recipe: identity.recipe,
+        error: describe(e), duration_ms: Date.now() - started,
+      });
       return { content: `error: ${bin} could not run: ${describe(e)}`, isError: true, status: 'error', durationMs: Date.now() - started, kind: 'shell' };
     }
   }

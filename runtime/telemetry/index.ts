@@ -84,7 +84,12 @@ export function instrumentSession(session: InstrumentableSession, o: InstrumentO
     }
   }
   const detachSpans = attachSpans(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, telemetry });
-  const detachMetrics = o.metrics === false ? () => {} : attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider }, o.metrics ?? runtimeMetrics());
+  // Label values: the capsule's own tools (artifacts, pulled ones included: the list is read when an
+  // event comes), its shell allowlist, and the runtime's delegate-task.
+  const shellAllow = new Set(m.capabilities.shell?.allow ?? []);
+  const knownTool = (name: string): boolean => name === 'delegate-task' || shellAllow.has(name) || session.staged.artifacts.some((a) => a.name === name);
+  const knownBinary = (name: string): boolean => shellAllow.has(name);
+  const detachMetrics = o.metrics === false ? () => {} : attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, knownTool, knownBinary }, o.metrics ?? runtimeMetrics());
   if (session.hooks && session.hooks !== NO_HOOKS) instrumentHookPort(session.hooks, session.trace);
   let done: Promise<void> | undefined;
   const handle: SessionTelemetry = {

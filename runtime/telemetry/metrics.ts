@@ -160,6 +160,13 @@ export interface MetricLabels {
   model?: string;
   /** gen_ai.provider.name, from the driver artifact (see providerFromDriver). */
   provider: string;
+  /**
+   * Whether a tool name / shell binary is one the capsule declares. Label values are kept to those
+   * (others count as `unknown`): a model or a script capsule's guest chooses the names it calls,
+   * and every distinct label value is a new time series. Absent: every name is taken as is.
+   */
+  knownTool?: (name: string) => boolean;
+  knownBinary?: (name: string) => boolean;
 }
 
 /**
@@ -168,6 +175,14 @@ export interface MetricLabels {
  */
 export function attachMetrics(trace: TraceWriter, labels: MetricLabels, m: RuntimeMetrics = runtimeMetrics()): () => void {
   const capsule = labels.capsule;
+  const toolLabel = (v: unknown): string => {
+    const name = str(v);
+    return name !== undefined && (labels.knownTool?.(name) ?? true) ? name : UNKNOWN_TOOL;
+  };
+  const binLabel = (v: unknown): string => {
+    const b = binaryLabel(v);
+    return labels.knownBinary?.(b) ?? true ? b : 'unknown';
+  };
   let active = 0;
   m.info.set({ capsule, version: labels.version ?? '', model: labels.model ?? '', provider: labels.provider }, 1);
   const settle = (): void => {
@@ -196,21 +211,22 @@ export function attachMetrics(trace: TraceWriter, labels: MetricLabels, m: Runti
         return;
       case 'tool_call': {
         const status = str(e.status) ?? 'unknown';
-        const tool = e.error === 'unknown tool' ? UNKNOWN_TOOL : str(e.tool_name) ?? UNKNOWN_TOOL;
-        m.toolCalls.inc({ capsule, tool, status });
+        m.toolCalls.inc({ capsule, tool: e.error === 'unknown tool' ? UNKNOWN_TOOL : toolLabel(e.tool_name), status });
         return;
       }
       case 'shell': {
         const code = num(e.exit_code);
-        m.shellCalls.inc({ capsule, binary: binaryLabel(e.binary), outcome: code === 0 ? 'ok' : 'nonzero_exit' });
+        // A refusal (not allowlisted) or a binary that could not be started ran nothing.
+        const outcome = e.refused === true ? 'denied' : code === undefined && e.error !== undefined ? 'error' : code === 0 ? 'ok' : 'nonzero_exit';
+        m.shellCalls.inc({ capsule, binary: binLabel(e.binary), outcome });
         return;
       }
       case 'call_denied': {
         const hook = str(e.hook) ?? 'unknown';
         const kind = str(e.kind) ?? (e.binary !== undefined ? 'shell' : 'tool');
         m.denied.inc({ capsule, hook, kind });
-        if (kind === 'shell') m.shellCalls.inc({ capsule, binary: binaryLabel(e.binary), outcome: 'denied' });
-        else m.toolCalls.inc({ capsule, tool: str(e.tool_name) ?? UNKNOWN_TOOL, status: 'denied' });
+        if (kind === 'shell') m.shellCalls.inc({ capsule, binary: binLabel(e.binary), outcome: 'denied' });
+        else m.toolCalls.inc({ capsule, tool: toolLabel(e.tool_name), status: 'denied' });
         return;
       }
       case 'network_denied':

@@ -222,3 +222,31 @@ describe('hook dispatch spans', () => {
     expect(spans()).toEqual([]);
   });
 });
+
+describe('bounded metric labels', () => {
+  it('tool and binary names the capsule does not declare count as unknown; refused and unstartable shell calls are denied and error', async () => {
+    const own = new RuntimeMetrics();
+    const w = new TraceWriter(join(mkdtempSync(join(tmpdir(), 'tel-lab-')), 'trace.jsonl'), 'sess-2');
+    const off = attachMetrics(w, { capsule: 'sc', provider: 'none', knownTool: (n) => n === 'echo-tool', knownBinary: (b) => b === 'printf' }, own);
+    try {
+      w.write('tool_call', { tool_name: 'echo-tool', status: 'ok' });
+      for (let i = 0; i < 5; i++) w.write('tool_call', { tool_name: `made-up-${i}`, status: 'error' });
+      w.write('shell', { binary: '/usr/bin/printf', exit_code: 0 });
+      w.write('shell', { binary: '/usr/bin/printf', exit_code: 3 });
+      w.write('shell', { binary: 'curl', refused: true, error: 'not allowlisted' });
+      w.write('shell', { binary: '/usr/bin/printf', error: 'spawn EACCES' });
+      w.write('shell', { binary: '/opt/guest-chosen-name', exit_code: 0 });
+      const x = parseExposition(await own.registry.metrics());
+      expect(x.get('capsule_tool_calls_total', { capsule: 'sc', tool: 'echo-tool', status: 'ok' })).toBe(1);
+      expect(x.get('capsule_tool_calls_total', { capsule: 'sc', tool: 'unknown', status: 'error' })).toBe(5);
+      expect(x.get('capsule_shell_calls_total', { capsule: 'sc', binary: 'printf', outcome: 'ok' })).toBe(1);
+      expect(x.get('capsule_shell_calls_total', { capsule: 'sc', binary: 'printf', outcome: 'nonzero_exit' })).toBe(1);
+      expect(x.get('capsule_shell_calls_total', { capsule: 'sc', binary: 'unknown', outcome: 'denied' })).toBe(1);
+      expect(x.get('capsule_shell_calls_total', { capsule: 'sc', binary: 'printf', outcome: 'error' })).toBe(1);
+      expect(x.get('capsule_shell_calls_total', { capsule: 'sc', binary: 'unknown', outcome: 'ok' })).toBe(1);
+      expect((await own.registry.metrics()).match(/made-up|guest-chosen/)).toBeNull();
+    } finally {
+      off();
+    }
+  });
+});
