@@ -28,7 +28,7 @@ import { isShellAllowed, runShell, ShellNotAllowedError } from '../shell/index.t
 import { parseToolResult } from '../tools/index.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
-import { currentTraceparent } from '../telemetry/spans.ts';
+import { currentTraceparent, startToolSpan } from '../telemetry/spans.ts';
 import { isMurError } from '../errors.ts';
 import { clampGrant, type CapsuleComponent } from './capsule.ts';
 
@@ -259,6 +259,26 @@ export class ScriptHost {
     };
     const all = this.staged.artifacts.find((a) => a.name === name);
     const tool = this.callable().find((a) => a.name === name);
+    // execute_tool <name> under the task span (a no-op without telemetry); the tool_call event
+    // written before it ends fills in its attributes.
+    const span = startToolSpan(this.trace, { name, known: tool !== undefined });
+    let outcome: { status: 'ok' | 'error'; kind: 'wasm' | 'unknown'; isError: boolean } = { status: 'error', kind: tool ? 'wasm' : 'unknown', isError: true };
+    try {
+      return await this.invokeIn(name, data, input, all, tool, event, (o) => (outcome = o));
+    } finally {
+      span.end(outcome);
+    }
+  }
+
+  private async invokeIn(
+    name: string,
+    data: string | undefined,
+    input: WitToolInput,
+    all: StagedArtifact | undefined,
+    tool: StagedArtifact | undefined,
+    event: (fields: Record<string, unknown>) => void,
+    settle: (o: { status: 'ok' | 'error'; kind: 'wasm' | 'unknown'; isError: boolean }) => void,
+  ): Promise<WitToolResult> {
     if (!tool) {
       let why: string;
       if (all && this.capsule.artifact === all) why = `tool '${name}' is the capsule component itself; a capsule cannot invoke itself [E-SCRIPT-021]`;
@@ -281,6 +301,7 @@ export class ScriptHost {
         output_bytes: Buffer.byteLength(out), status: r.status === 'passed' ? 'ok' : 'error', tool_status: r.status,
         state_effect: r.stateEffect, resource_id: r.resourceId, origin: tool.origin === 'pull' ? 'pull' : undefined,
       });
+      settle({ status: r.status === 'passed' ? 'ok' : 'error', kind: 'wasm', isError: r.status !== 'passed' });
       return { status: r.status, summary: r.summary, data: r.data, dataPath: r.dataPath, truncated: r.truncated, metadata: r.metadata };
     } catch (e) {
       const why = `tool '${name}' failed: ${errText(e)}`;

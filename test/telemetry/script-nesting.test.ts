@@ -39,7 +39,7 @@ const ROOT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const ROOT_SPAN = '00f067aa0ba902b7';
 
 describe('script capsule tracing', () => {
-  it('the task span nests under the caller, and the peer of its message/send nests under the task', async () => {
+  it('the task span nests under the caller; its tool calls and the peer of its message/send nest under the task', async () => {
     receiver = await startOtlpReceiver();
     // The peer: an agent capsule, served and instrumented.
     const callee = await openKit({ yaml: capsuleYaml({ name: 'callee', tools: [] }), artifacts: [driverDef('anthropic')], script: { turns: [{ text: 'peer answer' }] } });
@@ -56,11 +56,11 @@ describe('script capsule tracing', () => {
 
     const sent = await sendMessage({
       peerUrl: front.url, allow: [new URL(front.url).host], wait: true, trust: 'trusted', timeoutMs: 30_000,
-      text: program({ op: 'send', url: peer.url, text: 'summarize', messageId: 'm-trace' }),
+      text: program({ op: 'invoke', name: 'echo-tool', data: 'x' }, { op: 'send', url: peer.url, text: 'summarize', messageId: 'm-trace' }),
       traceparent: `00-${ROOT_TRACE}-${ROOT_SPAN}-01`,
     });
     expect(sent.ok && sent.state).toBe('completed');
-    expect(results(sent.ok ? sent.text : undefined)[0]!.ok).toBe(true);
+    expect(results(sent.ok ? sent.text : undefined).map((r) => r.ok)).toEqual([true, true]);
     await peer.idle();
 
     const [calleeTask] = await receiver.waitFor(1, (s) => s.name === 'invoke_agent callee');
@@ -72,5 +72,9 @@ describe('script capsule tracing', () => {
     expect(calleeTask!.traceId).toBe(ROOT_TRACE);
     expect(calleeTask!.parentSpanId).toBe(scriptTask!.spanId);
     expect(calleeTask!.attributes).toMatchObject({ 'capsule.task.origin': 'peer', 'capsule.task.trust': 'trusted' });
+    // The capsule's tool call is an execute_tool span under its task.
+    const [tool] = await receiver.waitFor(1, (x) => x.name === 'execute_tool echo-tool');
+    expect(tool!.parentSpanId).toBe(scriptTask!.spanId);
+    expect(tool!.attributes).toMatchObject({ 'capsule.tool.kind': 'wasm', 'capsule.tool.status': 'ok' });
   });
 });
