@@ -343,6 +343,9 @@ class Scope {
       [CAPSULE.INFERENCE_DECISION]: decision,
       [CAPSULE.INFERENCE_CONTINUED]: e.continued === true ? true : undefined,
       [GEN_AI.RESPONSE_FINISH_REASONS]: stop ? [stop] : undefined,
+      // The driver's report exactly as the trace event records it (wit-interfaces.md: "on the
+      // call's inference trace event and its span"): members it did not report stay absent.
+      ...reportedAttributes(e.reported_usage),
     }));
     if (this.task) {
       this.task.input += u.input;
@@ -744,4 +747,15 @@ function errorType(e: unknown): string {
 
 function describeError(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** `capsule.reported.<member>` for each well-formed member of an inference event's reported_usage. */
+function reportedAttributes(v: unknown): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (!v || typeof v !== 'object') return out;
+  for (const k of ['input_tokens', 'output_tokens', 'cached_tokens', 'cache_write_tokens']) {
+    const n = (v as Record<string, unknown>)[k];
+    if (typeof n === 'number' && Number.isInteger(n) && n >= 0) out[`capsule.reported.${k}`] = n;
+  }
+  return out;
 }

@@ -99,6 +99,10 @@ describe('spans from trace events', () => {
     expect(parentOf(hookChat!)).toBe(id(h!));
     // A reported 0 is a real cache miss: kept, not dropped.
     expect(hookChat!.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 48, 'gen_ai.usage.cache_read.input_tokens': 0, 'capsule.inference.origin': 'hook:summarizer', 'capsule.hook.name': 'summarizer' });
+    // The driver's report as given, beside the GenAI numbers; nothing the driver did not report.
+    expect(hookChat!.attributes).toMatchObject({ 'capsule.reported.input_tokens': 48, 'capsule.reported.output_tokens': 6, 'capsule.reported.cached_tokens': 0 });
+    expect(hookChat!.attributes).not.toHaveProperty('capsule.reported.cache_write_tokens');
+    expect(Object.keys(agentChat!.attributes).filter((k) => k.startsWith('capsule.reported.'))).toEqual([]);
     expect(h!.attributes).toMatchObject({ 'capsule.hook.name': 'summarizer', 'capsule.hook.handler': 'on-compaction', 'capsule.hook.mode': 'blocking', 'capsule.hook.outcome': 'replace-context' });
     expect(h!.events.map((e) => e.name)).toEqual(['spend_ceiling_reached']);
     // Retroactive hook chat span: 25 ms long.
