@@ -159,8 +159,10 @@ export class CapsuleController {
 
   private onSecret(s: KubeObject): void {
     const ns = s.metadata.namespace;
+    // The operator-wide OTLP headers Secret concerns every capsule of its namespace.
+    const otlp = this.o.translate.otlp?.headersSecret?.name === s.metadata.name;
     for (const c of this.capsules.store.values())
-      if (c.metadata.namespace === ns && c.spec.inference?.apiKeySecretRef?.name === s.metadata.name) this.enqueue(keyOf(c));
+      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name)) this.enqueue(keyOf(c));
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -201,6 +203,8 @@ export class CapsuleController {
     const secrets: Record<string, SecretInfo | undefined> = {};
     const sref = c.spec.inference?.apiKeySecretRef?.name;
     if (sref) secrets[sref] = this.secrets.get(`${ns}/${sref}`);
+    const oref = this.o.translate.otlp?.headersSecret?.name;
+    if (oref) secrets[oref] = this.secrets.get(`${ns}/${oref}`);
     const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));
     return { capsule: c, hooks, secrets, callers, capsulePorts: this.ports, options: this.o.translate };
   }

@@ -152,6 +152,18 @@ export function translate(input: TranslateInput): TranslateResult {
     if (e.kind !== 'invalid') entries.push(e);
   }
 
+  // The operator-wide OTLP headers Secret (a collector's auth token) is read by the pods from their
+  // own namespace: its version rolls them when it is rotated; its absence is worth a warning, since
+  // the pods then export without the headers.
+  const otlpRef = options.otlp?.headersSecret;
+  let otlpSecretVersion: string | undefined;
+  if (otlpRef) {
+    const s = input.secrets[otlpRef.name];
+    otlpSecretVersion = s?.resourceVersion ?? 'absent';
+    if (!s) problems.push({ reason: 'MissingSecret', fatal: false, field: 'otlp.headersSecret', message: `OTLP headers Secret '${otlpRef.name}' (the operator's otlp.headersSecret) not found in namespace '${ns}'; the capsule's spans are exported without those headers until it exists` });
+    else if (!s.keys.includes(otlpRef.key)) problems.push({ reason: 'MissingSecretKey', fatal: false, field: 'otlp.headersSecret.key', message: `OTLP headers Secret '${otlpRef.name}' has no key '${otlpRef.key}' (keys: ${s.keys.join(', ') || 'none'}); spans are exported without those headers` });
+  }
+
   const murmurYaml = renderManifest({ capsule, hooks, rewriteAllow: (e) => (rewrite.has(e) ? rewrite.get(e) : e) });
   const { replicas: _replicas, ...rolling } = spec;
   const configHash = sha256(
@@ -161,6 +173,7 @@ export function translate(input: TranslateInput): TranslateResult {
       hooks: hooks.map((h) => ({ name: h.metadata.name, spec: h.spec })),
       secret: secretVersion,
       otlp: options.otlp ?? null,
+      ...(otlpSecretVersion !== undefined ? { otlpSecret: otlpSecretVersion } : {}),
       image: options.image,
     }),
   ).slice(0, 32);

@@ -25,3 +25,23 @@ describe('translate: servability', () => {
     expect(run({ ...AGENT, lifecycle: { task_acceptance: 'none' } }).problems).toEqual([expect.objectContaining({ reason: 'NotServable', fatal: false })]);
   });
 });
+
+describe('translate: the OTLP headers Secret', () => {
+  const withOtlp = (secrets: Record<string, { name: string; resourceVersion: string; keys: string[] } | undefined>) =>
+    translate({
+      capsule: capsule(AGENT), hooks: {}, secrets, callers: [], capsulePorts: {},
+      options: defaultOptions({ otlp: { endpoint: 'http://otel.observability.svc:4318', headersSecret: { name: 'otlp-headers', key: 'headers' } } }),
+    });
+
+  it('rotating it rolls the pods (its version is in the config hash)', () => {
+    const a = withOtlp({ 'otlp-headers': { name: 'otlp-headers', resourceVersion: '10', keys: ['headers'] } });
+    const b = withOtlp({ 'otlp-headers': { name: 'otlp-headers', resourceVersion: '11', keys: ['headers'] } });
+    expect(a.problems).toEqual([]);
+    expect(a.configHash).not.toBe(b.configHash);
+  });
+
+  it('a missing Secret or key is a warning (spans go out without the headers), not a silent success', () => {
+    expect(withOtlp({}).problems).toEqual([expect.objectContaining({ reason: 'MissingSecret', fatal: false, field: 'otlp.headersSecret' })]);
+    expect(withOtlp({ 'otlp-headers': { name: 'otlp-headers', resourceVersion: '1', keys: ['other'] } }).problems).toEqual([expect.objectContaining({ reason: 'MissingSecretKey', fatal: false })]);
+  });
+});
