@@ -24,13 +24,26 @@ export async function benchLoop(turns = 150): Promise<string> {
   await kit.close();
   const perTurn = total / r.turns;
   const componentMs = (infer.reduce((a, b) => a + b, 0) + tools.reduce((a, b) => a + b, 0)) / r.turns;
+  // Per turn, from the trace: wall time between consecutive inference events, and what is left
+  // after the driver and tool components (the runtime's own work).
+  const inferEv = mine.filter((e) => e.event_type === 'inference');
+  const toolEv = mine.filter((e) => e.event_type === 'tool_call');
+  const walls: number[] = [];
+  const overheads: number[] = [];
+  for (let i = 1; i < inferEv.length; i++) {
+    const wall = Number(inferEv[i]!.timestamp) - Number(inferEv[i - 1]!.timestamp);
+    walls.push(wall);
+    overheads.push(wall - Number(inferEv[i]!.duration_ms) - Number(toolEv[i - 1]?.duration_ms ?? 0));
+  }
   return [
     `agent loop (${r.turns} turns of tool_call → echo tool, replay driver, no network)`,
     table([
-      ['wall time per turn', fmtMs(perTurn)],
+      ['wall time per turn (mean over the task)', fmtMs(perTurn)],
+      ['wall time per turn (median)', fmtMs(median(walls))],
       ['driver call per turn (median)', fmtMs(median(infer))],
       ['tool call per turn (median)', fmtMs(median(tools))],
-      ['runtime overhead per turn (wall − components)', fmtMs(Math.max(0, perTurn - componentMs)), 'target ≤ 2 ms'],
+      // Trace durations are whole milliseconds, too coarse for a per-turn median of the sub-ms rest.
+      ['runtime overhead per turn (mean of wall − components)', fmtMs(Math.max(0, perTurn - componentMs)), `target ≤ 2 ms; per-turn median ${fmtMs(Math.max(0, median(overheads)))} at 1 ms resolution`],
     ]),
   ].join('\n');
 }
