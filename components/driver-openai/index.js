@@ -2,6 +2,7 @@
 //
 //   env  MURMUR_INFERENCE_ENDPOINT (required, includes /v1; posts to <endpoint>/chat/completions),
 //        MURMUR_INFERENCE_API_KEY (optional; Authorization: Bearer), MURMUR_INFERENCE_DRIVER_CONFIG
+//        (optional JSON: max_tokens_field "max_tokens" for servers without max_completion_tokens)
 //   in   tool-input.data = {model, max_tokens, messages, tools, params, system, continuation_id?, prompt_cache_key}
 //   out  tool-result.data = {stop_reason, content, usage?, error?}
 // `prompt_cache_key` is forwarded: Chat Completions defines a field of that name for cache routing.
@@ -104,9 +105,16 @@ export const run = {
     const e = Object.fromEntries(getEnvironment());
     const endpoint = (e.MURMUR_INFERENCE_ENDPOINT || '').replace(/\/+$/, '');
     if (!endpoint) return failure('MURMUR_INFERENCE_ENDPOINT is not set');
+    let config = {};
+    if (e.MURMUR_INFERENCE_DRIVER_CONFIG) {
+      try { config = JSON.parse(e.MURMUR_INFERENCE_DRIVER_CONFIG); } catch { return failure('MURMUR_INFERENCE_DRIVER_CONFIG is not JSON'); }
+    }
+    // max_completion_tokens: Chat Completions deprecated max_tokens, and reasoning models refuse it.
+    // An older OpenAI-compatible server that only knows max_tokens: config {"max_tokens_field": "max_tokens"}.
+    const limitField = config.max_tokens_field === 'max_tokens' ? 'max_tokens' : 'max_completion_tokens';
     const body = {
       model: req.model,
-      max_tokens: req.max_tokens ?? 8192,
+      [limitField]: req.max_tokens ?? 8192,
       messages: toOpenAiMessages(req.system, req.messages || []),
       stream: true,
       stream_options: { include_usage: true },

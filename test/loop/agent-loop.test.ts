@@ -41,8 +41,15 @@ describe('agent loop, end to end through a real driver component and real HTTP',
       expect(JSON.stringify(second)).toContain('\\"calls\\":1');
       // prompt_cache_key: forwarded to OpenAI only; the Anthropic API would reject it.
       const first = kit.provider.requests[0]!.body as Record<string, unknown>;
-      if (api === 'openai') expect(first.prompt_cache_key).toBe('kit-capsule:1.0.0:ctx-1');
-      else expect(first).not.toHaveProperty('prompt_cache_key');
+      if (api === 'openai') {
+        expect(first.prompt_cache_key).toBe('kit-capsule:1.0.0:ctx-1');
+        // The limit goes in max_completion_tokens (Chat Completions deprecated max_tokens).
+        expect(first.max_completion_tokens).toBe(8192);
+        expect(first).not.toHaveProperty('max_tokens');
+      } else {
+        expect(first).not.toHaveProperty('prompt_cache_key');
+        expect(first.max_tokens).toBe(8192);
+      }
       expect(ev.map((e) => e.event_type)).toEqual(['session_start', 'task_start', 'inference', 'tool_call', 'inference', 'task_end']);
       expect(new Set(ev.map((e) => e.session_id))).toEqual(new Set([kit.session.sessionId]));
     });
@@ -83,5 +90,20 @@ describe('agent loop, end to end through a real driver component and real HTTP',
     const second = JSON.stringify(kit.provider.requests[1]!.body);
     expect(second).toContain("there is no tool named 'no-such-tool'");
     expect(second).toContain('"is_error":true');
+  });
+});
+
+describe('openai driver config', () => {
+  it('max_tokens_field "max_tokens" sends the limit under the older name, for servers without max_completion_tokens', async () => {
+    const yaml = capsuleYaml({ api: 'openai' }).replace('  driver: {artifact: driver-openai}', '  driver: {artifact: driver-openai, config: {max_tokens_field: max_tokens}}');
+    const k = await openKit({ api: 'openai', yaml, artifacts: [driverDef('openai'), ECHO_TOOL], script: { turns: [{ text: 'ok' }] } });
+    try {
+      expect((await k.session.runTask({ taskId: 't', contextId: 'c', text: 'hi', source: 'task_md' })).exit).toBe('completed');
+      const body = k.provider.requests[0]!.body as Record<string, unknown>;
+      expect(body.max_tokens).toBe(8192);
+      expect(body).not.toHaveProperty('max_completion_tokens');
+    } finally {
+      await k.close();
+    }
   });
 });
