@@ -128,7 +128,6 @@ export class CapsuleSession {
     return s;
   }
 
-  /** The task being run, if any (delegate-task reads its trust class). */
   /** Set once the session has ended on its own (an on-compaction error); see TaskReport. */
   get ended(): SessionEnd | undefined {
     return this.endedBy;
@@ -149,6 +148,7 @@ export class CapsuleSession {
     return this.continuation.heldId;
   }
 
+  /** The task being run, if any (delegate-task reads its trust class). */
   get currentTask(): TaskInput | undefined {
     return this.current?.input;
   }
