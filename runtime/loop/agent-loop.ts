@@ -73,7 +73,16 @@ export interface Totals {
 const messageTokens = new WeakMap<object, number>();
 
 export function conversationTokens(counter: TokenCounter, system: string, tools: ToolSpec[], history: readonly ConversationMessage[]): number {
-  let n = counter.count(system) + counter.countJson(tools);
+  return counter.count(system) + counter.countJson(tools) + historyTokens(counter, history);
+}
+
+/**
+ * Tokens of the messages alone, counted as the driver request carries them (role, content, tool
+ * pairing; never the runtime's own bookkeeping such as ids): the one count the loop's budget and a
+ * task's `prior-tokens` share.
+ */
+export function historyTokens(counter: TokenCounter, history: readonly ConversationMessage[]): number {
+  let n = 0;
   for (const m of history) {
     let c = messageTokens.get(m);
     if (c === undefined) {

@@ -19,7 +19,7 @@ import { NO_HOOKS, type HookMessage, type HookPort } from './hook-port.ts';
 import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ToolDispatcher, type RuntimeTool } from './tools.ts';
-import { runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
+import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
 import { fromHookMessages, userText, textOf } from './messages.ts';
 
 export interface TaskInput {
@@ -177,7 +177,7 @@ export class CapsuleSession {
     const seed = await this.hooks.taskStart({
       taskId: input.taskId, contextId: input.contextId, source: input.source, inputBytes: BigInt(Buffer.byteLength(input.text)),
       budgetTokens: BigInt(Math.floor(window * m.context.seedBudget)), contextWindow: BigInt(window),
-      priorTokens: BigInt(prior.length ? this.counter.countJson(prior) : 0),
+      priorTokens: BigInt(historyTokens(this.counter, prior)),
     });
     // Seeded messages go at the head: ahead of loaded history and of the task message.
     const history: ConversationMessage[] = [...fromHookMessages(seed.messages, 'seed-context'), ...prior, userText(input.text)];

@@ -326,6 +326,19 @@ describe('the lifecycle in a session', () => {
     expect(k2.provider.requests).toHaveLength(2);
   });
 
+  it('on-task-start’s prior-tokens is the loaded history counted as the loop counts it (the next turn’s input grows by exactly that)', async () => {
+    const watch: HookDef = { name: 'watch', contract: 'binding: on-task-start\n', script: { 'on-task-start': { record: true } } };
+    const k = await open([watch], { turns: [{ text: 'the first answer' }, { text: 'the second answer' }] }, 'lifecycle:\n  conversation: threaded\n');
+    await k.session.runTask(TASK);
+    await k.session.runTask({ ...TASK, taskId: 't2' });
+    const [first, second] = recs(k, 'watch').map((x) => Number(x.ev.priorTokens));
+    const inf = events(k, 'inference').filter((e) => e.origin === undefined);
+    expect(first).toBe(0);
+    expect(second).toBeGreaterThan(0);
+    // Same task text both times: the second request's full count exceeds the first by the history alone.
+    expect(second).toBe(Number(inf[1]!.input_tokens) - Number(inf[0]!.input_tokens));
+  });
+
   it('on-task-end fires once for every task, canceled and out-of-budget ones too; their reopen is refused', async () => {
     const review = { name: 'review', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', script: { 'on-task-end': { record: true, ret: { tag: 'reopen-task', val: 'again' } } } };
     const k = await open([review], { turns: [{ text: 'never reached' }] }, '  max_session_tokens: 10');
