@@ -7,7 +7,8 @@
  * Service URL in its agent card, and complete an A2A task against the scripted provider.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +24,8 @@ import { eventually, repoRoot } from './helpers.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'pod-contract-'));
 let provider: Awaited<ReturnType<typeof startScriptedProvider>>;
-let child: ChildProcess | undefined;
+const children: ChildProcess[] = [];
+let quickProvider: Awaited<ReturnType<typeof startScriptedProvider>>;
 let log = '';
 
 async function freePort(): Promise<number> {
@@ -47,14 +49,87 @@ beforeAll(async () => {
     publish(registry, staging);
   }
   provider = await startScriptedProvider(loadScript(join(repoRoot, 'examples/hello/provider-script.json')));
+  quickProvider = await startScriptedProvider({ turns: [{ toolCalls: [{ name: 'date', input: { command: '+%Y' } }] }, { text: 'It is a fine day.' }] });
 }, 300_000);
 
 afterAll(async () => {
   if (process.env.POD_CONTRACT_LOG) console.error(log);
-  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await provider?.stop();
+  await quickProvider?.stop();
   rmSync(tmp, { recursive: true, force: true });
 });
+
+/** A running pod, as far as this machine can make one: the real runtime, started as the Deployment says. */
+interface Pod {
+  a2aPort: number;
+  a2aUrl: string;
+  send(text: string): Promise<any>;
+}
+
+/**
+ * Translates the Capsule, lays out the pod's filesystem (the ConfigMap at its mount path, the
+ * workdir volume), maps ports and container paths, fills env from the Secret and the downward
+ * API, starts `bin/mur` with the container's args, and waits for the readiness probe.
+ */
+async function startPod(capsule: Capsule, name: string): Promise<Pod> {
+  const r = translate({
+    capsule,
+    hooks: {},
+    secrets: { [capsule.spec.inference!.apiKeySecretRef!.name]: { name: capsule.spec.inference!.apiKeySecretRef!.name, resourceVersion: '1', keys: [capsule.spec.inference!.apiKeySecretRef!.key] } },
+    callers: [],
+    capsulePorts: { [`${capsule.metadata.namespace}/${capsule.metadata.name}`]: 8080 },
+    options: defaultOptions(),
+  });
+  expect(r.problems).toEqual([]);
+  const cm = r.objects.find((o) => o.kind === 'ConfigMap') as KubeObject & { data: Record<string, string> };
+  const dep = r.objects.find((o) => o.kind === 'Deployment') as any;
+  const ctr = dep.spec.template.spec.containers[0];
+
+  const root = join(tmp, name);
+  const mounts: Record<string, string> = { [CONFIG_DIR]: join(root, 'etc-murmur-capsule'), [WORKDIR]: join(root, 'var-lib-murmur') };
+  for (const d of Object.values(mounts)) mkdirSync(d, { recursive: true });
+  writeFileSync(join(mounts[CONFIG_DIR]!, 'murmur.yaml'), cm.data['murmur.yaml']!);
+  const mapPath = (s: string) => Object.entries(mounts).reduce((acc, [from, to]) => (acc.startsWith(from) ? to + acc.slice(from.length) : acc), s);
+
+  const a2aPort = await freePort();
+  const metricsPort = await freePort();
+  const args: string[] = ctr.args.map((a: string, i: number, all: string[]) =>
+    all[i - 1] === '--a2a-port' ? String(a2aPort) : all[i - 1] === '--metrics-port' ? String(metricsPort) : mapPath(a),
+  );
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', MURMUR_REGISTRY: join(tmp, 'registry') };
+  for (const e of ctr.env) {
+    if (e.value !== undefined) env[e.name] = mapPath(e.value);
+    else if (e.valueFrom?.secretKeyRef) env[e.name] = 'test-api-key';
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = `${capsule.metadata.name}-7d4b9-x2x1z`;
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = capsule.metadata.namespace!;
+  }
+  expect(Object.keys(env)).toEqual(expect.arrayContaining(['MURMUR_INFERENCE_API_KEY', 'POD_NAME', 'POD_NAMESPACE', 'HOME', 'MURMUR_CACHE_DIR']));
+
+  const proc = spawn(process.execPath, [join(repoRoot, 'bin/mur'), ...args], { env, cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(proc);
+  proc.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+
+  // Probes, as the kubelet would call them: on the named port "metrics".
+  expect(ctr.readinessProbe.httpGet.port).toBe('metrics');
+  const probe = (path: string) => fetch(`http://127.0.0.1:${metricsPort}${path}`).then((x) => x.status, () => 0);
+  await eventually(`readiness ${ctr.readinessProbe.httpGet.path} (log: ${log})`, async () => (await probe(ctr.readinessProbe.httpGet.path)) === 200, 60_000, 200);
+  expect(await probe(ctr.livenessProbe.httpGet.path)).toBe(200);
+
+  return {
+    a2aPort,
+    a2aUrl: r.a2aUrl,
+    async send(text: string) {
+      const res = await fetch(`http://127.0.0.1:${a2aPort}/`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', role: 'user', messageId: `m-${name}`, parts: [{ kind: 'text', text }] } } }),
+      });
+      return res.json();
+    },
+  };
+}
 
 describe('runtime container contract', () => {
   it('the real runtime starts from the rendered Deployment and ConfigMap and serves an A2A task', async () => {
@@ -78,71 +153,31 @@ describe('runtime container contract', () => {
           system_prompt: 'You are a friendly greeter. Use the greet tool, then confirm with the shell.',
           apiKeySecretRef: { name: 'key', key: 'api-key' },
         },
-        // queue: a long-running pod (with 'single' the runtime exits after one task).
         lifecycle: { task_acceptance: 'queue', queue_depth: 2 },
       },
     };
-    const r = translate({
-      capsule,
-      hooks: {},
-      secrets: { key: { name: 'key', resourceVersion: '1', keys: ['api-key'] } },
-      callers: [],
-      capsulePorts: { 'team/hello': 8080 },
-      options: defaultOptions(),
-    });
-    expect(r.problems).toEqual([]);
-    const cm = r.objects.find((o) => o.kind === 'ConfigMap') as KubeObject & { data: Record<string, string> };
-    const dep = r.objects.find((o) => o.kind === 'Deployment') as any;
-    const ctr = dep.spec.template.spec.containers[0];
+    const pod = await startPod(capsule, 'hello');
+    const card = await (await fetch(`http://127.0.0.1:${pod.a2aPort}/.well-known/agent-card.json`)).json();
+    expect(JSON.stringify(card)).toContain(pod.a2aUrl);
 
-    // The pod's filesystem: the ConfigMap at its mount path, the workdir volume.
-    const mounts: Record<string, string> = { [CONFIG_DIR]: join(tmp, 'etc-murmur-capsule'), [WORKDIR]: join(tmp, 'var-lib-murmur') };
-    for (const d of Object.values(mounts)) mkdirSync(d, { recursive: true });
-    writeFileSync(join(mounts[CONFIG_DIR]!, 'murmur.yaml'), cm.data['murmur.yaml']!);
-    const mapPath = (s: string) => Object.entries(mounts).reduce((acc, [from, to]) => (acc.startsWith(from) ? to + acc.slice(from.length) : acc), s);
-
-    const a2aPort = await freePort();
-    const metricsPort = await freePort();
-    const args: string[] = ctr.args.map((a: string, i: number, all: string[]) =>
-      all[i - 1] === '--a2a-port' ? String(a2aPort) : all[i - 1] === '--metrics-port' ? String(metricsPort) : mapPath(a),
-    );
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '', MURMUR_REGISTRY: join(tmp, 'registry') };
-    for (const e of ctr.env) {
-      if (e.value !== undefined) env[e.name] = mapPath(e.value);
-      else if (e.valueFrom?.secretKeyRef) env[e.name] = 'test-api-key';
-      else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = 'hello-7d4b9-x2x1z';
-      else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = 'team';
-    }
-    expect(Object.keys(env)).toEqual(expect.arrayContaining(['MURMUR_INFERENCE_API_KEY', 'POD_NAME', 'POD_NAMESPACE', 'HOME', 'MURMUR_CACHE_DIR']));
-
-    child = spawn(process.execPath, [join(repoRoot, 'bin/mur'), ...args], { env, cwd: tmp, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
-
-    // Probes, as the kubelet would call them: on the named port "metrics".
-    expect(ctr.readinessProbe.httpGet.port).toBe('metrics');
-    const probe = (path: string) => fetch(`http://127.0.0.1:${metricsPort}${path}`).then((x) => x.status, () => 0);
-    await eventually(`readiness ${ctr.readinessProbe.httpGet.path} (log: ${log})`, async () => (await probe(ctr.readinessProbe.httpGet.path)) === 200, 60_000, 200);
-    expect(await probe(ctr.livenessProbe.httpGet.path)).toBe(200);
-
-    const card = await (await fetch(`http://127.0.0.1:${a2aPort}/.well-known/agent-card.json`)).json();
-    expect(JSON.stringify(card)).toContain(r.a2aUrl);
-
-    const res = await fetch(`http://127.0.0.1:${a2aPort}/`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'message/send',
-        params: { message: { kind: 'message', role: 'user', messageId: 'm-1', parts: [{ kind: 'text', text: 'Greet the world.' }] } },
-      }),
-    });
-    const body = await res.json();
+    const body = await pod.send('Greet the world.');
     expect(body.error, log).toBeUndefined();
     expect(body.result.status.state).toBe('completed');
     expect(JSON.stringify(body.result)).toContain('Hello, world!');
     // The provider saw the key from the Secret.
     expect(JSON.stringify(provider.requests.at(-1)?.headers ?? {})).toContain('test-api-key');
+  }, 120_000);
+
+  it('examples/k8s/quickstart.yaml runs with only what the runtime image ships (its built-in registry)', async () => {
+    const capsule = parseYaml(readFileSync(join(repoRoot, 'examples/k8s/quickstart.yaml'), 'utf8')) as Capsule;
+    capsule.metadata = { ...capsule.metadata, namespace: 'team', uid: 'u-2', generation: 1 };
+    // Everything as shipped except where the provider is: the scripted one instead of api.anthropic.com.
+    expect(capsule.spec.inference!.endpoint).toBe('https://api.anthropic.com');
+    capsule.spec.inference!.endpoint = quickProvider.url;
+    const pod = await startPod(capsule, 'quickstart');
+    const body = await pod.send('What is the date?');
+    expect(body.error, log).toBeUndefined();
+    expect(body.result.status.state).toBe('completed');
+    expect(JSON.stringify(body.result)).toContain('It is a fine day.');
   }, 120_000);
 });

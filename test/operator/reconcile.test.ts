@@ -69,6 +69,13 @@ describe('reconcile on a real API server', () => {
       return c?.status?.configHash ? (c as Capsule) : undefined;
     });
     await eventually('writer status', async () => (await get(capsulePath('writer')))?.status?.configHash);
+    // The quickstart needs nothing but the image: admitted, applied, and no problem reported.
+    await apply(example('quickstart.yaml', ns));
+    const quick = await eventually('quickstart status', async () => {
+      const c = (await get(capsulePath('assistant'))) as Capsule | undefined;
+      return c?.status?.configHash ? c : undefined;
+    });
+    expect(condition(quick, 'Degraded')).toMatchObject({ status: 'False', reason: 'AsExpected' });
     // What is live covers what translate says for the same inputs.
     const hooks: Record<string, Hook> = {};
     for (const n of ['shell-guard', 'summarizer']) hooks[n] = await get(`/apis/murmur.io/v1alpha1/namespaces/${ns}/hooks/${n}`);
