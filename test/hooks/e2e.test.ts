@@ -85,6 +85,29 @@ describe('policy hooks in a session', () => {
     expect(JSON.parse(seen[0]!.ev.input as string)).toEqual({ text: 'hi' });
   });
 
+  // hooks.md: "A returned deny, a crash, a call that outruns its deadline, a memory-limit kill, a
+  // return the runtime cannot read, a deny with an empty reason, and any other hook-output arm all
+  // refuse the call, with a reason naming the hook and the defect." Each, through a real session.
+  const FAIL_CLOSED: Array<[string, Record<string, unknown>, RegExp, Record<string, unknown>?]> = [
+    ['a returned err', { err: 'policy store offline' }, /policy hook 'guard' returned err: policy store offline/],
+    ['a call that outruns its deadline', { loop: true }, /did not answer within its 1000 ms deadline/, { limits: { hook_deadline_seconds: 1 } }],
+    ['a memory-limit kill', { balloon: 8 }, /killed at its 64 MiB memory limit/, { limits: { memory_bytes: 64 * 1048576 } }],
+    ['a return it cannot read', { ret: { tag: 'deny', val: 42 } }, /policy hook 'guard'/],
+    ['a deny with an empty reason', { ret: { tag: 'deny', val: '  ' } }, /returned deny with an empty reason/],
+    ['any other arm', { ret: { tag: 'replace-context', val: [] } }, /returned arm 'replace-context', which is not an answer at the decision point/],
+  ];
+  for (const [what, step, message, caps] of FAIL_CLOSED) {
+    it(`fail-closed in a session: ${what} refuses the call, names the hook and the defect, and the session goes on`, async () => {
+      const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': step }, ...(caps ? { caps } : {}) }], TOOL_THEN_DONE);
+      const r = await k.session.runTask(TASK);
+      expect(r.exit).toBe('completed');
+      expect(events(k, 'tool_call')).toEqual([]);
+      expect(events(k, 'call_denied')).toEqual([expect.objectContaining({ hook: 'guard', tool_name: 'echo', fail_closed: true })]);
+      expect(String(events(k, 'call_denied')[0]!.reason)).toMatch(message);
+      expect(bodies(k)[1]).toContain("Refused by policy hook 'guard'");
+    }, 60_000);
+  }
+
   it('fail-closed: a policy hook that traps refuses the call and the session goes on', async () => {
     const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { trap: true } } }], TOOL_THEN_DONE);
     const r = await k.session.runTask(TASK);
