@@ -196,7 +196,7 @@ is built.
 | \`murmur:runtime/inference\` | \`run-inference\`: one completion through the capsule's driver (the session's \`runInference\` service, which traces it). \`model: none\` lets the host choose; a rejected \`some(m)\` is an \`err\`, never a silent fallback. |
 | \`murmur:runtime/tokens\` | \`count\`: the runtime's own token count. Ungated. |
 | \`murmur:task-io/read\` | The task's input (\`as-given\` / \`original\`) and result, in byte windows ending on a UTF-8 boundary. \`not-granted\` without the grant, \`no-task\`, \`no-output\`, \`out-of-range\` (offset past the end or inside a character). |
-| \`murmur:conversation/read\` | The durable conversation record, newest first, \`limit\` clamped to 1..=100, an opaque cursor for the next (older) page; \`not-granted\`, \`invalid-cursor\`, \`unavailable: <reason>\`; no record is an empty page. |
+| \`murmur:conversation/read\` | The session's conversation record — every finished task's messages, then the running task's, the newest 5000 kept — newest first, \`limit\` clamped to 1..=100, an opaque cursor for the next (older) page; tool calls and results keep their structure (the encoding compaction hooks get). \`not-granted\`, \`invalid-cursor\`, \`unavailable: <reason>\`; no record is an empty page. It lives as long as the session: a new launch starts an empty record. |
 
 ## Cost
 

@@ -20,7 +20,7 @@ import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ToolDispatcher, type RuntimeTool } from './tools.ts';
 import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
-import { fromHookMessages, userText, textOf } from './messages.ts';
+import { fromHookMessages, userText, textOf, toHookMessage } from './messages.ts';
 
 export interface TaskInput {
   taskId: string;
@@ -42,6 +42,9 @@ export interface TaskReport {
   /** Set when this task ended the session (an on-compaction error): no further task runs. */
   sessionEnded?: SessionEnd;
 }
+
+/** Messages the session's conversation record keeps (the newest; `murmur:conversation/read`). */
+export const RECORD_LIMIT = 5000;
 
 /** Why a session ended on its own, and the `exit_status` its `session_end` carries. */
 export interface SessionEnd {
@@ -97,6 +100,9 @@ export class CapsuleSession {
   private readonly hostEnv: NodeJS.ProcessEnv;
   private closed = false;
   private endedBy: SessionEnd | undefined;
+  /** The session's conversation record: every message of its finished tasks, oldest first. */
+  private record: ConversationMessage[] = [];
+  private recorded = new WeakSet<ConversationMessage>();
   private endListeners: Array<(e: SessionEnd) => void> = [];
 
   private constructor(staged: StagedCapsule, hostEnv: NodeJS.ProcessEnv) {
@@ -219,6 +225,7 @@ export class CapsuleSession {
       this.current.output = undefined;
     }
     if (threaded) this.histories.set(input.contextId, history);
+    this.keepInRecord(history);
     // A held continuation outlives the task ("for the rest of the session loop"): the next task of
     // this context continues it if its history still starts with what the driver acknowledged.
     this.trace.write('task_end', {
@@ -257,12 +264,33 @@ export class CapsuleSession {
     this.trace.close();
   }
 
+  /** Appends a task's messages the record does not hold yet (a threaded task repeats its prior ones). */
+  private keepInRecord(history: readonly ConversationMessage[]): void {
+    for (const m of history) {
+      if (this.recorded.has(m)) continue;
+      this.recorded.add(m);
+      this.record.push(m);
+    }
+    // A long-running capsule serves many tasks: keep the newest messages, bounded.
+    if (this.record.length > RECORD_LIMIT) this.record.splice(0, this.record.length - RECORD_LIMIT);
+  }
+
+  /**
+   * `murmur:conversation/read`: the record of the session's finished tasks, then the running task's
+   * messages not in it yet. Tool calls and results keep their structure (the same encoding a
+   * compaction hook gets), so they never read as empty messages.
+   */
+  private conversationRecord(): ConversationMessage[] {
+    const current = (this.current?.history ?? []).filter((m) => !this.recorded.has(m));
+    return [...this.record, ...current];
+  }
+
   private services(): HookServices {
     return {
       runInference: (req, hookName) => this.hookInference(req, hookName),
       countTokens: (text) => this.counter.count(text),
       taskIo: () => (this.current ? { input: { asGiven: this.current.asGiven, original: this.current.input.text }, output: this.current.output } : undefined),
-      conversation: () => (this.current?.history ?? []).map((m) => ({ role: m.role, content: textOf(m), id: typeof m.id === 'string' ? m.id : undefined })),
+      conversation: () => this.conversationRecord().map(toHookMessage),
     };
   }
 

@@ -349,6 +349,28 @@ describe('the lifecycle in a session', () => {
     expect(k2.provider.requests).toHaveLength(2);
   });
 
+  it('conversation/read serves the session’s record: every finished task’s messages, tool calls included, even at on-session-end', async () => {
+    const reader: HookDef = {
+      name: 'reader', contract: 'binding: on-session-end\n', caps: { conversation: { read: true } },
+      script: { 'on-session-end': { ops: [{ op: 'read-messages', limit: 100 }], record: true } },
+    };
+    const k = await open([reader], { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }] }, { text: 'first done' }, { text: 'second done' }] });
+    await k.session.runTask(TASK);
+    await k.session.runTask({ ...TASK, taskId: 't2', text: 'and another' });
+    await k.close();
+    kit = undefined;
+    const ops = recs(k, 'reader').find((x) => x.rec === 'on-session-end:ops') as unknown as { ops: Array<{ ok?: { messages: Array<{ role: string; content: string }>; total: number } }> };
+    const page = ops.ops[0]!.ok!;
+    // Task 1: user, assistant (tool call), tool result, assistant; task 2: user, assistant. Newest first.
+    expect(page.total).toBe(6);
+    expect(page.messages.map((m) => m.role)).toEqual(['assistant', 'user', 'assistant', 'tool', 'assistant', 'user']);
+    expect(page.messages[0]!.content).toBe('second done');
+    expect(page.messages[5]!.content).toBe('please echo hi');
+    // The tool call and its result keep their structure instead of reading as empty text.
+    expect(page.messages[4]!.content).toContain('"name":"echo"');
+    expect(page.messages[3]!.content).toContain('__murmur_tool_msg__');
+  });
+
   it('on-task-start’s prior-tokens is the loaded history counted as the loop counts it (the next turn’s input grows by exactly that)', async () => {
     const watch: HookDef = { name: 'watch', contract: 'binding: on-task-start\n', script: { 'on-task-start': { record: true } } };
     const k = await open([watch], { turns: [{ text: 'the first answer' }, { text: 'the second answer' }] }, 'lifecycle:\n  conversation: threaded\n');
