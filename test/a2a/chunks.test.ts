@@ -4,10 +4,9 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { taskExecutor } from '../../runtime/loop/a2a-bridge.ts';
-import { capsuleYaml, driverDef, openKit, type ArtifactDef, type Kit } from '../loop/kit.ts';
+import { capsuleYaml, driverDef, openKit, PROBE_TOOL, type Kit } from '../loop/kit.ts';
 import { closeAll, msg03, serve, sse } from './helpers.ts';
 
-const PROBE_TOOL: ArtifactDef = { component: 'sandbox-probe', name: 'probe', runtime: 'tool', extra: 'input_schema: {type: object}\n' };
 let kit: Kit | undefined;
 afterEach(async () => {
   await closeAll();

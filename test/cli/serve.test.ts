@@ -10,7 +10,7 @@ import { ClientFactory } from '@a2a-js/sdk/client';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { sendMessage, getTask, cancelTask } from '../../runtime/a2a/client.ts';
-import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, openKit, tmp, type ArtifactDef } from '../loop/kit.ts';
+import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, openKit, tmp, type ArtifactDef, PROBE_TOOL } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { freePort, serve, type Served } from './serve-kit.ts';
 import { demoYaml, program, scriptRegistry } from '../script/helpers.ts';
@@ -21,7 +21,6 @@ afterAll(async () => {
   for (const c of cleanup.reverse()) await c().catch(() => {});
 });
 
-const PROBE_TOOL: ArtifactDef = { component: 'sandbox-probe', name: 'probe', runtime: 'tool', extra: 'input_schema: {type: object}\n' };
 
 async function servedCapsule(o: { name: string; turns: Parameters<typeof startScriptedProvider>[0]; tools?: ArtifactDef[]; extra?: string; args?: string[] }): Promise<{ served: Served; provider: ScriptedProvider; workRoot: string }> {
   const provider = await startScriptedProvider(o.turns);

@@ -10,7 +10,7 @@ import { openSession, stage } from '../../runtime/loop/open.ts';
 import { SILENT_SINK } from '../../runtime/loop/session.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { startScriptedProvider, type Script } from '../provider/scripted-provider.ts';
-import { API_KEY, ECHO_TOOL, driverDef, makeRegistry, openKit, tmp, type ArtifactDef, type Kit } from '../loop/kit.ts';
+import { API_KEY, ECHO_TOOL, driverDef, makeRegistry, openKit, tmp, type ArtifactDef, type Kit, PROBE_TOOL } from '../loop/kit.ts';
 import { variantFixture } from './fixtures.ts';
 
 let kit: Kit | undefined;
@@ -26,8 +26,6 @@ interface HookDef {
   script: Record<string, unknown>;
   caps?: Record<string, unknown>;
 }
-
-const PROBE_TOOL: ArtifactDef = { component: 'sandbox-probe', name: 'probe', runtime: 'tool', extra: 'input_schema: {type: object}\n' };
 
 function hookArtifact(h: HookDef): ArtifactDef {
   return { component: 'hook-script', name: h.name, runtime: 'hook', extra: h.contract ?? '' };

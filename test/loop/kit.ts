@@ -40,6 +40,9 @@ export const ECHO_TOOL: ArtifactDef = {
   extra: 'input_schema:\n  type: object\n  properties:\n    text: {type: string}\n',
 };
 
+/** The sandbox probe as a tool: its input is the probe's `{op, ...}` request. */
+export const PROBE_TOOL: ArtifactDef = { component: 'sandbox-probe', name: 'probe', runtime: 'tool', extra: 'input_schema: {type: object}\n' };
+
 export function driverDef(api: 'anthropic' | 'openai'): ArtifactDef {
   return { component: `driver-${api}`, name: `driver-${api}`, version: '0.1.0', runtime: 'driver' };
 }
