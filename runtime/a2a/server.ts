@@ -129,6 +129,11 @@ export interface A2AServer {
   readonly done: Promise<void>;
   /** Resolves when no task is running or waiting (immediately if already idle). */
   idle(): Promise<void>;
+  /**
+   * Whether the server will ever take another task: false once a `single` capsule has its task, for
+   * `none`, and while closing. A full queue is transient and does not count (readiness, not load).
+   */
+  acceptsMore(): boolean;
   /** Counters for tests and metrics. */
   stats(): { tasks: number; running: number; pending: number; subscribers: number; laggedDrops: number };
   /** Cancel unfinished tasks, drop connections, stop listening. */
@@ -847,6 +852,9 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     idle() {
       if (!running && pending.length === 0) return Promise.resolve();
       return new Promise((r) => idleWaiters.push(r));
+    },
+    acceptsMore() {
+      return !closing && opts.acceptance !== 'none' && !(opts.acceptance === 'single' && singleUsed);
     },
     stats() {
       let subscribers = 0;

@@ -81,10 +81,12 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   });
   let metrics: Server | undefined;
   const metricsPort = Number(flags['metrics-port']);
-  if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort);
+  let endedStatus: string | undefined;
+  // Ready while this pod can still take tasks: not after a single capsule's one task, nor once the
+  // session has ended, so a Service stops routing to a pod that would only refuse.
+  if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort, () => a2a.acceptsMore() && endedStatus === undefined);
   out(`serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})`);
 
-  let endedStatus: string | undefined;
   const stopped = new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve(endedStatus ?? 'ok'));
     process.once('SIGINT', () => resolve(endedStatus ?? 'ok'));
@@ -107,10 +109,18 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
 }
 
 /** Prometheus /metrics (runtime/telemetry) and health endpoints, on their own port. */
-async function startMetricsServer(host: string, port: number): Promise<Server> {
+async function startMetricsServer(host: string, port: number, ready: () => boolean): Promise<Server> {
   const srv = createServer(async (req, res) => {
-    if (req.url === '/healthz' || req.url === '/readyz') {
+    if (req.url === '/healthz') {
       res.end('ok');
+      return;
+    }
+    if (req.url === '/readyz') {
+      if (ready()) res.end('ok');
+      else {
+        res.statusCode = 503;
+        res.end('not accepting tasks');
+      }
       return;
     }
     if (req.url === '/metrics') {

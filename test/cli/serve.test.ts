@@ -136,17 +136,22 @@ describe('mur serve', () => {
     expect(r.text).toContain('served script');
   });
 
-  it('task_acceptance single: the one task is answered to its blocking caller, then the capsule exits', async () => {
+  it('task_acceptance single: ready until it has its task, which is answered to its blocking caller; then the capsule exits', async () => {
     const provider = await startScriptedProvider({ turns: [{ text: 'the only answer' }] });
     cleanup.push(() => provider.stop());
     const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
     const capsule = tmp('serve-single-');
     writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'single', extra: 'lifecycle:\n  task_acceptance: single' }));
-    const served = await serve(capsule, { registry, workRoot: tmp('serve-single-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
+    const metricsPort = await freePort();
+    const served = await serve(capsule, { registry, workRoot: tmp('serve-single-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args: ['--metrics-port', String(metricsPort)] });
     cleanup.push(() => served.stop());
+    const readyz = () => fetch(`http://127.0.0.1:${metricsPort}/readyz`).then((x) => x.status, () => 0);
+    expect(await readyz()).toBe(200);
     const r = await sendMessage({ peerUrl: served.url, text: 'just one', allow: [served.url], wait: true });
     expect(r.ok && r.state).toBe('completed');
     expect(r.ok && r.text).toBe('the only answer');
+    // It has its one task: no longer ready (a Service stops routing to it) while it winds down.
+    expect(await readyz()).toBe(503);
     expect(await served.exited).toBe(0);
   });
 
