@@ -7,8 +7,8 @@ import { helpText, parseArgs, UsageError, type FlagSpec } from './args.ts';
 
 const FLAGS: FlagSpec = {
   'work-root': { type: 'string', help: 'where the session workdirs are (default: $MURMUR_WORK_ROOT or ~/.murmur/sessions)' },
-  'older-than': { type: 'string', help: 'prune: remove sessions idle longer than this (e.g. 30m, 12h, 7d; default 7d)', default: '7d' },
-  keep: { type: 'number', help: 'prune: always keep this many of the most recently active sessions (default 10)', default: 10 },
+  'older-than': { type: 'string', help: 'prune: remove sessions idle longer than this (e.g. 30m, 12h, 7d)', default: '7d' },
+  keep: { type: 'number', help: 'prune: always keep this many of the most recently active sessions', default: 10 },
   'dry-run': { type: 'boolean', help: 'prune: print what would be removed, remove nothing' },
   json: { type: 'boolean', help: 'list: print JSON' },
   help: { type: 'boolean', help: 'show this help' },
