@@ -44,13 +44,15 @@ export interface LateBoundWasi {
 }
 
 /**
- * WASI for one worker whose grants may arrive after instantiation (a pre-instantiated spare).
+ * WASI for one worker, with its grants, or with grants that arrive after instantiation (a
+ * pre-instantiated spare: `grants` omitted, bind() later).
  * Until bind() the guest sees no environment, no preopen, a discarded stdout and no network; any
  * such read is recorded, and the runtime never hands that instance to anyone.
  */
-export function lateBoundWasi(component: string, onDenied?: (d: NetworkDenial) => void): LateBoundWasi {
-  let current = wasiImports(UNBOUND, component);
-  let bound = false;
+export function lateBoundWasi(component: string, onDenied?: (d: NetworkDenial) => void, grants?: Grants): LateBoundWasi {
+  // Grants known up front (every instance but a spare): build that WASI once, already bound.
+  let current = grants ? wasiImports(grants, component, onDenied) : wasiImports(UNBOUND, component);
+  let bound = grants !== undefined;
   const early = new Set<string>();
   const imports: Record<string, unknown> = { ...current };
   for (const [iface, members] of Object.entries(GRANT_BOUND)) {

@@ -44,8 +44,7 @@ function hostCall(iface: string, fn: string, args: unknown[]): unknown {
 async function main(): Promise<void> {
   flag = new Int32Array(init.flag);
   // A spare is instantiated before it has grants; its instance binds them with the first message.
-  wasi = lateBoundWasi(init.component, (d) => post({ type: 'network-denied', ...d }));
-  if (init.grants) wasi.bind(init.grants);
+  wasi = lateBoundWasi(init.component, (d) => post({ type: 'network-denied', ...d }), init.grants);
   const imports: Record<string, unknown> = { ...wasi.imports };
   for (const [iface, fns] of Object.entries(init.importSpec)) {
     const obj: Record<string, (...a: unknown[]) => unknown> = {};

@@ -138,6 +138,11 @@ describe('late-bound WASI', () => {
     w.noteEarly('murmur:text/chunks#emitChunk');
     expect(w.readBeforeBind).toEqual(['wasi:cli/environment#getEnvironment', 'murmur:task/task#requestInput']);
     expect(() => w.bind({ env: {}, networkAllow: [] })).toThrow(/already bound/);
+    // Grants given up front: bound from the start, nothing recorded as read early.
+    const up = lateBoundWasi('c', undefined, { env: { K: 'now' }, networkAllow: [] });
+    expect(up.bound).toBe(true);
+    expect((up.imports['wasi:cli/environment'] as { getEnvironment(): [string, string][] }).getEnvironment()).toEqual([['K', 'now']]);
+    expect(up.readBeforeBind).toEqual([]);
   });
 });
 
