@@ -3,47 +3,24 @@
  * OTLP receiver with its own resource: the caller's model delegates to the callee with
  * delegate-task, and the callee's invoke_agent nests under the caller's execute_tool span.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
+import { describe, expect, it } from 'vitest';
 import { sendMessage } from '../../runtime/a2a/client.ts';
 import { taskExecutor } from '../../runtime/loop/a2a-bridge.ts';
-import { instrumentSession, setupTelemetry, type SessionTelemetry, type Telemetry } from '../../runtime/telemetry/index.ts';
-import { capsuleYaml, driverDef, openKit, type Kit } from '../loop/kit.ts';
-import { childrenOf, outline, startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
+import { capsuleYaml, driverDef, openKit } from '../loop/kit.ts';
+import { childrenOf, outline } from './otlp-receiver.ts';
+import { useTracedServing } from './traced-serving.ts';
 
-const kits: Kit[] = [];
-const servers: A2AServer[] = [];
-const tels: Telemetry[] = [];
-const instr: SessionTelemetry[] = [];
-let receiver: OtlpReceiver | undefined;
-
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-  await Promise.all(kits.splice(0).map((k) => k.close().catch(() => {})));
-  await Promise.all(instr.splice(0).map((t) => t.shutdown()));
-  await Promise.all(tels.splice(0).map((t) => t.shutdown()));
-  await receiver?.close();
-  receiver = undefined;
-});
-
-async function serveCapsule(kit: Kit, name: string, endpoint: string): Promise<A2AServer> {
-  const tel = setupTelemetry({ serviceName: name, serviceVersion: '1.0.0', endpoint, protocol: 'http/json', env: {}, batch: { scheduledDelayMillis: 20 }, current: false });
-  tels.push(tel);
-  instr.push(instrumentSession(kit.session, { telemetry: tel }));
-  const s = await startA2AServer({ card: { name, version: '1.0.0', description: name, skills: [{ id: 'work', description: 'work' }] }, executor: taskExecutor(kit.session), acceptance: 'queue', queueDepth: 4 });
-  servers.push(s);
-  return s;
-}
+const traced = useTracedServing();
 
 const ROOT_TRACE = 'a3ce929d0e0e47364bf92f3577b34da6';
 const ROOT_SPAN = 'b7ad6b7169203331';
 
 describe('trace context across capsules', () => {
   it("the callee's invoke_agent is a child of the caller's execute_tool delegate-task", async () => {
-    receiver = await startOtlpReceiver();
+    const receiver = await traced.receiver();
     const callee = await openKit({ yaml: capsuleYaml({ name: 'callee', tools: [] }), artifacts: [driverDef('anthropic')], script: { turns: [{ text: 'the summary', usage: { input: 40, output: 4 } }] } });
-    kits.push(callee);
-    const calleeServer = await serveCapsule(callee, 'callee', receiver.url);
+    traced.track(callee);
+    const calleeServer = await traced.serve(callee.session, 'callee', taskExecutor(callee.session));
     const peer = calleeServer.url.replace(/\/$/, '');
     const peerHost = new URL(peer).host;
 
@@ -52,8 +29,8 @@ describe('trace context across capsules', () => {
       artifacts: [driverDef('anthropic')],
       script: { turns: [{ toolCalls: [{ name: 'delegate-task', input: { peer, task: 'summarize the report' } }], usage: { input: 60, output: 9 } }, { text: 'caller done', usage: { input: 80, output: 3 } }] },
     });
-    kits.push(caller);
-    const callerServer = await serveCapsule(caller, 'caller', receiver.url);
+    traced.track(caller);
+    const callerServer = await traced.serve(caller.session, 'caller', taskExecutor(caller.session));
 
     const sent = await sendMessage({
       peerUrl: callerServer.url, allow: [new URL(callerServer.url).host], text: 'please delegate', wait: true, trust: 'trusted',
@@ -64,8 +41,7 @@ describe('trace context across capsules', () => {
     // The delegated result reached the caller's model.
     expect(JSON.stringify(caller.provider.requests.at(-1)!.body)).toContain('the summary');
 
-    await Promise.all(instr.map((t) => t.shutdown()));
-    await Promise.all(tels.map((t) => t.flush()));
+    await traced.flush();
     // Both capsules' spans: the two tasks, three chats, the delegate-task call. (A flush does not
     // wait for a batch export already in flight, so wait for what is read below.)
     await receiver.waitFor(6, (s) => s.traceId === ROOT_TRACE);

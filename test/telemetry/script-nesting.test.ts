@@ -3,56 +3,31 @@
  * traceparent, and a message/send it makes carries its own traceparent, so the peer's task span
  * nests under the script capsule's (wit-interfaces.md, message/send › Tracing).
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
+import { describe, expect, it } from 'vitest';
 import { sendMessage } from '../../runtime/a2a/client.ts';
 import { taskExecutor } from '../../runtime/loop/a2a-bridge.ts';
 import { scriptTaskExecutor } from '../../runtime/script/serve.ts';
-import { instrumentSession, setupTelemetry, type SessionTelemetry, type Telemetry } from '../../runtime/telemetry/index.ts';
-import { capsuleYaml, driverDef, openKit, type Kit } from '../loop/kit.ts';
+import { capsuleYaml, driverDef, openKit } from '../loop/kit.ts';
 import { demoYaml, program, results, useScriptSessions } from '../script/helpers.ts';
-import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
+import { useTracedServing } from './traced-serving.ts';
 
 const sessions = useScriptSessions();
-const kits: Kit[] = [];
-const servers: A2AServer[] = [];
-const tels: Telemetry[] = [];
-const instr: SessionTelemetry[] = [];
-let receiver: OtlpReceiver | undefined;
-
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-  await Promise.all(kits.splice(0).map((k) => k.close().catch(() => {})));
-  await Promise.all(instr.splice(0).map((t) => t.shutdown()));
-  await Promise.all(tels.splice(0).map((t) => t.shutdown()));
-  await receiver?.close();
-  receiver = undefined;
-});
-
-function telemetryFor(name: string, endpoint: string): Telemetry {
-  const tel = setupTelemetry({ serviceName: name, serviceVersion: '1.0.0', endpoint, protocol: 'http/json', env: {}, batch: { scheduledDelayMillis: 20 }, current: false });
-  tels.push(tel);
-  return tel;
-}
+const traced = useTracedServing();
 
 const ROOT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const ROOT_SPAN = '00f067aa0ba902b7';
 
 describe('script capsule tracing', () => {
   it('the task span nests under the caller; its tool calls and the peer of its message/send nest under the task', async () => {
-    receiver = await startOtlpReceiver();
+    const receiver = await traced.receiver();
     // The peer: an agent capsule, served and instrumented.
     const callee = await openKit({ yaml: capsuleYaml({ name: 'callee', tools: [] }), artifacts: [driverDef('anthropic')], script: { turns: [{ text: 'peer answer' }] } });
-    kits.push(callee);
-    instr.push(instrumentSession(callee.session, { telemetry: telemetryFor('callee', receiver.url) }));
-    const peer = await startA2AServer({ card: { name: 'callee', version: '1.0.0', description: 'callee' }, executor: taskExecutor(callee.session), acceptance: 'queue', queueDepth: 4 });
-    servers.push(peer);
+    traced.track(callee);
+    const peer = await traced.serve(callee.session, 'callee', taskExecutor(callee.session));
 
     // The script capsule, allowed to reach the peer.
     const script = await sessions.open(demoYaml({ capabilities: `  network:\n    allow: ["127.0.0.1:${peer.port}"]` }));
-    instr.push(instrumentSession(script, { telemetry: telemetryFor('demo', receiver.url) }));
-    const front = await startA2AServer({ card: { name: 'demo', version: '0.1.0', description: 'demo' }, executor: scriptTaskExecutor(script), acceptance: 'queue', queueDepth: 4 });
-    servers.push(front);
+    const front = await traced.serve(script, 'demo', scriptTaskExecutor(script));
 
     const sent = await sendMessage({
       peerUrl: front.url, allow: [new URL(front.url).host], wait: true, trust: 'trusted', timeoutMs: 30_000,
