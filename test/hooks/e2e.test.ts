@@ -12,6 +12,7 @@ import { readTrace } from '../../runtime/trace/read.ts';
 import { startScriptedProvider, type Script } from '../provider/scripted-provider.ts';
 import { API_KEY, ECHO_TOOL, driverDef, makeRegistry, openKit, tmp, type ArtifactDef, type Kit, PROBE_TOOL } from '../loop/kit.ts';
 import { variantFixture } from './fixtures.ts';
+import { hookArtifact, hookCapsuleYaml, openHookCapsule, type HookDef } from './hook-capsule.ts';
 
 let kit: Kit | undefined;
 afterEach(async () => {
@@ -19,35 +20,8 @@ afterEach(async () => {
   kit = undefined;
 });
 
-interface HookDef {
-  name: string;
-  /** Hook contract lines for the artifact's own murmur.yaml. */
-  contract?: string;
-  script: Record<string, unknown>;
-  caps?: Record<string, unknown>;
-}
-
-function hookArtifact(h: HookDef): ArtifactDef {
-  return { component: 'hook-script', name: h.name, runtime: 'hook', extra: h.contract ?? '' };
-}
-
-function yaml(hooks: HookDef[], extra = ''): string {
-  return [
-    'name: hook-capsule',
-    'version: 1.0.0',
-    'artifacts:',
-    '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
-    '  - {name: echo, version: 1.0.0, runtime: tool}',
-    ...hooks.map((h) => `  - {name: ${h.name}, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: h.script })}${h.caps ? `, capabilities: ${JSON.stringify(h.caps)}` : ''}}`),
-    'inference:',
-    '  driver: {artifact: driver-anthropic}',
-    '  model: claude-test',
-    extra,
-  ].join('\n');
-}
-
 async function open(hooks: HookDef[], script: Script, extra = ''): Promise<Kit> {
-  kit = await openKit({ yaml: yaml(hooks, extra), artifacts: [driverDef('anthropic'), ECHO_TOOL, ...hooks.map(hookArtifact)], script });
+  kit = await openHookCapsule(hooks, script, extra);
   return kit;
 }
 
@@ -128,7 +102,7 @@ describe('observation after a tool that errors', () => {
   it('on-tool-call observes a call that returned an error result and one that trapped, each with status error', async () => {
     const watch: HookDef = { name: 'watch', contract: 'binding: on-tool-call\n', script: { 'on-tool-call': { record: true } } };
     kit = await openKit({
-      yaml: yaml([watch]).replace('  - {name: echo, version: 1.0.0, runtime: tool}', '  - {name: echo, version: 1.0.0, runtime: tool}\n  - {name: probe, version: 1.0.0, runtime: tool}'),
+      yaml: hookCapsuleYaml([watch]).replace('  - {name: echo, version: 1.0.0, runtime: tool}', '  - {name: echo, version: 1.0.0, runtime: tool}\n  - {name: probe, version: 1.0.0, runtime: tool}'),
       artifacts: [driverDef('anthropic'), ECHO_TOOL, PROBE_TOOL, hookArtifact(watch)],
       script: { turns: [{ toolCalls: [{ name: 'probe', input: { op: 'no-such-op' } }] }, { toolCalls: [{ name: 'probe', input: { op: 'trap' } }] }, { text: 'done' }] },
     });
@@ -315,7 +289,7 @@ describe('the lifecycle in a session', () => {
     kit = undefined;
     const maxOut = 8192;
     const limit = (main.input_tokens as number) + maxOut + Math.floor(((main.output_tokens as number) + (hook.input_tokens as number)) / 2);
-    const y = yaml([squash], SMALL_WINDOW).replace('  model: claude-test', `  model: claude-test\n  max_session_tokens: ${limit}`);
+    const y = hookCapsuleYaml([squash], SMALL_WINDOW).replace('  model: claude-test', `  model: claude-test\n  max_session_tokens: ${limit}`);
     kit = await openKit({ yaml: y, artifacts: [driverDef('anthropic'), ECHO_TOOL, hookArtifact(squash)], script: turns });
     const r = await kit.session.runTask(TASK);
     expect(r.exit, r.reason).toBe('spend_ceiling_reached');
@@ -431,7 +405,7 @@ describe('load failures surface at session open', () => {
     writeFileSync(join(src, 'component.wasm'), readFileSync(await variantFixture('hook-missing-export')));
     publish(registry, src);
     const capsuleDir = tmp('capsule-');
-    writeFileSync(join(capsuleDir, 'murmur.yaml'), yaml([]).replace('artifacts:\n', 'artifacts:\n  - {name: half, version: 1.0.0, runtime: hook}\n'));
+    writeFileSync(join(capsuleDir, 'murmur.yaml'), hookCapsuleYaml([]).replace('artifacts:\n', 'artifacts:\n  - {name: half, version: 1.0.0, runtime: hook}\n'));
     const provider = await startScriptedProvider({ turns: [] });
     try {
       const hostEnv = { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY };

@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InMemorySpanExporter, instrumentSession, type ReadableSpan, type SessionTelemetry } from '../../runtime/telemetry/index.ts';
 import type { Script } from '../provider/scripted-provider.ts';
-import { ECHO_TOOL, driverDef, openKit, type ArtifactDef, type Kit } from '../loop/kit.ts';
+import type { Kit } from '../loop/kit.ts';
+import { openHookCapsule, type HookDef } from '../hooks/hook-capsule.ts';
 
 let kit: Kit | undefined;
 let tel: SessionTelemetry | undefined;
@@ -17,30 +18,8 @@ afterEach(async () => {
   tel = undefined;
 });
 
-interface HookDef {
-  name: string;
-  contract: string;
-  script: Record<string, unknown>;
-}
-
-function yaml(hooks: HookDef[], extra = ''): string {
-  return [
-    'name: hooked',
-    'version: 1.0.0',
-    'artifacts:',
-    '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
-    '  - {name: echo, version: 1.0.0, runtime: tool}',
-    ...hooks.map((h) => `  - {name: ${h.name}, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: h.script })}}`),
-    'inference:',
-    '  driver: {artifact: driver-anthropic}',
-    '  model: claude-test',
-    extra,
-  ].join('\n');
-}
-
 async function open(hooks: HookDef[], script: Script, extra = ''): Promise<{ kit: Kit; exporter: InMemorySpanExporter }> {
-  const artifacts: ArtifactDef[] = [driverDef('anthropic'), ECHO_TOOL, ...hooks.map((h) => ({ component: 'hook-script', name: h.name, runtime: 'hook' as const, extra: h.contract }))];
-  kit = await openKit({ yaml: yaml(hooks, extra), artifacts, script });
+  kit = await openHookCapsule(hooks, script, extra, 'hooked');
   const exporter = new InMemorySpanExporter();
   tel = instrumentSession(kit.session, { setup: { exporter, simple: true, env: {} } });
   return { kit, exporter };
