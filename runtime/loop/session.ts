@@ -209,9 +209,9 @@ export class CapsuleSession {
       const end = await this.hooks.taskEnd({ taskId: input.taskId, exitStatus: result.exit === 'completed' ? 'ok' : result.exit });
       if (!end.reopen) break;
       // A canceled task, one out of budget, or one that ended the session is not run again.
-      const closed = this.endedBy ? 'session_ended' : result.exit === 'canceled' || result.exit === 'spend_ceiling_reached' ? result.exit : signal.aborted ? 'input_timeout' : undefined;
-      if (closed || reopens >= m.lifecycle.maxTaskReopens || turnsUsed >= inf.maxTurns) {
-        this.trace.write('task_reopen_refused', { task_id: input.taskId, hook_name: end.reopen.hook, reason: closed ?? (reopens >= m.lifecycle.maxTaskReopens ? 'max_task_reopens' : 'max_turns') });
+      const notRerun = this.endedBy ? 'session_ended' : result.exit === 'canceled' || result.exit === 'spend_ceiling_reached' ? result.exit : signal.aborted ? 'input_timeout' : undefined;
+      if (notRerun || reopens >= m.lifecycle.maxTaskReopens || turnsUsed >= inf.maxTurns) {
+        this.trace.write('task_reopen_refused', { task_id: input.taskId, hook_name: end.reopen.hook, reason: notRerun ?? (reopens >= m.lifecycle.maxTaskReopens ? 'max_task_reopens' : 'max_turns') });
         if (result.exit === 'completed') result = { ...result, exit: 'failed' as const, reason: `reopen budget exhausted (hook ${end.reopen.hook} asked to reopen)` };
         break;
       }

@@ -10,7 +10,7 @@ import { openSession, stage } from '../../runtime/loop/open.ts';
 import { SILENT_SINK } from '../../runtime/loop/session.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { startScriptedProvider, type Script } from '../provider/scripted-provider.ts';
-import { API_KEY, ECHO_TOOL, driverDef, makeRegistry, openKit, tmp, type ArtifactDef, type Kit, PROBE_TOOL } from '../loop/kit.ts';
+import { API_KEY, ECHO_TOOL, driverDef, makeRegistry, openKit, tmp, type Kit, PROBE_TOOL } from '../loop/kit.ts';
 import { variantFixture } from './fixtures.ts';
 import { hookArtifact, hookCapsuleYaml, openHookCapsule, type HookDef } from './hook-capsule.ts';
 
