@@ -13,9 +13,9 @@ import { rmSync } from 'node:fs';
 import { MurError, isMurError } from '../errors.ts';
 import { effectiveCapabilities } from '../manifest/capsule.ts';
 import { isMurErrorList } from '../manifest/errors.ts';
-import { isReadOnlyError, lockEntryOf, stagedArtifactOf, type StagedArtifact, type StagedCapsule } from '../session/stage.ts';
+import { lockEntryOf, stagedArtifactOf, type StagedArtifact, type StagedCapsule } from '../session/stage.ts';
 import { installTool } from '../session/workdir.ts';
-import { checkPin, readLock, upsertLock, writeLock } from './lock.ts';
+import { checkPin, readLock, upsertLock, writeLockIfWritable } from './lock.ts';
 import { resolveFromRegistry } from './registry.ts';
 
 export type Result<T> = { tag: 'ok'; val: T } | { tag: 'err'; val: string };
@@ -123,12 +123,10 @@ export class ArtifactManager {
       // a pod) keeps no lock, as at staging; any other failure takes the install back.
       const dir = installTool(s.workdir, { name: a.name, files: a.files });
       try {
-        writeLock(s.capsuleDir, upsertLock(lock, [lockEntryOf(a)]));
+        writeLockIfWritable(s.capsuleDir, upsertLock(lock, [lockEntryOf(a)]));
       } catch (e) {
-        if (!isReadOnlyError(e)) {
-          rmSync(dir, { recursive: true, force: true });
-          throw e;
-        }
+        rmSync(dir, { recursive: true, force: true });
+        throw e;
       }
       const staged = stagedArtifactOf(s.workdir, a, 'pull', effectiveCapabilities(s.manifest, a.name));
       s.artifacts.push(staged);

@@ -120,6 +120,27 @@ export function writeLock(capsuleDir: string, lock: Lockfile): void {
   writeFileAtomic(lockPath(capsuleDir), renderLock(lock));
 }
 
+/** The capsule folder cannot be written (a read-only mount): its lock is then not kept. */
+export function isReadOnlyError(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException).code ?? (e as { cause?: NodeJS.ErrnoException }).cause?.code;
+  return code === 'EROFS' || code === 'EACCES' || code === 'EPERM';
+}
+
+/**
+ * writeLock, except where the capsule folder is mounted read-only (a ConfigMap in a pod): that
+ * folder keeps no lock, which is not an error — every artifact was still verified against its
+ * registry hash or pinned source sha256. Any other failure throws.
+ */
+export function writeLockIfWritable(capsuleDir: string, lock: Lockfile): 'written' | 'read-only' {
+  try {
+    writeLock(capsuleDir, lock);
+    return 'written';
+  } catch (e) {
+    if (!isReadOnlyError(e)) throw e;
+    return 'read-only';
+  }
+}
+
 /** Inserts or replaces entries by name; returns a new lock (sorted on render). */
 export function upsertLock(lock: Lockfile | undefined, entries: readonly LockEntry[]): Lockfile {
   const map = new Map((lock?.artifacts ?? []).map((e) => [e.name, e]));

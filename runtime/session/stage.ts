@@ -22,7 +22,7 @@ import type { ArtifactManifest } from '../manifest/artifact.ts';
 import { effectiveCapabilities, loadManifest, type ArtifactEntry, type CapsuleManifest, type EffectiveGrant } from '../manifest/capsule.ts';
 import { MurErrorList, isMurErrorList } from '../manifest/errors.ts';
 import type { ArtifactRuntime } from '../manifest/schema.ts';
-import { checkPin, lockPath, readLock, upsertLock, writeLock, type LockEntry, type Lockfile } from '../registry/lock.ts';
+import { checkPin, lockPath, readLock, upsertLock, writeLockIfWritable, type LockEntry, type Lockfile } from '../registry/lock.ts';
 import { ARTIFACT_MANIFEST, SKILL_FILE, resolveFromRegistry, type VerifiedArtifact } from '../registry/registry.ts';
 import { resolveRemote } from '../registry/remote.ts';
 import { newSessionId } from './id.ts';
@@ -151,12 +151,6 @@ export function stagedArtifactOf(
   };
 }
 
-/** The capsule folder cannot be written (a read-only mount): its lock is then not kept. */
-export function isReadOnlyError(e: unknown): boolean {
-  const code = (e as NodeJS.ErrnoException).code ?? (e as { cause?: NodeJS.ErrnoException }).cause?.code;
-  return code === 'EROFS' || code === 'EACCES' || code === 'EPERM';
-}
-
 export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
   const capsuleDir = path.resolve(opts.capsuleDir);
   const registryDir = path.resolve(opts.registryDir);
@@ -197,15 +191,8 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
   const newEntries = artifacts.filter((a) => !lock?.artifacts.some((p) => p.name === a.name)).map(lockEntryOf);
   let lockState: StagedCapsule['lock'] = 'unchanged';
   if (!lock || newEntries.length > 0) {
-    try {
-      writeLock(capsuleDir, upsertLock(lock, newEntries));
-      lockState = lock ? 'updated' : 'created';
-    } catch (e) {
-      // A capsule folder mounted read-only (a ConfigMap in a pod) cannot hold a lock; every artifact
-      // was still verified against its registry hash or its pinned source sha256.
-      if (!isReadOnlyError(e)) throw e;
-      lockState = 'read-only';
-    }
+    const written = writeLockIfWritable(capsuleDir, upsertLock(lock, newEntries));
+    lockState = written === 'read-only' ? 'read-only' : lock ? 'updated' : 'created';
   }
 
   const hooks: StagedHook[] = artifacts

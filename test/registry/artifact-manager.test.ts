@@ -2,8 +2,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ArtifactManager } from '../../runtime/registry/artifact-manager.ts';
-import { readLock } from '../../runtime/registry/lock.ts';
-import { isReadOnlyError, stageCapsule, type StagedArtifact } from '../../runtime/session/stage.ts';
+import { isReadOnlyError, readLock } from '../../runtime/registry/lock.ts';
+import { stageCapsule, type StagedArtifact } from '../../runtime/session/stage.ts';
 import { fakeComponent, makeCapsule, publishSpec, read, tmp, tree } from './helpers.ts';
 
 const CAPSULE = `name: script-demo
