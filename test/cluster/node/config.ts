@@ -88,7 +88,7 @@ export const images = {
 
 export function containerdConfig(p: NodePaths): string {
   const c = p.containerd;
-  return `# containerd ${'2.x'} of the real test node (written by test/cluster/node/config.ts)
+  return `# containerd 2.x of the real test node (written by test/cluster/node/config.ts)
 version = 3
 root = "${c}/root"
 state = "${c}/state"
@@ -98,6 +98,11 @@ state = "${c}/state"
 
 [ttrpc]
   address = "${p.containerdSock}.ttrpc"
+
+# what containerd would put under /opt goes under the node's state (/run is a tmpfs of the node's
+# mount namespace: the shim sockets in /run/containerd/s stay there; their paths are too long for a state dir)
+[plugins."io.containerd.internal.v1.opt"]
+  path = "${c}/opt"
 
 [plugins."io.containerd.nri.v1.nri"]
   disable = true

@@ -1,0 +1,65 @@
+// Issue 12 §3 on the real node: the chart's operator as a pod, and the quickstart Capsule serving a
+// task through its Service. See test/realnode/global-setup.ts for what runs.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { operatorNamespace, releaseName } from '../cluster/node/operator.ts';
+import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, providerPod, readExample, waitFor, wgetPost } from './support.ts';
+
+describe('operator installed by helm on the real node', () => {
+  it('runs as a pod under the chart ServiceAccount, not cluster-admin, and holds its Lease', async () => {
+    const pods = await getJson(operatorNamespace, `pods -l app.kubernetes.io/instance=${releaseName}`);
+    expect(pods.items).toHaveLength(1);
+    const pod = pods.items[0];
+    expect(pod.status.phase).toBe('Running');
+    expect(pod.status.containerStatuses[0].ready).toBe(true);
+    expect(pod.spec.serviceAccountName).toBe(releaseName);
+    // the image built from operator/Dockerfile, run as the image says (no pull: it is only in the node's containerd)
+    expect(pod.spec.containers[0].image).toBe('ghcr.io/capsule-operator/operator:0.1.0');
+    expect(pod.spec.containers[0].imagePullPolicy).toBe('Never');
+
+    // the Lease names this pod: leader election went through the API server with the pod's token
+    await waitFor(operatorNamespace, `lease/${releaseName}`, `jsonpath={.spec.holderIdentity}=${pod.metadata.name}`);
+
+    // the chart's RBAC, not more: the SA may manage Capsules but not, say, delete nodes
+    const as = `--as=system:serviceaccount:${operatorNamespace}:${releaseName}`;
+    expect((await kubectl(['auth', 'can-i', as, 'watch', 'capsules.murmur.io', '-A'])).trim()).toBe('yes');
+    const nodes = await kubectl(['auth', 'can-i', as, 'delete', 'nodes']).catch((e: { stdout: string }) => e.stdout);
+    expect(nodes.trim()).toBe('no');
+  });
+});
+
+describe('quickstart Capsule on the real node', () => {
+  const ns = 'rn-quickstart';
+  let provider = '';
+  beforeAll(async () => {
+    await createNamespace(ns);
+    await apply(apiKeySecret(ns));
+    provider = await providerPod(ns, { turns: [{ text: 'It is Tuesday, from a real pod.' }], onExhausted: 'repeat-last' });
+  });
+  afterAll(async () => {
+    await deleteNamespace(ns);
+  });
+
+  it('goes Ready because its runtime container is Ready, and a client pod gets `completed` through the Service DNS name', async () => {
+    const capsule = parse(readExample('quickstart.yaml'));
+    capsule.metadata.namespace = ns;
+    capsule.spec.inference.endpoint = provider; // the in-cluster scripted provider, reached through the capsule's egress policy
+    capsule.spec.ingress = { from: [{ podSelector: { matchLabels: { role: 'client' } } }] };
+    await apply(stringify(capsule));
+
+    await waitFor(ns, 'capsule/assistant', 'condition=Ready', '180s');
+    const pods = await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant');
+    const runtime = pods.items.find((p: any) => p.spec.containers.some((c: any) => c.image === 'ghcr.io/capsule-operator/runtime:0.1.0'));
+    expect(runtime, 'a pod running the runtime image').toBeDefined();
+    expect(runtime.status.containerStatuses.every((c: any) => c.ready && c.state.running)).toBe(true);
+
+    const c = await getJson(ns, 'capsule/assistant');
+    expect(c.status.a2aUrl).toBe(`http://assistant.${ns}.svc.cluster.local:8080`);
+    const exec = await clientPod(ns, 'client', { role: 'client' });
+    const r = await exec(wgetPost(`${c.status.a2aUrl}/`, messageSend('What day is it?')));
+    expect(r.code, r.out).toBe(0);
+    const body = JSON.parse(r.out);
+    expect(body.result.status.state).toBe('completed');
+    expect(JSON.stringify(body.result)).toContain('It is Tuesday, from a real pod.');
+  });
+});
