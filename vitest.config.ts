@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: everything that needs only Node + WASM, and the operator suite, which needs a real
-// kube-apiserver (started once by the cluster global setup, or taken from $KUBECONFIG).
+// Three projects: everything that needs only Node + WASM; the operator suite, which needs a real
+// kube-apiserver (started once by the cluster global setup, or taken from $KUBECONFIG); and the
+// real-node e2e suite (containers, Services, NetworkPolicies on a real kubelet node: Linux + root).
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -12,7 +13,7 @@ export default defineConfig({
         test: {
           name: 'runtime',
           include: ['test/**/*.test.ts', 'runtime/**/*.test.ts'],
-          exclude: ['test/operator/**', 'test/cluster/**', 'node_modules/**'],
+          exclude: ['test/operator/**', 'test/cluster/**', 'test/realnode/**', 'node_modules/**'],
           globalSetup: ['test/support/tmp-setup.ts'],
           pool: 'forks',
         },
@@ -25,6 +26,18 @@ export default defineConfig({
           globalSetup: ['test/support/tmp-setup.ts', 'test/cluster/global-setup.ts'],
           pool: 'forks',
           fileParallelism: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'realnode',
+          include: ['test/realnode/**/*.test.ts'],
+          globalSetup: ['test/support/tmp-setup.ts', 'test/realnode/global-setup.ts'],
+          pool: 'forks',
+          // one node, two cores: one file at a time
+          fileParallelism: false,
+          testTimeout: 240_000,
         },
       },
     ],

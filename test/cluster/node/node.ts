@@ -2,7 +2,7 @@
 //
 // up:   removes what an earlier run left (same name, or whose owner died), creates the network
 //       namespace `capsule-<name>` with the node's address on a veth pair (both ends inside it: the
-//       host's interfaces, routes and iptables are not touched), starts supervisor.ts in it under a
+//       host's interfaces, routes and iptables are not touched), starts supervisor.ts in it (nsenter) under a
 //       private mount namespace, waits for its ready.json, and forwards a host loopback port to the
 //       API server with socat (the only host-side process), writing a kubeconfig for the host.
 // down: SIGTERM to the supervisor, then kills whatever is left, by what the node owns: every process
@@ -236,7 +236,8 @@ export async function startNode(opts: StartNodeOptions = {}): Promise<RealNode> 
     const images = [join(nodeImagesDir, 'pause.tar'), join(nodeImagesDir, 'busybox.tar'), join(nodeImagesDir, 'coredns.tar'), ...(opts.images ?? [])];
     for (const i of images) if (!existsSync(i)) throw new Error(`image archive ${i} does not exist`);
     const logFd = openSync(join(p.logs, 'supervisor.log'), 'a');
-    const sup = spawn('ip', ['netns', 'exec', p.netns, 'unshare', '--mount', '--propagation', 'private', '--',
+    // nsenter, not `ip netns exec`: that remounts /sys for the namespace, hiding the cgroup mounts runc needs
+    const sup = spawn('nsenter', [`--net=/run/netns/${p.netns}`, '--', 'unshare', '--mount', '--propagation', 'private', '--',
       process.execPath, '--import', 'tsx', join(repoRoot, 'test', 'cluster', 'node', 'supervisor.ts'),
       '--name', name, ...(ownerPid ? ['--watch-pid', String(ownerPid)] : []), ...images.flatMap((i) => ['--image', i])],
     { detached: true, stdio: ['ignore', logFd, logFd], cwd: repoRoot, env: { ...process.env, CLUSTER_BIN_DIR: clusterBinDir } });

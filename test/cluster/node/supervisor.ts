@@ -1,5 +1,5 @@
 // The real node's supervisor: runs INSIDE the node's network namespace and a private mount
-// namespace (node.ts starts it there with `ip netns exec … unshare --mount`), starts the control
+// namespace (node.ts starts it there with `nsenter --net … unshare --mount`), starts the control
 // plane (the test harness, serving the node), containerd, kubelet, kube-proxy, kube-router and the
 // CoreDNS pod, writes ready.json, and stops them all on SIGTERM. If the process it watches
 // (--watch-pid, the test runner) dies, it runs the host-side teardown (node.ts down) itself, so a
