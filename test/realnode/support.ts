@@ -109,11 +109,11 @@ spec:
     imagePullPolicy: Never
     # Node 24 strips the types itself; the ConfigMap's symlinked files need --preserve-symlinks-main
     # for the file's "am I the main module" check
-    command: [node, --preserve-symlinks-main, /provider/scripted-provider.mts, --script, /provider/script.json, --host, 0.0.0.0, --port, "8080"]
+    command: [node, --preserve-symlinks-main, /provider/scripted-provider.mts, --script, /provider/script.json, --host, 0.0.0.0, --port, "8080", --record, /record/requests.jsonl]
     ports: [{ containerPort: 8080, name: http }]
     readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 }
-    volumeMounts: [{ name: script, mountPath: /provider }]
-  volumes: [{ name: script, configMap: { name: ${name}-script } }]
+    volumeMounts: [{ name: script, mountPath: /provider }, { name: record, mountPath: /record }]
+  volumes: [{ name: script, configMap: { name: ${name}-script } }, { name: record, emptyDir: {} }]
 ---
 apiVersion: v1
 kind: Service
@@ -124,6 +124,12 @@ spec:
 `);
   await waitFor(ns, `pod/${name}`, 'condition=Ready');
   return `http://${name}.${ns}.svc.cluster.local:8080`;
+}
+
+/** The requests the provider pod has answered so far (its --record file), in order. */
+export async function recordedRequests(ns: string, name = 'provider'): Promise<any[]> {
+  const out = await kubectl(['-n', ns, 'exec', name, '--', 'cat', '/record/requests.jsonl']);
+  return out.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
 }
 
 export const apiKeySecret = (ns: string): string => `apiVersion: v1

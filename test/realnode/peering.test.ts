@@ -1,0 +1,108 @@
+// Issue 12 §3 on the real node: capsule A reaches capsule B by B's Service URL (delegate-task),
+// B's ingress NetworkPolicy refuses a pod it does not admit, and both fences hold: the runtime
+// refuses a destination outside A's allowlist, and the NetworkPolicy blocks it when the pod tries
+// by other means.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
+
+const ns = 'rn-peering';
+const url = (name: string) => `http://${name}.${ns}.svc.cluster.local:8080`;
+
+function capsule(name: string, provider: string, extra: { allow?: string[]; ingress?: unknown[] } = {}): string {
+  return stringify({
+    apiVersion: 'murmur.io/v1alpha1',
+    kind: 'Capsule',
+    metadata: { name, namespace: ns },
+    spec: {
+      version: '1.0.0',
+      artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
+      capabilities: { network: { allow: extra.allow ?? [] } },
+      inference: {
+        driver: { artifact: 'driver-anthropic' },
+        model: 'claude-sonnet-4-5',
+        endpoint: provider,
+        max_turns: 4,
+        max_tokens: 1024,
+        system_prompt: `You are ${name}.`,
+        apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' },
+      },
+      ...(extra.ingress ? { ingress: { from: extra.ingress } } : {}),
+    },
+  });
+}
+
+describe('peering between capsules on the real node', () => {
+  let exec: Awaited<ReturnType<typeof clientPod>>;
+  let outsider: Awaited<ReturnType<typeof clientPod>>;
+  beforeAll(async () => {
+    await createNamespace(ns);
+    await apply(apiKeySecret(ns));
+    // A: asks B through delegate-task, then answers with what B said; B: answers.
+    const [provA, provB] = await Promise.all([
+      providerPod(ns, {
+        turns: [
+          { toolCalls: [{ name: 'delegate-task', input: { peer: url('cap-b'), task: 'Say the word from B.' } }] },
+          { text: 'A relays: done.' },
+          // the fence test: a destination outside the allowlist
+          { toolCalls: [{ name: 'delegate-task', input: { peer: url('cap-c'), task: 'Should never arrive.' } }] },
+          { text: 'A could not reach C.' },
+        ],
+      }, 'provider-a'),
+      providerPod(ns, { turns: [{ text: 'B says: pineapple.' }], onExhausted: 'repeat-last' }, 'provider-b'),
+    ]);
+    // C exists and is reachable on the network for everyone (no ingress list): only A's fences may stop A.
+    await apply(capsule('cap-b', provB, { ingress: [{ podSelector: { matchLabels: { role: 'client' } } }] }));
+    await apply(capsule('cap-c', provB, { ingress: [{ podSelector: {} }] }));
+    await apply(capsule('cap-a', provA, { allow: ['capsule://rn-peering/cap-b'], ingress: [{ podSelector: { matchLabels: { role: 'client' } } }] }));
+    await Promise.all(['cap-a', 'cap-b', 'cap-c'].map((c) => waitFor(ns, `capsule/${c}`, 'condition=Ready', '180s')));
+    [exec, outsider] = await Promise.all([clientPod(ns, 'client', { role: 'client' }), clientPod(ns, 'outsider', { role: 'outsider' })]);
+  });
+  afterAll(async () => {
+    await deleteNamespace(ns);
+  });
+
+  it('capsule A completes a task by delegating to B through B\'s Service URL (delegate-task)', async () => {
+    const r = await exec(wgetPost(`${url('cap-a')}/`, messageSend('Ask B for the word.')));
+    expect(r.code, r.out).toBe(0);
+    const body = JSON.parse(r.out);
+    expect(body.result.status.state).toBe('completed');
+    expect(JSON.stringify(body.result)).toContain('A relays: done.');
+    // B's answer came back to A as the tool result
+    const reqs = await recordedRequests(ns, 'provider-a');
+    expect(JSON.stringify(reqs[1]?.body)).toContain('B says: pineapple.');
+  });
+
+  it('a pod outside B\'s ingress is refused by the network, while an admitted pod gets through', async () => {
+    const card = `${url('cap-b')}/.well-known/agent-card.json`;
+    const ok = await exec(`timeout 20 wget -q -O- '${card}'`);
+    expect(ok.code, ok.out).toBe(0);
+    expect(JSON.parse(ok.out).name).toBeTruthy();
+    const refused = await outsider(`timeout 5 wget -q -O- '${card}'`);
+    expect(refused.code).not.toBe(0);
+    // the outsider itself has a working network: it reaches C, whose ingress admits every pod of the namespace
+    const c = await outsider(`timeout 20 wget -q -O- '${url('cap-c')}/.well-known/agent-card.json'`);
+    expect(c.code, c.out).toBe(0);
+  });
+
+  it('fence 1: the runtime refuses a delegate-task to a destination outside A\'s allowlist (fail-closed)', async () => {
+    const r = await exec(wgetPost(`${url('cap-a')}/`, messageSend('Ask C.', 'm-2')));
+    expect(r.code, r.out).toBe(0);
+    const reqs = await recordedRequests(ns, 'provider-a');
+    // the tool result handed back to the model is an error naming the refused peer
+    const toolResult = JSON.stringify(reqs[3]?.body?.messages?.at(-1));
+    expect(toolResult).toContain('"is_error":true');
+    expect(toolResult).toContain('cap-c');
+  });
+
+  it('fence 2: from inside A\'s pod, other means (a raw TCP connection) reach B but not C: the NetworkPolicy blocks it', async () => {
+    const pods = await getJson(ns, 'pods -l app.kubernetes.io/instance=cap-a');
+    const pod = pods.items[0].metadata.name;
+    const probe = (host: string) => kubectl(['-n', ns, 'exec', pod, '-c', pods.items[0].spec.containers[0].name, '--', 'node', '-e',
+      `const s=require('net').connect(8080,'${host}');s.setTimeout(5000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
+      `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})`])
+      .then((out) => out.trim(), (e: { stdout: string }) => e.stdout.trim());
+    expect(await probe(`cap-b.${ns}.svc.cluster.local`)).toBe('connected');
+    expect(await probe(`cap-c.${ns}.svc.cluster.local`)).not.toBe('connected');
+  });
+});
