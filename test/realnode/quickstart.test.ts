@@ -34,7 +34,14 @@ describe('quickstart Capsule on the real node', () => {
   beforeAll(async () => {
     await createNamespace(ns);
     await apply(apiKeySecret(ns));
-    provider = await providerPod(ns, { turns: [{ text: 'It is Tuesday, from a real pod.' }], onExhausted: 'repeat-last' });
+    provider = await providerPod(ns, {
+      turns: [
+        { text: 'It is Tuesday, from a real pod.', usage: { input: 120, output: 30 } },
+        // the roll test: slow enough to be in flight while the pods roll
+        { text: 'A slow answer.', usage: { input: 1, output: 1 }, delayMs: 15_000 },
+      ],
+      onExhausted: 'repeat-last',
+    });
   });
   afterAll(async () => {
     await deleteNamespace(ns);
@@ -61,5 +68,42 @@ describe('quickstart Capsule on the real node', () => {
     const body = JSON.parse(r.out);
     expect(body.result.status.state).toBe('completed');
     expect(JSON.stringify(body.result)).toContain('It is Tuesday, from a real pod.');
+  });
+
+  it('the operator, in the cluster, scrapes the pod\'s /metrics: `kubectl get capsules` shows its tokens', async () => {
+    // one task so far: 120 input + 30 output tokens, as the scripted provider reported them
+    await waitFor(ns, 'capsule/assistant', 'jsonpath={.status.usage.totalTokens}=150', '120s');
+    const table = await kubectl(['-n', ns, 'get', 'capsules']);
+    const [header, row] = table.trim().split('\n');
+    const col = header!.split(/\s{2,}/).indexOf('TOKENS');
+    expect(col, header).toBeGreaterThan(0);
+    expect(row!.split(/\s{2,}/)[col]).toBe('150');
+  });
+
+  it('changing the system prompt rolls the pods; a task in flight ends with an answer or a clear failure reason, never a silent drop', async () => {
+    const before = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items.map((p: any) => p.metadata.name);
+    const exec = await clientPod(ns, 'client', { role: 'client' });
+    // the task reaches the provider, which holds its answer for 15 s
+    const inFlight = exec(`${wgetPost('http://assistant.${ns}.svc.cluster.local:8080/', messageSend('Answer slowly.', 'm-roll'), 90)}; echo " exit=$?"`);
+    await kubectl(['-n', ns, 'exec', 'provider', '--', 'sh', '-c', 'tail -n +1 -f /record/requests.jsonl | grep -m1 -q "Answer slowly"']);
+    await kubectl(['-n', ns, 'patch', 'capsule', 'assistant', '--type=merge', '-p', JSON.stringify({ spec: { inference: { system_prompt: 'You are a concise assistant, second edition.' } } })]);
+    await kubectl(['-n', ns, 'rollout', 'status', 'deployment/assistant', '--timeout=180s']);
+    await waitFor(ns, 'capsule/assistant', 'condition=Ready', '120s');
+    const after = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items.map((p: any) => p.metadata.name);
+    expect(after.some((n: string) => !before.includes(n)), 'new pods after the roll').toBe(true);
+
+    const r = await inFlight;
+    const out = r.out.replace(/ exit=\d+\s*$/, '').trim();
+    // a silent drop is an empty response (the connection closed without an answer)
+    expect(out, `the in-flight task got no answer at all (${r.out.trim()})`).not.toBe('');
+    const body = JSON.parse(out);
+    const state = body.result?.status?.state;
+    if (state === 'completed') expect(JSON.stringify(body.result)).toContain('A slow answer.');
+    else {
+      // failed / canceled: with a reason a caller can read
+      expect(['failed', 'canceled', 'rejected']).toContain(state ?? (body.error ? 'failed' : undefined));
+      const reason = JSON.stringify(body.result?.status?.message ?? body.error ?? '');
+      expect(reason.length).toBeGreaterThan(10);
+    }
   });
 });
