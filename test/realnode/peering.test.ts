@@ -4,10 +4,12 @@
 // by other means.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
+import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, otlpPod, providerPod, recordedRequests, spansUntil, waitFor, wgetPost, type PodSpan } from './support.ts';
 
 const ns = 'rn-peering';
 const url = (name: string) => `http://${name}.${ns}.svc.cluster.local:8080`;
+
+let otlp = '';
 
 function capsule(name: string, provider: string, extra: { allow?: string[]; ingress?: unknown[] } = {}): string {
   return stringify({
@@ -27,6 +29,7 @@ function capsule(name: string, provider: string, extra: { allow?: string[]; ingr
         system_prompt: `You are ${name}.`,
         apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' },
       },
+      observability: { otel_endpoint: otlp },
       ...(extra.ingress ? { ingress: { from: extra.ingress } } : {}),
     },
   });
@@ -38,6 +41,7 @@ describe('peering between capsules on the real node', () => {
   beforeAll(async () => {
     await createNamespace(ns);
     await apply(apiKeySecret(ns));
+    otlp = await otlpPod(ns);
     // A: asks B through delegate-task, then answers with what B said; B: answers.
     const [provA, provB] = await Promise.all([
       providerPod(ns, {
@@ -62,7 +66,7 @@ describe('peering between capsules on the real node', () => {
     await deleteNamespace(ns);
   });
 
-  it('capsule A completes a task by delegating to B through B\'s Service URL (delegate-task)', async () => {
+  it('capsule A completes a task by delegating to B through B\'s Service URL (delegate-task); B\'s task span nests under A\'s in the OTLP receiver', async () => {
     const r = await exec(wgetPost(`${url('cap-a')}/`, messageSend('Ask B for the word.')));
     expect(r.code, r.out).toBe(0);
     const body = JSON.parse(r.out);
@@ -71,6 +75,19 @@ describe('peering between capsules on the real node', () => {
     // B's answer came back to A as the tool result
     const reqs = await recordedRequests(ns, 'provider-a');
     expect(JSON.stringify(reqs[1]?.body)).toContain('B says: pineapple.');
+
+    // both pods export to the receiver pod: invoke_agent cap-b is a child of A's execute_tool delegate-task, itself a child of invoke_agent cap-a
+    const find = (spans: PodSpan[]) => {
+      const callerTask = spans.find((s) => s.name === 'invoke_agent cap-a');
+      const delegate = spans.find((s) => s.name === 'execute_tool delegate-task' && s.parentSpanId === callerTask?.spanId);
+      const calleeTask = spans.find((s) => s.name === 'invoke_agent cap-b');
+      return { callerTask, delegate, calleeTask };
+    };
+    const spans = await spansUntil(ns, (s) => { const f = find(s); return !!(f.callerTask && f.delegate && f.calleeTask); });
+    const { callerTask, delegate, calleeTask } = find(spans);
+    expect(calleeTask!.traceId).toBe(callerTask!.traceId);
+    expect(delegate!.parentSpanId).toBe(callerTask!.spanId);
+    expect(calleeTask!.parentSpanId).toBe(delegate!.spanId);
   });
 
   it('a pod outside B\'s ingress is refused by the network, while an admitted pod gets through', async () => {

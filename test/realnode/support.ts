@@ -1,7 +1,7 @@
 // Helpers of the real-node e2e tests: kubectl against the node, a busybox client pod to act from
 // inside the cluster, the scripted provider as a pod. Every wait is `kubectl wait` (a watch on
 // the API server), never a sleep.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
@@ -124,6 +124,62 @@ spec:
 `);
   await waitFor(ns, `pod/${name}`, 'condition=Ready');
   return `http://${name}.${ns}.svc.cluster.local:8080`;
+}
+
+/** An OTLP/HTTP receiver pod (otlp-pod.mts) + Service `otlp` on 4318; returns its base URL. */
+export async function otlpPod(ns: string): Promise<string> {
+  const source = readFileSync(join(repoRoot, 'test', 'realnode', 'otlp-pod.mts'), 'utf8');
+  await apply(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'otlp-receiver', namespace: ns }, data: { 'otlp-pod.mts': source } }));
+  await apply(`apiVersion: v1
+kind: Pod
+metadata: { name: otlp, namespace: ${ns}, labels: { app: otlp } }
+spec:
+  terminationGracePeriodSeconds: 0
+  automountServiceAccountToken: false
+  securityContext: { runAsNonRoot: true, runAsUser: 65532 }
+  containers:
+  - name: otlp
+    image: ${runtimeImage}
+    imagePullPolicy: Never
+    command: [node, /otlp/otlp-pod.mts]
+    ports: [{ containerPort: 4318, name: otlp }]
+    readinessProbe: { tcpSocket: { port: 4318 }, periodSeconds: 1 }
+    volumeMounts: [{ name: src, mountPath: /otlp }]
+  volumes: [{ name: src, configMap: { name: otlp-receiver } }]
+---
+apiVersion: v1
+kind: Service
+metadata: { name: otlp, namespace: ${ns} }
+spec:
+  selector: { app: otlp }
+  ports: [{ port: 4318, targetPort: 4318, name: otlp }]
+`);
+  await waitFor(ns, 'pod/otlp', 'condition=Ready');
+  return `http://otlp.${ns}.svc.cluster.local:4318`;
+}
+
+export interface PodSpan { traceId: string; spanId: string; parentSpanId: string; name: string; service: string }
+
+/** Follows the receiver pod's log (kubectl logs -f) until `done(spans so far)` holds; returns the spans. */
+export function spansUntil(ns: string, done: (spans: PodSpan[]) => boolean, timeoutMs = 90_000): Promise<PodSpan[]> {
+  return new Promise((res, rej) => {
+    const spans: PodSpan[] = [];
+    const child = spawn(kubectlPath(), [`--kubeconfig=${kubeconfig()}`, '-n', ns, 'logs', '-f', 'otlp'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let buf = '';
+    const timer = setTimeout(() => { child.kill(); rej(new Error(`spans did not arrive in ${timeoutMs} ms; got: ${spans.map((s) => s.name).join(', ')}`)); }, timeoutMs);
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (c: string) => {
+      buf += c;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.startsWith('{')) spans.push(JSON.parse(line) as PodSpan);
+      }
+      if (done(spans)) { clearTimeout(timer); child.kill(); res(spans); }
+    });
+    child.on('error', (e) => { clearTimeout(timer); rej(e); });
+  });
 }
 
 /** The requests the provider pod has answered so far (its --record file), in order. */
