@@ -9,7 +9,7 @@ import { installOperator, operatorImages } from './operator.ts';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { name: { type: 'string', default: 'capsule-node' }, 'no-operator': { type: 'boolean', default: false } },
+  options: { name: { type: 'string', default: 'realnode' }, 'no-operator': { type: 'boolean', default: false } },
 });
 const log = (m: string) => process.stderr.write(`[node] ${m}\n`);
 

@@ -152,7 +152,10 @@ export async function stopNode(name: string, log: (m: string) => void = () => {}
       }
     }
   }
-  if (existsSync(`/run/netns/${p.netns}`)) sh('ip', ['netns', 'del', p.netns]);
+  // (a concurrent teardown of the same node may have removed it first)
+  if (existsSync(`/run/netns/${p.netns}`) && !quiet('ip', ['netns', 'del', p.netns]) && existsSync(`/run/netns/${p.netns}`)) {
+    throw new Error(`node ${name}: could not delete network namespace ${p.netns}`);
+  }
   // nothing of the node should be mounted in the host's mount namespace; unmount defensively
   for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n').reverse()) {
     const mp = line.split(' ')[4];
@@ -210,7 +213,7 @@ export interface StartNodeOptions {
 export async function startNode(opts: StartNodeOptions = {}): Promise<RealNode> {
   const why = preflight();
   if (why) throw new Error(`the real node cannot start: ${why}`);
-  const name = opts.name ?? 'capsule-node';
+  const name = opts.name ?? 'realnode';
   const log = opts.log ?? (() => {});
   const p = nodePaths(name);
   const t0 = Date.now();
@@ -291,7 +294,7 @@ function tailFile(path: string, n: number): string {
 }
 
 /** True when a node of this name is up (its supervisor alive and ready.json written). */
-export function nodeRunning(name = 'capsule-node'): boolean {
+export function nodeRunning(name = 'realnode'): boolean {
   const p = nodePaths(name);
   const rec = readRecord(p);
   return !!rec && alive(rec.supervisorPid) && existsSync(p.ready) && statSync(p.ready).isFile();

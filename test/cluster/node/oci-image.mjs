@@ -61,7 +61,8 @@ try {
   const config = put(Buffer.from(JSON.stringify({
     architecture: 'amd64',
     os: 'linux',
-    config: { Entrypoint: entrypoint, Env: ['PATH=/bin:/usr/bin:/sbin:/usr/sbin'], WorkingDir: '/' },
+    // busybox: a command, not an entrypoint, so `command:`/`args:` of a pod replace it as with the real image
+    config: { ...(busybox ? { Cmd: entrypoint } : { Entrypoint: entrypoint }), Env: ['PATH=/bin:/usr/bin:/sbin:/usr/sbin'], WorkingDir: '/' },
     rootfs: { type: 'layers', diff_ids: [layer.digest] },
     history: [{ created_by: `test/cluster/node/oci-image.mjs ${name}` }],
   })));

@@ -5,7 +5,7 @@
 // (--watch-pid, the test runner) dies, it runs the host-side teardown (node.ts down) itself, so a
 // SIGKILLed test run leaves nothing behind.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { clusterBinaries, startCluster, type Cluster } from '../harness.ts';
@@ -18,7 +18,7 @@ const { values } = parseArgs({
     image: { type: 'string', multiple: true, default: [] },
   },
 });
-const p = nodePaths(values.name ?? 'capsule-node');
+const p = nodePaths(values.name ?? 'realnode');
 const t0 = Date.now();
 const log = (m: string) => process.stderr.write(`[supervisor ${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -86,6 +86,22 @@ function privateMounts(): void {
   writeFileSync(join(p.etc, 'resolv.conf'), `# the node has no upstream DNS (no way out of its network namespace)\nnameserver 127.0.0.1\noptions ndots:1 timeout:1 attempts:1\n`);
 }
 
+function createCgroupRoot(): void {
+  const base = '/sys/fs/cgroup';
+  if (existsSync(join(base, 'cgroup.controllers'))) {
+    mkdirSync(join(base, p.cgroupRoot), { recursive: true });
+    return;
+  }
+  for (const h of readdirSync(base)) {
+    const dir = join(base, h, p.cgroupRoot);
+    if (!existsSync(join(base, h, 'cgroup.procs'))) continue;
+    mkdirSync(dir, { recursive: true });
+    if (existsSync(join(dir, 'cpuset.cpus'))) {
+      for (const f of ['cpuset.cpus', 'cpuset.mems']) writeFileSync(join(dir, f), readFileSync(join(base, h, f), 'utf8'));
+    }
+  }
+}
+
 let cluster: Cluster | undefined;
 let stopping = false;
 
@@ -132,7 +148,9 @@ async function main(): Promise<void> {
   }
   log(`containerd up; ${values.image?.length ?? 0} images imported in ${Date.now() - tImages} ms`);
 
-  // 3. kubelet
+  // 3. kubelet, under its own cgroup root (the kubelet wants it to exist in every hierarchy;
+  // a v1 cpuset needs cpus/mems before anything can join it)
+  createCgroupRoot();
   writeFileSync(join(p.kubelet, 'config.yaml'), kubeletConfig(p, ca));
   const kubelet = launch('kubelet', bin('kubelet'), [
     `--config=${join(p.kubelet, 'config.yaml')}`,
