@@ -2,6 +2,8 @@
 // kubelet, kube-proxy, CoreDNS, kube-router) in its own network + mount namespace, with the
 // runtime and operator images built from the Dockerfiles imported and the chart installed by helm.
 //
+// REALNODE_KUBECONFIG=<kubeconfig of `npm run node:up`> runs the tests on that node instead.
+//
 // Where the node cannot start (not Linux, not root, a build step failing) this throws with the
 // reason: the suite fails, it never skips.
 import { spawn } from 'node:child_process';
@@ -36,6 +38,13 @@ function run(cmd: string, args: string[]): Promise<void> {
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const t0 = Date.now();
+  // A node brought up by `npm run node:up` (operator installed): use it, start and stop nothing.
+  const existing = process.env.REALNODE_KUBECONFIG;
+  if (existing) {
+    log(`using the running node of REALNODE_KUBECONFIG=${existing}`);
+    project.provide('realnode', { kubeconfig: existing, name: 'external', startupMs: 0, operatorMs: 0 });
+    return async () => {};
+  }
   if (process.platform !== 'linux' || (typeof process.getuid === 'function' && process.getuid() !== 0)) {
     throw new Error(`realnode suite: ${preflight()}. The real-node tests (test/realnode/) need Linux and root; run them where both hold (CI does: .ci/run).`);
   }

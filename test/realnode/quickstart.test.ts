@@ -2,7 +2,7 @@
 // task through its Service. See test/realnode/global-setup.ts for what runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { operatorNamespace, releaseName } from '../cluster/node/operator.ts';
+import { operatorImage, operatorNamespace, releaseName, runtimeImage } from '../cluster/node/operator.ts';
 import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, providerPod, readExample, waitFor, wgetPost } from './support.ts';
 
 describe('operator installed by helm on the real node', () => {
@@ -14,7 +14,7 @@ describe('operator installed by helm on the real node', () => {
     expect(pod.status.containerStatuses[0].ready).toBe(true);
     expect(pod.spec.serviceAccountName).toBe(releaseName);
     // the image built from operator/Dockerfile, run as the image says (no pull: it is only in the node's containerd)
-    expect(pod.spec.containers[0].image).toBe('ghcr.io/capsule-operator/operator:0.1.0');
+    expect(pod.spec.containers[0].image).toBe(operatorImage());
     expect(pod.spec.containers[0].imagePullPolicy).toBe('Never');
 
     // the Lease names this pod: leader election went through the API server with the pod's token
@@ -56,7 +56,7 @@ describe('quickstart Capsule on the real node', () => {
 
     await waitFor(ns, 'capsule/assistant', 'condition=Ready', '180s');
     const pods = await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant');
-    const runtime = pods.items.find((p: any) => p.spec.containers.some((c: any) => c.image === 'ghcr.io/capsule-operator/runtime:0.1.0'));
+    const runtime = pods.items.find((p: any) => p.spec.containers.some((c: any) => c.image === runtimeImage()));
     expect(runtime, 'a pod running the runtime image').toBeDefined();
     expect(runtime.status.containerStatuses.every((c: any) => c.ready && c.state.running)).toBe(true);
 

@@ -105,7 +105,7 @@ spec:
   securityContext: { runAsNonRoot: true, runAsUser: 65532 }
   containers:
   - name: provider
-    image: ${runtimeImage}
+    image: ${runtimeImage()}
     imagePullPolicy: Never
     # Node 24 strips the types itself; the ConfigMap's symlinked files need --preserve-symlinks-main
     # for the file's "am I the main module" check
@@ -139,7 +139,7 @@ spec:
   securityContext: { runAsNonRoot: true, runAsUser: 65532 }
   containers:
   - name: otlp
-    image: ${runtimeImage}
+    image: ${runtimeImage()}
     imagePullPolicy: Never
     command: [node, /otlp/otlp-pod.mts]
     ports: [{ containerPort: 4318, name: otlp }]

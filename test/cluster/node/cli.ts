@@ -33,6 +33,7 @@ async function main(): Promise<number> {
   const node = await startNode({ name: values.name, ownerPid: 0, images, log });
   if (!values['no-operator']) await installOperator(node.kubeconfig, log);
   process.stdout.write(`export KUBECONFIG=${node.kubeconfig}\n`);
+  log(`node up in ${node.startupMs} ms; run the e2e suite on it with: REALNODE_KUBECONFIG=${node.kubeconfig} npx vitest run --project realnode`);
   log(`up. Try: KUBECONFIG=${node.kubeconfig} kubectl get pods -A; tear down with: npm run node:down`);
   return 0;
 }

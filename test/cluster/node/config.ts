@@ -237,7 +237,9 @@ data:
   Corefile: |
     .:53 {
         errors
-        health { lameduck 2s }
+        health {
+            lameduck 2s
+        }
         ready
         kubernetes ${net.clusterDomain} in-addr.arpa ip6.arpa {
             pods insecure

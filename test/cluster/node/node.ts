@@ -164,10 +164,14 @@ export async function stopNode(name: string, log: (m: string) => void = () => {}
   // keep the logs of the last run of each node in the project's cache (git-ignored) for diagnosis
   if (existsSync(p.logs)) {
     const keep = join(repoRoot, '.cache', 'node', 'logs', name);
-    rmSync(keep, { recursive: true, force: true });
-    mkdirSync(keep, { recursive: true });
-    quiet('cp', ['-r', `${p.logs}/.`, keep]);
-    quiet('cp', ['-r', join(p.controlPlane, 'logs'), join(keep, 'control-plane')]);
+    try {
+      rmSync(keep, { recursive: true, force: true });
+      mkdirSync(keep, { recursive: true });
+      quiet('cp', ['-r', `${p.logs}/.`, keep]);
+      quiet('cp', ['-r', join(p.controlPlane, 'logs'), join(keep, 'control-plane')]);
+    } catch (e) {
+      log(`could not keep the logs in ${keep}: ${(e as Error).message}`);
+    }
   }
   rmSync(p.state, { recursive: true, force: true });
   try { rmdirSync(stateRoot); } catch { /* other nodes, or not empty */ }

@@ -2,22 +2,34 @@
 // test/images/build.sh (docker save archives under .cache/images/), imported into the node's
 // containerd, and the chart installed with helm under its own RBAC, pulling nothing.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { helmPath, kubectlPath } from '../harness.ts';
 import { repoRoot } from './config.ts';
 
 export const imagesDir = process.env.CAPSULE_IMAGES_DIR ?? join(repoRoot, '.cache', 'images');
 export const imagesBuildScript = join(repoRoot, 'test', 'images', 'build.sh');
-/** The names the chart uses by default (values.yaml repositories + Chart appVersion). */
-export const runtimeImage = 'ghcr.io/capsule-operator/runtime:0.1.0';
-export const operatorImage = 'ghcr.io/capsule-operator/operator:0.1.0';
 export const operatorNamespace = 'capsule-system';
 export const releaseName = 'capsule-operator';
 
-/** The image archives to import: runtime.tar and operator.tar in imagesDir. Throws saying how to make them. */
+/** What test/images/build.sh wrote to images.env (image names and archive paths). */
+function imagesEnv(): Record<string, string> {
+  const f = join(imagesDir, 'images.env');
+  if (!existsSync(f)) return {};
+  return Object.fromEntries(readFileSync(f, 'utf8').split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+}
+/** The runtime image as the pods name it (capsule-runtime:dev unless images.env says otherwise). */
+export const runtimeImage = (): string => imagesEnv().CAPSULE_RUNTIME_IMAGE ?? process.env.CAPSULE_RUNTIME_IMAGE ?? 'capsule-runtime:dev';
+export const operatorImage = (): string => imagesEnv().CAPSULE_OPERATOR_IMAGE ?? process.env.CAPSULE_OPERATOR_IMAGE ?? 'capsule-operator:dev';
+const split = (ref: string): { repository: string; tag: string } => {
+  const i = ref.lastIndexOf(':');
+  return i > ref.lastIndexOf('/') ? { repository: ref.slice(0, i), tag: ref.slice(i + 1) } : { repository: ref, tag: 'latest' };
+};
+
+/** The image archives to import (docker save). Throws saying how to make them. */
 export function operatorImages(): string[] {
-  const tars = ['runtime.tar', 'operator.tar'].map((f) => join(imagesDir, f));
+  const env = imagesEnv();
+  const tars = [env.CAPSULE_RUNTIME_TAR ?? join(imagesDir, 'capsule-runtime.tar'), env.CAPSULE_OPERATOR_TAR ?? join(imagesDir, 'capsule-operator.tar')];
   const missing = tars.filter((t) => !existsSync(t));
   if (missing.length) {
     throw new Error(`image archives missing: ${missing.join(', ')} — build them with ${imagesBuildScript} ` +
@@ -47,6 +59,8 @@ export function installOperator(kubeconfig: string, log: (m: string) => void, ex
   const chart = join(repoRoot, 'charts', 'capsule-operator');
   const env = { ...process.env, KUBECONFIG: kubeconfig, HELM_CACHE_HOME: join(repoRoot, '.cache', 'helm'), HELM_CONFIG_HOME: join(repoRoot, '.cache', 'helm'), HELM_DATA_HOME: join(repoRoot, '.cache', 'helm') };
   execFileSync(helmPath(), ['upgrade', '--install', releaseName, chart, '--namespace', operatorNamespace, '--create-namespace',
+    '--set', `image.repository=${split(operatorImage()).repository}`, '--set', `image.tag=${split(operatorImage()).tag}`,
+    '--set', `runtime.image.repository=${split(runtimeImage()).repository}`, '--set', `runtime.image.tag=${split(runtimeImage()).tag}`,
     '--set', 'image.pullPolicy=Never', '--set', 'runtime.image.pullPolicy=Never',
     // scrape quickly so `kubectl get capsules` shows tokens within a test
     '--set', 'usage.scrapeIntervalSeconds=2',
