@@ -83,9 +83,11 @@ describe('quickstart Capsule on the real node', () => {
   it('changing the system prompt rolls the pods; a task in flight ends with an answer or a clear failure reason, never a silent drop', async () => {
     const before = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items.map((p: any) => p.metadata.name);
     const exec = await clientPod(ns, 'client', { role: 'client' });
-    // the task reaches the provider, which holds its answer for 15 s
+    // the task reaches the provider, which holds its answer for 15 s: wait until the runtime reports it active
     const inFlight = exec(`${wgetPost('http://assistant.${ns}.svc.cluster.local:8080/', messageSend('Answer slowly.', 'm-roll'), 90)}; echo " exit=$?"`);
-    await kubectl(['-n', ns, 'exec', 'provider', '--', 'sh', '-c', 'tail -n +1 -f /record/requests.jsonl | grep -m1 -q "Answer slowly"']);
+    const podIp = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items[0].status.podIP;
+    const active = await exec(`timeout 60 sh -c 'until wget -q -O- http://${podIp}:9090/metrics | grep -q "^capsule_active_tasks.* 1$"; do sleep 0.2; done'`);
+    expect(active.code, `the task never showed as active: ${active.out}`).toBe(0);
     await kubectl(['-n', ns, 'patch', 'capsule', 'assistant', '--type=merge', '-p', JSON.stringify({ spec: { inference: { system_prompt: 'You are a concise assistant, second edition.' } } })]);
     await kubectl(['-n', ns, 'rollout', 'status', 'deployment/assistant', '--timeout=180s']);
     await waitFor(ns, 'capsule/assistant', 'condition=Ready', '120s');

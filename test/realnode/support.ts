@@ -29,11 +29,12 @@ export async function kubectl(args: string[], input?: string): Promise<string> {
 }
 
 export const apply = (yaml: string, ns?: string): Promise<string> => kubectl([...(ns ? ['-n', ns] : []), 'apply', '-f', '-'], yaml);
-export const getJson = async <T = any>(ns: string, what: string): Promise<T> => JSON.parse(await kubectl(['-n', ns, 'get', what, '-o', 'json'])) as T;
+/** kubectl get … -o json; `what` may carry flags (`pods -l app=x`). */
+export const getJson = async <T = any>(ns: string, what: string): Promise<T> => JSON.parse(await kubectl(['-n', ns, 'get', ...what.split(/\s+/), '-o', 'json'])) as T;
 
 /** kubectl wait (a watch), e.g. waitFor(ns, 'capsule/a', 'condition=Ready'). */
 export const waitFor = (ns: string, what: string, cond: string, timeout = '120s'): Promise<string> =>
-  kubectl(['-n', ns, 'wait', what, `--for=${cond}`, `--timeout=${timeout}`]);
+  kubectl(['-n', ns, 'wait', ...what.split(/\s+/), `--for=${cond}`, `--timeout=${timeout}`]);
 
 export async function createNamespace(ns: string): Promise<void> {
   await apply(`apiVersion: v1\nkind: Namespace\nmetadata: { name: ${ns}, labels: { capsule-test: realnode } }\n`);
