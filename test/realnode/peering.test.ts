@@ -7,15 +7,18 @@ import { stringify } from 'yaml';
 import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, otlpPod, providerPod, recordedRequests, spansUntil, waitFor, wgetPost, type PodSpan } from './support.ts';
 
 const ns = 'rn-peering';
-const url = (name: string) => `http://${name}.${ns}.svc.cluster.local:8080`;
+// C lives in a namespace of its own: A's egress opens its own namespace on 8080 for the provider
+// Service (a plain Service host: the operator cannot know its pods), so a peer there would be reachable
+const nsC = 'rn-peering-c';
+const url = (name: string) => `http://${name}.${name === 'cap-c' ? nsC : ns}.svc.cluster.local:8080`;
 
 let otlp = '';
 
-function capsule(name: string, provider: string, extra: { allow?: string[]; ingress?: unknown[] } = {}): string {
+function capsule(name: string, provider: string, extra: { allow?: string[]; ingress?: unknown[]; namespace?: string } = {}): string {
   return stringify({
     apiVersion: 'murmur.io/v1alpha1',
     kind: 'Capsule',
-    metadata: { name, namespace: ns },
+    metadata: { name, namespace: extra.namespace ?? ns },
     spec: {
       version: '1.0.0',
       artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
@@ -39,8 +42,8 @@ describe('peering between capsules on the real node', () => {
   let exec: Awaited<ReturnType<typeof clientPod>>;
   let outsider: Awaited<ReturnType<typeof clientPod>>;
   beforeAll(async () => {
-    await createNamespace(ns);
-    await apply(apiKeySecret(ns));
+    await Promise.all([createNamespace(ns), createNamespace(nsC)]);
+    await Promise.all([apply(apiKeySecret(ns)), apply(apiKeySecret(nsC))]);
     otlp = await otlpPod(ns);
     // A: asks B through delegate-task, then answers with what B said; B: answers.
     const [provA, provB] = await Promise.all([
@@ -55,15 +58,15 @@ describe('peering between capsules on the real node', () => {
       }, 'provider-a'),
       providerPod(ns, { turns: [{ text: 'B says: pineapple.' }], onExhausted: 'repeat-last' }, 'provider-b'),
     ]);
-    // C exists and is reachable on the network for everyone (no ingress list): only A's fences may stop A.
+    // C exists and admits every pod of A's namespace: only A's own fences may stop A.
     await apply(capsule('cap-b', provB, { ingress: [{ podSelector: { matchLabels: { role: 'client' } } }] }));
-    await apply(capsule('cap-c', provB, { ingress: [{ podSelector: {} }] }));
+    await apply(capsule('cap-c', provB, { namespace: nsC, ingress: [{ namespace: ns }] }));
     await apply(capsule('cap-a', provA, { allow: ['capsule://rn-peering/cap-b'], ingress: [{ podSelector: { matchLabels: { role: 'client' } } }] }));
-    await Promise.all(['cap-a', 'cap-b', 'cap-c'].map((c) => waitFor(ns, `capsule/${c}`, 'condition=Ready', '180s')));
+    await Promise.all(['cap-a', 'cap-b', 'cap-c'].map((c) => waitFor(c === 'cap-c' ? nsC : ns, `capsule/${c}`, 'condition=Ready', '180s')));
     [exec, outsider] = await Promise.all([clientPod(ns, 'client', { role: 'client' }), clientPod(ns, 'outsider', { role: 'outsider' })]);
   });
   afterAll(async () => {
-    await deleteNamespace(ns);
+    await Promise.all([deleteNamespace(ns), deleteNamespace(nsC)]);
   });
 
   it('capsule A completes a task by delegating to B through B\'s Service URL (delegate-task); B\'s task span nests under A\'s in the OTLP receiver', async () => {
@@ -97,7 +100,7 @@ describe('peering between capsules on the real node', () => {
     expect(JSON.parse(ok.out).name).toBeTruthy();
     const refused = await outsider(`timeout 5 wget -q -O- '${card}'`);
     expect(refused.code).not.toBe(0);
-    // the outsider itself has a working network: it reaches C, whose ingress admits every pod of the namespace
+    // the outsider itself has a working network: it reaches C, whose ingress admits every pod of this namespace
     const c = await outsider(`timeout 20 wget -q -O- '${url('cap-c')}/.well-known/agent-card.json'`);
     expect(c.code, c.out).toBe(0);
   });
@@ -120,6 +123,6 @@ describe('peering between capsules on the real node', () => {
       `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})`])
       .then((out) => out.trim(), (e: { stdout: string }) => e.stdout.trim());
     expect(await probe(`cap-b.${ns}.svc.cluster.local`)).toBe('connected');
-    expect(await probe(`cap-c.${ns}.svc.cluster.local`)).not.toBe('connected');
+    expect(await probe(`cap-c.${nsC}.svc.cluster.local`)).not.toBe('connected');
   });
 });
