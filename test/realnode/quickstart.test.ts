@@ -84,7 +84,7 @@ describe('quickstart Capsule on the real node', () => {
     const before = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items.map((p: any) => p.metadata.name);
     const exec = await clientPod(ns, 'client', { role: 'client' });
     // the task reaches the provider, which holds its answer for 15 s: wait until the runtime reports it active
-    const inFlight = exec(`${wgetPost('http://assistant.${ns}.svc.cluster.local:8080/', messageSend('Answer slowly.', 'm-roll'), 90)}; echo " exit=$?"`);
+    const inFlight = exec(`${wgetPost(`http://assistant.${ns}.svc.cluster.local:8080/`, messageSend('Answer slowly.', 'm-roll'), 90)}; echo " exit=$?"`);
     const podIp = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items[0].status.podIP;
     const active = await exec(`timeout 60 sh -c 'until wget -q -O- http://${podIp}:9090/metrics | grep -q "^capsule_active_tasks.* 1$"; do sleep 0.2; done'`);
     expect(active.code, `the task never showed as active: ${active.out}`).toBe(0);

@@ -44,7 +44,9 @@ export async function createNamespace(ns: string): Promise<void> {
   });
 }
 
-export const deleteNamespace = (ns: string): Promise<string> => kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
+/** Deleted after a test file; REALNODE_KEEP=1 keeps it for a look with kubectl. */
+export const deleteNamespace = async (ns: string): Promise<string> =>
+  process.env.REALNODE_KEEP === '1' ? '' : kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
 
 /** A long-running busybox pod to run commands from inside the cluster (`exec`). */
 export async function clientPod(ns: string, name: string, labels: Record<string, string> = {}): Promise<(script: string) => Promise<{ code: number; out: string }>> {
