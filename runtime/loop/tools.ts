@@ -12,7 +12,7 @@ import type { TraceWriter } from '../trace/writer.ts';
 import type { HookPort } from '../hooks/port.ts';
 import type { SessionComponents } from './components.ts';
 import { MurError, isMurError } from '../errors.ts';
-import { scopeDir } from './grants.ts';
+import { scopeDir } from '../host/grants.ts';
 import { shellManifestDescription } from './shell-manifests.ts';
 
 export interface ToolOutcome {

@@ -18,7 +18,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { ComponentInstance, loadComponent, sha256Hex, type HostImports } from '../host/index.ts';
-import { httpAllow, guestEnv, grantsFor, logFileFor } from '../loop/grants.ts';
+import { httpAllow, guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import { describe } from '../loop/tools.ts';
 import { sendMessage } from '../a2a/client.ts';
 import type { TaskTrust } from '../a2a/executor.ts';
