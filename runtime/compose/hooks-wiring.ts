@@ -8,7 +8,7 @@ import type { StagedCapsule } from '../session/stage.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import type { HookPort } from '../hooks/port.ts';
 import type { HookServices } from '../hooks/port.ts';
-import { compactionPrompt } from './session.ts';
+import { compactionPrompt } from '../loop/session.ts';
 
 export async function loadHookBus(staged: StagedCapsule, services: HookServices, trace: TraceWriter, hostEnv: NodeJS.ProcessEnv = process.env): Promise<HookPort> {
   const m = staged.manifest;
