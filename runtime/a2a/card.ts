@@ -2,6 +2,7 @@
  * The agent card: one document with the A2A 1.0 fields and the 0.3 ones, so a client of either
  * version that reads the card finds what it needs (see docs/a2a.md, "Agent card").
  */
+import { createHash } from 'node:crypto';
 import type { AgentCard } from '@a2a-js/sdk';
 
 export interface SkillInput {
@@ -19,6 +20,12 @@ export interface AgentCardInput {
   /** One per LLM-visible tool of the capsule (see `skillsFromTools`). */
   skills?: SkillInput[];
 }
+
+/**
+ * Media types a task's message may carry: text parts (text/plain) and data parts (application/json,
+ * passed to the task as JSON text). A message with neither gets ContentTypeNotSupportedError.
+ */
+export const INPUT_MODES = ['text/plain', 'application/json'];
 
 /** Skills for the agent card from a capsule's LLM-visible tools. */
 export function skillsFromTools(tools: ReadonlyArray<{ name: string; description?: string }>): SkillInput[] {
@@ -53,7 +60,7 @@ export function buildCardJson(c: AgentCardInput, url: string): Record<string, un
     preferredTransport: 'JSONRPC',
     additionalInterfaces: [{ url, transport: 'JSONRPC' }],
     capabilities: { streaming: true, pushNotifications: false },
-    defaultInputModes: ['text/plain'],
+    defaultInputModes: INPUT_MODES,
     defaultOutputModes: ['text/plain'],
     skills: (c.skills ?? []).map(skillJson),
   };
@@ -72,7 +79,7 @@ export function buildCoreCard(c: AgentCardInput, url: string): AgentCard {
     capabilities: { streaming: true, pushNotifications: false, extensions: [] },
     securitySchemes: {},
     securityRequirements: [],
-    defaultInputModes: ['text/plain'],
+    defaultInputModes: INPUT_MODES,
     defaultOutputModes: ['text/plain'],
     skills: (c.skills ?? []).map((s) => {
       const j = skillJson(s);
@@ -86,4 +93,42 @@ export function buildCoreCard(c: AgentCardInput, url: string): AgentCard {
     }),
     signatures: [],
   };
+}
+
+/** The 0.3-only top-level fields: a strict A2A 1.0 parser refuses a card that has them. */
+const FIELDS_0_3 = ['protocolVersion', 'url', 'preferredTransport', 'additionalInterfaces'] as const;
+
+/** The card for a client that asked for A2A 1.0: the served card without the 0.3-only fields. */
+export function strictCardJson(card: Record<string, unknown>): Record<string, unknown> {
+  const c = { ...card };
+  for (const f of FIELDS_0_3) delete c[f];
+  return c;
+}
+
+export interface CardVariant {
+  body: string;
+  etag: string;
+}
+
+function variant(card: Record<string, unknown>): CardVariant {
+  const body = JSON.stringify(card);
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+}
+
+/**
+ * The two card documents: `legacy` (1.0 and 0.3 fields together) for a request without a version
+ * (which A2A says means 0.3, and which lenient 1.0 clients also send), `strict` (1.0 only) for a
+ * request that asks for 1.0 in the `A2A-Version` header or query parameter.
+ */
+export function cardVariants(card: Record<string, unknown>): { legacy: CardVariant; strict: CardVariant } {
+  return { legacy: variant(card), strict: variant(strictCardJson(card)) };
+}
+
+/** Whether an `If-None-Match` header matches `etag` (a list, `*`, weak `W/` forms allowed). */
+export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch.split(',').some((t) => {
+    const v = t.trim();
+    return v === '*' || v === etag || v === `W/${etag}`;
+  });
 }

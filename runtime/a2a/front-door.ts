@@ -74,6 +74,13 @@ export function frontDoor(maxBody: number, resOf: WeakMap<object, http.ServerRes
         reply(200, rpcErrorBody(problem.id, problem.code, problem.message));
         return;
       }
+      if (!('id' in (body as object))) {
+        // A JSON-RPC notification asks for no answer, and A2A has no method whose effect a caller
+        // could want without its answer (a message/send nobody hears of would run a task nobody
+        // follows): it is not run, and the HTTP reply carries no body.
+        res.status(204).end();
+        return;
+      }
       req.body = body;
       resOf.set(req.headers, res);
       next();
@@ -119,11 +126,12 @@ function checkEnvelope(
   if (typeof method !== 'string' || method === '') {
     return { id, code: -32600, message: "invalid request: 'method' must be a non-empty string" };
   }
-  const rawVersion = req.header(VERSION_HEADER);
+  const rawVersion = requestedVersion(req);
   const version = normaliseVersion(rawVersion);
   if (!version) {
     return { id, code: -32009, message: `A2A-Version '${rawVersion}' is not supported; this server speaks 0.3 (no header) and 1.0` };
   }
+  // The SDK reads only the header and needs its exact spelling: hand it the normalised version.
   if (rawVersion !== undefined) req.headers['a2a-version'] = version;
   const table = version === '1.0' ? METHODS_1_0 : METHODS_0_3;
   if (!table.has(method)) {
@@ -148,6 +156,8 @@ function checkEnvelope(
   ) {
     return { id, code: -32602, message: `invalid params: '${method}' needs params.message (an A2A Message object)` };
   }
+  const msgProblem = (params as Record<string, unknown> | undefined)?.['message'] !== undefined ? rawMessageProblem((params as Record<string, unknown>)['message']) : undefined;
+  if (msgProblem) return { id, code: -32602, message: `invalid params: ${msgProblem}` };
   const idParam = (params as Record<string, unknown> | undefined)?.['id'];
   if (
     ['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'GetTask', 'CancelTask', 'SubscribeToTask'].includes(method) &&
@@ -156,4 +166,44 @@ function checkEnvelope(
     return { id, code: -32602, message: `invalid params: '${method}' needs params.id (the task id, a string)` };
   }
   return undefined;
+}
+
+/**
+ * The A2A version a request asks for: the `A2A-Version` header, else the `A2A-Version` query
+ * parameter (A2A 1.0 §3.6 allows either); undefined when neither is present (= 0.3).
+ */
+export function requestedVersion(req: Request): string | undefined {
+  const h = req.header(VERSION_HEADER);
+  if (h !== undefined) return h;
+  const q = new URL(req.originalUrl ?? req.url, 'http://x').searchParams.get(VERSION_HEADER);
+  return q ?? undefined;
+}
+
+const ID_FIELDS = ['messageId', 'contextId', 'taskId'] as const;
+
+/**
+ * What is wrong with a raw (wire JSON) message that the SDK's decoder would silently coerce:
+ * non-string ids and non-string `text` parts (the decoder turns an object into "[object Object]").
+ * Both wire shapes: 0.3 `{kind: 'text', text}` and 1.0 `{text}`. Undefined when fine.
+ */
+export function rawMessageProblem(m: unknown): string | undefined {
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) return 'message must be an object';
+  const msg = m as Record<string, unknown>;
+  for (const f of ID_FIELDS) {
+    if (f in msg && msg[f] !== null && typeof msg[f] !== 'string') return `message.${f} must be a string, got ${jsonType(msg[f])}`;
+  }
+  const parts = msg['parts'];
+  if (parts !== undefined && !Array.isArray(parts)) return `message.parts must be an array, got ${jsonType(parts)}`;
+  for (const [i, p] of (parts ?? []).entries()) {
+    if (typeof p !== 'object' || p === null || Array.isArray(p)) return `message.parts[${i}] must be an object, got ${jsonType(p)}`;
+    const part = p as Record<string, unknown>;
+    if ('text' in part && typeof part['text'] !== 'string') return `message.parts[${i}].text must be a string, got ${jsonType(part['text'])}`;
+  }
+  return undefined;
+}
+
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }

@@ -21,9 +21,10 @@ import type {
   Task,
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
-import { Role } from '@a2a-js/sdk';
+import { Role, TaskState, type Part } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import {
+  ContentTypeNotSupportedError,
   ExtendedAgentCardNotConfiguredError,
   TaskNotCancelableError,
   PushNotificationNotSupportedError,
@@ -56,13 +57,69 @@ export function headersOf(context: ServerCallContext): Record<string, string | s
   return (h && typeof h === 'object' ? h : {}) as Record<string, string | string[] | undefined>;
 }
 
-function validateMessage(m: Message | undefined): Message {
+/** The media type of a part: its own `mediaType`, else text/plain for text and application/json for data. */
+function partMediaType(p: Part): string {
+  if (p.mediaType) return p.mediaType.split(';')[0]!.trim().toLowerCase();
+  if (p.content?.$case === 'text') return 'text/plain';
+  if (p.content?.$case === 'data') return 'application/json';
+  return 'application/octet-stream';
+}
+
+/** Whether a media type matches one of the card's input modes (`type/*` and `*\/*` included). */
+function modeMatches(type: string, modes: readonly string[]): boolean {
+  const major = type.split('/')[0];
+  return modes.some((m) => m === type || m === '*/*' || m === `${major}/*`);
+}
+
+function validateMessage(m: Message | undefined, inputModes: readonly string[]): Message {
   if (!m) throw invalidParams("params.message is required: {messageId, role: 'user', parts: [{text}]}");
   if (!m.messageId) throw invalidParams('message.messageId is required (a sender-generated unique id, e.g. a uuid)');
   if (m.role !== Role.ROLE_USER) throw invalidParams("message.role must be 'user' (1.0: 'ROLE_USER')");
   if (!Array.isArray(m.parts) || m.parts.length === 0) throw invalidParams('message.parts must hold at least one part');
+  const types = m.parts.map(partMediaType);
+  if (!types.some((t) => modeMatches(t, inputModes))) {
+    throw new ContentTypeNotSupportedError(
+      `no part of the message has a media type this agent accepts: got ${[...new Set(types)].join(', ')}; the card's input modes are ${inputModes.join(', ')}`,
+    );
+  }
   if (messageText(m) === '') throw invalidParams('message has no text or data part with content');
   return m;
+}
+
+const VALID_STATES = new Set<number>([
+  TaskState.TASK_STATE_SUBMITTED,
+  TaskState.TASK_STATE_WORKING,
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_INPUT_REQUIRED,
+  TaskState.TASK_STATE_REJECTED,
+  TaskState.TASK_STATE_AUTH_REQUIRED,
+]);
+
+/** RFC 3339 / ISO 8601 date-time with a zone (`Z` or ±hh:mm), as A2A timestamps are. */
+const TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+function checkHistoryLength(n: number | undefined, where: string): void {
+  if (n !== undefined && (!Number.isInteger(n) || n < 0)) {
+    throw invalidParams(`${where} must be a non-negative integer (0 = no history), got ${String(n)}`);
+  }
+}
+
+/** ListTasks parameters, refused rather than clamped (A2A 1.0 §3.1.4: -32602 for invalid ones). */
+function checkListParams(p: ListTasksRequest): void {
+  if (p.pageSize !== undefined && (!Number.isInteger(p.pageSize) || p.pageSize < 1 || p.pageSize > 100)) {
+    throw invalidParams(`pageSize must be an integer from 1 to 100, got ${String(p.pageSize)}`);
+  }
+  if (p.status !== undefined && p.status !== TaskState.TASK_STATE_UNSPECIFIED && !VALID_STATES.has(p.status)) {
+    throw invalidParams('status must be a task state such as TASK_STATE_WORKING');
+  }
+  if (p.statusTimestampAfter !== undefined && p.statusTimestampAfter !== '') {
+    if (!TIMESTAMP_RE.test(p.statusTimestampAfter) || Number.isNaN(Date.parse(p.statusTimestampAfter))) {
+      throw invalidParams(`statusTimestampAfter must be an ISO 8601 timestamp such as 2026-01-01T00:00:00.000Z, got '${p.statusTimestampAfter}'`);
+    }
+  }
+  checkHistoryLength(p.historyLength, 'historyLength');
 }
 
 function requireId(id: string | undefined): string {
@@ -95,7 +152,8 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
    * `taskId` that is no longer live needs the store, and answers through the returned function.
    */
   function intake(params: SendMessageRequest, context: ServerCallContext): { rec: TaskRecord; go: () => void } | (() => Promise<never>) {
-    const m = validateMessage(params.message);
+    checkHistoryLength(params.configuration?.historyLength, 'configuration.historyLength');
+    const m = validateMessage(params.message, o.card.defaultInputModes);
     if (m.taskId) {
       const rec = machine.find(m.taskId, context);
       if (!rec) return () => notLive(m.taskId!, context, `task ${m.taskId} has ended; ${NEVER_RESTARTED}`);
@@ -147,6 +205,7 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
       return stream(got.rec, context, machine.snapshot(got.rec, params.configuration?.historyLength), got.go);
     },
     async getTask(params: GetTaskRequest, context) {
+      checkHistoryLength(params.historyLength, 'historyLength');
       const task = await machine.load(requireId(params.id), context);
       if (!task) throw taskNotFound(params.id);
       return applyHistoryLength(task, params.historyLength);
@@ -172,6 +231,7 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
       return stream(rec, context, machine.snapshot(rec));
     },
     async listTasks(params: ListTasksRequest, context): Promise<ListTasksResponse> {
+      checkListParams(params);
       await machine.flush();
       const pageSize = params.pageSize ?? 50;
       const res = await machine.store.list({ ...params, pageSize }, context);

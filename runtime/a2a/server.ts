@@ -17,8 +17,9 @@ import { InMemoryTaskStore, type TaskStore } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { MurError } from '../errors.ts';
 import type { TaskExecutor } from './executor.ts';
-import { buildCardJson, buildCoreCard, type AgentCardInput } from './card.ts';
-import { frontDoor, rpcErrorBody } from './front-door.ts';
+import { buildCardJson, buildCoreCard, cardVariants, etagMatches, type AgentCardInput } from './card.ts';
+import { frontDoor, requestedVersion, rpcErrorBody } from './front-door.ts';
+import { normaliseVersion } from './wire.ts';
 import { createHandler } from './handler.ts';
 import { TaskMachine, type TaskAcceptance } from './tasks.ts';
 
@@ -130,7 +131,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const url = opts.publicUrl ?? `http://${urlHost}:${port}/`;
   const card = buildCardJson(opts.card, url);
-  const cardBody = JSON.stringify(card);
+  const cards = cardVariants(card);
   const handler = createHandler({
     machine,
     card: buildCoreCard(opts.card, url),
@@ -144,10 +145,18 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     const ready = machine.canAccept();
     res.status(ready ? 200 : 503).json({ ready, acceptance: opts.acceptance });
   });
-  app.get(['/.well-known/agent-card.json'], (_req, res) => {
-    res.setHeader('Content-Type', 'application/json');
+  app.get(['/.well-known/agent-card.json'], (req, res) => {
+    const wanted = normaliseVersion(requestedVersion(req));
+    const v = wanted === '1.0' ? cards.strict : cards.legacy;
     res.setHeader('Cache-Control', 'max-age=60');
-    res.end(cardBody);
+    res.setHeader('Vary', 'A2A-Version');
+    res.setHeader('ETag', v.etag);
+    if (etagMatches(req.header('if-none-match'), v.etag)) {
+      res.status(304).end();
+      return;
+    }
+    res.setHeader('Content-Type', 'application/json');
+    res.end(v.body);
   });
   app.post('/', frontDoor(maxBody, resOf));
   app.use(jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));

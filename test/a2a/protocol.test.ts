@@ -60,7 +60,7 @@ describe('agent card', () => {
       version: '1.2.3',
       description: 'echoes',
       capabilities: { streaming: true },
-      defaultInputModes: ['text/plain'],
+      defaultInputModes: ['text/plain', 'application/json'],
       defaultOutputModes: ['text/plain'],
     });
     expect(card.skills).toEqual([{ id: 'echo', name: 'echo', description: 'echo', tags: [] }]);
