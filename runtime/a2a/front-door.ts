@@ -6,7 +6,9 @@
  * the exact version strings and log a stack per refusal (docs/a2a.md).
  */
 import type http from 'node:http';
+import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
+import { RequestMalformedError, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { METHODS_0_3, METHODS_1_0, VERSION_HEADER, normaliseVersion } from './wire.ts';
 
 function errMessage(e: unknown): string {
@@ -206,4 +208,42 @@ function jsonType(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
+const REST_TYPES = ['application/json', 'application/a2a+json'];
+
+/**
+ * The HTTP+JSON front door, before the SDK's `restHandler`: the same body limit as JSON-RPC
+ * (the SDK's own `express.json()` stops at 100 KB), the `A2A-Version` query parameter, and the
+ * raw-message checks the SDK's decoder would skip. Errors are the SDK's REST error bodies.
+ */
+export function restDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>) {
+  const parse = express.json({ limit: maxBody, type: REST_TYPES, strict: false });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const fail = (status: number, message: string) => {
+      res.setHeader('Content-Type', 'application/a2a+json');
+      res.status(status).json(toRestErrorBody(new RequestMalformedError(message), status));
+    };
+    const v = requestedVersion(req);
+    const version = normaliseVersion(v);
+    if (v !== undefined && version) req.headers['a2a-version'] = version;
+    parse(req, res, (err?: unknown) => {
+      if (err) {
+        const e = err as { status?: number; type?: string; message?: string };
+        if (e.type === 'entity.too.large') fail(413, `request body exceeds the ${maxBody}-byte limit`);
+        else fail(400, `request body is not valid JSON (${e.message ?? 'parse error'})`);
+        return;
+      }
+      const body = req.body as Record<string, unknown> | undefined;
+      if (body && typeof body === 'object' && 'message' in body) {
+        const problem = rawMessageProblem(body['message']);
+        if (problem) {
+          fail(400, problem);
+          return;
+        }
+      }
+      resOf.set(req.headers, res);
+      next();
+    });
+  };
 }

@@ -14,11 +14,13 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { InMemoryTaskStore, type TaskStore } from '@a2a-js/sdk/server';
-import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { UserBuilder as GrpcUserBuilder } from '@a2a-js/sdk/server/grpc';
 import { MurError } from '../errors.ts';
 import type { TaskExecutor } from './executor.ts';
-import { buildCardJson, buildCoreCard, cardVariants, etagMatches, type AgentCardInput } from './card.ts';
-import { frontDoor, requestedVersion, rpcErrorBody } from './front-door.ts';
+import { buildCardJson, buildCoreCard, cardVariants, etagMatches, type AgentCardInput, type CardEndpoints } from './card.ts';
+import { frontDoor, requestedVersion, restDoor, rpcErrorBody } from './front-door.ts';
+import { startGrpc } from './grpc.ts';
 import { normaliseVersion } from './wire.ts';
 import { createHandler } from './handler.ts';
 import { TaskMachine, type TaskAcceptance } from './tasks.ts';
@@ -41,6 +43,12 @@ export interface A2AServerOptions {
   port?: number;
   /** URL advertised in the agent card. Default `http://<host>:<port>/`. */
   publicUrl?: string;
+  /** Serve the HTTP+JSON (REST) binding under `<url>rest`. Default true. */
+  rest?: boolean;
+  /** Serve the gRPC binding on this port (0 = any free port). Default: no gRPC. */
+  grpcPort?: number;
+  /** `host:port` advertised for gRPC. Default `<host>:<grpc port>`. */
+  grpcPublicAddress?: string;
   /** Largest accepted request body. Default 1 MiB. */
   maxBodyBytes?: number;
   /** Finished tasks kept live in memory (oldest dropped first; the task store keeps them). Default 1000. */
@@ -64,6 +72,10 @@ export interface A2AServerOptions {
 export interface A2AServer {
   /** Base URL, e.g. `http://127.0.0.1:40123/` (JSON-RPC endpoint; the card is under it). */
   readonly url: string;
+  /** HTTP+JSON base URL (`<url>rest`), when served. */
+  readonly restUrl: string | undefined;
+  /** gRPC address (`host:port`), when served. */
+  readonly grpcAddress: string | undefined;
   readonly port: number;
   /** The agent card as served (0.3 and 1.0 fields together). */
   readonly card: Record<string, unknown>;
@@ -130,13 +142,20 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const port = (server.address() as AddressInfo).port;
   const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const url = opts.publicUrl ?? `http://${urlHost}:${port}/`;
-  const card = buildCardJson(opts.card, url);
+  const grpc = opts.grpcPort !== undefined ? await startGrpc(host, opts.grpcPort, maxBody) : undefined;
+  const endpoints: CardEndpoints = {
+    jsonrpc: url,
+    ...(opts.rest !== false ? { rest: `${url}rest` } : {}),
+    ...(grpc ? { grpc: opts.grpcPublicAddress ?? `${urlHost}:${grpc.port}` } : {}),
+  };
+  const card = buildCardJson(opts.card, endpoints);
   const cards = cardVariants(card);
   const handler = createHandler({
     machine,
-    card: buildCoreCard(opts.card, url),
+    card: buildCoreCard(opts.card, endpoints),
     sinkOf: (context) => resOf.get(context.state.get('headers') as object),
   });
+  grpc?.serve(handler, GrpcUserBuilder.noAuthentication);
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
@@ -158,10 +177,11 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     res.setHeader('Content-Type', 'application/json');
     res.end(v.body);
   });
+  if (endpoints.rest) app.use('/rest', restDoor(maxBody, resOf), restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   app.post('/', frontDoor(maxBody, resOf));
   app.use(jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
   app.use((_req: Request, res: Response) => {
-    res.status(404).json({ error: 'not found: POST / for JSON-RPC, GET /.well-known/agent-card.json for the card' });
+    res.status(404).json({ error: 'not found: POST / for JSON-RPC, /rest/… for HTTP+JSON, GET /.well-known/agent-card.json for the card' });
   });
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) {
@@ -174,6 +194,8 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   let closed = false;
   return {
     url,
+    restUrl: endpoints.rest,
+    grpcAddress: endpoints.grpc,
     port,
     card,
     done: machine.done,
@@ -184,6 +206,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       if (closed) return;
       closed = true;
       await machine.close();
+      grpc?.close();
       await new Promise<void>((r) => {
         server.close(() => r());
         server.closeAllConnections();

@@ -50,6 +50,7 @@ describe('agent card', () => {
     // 1.0
     expect(card.supportedInterfaces).toEqual([
       { url: s.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: s.restUrl, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       { url: s.url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
     ]);
     // 0.3
