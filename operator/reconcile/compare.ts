@@ -112,8 +112,9 @@ interface ManagedFieldsEntry {
 }
 
 /** Up to date = covers every field we set, and owns no field we no longer set. */
-export function upToDate(live: { metadata?: { managedFields?: ManagedFieldsEntry[] } }, want: Record<string, unknown>, manager: string): boolean {
+export function upToDate(live: object, want: Record<string, unknown>, manager: string): boolean {
   if (!covers(live, want)) return false;
-  const ours = (live.metadata?.managedFields ?? []).filter((m) => m.manager === manager && m.operation === 'Apply');
+  const mf = (live as { metadata?: { managedFields?: ManagedFieldsEntry[] } }).metadata?.managedFields;
+  const ours = (mf ?? []).filter((m) => m.manager === manager && m.operation === 'Apply');
   return ours.every((m) => ownsOnlyDesired(m.fieldsV1, want));
 }
