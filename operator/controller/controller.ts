@@ -432,7 +432,8 @@ export class CapsuleController {
 /** A write of one of the Capsule's objects that the API server refused (4xx). */
 export class WriteRefused extends Error {
   constructor(obj: KubeObject, e: ApiError) {
-    super(`the API server refused to write ${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name} (${e.status} ${e.reason}): ${e.message}`);
+    // Bounded: the message goes into a condition and an Event (an API message may quote the object).
+    super(`the API server refused to write ${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name} (${e.status} ${e.reason}): ${e.message.length > 800 ? `${e.message.slice(0, 800)}…` : e.message}`);
     this.name = 'WriteRefused';
   }
 }
