@@ -24,11 +24,12 @@ const HOSTNAME = `${LABEL}(\\\\.${LABEL})*`;
 const PORT = '([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
 const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
 const V6 = '\\\\[[0-9a-fA-F:.]*:[0-9a-fA-F:.]*\\\\]';
-/** The runtime's host-entry grammar: [http(s)://]host[:port][/] (the slash only after a scheme). */
-const HOST_ENTRY = `^(([hH][tT][tT][pP][sS]?://)(${HOSTNAME}|${V6})(:${PORT})?/?|(${HOSTNAME}|${V6})(:${PORT})?)$`;
+const SCHEME = '([hH][tT][tT][pP][sS]?://)';
+/** The runtime's host-entry grammar: [http(s)://]host[:port][/] (the slash only after a scheme, checked apart). */
+const HOST_ENTRY = `^${SCHEME}?(${HOSTNAME}|${V6})(:${PORT})?/?$`;
 /** Four numeric labels are an IPv4 address to the runtime: each must be an octet. */
-const IPV4_SHAPE = '^([hH][tT][tT][pP][sS]?://)?[0-9]{1,3}\\\\.[0-9]{1,3}\\\\.[0-9]{1,3}\\\\.[0-9]{1,3}(:[0-9]+)?/?$';
-const IPV4_VALID = `^([hH][tT][tT][pP][sS]?://)?${OCTET}\\\\.${OCTET}\\\\.${OCTET}\\\\.${OCTET}(:[0-9]+)?/?$`;
+const IPV4_SHAPE = `^${SCHEME}?[0-9]{1,3}(\\\\.[0-9]{1,3}){3}(:|/|$)`;
+const IPV4_VALID = `^${SCHEME}?${OCTET}(\\\\.${OCTET}){3}(:|/|$)`;
 const CAPSULE_PEER = '^capsule://[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 /** The operator's addition: an IPv4 CIDR with a port (NetworkPolicy only; isCIDR checks the CIDR). */
 const CIDR_PORT = `^[0-9.]+/[0-9]{1,2}:${PORT}$`;
@@ -42,7 +43,7 @@ export function allowEntryRules(): Validation[] {
       rule:
         `self.startsWith('capsule://') ? self.matches(${cel(CAPSULE_PEER)}) : ` +
         `(isCIDR(self) || isIP(self) || (self.matches(${cel(CIDR_PORT)}) && isCIDR(self.substring(0, self.lastIndexOf(':')))) || ` +
-        `(self.matches(${cel(HOST_ENTRY)}) && (!self.matches(${cel(IPV4_SHAPE)}) || self.matches(${cel(IPV4_VALID)}))))`,
+        `(self.matches(${cel(HOST_ENTRY)}) && (self.contains('://') || !self.endsWith('/')) && (!self.matches(${cel(IPV4_SHAPE)}) || self.matches(${cel(IPV4_VALID)}))))`,
       messageExpression:
         `"invalid network.allow entry '" + self + "': " + (self.startsWith('capsule://') ? "a capsule peer is written capsule://<namespace>/<name>" : ` +
         `"use host, host:port or http(s)://host[:port] (no other scheme, no path, query or user:password@; port 1-65535; no wildcards), an IP or CIDR (optionally :port)") + " [${CAPSULE_CODE}]"`,

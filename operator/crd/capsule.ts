@@ -13,7 +13,7 @@ function artifactSchema(): Schema {
       version: str('Artifact version in the registry.', { maxLength: 64, 'x-kubernetes-validations': [versionRule()] }),
       runtime: enm('What the artifact is.', ['tool', 'driver', 'hook', 'skill'], { default: 'tool' }),
       source: artifactSource(),
-      capabilities: capabilities('Per-artifact grant (not allowed on skills).', 32),
+      capabilities: capabilities('Per-artifact grant (not allowed on skills).', 16, 128),
       on_overflow: enm('Async queue overflow rule (hooks only).', ['drop', 'block']),
       config: freeform('Opaque configuration handed to the artifact.'),
     },
@@ -128,7 +128,7 @@ export function capsuleSpecSchema(): Schema {
         'Hook objects (same namespace) the capsule runs, in order.',
         obj('A reference to a Hook.', {
           name: str('Hook object name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }),
-          capabilities: capabilities("The grant this capsule gives the hook (a hook's grant is never its own).", 32),
+          capabilities: capabilities("The grant this capsule gives the hook (a hook's grant is never its own).", 16, 128),
         }, { required: ['name'] }),
         {
           maxItems: 32,

@@ -21,12 +21,12 @@ export const ARTIFACT_NAME = '^[a-z0-9]([a-z0-9-]{0,98}[a-z0-9])?$';
  * strip_env glob is checked at admission with the runtime's grammar (admission.ts). The list
  * bounds keep the rules' estimated cost inside the API server's budget.
  */
-export const capabilities = (what: string, maxAllow = 128): Schema =>
+export const capabilities = (what: string, maxAllow = 128, maxEntryLength = 300): Schema =>
   obj(`${what} Same block as capabilities in murmur.yaml.`, {
     network: obj('Outgoing network grant.', {
       allow: arr(
         'Destinations the capsule may reach: host, host:port, http(s)://host[:port], or capsule://<namespace>/<name> for another Capsule; IPs and CIDRs (optionally :port) for the network layer. Hostnames are enforced by the runtime; IPs, ports and capsules also become NetworkPolicy egress rules; CIDRs only become NetworkPolicy rules.',
-        str('One destination.', { minLength: 1, maxLength: 300, 'x-kubernetes-validations': allowEntryRules() }),
+        str('One destination.', { minLength: 1, maxLength: maxEntryLength, 'x-kubernetes-validations': allowEntryRules() }),
         { maxItems: maxAllow, 'x-kubernetes-list-type': 'set' },
       ),
     }),

@@ -61,6 +61,8 @@ export function parseAllow(raw: string, clusterDomain: string, isCapsule: (ns: s
   if (sm) {
     scheme = sm[1]!.toLowerCase();
     rest = sm[2]!;
+    // One trailing slash after a scheme is the origin itself (the runtime accepts it too).
+    if (rest.endsWith('/') && !rest.slice(0, -1).includes('/')) rest = rest.slice(0, -1);
     if (!(scheme in SCHEME_PORT)) return { kind: 'invalid', raw, reason: `scheme '${scheme}' is not allowed (http or https only)` };
     if (/[/?#]/.test(rest)) return { kind: 'invalid', raw, reason: 'an allow entry names a destination, not a path, query or fragment' };
   }
