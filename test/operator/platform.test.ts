@@ -127,7 +127,7 @@ describe('what admission cannot see, the operator reports with the runtime messa
 
 describe('failures are conditions and events', () => {
   it('a ResourceQuota of services: 0 → Ready=False WriteRefused + Warning event; lifting it → applied, Normal event', async () => {
-    await client.create({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'no-services', namespace: ns }, spec: { hard: { services: '0' } } });
+    expect((await apply('apiVersion: v1\nkind: ResourceQuota\nmetadata: { name: no-services }\nspec: { hard: { services: "0" } }\n')).code).toBe(0);
     // The quota is enforced once the quota controller has computed its usage.
     await eventually('quota observed', async () => (await client.get<any>(`/api/v1/namespaces/${ns}/resourcequotas/no-services`))?.status?.hard?.services === '0');
     expect((await apply(capsuleYaml('quota'))).code).toBe(0);
@@ -140,7 +140,7 @@ describe('failures are conditions and events', () => {
     expect(warn.type).toBe('Warning');
     expect(warn.message).toContain('[E-OP-012]');
 
-    await client.delete({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'no-services', namespace: ns } });
+    expect((await kubectl(['delete', 'resourcequota', 'no-services', '-n', ns])).code).toBe(0);
     await eventually('applied after the quota is gone', async () => {
       const x = await client.get<Capsule>(capsulePath('quota'));
       return condition(x, 'Ready')?.reason !== 'WriteRefused' && (await client.get(`/apis/apps/v1/namespaces/${ns}/deployments/quota`)) !== undefined;
@@ -153,8 +153,7 @@ describe('failures are conditions and events', () => {
     expect((await apply(capsuleYaml('big'))).code).toBe(0);
     await eventually('big applied', async () => (await client.get<Capsule>(capsulePath('big')))?.status?.configHash);
     const big = 'x'.repeat(1_100_000);
-    const r = await kubectl(['patch', 'capsule', 'big', '-n', ns, '--type', 'json', '-p', JSON.stringify([{ op: 'add', path: '/spec/artifacts/1/config', value: { blob: big } }])]);
-    expect(r.code, r.stderr).toBe(0);
+    await client.request('PATCH', capsulePath('big'), { body: [{ op: 'add', path: '/spec/artifacts/1/config', value: { blob: big } }], contentType: 'application/json-patch+json' });
     const c = await eventually('too big reported', async () => {
       const x = await client.get<Capsule>(capsulePath('big'));
       return condition(x, 'Ready')?.reason === 'WriteRefused' ? x : undefined;
@@ -187,19 +186,27 @@ describe('scale', () => {
     expect((await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/scaled`)).spec.replicas).toBe(3);
   });
 
-  it('an HorizontalPodAutoscaler can drive a Capsule (it reads /scale: AbleToScale)', async () => {
+  it('an HorizontalPodAutoscaler drives a Capsule through /scale and the operator follows it', async () => {
     if (!cluster.controllerManager) throw new Error('no kube-controller-manager: the HPA controller cannot run');
-    await client.create({
+    const hpaYaml = JSON.stringify({
       apiVersion: 'autoscaling/v2',
       kind: 'HorizontalPodAutoscaler',
-      metadata: { name: 'scaled', namespace: ns },
-      spec: { scaleTargetRef: { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', name: 'scaled' }, minReplicas: 2, maxReplicas: 4, metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }] },
-    } as any);
+      metadata: { name: 'scaled' },
+      spec: { scaleTargetRef: { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', name: 'scaled' }, minReplicas: 4, maxReplicas: 5, metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }] },
+    });
+    expect((await apply(hpaYaml)).code).toBe(0);
     const hpa = await eventually('HPA reads the scale subresource', async () => {
       const h = await client.get<any>(`/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/scaled`);
       return h?.status?.conditions?.find((c: any) => c.type === 'AbleToScale') ? h : undefined;
     }, 90_000);
-    expect(hpa.status.conditions.find((c: any) => c.type === 'AbleToScale')).toMatchObject({ status: 'True' });
+    const able = hpa.status.conditions.find((c: any) => c.type === 'AbleToScale');
+    expect(able, JSON.stringify(able)).toMatchObject({ status: 'True' });
+    // Below minReplicas the HPA scales without metrics: 3 → 4 on the Capsule, carried to the Deployment.
+    await eventually('HPA scaled the Capsule', async () => (await client.get<Capsule>(capsulePath('scaled')))?.spec.replicas === 4, 90_000);
+    await eventually('Deployment follows', async () => (await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/scaled`))?.spec.replicas === 4);
+    await ctrl().resyncNow();
+    expect((await client.get<Capsule>(capsulePath('scaled')))!.spec.replicas).toBe(4);
+    expect((await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/scaled`)).spec.replicas).toBe(4);
   }, 120_000);
 });
 
