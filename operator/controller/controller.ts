@@ -94,7 +94,8 @@ export class CapsuleController {
       o.namespaces?.length ? o.namespaces.map((ns) => collectionPath(apiVersion, kind, ns)) : [collectionPath(apiVersion, kind)];
     const io = { log: this.log };
     // List items come without apiVersion/kind; put them back so cached objects are complete.
-    const typed = (apiVersion: string, kind: string) => (o: any) => ({ ...o, apiVersion, kind });
+    // managedFields of Capsules and Hooks are never read: not kept (memory, bench/operator.ts).
+    const typed = (apiVersion: string, kind: string) => (o: any) => ({ ...o, apiVersion, kind, metadata: { ...o.metadata, managedFields: undefined } });
     // Owned objects: of managedFields only our own Apply entry is needed (upToDate); dropping the
     // others keeps the cache small.
     const ownedTyped = (apiVersion: string, kind: string) => (o: any) => ({
