@@ -97,7 +97,16 @@ async function main(): Promise<void> {
         stdio: ['ignore', 'ignore', 'inherit'],
       });
     }
-    const scrape = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    // A kept-alive connection the server closed meanwhile fails once (ECONNRESET): retry.
+    const scrape = async (): Promise<string> => {
+      for (let i = 0; ; i++) {
+        try {
+          return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        } catch (e) {
+          if (i >= 3) throw e;
+        }
+      }
+    };
     for (;;) {
       try {
         if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) break;
