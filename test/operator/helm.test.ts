@@ -188,7 +188,7 @@ spec:
         rmSync(join(d, 'crds', 'murmur.io_hooks.yaml'));
       }
       const current = crdText('murmur.io_capsules.yaml');
-      writeFileSync(join(old, 'crds', 'murmur.io_capsules.yaml'), current.replace(/subresources:\n(\s+)scale:[\s\S]*?status: \{\}/, 'subresources:\n$1status: {}'));
+      writeFileSync(join(old, 'crds', 'murmur.io_capsules.yaml'), current.split('\n').filter((l) => !/^\s+(scale:|specReplicasPath:|statusReplicasPath:|labelSelectorPath:)/.test(l)).join('\n'));
       writeFileSync(join(next, 'crds', 'murmur.io_capsules.yaml'), current);
       expect(readFileSync(join(old, 'crds', 'murmur.io_capsules.yaml'), 'utf8')).not.toContain('specReplicasPath');
       const release = `crd-up-${Date.now().toString(36)}`;
