@@ -5,7 +5,7 @@
  * capsule directory and a Capsule object; Kubernetes-only fields (replicas, resources, image,
  * servicePort, ingress, apiKeySecretRef) use Kubernetes camelCase.
  */
-import type { CommitPolicy, ExecutionMode, Handler } from '../../runtime/hooks/commit-table.ts';
+import type { CommitPolicy, ExecutionMode, Handler } from '../../runtime/contracts/commit-table.ts';
 
 export const GROUP = 'murmur.io';
 export const VERSION = 'v1alpha1';
@@ -146,6 +146,8 @@ export interface CapsuleStatus {
   readyReplicas?: number;
   a2aUrl?: string;
   configHash?: string;
+  /** Label selector of the capsule's pods (string form), for the /scale subresource (HPA, kubectl scale). */
+  selector?: string;
   /** Token usage scraped from the pods' /metrics (operator/usage/); written by the scraper only. */
   usage?: CapsuleUsage;
 }

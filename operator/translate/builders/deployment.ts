@@ -1,0 +1,125 @@
+/**
+ * The capsule Deployment: one runtime container, hardened (non-root, read-only root filesystem,
+ * no privilege escalation, all capabilities dropped, seccomp RuntimeDefault), the manifest mounted
+ * read-only, an emptyDir workdir, and a config hash on the pod template so any change to the
+ * Capsule, its Hooks or its API-key Secret rolls the pods.
+ */
+import type { Capsule, KubeObject } from '../../api/types.ts';
+import type { TranslateOptions } from '../options.ts';
+import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, labels, meta, names, selectorLabels } from './common.ts';
+
+export const RUNTIME_UID = 65532;
+
+/**
+ * The runtime container contract: `mur serve <manifest dir> --a2a-port --metrics-port --workdir`,
+ * plus `--host 0.0.0.0` (the CLI binds 127.0.0.1 by default, unreachable from the Service and the
+ * kubelet's probes) and `--public-url` (the Service URL the agent card advertises).
+ * `--anonymous`: `mur serve` refuses a non-loopback address without authentication unless told
+ * so, and the operator does not yet render A2A credentials (API-key Secret, projected
+ * ServiceAccount tokens with `--token-review`), so it says so explicitly (docs/a2a.md).
+ */
+export function runtimeArgs(publicUrl?: string): string[] {
+  return [
+    'serve', CONFIG_DIR, '--a2a-port', String(A2A_PORT), '--metrics-port', String(METRICS_PORT), '--workdir', WORKDIR,
+    '--host', '0.0.0.0',
+    '--anonymous',
+    ...(publicUrl ? ['--public-url', publicUrl] : []),
+  ];
+}
+
+export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string): KubeObject {
+  const n = names(c);
+  const env: Record<string, unknown>[] = [
+    { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    // The root filesystem is read-only: everything the runtime keeps under ~ (spend ledger,
+    // conversations) and the fetched-artifact cache go to the workdir volume.
+    { name: 'HOME', value: WORKDIR },
+    { name: 'MURMUR_CACHE_DIR', value: `${WORKDIR}/cache` },
+  ];
+  const key = c.spec.inference?.apiKeySecretRef;
+  if (key) env.push({ name: 'MURMUR_INFERENCE_API_KEY', valueFrom: { secretKeyRef: { name: key.name, key: key.key } } });
+  if (opts.otlp) {
+    env.push({ name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: opts.otlp.endpoint });
+    if (opts.otlp.headersSecret) {
+      env.push({ name: 'OTEL_EXPORTER_OTLP_HEADERS', valueFrom: { secretKeyRef: { ...opts.otlp.headersSecret, optional: true } } });
+    }
+  }
+  const pullPolicy = c.spec.imagePullPolicy ?? opts.imagePullPolicy;
+  const probe = (path: string, period: number, failures: number) => ({
+    httpGet: { path, port: 'metrics' },
+    periodSeconds: period,
+    timeoutSeconds: 2,
+    failureThreshold: failures,
+  });
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: meta(c, n.deployment),
+    spec: {
+      replicas: c.spec.replicas ?? 1,
+      revisionHistoryLimit: 3,
+      selector: { matchLabels: selectorLabels(c) },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: {
+          labels: labels(c),
+          annotations: {
+            [ANNOTATION_CONFIG_HASH]: configHash,
+            'prometheus.io/scrape': 'true',
+            'prometheus.io/port': String(METRICS_PORT),
+            'prometheus.io/path': '/metrics',
+          },
+        },
+        spec: {
+          serviceAccountName: n.serviceAccount,
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: RUNTIME_UID,
+            runAsGroup: RUNTIME_UID,
+            fsGroup: RUNTIME_UID,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          containers: [
+            {
+              name: 'runtime',
+              image: c.spec.image ?? opts.image,
+              ...(pullPolicy ? { imagePullPolicy: pullPolicy } : {}),
+              args: runtimeArgs(publicUrl),
+              // the runtime's own refusal (it names the field) becomes the termination message the operator reports
+              terminationMessagePolicy: 'FallbackToLogsOnError',
+              ports: [
+                { name: 'a2a', containerPort: A2A_PORT, protocol: 'TCP' },
+                { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
+              ],
+              env,
+              resources: c.spec.resources ?? { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } },
+              readinessProbe: probe('/readyz', 5, 3),
+              livenessProbe: { ...probe('/healthz', 10, 6), initialDelaySeconds: 5 },
+              securityContext: {
+                runAsNonRoot: true,
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                privileged: false,
+                capabilities: { drop: ['ALL'] },
+                seccompProfile: { type: 'RuntimeDefault' },
+              },
+              volumeMounts: [
+                { name: 'manifest', mountPath: CONFIG_DIR, readOnly: true },
+                { name: 'workdir', mountPath: WORKDIR },
+                { name: 'tmp', mountPath: '/tmp' },
+              ],
+            },
+          ],
+          volumes: [
+            { name: 'manifest', configMap: { name: n.configMap, items: [{ key: 'murmur.yaml', path: 'murmur.yaml' }] } },
+            { name: 'workdir', emptyDir: {} },
+            { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+          ],
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * Renders the capsule's `murmur.yaml` from the Capsule spec and its resolved Hooks. Kubernetes-only
+ * fields (replicas, resources, image, servicePort, ingress, apiKeySecretRef) are left out; the API key
+ * reaches the runtime as env MURMUR_INFERENCE_API_KEY, never through the file.
+ */
+import { stringify } from 'yaml';
+import type { ArtifactSpec, Capsule, Hook } from '../../api/types.ts';
+
+export interface ManifestInput {
+  capsule: Capsule;
+  /** Resolved Hooks in spec.hooks order. */
+  hooks: Hook[];
+  /**
+   * Allow entry → what the runtime should see: capsule:// rewritten to the peer's Service URL;
+   * undefined drops it (CIDRs: a NetworkPolicy-only grant the runtime's allowlist cannot hold).
+   */
+  rewriteAllow: (entry: string) => string | undefined;
+}
+
+function compact<T extends Record<string, unknown>>(o: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
+  return out as T;
+}
+
+function capabilities(c: ArtifactSpec['capabilities'], rewrite: (e: string) => string | undefined): Record<string, unknown> | undefined {
+  if (!c) return undefined;
+  const out: Record<string, unknown> = { ...c };
+  if (c.network) out.network = compact({ ...c.network, allow: c.network.allow?.map(rewrite).filter((e): e is string => e !== undefined) });
+  return out;
+}
+
+export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput): string {
+  const s = capsule.spec;
+  const artifacts: Record<string, unknown>[] = (s.artifacts ?? []).map((a) =>
+    compact({
+      name: a.name,
+      version: a.version,
+      runtime: a.runtime ?? 'tool',
+      source: a.source ? { url: a.source.url, sha256: a.source.sha256 } : undefined,
+      capabilities: capabilities(a.capabilities, rewriteAllow),
+      on_overflow: a.on_overflow,
+      config: a.config,
+    }),
+  );
+  hooks.forEach((h, i) => {
+    const ref = s.hooks?.[i];
+    artifacts.push(
+      compact({
+        name: h.spec.artifact.name,
+        version: h.spec.artifact.version,
+        runtime: 'hook',
+        source: h.spec.artifact.source ? { url: h.spec.artifact.source.url, sha256: h.spec.artifact.source.sha256 } : undefined,
+        on_overflow: h.spec.on_overflow,
+        capabilities: capabilities(ref?.capabilities, rewriteAllow),
+      }),
+    );
+  });
+  const inf = s.inference;
+  const inference = inf
+    ? compact({
+        driver: inf.driver ? compact({ artifact: inf.driver.artifact, config: inf.driver.config }) : undefined,
+        model: inf.model,
+        endpoint: inf.endpoint,
+        max_turns: inf.max_turns,
+        max_tokens: inf.max_tokens,
+        max_session_tokens: inf.max_session_tokens,
+        system_prompt: inf.system_prompt,
+        compaction: inf.compaction,
+      })
+    : undefined;
+  const doc = compact({
+    name: s.name ?? capsule.metadata.name,
+    version: s.version ?? '0.0.0',
+    artifacts: artifacts.length ? artifacts : undefined,
+    capabilities: capabilities(s.capabilities, rewriteAllow),
+    inference,
+    context: s.context,
+    // A Capsule on Kubernetes is a long-running A2A service: queue unless it says otherwise (the
+    // runtime's own default, single, would end the pod after one task).
+    lifecycle: { task_acceptance: 'queue', ...s.lifecycle },
+    observability: s.observability,
+    trace: s.trace,
+  });
+  return (
+    `# Rendered by capsule-operator from Capsule ${capsule.metadata.namespace}/${capsule.metadata.name}; edit the Capsule, not this file.\n` +
+    stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false })
+  );
+}

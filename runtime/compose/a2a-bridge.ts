@@ -1,0 +1,61 @@
+/**
+ * Wires a capsule session to A2A: the executor that runs each A2A task through the session, and the
+ * runtime-provided `delegate-task` tool that lets the model hand work to peers.
+ */
+import type { TaskExecutor } from '../a2a/executor.ts';
+import { delegateTaskTool, runDelegateTask } from '../a2a/delegate-task.ts';
+import { peerTokens } from '../a2a/credentials.ts';
+import type { CapsuleSession, TaskReport } from '../loop/session.ts';
+import type { RuntimeTool } from '../loop/tools.ts';
+
+export function taskExecutor(session: CapsuleSession): TaskExecutor {
+  // Tasks run one at a time through the session (the server queues the rest).
+  let chain: Promise<unknown> = Promise.resolve();
+  return (ctx, ev) => {
+    const run = chain.then(async () => {
+      const report: TaskReport = await session.runTask(
+        { taskId: ctx.taskId, contextId: ctx.contextId, text: ctx.text, source: 'a2a', origin: ctx.origin, trust: ctx.trust, messageId: ctx.messageId, traceparent: ctx.traceparent },
+        {
+          status: (m) => ev.status(m),
+          artifact: (a) => ev.artifact(a),
+          textChunk: (s) => ev.textChunk(s),
+          thinkingChunk: (s) => ev.thinkingChunk(s),
+          requestInput: (p) => ev.requestInput(p),
+        },
+        ctx.signal,
+      );
+      if (report.exit === 'completed') return { state: 'completed' as const, text: report.text };
+      if (report.exit === 'canceled') return { state: 'canceled' as const, reason: report.reason };
+      return { state: 'failed' as const, reason: `${report.exit}: ${report.reason ?? ''}`.trim() };
+    });
+    chain = run.catch(() => undefined);
+    return run;
+  };
+}
+
+/** `delegate-task`, offered only when the allowlist names peers. */
+export function runtimeToolsFor(session: CapsuleSession): RuntimeTool[] {
+  const m = session.staged.manifest;
+  // Entries a component's own grant lists (a tool's API, the driver's provider) are not peers.
+  const claimed = m.artifacts.flatMap((a) => a.capabilities?.network?.allow ?? []);
+  const endpoint = session.inferenceEndpoint;
+  const def = delegateTaskTool(m.capabilities.network.allow, { entries: claimed, ...(endpoint ? { endpoint } : {}) });
+  if (!def) return [];
+  const credentials = peerTokens();
+  return [
+    {
+      spec: { name: def.name, description: def.description, parameters: def.inputSchema },
+      run: async (input, signal, meta) => {
+        const r = await runDelegateTask(input, {
+          traceparent: meta?.traceparent,
+          allow: m.capabilities.network.allow,
+          trust: session.currentTask?.trust === 'trusted' ? 'trusted' : 'untrusted',
+          deadlineSecs: m.lifecycle.delegationDeadlineSecs,
+          credentials,
+          signal,
+        });
+        return { content: r.text, isError: r.isError };
+      },
+    },
+  ];
+}
