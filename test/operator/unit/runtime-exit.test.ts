@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ANNOTATION_CONFIG_HASH } from '../../../operator/builders/common.ts';
+import { ANNOTATION_CONFIG_HASH } from '../../../operator/translate/builders/common.ts';
 import { computeStatus, runtimeExit, type PodLike } from '../../../operator/reconcile/status.ts';
 import type { Capsule } from '../../../operator/api/types.ts';
 
