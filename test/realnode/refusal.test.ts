@@ -33,6 +33,6 @@ describe('a Capsule the runtime refuses at start', () => {
     const c = await getJson(ns, 'capsule/refused');
     const ready = c.status.conditions.find((x: any) => x.type === 'Ready');
     expect(ready.status).toBe('False');
-    expect(ready.message).toMatch(/artifacts\[0\]|driver-anthropic@9\.9\.9/);
+    expect(ready.message).toMatch(/artifacts\[0\]|artifact 'driver-anthropic' version '9\.9\.9'/);
   });
 });
