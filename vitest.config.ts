@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: everything that needs only Node + WASM, and the operator suite, which needs a real
-// kube-apiserver (started once by the cluster global setup, or taken from $KUBECONFIG).
+// Three projects: everything that needs only Node + WASM; the operator suite, which needs a real
+// kube-apiserver (started once by the cluster global setup, or taken from $KUBECONFIG); and the
+// image contract tests, which need a Docker engine and the built images (test/images/global-setup.ts).
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -12,7 +13,7 @@ export default defineConfig({
         test: {
           name: 'runtime',
           include: ['test/**/*.test.ts', 'runtime/**/*.test.ts'],
-          exclude: ['test/operator/**', 'test/cluster/**', 'node_modules/**'],
+          exclude: ['test/operator/**', 'test/cluster/**', 'test/images/**', 'node_modules/**'],
           globalSetup: ['test/support/tmp-setup.ts'],
           pool: 'forks',
         },
@@ -23,6 +24,16 @@ export default defineConfig({
           name: 'operator',
           include: ['test/operator/**/*.test.ts', 'test/cluster/**/*.test.ts', 'operator/**/*.test.ts'],
           globalSetup: ['test/support/tmp-setup.ts', 'test/cluster/global-setup.ts'],
+          pool: 'forks',
+          fileParallelism: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'images',
+          include: ['test/images/**/*.test.ts'],
+          globalSetup: ['test/support/tmp-setup.ts', 'test/images/global-setup.ts'],
           pool: 'forks',
           fileParallelism: false,
         },
