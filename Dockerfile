@@ -52,6 +52,10 @@ COPY --from=app /out/app /app
 COPY --from=app /out/etc/murmur /etc/murmur
 COPY --from=app --chown=65532:65532 /out/var/lib/murmur /var/lib/murmur
 COPY --from=registry /opt/murmur/registry /opt/murmur/registry
+# node execute-only: the kernel marks a non-root process started from a binary it cannot read as
+# non-dumpable, so no tool of the same user can read the runtime's /proc/<pid>/environ, mem or fd/
+# (where the provider key would be). test/security/key-leak.test.ts checks this mechanism.
+RUN chmod 0711 "$(command -v node)"
 # Non-root (the operator's pod securityContext also enforces runAsNonRoot, UID 65532).
 USER 65532:65532
 WORKDIR /var/lib/murmur

@@ -47,7 +47,7 @@ const TARGETS: Record<string, Target> = {
       external: ['@bytecodealliance/*'],
     },
     // jco's package.json: its version is part of the transpile cache key (transpile-cache.ts).
-    extra: ['package.json', 'bin/mur', 'node_modules/@bytecodealliance/jco/package.json'],
+    extra: ['package.json', 'bin/mur', 'bin/scrub-key.mjs', 'node_modules/@bytecodealliance/jco/package.json'],
     ignore: [
       // tsx (and the esbuild it runs) serve only the TypeScript sources (bin/mur, worker-boot.mjs
       // and workers.ts take that path only when runtime/*.ts exists); the image runs dist/.
