@@ -61,4 +61,6 @@ USER 65532:65532
 WORKDIR /var/lib/murmur
 EXPOSE 8080 9090
 ENTRYPOINT ["node", "/app/bin/mur"]
-CMD ["serve", "/etc/murmur/capsule", "--a2a-port", "8080", "--metrics-port", "9090", "--workdir", "/var/lib/murmur", "--host", "0.0.0.0"]
+# --anonymous as the operator renders it: the Service is fenced by NetworkPolicy (docs/a2a.md);
+# mur serve refuses a non-loopback address without authentication unless told.
+CMD ["serve", "/etc/murmur/capsule", "--a2a-port", "8080", "--metrics-port", "9090", "--workdir", "/var/lib/murmur", "--host", "0.0.0.0", "--anonymous"]

@@ -75,7 +75,9 @@ const TARGETS: Record<string, Target> = {
     tracedFilesOnly: ['node_modules/js-tiktoken'],
   },
   operator: {
-    entries: ['dist/operator/main.js'],
+    // client-node is loaded through createRequire only out of a pod (operator/kube/client.ts), a
+    // call the tracer does not follow: traced as an entry of its own.
+    entries: ['dist/operator/main.js', 'node_modules/@kubernetes/client-node/dist/index.js'],
     extra: ['package.json'],
     ignore: [
       // No WASM toolchain in the operator image: it never transpiles or runs components.

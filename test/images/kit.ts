@@ -85,7 +85,7 @@ export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvid
     .withExposedPorts({ container: 8080, host: o.a2aPort }, 9090)
     .withCommand([
       'serve', '/etc/murmur/capsule', '--a2a-port', '8080', '--metrics-port', '9090', '--workdir', '/var/lib/murmur',
-      '--host', '0.0.0.0', '--public-url', `http://127.0.0.1:${o.a2aPort}/`,
+      '--host', '0.0.0.0', '--anonymous', '--public-url', `http://127.0.0.1:${o.a2aPort}/`,
     ])
     // The line mur serve prints once both servers listen (runtime/cli/serve.ts).
     .withWaitStrategy(Wait.forLogMessage(/serving \S+ \S+ at /))
