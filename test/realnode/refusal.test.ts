@@ -24,13 +24,15 @@ describe('a Capsule the runtime refuses at start', () => {
     capsule.spec.inference.endpoint = 'http://provider.invalid:8080';
     await apply(stringify(capsule));
 
-    // the pod's runtime container exits: wait for the kubelet to record it
-    await waitFor(ns, 'pods -l app.kubernetes.io/instance=refused', 'jsonpath={.status.containerStatuses[0].lastState.terminated.reason}=Error', '180s');
-    // then the operator's status says why, naming the artifact field
-    await waitFor(ns, 'capsule/refused', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}=RuntimeExited', '120s');
+    // the pod's runtime container exits; the operator's status says why, naming the artifact field
+    await waitFor(ns, 'capsule/refused', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}=RuntimeExited', '240s');
+    const pods = await getJson(ns, 'pods -l app.kubernetes.io/instance=refused');
+    const runtime = pods.items[0].status.containerStatuses.find((x: any) => x.name === 'runtime');
+    expect(runtime.ready).toBe(false);
+    expect((runtime.lastState.terminated ?? runtime.state.terminated).exitCode).not.toBe(0);
     const c = await getJson(ns, 'capsule/refused');
     const ready = c.status.conditions.find((x: any) => x.type === 'Ready');
     expect(ready.status).toBe('False');
-    expect(ready.message).toMatch(/artifacts\[0\]|driver-anthropic@9\.9\.9/);
+    expect(ready.message).toMatch(/artifacts\[0\]|artifact 'driver-anthropic' version '9\.9\.9'/);
   });
 });

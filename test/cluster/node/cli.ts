@@ -3,13 +3,14 @@
 //
 //   node --import tsx test/cluster/node/cli.ts up [--name N] [--no-operator]
 //   node --import tsx test/cluster/node/cli.ts down [--name N]
+//   node --import tsx test/cluster/node/cli.ts watch --name N --pid P   (internal: teardown when P dies)
 import { parseArgs } from 'node:util';
-import { cleanupStale, preflight, startNode, stopNode } from './node.ts';
+import { alive, cleanupStale, preflight, startNode, stopNode } from './node.ts';
 import { installOperator, operatorImages } from './operator.ts';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { name: { type: 'string', default: 'realnode' }, 'no-operator': { type: 'boolean', default: false } },
+  options: { name: { type: 'string', default: 'realnode' }, 'no-operator': { type: 'boolean', default: false }, pid: { type: 'string' } },
 });
 const log = (m: string) => process.stderr.write(`[node] ${m}\n`);
 
@@ -18,6 +19,14 @@ async function main(): Promise<number> {
   if (cmd === 'down') {
     await stopNode(values.name!, log);
     await cleanupStale(log);
+    return 0;
+  }
+  if (cmd === 'watch') {
+    // started detached by startNode(): tear the node down once its owner is gone
+    const pid = Number(values.pid);
+    while (alive(pid)) await new Promise((r) => setTimeout(r, 500));
+    log(`owner ${pid} of node ${values.name} is gone: tearing it down`);
+    await stopNode(values.name!, log);
     return 0;
   }
   if (cmd !== 'up') {

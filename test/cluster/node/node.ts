@@ -8,8 +8,8 @@
 // down: SIGTERM to the supervisor, then kills whatever is left, by what the node owns: every process
 //       in its network namespace, in its cgroups (`/sys/fs/cgroup/<hierarchy>/capsule-<name>`) and the
 //       recorded pids; removes those cgroups, the namespace and the state directory. Idempotent, and
-//       run again at the next start, so a SIGKILLed run is cleaned up by the next one at the latest
-//       (the supervisor also runs it itself when its --watch-pid dies).
+//       run again at the next start, so a SIGKILLed run is cleaned up by the next one at the latest;
+//       a detached watcher (cli.ts watch) runs it as soon as the owner (the test runner) is gone.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -20,6 +20,8 @@ import { nodeBinDir, nodeImagesDir, nodePaths, net, repoRoot, stateRoot, type No
 export interface NodeRecord {
   name: string;
   supervisorPid?: number;
+  /** host-side watcher (cli.ts watch): tears the node down when ownerPid dies */
+  watcherPid?: number;
   forwarderPid?: number;
   ownerPid?: number;
   hostPort?: number;
@@ -76,11 +78,17 @@ function readRecord(p: NodePaths): NodeRecord | undefined {
   }
 }
 
-function alive(pid: number | undefined): boolean {
+/** A process that exists and is not a zombie (a killed child nobody reaped yet counts as gone). */
+export function alive(pid: number | undefined): boolean {
   if (!pid) return false;
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
   } catch {
     return false;
   }
@@ -115,7 +123,7 @@ function nodePids(p: NodePaths, rec: NodeRecord | undefined): number[] {
       } catch { /* gone */ }
     }
   }
-  for (const pid of [rec?.supervisorPid, rec?.forwarderPid]) if (pid && alive(pid)) pids.add(pid);
+  for (const pid of [rec?.supervisorPid, rec?.forwarderPid, rec?.watcherPid]) if (pid && alive(pid)) pids.add(pid);
   try {
     for (const l of readFileSync(join(p.state, 'supervisor.pids'), 'utf8').split('\n')) if (l.trim() && alive(Number(l))) pids.add(Number(l));
   } catch { /* none */ }
@@ -252,6 +260,15 @@ export async function startNode(opts: StartNodeOptions = {}): Promise<RealNode> 
     sup.unref();
     rec.supervisorPid = sup.pid;
     save();
+    // The teardown when the owner dies runs from here, the host's namespaces: the supervisor's
+    // mount namespace hides /run/netns, and /proc/1/ns is not open to us on every machine.
+    if (ownerPid) {
+      const watcher = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test', 'cluster', 'node', 'cli.ts'), 'watch', '--name', name, '--pid', String(ownerPid)],
+        { detached: true, stdio: 'ignore', cwd: repoRoot, env: { ...process.env, CLUSTER_BIN_DIR: clusterBinDir } });
+      watcher.unref();
+      rec.watcherPid = watcher.pid;
+      save();
+    }
     log(`supervisor ${sup.pid} started in netns ${p.netns}; log ${join(p.logs, 'supervisor.log')}`);
 
     const deadline = Date.now() + (opts.timeoutMs ?? 240_000);

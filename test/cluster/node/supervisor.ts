@@ -1,15 +1,14 @@
 // The real node's supervisor: runs INSIDE the node's network namespace and a private mount
 // namespace (node.ts starts it there with `nsenter --net … unshare --mount`), starts the control
 // plane (the test harness, serving the node), containerd, kubelet, kube-proxy, kube-router and the
-// CoreDNS pod, writes ready.json, and stops them all on SIGTERM. If the process it watches
-// (--watch-pid, the test runner) dies, it runs the host-side teardown (node.ts down) itself, so a
-// SIGKILLed test run leaves nothing behind.
+// CoreDNS pod, writes ready.json, and stops them all on SIGTERM, or when the process it watches
+// (--watch-pid, the test runner) is gone; the host-side watcher (cli.ts watch) then removes the rest.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { clusterBinaries, startCluster, type Cluster } from '../harness.ts';
-import { containerdConfig, cniConfig, corednsManifest, kubeletConfig, kubeletSysctls, kubeProxyConfig, net, nodeBinDir, nodePaths, repoRoot } from './config.ts';
+import { containerdConfig, cniConfig, corednsManifest, kubeletConfig, kubeletSysctls, kubeProxyConfig, net, nodeBinDir, nodePaths } from './config.ts';
 
 const { values } = parseArgs({
   options: {
@@ -196,20 +195,13 @@ async function main(): Promise<void> {
     await sleep(500);
     const dead = watch.find((w) => w.exited);
     if (dead) log(`${dead.name} died: ${tail(dead.log, 10)}`);
-    if (watchPid !== undefined) {
-      try { process.kill(watchPid, 0); } catch {
-        log(`watched process ${watchPid} is gone: tearing the node down`);
-        return selfTeardown();
-      }
+    if (watchPid !== undefined && !existsSync(`/proc/${watchPid}`)) {
+      // the host-side watcher (cli.ts watch) tears everything down; stop our part meanwhile
+      log(`watched process ${watchPid} is gone: stopping`);
+      await stopAll();
+      process.exit(0);
     }
   }
-}
-
-/** The host-side teardown, started from the host's namespaces (pid 1's), detached: it outlives us. */
-function selfTeardown(): void {
-  const child = spawn('nsenter', ['--mount=/proc/1/ns/mnt', '--net=/proc/1/ns/net', '--', process.execPath, '--import', 'tsx',
-    join(repoRoot, 'test', 'cluster', 'node', 'cli.ts'), 'down', '--name', p.name], { detached: true, stdio: 'ignore', cwd: repoRoot });
-  child.unref();
 }
 
 for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
