@@ -112,6 +112,20 @@ export class SessionComponents {
     return this.driverInst;
   }
 
+  /**
+   * Starts the driver's and every tool's worker now, in the background, instead of on the first
+   * task: `mur serve` calls it once the front door listens, so instantiation (≈ 100–300 ms per
+   * SpiderMonkey component on these machines) overlaps start-up instead of delaying the first
+   * answer. Never rejects: a component that cannot start fails the call that needs it, with its
+   * own error, exactly as without pre-warming.
+   */
+  prewarm(tools: StagedArtifact[]): Promise<void> {
+    const starts: Promise<unknown>[] = [];
+    if (this.staged.driver && this.staged.manifest.inference) starts.push(this.driver().then((d) => d.start()));
+    for (const t of tools) if (t.wasmPath) starts.push(this.tool(t).then((i) => i.start()));
+    return Promise.allSettled(starts).then(() => undefined);
+  }
+
   /** Stops a running driver call (cancel): its worker is terminated; the next call starts fresh. */
   async interruptDriver(): Promise<void> {
     const p = this.driverInst;
