@@ -72,7 +72,13 @@ export function fmtSpread(s: Spread, f: Fmt): string {
 /** Table rows for a paired result: each arm, then each ratio against the baseline. */
 export function pairedRows(res: PairedResult, f: Fmt): [string, string, string?][] {
   const rows: [string, string, string?][] = res.arms.map((a) => [a.name, fmtSpread(a.spread, f), `n=${a.samples.length}`]);
-  for (const r of res.ratios) rows.push([`  ratio ${r.name} / ${res.arms[0]!.name}`, fmtSpread(r.spread, fmtRatio), 'paired by round']);
+  // Arms named "<what>, <arm>" share their prefix: the ratio row names only the arms.
+  const names = res.arms.map((a) => a.name);
+  let p = 0;
+  while (names.every((n) => n[p] === names[0]![p]) && p < names[0]!.length) p++;
+  const cut = names[0]!.lastIndexOf(', ', p) + 2 || 0;
+  const short = (n: string) => (cut > 1 ? n.slice(cut) : n);
+  for (const r of res.ratios) rows.push([`  ratio ${short(r.name)} / ${short(res.arms[0]!.name)}`, fmtSpread(r.spread, fmtRatio), 'paired by round']);
   return rows;
 }
 
