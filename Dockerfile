@@ -45,7 +45,11 @@ COPY bin ./bin
 COPY runtime ./runtime
 COPY wit ./wit
 # Non-root (the operator's pod securityContext also enforces runAsNonRoot, UID 65532).
-RUN mkdir -p /var/lib/murmur /etc/murmur/capsule && chown -R 65532:65532 /var/lib/murmur
+# node execute-only: the kernel marks a non-root process started from a binary it cannot read as
+# non-dumpable, so no tool of the same user can read the runtime's /proc/<pid>/environ, mem or fd/
+# (where the provider key would be). test/security/key-leak.test.ts checks this mechanism.
+RUN mkdir -p /var/lib/murmur /etc/murmur/capsule && chown -R 65532:65532 /var/lib/murmur \
+ && chmod 0711 "$(command -v node)"
 USER 65532:65532
 EXPOSE 8080 9090
 ENTRYPOINT ["node", "/app/bin/mur"]
