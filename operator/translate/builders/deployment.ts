@@ -88,6 +88,8 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
               image: c.spec.image ?? opts.image,
               ...(pullPolicy ? { imagePullPolicy: pullPolicy } : {}),
               args: runtimeArgs(publicUrl),
+              // the runtime's own refusal (it names the field) becomes the termination message the operator reports
+              terminationMessagePolicy: 'FallbackToLogsOnError',
               ports: [
                 { name: 'a2a', containerPort: A2A_PORT, protocol: 'TCP' },
                 { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
