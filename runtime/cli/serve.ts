@@ -70,6 +70,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     };
   } else {
     const session = await openSession(staged);
+    // The components instantiate while the front door starts, not when the first task arrives.
+    void session.components.prewarm(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath));
     const telemetry = instrumentSession(session);
     if (!flags.quiet) printProgress(session.trace, out);
     executor = taskExecutor(session);

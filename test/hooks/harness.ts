@@ -94,7 +94,9 @@ export async function harness(hooks: StagedHook[], opts: Partial<HookBusOptions>
     recorded: (n) => (recs.length >= n ? Promise.resolve() : new Promise<void>((resolve) => recWaiters.push({ n, resolve }))),
     inferences,
     services,
-    events: (type) => (existsSync(trace.path) ? readTrace(trace.path).events.filter((e) => type === undefined || e.event_type === type) : []),
+    // Without a type: what the bus reported (faults, denials, seeds…), not the hook_call timing line
+    // every call writes; events('hook_call') reads those.
+    events: (type) => (existsSync(trace.path) ? readTrace(trace.path).events.filter((e) => (type === undefined ? e.event_type !== 'hook_call' : e.event_type === type)) : []),
     log: (name) => (existsSync(join(dir, 'logs', `hook-${name}.log`)) ? readFileSync(join(dir, 'logs', `hook-${name}.log`), 'utf8') : ''),
   };
 }
