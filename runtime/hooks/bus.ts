@@ -570,19 +570,22 @@ export class HookBus {
     return { messages: await this.seed(winner.hook, winner.messages, ev as TaskStartEvent) };
   }
 
-  private tokensOf(list: readonly HookMessage[]): number {
-    let n = 0;
-    for (const m of list) n += this.services.countTokens(m.content);
-    return n;
+  /** Counts every message of `list` not counted yet into `into` (the counter may be a worker). */
+  private async countInto(into: Map<HookMessage, number>, list: readonly HookMessage[]): Promise<void> {
+    for (const m of list) if (!into.has(m)) into.set(m, await this.services.countTokens(m.content));
   }
 
   private async seed(h: Hook, proposed: HookMessage[], ev: TaskStartEvent): Promise<HookMessage[]> {
     const budget = Number(ev.budgetTokens ?? 0);
     const window = Number(ev.contextWindow ?? 0);
-    const proposedTokens = this.tokensOf(proposed);
-    const record = (outcome: string, msgs: HookMessage[], reason?: string): HookMessage[] => {
+    const counts = new Map<HookMessage, number>();
+    await this.countInto(counts, proposed);
+    const tokensOf = (list: readonly HookMessage[]) => list.reduce((n, m) => n + counts.get(m)!, 0);
+    const proposedTokens = tokensOf(proposed);
+    const record = async (outcome: string, msgs: HookMessage[], reason?: string): Promise<HookMessage[]> => {
+      await this.countInto(counts, msgs);
       this.trace?.write('context_seed', {
-        hook: h.name, tokens: this.tokensOf(msgs), proposed_tokens: proposedTokens, budget_tokens: budget, outcome, reason,
+        hook: h.name, tokens: tokensOf(msgs), proposed_tokens: proposedTokens, budget_tokens: budget, outcome, reason,
         message_ids: msgs.map((m) => m.id), task_id: (ev as { taskId?: string }).taskId,
       });
       if (outcome === 'refused') h.log(`on-task-start seed-context refused: ${reason}`);
@@ -593,7 +596,7 @@ export class HookBus {
     if (!valid.ok) return record('refused', [], `invalid_messages: ${valid.reason}`);
     if (proposedTokens <= budget) return record('committed', adoptHookMessages(proposed, 'seed-context'));
     if (proposedTokens <= Math.floor(budget * (1 + this.seedMargin))) {
-      let kept = dropOldest(proposed, budget, (m) => this.tokensOf([m]));
+      let kept = dropOldest(proposed, budget, (m) => tokensOf([m]));
       // Never start on a dangling tool result: drop further until the pairs match again.
       while (kept.length > 0 && !validateToolPairs(kept).ok) kept = kept.slice(1);
       if (kept.length === 0) return record('refused', [], 'overflow_nothing_fits');
@@ -607,7 +610,7 @@ export class HookBus {
     let tailStart = proposed.length;
     let tailTokens = 0;
     while (tailStart > 0) {
-      const t = this.tokensOf([proposed[tailStart - 1]!]);
+      const t = tokensOf([proposed[tailStart - 1]!]);
       if (tailTokens + t > Math.floor(budget / 2)) break;
       tailTokens += t;
       tailStart--;
@@ -616,7 +619,7 @@ export class HookBus {
     const tail = proposed.slice(tailStart);
     const cev: CompactionEvent = {
       messages: front,
-      sessionTokens: BigInt(this.tokensOf(front)),
+      sessionTokens: BigInt(tokensOf(front)),
       threshold: budget / Math.max(1, window),
       model: this.compactionCfg.model,
       systemPrompt: this.compactionCfg.systemPrompt,
@@ -628,10 +631,11 @@ export class HookBus {
     }
     if (r.out.tag !== 'replace-context') return record('refused', [], `summarize_failed: hook '${summarizer.name}' returned '${r.out.tag}'`);
     let result = [...r.out.val, ...tail];
+    await this.countInto(counts, result);
     const check = validateToolPairs(result);
     if (!check.ok) return record('refused', [], `summarize_failed: ${check.reason}`);
-    while (this.tokensOf(result) > budget && result.length > r.out.val.length) result.splice(r.out.val.length, 1);
-    if (this.tokensOf(result) > budget) return record('refused', [], 'summary_over_budget');
+    while (tokensOf(result) > budget && result.length > r.out.val.length) result.splice(r.out.val.length, 1);
+    if (tokensOf(result) > budget) return record('refused', [], 'summary_over_budget');
     return record('summarized', adoptHookMessages(result, 'seed-context'));
   }
 

@@ -69,7 +69,7 @@ export interface SessionOptions {
 /** What the runtime offers hook components (murmur:runtime/inference, tokens, task-io, conversation). */
 export interface HookServices {
   runInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, hookName: string): Promise<{ text: string; modelUsed: string; inputTokens: bigint; outputTokens: bigint }>;
-  countTokens(text: string): number;
+  countTokens(text: string): number | Promise<number>;
   taskIo(): { input?: { asGiven: string; original: string }; output?: string } | undefined;
   conversation(): HookMessage[];
 }
@@ -117,6 +117,9 @@ export class CapsuleSession {
     const s = new CapsuleSession(staged, opts.hostEnv ?? process.env);
     const m = staged.manifest;
     if (!m.inference) throw new MurError('E-RUN-001', `${m.name} is a script capsule (no inference block); run it with the script runner`);
+    // The encoder builds in the counting worker while hooks and components start, not on this
+    // thread in front of the first provider request.
+    s.counter.prewarm();
     s.system = systemPrompt(m.name, m.version, manifestPrompt(staged));
     s.compactionPrompt = compactionPrompt(staged);
     if (opts.hooks) s.hooks = await opts.hooks(s.services(), s.trace);
@@ -183,7 +186,7 @@ export class CapsuleSession {
     const seed = await this.hooks.taskStart({
       taskId: input.taskId, contextId: input.contextId, source: input.source, inputBytes: BigInt(Buffer.byteLength(input.text)),
       budgetTokens: BigInt(Math.floor(window * m.context.seedBudget)), contextWindow: BigInt(window),
-      priorTokens: BigInt(historyTokens(this.counter, prior)),
+      priorTokens: BigInt(await historyTokens(this.counter, prior)),
     });
     // Seeded messages go at the head: ahead of loaded history and of the task message.
     const history: ConversationMessage[] = [...fromHookMessages(seed.messages, 'seed-context'), ...prior, userText(input.text)];
@@ -300,7 +303,7 @@ export class CapsuleSession {
     const model = req.model ?? inf.model;
     const messages = fromHookMessages(req.messages.map((m) => (m.role === 'tool' ? m : m)), 'replace-context');
     const request = buildDriverRequest({ model, maxTokens: inf.maxTokens, system: req.systemPrompt ?? '', messages, tools: [], promptCacheKey: promptCacheKey(this.staged.manifest.name, this.staged.manifest.version) });
-    const inputTokens = this.counter.countJson(request);
+    const inputTokens = await this.counter.countJson(request);
     const admission = this.spend.admit(inputTokens, inf.maxTokens);
     if (!admission.admitted) {
       this.trace.write('spend_ceiling_reached', { origin: `hook:${hookName}`, requested: admission.refusal.requested, limit: admission.refusal.limit });
@@ -314,7 +317,7 @@ export class CapsuleSession {
       const driver = await this.components.driver();
       const raw = await driver.call(['run', 'run'], [{ data: JSON.stringify(request), logPath: undefined }]);
       const data = parseToolResult(raw).data ?? '';
-      outputTokens = this.counter.count(data);
+      outputTokens = await this.counter.count(data);
       const resp = parseDriverResponse(data);
       reported = resp.usage;
       // A model the provider rejects is an error for the hook: never a silent fallback.
