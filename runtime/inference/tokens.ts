@@ -79,8 +79,10 @@ export class TokenCounter {
 
   /** Resolves once the encoder is built (tests and benches wait on it; counting does not need to). */
   async ready(): Promise<void> {
-    this.#start();
+    const w = this.#start();
+    w.ref(); // an unref'd worker would let the process exit with this wait unsettled
     await this.#ready;
+    if (this.#pending.size === 0) w.unref();
   }
 
   /** Tokens in each text, in order (one round trip). */
