@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildDriverRequest, parseDriverResponse, type ConversationMessage, type ToolSpec } from '../inference/wire.ts';
+import { boundedError, buildDriverRequest, parseDriverResponse, type ConversationMessage, type ToolSpec } from '../inference/wire.ts';
 import { parseToolResult } from '../tools/result.ts';
 import type { ContinuationState } from '../inference/continuation.ts';
 import type { SpendMeter } from '../inference/spend.ts';
@@ -132,8 +132,8 @@ export async function runAttempt(
     } catch (e) {
       d.spend.drop(admission.ticket);
       if (signal.aborted) return { ...abortedExit(signal, 'during inference'), turns };
-      d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
-      return { exit: 'failed', reason: `inference driver failed: ${describe(e)}`, turns };
+      d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: boundedError(describe(e)) });
+      return { exit: 'failed', reason: `inference driver failed: ${boundedError(describe(e))}`, turns };
     }
     let responseText = '';
     let resp: ReturnType<typeof parseDriverResponse>;
@@ -148,6 +148,8 @@ export async function runAttempt(
       d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
       return { exit: 'failed', reason: `unreadable driver response: ${describe(e)}`, turns };
     }
+    // Every HTTP attempt of a driver that retried, on the trace before the turn's own event.
+    for (const a of resp.attempts ?? []) d.trace.write('inference_attempt', { turn, model: inf.model, ...a });
     const outputTokens = await d.counter.count(responseText);
     d.spend.settle(admission.ticket, { inputTokens, outputTokens });
     d.totals.inputTokens += inputTokens;
