@@ -74,6 +74,8 @@ export interface ScriptTurn {
   raw?: { status?: number; headers?: Record<string, string>; body: string };
   /** Wait this long before answering. */
   delayMs?: number;
+  /** Answer only once this resolves (a test holds the turn open until an event of its own); called when the request arrives. */
+  hold?: () => Promise<void>;
   /** Streaming: wait this long between events. */
   chunkDelayMs?: number;
 }
@@ -515,6 +517,7 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
       return sendError(api, reject(500, api === 'openai' ? 'server_error' : 'api_error', `scripted provider: turn ${index} is scripted for ${turn.api}, but the request came on ${api}`));
     }
     if (turn.delayMs) await sleep(turn.delayMs);
+    if (turn.hold) await turn.hold();
 
     if (turn.reset) {
       rec.status = 0;
