@@ -12,6 +12,7 @@ import { printProgress } from './progress.ts';
 import { MurError } from '../errors.ts';
 import { instrumentSession } from '../telemetry/index.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
+import { runtimeMetrics } from '../telemetry/metrics.ts';
 
 export const SERVE_FLAGS: FlagSpec = {
   'a2a-port': { type: 'number', help: 'A2A JSON-RPC port', default: 8080 },
@@ -80,6 +81,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     port: Number(flags['a2a-port']),
     publicUrl: flags['public-url'] as string | undefined,
   });
+  runtimeMetrics().watchWaitingForInput(m.name, () => a2a.waitingForInput());
   let metrics: Server | undefined;
   const metricsPort = Number(flags['metrics-port']);
   let endedStatus: string | undefined;

@@ -7,9 +7,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sendMessage } from '../../runtime/a2a/client.ts';
-import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
+import { API_KEY, ECHO_TOOL, PROBE_TOOL, capsuleYaml, driverDef, makeRegistry, tmp, type ArtifactDef } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../provider/scripted-provider.ts';
-import { serve, type Served } from './serve-kit.ts';
+import { freePort, serve, type Served } from './serve-kit.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -25,11 +25,11 @@ function gate() {
   return { open, arrival, hold: () => (arrived(), opened) };
 }
 
-async function served(turns: ScriptTurn[], args: string[] = []): Promise<Served> {
+async function served(turns: ScriptTurn[], args: string[] = [], tool: ArtifactDef = ECHO_TOOL): Promise<Served> {
   const provider = await startScriptedProvider(turns);
-  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
+  const registry = await makeRegistry([driverDef('anthropic'), tool]);
   const capsule = tmp('drain-');
-  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'drainer', extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }));
+  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'drainer', tools: [tool.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }));
   const s = await serve(capsule, { registry, workRoot: tmp('drain-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args });
   cleanup.push(() => s.stop(), () => provider.stop());
   return s;
@@ -87,4 +87,18 @@ describe('graceful drain (SIGTERM)', () => {
     expect(await s.exited).toBe(0);
     expect(s.output()).toMatch(/1 unfinished task\(s\) failed/);
   });
+
+  it('a task waiting for input is visible: /readyz and capsule_tasks_waiting_for_input say the session is blocked on input', async () => {
+    const metricsPort = await freePort();
+    const s = await served([{ toolCalls: [{ name: 'probe', input: { op: 'ask', prompt: 'Which colour?' } }] }, { text: 'got it' }], ['--metrics-port', String(metricsPort)], PROBE_TOOL);
+    const first = await sendMessage({ peerUrl: s.url, text: 'paint it', allow: [s.url], wait: true });
+    expect(first.ok && first.state).toBe('input-required');
+    if (!first.ok) return;
+    expect(await (await fetch(new URL('/readyz', s.url))).json()).toMatchObject({ waiting_for_input: 1, blocked_on_input: true });
+    expect(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).toMatch(/capsule_tasks_waiting_for_input\{capsule="drainer"\} 1/);
+    const reply = await sendMessage({ peerUrl: s.url, text: 'blue', taskId: first.taskId, contextId: first.contextId, allow: [s.url], wait: true });
+    expect(reply.ok && reply.state).toBe('completed');
+    expect(await (await fetch(new URL('/readyz', s.url))).json()).toMatchObject({ waiting_for_input: 0, blocked_on_input: false });
+    expect(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).toMatch(/capsule_tasks_waiting_for_input\{capsule="drainer"\} 0/);
+  }, 240_000); // the first build of the sandbox-probe fixture is slow on a loaded machine
 });
