@@ -64,7 +64,7 @@ export interface TaskRecord {
   readonly id: string;
   readonly contextId: string;
   readonly messageId: string;
-  readonly text: string;
+  text: string;
   readonly origin: TaskOrigin;
   readonly trust: TaskTrust;
   readonly traceparent: string | undefined;
@@ -445,6 +445,11 @@ export class TaskMachine {
   private finalize(rec: TaskRecord, state: TaskState, text?: string): void {
     if (rec.final) return;
     rec.final = true;
+    // A rejected task never ran: it keeps no body (the message text and its parts), only its status.
+    if (state === 'rejected') {
+      rec.text = '';
+      rec.history = [];
+    }
     if (rec.input) {
       clearTimeout(rec.input.timer);
       const inp = rec.input;

@@ -46,6 +46,21 @@ export interface TaskReport {
 
 /** Messages the session's conversation record keeps (the newest; `murmur:conversation/read`). */
 export const RECORD_LIMIT = 5000;
+/** Bytes (UTF-8 of the message content) the record keeps at most: the newest messages that fit. */
+export const RECORD_MAX_BYTES = 16 * 1024 * 1024;
+/** Bytes the threaded histories of all contexts keep at most; the least recently used context goes first. */
+export const HISTORIES_MAX_BYTES = 32 * 1024 * 1024;
+
+/** Approximate bytes a message holds (its content as JSON), memoised per message object. */
+const sizes = new WeakMap<ConversationMessage, number>();
+export function messageBytes(m: ConversationMessage): number {
+  let n = sizes.get(m);
+  if (n === undefined) {
+    n = Buffer.byteLength(JSON.stringify(m.content) ?? '') + 64;
+    sizes.set(m, n);
+  }
+  return n;
+}
 
 /** Why a session ended on its own, and the `exit_status` its `session_end` carries. */
 export interface SessionEnd {
@@ -220,7 +235,7 @@ export class CapsuleSession {
       this.current.asGiven = `${input.text}\n\n${note}`;
       this.current.output = undefined;
     }
-    if (threaded) this.histories.set(input.contextId, history);
+    if (threaded) this.keepHistory(input.contextId, history);
     this.keepInRecord(history);
     // A held continuation outlives the task ("for the rest of the session loop"): the next task of
     // this context continues it if its history still starts with what the driver acknowledged.
@@ -267,8 +282,25 @@ export class CapsuleSession {
       this.recorded.add(m);
       this.record.push(m);
     }
-    // A long-running capsule serves many tasks: keep the newest messages, bounded.
+    // A long-running capsule serves many tasks: keep the newest messages, bounded by count and bytes.
     if (this.record.length > RECORD_LIMIT) this.record.splice(0, this.record.length - RECORD_LIMIT);
+    let bytes = 0;
+    let keepFrom = this.record.length;
+    while (keepFrom > 0 && bytes + messageBytes(this.record[keepFrom - 1]!) <= RECORD_MAX_BYTES) bytes += messageBytes(this.record[--keepFrom]!);
+    if (keepFrom > 0) this.record.splice(0, keepFrom);
+  }
+
+  /** Stores a threaded context's history, evicting the least recently used contexts past the byte bound. */
+  private keepHistory(contextId: string, history: ConversationMessage[]): void {
+    this.histories.delete(contextId);
+    this.histories.set(contextId, history); // Map order = recency
+    let total = 0;
+    for (const h of this.histories.values()) for (const m of h) total += messageBytes(m);
+    for (const [id, h] of this.histories) {
+      if (total <= HISTORIES_MAX_BYTES || id === contextId) break;
+      for (const m of h) total -= messageBytes(m);
+      this.histories.delete(id);
+    }
   }
 
   /**
