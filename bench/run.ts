@@ -13,8 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { benchComponents } from './components.ts';
 import { benchLoop } from './loop.ts';
 import { benchScript } from './script.ts';
+import { benchTokens } from './tokens.ts';
 
-const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript() };
+const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens() };
 // These run as their own processes (each starts servers or a cluster and exits when done).
 const scripts = ['stack', 'a2a', 'hooks', 'telemetry', 'operator', 'images'];
 const names = process.argv.slice(2).length ? process.argv.slice(2) : ['stack', ...Object.keys(inProcess), ...scripts.filter((n) => n !== 'stack')];

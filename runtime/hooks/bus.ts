@@ -340,21 +340,25 @@ export class HookBus {
     return { messages: await this.seed(winner.hook, winner.messages, ev as TaskStartEvent) };
   }
 
-  private tokensOf(list: readonly HookMessage[]): number {
-    let n = 0;
-    for (const m of list) n += this.services.countTokens(m.content);
-    return n;
+  /** Counts every message of `list` not counted yet into `into` (the counter is a worker: async). */
+  private async countInto(into: Map<HookMessage, number>, list: readonly HookMessage[]): Promise<void> {
+    for (const m of list) if (!into.has(m)) into.set(m, await this.services.countTokens(m.content));
   }
 
   /** Runs the seed policy (seed.ts) on a proposed seed; the summarizing step calls the compaction hook. */
   private async seed(h: Hook, proposed: HookMessage[], ev: TaskStartEvent): Promise<HookMessage[]> {
     const budget = Number(ev.budgetTokens ?? 0);
     const window = Number(ev.contextWindow ?? 0);
-    const count = (m: HookMessage): number => this.services.countTokens(m.content);
-    const proposedTokens = this.tokensOf(proposed);
-    const record = (outcome: string, msgs: HookMessage[], reason?: string): HookMessage[] => {
+    // Counted up front (the pure policy in seed.ts counts synchronously).
+    const counts = new Map<HookMessage, number>();
+    await this.countInto(counts, proposed);
+    const count = (m: HookMessage): number => counts.get(m)!;
+    const tokensOf = (list: readonly HookMessage[]) => list.reduce((n, m) => n + count(m), 0);
+    const proposedTokens = tokensOf(proposed);
+    const record = async (outcome: string, msgs: HookMessage[], reason?: string): Promise<HookMessage[]> => {
+      await this.countInto(counts, msgs);
       this.trace?.write('context_seed', {
-        hook: h.name, tokens: this.tokensOf(msgs), proposed_tokens: proposedTokens, budget_tokens: budget, outcome, reason,
+        hook: h.name, tokens: tokensOf(msgs), proposed_tokens: proposedTokens, budget_tokens: budget, outcome, reason,
         message_ids: msgs.map((m) => m.id), task_id: (ev as { taskId?: string }).taskId,
       });
       if (outcome === 'refused') h.log(`on-task-start seed-context refused: ${reason}`);
@@ -367,7 +371,7 @@ export class HookBus {
     if (!summarizer) return record('refused', [], 'overflow_no_summarizer');
     const cev: CompactionEvent = {
       messages: plan.front,
-      sessionTokens: BigInt(this.tokensOf(plan.front)),
+      sessionTokens: BigInt(tokensOf(plan.front)),
       threshold: budget / Math.max(1, window),
       model: this.compactionCfg.model,
       systemPrompt: this.compactionCfg.systemPrompt,
@@ -378,6 +382,7 @@ export class HookBus {
       return record('refused', [], `summarize_failed: hook '${summarizer.name}' ${r.defect}`);
     }
     if (r.out.tag !== 'replace-context') return record('refused', [], `summarize_failed: hook '${summarizer.name}' returned '${r.out.tag}'`);
+    await this.countInto(counts, r.out.val);
     const fitted = fitSummary(r.out.val, plan.tail, budget, count);
     if (fitted.outcome === 'refused') return record('refused', [], fitted.reason);
     return record('summarized', adoptHookMessages(fitted.messages, 'seed-context'));

@@ -278,7 +278,9 @@ describe('token accounting stays linear', () => {
     const r = await kit.session.runTask(task('ctx', text));
     expect(r.exit).toBe('completed');
     const inf = trace(kit).find((e) => e.event_type === 'inference')!;
-    const whole = new TokenCounter().count(text);
+    const counter = new TokenCounter();
+    const whole = await counter.count(text);
+    await counter.close();
     expect(whole).toBeGreaterThan(1024 * 1024 / 64);
     expect(Number(inf.input_tokens)).toBeGreaterThanOrEqual(whole);
   });

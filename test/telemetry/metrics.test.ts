@@ -129,7 +129,7 @@ describe('/metrics after a scripted session', () => {
   });
 
   it('a failed driver call: no tokens counted, its duration recorded with error_type; the task counted failed', async () => {
-    kit = await openKit({ yaml: capsuleYaml({ name: 'flaky' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }] } });
+    kit = await openKit({ yaml: capsuleYaml({ name: 'flaky' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }], onExhausted: 'repeat-last' } });
     tel = instrumentSession(kit.session, { telemetry: false });
     await kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'task_md' });
     const { x } = await scrape();
