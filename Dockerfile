@@ -52,13 +52,15 @@ COPY --from=app /out/app /app
 COPY --from=app /out/etc/murmur /etc/murmur
 COPY --from=app --chown=65532:65532 /out/var/lib/murmur /var/lib/murmur
 COPY --from=registry /opt/murmur/registry /opt/murmur/registry
-# Non-root (the operator's pod securityContext also enforces runAsNonRoot, UID 65532).
 # node execute-only: the kernel marks a non-root process started from a binary it cannot read as
 # non-dumpable, so no tool of the same user can read the runtime's /proc/<pid>/environ, mem or fd/
 # (where the provider key would be). test/security/key-leak.test.ts checks this mechanism.
 RUN chmod 0711 "$(command -v node)"
+# Non-root (the operator's pod securityContext also enforces runAsNonRoot, UID 65532).
 USER 65532:65532
 WORKDIR /var/lib/murmur
 EXPOSE 8080 9090
 ENTRYPOINT ["node", "/app/bin/mur"]
-CMD ["serve", "/etc/murmur/capsule", "--a2a-port", "8080", "--metrics-port", "9090", "--workdir", "/var/lib/murmur", "--host", "0.0.0.0"]
+# --anonymous as the operator renders it: the Service is fenced by NetworkPolicy (docs/a2a.md);
+# mur serve refuses a non-loopback address without authentication unless told.
+CMD ["serve", "/etc/murmur/capsule", "--a2a-port", "8080", "--metrics-port", "9090", "--workdir", "/var/lib/murmur", "--host", "0.0.0.0", "--anonymous"]

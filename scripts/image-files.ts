@@ -9,7 +9,7 @@
  *   node --import tsx scripts/image-files.ts runtime|operator <out-dir>
  * Writes <out-dir>/app/{package.json, bin/, dist/…, node_modules/…} and prints its size.
  */
-import { cpSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { nodeFileTrace } from '@vercel/nft';
 
@@ -26,13 +26,28 @@ interface Target {
   ignore: string[];
   /** Packages copied file by file as traced (static imports only, where the whole package is big). */
   tracedFilesOnly?: string[];
+  /**
+   * Bundle the entries with esbuild into one module each (output name → dist entry), the
+   * `external` packages left in node_modules. Start-up: loading dist/ file by file (≈ 700 modules)
+   * cost more than the rest of `mur serve`'s start (bench/images.ts prints the result). All outputs
+   * sit in one folder, dist/runtime/cli/, so the paths the runtime derives from import.meta.url
+   * (worker.js and worker-boot.mjs beside workers.ts' code, PROJECT_ROOT two levels up) still hold.
+   */
+  bundle?: { entries: Record<string, string>; copy: Record<string, string>; external: string[] };
 }
 
 const TARGETS: Record<string, Target> = {
   runtime: {
-    entries: ['dist/runtime/cli/main.js', 'dist/runtime/host/worker.js', 'dist/runtime/host/worker-boot.mjs'],
+    entries: ['dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/worker-boot.mjs'],
+    bundle: {
+      entries: { 'dist/runtime/cli/main.js': 'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js': 'dist/runtime/host/worker.js' },
+      copy: { 'dist/runtime/cli/worker-boot.mjs': 'dist/runtime/host/worker-boot.mjs' },
+      // Their files are found relative to their own modules (jco-transpile's core wasm,
+      // preview2-shim's I/O worker), so they stay packages.
+      external: ['@bytecodealliance/*'],
+    },
     // jco's package.json: its version is part of the transpile cache key (transpile-cache.ts).
-    extra: ['package.json', 'bin/mur', 'node_modules/@bytecodealliance/jco/package.json'],
+    extra: ['package.json', 'bin/mur', 'bin/scrub-key.mjs', 'node_modules/@bytecodealliance/jco/package.json'],
     ignore: [
       // tsx (and the esbuild it runs) serve only the TypeScript sources (bin/mur, worker-boot.mjs
       // and workers.ts take that path only when runtime/*.ts exists); the image runs dist/.
@@ -60,7 +75,9 @@ const TARGETS: Record<string, Target> = {
     tracedFilesOnly: ['node_modules/js-tiktoken'],
   },
   operator: {
-    entries: ['dist/operator/main.js'],
+    // client-node is loaded through createRequire only out of a pod (operator/kube/client.ts), a
+    // call the tracer does not follow: traced as an entry of its own.
+    entries: ['dist/operator/main.js', 'node_modules/@kubernetes/client-node/dist/index.js'],
     extra: ['package.json'],
     ignore: [
       // No WASM toolchain in the operator image: it never transpiles or runs components.
@@ -80,9 +97,42 @@ if (!target || !outArg) {
   process.exit(2);
 }
 const out = join(resolve(outArg), 'app');
+// Bundles are written under ROOT/.cache (so their externals resolve from ROOT/node_modules while
+// tracing) and copied to their dist/ path in the image.
+let prefix = '';
+if (target.bundle) {
+  prefix = join('.cache', 'image-bundle', name!) + '/';
+  const dir = join(ROOT, prefix);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const { default: esbuild } = await import('esbuild');
+  for (const [outFile, entry] of Object.entries(target.bundle.entries)) {
+    await esbuild.build({
+      entryPoints: [join(ROOT, entry)],
+      outfile: join(dir, outFile),
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      external: target.bundle.external,
+      logLevel: 'warning',
+      // CommonJS dependencies inside an ESM bundle call require() for Node built-ins.
+      banner: { js: "import { createRequire as __imageRequire } from 'node:module'; const require = __imageRequire(import.meta.url);" },
+    });
+  }
+  for (const [to, from] of Object.entries(target.bundle.copy)) cpSync(join(ROOT, from), join(dir, to));
+}
 const { fileList, warnings } = await nodeFileTrace(
-  target.entries.map((e) => join(ROOT, e)),
-  { base: ROOT, ignore: target.ignore },
+  target.entries.map((e) => join(ROOT, prefix, e)),
+  {
+    base: ROOT,
+    // Sources and caches are never part of an image: the bundled workers.ts still names the .ts
+    // files it bundles from sources (a path the tracer would glob, down into .cache).
+    ignore: (p: string) =>
+      /^(runtime|operator|test|bench|scripts)\//.test(p) ||
+      (p.startsWith('.cache/') && !(prefix && p.startsWith(prefix))) ||
+      target.ignore.some((g) => (g.endsWith('/**') ? p.startsWith(g.slice(0, -2)) : p === g)),
+  },
 );
 // Unresolvable requires are other platforms' native bindings and optional peers (bufferutil, …);
 // anything else the tracer could not follow is printed so a missing file shows up at build time.
@@ -104,8 +154,9 @@ let count = 0;
 const copy = (rel: string) => {
   const src = join(ROOT, rel);
   const st = statSync(src);
-  mkdirSync(dirname(join(out, rel)), { recursive: true });
-  cpSync(src, join(out, rel), { dereference: true });
+  const to = join(out, prefix && rel.startsWith(prefix) ? rel.slice(prefix.length) : rel);
+  mkdirSync(dirname(to), { recursive: true });
+  cpSync(src, to, { dereference: true });
   bytes += st.size;
   count++;
 };
