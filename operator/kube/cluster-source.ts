@@ -38,7 +38,9 @@ export function clusterSource(env: Record<string, string | undefined>, exists: (
   return { kind: 'none', looked };
 }
 
-/** The start-up error for `kind: 'none'` (E-OP-020, docs/errors.md). */
+/** The start-up error code for `kind: 'none'` (docs/errors.md). */
+export const NO_CLUSTER = 'E-OP-020';
+
 export function noClusterMessage(source: Extract<ClusterSource, { kind: 'none' }>): string {
-  return `E-OP-020 no Kubernetes cluster to connect to; looked for: ${source.looked.join('; ')}. Run the operator in a pod with a ServiceAccount, or set KUBECONFIG.`;
+  return `${NO_CLUSTER} no Kubernetes cluster to connect to; looked for: ${source.looked.join('; ')}. Run the operator in a pod with a ServiceAccount, or set KUBECONFIG.`;
 }
