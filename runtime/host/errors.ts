@@ -41,8 +41,9 @@ export class DeadlineExceeded extends HostFault {
 
 export class MemoryLimitExceeded extends HostFault {
   readonly limitBytes: number;
-  constructor(component: string, fn: string, limitBytes: number, usedBytes: number) {
-    super('memory', 'E-HOST-004', component, `${fn} grew linear memory to ${mib(usedBytes)} MiB, past its ${mib(limitBytes)} MiB cap; the instance was stopped`,
+  constructor(component: string, fn: string, limitBytes: number, usedBytes: number, requestedBytes?: number) {
+    const grow = requestedBytes ? ` and asked for ${mib(requestedBytes)} MiB more` : '';
+    super('memory', 'E-HOST-004', component, `${fn} grew linear memory to ${mib(usedBytes)} MiB${grow}, past its ${mib(limitBytes)} MiB cap; the instance was stopped`,
       'raise capabilities.limits.memory_bytes, or bound what the component allocates');
     this.name = 'MemoryLimitExceeded';
     this.limitBytes = limitBytes;
@@ -79,5 +80,5 @@ export class IntegrityError extends HostFault {
 }
 
 function mib(n: number): string {
-  return (n / 1048576).toFixed(0);
+  return n < 1048576 ? (n / 1048576).toFixed(2) : (n / 1048576).toFixed(0);
 }
