@@ -109,6 +109,8 @@ export async function runAttempt(
     if (signal.aborted) return { ...abortedExit(signal, 'between turns'), turns };
     const turn = ++turns;
     d.totals.turns++;
+    // The length sent before the reply: what a continuation id returned this turn covers.
+    const sentLength = history.length;
     const plan = d.continuation.plan(task.contextId, history);
     const request = buildDriverRequest({
       model: inf.model, maxTokens: inf.maxTokens, system: d.system, messages: plan.messages, tools,
@@ -209,7 +211,7 @@ export async function runAttempt(
     // A replace-context committed this turn drops the held id, including one the driver just
     // returned: the provider's state no longer matches the history, so the next turn resends it.
     if (replaced) d.continuation.replaceContext();
-    else d.continuation.acknowledge(task.contextId, continuationId, history);
+    else d.continuation.acknowledge(task.contextId, continuationId, history, sentLength);
 
     if (resp.stop_reason === 'tool_call' && toolCalls.length) {
       for (const call of toolCalls) {
