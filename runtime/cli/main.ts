@@ -26,7 +26,7 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
   try {
     switch (cmd) {
       case 'run':
-        return await runCommand(rest, out);
+        return await runCommand(rest, out, err);
       case 'serve':
         return await serveCommand(rest, out);
       case 'trace':

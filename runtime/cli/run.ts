@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { openSession, stage } from '../loop/open.ts';
 import { printProgress } from './progress.ts';
-import { MurError } from '../errors.ts';
+import { MurError, formatTaskFailure } from '../errors.ts';
 import { instrumentSession } from '../telemetry/index.ts';
 
 export const RUN_FLAGS: FlagSpec = {
@@ -24,7 +24,7 @@ export const RUN_HELP = helpText(
   RUN_FLAGS,
 );
 
-export async function runCommand(argv: string[], out: (s: string) => void = console.log): Promise<number> {
+export async function runCommand(argv: string[], out: (s: string) => void = console.log, err: (s: string) => void = console.error): Promise<number> {
   const { flags, positionals } = parseArgs(argv, RUN_FLAGS);
   if (flags.help) {
     out(RUN_HELP);
@@ -46,7 +46,7 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
   }
   if (staged.manifest.kind === 'script') {
     const { runScriptCapsule } = await import('../script/run.ts');
-    return runScriptCapsule(staged, text, { out, quiet });
+    return runScriptCapsule(staged, text, { out, err, quiet });
   }
   const session = await openSession(staged);
   const telemetry = instrumentSession(session);
@@ -59,7 +59,8 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
     const report = await session.runTask({ taskId: randomUUID(), contextId: (flags['context-id'] as string | undefined) ?? randomUUID(), text, source: 'task_md', origin: 'user', trust: 'trusted' }, undefined, abort.signal);
     exitStatus = report.exit === 'completed' ? 'ok' : report.exit;
     if (report.exit === 'completed') out(report.text ?? '');
-    else out(`task ${report.exit}: ${report.reason ?? ''}`);
+    // A task that did not complete is a failure: stderr, with its code and fix hint.
+    else err(formatTaskFailure(report.exit, report.reason, report.error));
     return report.exit === 'completed' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSigint);

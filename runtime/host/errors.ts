@@ -31,11 +31,14 @@ export class HostFault extends MurError {
 
 export class DeadlineExceeded extends HostFault {
   readonly deadlineMs: number;
-  constructor(component: string, fn: string, deadlineMs: number) {
-    super('deadline', 'E-HOST-003', component, `${fn} did not finish within its ${deadlineMs} ms deadline; the instance was stopped`,
-      'raise capabilities.limits.deadline_seconds, or make the component return sooner');
+  /** The manifest field that set the deadline. */
+  readonly field: string;
+  constructor(component: string, fn: string, deadlineMs: number, field = 'capabilities.limits.deadline_seconds') {
+    super('deadline', 'E-HOST-003', component, `${fn} did not finish within its ${deadlineMs} ms deadline (${field}); the instance was stopped`,
+      `raise ${field} in murmur.yaml, or make the component return sooner`);
     this.name = 'DeadlineExceeded';
     this.deadlineMs = deadlineMs;
+    this.field = field;
   }
 }
 

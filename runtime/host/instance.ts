@@ -24,6 +24,8 @@ export interface InstanceOptions {
   imports?: HostImports;
   /** Default deadline per call. */
   deadlineMs: number;
+  /** The manifest field the deadline comes from, named in the error (default capabilities.limits.deadline_seconds). */
+  deadlineField?: string;
   /** Linear memory cap per core module. */
   memoryBytes: number;
   /** Told of each outgoing request the network grant refused (for the trace). */
@@ -155,7 +157,7 @@ export class ComponentInstance {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         this.kill();
-        reject(new DeadlineExceeded(this.component.name, fn, deadlineMs));
+        reject(new DeadlineExceeded(this.component.name, fn, deadlineMs, this.opts.deadlineField));
       }, remaining);
       this.pending.set(id, { resolve, reject, fn, timer });
       worker.postMessage({ type: 'call', id, path, args });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { buildDriverRequest, parseDriverResponse, type ConversationMessage, type ToolSpec } from '../inference/wire.ts';
 import { parseToolResult } from '../tools/result.ts';
 import type { ContinuationState } from '../inference/continuation.ts';
+import { failureInfo, type FailureInfo } from '../errors.ts';
 import type { SpendMeter } from '../inference/spend.ts';
 import type { TokenCounter } from '../inference/tokens.ts';
 import type { CapsuleManifest } from '../manifest/capsule.ts';
@@ -41,6 +42,8 @@ export interface AttemptResult {
   turns: number;
   /** An on-compaction error: it ends the session, not only the task (wit-interfaces.md). */
   endsSession?: boolean;
+  /** Code and fix hint of the failure, when it had one (printed by `mur run`). */
+  error?: FailureInfo;
 }
 
 export interface LoopDeps {
@@ -134,7 +137,7 @@ export async function runAttempt(
       d.spend.drop(admission.ticket);
       if (signal.aborted) return { ...abortedExit(signal, 'during inference'), turns };
       d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
-      return { exit: 'failed', reason: `inference driver failed: ${describe(e)}`, turns };
+      return { exit: 'failed', reason: `inference driver failed: ${describe(e)}`, turns, ...withError(e) };
     }
     let responseText = '';
     let resp: ReturnType<typeof parseDriverResponse>;
@@ -147,7 +150,7 @@ export async function runAttempt(
     } catch (e) {
       d.spend.drop(admission.ticket);
       d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
-      return { exit: 'failed', reason: `unreadable driver response: ${describe(e)}`, turns };
+      return { exit: 'failed', reason: `unreadable driver response: ${describe(e)}`, turns, ...withError(e) };
     }
     const outputTokens = d.counter.count(responseText);
     d.spend.settle(admission.ticket, { inputTokens, outputTokens });
@@ -248,4 +251,9 @@ function safeJson(s: string): unknown {
   } catch {
     return s;
   }
+}
+
+function withError(e: unknown): { error?: FailureInfo } {
+  const f = failureInfo(e);
+  return f ? { error: f } : {};
 }

@@ -137,7 +137,7 @@ describe('limits', () => {
     const spun = await s.runTask(task(program({ op: 'ping' }, { op: 'spin' })));
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(spun.exit).toBe('failed');
-    expect(spun.reason).toBe('demo: run.run did not finish within its 5000 ms deadline; the instance was stopped [E-HOST-003]');
+    expect(spun.reason).toBe('demo: run.run did not finish within its 5000 ms deadline (capabilities.limits.deadline_seconds); the instance was stopped [E-HOST-003]');
     // Steps before the spin left their partial answer in the workdir.
     expect(JSON.parse(readFileSync(path.join(s.grantedDir, 'out', 'result.txt'), 'utf8')).results[0].value).toBe('pong');
     const next = await s.runTask(task(program({ op: 'ping' })));
