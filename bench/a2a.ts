@@ -8,7 +8,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { taskExecutor } from '../runtime/loop/a2a-bridge.ts';
+import { taskExecutor } from '../runtime/compose/a2a-bridge.ts';
 import { endTurn, openReplay } from '../test/loop/replay-kit.ts';
 import express from 'express';
 import { startA2AServer } from '../runtime/a2a/server.ts';

@@ -5,7 +5,7 @@
  * capsule directory and a Capsule object; Kubernetes-only fields (replicas, resources, image,
  * servicePort, ingress, apiKeySecretRef) use Kubernetes camelCase.
  */
-import type { CommitPolicy, ExecutionMode, Handler } from '../../runtime/hooks/commit-table.ts';
+import type { CommitPolicy, ExecutionMode, Handler } from '../../runtime/contracts/commit-table.ts';
 
 export const GROUP = 'murmur.io';
 export const VERSION = 'v1alpha1';

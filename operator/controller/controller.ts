@@ -5,7 +5,7 @@
  */
 import { hostname } from 'node:os';
 import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
-import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../builders/common.ts';
+import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../translate/builders/common.ts';
 import { collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
 import { covers } from '../reconcile/compare.ts';

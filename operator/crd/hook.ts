@@ -1,5 +1,5 @@
 /** The Hook CRD (`hooks.murmur.io`). */
-import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../../runtime/hooks/commit-table.ts';
+import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../../runtime/contracts/commit-table.ts';
 import { API_VERSION, GROUP, VERSION } from '../api/types.ts';
 import { ARTIFACT_NAME, artifactSource } from './common.ts';
 import { hookContractRules } from './rules.ts';

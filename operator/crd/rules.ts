@@ -1,6 +1,6 @@
 /**
  * CEL admission rules for the Hook CRD, rendered from the ONE commit table
- * (runtime/hooks/commit-table.ts). Each rule reproduces one branch of `checkHookContract()` with
+ * (runtime/contracts/commit-table.ts). Each rule reproduces one branch of `checkHookContract()` with
  * a `messageExpression` that builds the very same message, and the rules exclude each other in
  * the order `checkHookContract()` checks them, so a bad Hook is refused with exactly one message:
  * the one staging would give.
@@ -10,7 +10,7 @@ import {
   HANDLERS,
   POLICIES_REQUIRING_BINDING,
   type Handler,
-} from '../../runtime/hooks/commit-table.ts';
+} from '../../runtime/contracts/commit-table.ts';
 import type { Validation } from './schema.ts';
 
 const q = (s: string): string => `'${s}'`;

@@ -4,8 +4,8 @@
  * Capsules use it. `sameHookStatus` ignores transition times, so an unchanged status is never written.
  */
 import type { Condition, Hook, HookStatus } from '../api/types.ts';
-import { stableJson } from '../builders/common.ts';
-import { checkHookContract } from '../../runtime/hooks/commit-table.ts';
+import { stableJson } from '../translate/builders/common.ts';
+import { checkHookContract } from '../../runtime/contracts/commit-table.ts';
 
 /** usedBy lists at most this many names (usedByCount has them all): status stays small. */
 export const HOOK_USED_BY_MAX = 50;

@@ -5,7 +5,7 @@
  * an unchanged status is never written.
  */
 import type { Capsule, CapsuleStatus, Condition, KubeObject } from '../api/types.ts';
-import { ANNOTATION_CONFIG_HASH, stableJson } from '../builders/common.ts';
+import { ANNOTATION_CONFIG_HASH, stableJson } from '../translate/builders/common.ts';
 import type { Problem } from '../translate/index.ts';
 
 interface DeploymentLike extends KubeObject {

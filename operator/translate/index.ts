@@ -6,13 +6,13 @@
  */
 import { isIP } from 'node:net';
 import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
-import { sha256, stableJson } from '../builders/common.ts';
-import { buildConfigMap } from '../builders/configmap.ts';
-import { buildDeployment } from '../builders/deployment.ts';
-import { renderManifest } from '../builders/manifest.ts';
-import { buildEgressPolicy, buildIngressPolicy } from '../builders/networkpolicy.ts';
-import { buildService } from '../builders/service.ts';
-import { buildServiceAccount } from '../builders/serviceaccount.ts';
+import { sha256, stableJson } from './builders/common.ts';
+import { buildConfigMap } from './builders/configmap.ts';
+import { buildDeployment } from './builders/deployment.ts';
+import { renderManifest } from './builders/manifest.ts';
+import { buildEgressPolicy, buildIngressPolicy } from './builders/networkpolicy.ts';
+import { buildService } from './builders/service.ts';
+import { buildServiceAccount } from './builders/serviceaccount.ts';
 import { allAllowEntries, parseAllow, type AllowEntry } from './network.ts';
 import type { TranslateOptions } from './options.ts';
 

@@ -15,7 +15,7 @@
  * starts and stops with the controller). Per-pod last-seen values live in memory only.
  */
 import type { Capsule, CapsuleUsage, KubeObject } from '../api/types.ts';
-import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, METRICS_PORT } from '../builders/common.ts';
+import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, METRICS_PORT } from '../translate/builders/common.ts';
 import type { OperatorMetrics } from '../controller/metrics.ts';
 import { collectionPath, isConflict, type KubeClient } from '../kube/client.ts';
 import { keyOf, type Informer } from '../kube/informer.ts';

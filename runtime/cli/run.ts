@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
-import { openSession, stage } from '../loop/open.ts';
+import { openSession, stage } from '../compose/open.ts';
 import { printProgress } from './progress.ts';
 import { MurError, formatTaskFailure } from '../errors.ts';
 import { instrumentSession } from '../telemetry/index.ts';

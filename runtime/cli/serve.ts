@@ -5,8 +5,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
-import { openSession, stage } from '../loop/open.ts';
-import { taskExecutor } from '../loop/a2a-bridge.ts';
+import { openSession, stage } from '../compose/open.ts';
+import { taskExecutor } from '../compose/a2a-bridge.ts';
 import { startA2AServer, skillsFromTools } from '../a2a/server.ts';
 import { printProgress } from './progress.ts';
 import { MurError } from '../errors.ts';

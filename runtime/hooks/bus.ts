@@ -29,7 +29,7 @@ import {
 } from '../host/index.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
-import { ARMS, COMMIT_TABLE, HANDLERS, checkHookContract, exportName, handlersFor, isCommitted, type Arm, type Handler } from './commit-table.ts';
+import { ARMS, COMMIT_TABLE, HANDLERS, checkHookContract, exportName, handlersFor, isCommitted, type Arm, type Handler } from '../contracts/commit-table.ts';
 import { lifecycleExports } from './exports.ts';
 import { hookImports, type ImportState } from './imports.ts';
 import { adoptHookMessages, validateToolPairs } from './messages.ts';

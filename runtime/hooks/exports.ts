@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { LoadedComponent } from '../host/index.ts';
-import { HANDLERS, exportName, type Handler } from './commit-table.ts';
+import { HANDLERS, exportName, type Handler } from '../contracts/commit-table.ts';
 
 export interface LifecycleExports {
   /** `murmur:hook/lifecycle@<version>` as exported. */

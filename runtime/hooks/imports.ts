@@ -5,7 +5,7 @@
  * component host hands them to the guest as the `err` case; an Error would be a host fault.
  */
 import type { HostImports } from '../host/index.ts';
-import { HANDLERS, exportName } from './commit-table.ts';
+import { HANDLERS, exportName } from '../contracts/commit-table.ts';
 import type { HookMessage, HookServices, StagedHook } from './types.ts';
 
 export interface ImportState {

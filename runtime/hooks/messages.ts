@@ -1,10 +1,11 @@
 /**
- * Message bookkeeping at the hook boundary. The loop's own helpers (runtime/loop/messages.ts) do the
- * translation between conversation messages and the hook `message` record; these are the pieces the
- * bus adds: minting, stripping and the tool-pair check, re-exported in one place.
+ * Message bookkeeping at the hook boundary. runtime/hooks/conversation.ts translates between
+ * conversation messages and the hook `message` record; these are the pieces the bus adds: minting,
+ * stripping and the tool-pair check, re-exported in one place.
  */
 import type { ConversationMessage } from '../inference/wire.ts';
-import { fromHookMessages, mintMessageId, toolPairProblem } from '../loop/messages.ts';
+import { mintMessageId, toolPairProblem } from '../inference/messages.ts';
+import { fromHookMessages } from './conversation.ts';
 import type { ContextInsertion, HookMessage } from './types.ts';
 
 export { mintMessageId };

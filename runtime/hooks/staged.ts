@@ -1,7 +1,7 @@
 /** From what staging produced (runtime/session/stage.ts) to what the HookBus loads. */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { guestEnv, httpAllow } from '../loop/grants.ts';
+import { guestEnv, httpAllow } from '../host/grants.ts';
 import type { StagedHook as SessionStagedHook } from '../session/stage.ts';
 import type { StagedHook } from './types.ts';
 

@@ -2,9 +2,8 @@
  * The `murmur:hook/lifecycle@0.9.0` records as jco hands them across (camelCase fields, variants as
  * `{tag, val}`, `option<T>` = value | undefined, u64 = bigint), and what a staged hook is.
  */
-import type { CommitPolicy, Handler } from './commit-table.ts';
-import type { CompactionOutcome, Decision, HookMessage } from '../loop/hook-port.ts';
-import type { HookServices } from '../loop/session.ts';
+import type { CommitPolicy, Handler } from '../contracts/commit-table.ts';
+import type { CompactionOutcome, Decision, HookMessage, HookServices } from './port.ts';
 
 export type { CompactionOutcome, Decision, HookMessage, HookServices };
 

@@ -1,6 +1,6 @@
 /** The component host: load (verify + transpile-once), then instantiate with per-instance grants. */
 export { loadComponent, defaultCacheDir, type LoadedComponent } from './transpile-cache.ts';
-export { sha256Hex } from '../registry/digest.ts';
+export { sha256Hex } from '../contracts/digest.ts';
 export { ComponentInstance, drainWorkerPool, type HostImports, type HostFn, type InstanceOptions } from './instance.ts';
 export type { Grants, NetworkDenial } from './protocol.ts';
 export * from './errors.ts';

@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { NetworkDenial } from '../contracts/network-denial.ts';
 
 /** Messages between the main thread (ComponentInstance) and a component worker. */
 
@@ -15,12 +16,7 @@ export interface Grants {
   logLimitBytes?: number;
 }
 
-/** An outgoing request the network grant refused (the guest got `HTTP-request-denied`). */
-export interface NetworkDenial {
-  scheme: string;
-  host: string;
-  port: number;
-}
+export type { NetworkDenial };
 
 /** Interfaces the host implements for the guest: interface → function names (camelCase). */
 export type ImportSpec = Record<string, string[]>;

@@ -4,7 +4,7 @@
  * process or the next — skips the transpile. The cache entry is written to a temp folder and renamed
  * into place, so a crash or a concurrent loader never leaves half an entry.
  */
-import { sha256Hex } from '../registry/digest.ts';
+import { sha256Hex } from '../contracts/digest.ts';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { PROJECT_ROOT } from '../wit/packages.ts';

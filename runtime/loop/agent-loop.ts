@@ -12,10 +12,11 @@ import type { SpendMeter } from '../inference/spend.ts';
 import type { TokenCounter } from '../inference/tokens.ts';
 import type { CapsuleManifest } from '../manifest/capsule.ts';
 import type { TraceWriter } from '../trace/writer.ts';
-import type { HookPort } from './hook-port.ts';
+import type { HookPort } from '../hooks/port.ts';
 import type { SessionComponents } from './components.ts';
 import { describe, raceAbort, type ToolDispatcher } from './tools.ts';
-import { fromHookMessages, textOf, toHookMessage, toolPairProblem } from './messages.ts';
+import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
+import { textOf, toolPairProblem } from '../inference/messages.ts';
 import { startChatSpan, startCompactionSpan, startToolSpan } from '../telemetry/spans.ts';
 
 export type TaskExit = 'completed' | 'failed' | 'max_turns_reached' | 'spend_ceiling_reached' | 'canceled';

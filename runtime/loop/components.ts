@@ -7,7 +7,7 @@
 import { ComponentInstance, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
-import { grantsFor, logFileFor, guestEnv } from './grants.ts';
+import { grantsFor, logFileFor, guestEnv } from '../host/grants.ts';
 import { destinationOf } from '../net/allowlist.ts';
 import { MurError } from '../errors.ts';
 

@@ -15,12 +15,13 @@ import { parseToolResult } from '../tools/result.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import { TraceWriter } from '../trace/writer.ts';
 import { MurError, failureInfo, type FailureInfo } from '../errors.ts';
-import { NO_HOOKS, type HookMessage, type HookPort } from './hook-port.ts';
+import { NO_HOOKS, type HookMessage, type HookPort, type HookServices } from '../hooks/port.ts';
 import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ToolDispatcher, type RuntimeTool } from './tools.ts';
 import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
-import { fromHookMessages, userText, textOf, toHookMessage } from './messages.ts';
+import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
+import { userText, textOf } from '../inference/messages.ts';
 
 export interface TaskInput {
   taskId: string;
@@ -66,14 +67,6 @@ export interface SessionOptions {
   hooks?: (services: HookServices, trace: TraceWriter) => Promise<HookPort>;
   runtimeTools?: (session: CapsuleSession) => RuntimeTool[];
   hostEnv?: NodeJS.ProcessEnv;
-}
-
-/** What the runtime offers hook components (murmur:runtime/inference, tokens, task-io, conversation). */
-export interface HookServices {
-  runInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, hookName: string): Promise<{ text: string; modelUsed: string; inputTokens: bigint; outputTokens: bigint }>;
-  countTokens(text: string): number;
-  taskIo(): { input?: { asGiven: string; original: string }; output?: string } | undefined;
-  conversation(): HookMessage[];
 }
 
 export class SpendRefusedError extends MurError {

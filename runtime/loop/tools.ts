@@ -9,10 +9,10 @@ import { GuestError, HostFault, DeadlineExceeded } from '../host/index.ts';
 import type { ToolSpec } from '../inference/wire.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import type { TraceWriter } from '../trace/writer.ts';
-import type { HookPort } from './hook-port.ts';
+import type { HookPort } from '../hooks/port.ts';
 import type { SessionComponents } from './components.ts';
 import { MurError, isMurError } from '../errors.ts';
-import { scopeDir } from './grants.ts';
+import { scopeDir } from '../host/grants.ts';
 import { shellManifestDescription } from './shell-manifests.ts';
 
 export interface ToolOutcome {

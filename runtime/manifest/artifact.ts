@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { MurError } from '../errors.ts';
-import { COMMIT_TABLE, checkHookContract, handlersFor, type CommitPolicy, type ExecutionMode, type Handler } from '../hooks/commit-table.ts';
+import { COMMIT_TABLE, checkHookContract, handlersFor, type CommitPolicy, type ExecutionMode, type Handler } from '../contracts/commit-table.ts';
 import { ErrorCollector } from './errors.ts';
 import { ARTIFACT_SCHEMA, type ArtifactRuntime } from './schema.ts';
 import { walkYaml } from './validate.ts';

@@ -81,7 +81,7 @@ Cross-field rules:
 ${table(ARTIFACT_SCHEMA)}
 
 Hook contract (\`runtime: hook\`): \`binding\`, \`execution_mode\` and \`commit_policy\` are checked
-against the hook commit table (runtime/hooks/commit-table.ts) when the manifest is parsed, so
+against the hook commit table (runtime/contracts/commit-table.ts) when the manifest is parsed, so
 staging refuses a bad contract before any component is compiled. A named binding admits \`none\` or
 the one policy it honors (the error names the binding, the declared policy and the honored one);
 \`async\` requires \`commit_policy: none\`; \`on-stage\` is never async; \`deny\` requires

@@ -4,7 +4,7 @@
  * YAML document against these rows, and docs/manifest.md is generated from them (`npm run gen:docs`,
  * runtime/manifest/docs.ts); a test keeps the page in sync.
  */
-import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../hooks/commit-table.ts';
+import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../contracts/commit-table.ts';
 import {
   checkBinaryName,
   checkEnvGlob,

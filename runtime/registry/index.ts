@@ -1,5 +1,4 @@
 export * from './registry.ts';
 export * from './lock.ts';
-export * from './digest.ts';
+export * from '../contracts/digest.ts';
 export { resolveRemote, fetchBytes, unpackRemote, readTar, remoteCacheDir, REMOTE_VERSION_DEFAULT } from './remote.ts';
-export * from './artifact-manager.ts';

@@ -16,7 +16,7 @@ import { MurError } from '../errors.ts';
 import { parseArtifactManifest, type ArtifactManifest } from '../manifest/artifact.ts';
 import { RESERVED_VERSIONS } from '../manifest/checks.ts';
 import type { ArtifactRuntime } from '../manifest/schema.ts';
-import { artifactDigest, fileHashes, type ArtifactFile } from './digest.ts';
+import { artifactDigest, fileHashes, type ArtifactFile } from '../contracts/digest.ts';
 
 export const RECORD_FILE = 'artifact.json';
 export const ARTIFACT_MANIFEST = 'murmur.yaml';

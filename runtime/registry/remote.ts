@@ -15,7 +15,7 @@ import { stringify } from 'yaml';
 import { MurError } from '../errors.ts';
 import type { ArtifactEntry } from '../manifest/capsule.ts';
 import { parseArtifactManifest } from '../manifest/artifact.ts';
-import { sha256Hex, type ArtifactFile } from './digest.ts';
+import { sha256Hex, type ArtifactFile } from '../contracts/digest.ts';
 import { ARTIFACT_MANIFEST, SKILL_FILE, payloadName, readVerifiedDir, writeArtifactDir, type VerifiedArtifact } from './registry.ts';
 
 export const REMOTE_VERSION_DEFAULT = 'remote';

@@ -18,11 +18,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { ComponentInstance, loadComponent, sha256Hex, type HostImports } from '../host/index.ts';
-import { httpAllow, guestEnv, grantsFor, logFileFor } from '../loop/grants.ts';
+import { httpAllow, guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import { describe } from '../loop/tools.ts';
 import { sendMessage } from '../a2a/client.ts';
 import type { TaskTrust } from '../a2a/executor.ts';
-import { ArtifactManager, type Result } from '../registry/artifact-manager.ts';
+import { ArtifactManager, type Result } from '../session/artifact-manager.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { isShellAllowed, runShell, ShellNotAllowedError } from '../shell/index.ts';
 import { parseToolResult } from '../tools/index.ts';

@@ -25,7 +25,7 @@ import { MurError, failureInfo, formatTaskFailure, isMurError, type FailureInfo 
 import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { instrumentSession } from '../telemetry/index.ts';
 import { ComponentInstance, HostFault } from '../host/index.ts';
-import { guestEnv, grantsFor, logFileFor } from '../loop/grants.ts';
+import { guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import type { TaskTrust } from '../a2a/executor.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import { TraceWriter, type TraceEvent } from '../trace/writer.ts';

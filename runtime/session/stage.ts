@@ -17,7 +17,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { MurError, isMurError } from '../errors.ts';
-import type { CommitPolicy, ExecutionMode, Handler } from '../hooks/commit-table.ts';
+import type { CommitPolicy, ExecutionMode, Handler } from '../contracts/commit-table.ts';
 import type { ArtifactManifest } from '../manifest/artifact.ts';
 import { effectiveCapabilities, loadManifest, type ArtifactEntry, type CapsuleManifest, type EffectiveGrant } from '../manifest/capsule.ts';
 import { MurErrorList, isMurErrorList } from '../manifest/errors.ts';

@@ -5,7 +5,7 @@
  * hook bus instance (never on the shared NO_HOOKS). Per-hook spans inside it are the bus's to make,
  * with startHookSpan.
  */
-import type { HookPort } from '../loop/hook-port.ts';
+import type { HookPort } from '../hooks/port.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { startHandlerSpan } from './spans.ts';
 

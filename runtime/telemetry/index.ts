@@ -10,7 +10,7 @@
  *
  * See docs/observability.md.
  */
-import { NO_HOOKS, type HookPort } from '../loop/hook-port.ts';
+import { NO_HOOKS, type HookPort } from '../hooks/port.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { instrumentHookPort } from './hooks.ts';

@@ -3,7 +3,7 @@
  * (the guest got `HTTP-request-denied`, no connection was made). One function so every place that
  * starts components — agent sessions, hooks, script capsules — writes the same fields.
  */
-import type { NetworkDenial } from '../host/index.ts';
+import type { NetworkDenial } from '../contracts/network-denial.ts';
 import type { TraceWriter } from './writer.ts';
 
 export type ComponentKind = 'tool' | 'driver' | 'hook' | 'capsule';

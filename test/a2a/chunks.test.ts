@@ -3,7 +3,7 @@
  * through the agent loop, reaches the task's SSE stream as a `response` artifact update.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { taskExecutor } from '../../runtime/loop/a2a-bridge.ts';
+import { taskExecutor } from '../../runtime/compose/a2a-bridge.ts';
 import { capsuleYaml, driverDef, openKit, PROBE_TOOL, type Kit } from '../loop/kit.ts';
 import { closeAll, msg03, serve, sse } from './helpers.ts';
 

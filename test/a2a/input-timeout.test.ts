@@ -4,7 +4,7 @@
  * (task_end, on-task-end), not canceled.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { taskExecutor } from '../../runtime/loop/a2a-bridge.ts';
+import { taskExecutor } from '../../runtime/compose/a2a-bridge.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { capsuleYaml, driverDef, openKit, PROBE_TOOL, type Kit } from '../loop/kit.ts';
 import { closeAll, msg03, rpc, serve, until } from './helpers.ts';

@@ -50,6 +50,7 @@ describe('agent card', () => {
     // 1.0
     expect(card.supportedInterfaces).toEqual([
       { url: s.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: s.restUrl, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       { url: s.url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
     ]);
     // 0.3
@@ -60,7 +61,7 @@ describe('agent card', () => {
       version: '1.2.3',
       description: 'echoes',
       capabilities: { streaming: true },
-      defaultInputModes: ['text/plain'],
+      defaultInputModes: ['text/plain', 'application/json'],
       defaultOutputModes: ['text/plain'],
     });
     expect(card.skills).toEqual([{ id: 'echo', name: 'echo', description: 'echo', tags: [] }]);

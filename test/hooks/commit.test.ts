@@ -7,10 +7,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { COMMIT_TABLE, HANDLERS, type Arm, type Handler } from '../../runtime/hooks/commit-table.ts';
+import { COMMIT_TABLE, HANDLERS, type Arm, type Handler } from '../../runtime/contracts/commit-table.ts';
 import { harness, scriptHook, compactionEv, INFERENCE_EV, SESSION_CTX, SESSION_END, SHELL_EV, SHELL_OUTCOME, TASK_END, TASK_START, TOOL_EV, TOOL_OUTCOME, type Harness } from './harness.ts';
 
-/** The spec's table, written out independently of runtime/hooks/commit-table.ts. */
+/** The spec's table, written out independently of runtime/contracts/commit-table.ts. */
 const SPEC: Record<Handler, Arm | 'none'> = {
   'on-stage': 'write-manifests',
   'on-session-start': 'none',
@@ -38,7 +38,7 @@ afterAll(async () => {
   await Promise.all(open.map((h) => h.bus.close()));
 });
 
-it('the commit table in runtime/hooks/commit-table.ts is the spec table', () => {
+it('the commit table in runtime/contracts/commit-table.ts is the spec table', () => {
   for (const h of HANDLERS) expect(COMMIT_TABLE[h].committedArm, h).toBe(SPEC[h]);
   expect(COMMIT_TABLE['on-tool-call'].decisionPointOnly).toBe(true);
   expect(COMMIT_TABLE['on-shell'].decisionPointOnly).toBe(true);

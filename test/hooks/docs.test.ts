@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { HANDLERS } from '../../runtime/hooks/commit-table.ts';
+import { HANDLERS } from '../../runtime/contracts/commit-table.ts';
 import { HOOK_DOCS_PATH, renderHookDocs } from '../../runtime/hooks/docs.ts';
 
 describe('docs/hooks.md', () => {

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { publish } from '../../runtime/registry/registry.ts';
-import { openSession, stage } from '../../runtime/loop/open.ts';
+import { openSession, stage } from '../../runtime/compose/open.ts';
 import { SILENT_SINK } from '../../runtime/loop/session.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { startScriptedProvider, type Script } from '../provider/scripted-provider.ts';

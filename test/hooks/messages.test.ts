@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { buildDriverRequest } from '../../runtime/inference/wire.ts';
-import { fromHookMessages } from '../../runtime/loop/messages.ts';
+import { fromHookMessages } from '../../runtime/hooks/conversation.ts';
 import { readHookOutput, safeBinaryName } from '../../runtime/hooks/bus.ts';
 import { utf8Window } from '../../runtime/hooks/imports.ts';
 import { adoptHookMessages, mintMessageId, stripBookkeeping, validateToolPairs } from '../../runtime/hooks/messages.ts';

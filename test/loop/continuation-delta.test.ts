@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSession, stage } from '../../runtime/loop/open.ts';
+import { openSession, stage } from '../../runtime/compose/open.ts';
 import type { CapsuleSession } from '../../runtime/loop/session.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { ECHO_TOOL, makeRegistry, tmp } from './kit.ts';

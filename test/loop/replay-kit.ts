@@ -1,7 +1,7 @@
 /** Sessions driven by the replay driver: canned driver responses, every request recorded. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { stage, openSession } from '../../runtime/loop/open.ts';
+import { stage, openSession } from '../../runtime/compose/open.ts';
 import type { CapsuleSession } from '../../runtime/loop/session.ts';
 import { makeRegistry, tmp, type ArtifactDef } from './kit.ts';
 import { startRecorder, type Recorder } from './recorder.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseArtifactManifest } from '../../runtime/manifest/artifact.ts';
-import { COMMIT_TABLE, HANDLERS, type Handler } from '../../runtime/hooks/commit-table.ts';
+import { COMMIT_TABLE, HANDLERS, type Handler } from '../../runtime/contracts/commit-table.ts';
 import { errorAt, errorsOf } from './helpers.ts';
 
 const hook = (extra: string) => `name: guard\nversion: 1.0.0\nruntime: hook\ndescription: A hook.\n${extra}`;

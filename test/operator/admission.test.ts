@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../operator/kube/client.ts';
-import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS, checkHookContract, type CommitPolicy, type ExecutionMode, type Handler } from '../../runtime/hooks/commit-table.ts';
+import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS, checkHookContract, type CommitPolicy, type ExecutionMode, type Handler } from '../../runtime/contracts/commit-table.ts';
 import { client, deleteNamespace, ensureCrds, kubectl, newNamespace, repoRoot } from './helpers.ts';
 
 let ns = '';

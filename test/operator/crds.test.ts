@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { CRD_DIRS, ROOT, renderCrds } from '../../operator/crd/generate.ts';
-import { COMMIT_TABLE, HANDLERS } from '../../runtime/hooks/commit-table.ts';
+import { COMMIT_TABLE, HANDLERS } from '../../runtime/contracts/commit-table.ts';
 
 describe('generated CRDs', () => {
   const files = renderCrds();

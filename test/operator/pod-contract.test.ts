@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Capsule, KubeObject } from '../../operator/api/types.ts';
-import { CONFIG_DIR, WORKDIR } from '../../operator/builders/common.ts';
+import { CONFIG_DIR, WORKDIR } from '../../operator/translate/builders/common.ts';
 import { translate } from '../../operator/translate/index.ts';
 import { defaultOptions } from '../../operator/translate/options.ts';
 import { publish } from '../../runtime/registry/registry.ts';

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Capsule, Hook, KubeObject } from '../../operator/api/types.ts';
-import { ANNOTATION_CONFIG_HASH } from '../../operator/builders/common.ts';
+import { ANNOTATION_CONFIG_HASH } from '../../operator/translate/builders/common.ts';
 import type { Operator } from '../../operator/operator.ts';
 import { covers } from '../../operator/reconcile/compare.ts';
 import { translate } from '../../operator/translate/index.ts';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { MurError } from '../../runtime/errors.ts';
 import { MurErrorList } from '../../runtime/manifest/errors.ts';
-import { artifactDigest, sha256Hex } from '../../runtime/registry/digest.ts';
+import { artifactDigest, sha256Hex } from '../../runtime/contracts/digest.ts';
 import { checkPin, parseLock, readLock, renderLock, upsertLock, writeLock } from '../../runtime/registry/lock.ts';
 import { listRegistry, listVersions, publish, resolveFromRegistry } from '../../runtime/registry/registry.ts';
 import { artifactYaml, fakeComponent, makeArtifactDir, publishSpec, tmp, tree } from './helpers.ts';

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MurErrorList } from '../../runtime/manifest/errors.ts';
-import { sha256Hex } from '../../runtime/registry/digest.ts';
+import { sha256Hex } from '../../runtime/contracts/digest.ts';
 import { readLock } from '../../runtime/registry/lock.ts';
 import { stageCapsule } from '../../runtime/session/stage.ts';
 import { artifactYaml, fakeComponent, makeCapsule, tmp, tree } from './helpers.ts';

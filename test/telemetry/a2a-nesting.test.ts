@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sendMessage } from '../../runtime/a2a/client.ts';
-import { taskExecutor } from '../../runtime/loop/a2a-bridge.ts';
+import { taskExecutor } from '../../runtime/compose/a2a-bridge.ts';
 import { capsuleYaml, driverDef, openKit } from '../loop/kit.ts';
 import { childrenOf, outline } from './otlp-receiver.ts';
 import { useTracedServing } from './traced-serving.ts';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TraceWriter } from '../../runtime/trace/writer.ts';
-import { NO_HOOKS, type HookPort } from '../../runtime/loop/hook-port.ts';
+import { NO_HOOKS, type HookPort } from '../../runtime/hooks/port.ts';
 import {
   InMemorySpanExporter, RuntimeMetrics, attachMetrics, attachSpans, instrumentHookPort, setupTelemetry,
   startCompactionSpan, startChatSpan, startHookSpan, startToolSpan, currentToolTraceparent, TELEMETRY_OFF, type Telemetry, type ReadableSpan,

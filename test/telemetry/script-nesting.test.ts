@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sendMessage } from '../../runtime/a2a/client.ts';
-import { taskExecutor } from '../../runtime/loop/a2a-bridge.ts';
+import { taskExecutor } from '../../runtime/compose/a2a-bridge.ts';
 import { scriptTaskExecutor } from '../../runtime/script/serve.ts';
 import { capsuleYaml, driverDef, openKit } from '../loop/kit.ts';
 import { demoYaml, program, results, useScriptSessions } from '../script/helpers.ts';

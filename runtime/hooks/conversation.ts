@@ -1,24 +1,12 @@
 /**
- * Conversation messages as the loop holds them, and their translation to and from the hook
- * `message` record. Tool results cross to hooks inside a `__murmur_tool_msg__` envelope so a
- * compaction hook can hand them back verbatim; messages built from a hook's list get a fresh
- * `msg_<uuid>` id (a hook's own id is replaced), and `source-id` is carried as is.
+ * Conversation messages (runtime/inference/messages.ts) translated to and from the hook `message`
+ * record. Tool results cross to hooks inside a `__murmur_tool_msg__` envelope so a compaction hook
+ * can hand them back verbatim; messages built from a hook's list get a fresh `msg_<uuid>` id (a
+ * hook's own id is replaced), and `source-id` is carried as is.
  */
-import { randomUUID } from 'node:crypto';
 import type { ContentBlock, ConversationMessage, Role } from '../inference/wire.ts';
-import type { HookMessage } from './hook-port.ts';
-
-export function mintMessageId(): string {
-  return `msg_${randomUUID()}`;
-}
-
-export function userText(text: string, extra: Partial<ConversationMessage> = {}): ConversationMessage {
-  return { role: 'user', content: [{ type: 'text', text }], id: mintMessageId(), ...extra };
-}
-
-export function textOf(m: { content: ContentBlock[] }): string {
-  return m.content.filter((b): b is { type: 'text'; text: string } => b.type === 'text').map((b) => b.text).join('');
-}
+import { mintMessageId, textOf } from '../inference/messages.ts';
+import type { HookMessage } from './port.ts';
 
 export function toHookMessage(m: ConversationMessage): HookMessage {
   let content: string;
@@ -77,31 +65,4 @@ export function fromHookMessages(list: readonly HookMessage[], insertedBy: 'repl
     base.content = parseBlocks(h.content) ?? [{ type: 'text', text: h.content }];
     return base;
   });
-}
-
-/**
- * Every tool_call block must be answered by exactly one following tool message with its id, and
- * every tool message must answer a call. Returns a reason when the list breaks that pairing.
- */
-export function toolPairProblem(msgs: readonly ConversationMessage[]): string | undefined {
-  const open = new Set<string>();
-  const seen = new Set<string>();
-  for (const [i, m] of msgs.entries()) {
-    if (m.role === 'assistant') {
-      if (open.size) return `tool call ${[...open][0]} is not answered before message ${i}`;
-      for (const b of m.content) {
-        if (b.type === 'tool_call') {
-          if (seen.has(b.id)) return `tool call id ${b.id} repeats at message ${i}`;
-          seen.add(b.id);
-          open.add(b.id);
-        }
-      }
-    } else if (m.role === 'tool') {
-      if (!m.tool_call_id || !open.has(m.tool_call_id)) return `tool result at message ${i} answers no open tool call (${m.tool_call_id ?? 'no id'})`;
-      open.delete(m.tool_call_id);
-    } else if (open.size) {
-      return `tool call ${[...open][0]} is not answered before message ${i}`;
-    }
-  }
-  return open.size ? `tool call ${[...open][0]} is never answered` : undefined;
 }

@@ -5,9 +5,9 @@
  * Hostnames cannot be expressed: the runtime enforces them, and the egress policy opens only their
  * ports (listed in an annotation).
  */
-import type { Capsule, IngressPeer, KubeObject, LabelSelector } from '../api/types.ts';
-import type { AllowEntry } from '../translate/network.ts';
-import type { NetworkPeer, TranslateOptions } from '../translate/options.ts';
+import type { Capsule, IngressPeer, KubeObject, LabelSelector } from '../../api/types.ts';
+import type { AllowEntry } from '../network.ts';
+import type { NetworkPeer, TranslateOptions } from '../options.ts';
 import { A2A_PORT, LABEL_CAPSULE, METRICS_PORT, meta, names, selectorLabels } from './common.ts';
 
 export const ANNOTATION_RUNTIME_HOSTS = 'murmur.io/hostnames-enforced-by-runtime';

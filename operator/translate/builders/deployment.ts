@@ -4,8 +4,8 @@
  * read-only, an emptyDir workdir, and a config hash on the pod template so any change to the
  * Capsule, its Hooks or its API-key Secret rolls the pods.
  */
-import type { Capsule, KubeObject } from '../api/types.ts';
-import type { TranslateOptions } from '../translate/options.ts';
+import type { Capsule, KubeObject } from '../../api/types.ts';
+import type { TranslateOptions } from '../options.ts';
 import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, labels, meta, names, selectorLabels } from './common.ts';
 
 export const RUNTIME_UID = 65532;

@@ -1,6 +1,9 @@
 /**
- * What the agent loop asks of the hooks. The HookBus (runtime/hooks/bus.ts) implements it; a capsule
- * without hooks gets NO_HOOKS. Event records are the WIT records in jco's camelCase.
+ * The hook contract between the agent loop and the hooks: what the loop asks of the hooks (HookPort),
+ * and what the runtime offers hook components (HookServices). The HookBus (runtime/hooks/bus.ts)
+ * implements HookPort; a capsule without hooks gets NO_HOOKS; the session (runtime/loop/session.ts)
+ * implements HookServices. A leaf of hooks/: the loop and telemetry import it downward, and it
+ * imports nothing. Event records are the WIT records in jco's camelCase.
  */
 export type HookMessage = { role: string; content: string; id?: string; sourceId?: string; insertedBy?: 'replace-context' | 'seed-context' };
 
@@ -11,6 +14,14 @@ export type CompactionOutcome =
   | { kind: 'replaced'; hook: string; messages: HookMessage[] }
   | { kind: 'invalid'; hook: string; reason: string }
   | { kind: 'fatal'; hook: string; exitStatus: 'failed' | 'spend_ceiling_reached'; message: string };
+
+/** What the runtime offers hook components (murmur:runtime/inference, tokens, task-io, conversation). */
+export interface HookServices {
+  runInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, hookName: string): Promise<{ text: string; modelUsed: string; inputTokens: bigint; outputTokens: bigint }>;
+  countTokens(text: string): number;
+  taskIo(): { input?: { asGiven: string; original: string }; output?: string } | undefined;
+  conversation(): HookMessage[];
+}
 
 export interface HookPort {
   sessionStart(ctx: Record<string, unknown>): Promise<void>;

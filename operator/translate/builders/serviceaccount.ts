@@ -1,4 +1,4 @@
-import type { Capsule, KubeObject } from '../api/types.ts';
+import type { Capsule, KubeObject } from '../../api/types.ts';
 import { meta, names } from './common.ts';
 
 /** The capsule's own identity; no API token is mounted (the runtime never talks to the API server). */

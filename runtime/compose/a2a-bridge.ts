@@ -4,8 +4,8 @@
  */
 import type { TaskExecutor } from '../a2a/executor.ts';
 import { delegateTaskTool, runDelegateTask } from '../a2a/delegate-task.ts';
-import type { CapsuleSession, TaskReport } from './session.ts';
-import type { RuntimeTool } from './tools.ts';
+import type { CapsuleSession, TaskReport } from '../loop/session.ts';
+import type { RuntimeTool } from '../loop/tools.ts';
 
 export function taskExecutor(session: CapsuleSession): TaskExecutor {
   // Tasks run one at a time through the session (the server queues the rest).

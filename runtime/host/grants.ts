@@ -5,7 +5,7 @@
  */
 import { join, resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';
-import type { Grants } from '../host/index.ts';
+import type { Grants } from './protocol.ts';
 import type { EffectiveGrant } from '../manifest/capsule.ts';
 import { isStrippedEnvName } from '../shell/env.ts';
 

@@ -1,4 +1,4 @@
-import type { Capsule, KubeObject } from '../api/types.ts';
+import type { Capsule, KubeObject } from '../../api/types.ts';
 import { A2A_PORT, METRICS_PORT, meta, names, selectorLabels } from './common.ts';
 
 export function buildService(c: Capsule): KubeObject {

@@ -1,4 +1,4 @@
-import type { Capsule, KubeObject } from '../api/types.ts';
+import type { Capsule, KubeObject } from '../../api/types.ts';
 import { meta, names } from './common.ts';
 
 export function buildConfigMap(c: Capsule, murmurYaml: string): KubeObject {

@@ -1,10 +1,10 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ArtifactManager } from '../../runtime/registry/artifact-manager.ts';
+import { ArtifactManager } from '../../runtime/session/artifact-manager.ts';
 import { isReadOnlyError, readLock } from '../../runtime/registry/lock.ts';
 import { stageCapsule, type StagedArtifact } from '../../runtime/session/stage.ts';
-import { fakeComponent, makeCapsule, publishSpec, read, tmp, tree } from './helpers.ts';
+import { fakeComponent, makeCapsule, publishSpec, read, tmp, tree } from '../registry/helpers.ts';
 
 const CAPSULE = `name: script-demo
 version: 1.0.0

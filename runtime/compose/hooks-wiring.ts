@@ -6,8 +6,9 @@
 import { HookBus, busHookFrom } from '../hooks/index.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import type { TraceWriter } from '../trace/writer.ts';
-import type { HookPort } from './hook-port.ts';
-import { compactionPrompt, type HookServices } from './session.ts';
+import type { HookPort } from '../hooks/port.ts';
+import type { HookServices } from '../hooks/port.ts';
+import { compactionPrompt } from '../loop/session.ts';
 
 export async function loadHookBus(staged: StagedCapsule, services: HookServices, trace: TraceWriter, hostEnv: NodeJS.ProcessEnv = process.env): Promise<HookPort> {
   const m = staged.manifest;

@@ -4,7 +4,7 @@
  * reaches the runtime as env MURMUR_INFERENCE_API_KEY, never through the file.
  */
 import { stringify } from 'yaml';
-import type { ArtifactSpec, Capsule, Hook } from '../api/types.ts';
+import type { ArtifactSpec, Capsule, Hook } from '../../api/types.ts';
 
 export interface ManifestInput {
   capsule: Capsule;

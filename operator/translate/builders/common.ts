@@ -1,6 +1,6 @@
 /** Names, labels and owner references shared by every object built for a Capsule. */
 import { createHash } from 'node:crypto';
-import { API_VERSION, type Capsule, type KubeObject, type OwnerReference } from '../api/types.ts';
+import { API_VERSION, type Capsule, type KubeObject, type OwnerReference } from '../../api/types.ts';
 
 export const FIELD_MANAGER = 'capsule-operator';
 export const LABEL_CAPSULE = 'murmur.io/capsule';

@@ -13,10 +13,10 @@ import { rmSync } from 'node:fs';
 import { MurError, isMurError } from '../errors.ts';
 import { effectiveCapabilities } from '../manifest/capsule.ts';
 import { isMurErrorList } from '../manifest/errors.ts';
-import { lockEntryOf, stagedArtifactOf, type StagedArtifact, type StagedCapsule } from '../session/stage.ts';
-import { installTool } from '../session/workdir.ts';
-import { checkPin, readLock, upsertLock, writeLockIfWritable } from './lock.ts';
-import { resolveFromRegistry } from './registry.ts';
+import { lockEntryOf, stagedArtifactOf, type StagedArtifact, type StagedCapsule } from './stage.ts';
+import { installTool } from './workdir.ts';
+import { checkPin, readLock, upsertLock, writeLockIfWritable } from '../registry/lock.ts';
+import { resolveFromRegistry } from '../registry/registry.ts';
 
 export type Result<T> = { tag: 'ok'; val: T } | { tag: 'err'; val: string };
 

@@ -1,0 +1,249 @@
+/**
+ * The JSON-RPC front door, before the SDK's handler: reads the body under a size limit, parses it,
+ * and checks the envelope, the `A2A-Version` and the method, answering each refusal with a
+ * JSON-RPC error whose message says what to fix. The SDK's own checks answer an oversized body
+ * with express's HTML error page, say only "Invalid JSON-RPC Request." / "Invalid method.", need
+ * the exact version strings and log a stack per refusal (docs/a2a.md).
+ */
+import type http from 'node:http';
+import express from 'express';
+import type { NextFunction, Request, Response } from 'express';
+import { RequestMalformedError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { METHODS_0_3, METHODS_1_0, VERSION_HEADER, normaliseVersion } from './wire.ts';
+
+function errMessage(e: unknown): string {
+  if (e instanceof Error) return e.message || e.name;
+  return String(e);
+}
+
+
+export function rpcErrorBody(id: unknown, code: number, message: string): Record<string, unknown> {
+  const okId = typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
+  return { jsonrpc: '2.0', id: okId, error: { code, message } };
+}
+
+const M03 = 'message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe';
+const M10 = 'SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask';
+
+export function frontDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const reply = (status: number, body: Record<string, unknown>, close = false) => {
+      if (res.headersSent) return;
+      if (close) res.setHeader('Connection', 'close');
+      res.status(status).json(body);
+    };
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > maxBody) {
+      reply(413, rpcErrorBody(null, -32600, `request body of ${declared} bytes exceeds the ${maxBody}-byte limit`), true);
+      req.resume();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let aborted = false;
+    req.on('data', (c: Buffer) => {
+      if (aborted) return;
+      size += c.length;
+      if (size > maxBody) {
+        aborted = true;
+        chunks.length = 0;
+        reply(413, rpcErrorBody(null, -32600, `request body exceeds the ${maxBody}-byte limit`), true);
+        req.resume();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('error', () => {
+      aborted = true;
+    });
+    req.on('end', () => {
+      if (aborted) return;
+      const raw = Buffer.concat(chunks).toString('utf8');
+      let body: unknown;
+      try {
+        if (raw.trim() === '') throw new Error('empty request body');
+        body = JSON.parse(raw);
+      } catch (e) {
+        reply(200, rpcErrorBody(null, -32700, `parse error: request body is not valid JSON (${errMessage(e)})`));
+        return;
+      }
+      if (tooDeep(body, MAX_JSON_DEPTH)) {
+        reply(200, rpcErrorBody(null, -32600, `invalid request: JSON nests deeper than ${MAX_JSON_DEPTH} levels`));
+        return;
+      }
+      const problem = checkEnvelope(body, req);
+      if (problem) {
+        reply(200, rpcErrorBody(problem.id, problem.code, problem.message));
+        return;
+      }
+      if (!('id' in (body as object))) {
+        // A JSON-RPC notification asks for no answer, and A2A has no method whose effect a caller
+        // could want without its answer (a message/send nobody hears of would run a task nobody
+        // follows): it is not run, and the HTTP reply carries no body.
+        res.status(204).end();
+        return;
+      }
+      req.body = body;
+      resOf.set(req.headers, res);
+      next();
+    });
+  };
+}
+
+const MAX_JSON_DEPTH = 64;
+
+/** Whether a parsed JSON value nests deeper than `max` (iterative: no recursion on hostile input). */
+function tooDeep(root: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[root, 0]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (d >= max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, d + 1]);
+    }
+  }
+  return false;
+}
+
+function checkEnvelope(
+  body: unknown,
+  req: Request,
+): { id: unknown; code: number; message: string } | undefined {
+  if (Array.isArray(body)) {
+    return { id: null, code: -32600, message: 'invalid request: batch requests are not supported; send one JSON-RPC object per POST' };
+  }
+  if (typeof body !== 'object' || body === null) {
+    return { id: null, code: -32600, message: 'invalid request: the body must be a JSON-RPC 2.0 request object' };
+  }
+  const b = body as Record<string, unknown>;
+  const id = b['id'];
+  if ('id' in b && !(typeof id === 'string' || id === null || (typeof id === 'number' && Number.isInteger(id)))) {
+    return { id: null, code: -32600, message: "invalid request: 'id' must be a string, an integer or null" };
+  }
+  if (b['jsonrpc'] !== '2.0') {
+    return { id, code: -32600, message: `invalid request: 'jsonrpc' must be "2.0"` };
+  }
+  const method = b['method'];
+  if (typeof method !== 'string' || method === '') {
+    return { id, code: -32600, message: "invalid request: 'method' must be a non-empty string" };
+  }
+  const rawVersion = requestedVersion(req);
+  const version = normaliseVersion(rawVersion);
+  if (!version) {
+    return { id, code: -32009, message: `A2A-Version '${rawVersion}' is not supported; this server speaks 0.3 (no header) and 1.0` };
+  }
+  // The SDK reads only the header and needs its exact spelling: hand it the normalised version.
+  if (rawVersion !== undefined) req.headers['a2a-version'] = version;
+  const table = version === '1.0' ? METHODS_1_0 : METHODS_0_3;
+  if (!table.has(method)) {
+    let message = `method not found: '${method}'`;
+    if (version === '0.3' && METHODS_1_0.has(method)) {
+      message += ` is an A2A 1.0 name; send the header 'A2A-Version: 1.0' (without it this server speaks A2A 0.3: ${M03})`;
+    } else if (version === '1.0' && METHODS_0_3.has(method)) {
+      message += ` is an A2A 0.3 name; under 'A2A-Version: 1.0' use ${M10}`;
+    } else {
+      message += `; A2A ${version} methods here: ${version === '1.0' ? M10 : M03}`;
+    }
+    return { id, code: -32601, message };
+  }
+  const params = b['params'];
+  const noParams = method === 'agent/getAuthenticatedExtendedCard' || method === 'GetExtendedAgentCard';
+  if (!noParams && (typeof params !== 'object' || params === null || Array.isArray(params))) {
+    return { id, code: -32602, message: `invalid params: '${method}' needs 'params' to be an object` };
+  }
+  if (
+    (method === 'message/send' || method === 'message/stream' || method === 'SendMessage' || method === 'SendStreamingMessage') &&
+    (typeof (params as Record<string, unknown>)['message'] !== 'object' || (params as Record<string, unknown>)['message'] === null)
+  ) {
+    return { id, code: -32602, message: `invalid params: '${method}' needs params.message (an A2A Message object)` };
+  }
+  const msgProblem = (params as Record<string, unknown> | undefined)?.['message'] !== undefined ? rawMessageProblem((params as Record<string, unknown>)['message']) : undefined;
+  if (msgProblem) return { id, code: -32602, message: `invalid params: ${msgProblem}` };
+  const idParam = (params as Record<string, unknown> | undefined)?.['id'];
+  if (
+    ['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'GetTask', 'CancelTask', 'SubscribeToTask'].includes(method) &&
+    (typeof idParam !== 'string' || idParam === '')
+  ) {
+    return { id, code: -32602, message: `invalid params: '${method}' needs params.id (the task id, a string)` };
+  }
+  return undefined;
+}
+
+/**
+ * The A2A version a request asks for: the `A2A-Version` header, else the `A2A-Version` query
+ * parameter (A2A 1.0 §3.6 allows either); undefined when neither is present (= 0.3).
+ */
+export function requestedVersion(req: Request): string | undefined {
+  const h = req.header(VERSION_HEADER);
+  if (h !== undefined) return h;
+  const q = new URL(req.originalUrl ?? req.url, 'http://x').searchParams.get(VERSION_HEADER);
+  return q ?? undefined;
+}
+
+const ID_FIELDS = ['messageId', 'contextId', 'taskId'] as const;
+
+/**
+ * What is wrong with a raw (wire JSON) message that the SDK's decoder would silently coerce:
+ * non-string ids and non-string `text` parts (the decoder turns an object into "[object Object]").
+ * Both wire shapes: 0.3 `{kind: 'text', text}` and 1.0 `{text}`. Undefined when fine.
+ */
+export function rawMessageProblem(m: unknown): string | undefined {
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) return 'message must be an object';
+  const msg = m as Record<string, unknown>;
+  for (const f of ID_FIELDS) {
+    if (f in msg && msg[f] !== null && typeof msg[f] !== 'string') return `message.${f} must be a string, got ${jsonType(msg[f])}`;
+  }
+  const parts = msg['parts'];
+  if (parts !== undefined && !Array.isArray(parts)) return `message.parts must be an array, got ${jsonType(parts)}`;
+  for (const [i, p] of (parts ?? []).entries()) {
+    if (typeof p !== 'object' || p === null || Array.isArray(p)) return `message.parts[${i}] must be an object, got ${jsonType(p)}`;
+    const part = p as Record<string, unknown>;
+    if ('text' in part && typeof part['text'] !== 'string') return `message.parts[${i}].text must be a string, got ${jsonType(part['text'])}`;
+  }
+  return undefined;
+}
+
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
+const REST_TYPES = ['application/json', 'application/a2a+json'];
+
+/**
+ * The HTTP+JSON front door, before the SDK's `restHandler`: the same body limit as JSON-RPC
+ * (the SDK's own `express.json()` stops at 100 KB), the `A2A-Version` query parameter, and the
+ * raw-message checks the SDK's decoder would skip. Errors are the SDK's REST error bodies.
+ */
+export function restDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>) {
+  const parse = express.json({ limit: maxBody, type: REST_TYPES, strict: false });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const fail = (status: number, message: string) => {
+      res.setHeader('Content-Type', 'application/a2a+json');
+      res.status(status).json(toRestErrorBody(new RequestMalformedError(message), status));
+    };
+    const v = requestedVersion(req);
+    const version = normaliseVersion(v);
+    if (v !== undefined && version) req.headers['a2a-version'] = version;
+    parse(req, res, (err?: unknown) => {
+      if (err) {
+        const e = err as { status?: number; type?: string; message?: string };
+        if (e.type === 'entity.too.large') fail(413, `request body exceeds the ${maxBody}-byte limit`);
+        else fail(400, `request body is not valid JSON (${e.message ?? 'parse error'})`);
+        return;
+      }
+      const body = req.body as Record<string, unknown> | undefined;
+      if (body && typeof body === 'object' && 'message' in body) {
+        const problem = rawMessageProblem(body['message']);
+        if (problem) {
+          fail(400, problem);
+          return;
+        }
+      }
+      resOf.set(req.headers, res);
+      next();
+    });
+  };
+}

@@ -1,0 +1,228 @@
+/**
+ * Holds the code to docs/architecture.md: every relative import of every .ts/.mjs file under
+ * runtime/ and operator/ points to its own folder or to a folder on a lower layer of the doc's
+ * table, no folder cycle exists, and the table names exactly the folders there are.
+ *
+ * Imports are read with a small scanner (comments and string contents skipped) rather than the
+ * TypeScript compiler: the project's `typescript` is the native 7.x build, which has no JS API to
+ * parse with, and the import forms used here are few (`import … from`, `export … from`,
+ * `import '…'`, `import('…')`).
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const DOC = join(ROOT, 'docs', 'architecture.md');
+const TOPS = ['runtime', 'operator'] as const;
+
+/** `| 3 | \`runtime/session/\` | … |` → folder key → layer. */
+export function parseLayerTable(markdown: string): Map<string, number> {
+  const layers = new Map<string, number>();
+  for (const [i, line] of markdown.split('\n').entries()) {
+    const m = /^\|\s*(\d+)\s*\|\s*`([^`]+)`\s*\|/.exec(line);
+    if (!m) continue;
+    const key = m[2]!;
+    if (layers.has(key)) throw new Error(`docs/architecture.md:${i + 1}: ${key} has a second row`);
+    layers.set(key, Number(m[1]));
+  }
+  return layers;
+}
+
+/** The folder key of a repository path: `runtime/hooks/bus.ts` → `runtime/hooks/`, `runtime/errors.ts` → `runtime/*.ts`. */
+export function folderOf(repoPath: string): string {
+  const parts = repoPath.split('/');
+  return parts.length === 2 ? `${parts[0]}/*.ts` : `${parts[0]}/${parts[1]}/`;
+}
+
+/** The module specifiers a source imports, with comments and string/template contents skipped. */
+export function importSpecifiers(src: string): string[] {
+  const code = blankCommentsAndStrings(src);
+  const out: string[] = [];
+  // Positions are the same in `code` and `src`; the specifier itself is read from `src`.
+  const re = /\b(?:import|export)\b[\s\w{},*$]*?\bfrom\s*(['"])|\bimport\s*(['"])|\bimport\s*\(\s*(['"])/g;
+  for (let m = re.exec(code); m; m = re.exec(code)) {
+    const quote = m[1] ?? m[2] ?? m[3]!;
+    const start = m.index + m[0].length;
+    const end = src.indexOf(quote, start);
+    out.push(src.slice(start, end));
+  }
+  return out;
+}
+
+/** Replaces comments with spaces and the contents of string and template literals with spaces, quotes kept. */
+function blankCommentsAndStrings(src: string): string {
+  let out = '';
+  let i = 0;
+  while (i < src.length) {
+    const c = src[i]!;
+    const n = src[i + 1];
+    if (c === '/' && n === '/') {
+      const e = src.indexOf('\n', i);
+      const stop = e < 0 ? src.length : e;
+      out += ' '.repeat(stop - i);
+      i = stop;
+    } else if (c === '/' && n === '*') {
+      const e = src.indexOf('*/', i + 2);
+      const stop = e < 0 ? src.length : e + 2;
+      out += src.slice(i, stop).replace(/[^\n]/g, ' ');
+      i = stop;
+    } else if (c === "'" || c === '"' || c === '`') {
+      let j = i + 1;
+      while (j < src.length && src[j] !== c) j += src[j] === '\\' ? 2 : 1;
+      // Keep an import's quoted specifier readable to the regex (quote, blanks, quote).
+      out += c + src.slice(i + 1, j).replace(/[^\n]/g, ' ') + (j < src.length ? c : '');
+      i = j + 1;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+export interface Edge {
+  file: string;
+  spec: string;
+  from: string;
+  to: string;
+}
+
+/** What breaks the layering, one line each: unknown folders, imports sideways or up, cross-root imports. */
+export function violations(edges: readonly Edge[], layers: ReadonlyMap<string, number>): string[] {
+  const out: string[] = [];
+  for (const e of edges) {
+    if (e.from === e.to) continue;
+    const lf = layers.get(e.from);
+    const lt = layers.get(e.to);
+    const where = `${e.file} imports '${e.spec}'`;
+    if (!TOPS.some((t) => e.to.startsWith(`${t}/`))) out.push(`${where}: outside runtime/ and operator/`);
+    else if (e.from.startsWith('operator/') && e.to.startsWith('runtime/') && e.to !== 'runtime/contracts/') out.push(`${where}: operator/ may import only runtime/contracts/ of the runtime`);
+    else if (e.from.startsWith('runtime/') && e.to.startsWith('operator/')) out.push(`${where}: runtime/ never imports operator/`);
+    else if (lf === undefined) out.push(`${where}: ${e.from} has no row in docs/architecture.md`);
+    else if (lt === undefined) out.push(`${where}: ${e.to} has no row in docs/architecture.md`);
+    else if (lt >= lf) out.push(`${where}: ${e.from} (layer ${lf}) → ${e.to} (layer ${lt}) does not point down`);
+  }
+  return out;
+}
+
+/** Folder cycles in the import graph, each as `a → b → … → a`. */
+export function folderCycles(edges: readonly Edge[]): string[] {
+  const next = new Map<string, Set<string>>();
+  for (const e of edges) if (e.from !== e.to) (next.get(e.from) ?? next.set(e.from, new Set()).get(e.from)!).add(e.to);
+  const cycles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (n: string): void => {
+    state.set(n, 'open');
+    stack.push(n);
+    for (const m of [...(next.get(n) ?? [])].sort()) {
+      if (state.get(m) === 'open') cycles.push([...stack.slice(stack.indexOf(m)), m].join(' → '));
+      else if (!state.has(m)) visit(m);
+    }
+    stack.pop();
+    state.set(n, 'done');
+  };
+  for (const n of [...next.keys()].sort()) if (!state.has(n)) visit(n);
+  return cycles;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
+    else if (/\.(ts|mts|mjs)$/.test(name)) out.push(p);
+  }
+  return out;
+}
+
+function repoPath(abs: string): string {
+  return relative(ROOT, abs).split(sep).join('/');
+}
+
+function projectEdges(): Edge[] {
+  const edges: Edge[] = [];
+  for (const top of TOPS) {
+    for (const abs of sourceFiles(join(ROOT, top))) {
+      const file = repoPath(abs);
+      for (const spec of importSpecifiers(readFileSync(abs, 'utf8'))) {
+        if (!spec.startsWith('.')) continue; // packages and node: builtins
+        const target = repoPath(resolve(dirname(abs), spec));
+        edges.push({ file, spec, from: folderOf(file), to: folderOf(target) });
+      }
+    }
+  }
+  return edges;
+}
+
+function existingFolders(): string[] {
+  const out: string[] = [];
+  for (const top of TOPS) {
+    const entries = readdirSync(join(ROOT, top), { withFileTypes: true });
+    if (entries.some((e) => e.isFile() && /\.(ts|mts|mjs)$/.test(e.name))) out.push(`${top}/*.ts`);
+    for (const e of entries) if (e.isDirectory() && sourceFiles(join(ROOT, top, e.name)).length) out.push(`${top}/${e.name}/`);
+  }
+  return out.sort();
+}
+
+describe('docs/architecture.md holds the code', () => {
+  const layers = parseLayerTable(readFileSync(DOC, 'utf8'));
+  const edges = projectEdges();
+
+  it('names every folder under runtime/ and operator/, and only folders that exist', () => {
+    expect([...layers.keys()].sort()).toEqual(existingFolders());
+  });
+
+  it('every import points to its own folder or down a layer', () => {
+    expect(edges.length).toBeGreaterThan(100); // the scanner found the imports
+    expect(violations(edges, layers)).toEqual([]);
+  });
+
+  it('no two folders import each other, directly or round a cycle', () => {
+    expect(folderCycles(edges)).toEqual([]);
+  });
+});
+
+describe('the architecture checker', () => {
+  const e = (from: string, to: string, file = `${from}x.ts`): Edge => ({ file, spec: '…', from, to });
+
+  it('reads every import form and skips comments and strings', () => {
+    const src = [
+      "import { a } from './a.ts';",
+      "import type {\n  B,\n} from '../b/b.ts';",
+      "export * from './c.ts';",
+      "import './d.ts';",
+      "const m = await import('../e/e.ts');",
+      "// import { x } from '../commented/x.ts';",
+      "/* export { y } from '../blocked/y.ts'; */",
+      "const s = \"import { z } from '../string/z.ts'\";",
+      "const t = `from '../template/t.ts'`;",
+    ].join('\n');
+    expect(importSpecifiers(src)).toEqual(['./a.ts', '../b/b.ts', './c.ts', './d.ts', '../e/e.ts']);
+  });
+
+  it('reports an import that points up or sideways, and one into an unlisted folder', () => {
+    const layers = new Map([['runtime/a/', 0], ['runtime/b/', 1], ['runtime/c/', 1]]);
+    expect(violations([e('runtime/b/', 'runtime/a/')], layers)).toEqual([]);
+    expect(violations([e('runtime/a/', 'runtime/b/'), e('runtime/b/', 'runtime/c/'), e('runtime/b/', 'runtime/z/')], layers)).toEqual([
+      "runtime/a/x.ts imports '…': runtime/a/ (layer 0) → runtime/b/ (layer 1) does not point down",
+      "runtime/b/x.ts imports '…': runtime/b/ (layer 1) → runtime/c/ (layer 1) does not point down",
+      "runtime/b/x.ts imports '…': runtime/z/ has no row in docs/architecture.md",
+    ]);
+  });
+
+  it('lets the operator import only runtime/contracts/ of the runtime', () => {
+    const layers = new Map([['runtime/contracts/', 0], ['runtime/host/', 2], ['operator/api/', 5]]);
+    expect(violations([e('operator/api/', 'runtime/contracts/')], layers)).toEqual([]);
+    expect(violations([e('operator/api/', 'runtime/host/'), e('runtime/host/', 'operator/api/')], layers)).toHaveLength(2);
+  });
+
+  it('finds a cycle of three folders', () => {
+    expect(folderCycles([e('runtime/a/', 'runtime/b/'), e('runtime/b/', 'runtime/c/'), e('runtime/c/', 'runtime/a/')])).toEqual([
+      'runtime/a/ → runtime/b/ → runtime/c/ → runtime/a/',
+    ]);
+    expect(folderCycles([e('runtime/a/', 'runtime/b/'), e('runtime/a/', 'runtime/c/'), e('runtime/b/', 'runtime/c/')])).toEqual([]);
+  });
+});
