@@ -44,6 +44,7 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
     out(`staged ${staged.manifest.name} ${staged.manifest.version}: ${staged.artifacts.length} artifact(s), murmur.lock ${staged.lock}`);
     out(`session ${staged.sessionId}  workdir ${staged.workdir.dir}`);
   }
+  for (const n of staged.notices) err(`note: ${n}`);
   if (staged.manifest.kind === 'script') {
     const { runScriptCapsule } = await import('../script/run.ts');
     return runScriptCapsule(staged, text, { out, err, quiet });

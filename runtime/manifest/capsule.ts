@@ -73,6 +73,10 @@ export interface Inference {
   driver: { artifact: string; config?: Record<string, unknown> };
   model: string;
   endpoint?: string;
+  /** Always `http` once validated (`process` is refused). */
+  transport: 'http';
+  /** Literal key or `${VAR}` reference, resolved at driver start. */
+  apiKey?: string;
   maxTurns: number;
   maxTokens: number;
   maxSessionTokens?: number;
@@ -202,6 +206,10 @@ function semanticChecks(w: WalkResult, file: string, errors: ErrorCollector): vo
 
   const inf = v.inference;
   if (inf) {
+    if ((inf as { transport?: string }).transport === 'process') {
+      add('E-MAN-004', 'inference.transport', at('inference.transport'), "inference.transport 'process' (a Claude Code / Codex subprocess) is not supported: inference here always runs through the capsule's driver component",
+        'remove `transport: process` (or write `transport: http`) and name a driver: `inference: {driver: {artifact: <driver>}, model: <model>, endpoint: <url>}` with an artifact `{name: <driver>, version: <v>, runtime: driver}`');
+    }
     exclusive(w, 'inference', add, keyAt);
     exclusive(w, 'inference.compaction', add, keyAt);
     const d = inf.driver?.artifact;

@@ -55,11 +55,19 @@ function validHost(h: string): boolean {
   return HOSTNAME_RE.test(h) && h.length <= 253;
 }
 
+/** `inference.api_key`: `${UPPER_SNAKE}` (resolved from the host environment at launch) or a literal. */
+export function checkApiKey(v: string): Problem | undefined {
+  if (v.includes('${') && !/^\$\{[A-Z][A-Z0-9_]*\}$/.test(v)) {
+    return { code: 'E-MAN-024', message: `inference.api_key '${v.replace(/[^${}A-Za-z0-9_]/g, '')}' is neither a literal nor one \${UPPER_SNAKE} reference`, hint: 'write api_key: ${OPENAI_API_KEY} (the whole value, an upper-case environment variable name)' };
+  }
+  return undefined;
+}
+
 export function parseNetworkEntry(raw: string): NetworkEntry | Problem {
   const bad = (why: string, hint?: string): Problem => ({
     code: 'E-MAN-008',
     message: `invalid network.allow entry '${raw}': ${why}`,
-    hint: hint ?? "use 'host', 'host:port' or 'http(s)://host[:port]' (no path), or 'capsule://<namespace>/<name>'",
+    hint: hint ?? "use 'host', 'host:port' or an 'http(s)://host[:port][/path]' URL (the path is ignored), or 'capsule://<namespace>/<name>'",
   });
   if (raw.startsWith('capsule://')) {
     return CAPSULE_RE.test(raw) ? { kind: 'capsule', raw } : bad('a capsule reference is capsule://<namespace>/<name>', "e.g. 'capsule://default/reviewer'");
@@ -72,7 +80,9 @@ export function parseNetworkEntry(raw: string): NetworkEntry | Problem {
     if (s !== 'http' && s !== 'https') return bad(`scheme '${s}' is not allowed; only http and https`);
     scheme = s;
     rest = raw.slice(sm[0].length);
-    if (rest.endsWith('/') && !rest.slice(0, -1).includes('/')) rest = rest.slice(0, -1);
+    // A URL with a path (an endpoint copied from inference.endpoint, e.g. https://api.openai.com/v1)
+    // grants its scheme, host and port: a grant is per destination, never per path.
+    if (!/[?#@]/.test(rest)) rest = rest.split('/')[0]!;
   }
   if (/[/?#@]/.test(rest)) {
     return bad('an entry names a host, not a URL path, query, fragment or credentials', `drop everything after the host and port: '${scheme ? scheme + '://' : ''}${rest.split(/[/?#]/)[0]!.split('@').pop()}'`);

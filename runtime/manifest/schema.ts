@@ -6,6 +6,7 @@
  */
 import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../contracts/commit-table.ts';
 import {
+  checkApiKey,
   checkBinaryName,
   checkEnvGlob,
   checkEnvName,
@@ -79,7 +80,7 @@ export const MIB = 1024 * 1024;
 const CAPABILITY_ROWS: FieldSpec[] = [
   { path: 'network', type: 'object', materialize: true, validation: 'mapping', description: 'Outgoing network grant.' },
   { path: 'network.allow', type: 'list', default: [], defaultText: '[] (no network)', validation: 'list of entries', description: 'Hosts the capsule may connect to.' },
-  { path: 'network.allow[]', type: 'string', check: networkCheck, validation: "`host`, `host:port`, `http(s)://host[:port]` (no path, query or fragment), or `capsule://<namespace>/<name>` (kept verbatim for the operator)", description: 'One allowed destination.' },
+  { path: 'network.allow[]', type: 'string', check: networkCheck, validation: "`host`, `host:port`, an `http(s)://host[:port][/path]` URL (the path is ignored: a grant is per destination; no query, fragment or credentials), or `capsule://<namespace>/<name>` (kept verbatim for the operator)", description: 'One allowed destination.' },
   { path: 'filesystem', type: 'object', materialize: true, validation: 'mapping', description: 'Filesystem grant inside the session workdir.' },
   { path: 'filesystem.scope', type: 'string', check: str((v) => checkRelativePath(v, 'filesystem.scope')), default: '.', defaultText: '`.` (whole workdir)', validation: "relative to the workdir, no `..`, not absolute", description: 'Directory (under the workdir) the components may read and write.' },
   { path: 'shell', type: 'object', validation: 'mapping; absent = no shell tool', description: 'Shell tool grant.' },
@@ -139,6 +140,8 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
   { path: 'inference.driver.config', type: 'mapping', validation: 'any mapping', description: 'Opaque driver configuration.' },
   { path: 'inference.model', type: 'string', required: true, validation: 'non-empty', description: 'Model name passed to the driver.' },
   { path: 'inference.endpoint', type: 'string', check: str(checkHttpUrl), validation: 'http(s) URL', description: 'Provider endpoint passed to the driver.' },
+  { path: 'inference.transport', type: 'enum', values: ['http', 'process'], default: 'http', validation: '`http` (`process` is refused: a capsule\'s inference always runs through its driver component)', description: 'The reference runtime\'s inference transport; only `http` (a driver component calling the provider) exists here.' },
+  { path: 'inference.api_key', type: 'string', check: str(checkApiKey), validation: 'a `${UPPER_SNAKE}` reference to a host environment variable (unset = refused before launch), or a literal', description: 'Provider API key handed to the driver as `MURMUR_INFERENCE_API_KEY` (default: the runtime\'s own `MURMUR_INFERENCE_API_KEY`).' },
   { path: 'inference.max_turns', type: 'integer', default: 10, min: 1, validation: 'integer >= 1', description: 'Inference turns per task attempt.' },
   { path: 'inference.max_tokens', type: 'integer', default: 8192, min: 1, validation: 'integer >= 1', description: 'Output token cap of one turn.' },
   { path: 'inference.max_session_tokens', type: 'integer', min: 1, validation: 'integer >= 1', description: 'Spend ceiling: tokens a session may spend; a call that would exceed it is refused before dispatch.' },
@@ -177,7 +180,11 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
 export const ARTIFACT_SCHEMA: readonly FieldSpec[] = [
   { path: 'name', type: 'string', required: true, check: str(checkName), validation: '`[a-z0-9-]`, 1-100 chars', description: 'Artifact name.' },
   { path: 'version', type: 'version', required: true, check: str(checkVersion), validation: 'non-empty; `latest`, `stable`, `edge` cannot be published', description: 'Artifact version.' },
-  { path: 'runtime', type: 'enum', values: ARTIFACT_RUNTIMES, default: 'tool', validation: '`tool` | `driver` | `hook` | `skill`', description: 'Role of the artifact.' },
+  { path: 'runtime', type: 'enum', values: [...ARTIFACT_RUNTIMES, 'wasm', 'native'], default: 'tool', validation: '`tool` | `driver` | `hook` | `skill`; `wasm` (the reference runtime\'s spelling) = a WebAssembly component whose role the capsule entry gives; `native` is refused', description: 'Role of the artifact.' },
+  { path: 'implementation', type: 'enum', values: ['wasm', 'native'], default: 'wasm', validation: '`wasm` (`native` is refused: only WebAssembly components run here)', description: 'The reference runtime\'s tool implementation kind.' },
+  { path: 'execution', type: 'enum', values: ['wasm', 'native', 'static'], validation: '`wasm` | `static` (skills); `native` is refused', description: 'The reference runtime\'s packaging type.' },
+  { path: 'requires_files', type: 'list', validation: 'list of relative paths (no `..`, not absolute); the component and `skill.md` are found among them', description: 'Exactly the files `mur pack` puts in the package (besides murmur.yaml); default: the component (skills: `skill.md`).' },
+  { path: 'requires_files[]', type: 'string', check: str((v) => checkRelativePath(v, 'requires_files')), validation: 'relative path inside the artifact folder', description: 'One file.' },
   { path: 'description', type: 'string', default: '', validation: 'string', description: 'Shown to the model (tools) and by `describe`.' },
   { path: 'tags', type: 'list', default: [], validation: 'list of strings', description: 'Free-form tags.' },
   { path: 'tags[]', type: 'string', validation: 'string', description: 'One tag.' },

@@ -32,6 +32,8 @@ export interface ArtifactRecord {
   sha256: string;
   /** SHA-256 of each file, by file name. */
   files: Record<string, string>;
+  /** SHA-256 of the `.mur.zip` package it was installed from (the reference runtime's lock hash). */
+  package_sha256?: string;
 }
 
 /** An artifact whose bytes are in memory and verified. */
@@ -47,6 +49,8 @@ export interface VerifiedArtifact {
   payload: string;
   /** Where it was read from (a registry version dir or a remote-cache dir). */
   dir: string;
+  /** SHA-256 of the `.mur.zip` it was installed from, when it was. */
+  packageSha256?: string;
 }
 
 export function payloadName(name: string, runtime: ArtifactRuntime): string {
@@ -145,7 +149,7 @@ export function readVerifiedDir(dir: string): VerifiedArtifact {
   }
   const payload = payloadName(rec.name, rec.runtime);
   if (!files.some((f) => f.name === payload)) throw corrupt(dir, `missing payload ${payload}`);
-  return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, manifest, files, payload, dir };
+  return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, manifest, files, payload, dir, ...(rec.package_sha256 ? { packageSha256: rec.package_sha256 } : {}) };
 }
 
 /** Locates `name@version` in the registry (E-REG-001 when absent) and verifies it. */
@@ -165,8 +169,8 @@ export function resolveFromRegistry(registryDir: string, name: string, version: 
  * Writes a verified set of files as a registry-layout directory `dir` (atomic: temp dir + rename).
  * Used by publish and the remote cache.
  */
-export function writeArtifactDir(dir: string, a: { name: string; version: string; runtime: ArtifactRuntime; files: readonly ArtifactFile[] }): ArtifactRecord {
-  const rec: ArtifactRecord = { format: RECORD_FORMAT, name: a.name, version: a.version, runtime: a.runtime, sha256: artifactDigest(a.files), files: fileHashes(a.files) };
+export function writeArtifactDir(dir: string, a: { name: string; version: string; runtime: ArtifactRuntime; files: readonly ArtifactFile[]; packageSha256?: string }): ArtifactRecord {
+  const rec: ArtifactRecord = { format: RECORD_FORMAT, name: a.name, version: a.version, runtime: a.runtime, sha256: artifactDigest(a.files), files: fileHashes(a.files), ...(a.packageSha256 ? { package_sha256: a.packageSha256 } : {}) };
   mkdirSync(path.dirname(dir), { recursive: true });
   const tmp = path.join(path.dirname(dir), `.tmp-${path.basename(dir)}-${randomBytes(4).toString('hex')}`);
   mkdirSync(tmp);
