@@ -6,6 +6,7 @@ import { runCommand } from './run.ts';
 import { serveCommand } from './serve.ts';
 import { sessionsCommand } from './sessions.ts';
 import { traceCommand } from './trace.ts';
+import { packageCommand } from './package.ts';
 
 const HELP = `mur — run AI agent capsules sandboxed in WebAssembly
 
@@ -17,6 +18,10 @@ commands:
   trace <show|steps|report> <trace.jsonl|workdir>
                         read a session's trace; report finds redundant tool calls
   sessions <list|prune> the session workdirs left on this machine; prune removes old ones
+  pack <artifact-dir>   pack a component and its murmur.yaml into a .mur.zip (checked)
+  publish <dir|pkg>     publish into a registry folder (--registry) or an OCI registry (--oci)
+  install <pkg.mur.zip> install a package into a capsule and pin it in murmur.lock
+  pull <oci-ref>        pull a Wasm OCI artifact into a capsule and pin it in murmur.lock
   help                  this text
 
 Every command takes --help. Errors carry a stable code; docs/errors.md lists them all.`;
@@ -33,6 +38,11 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
         return await traceCommand(rest, out);
       case 'sessions':
         return await sessionsCommand(rest, out);
+      case 'pack':
+      case 'publish':
+      case 'install':
+      case 'pull':
+        return await packageCommand(cmd, rest, out);
       case undefined:
       case 'help':
       case '--help':

@@ -1,6 +1,6 @@
 /** `mur run <capsule-dir>`: stage a capsule and run one task on this machine, printing each step. */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { openSession, stage } from '../compose/open.ts';
@@ -15,6 +15,7 @@ export const RUN_FLAGS: FlagSpec = {
   'work-root': { type: 'string', help: 'where session workdirs are created (default: $MURMUR_WORK_ROOT or ~/.murmur/sessions)' },
   'context-id': { type: 'string', help: 'context id of the task (default: a new one)' },
   quiet: { type: 'boolean', help: 'print only the result' },
+  manifest: { type: 'string', help: "the capsule's murmur.yaml (the reference runtime's spelling; its folder is the capsule)" },
   help: { type: 'boolean', help: 'show this help' },
 };
 
@@ -30,7 +31,15 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
     out(RUN_HELP);
     return 0;
   }
-  const dir = positionals[0];
+  let dir = positionals[0];
+  if (flags.manifest !== undefined) {
+    const mf = resolve(String(flags.manifest));
+    if (basename(mf) !== 'murmur.yaml') {
+      throw new MurError('E-CLI-003', `--manifest ${flags.manifest}: a capsule manifest is named murmur.yaml (its folder is the capsule)`, { hint: `rename it to ${join(dirname(mf), 'murmur.yaml')}, or pass the folder: mur run ${dirname(mf)}` });
+    }
+    if (dir !== undefined && resolve(dir) !== dirname(mf)) throw new MurError('E-CLI-003', `both a capsule folder (${dir}) and --manifest ${flags.manifest} given`, { hint: 'give one of them' });
+    dir = dirname(mf);
+  }
   if (!dir) throw new MurError('E-CLI-001', 'mur run needs a capsule folder', { hint: 'mur run examples/hello --task "…"' });
   const capsuleDir = resolve(dir);
   let text = flags.task as string | undefined;

@@ -63,6 +63,19 @@ export function checkApiKey(v: string): Problem | undefined {
   return undefined;
 }
 
+const OCI_PINNED_RE = /^([a-zA-Z0-9.-]+(?::[0-9]+)?|\[[0-9a-fA-F:]+\](?::[0-9]+)?)\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$/;
+
+/** `source.oci`: a digest-pinned OCI reference. */
+export function checkOciRef(v: string): Problem | undefined {
+  if (OCI_PINNED_RE.test(v)) return undefined;
+  const pinned = /@sha256:[0-9a-f]{64}$/.test(v);
+  return {
+    code: 'E-MAN-025',
+    message: pinned ? `source.oci '${v}' is not an OCI reference <registry>/<repo>[:<tag>]@sha256:<hex>` : `source.oci '${v}' is not pinned by digest`,
+    hint: pinned ? 'e.g. ghcr.io/acme/echo-tool:1.0.0@sha256:<64 hex>' : `append the manifest digest: '${v}@sha256:<64 hex>' (\`mur pull ${v}\` prints it; a tag alone can move)`,
+  };
+}
+
 export function parseNetworkEntry(raw: string): NetworkEntry | Problem {
   const bad = (why: string, hint?: string): Problem => ({
     code: 'E-MAN-008',

@@ -17,6 +17,7 @@ import { parseArtifactManifest, type ArtifactManifest } from '../manifest/artifa
 import { RESERVED_VERSIONS } from '../manifest/checks.ts';
 import type { ArtifactRuntime } from '../manifest/schema.ts';
 import { artifactDigest, fileHashes, type ArtifactFile } from '../contracts/digest.ts';
+import { componentHeader } from './component-check.ts';
 
 export const RECORD_FILE = 'artifact.json';
 export const ARTIFACT_MANIFEST = 'murmur.yaml';
@@ -218,10 +219,6 @@ export function publish(registryDir: string, artifactDir: string): PublishResult
     throw new MurError('E-REG-012', `cannot publish ${artifactDir}: no ${ARTIFACT_MANIFEST}`, { hint: 'an artifact directory holds murmur.yaml (name, version, runtime) next to its component', location: { file: mfPath }, cause: e });
   }
   const manifest = parseArtifactManifest(mfBytes.toString('utf8'), mfPath);
-  if ((RESERVED_VERSIONS as readonly string[]).includes(manifest.version)) {
-    throw new MurError('E-REG-005', `version '${manifest.version}' is reserved and cannot be published`, { hint: "publish an exact version such as '1.0.0'", location: { file: mfPath, field: 'version' } });
-  }
-  const payload = payloadName(manifest.name, manifest.runtime);
   const srcPayload = manifest.runtime === 'skill' ? SKILL_FILE : findComponent(artifactDir, manifest.name);
   let payloadBytes: Buffer;
   try {
@@ -229,6 +226,19 @@ export function publish(registryDir: string, artifactDir: string): PublishResult
   } catch (e) {
     throw new MurError('E-REG-012', `cannot publish ${artifactDir}: no ${srcPayload}`, { hint: manifest.runtime === 'skill' ? 'a skill artifact holds skill.md' : 'build the component first', location: { file: path.join(artifactDir, srcPayload) }, cause: e });
   }
+  return publishFiles(registryDir, manifest, mfBytes, payloadBytes, mfPath, undefined, path.join(artifactDir, srcPayload));
+}
+
+/**
+ * Publishes a parsed manifest and its payload (the component, or skill.md) as `<name>/<version>/`.
+ * A payload that is not a WebAssembly component is refused here (E-PKG-001), not at run time.
+ */
+export function publishFiles(registryDir: string, manifest: ArtifactManifest, mfBytes: Uint8Array, payloadBytes: Uint8Array, mfPath: string, packageSha256?: string, payloadFile = mfPath): PublishResult {
+  if ((RESERVED_VERSIONS as readonly string[]).includes(manifest.version)) {
+    throw new MurError('E-REG-005', `version '${manifest.version}' is reserved and cannot be published`, { hint: "publish an exact version such as '1.0.0'", location: { file: mfPath, field: 'version' } });
+  }
+  if (manifest.runtime !== 'skill') componentHeader(payloadBytes, payloadFile);
+  const payload = payloadName(manifest.name, manifest.runtime);
   const files: ArtifactFile[] = [{ name: ARTIFACT_MANIFEST, bytes: mfBytes }, { name: payload, bytes: payloadBytes }];
   const dir = versionDir(registryDir, manifest.name, manifest.version);
   const digest = artifactDigest(files);
@@ -240,6 +250,6 @@ export function publish(registryDir: string, artifactDir: string): PublishResult
       location: { file: mfPath, field: 'version' },
     });
   }
-  const rec = writeArtifactDir(dir, { name: manifest.name, version: manifest.version, runtime: manifest.runtime, files });
+  const rec = writeArtifactDir(dir, { name: manifest.name, version: manifest.version, runtime: manifest.runtime, files, ...(packageSha256 ? { packageSha256 } : {}) });
   return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, dir };
 }

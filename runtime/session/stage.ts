@@ -25,6 +25,7 @@ import type { ArtifactRuntime } from '../manifest/schema.ts';
 import { checkPin, lockPath, readLock, upsertLock, writeLockIfWritable, type LockEntry, type Lockfile } from '../registry/lock.ts';
 import { ARTIFACT_MANIFEST, SKILL_FILE, resolveFromRegistry, type VerifiedArtifact } from '../registry/registry.ts';
 import { resolveRemote } from '../registry/remote.ts';
+import { ociLockSource, resolveOci } from '../registry/oci-source.ts';
 import { newSessionId } from './id.ts';
 import { createWorkdir, toolDir, type WorkdirLayout } from './workdir.ts';
 
@@ -171,17 +172,18 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
     try {
       // A version pinned in murmur.lock wins over murmur.yaml's, as in the reference runtime: the
       // lock is what was verified and committed; moving a pin is deleting its entry.
-      const pinned = entry.source ? undefined : lock?.artifacts.find((p) => p.name === entry.name)?.version;
+      const pinned = entry.source || entry.oci ? undefined : lock?.artifacts.find((p) => p.name === entry.name)?.version;
       const version = pinned ?? entry.version!;
       if (pinned !== undefined && pinned !== entry.version) {
         notices.push(`${entry.name}: murmur.yaml asks for version ${entry.version}, murmur.lock pins ${pinned}; staging ${pinned} (delete the '${entry.name}' entry from murmur.lock to move to ${entry.version})`);
       }
-      let a = entry.source ? await resolveRemote(entry, opts.cacheDir ?? defaultCacheDir()) : resolveFromRegistry(registryDir, entry.name, version);
+      let a = entry.oci ? await resolveOci(entry, opts.cacheDir ?? defaultCacheDir())
+        : entry.source ? await resolveRemote(entry, opts.cacheDir ?? defaultCacheDir()) : resolveFromRegistry(registryDir, entry.name, version);
       // `runtime: wasm` in the artifact's own manifest: the capsule entry gives the role.
       if (a.manifest.roleFromEntry && (entry.runtime === 'tool' || entry.runtime === 'driver')) {
         a = { ...a, runtime: entry.runtime, manifest: { ...a.manifest, runtime: entry.runtime } };
       }
-      const mismatch = entryMismatch(entry, a, manifest.file, i, entry.source ? entry.version : version);
+      const mismatch = entryMismatch(entry, a, manifest.file, i, entry.source || entry.oci ? entry.version : version);
       if (mismatch) throw mismatch;
       const pin = checkPin(lock, lockFile, a);
       if (pin) throw pin;
@@ -202,7 +204,8 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
   const workdir = createWorkdir(opts.workRoot, sessionId, verified.map((a) => ({ name: a.name, files: a.files })));
   const artifacts = verified.map((a, i) => {
     const entry = manifest.artifacts[i]!;
-    return stagedArtifactOf(workdir, a, entry.source ? 'remote' : 'registry', effectiveCapabilities(manifest, entry.name), entry);
+    const staged = stagedArtifactOf(workdir, a, entry.source || entry.oci ? 'remote' : 'registry', effectiveCapabilities(manifest, entry.name), entry);
+    return entry.oci ? { ...staged, source: ociLockSource(entry) } : staged;
   });
 
   const newEntries = artifacts.filter((a) => !lock?.artifacts.some((p) => p.name === a.name)).map(lockEntryOf);
