@@ -10,7 +10,6 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { MurError } from '../errors.ts';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
-import { defaultRegistry } from '../compose/open.ts';
 import { checkPin, lockPath, readLock, upsertLock, writeLockIfWritable } from '../registry/lock.ts';
 import { installPackage, packArtifact, readArtifactFolder, readPackage, PACKAGE_SUFFIX } from '../registry/package.ts';
 import { requireComponent } from '../registry/component-check.ts';
@@ -64,7 +63,8 @@ export async function packageCommand(cmd: 'pack' | 'publish' | 'install' | 'pull
   const target = positionals[0];
   if (!target) throw new MurError('E-CLI-020', `mur ${cmd} needs ${cmd === 'pull' ? 'an OCI reference' : cmd === 'install' ? 'a .mur.zip package' : 'an artifact folder'}`, { hint: PACKAGE_HELP[cmd]!.split('\n')[0]! });
   const capsuleDir = path.resolve(String(flags.capsule ?? '.'));
-  const registryDir = path.resolve(String(flags.registry ?? defaultRegistry(capsuleDir)));
+  // install/pull write into the capsule's own registry folder, which `mur run` reads first.
+  const registryDir = path.resolve(String(flags.registry ?? path.join(capsuleDir, 'registry')));
 
   if (cmd === 'pack') {
     const p = await packArtifact(target);
