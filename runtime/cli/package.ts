@@ -87,7 +87,7 @@ export async function packageCommand(cmd: 'pack' | 'publish' | 'install' | 'pull
       await requireComponent(a.payload, a.manifest.runtime, a.payloadName, a.manifest.roleFromEntry);
       const digest = await pushWasm({ ...ref, tag: ref.tag ?? a.manifest.version }, a.payload, {
         'org.opencontainers.image.title': a.manifest.name, 'org.opencontainers.image.version': a.manifest.version,
-      });
+      }, `${a.manifest.name}.wasm`);
       const pinned = formatOciRef({ ...ref, tag: ref.tag ?? a.manifest.version, digest });
       out(`pushed ${a.manifest.name} ${a.manifest.version} to ${pinned}`);
       out(`in murmur.yaml: - {name: ${a.manifest.name}, runtime: ${a.manifest.runtime}, source: {oci: "${pinned}"}}`);

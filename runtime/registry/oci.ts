@@ -208,7 +208,7 @@ export async function pullWasm(ref: OciRef): Promise<{ component: Uint8Array; ma
 }
 
 /** Pushes a component as a Wasm OCI artifact under `ref.tag`; returns the manifest digest. */
-export async function pushWasm(ref: OciRef, component: Uint8Array, annotations: Record<string, string> = {}): Promise<string> {
+export async function pushWasm(ref: OciRef, component: Uint8Array, annotations: Record<string, string> = {}, fileName = 'component.wasm'): Promise<string> {
   const c = new OciClient(ref);
   const config = Buffer.from(JSON.stringify({ architecture: 'wasm', os: 'wasip2', layerDigests: [sha256Digest(component)] }));
   const configDigest = await c.pushBlob(config);
@@ -218,7 +218,8 @@ export async function pushWasm(ref: OciRef, component: Uint8Array, annotations: 
     mediaType: OCI_MANIFEST_MEDIA_TYPE,
     artifactType: WASM_CONFIG_MEDIA_TYPE,
     config: { mediaType: WASM_CONFIG_MEDIA_TYPE, digest: configDigest, size: config.length },
-    layers: [{ mediaType: WASM_LAYER_MEDIA_TYPE, digest: layerDigest, size: component.length }],
+    // The title names the file `oras pull` writes.
+    layers: [{ mediaType: WASM_LAYER_MEDIA_TYPE, digest: layerDigest, size: component.length, annotations: { 'org.opencontainers.image.title': fileName } }],
     ...(Object.keys(annotations).length ? { annotations } : {}),
   };
   const bytes = Buffer.from(JSON.stringify(manifest));
