@@ -85,7 +85,7 @@ describe('source: {oci} (CNCF Wasm OCI artifact layout, pushed by oras)', () => 
     const layer = (JSON.parse(await oras(['manifest', 'fetch', '--plain-http', `${reg.host}/tools/tampered@${digest}`], tmp('o-'))) as { layers: { digest: string }[] }).layers[0]!.digest.slice(7);
     const blob = path.join(reg.storage, 'docker/registry/v2/blobs/sha256', layer.slice(0, 2), layer, 'data');
     const bytes = readFileSync(blob);
-    bytes[bytes.length - 1] ^= 0xff;
+    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
     writeFileSync(blob, bytes);
     const e = await stageErr(capsuleWith(`${reg.host}/tools/tampered:1.0.0@${digest}`));
     expect(e.code).toBe('E-REG-008');
