@@ -4,7 +4,7 @@
  * digest-pinned and verified byte for byte; `mur pull` and `mur publish --oci` speak to the same
  * registry, and oras reads what mur pushed.
  */
-import { copyFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../runtime/cli/main.ts';
@@ -114,6 +114,23 @@ describe('source: {oci} (CNCF Wasm OCI artifact layout, pushed by oras)', () => 
     const e = await stageErr(capsuleWith(`${reg.host}/tools/crashy:1.0.0`));
     expect(e.code).toBe('E-MAN-025');
     expect(e.message).toMatch(/is not pinned by digest/);
+  });
+});
+
+describe('in a pod: the OCI artifact mounted as an image volume', () => {
+  it('is read from $MURMUR_OCI_MOUNT_DIR/<name>/ (as the operator mounts it) and no registry request is made', async () => {
+    const mount = tmp('oci-mount-');
+    mkdirSync(path.join(mount, 'crashy'));
+    copyFileSync(wasm, path.join(mount, 'crashy', 'crashy.wasm'));
+    // A registry that does not exist: only the mount can serve this.
+    const dir = capsuleWith(`127.0.0.1:9/tools/crashy:1.0.0@sha256:${'1'.repeat(64)}`);
+    process.env.MURMUR_OCI_MOUNT_DIR = mount;
+    try {
+      const staged = await stageCapsule({ capsuleDir: dir, registryDir: tmp('reg-'), workRoot: tmp('work-'), cacheDir: tmp('cache-') });
+      expect(readFileSync(staged.artifacts[0]!.wasmPath!).equals(readFileSync(wasm))).toBe(true);
+    } finally {
+      delete process.env.MURMUR_OCI_MOUNT_DIR;
+    }
   });
 });
 
