@@ -202,8 +202,9 @@ function semanticChecks(w: WalkResult, file: string, errors: ErrorCollector): vo
     if (src) {
       if (src.oci !== undefined && (src.url !== undefined || src.sha256 !== undefined)) {
         add('E-MAN-012', `${base}.source`, at(`${base}.source`), `artifact '${a.name}' gives both source.oci and source.url/sha256`, 'keep one: `source: {oci: <registry>/<repo>:<tag>@sha256:<hex>}` or `source: {url: <url>, sha256: <hex>}`');
-      } else if (src.oci === undefined && !w.keyLocs.has(`${base}.source.oci`) && (src.url === undefined || src.sha256 === undefined)) {
+      } else if (src.oci === undefined && !w.keyLocs.has(`${base}.source.oci`) && ((src.url === undefined && !w.keyLocs.has(`${base}.source.url`)) || (src.sha256 === undefined && !w.keyLocs.has(`${base}.source.sha256`)))) {
         const missing = src.url === undefined ? 'url' : 'sha256';
+        // A key that is present but invalid has its own error already.
         add('E-MAN-002', `${base}.source.${missing}`, at(`${base}.source`), `missing required field '${missing}' in source of artifact '${a.name}'`, 'give `source: {url: <http(s) url>, sha256: <64 hex>}`, or `source: {oci: <registry>/<repo>:<tag>@sha256:<hex>}`');
       }
     }
