@@ -152,7 +152,7 @@ describe('limits', () => {
     const s = await session('  limits:\n    memory_bytes: 100663296');
     const grown = await s.runTask(task(program({ op: 'grow', mb: 8 })));
     expect(grown.exit).toBe('failed');
-    expect(grown.reason).toMatch(/^demo: run\.run grew linear memory to \d+ MiB, past its 96 MiB cap; the instance was stopped \[E-HOST-004\]$/);
+    expect(grown.reason).toMatch(/^demo: run\.run grew linear memory to \d+ MiB and asked for \d+ MiB more, past its 96 MiB cap; the instance was stopped \[E-HOST-004\]$/);
     const next = await s.runTask(task(program({ op: 'ping' })));
     expect(results(next.text)[0]!.value).toBe('pong');
   });
