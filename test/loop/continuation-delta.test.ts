@@ -36,5 +36,6 @@ describe('continuation delta', () => {
     const inference = readTrace(staged.workdir.trace).events.filter((e) => e.event_type === 'inference');
     expect(inference.map((e) => e.continued)).toEqual([undefined, true]);
     expect(inference.map((e) => e.decision)).toEqual(['tool_call', 'end_turn']);
-  });
+    // Two JS-engine components load on first use: generous on a loaded shared machine.
+  }, 240_000);
 });
