@@ -1,12 +1,11 @@
 /** `mur`: run capsules on this machine, serve them over A2A, read their traces. */
 import { isMurError } from '../errors.ts';
+import { takeInferenceKey } from '../host/inference-key.ts';
 import { isMurErrorList } from '../manifest/errors.ts';
 import { UsageError } from './args.ts';
-import { runCommand } from './run.ts';
-import { serveCommand } from './serve.ts';
-import { sessionsCommand } from './sessions.ts';
-import { traceCommand } from './trace.ts';
-import { packageCommand } from './package.ts';
+
+// Each command's module is imported when that command runs: `mur --help` or `mur trace` must not
+// load the agent loop, the A2A server and OpenTelemetry (≈ 200 modules) to print a page.
 
 const HELP = `mur — run AI agent capsules sandboxed in WebAssembly
 
@@ -31,18 +30,18 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
   try {
     switch (cmd) {
       case 'run':
-        return await runCommand(rest, out, err);
+        return await (await import('./run.ts')).runCommand(rest, out, err);
       case 'serve':
-        return await serveCommand(rest, out);
+        return await (await import('./serve.ts')).serveCommand(rest, out);
       case 'trace':
-        return await traceCommand(rest, out);
+        return await (await import('./trace.ts')).traceCommand(rest, out);
       case 'sessions':
-        return await sessionsCommand(rest, out);
+        return await (await import('./sessions.ts')).sessionsCommand(rest, out);
       case 'pack':
       case 'publish':
       case 'install':
       case 'pull':
-        return await packageCommand(cmd, rest, out);
+        return await (await import('./package.ts')).packageCommand(cmd, rest, out);
       case undefined:
       case 'help':
       case '--help':
@@ -74,5 +73,12 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
 
 const invokedDirectly = process.argv[1] && /[\\/](main\.(ts|js)|mur)$/.test(process.argv[1]);
 if (invokedDirectly || process.env.MUR_CLI === '1') {
+  // First of all: the provider key leaves process.env before anything can be spawned.
+  try {
+    takeInferenceKey();
+  } catch (e) {
+    console.error(`mur: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  }
   main(process.argv.slice(2)).then((code) => process.exit(code));
 }

@@ -5,6 +5,7 @@
  * driver gets `murmur:text/chunks`; both are routed to whatever task is current.
  */
 import { ComponentInstance, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
+import { heldInferenceKey } from '../host/inference-key.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { grantsFor, logFileFor, guestEnv } from '../host/grants.ts';
@@ -92,9 +93,9 @@ export class SessionComponents {
         if (!dest) throw new MurError('E-RUN-013', `inference endpoint ${JSON.stringify(endpoint)} is not a URL`, { location: { field: 'inference.endpoint' } });
         const env: Record<string, string> = { MURMUR_INFERENCE_ENDPOINT: endpoint };
         // The key comes from inference.api_key (a ${VAR} of the runtime's environment, or a literal,
-        // as in the reference runtime), else the runtime's MURMUR_INFERENCE_API_KEY — never from a
-        // file in the workdir.
-        const key = inf.apiKey !== undefined ? resolveApiKey(inf.apiKey, this.hostEnv, this.staged.manifest.file) : this.hostEnv.MURMUR_INFERENCE_API_KEY;
+        // as in the reference runtime), else the runtime's environment (or the key file) — never
+        // from a file in the workdir; `mur` takes it out of process.env at start (host/inference-key.ts).
+        const key = inf.apiKey !== undefined ? resolveApiKey(inf.apiKey, this.hostEnv, this.staged.manifest.file) : this.hostEnv.MURMUR_INFERENCE_API_KEY ?? heldInferenceKey();
         if (key) env.MURMUR_INFERENCE_API_KEY = key;
         if (inf.driver.config) env.MURMUR_INFERENCE_DRIVER_CONFIG = JSON.stringify(inf.driver.config);
         const wd = this.staged.workdir.dir;
@@ -112,6 +113,23 @@ export class SessionComponents {
       });
     }
     return this.driverInst;
+  }
+
+  /**
+   * Starts the driver's and every tool's worker now, in the background, instead of on the first
+   * task: `mur serve` calls it once the front door listens, so instantiation (≈ 100–300 ms per
+   * SpiderMonkey component on these machines) overlaps start-up instead of delaying the first
+   * answer. Never rejects: a component that cannot start fails the call that needs it, with its
+   * own error, exactly as without pre-warming.
+   */
+  async prewarm(tools: StagedArtifact[]): Promise<void> {
+    // One after another, the driver first (the first task needs it first): compiling two 12 MB
+    // modules at once doubles V8's compile-time peak, and glibc keeps those freed pages in its
+    // per-thread arenas — measured 471 MiB RSS after one task against 335 MiB one at a time.
+    const starts: (() => Promise<unknown>)[] = [];
+    if (this.staged.driver && this.staged.manifest.inference) starts.push(() => this.driver().then((d) => d.start()));
+    for (const t of tools) if (t.wasmPath) starts.push(() => this.tool(t).then((i) => i.start()));
+    for (const start of starts) await start().catch(() => undefined);
   }
 
   /** Stops a running driver call (cancel): its worker is terminated; the next call starts fresh. */

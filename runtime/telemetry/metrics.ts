@@ -12,7 +12,7 @@
 import { basename } from 'node:path';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { TraceEvent, TraceWriter } from '../trace/writer.ts';
-import { normaliseUsage } from './spans.ts';
+import { normaliseUsage } from './usage.ts';
 
 /** gen_ai.client.token.usage advice: 1, 4, 16, … 67108864 (powers of 4). */
 export const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
@@ -106,6 +106,24 @@ export class RuntimeMetrics {
     labelNames: ['capsule'] as const,
     registers: [this.registry],
   });
+
+  /** Where each served capsule's waiting-for-input count comes from (read at scrape time). */
+  readonly #waitingSources = new Map<string, () => number>();
+
+  readonly waitingForInput: Gauge<'capsule'> = new Gauge({
+    name: 'capsule_tasks_waiting_for_input',
+    help: 'Tasks blocked in input-required, waiting for a caller to answer (lifecycle.input_timeout_secs bounds the wait).',
+    labelNames: ['capsule'] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const [capsule, f] of this.#waitingSources) this.waitingForInput.set({ capsule }, f());
+    },
+  });
+
+  /** Serves `capsule_tasks_waiting_for_input` for `capsule` from `count` (mur serve's task machine). */
+  watchWaitingForInput(capsule: string, count: () => number): void {
+    this.#waitingSources.set(capsule, count);
+  }
 
   readonly spendRefusals = new Counter({
     name: 'capsule_spend_ceiling_refusals_total',

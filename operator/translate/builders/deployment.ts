@@ -10,6 +10,11 @@ import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, la
 
 export const RUNTIME_UID = 65532;
 
+/** `mur serve --drain-secs`: how long running tasks get after SIGTERM before they fail. */
+export const DRAIN_SECS = 25;
+/** The pod's grace period: above the drain budget, so the kubelet never SIGKILLs a draining runtime. */
+export const TERMINATION_GRACE_SECS = DRAIN_SECS + 15;
+
 /** Where OCI artifacts are mounted: `<dir>/<artifact name>/` (the runtime reads MURMUR_OCI_MOUNT_DIR). */
 export const OCI_MOUNT_DIR = '/var/run/murmur/oci';
 
@@ -34,11 +39,16 @@ export function ociVolumes(c: Capsule): { volumes: Record<string, unknown>[]; mo
  * The runtime container contract: `mur serve <manifest dir> --a2a-port --metrics-port --workdir`,
  * plus `--host 0.0.0.0` (the CLI binds 127.0.0.1 by default, unreachable from the Service and the
  * kubelet's probes) and `--public-url` (the Service URL the agent card advertises).
+ * `--anonymous`: `mur serve` refuses a non-loopback address without authentication unless told
+ * so, and the operator does not yet render A2A credentials (API-key Secret, projected
+ * ServiceAccount tokens with `--token-review`), so it says so explicitly (docs/a2a.md).
  */
 export function runtimeArgs(publicUrl?: string): string[] {
   return [
     'serve', CONFIG_DIR, '--a2a-port', String(A2A_PORT), '--metrics-port', String(METRICS_PORT), '--workdir', WORKDIR,
     '--host', '0.0.0.0',
+    '--drain-secs', String(DRAIN_SECS),
+    '--anonymous',
     ...(publicUrl ? ['--public-url', publicUrl] : []),
   ];
 }
@@ -92,6 +102,8 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
         spec: {
           serviceAccountName: n.serviceAccount,
           automountServiceAccountToken: false,
+          // No preStop: /readyz turns 503 and new tasks get a retryable 503 the moment SIGTERM lands.
+          terminationGracePeriodSeconds: TERMINATION_GRACE_SECS,
           enableServiceLinks: false,
           securityContext: {
             runAsNonRoot: true,
@@ -106,6 +118,8 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
               image: c.spec.image ?? opts.image,
               ...(pullPolicy ? { imagePullPolicy: pullPolicy } : {}),
               args: runtimeArgs(publicUrl),
+              // the runtime's own refusal (it names the field) becomes the termination message the operator reports
+              terminationMessagePolicy: 'FallbackToLogsOnError',
               ports: [
                 { name: 'a2a', containerPort: A2A_PORT, protocol: 'TCP' },
                 { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
