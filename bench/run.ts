@@ -14,7 +14,7 @@ import { benchScript } from './script.ts';
 
 const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript() };
 // These run as their own processes (each starts servers or a cluster and exits when done).
-const scripts = ['a2a', 'hooks', 'telemetry', 'operator'];
+const scripts = ['a2a', 'hooks', 'telemetry', 'operator', 'images'];
 const names = process.argv.slice(2).length ? process.argv.slice(2) : [...Object.keys(inProcess), ...scripts];
 // Every temp dir a bench makes (registries, capsules, workdirs, transpile caches) goes under one
 // folder for this run, removed at the end; the child benches inherit TMPDIR.

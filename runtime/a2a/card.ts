@@ -53,13 +53,13 @@ export interface CardEndpoints {
   grpc?: string;
 }
 
-/** What the card says about authentication (security.ts builds it). */
+/** What the card says about authentication (auth.ts builds it). */
 export interface CardSecurity {
   /** 1.0 ProtoJSON form, e.g. `{bearer: {httpAuthSecurityScheme: {scheme: 'Bearer'}}}`. */
   schemes: Record<string, unknown>;
   /** 0.3 (OpenAPI) form, e.g. `{bearer: {type: 'http', scheme: 'bearer'}}`. */
   schemes03: Record<string, unknown>;
-  /** Names of schemes, any one of which suffices (empty: anonymous access allowed). */
+  /** Names of schemes, any one of which is required (empty: anonymous access allowed). */
   anyOf: string[];
 }
 
@@ -92,7 +92,7 @@ export function buildCardJson(c: AgentCardInput, ep: CardEndpoints, sec?: CardSe
     additionalInterfaces: [{ url, transport: 'JSONRPC' }],
     capabilities: { streaming: true, pushNotifications: c.pushNotifications ?? false },
     // 0.3 (OpenAPI) form here; strictCardJson swaps in the 1.0 form.
-    ...(sec && sec.anyOf.length > 0 ? { securitySchemes: sec.schemes03, security: sec.anyOf.map((n) => ({ [n]: [] })) } : {}),
+    ...(sec ? { securitySchemes: sec.schemes03, security: sec.anyOf.map((n) => ({ [n]: [] })) } : {}),
     defaultInputModes: INPUT_MODES,
     defaultOutputModes: ['text/plain'],
     skills: (c.skills ?? []).map(skillJson),
@@ -135,7 +135,7 @@ export function strictCardJson(card: Record<string, unknown>, sec?: CardSecurity
   for (const f of FIELDS_0_3) delete c[f];
   delete c['security'];
   delete c['securitySchemes'];
-  if (sec && sec.anyOf.length > 0) {
+  if (sec) {
     c['securitySchemes'] = sec.schemes;
     c['securityRequirements'] = sec.anyOf.map((n) => ({ schemes: { [n]: { list: [] } } }));
   }

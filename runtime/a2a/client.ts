@@ -35,6 +35,11 @@ export interface PeerCallOptions {
   trust?: TaskTrust;
   /** W3C traceparent to propagate (when tracing is on). */
   traceparent?: string;
+  /**
+   * Credential for the peer (`Authorization: Bearer …`): an API key, or this capsule's
+   * ServiceAccount token projected for the peer's URL. Sent only to allowed URLs.
+   */
+  bearer?: string;
   /** Per-call timeout. Default 30 s. */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -112,6 +117,7 @@ async function connect(o: PeerCallOptions): Promise<CallSetup> {
     [TRUST_HEADER]: o.trust === 'trusted' ? 'trusted' : 'untrusted',
   };
   if (o.traceparent) headers[TRACEPARENT_HEADER] = o.traceparent;
+  if (o.bearer) headers['authorization'] = `Bearer ${o.bearer}`;
   const fetchImpl: typeof fetch = async (input, init) => {
     const target = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     if (!isAllowed(target, o.allow)) throw new PolicyRefusal(policyError(target));

@@ -31,6 +31,8 @@ export interface DelegateContext {
   signal?: AbortSignal;
   /** Per-HTTP-call timeout; default 30 s (never more than what is left of the deadline). */
   callTimeoutMs?: number;
+  /** This capsule's credential for a peer (see credentials.ts), sent as a bearer token. */
+  credentials?: (peerUrl: string) => string | undefined;
 }
 
 export interface DelegateResult {
@@ -101,10 +103,12 @@ export async function runDelegateTask(input: unknown, ctx: DelegateContext): Pro
   const deadlineMs = (ctx.deadlineSecs ?? DEFAULT_DELEGATION_DEADLINE_SECS) * 1000;
   const end = Date.now() + deadlineMs;
   const callTimeout = () => Math.max(1, Math.min(ctx.callTimeoutMs ?? 30_000, end - Date.now()));
+  const bearer = ctx.credentials?.(peerUrl);
   const common = {
     peerUrl,
     allow: ctx.allow,
     trust: ctx.trust,
+    ...(bearer ? { bearer } : {}),
     ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}),
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   };

@@ -9,6 +9,7 @@ import type http from 'node:http';
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { RequestMalformedError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { AuthError, type Authenticator, type Caller } from './auth.ts';
 import { METHODS_0_3, METHODS_1_0, VERSION_HEADER, normaliseVersion } from './wire.ts';
 
 function errMessage(e: unknown): string {
@@ -245,5 +246,32 @@ export function restDoor(maxBody: number, resOf: WeakMap<object, http.ServerResp
       resOf.set(req.headers, res);
       next();
     });
+  };
+}
+
+/**
+ * Authentication before anything else reads the request: the caller is found (or the request is
+ * refused with 401 and `WWW-Authenticate: Bearer`) and remembered for the SDK's user builder.
+ * The refusal never says more than "required" or "invalid", and never echoes the credential.
+ */
+export function authDoor(auth: Authenticator, callers: WeakMap<object, Caller>, binding: 'jsonrpc' | 'rest') {
+  return (req: Request, res: Response, next: NextFunction) => {
+    auth.authenticate(req.headers).then(
+      (caller) => {
+        callers.set(req, caller);
+        next();
+      },
+      (e: unknown) => {
+        const message = e instanceof AuthError ? e.message : 'invalid credentials';
+        res.setHeader('WWW-Authenticate', 'Bearer realm="a2a"');
+        res.setHeader('Connection', 'close');
+        if (binding === 'rest') {
+          res.status(401).json({ error: { code: 401, status: 'UNAUTHENTICATED', message } });
+        } else {
+          res.status(401).json(rpcErrorBody(null, -32600, message));
+        }
+        req.resume();
+      },
+    );
   };
 }

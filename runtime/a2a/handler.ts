@@ -141,6 +141,7 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
 
   /** Why a message for a task that is not live fails: it ended (the store has it) or it is unknown. */
   async function notLive(id: string, context: ServerCallContext, ended: string): Promise<never> {
+    if (machine.isLive(id)) throw taskNotFound(id); // live, so the store has it only under its owner
     if (!(await machine.load(id, context))) throw taskNotFound(id);
     throw new UnsupportedOperationError(ended);
   }
@@ -156,6 +157,7 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
     const m = validateMessage(params.message, o.card.defaultInputModes);
     if (m.taskId) {
       const rec = machine.find(m.taskId, context);
+      if (!rec && machine.isLive(m.taskId)) throw taskNotFound(m.taskId); // another caller's task
       if (!rec) return () => notLive(m.taskId!, context, `task ${m.taskId} has ended; ${NEVER_RESTARTED}`);
       if (m.contextId && m.contextId !== rec.contextId) {
         throw invalidParams(`message.contextId '${m.contextId}' does not match task ${rec.id}'s contextId '${rec.contextId}'`);
@@ -223,6 +225,7 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
     },
     resubscribe(params: SubscribeToTaskRequest, context) {
       const rec = machine.find(requireId(params.id), context);
+      if (!rec && machine.isLive(params.id)) throw taskNotFound(params.id); // another caller's task
       if (!rec) {
         const id = params.id;
         return (async function* () { await notLive(id, context, `task ${id} has ended; use tasks/get for its result`); })();

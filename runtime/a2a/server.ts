@@ -14,18 +14,19 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { InMemoryTaskStore, type TaskStore } from '@a2a-js/sdk/server';
-import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
-import { UserBuilder as GrpcUserBuilder } from '@a2a-js/sdk/server/grpc';
+import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { MurError } from '../errors.ts';
 import type { TaskExecutor } from './executor.ts';
 import { buildCardJson, buildCoreCard, cardVariants, etagMatches, type AgentCardInput, type CardEndpoints } from './card.ts';
-import { frontDoor, requestedVersion, restDoor, rpcErrorBody } from './front-door.ts';
+import { authDoor, frontDoor, requestedVersion, restDoor, rpcErrorBody } from './front-door.ts';
 import { startGrpc } from './grpc.ts';
 import { normaliseVersion } from './wire.ts';
-import { createHandler } from './handler.ts';
+import { createHandler, headersOf } from './handler.ts';
+import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
 import { TaskMachine, type TaskAcceptance } from './tasks.ts';
 
 export type { TaskAcceptance } from './tasks.ts';
+export { createAuthenticator, type Authenticator, type AuthConfig, type ApiKey, type TokenVerifier } from './auth.ts';
 export { skillsFromTools, buildCardJson, type AgentCardInput, type SkillInput } from './card.ts';
 
 export interface A2AServerOptions {
@@ -49,6 +50,11 @@ export interface A2AServerOptions {
   grpcPort?: number;
   /** `host:port` advertised for gRPC. Default `<host>:<grpc port>`. */
   grpcPublicAddress?: string;
+  /**
+   * Who may call, and whose trust header counts (auth.ts). Default: no credentials checked, every
+   * caller anonymous and untrusted (local use only: `mur serve` refuses this off loopback).
+   */
+  auth?: Authenticator;
   /** Largest accepted request body. Default 1 MiB. */
   maxBodyBytes?: number;
   /** Finished tasks kept live in memory (oldest dropped first; the task store keeps them). Default 1000. */
@@ -148,14 +154,20 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     ...(opts.rest !== false ? { rest: `${url}rest` } : {}),
     ...(grpc ? { grpc: opts.grpcPublicAddress ?? `${urlHost}:${grpc.port}` } : {}),
   };
-  const card = buildCardJson(opts.card, endpoints);
-  const cards = cardVariants(card);
+  const auth = opts.auth ?? OPEN;
+  const security = auth.card();
+  const card = buildCardJson(opts.card, endpoints, security);
+  const cards = cardVariants(card, security);
   const handler = createHandler({
     machine,
     card: buildCoreCard(opts.card, endpoints),
+    originTrust: (context) => auth.originTrust(context.user as Caller | undefined, headersOf(context)),
     sinkOf: (context) => resOf.get(context.state.get('headers') as object),
   });
-  grpc?.serve(handler, GrpcUserBuilder.noAuthentication);
+  grpc?.serve(handler, auth);
+  // The caller of each HTTP request, found by authDoor before the SDK builds its context.
+  const callers = new WeakMap<object, Caller>();
+  const userBuilder = async (req: Request) => callers.get(req) ?? ANONYMOUS;
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
@@ -177,9 +189,9 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     res.setHeader('Content-Type', 'application/json');
     res.end(v.body);
   });
-  if (endpoints.rest) app.use('/rest', restDoor(maxBody, resOf), restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-  app.post('/', frontDoor(maxBody, resOf));
-  app.use(jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
+  if (endpoints.rest) app.use('/rest', authDoor(auth, callers, 'rest'), restDoor(maxBody, resOf), restHandler({ requestHandler: handler, userBuilder }));
+  app.post('/', authDoor(auth, callers, 'jsonrpc'), frontDoor(maxBody, resOf));
+  app.use(jsonRpcHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
   app.use((_req: Request, res: Response) => {
     res.status(404).json({ error: 'not found: POST / for JSON-RPC, /rest/… for HTTP+JSON, GET /.well-known/agent-card.json for the card' });
   });

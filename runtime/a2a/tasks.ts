@@ -139,6 +139,11 @@ export class TaskMachine {
     return rec && rec.owner === ownerKey(caller) ? rec : undefined;
   }
 
+  /** Whether a task with this id is live at all (whoever owns it). */
+  isLive(id: string): boolean {
+    return this.live.has(id);
+  }
+
   /** A task the caller owns, live or from the store (after any pending saves landed). */
   async load(id: string, caller: ServerCallContext): Promise<Task | undefined> {
     const rec = this.find(id, caller);

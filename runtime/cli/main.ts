@@ -1,5 +1,6 @@
 /** `mur`: run capsules on this machine, serve them over A2A, read their traces. */
 import { isMurError } from '../errors.ts';
+import { takeInferenceKey } from '../host/inference-key.ts';
 import { isMurErrorList } from '../manifest/errors.ts';
 import { UsageError } from './args.ts';
 import { runCommand } from './run.ts';
@@ -64,5 +65,12 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
 
 const invokedDirectly = process.argv[1] && /[\\/](main\.(ts|js)|mur)$/.test(process.argv[1]);
 if (invokedDirectly || process.env.MUR_CLI === '1') {
+  // First of all: the provider key leaves process.env before anything can be spawned.
+  try {
+    takeInferenceKey();
+  } catch (e) {
+    console.error(`mur: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  }
   main(process.argv.slice(2)).then((code) => process.exit(code));
 }

@@ -7,7 +7,9 @@ import { createServer, type Server } from 'node:http';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { openSession, stage } from '../compose/open.ts';
 import { taskExecutor } from '../compose/a2a-bridge.ts';
-import { startA2AServer, skillsFromTools } from '../a2a/server.ts';
+import { startA2AServer, skillsFromTools, createAuthenticator, type Authenticator } from '../a2a/server.ts';
+import { isLoopback, readApiKeys } from '../a2a/auth-config.ts';
+import { tokenReviewVerifier } from '../a2a/token-review.ts';
 import { printProgress } from './progress.ts';
 import { MurError } from '../errors.ts';
 import { instrumentSession } from '../telemetry/index.ts';
@@ -18,6 +20,11 @@ export const SERVE_FLAGS: FlagSpec = {
   'metrics-port': { type: 'number', help: 'Prometheus /metrics port (0 = off)', default: 9090 },
   host: { type: 'string', help: 'bind address', default: '127.0.0.1' },
   'public-url': { type: 'string', help: 'URL advertised in the agent card (default: http://<host>:<port>/)' },
+  'grpc-port': { type: 'number', help: 'also serve the A2A gRPC binding on this port (0 = no gRPC)', default: 0 },
+  'api-keys': { type: 'string', help: 'bearer API keys: a file of holder:key lines or a folder with one file per key (a Secret); default $MURMUR_A2A_API_KEYS' },
+  'token-review': { type: 'boolean', help: 'accept Kubernetes ServiceAccount tokens whose audience is the public URL (verified with TokenReview)' },
+  'trusted-callers': { type: 'string', help: 'comma-separated callers whose trust header counts (apikey:<holder>, system:serviceaccount:<ns>:<name>)' },
+  anonymous: { type: 'boolean', help: 'serve callers without credentials (as one anonymous, untrusted caller)' },
   registry: { type: 'string', help: 'artifact registry folder' },
   workdir: { type: 'string', help: 'where the session workdir is created (default: $MURMUR_WORK_ROOT or ~/.murmur/sessions)' },
   quiet: { type: 'boolean', help: 'no progress lines' },
@@ -26,7 +33,7 @@ export const SERVE_FLAGS: FlagSpec = {
 
 export const SERVE_HELP = helpText(
   'mur serve <capsule-dir> [--a2a-port 8080] [--metrics-port 9090] [flags]',
-  'Stages the capsule and serves it as an A2A agent: agent card at /.well-known/agent-card.json,\nJSON-RPC (message/send, message/stream, tasks/get, tasks/cancel; A2A 1.0 names with the\nA2A-Version header). lifecycle.task_acceptance decides how many tasks it takes: none, single\n(exits after one), queue (bounded by lifecycle.queue_depth).',
+  'Stages the capsule and serves it as an A2A agent: agent card at /.well-known/agent-card.json,\nJSON-RPC (message/send, message/stream, tasks/get, tasks/cancel; A2A 1.0 names with the\nA2A-Version header), HTTP+JSON under /rest, gRPC with --grpc-port. Callers authenticate with\n--api-keys and/or --token-review; without either, only a loopback --host is served (or --anonymous). lifecycle.task_acceptance decides how many tasks it takes: none, single\n(exits after one), queue (bounded by lifecycle.queue_depth).',
   SERVE_FLAGS,
 );
 
@@ -37,9 +44,13 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     return 0;
   }
   if (!positionals[0]) throw new MurError('E-CLI-001', 'mur serve needs a capsule folder', { hint: 'mur serve /etc/murmur/capsule --a2a-port 8080' });
+  const host = String(flags.host);
+  const port = Number(flags['a2a-port']);
+  const publicUrl = (flags['public-url'] as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}/`;
+  const { auth, notice } = serveAuth(flags, host, publicUrl);
+  const grpcPort = Number(flags['grpc-port']);
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
   const m = staged.manifest;
-  const host = String(flags.host);
   // An agent capsule runs its tasks through the agent loop; a script capsule through its own
   // `murmur:capsule/run` component. Either way the A2A front door is the same.
   let executor;
@@ -76,8 +87,10 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     queueDepth: m.lifecycle.queueDepth,
     inputTimeoutSecs: m.lifecycle.inputTimeoutSecs,
     host,
-    port: Number(flags['a2a-port']),
+    port,
     publicUrl: flags['public-url'] as string | undefined,
+    auth,
+    ...(grpcPort > 0 ? { grpcPort } : {}),
   });
   let metrics: Server | undefined;
   const metricsPort = Number(flags['metrics-port']);
@@ -86,6 +99,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   // session has ended, so a Service stops routing to a pod that would only refuse.
   if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort, () => a2a.acceptsMore() && endedStatus === undefined);
   out(`serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})`);
+  out(`A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`);
 
   const stopped = new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve(endedStatus ?? 'ok'));
@@ -137,4 +151,43 @@ async function startMetricsServer(host: string, port: number, ready: () => boole
     srv.listen(port, host, resolve);
   });
   return srv;
+}
+
+/**
+ * Who may call: API keys (--api-keys / $MURMUR_A2A_API_KEYS), ServiceAccount tokens
+ * (--token-review), anonymous callers only with --anonymous — except on a loopback address, which
+ * stays open for local use and says so. Off loopback with no scheme and no --anonymous: refused.
+ */
+export function serveAuth(flags: Record<string, unknown>, host: string, publicUrl: string): { auth: Authenticator; notice: string } {
+  const keysPath = (flags['api-keys'] as string | undefined) ?? process.env['MURMUR_A2A_API_KEYS'];
+  const apiKeys = keysPath ? readApiKeys(keysPath) : [];
+  const tokenReview = flags['token-review'] === true;
+  const trustedCallers = String(flags['trusted-callers'] ?? process.env['MURMUR_A2A_TRUSTED_CALLERS'] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  const anySchemes = apiKeys.length > 0 || tokenReview;
+  let anonymous = flags['anonymous'] === true;
+  let notice: string;
+  if (!anySchemes && !anonymous) {
+    if (!isLoopback(host)) {
+      throw new MurError('E-A2A-020', `refusing to serve A2A on ${host} without authentication`, {
+        hint: 'give --api-keys <file|folder> and/or --token-review, or --anonymous if anyone who reaches the port may call',
+      });
+    }
+    anonymous = true;
+    notice = `no authentication: anyone who can reach ${host} can send, read and cancel tasks (local use; give --api-keys or --token-review to require credentials)`;
+  } else {
+    const schemes = [...(apiKeys.length > 0 ? [`API keys of ${apiKeys.map((k) => k.name).join(', ')}`] : []), ...(tokenReview ? [`ServiceAccount tokens for ${publicUrl}`] : [])];
+    notice = `authentication: ${schemes.length > 0 ? schemes.join('; ') : 'none'}${anonymous ? '; anonymous callers allowed (--anonymous)' : ''}`;
+  }
+  return {
+    auth: createAuthenticator({
+      apiKeys,
+      ...(tokenReview ? { serviceAccounts: tokenReviewVerifier({ audience: publicUrl }) } : {}),
+      anonymous,
+      trustedCallers,
+    }),
+    notice,
+  };
 }

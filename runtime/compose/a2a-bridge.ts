@@ -4,6 +4,7 @@
  */
 import type { TaskExecutor } from '../a2a/executor.ts';
 import { delegateTaskTool, runDelegateTask } from '../a2a/delegate-task.ts';
+import { peerTokens } from '../a2a/credentials.ts';
 import type { CapsuleSession, TaskReport } from '../loop/session.ts';
 import type { RuntimeTool } from '../loop/tools.ts';
 
@@ -40,6 +41,7 @@ export function runtimeToolsFor(session: CapsuleSession): RuntimeTool[] {
   const endpoint = session.inferenceEndpoint;
   const def = delegateTaskTool(m.capabilities.network.allow, { entries: claimed, ...(endpoint ? { endpoint } : {}) });
   if (!def) return [];
+  const credentials = peerTokens();
   return [
     {
       spec: { name: def.name, description: def.description, parameters: def.inputSchema },
@@ -49,6 +51,7 @@ export function runtimeToolsFor(session: CapsuleSession): RuntimeTool[] {
           allow: m.capabilities.network.allow,
           trust: session.currentTask?.trust === 'trusted' ? 'trusted' : 'untrusted',
           deadlineSecs: m.lifecycle.delegationDeadlineSecs,
+          credentials,
           signal,
         });
         return { content: r.text, isError: r.isError };

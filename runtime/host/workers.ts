@@ -7,8 +7,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import esbuild from 'esbuild';
 import { PROJECT_ROOT } from '../wit/packages.ts';
 import { ComponentLoadError, DeadlineExceeded } from './errors.ts';
 import type { FromWorker, Grants, ImportSpec, WorkerInit } from './protocol.ts';
@@ -36,6 +36,9 @@ function workerEntry(): string {
   if (!existsSync(out)) {
     const tmp = `${out}.${process.pid}.tmp.mjs`;
     mkdirSync(dirname(out), { recursive: true });
+    // Loaded here, not imported at the top: compiled JavaScript (the runtime image) never bundles,
+    // and its image carries no esbuild.
+    const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
     const built = esbuild.buildSync({
       entryPoints: [join(here, 'worker.ts')],
       bundle: true,

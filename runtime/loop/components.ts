@@ -5,6 +5,7 @@
  * driver gets `murmur:text/chunks`; both are routed to whatever task is current.
  */
 import { ComponentInstance, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
+import { heldInferenceKey } from '../host/inference-key.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { grantsFor, logFileFor, guestEnv } from '../host/grants.ts';
@@ -91,8 +92,9 @@ export class SessionComponents {
         const dest = destinationOf(endpoint);
         if (!dest) throw new MurError('E-RUN-013', `inference endpoint ${JSON.stringify(endpoint)} is not a URL`, { location: { field: 'inference.endpoint' } });
         const env: Record<string, string> = { MURMUR_INFERENCE_ENDPOINT: endpoint };
-        // The key comes from the runtime's environment only, never from a file in the workdir.
-        const key = this.hostEnv.MURMUR_INFERENCE_API_KEY;
+        // The key comes from the runtime's environment (or the key file) only, never from a file in
+        // the workdir; `mur` takes it out of process.env at start (host/inference-key.ts).
+        const key = this.hostEnv.MURMUR_INFERENCE_API_KEY ?? heldInferenceKey();
         if (key) env.MURMUR_INFERENCE_API_KEY = key;
         if (inf.driver.config) env.MURMUR_INFERENCE_DRIVER_CONFIG = JSON.stringify(inf.driver.config);
         const wd = this.staged.workdir.dir;

@@ -2,6 +2,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { delegateTaskTool, runDelegateTask } from '../../runtime/a2a/delegate-task.ts';
 import { closeAll, rpc, serve, sleep } from './helpers.ts';
+import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 
 afterAll(closeAll);
 
@@ -28,13 +29,23 @@ describe('delegate-task', () => {
   });
 
   it('sends, follows to completion and returns the peer result text', async () => {
-    const s = await serve(async (ctx, ev) => {
-      await sleep(100);
-      ev.textChunk('partial ');
-      return { state: 'completed', text: `summary of ${ctx.text} (${ctx.origin}/${ctx.trust})` };
-    });
-    const r = await runDelegateTask({ peer: s.url, task: 'the report' }, { allow: [hostPort(s.url)], trust: 'trusted' });
+    const s = await serve(
+      async (ctx, ev) => {
+        await sleep(100);
+        ev.textChunk('partial ');
+        return { state: 'completed', text: `summary of ${ctx.text} (${ctx.origin}/${ctx.trust})` };
+      },
+      { auth: createAuthenticator({ apiKeys: [{ name: 'caller', key: 'k-caller' }], anonymous: true, trustedCallers: ['apikey:caller'] }) },
+    );
+    const credentials = (url: string) => (url.startsWith(s.url) ? 'k-caller' : undefined);
+    const r = await runDelegateTask({ peer: s.url, task: 'the report' }, { allow: [hostPort(s.url)], trust: 'trusted', credentials });
     expect(r).toMatchObject({ isError: false, state: 'completed', text: 'summary of the report (peer/trusted)' });
+    // With the credential, an untrusted task still delegates only untrusted.
+    const low = await runDelegateTask({ peer: s.url, task: 'the report' }, { allow: [hostPort(s.url)], trust: 'untrusted', credentials });
+    expect(low).toMatchObject({ isError: false, text: 'summary of the report (peer/untrusted)' });
+    // Without this capsule's credential the peer hears the claim from an anonymous caller: untrusted.
+    const anon = await runDelegateTask({ peer: s.url, task: 'the report' }, { allow: [hostPort(s.url)], trust: 'trusted' });
+    expect(anon).toMatchObject({ isError: false, text: 'summary of the report (peer/untrusted)' });
     // A peer given without a scheme is reached over http.
     const r2 = await runDelegateTask({ peer: hostPort(s.url), task: 'x' }, { allow: [hostPort(s.url)], trust: 'untrusted' });
     expect(r2).toMatchObject({ isError: false, text: 'summary of x (peer/untrusted)' });

@@ -11,13 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAllowed, policyError, sendMessage, getTask, followTask } from '../../runtime/a2a/client.ts';
 import { parseOriginTrust } from '../../runtime/a2a/wire.ts';
 import { closeAll, serve } from './helpers.ts';
+import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 
 const children: ChildProcess[] = [];
+/** The API key the test peers share (declared peers of each other). */
+const MESH_KEY = `mesh-${crypto.randomUUID()}`;
 
 function startPeer(name: string, allow: string[]): Promise<string> {
   const script = fileURLToPath(new URL('./fixtures/peer.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    env: { ...process.env, PEER_NAME: name, PEER_ALLOW: allow.join(',') },
+    env: { ...process.env, PEER_NAME: name, PEER_ALLOW: allow.join(','), PEER_KEY: MESH_KEY },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
@@ -71,7 +74,7 @@ describe('peering between processes', () => {
   const allowAll = () => [hostPort(A), hostPort(B), hostPort(C)];
 
   it('A → B → C through allowlists', async () => {
-    const r = await sendMessage({ peerUrl: A, text: `ask ${B} ask ${C} hello`, allow: allowAll(), trust: 'trusted', wait: true });
+    const r = await sendMessage({ peerUrl: A, text: `ask ${B} ask ${C} hello`, allow: allowAll(), trust: 'trusted', bearer: MESH_KEY, wait: true });
     expect(r).toMatchObject({ ok: true, state: 'completed', text: 'A got: B got: C: hello' });
   });
 
@@ -91,16 +94,24 @@ describe('peering between processes', () => {
   });
 
   it('origin is peer and trust is inherited, never upgraded', async () => {
-    const trusted = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: allowAll(), trust: 'trusted', wait: true });
+    const trusted = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: allowAll(), trust: 'trusted', bearer: MESH_KEY, wait: true });
     expect(trusted.ok && trusted.text).toBe('A got: B origin=peer trust=trusted traceparent=-');
-    const untrusted = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: allowAll(), trust: 'untrusted', wait: true });
+    const untrusted = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: allowAll(), trust: 'untrusted', bearer: MESH_KEY, wait: true });
     expect(untrusted.ok && untrusted.text).toBe('A got: B origin=peer trust=untrusted traceparent=-');
   });
 
   it('traceparent propagates across hops', async () => {
     const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-    const r = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: allowAll(), trust: 'trusted', traceparent: tp, wait: true });
+    const r = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: allowAll(), trust: 'trusted', traceparent: tp, bearer: MESH_KEY, wait: true });
     expect(r.ok && r.text).toBe(`A got: B origin=peer trust=trusted traceparent=${tp}`);
+  });
+
+  it('a future-version traceparent reaches the task whole; version ff does not (W3C versioning)', async () => {
+    const future = '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes-next';
+    const r = await sendMessage({ peerUrl: B, text: 'whoami', allow: allowAll(), trust: 'trusted', traceparent: future, wait: true });
+    expect(r.ok && r.text).toBe(`B origin=peer trust=trusted traceparent=${future}`);
+    const ff = await sendMessage({ peerUrl: B, text: 'whoami', allow: allowAll(), trust: 'trusted', traceparent: `ff${future.slice(2)}`, wait: true });
+    expect(ff.ok && ff.text).toBe('B origin=peer trust=trusted traceparent=-');
   });
 
   it('non-blocking send, then getTask/followTask', async () => {
@@ -157,16 +168,19 @@ describe('client policy and headers (in process)', () => {
     }
   });
 
-  it('the receiving server reads origin/trust per the rules', async () => {
+  it('the receiving server reads origin/trust per the rules (from a verified, declared peer)', async () => {
     const seen: Array<[string, string]> = [];
-    const s = await serve(async (ctx) => {
-      seen.push([ctx.origin, ctx.trust]);
-      return { state: 'completed' };
-    });
+    const s = await serve(
+      async (ctx) => {
+        seen.push([ctx.origin, ctx.trust]);
+        return { state: 'completed' };
+      },
+      { auth: createAuthenticator({ apiKeys: [{ name: 'peer', key: 'k-peer' }], anonymous: false, trustedCallers: ['apikey:peer'] }) },
+    );
     const send = (h: Record<string, string>) =>
       fetch(s.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...h },
+        headers: { 'content-type': 'application/json', authorization: 'Bearer k-peer', ...h },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } } }),
       }).then((r) => r.json());
     await send({});
@@ -185,6 +199,32 @@ describe('client policy and headers (in process)', () => {
       ['user', 'trusted'],
       ['user', 'untrusted'],
     ]);
+  });
+
+  it('a spoofed trust header is ignored: from an anonymous caller, and from a caller that is not a declared peer', async () => {
+    const seen: string[] = [];
+    const s = await serve(
+      async (ctx) => {
+        seen.push(ctx.trust);
+        return { state: 'completed' };
+      },
+      { auth: createAuthenticator({ apiKeys: [{ name: 'peer', key: 'k-peer' }, { name: 'outsider', key: 'k-out' }], anonymous: true, trustedCallers: ['apikey:peer'] }) },
+    );
+    const send = (h: Record<string, string>) =>
+      fetch(s.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-murmur-task-origin': 'peer', 'x-murmur-task-trust': 'trusted', ...h },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } } }),
+      }).then((r) => r.json());
+    await send({});
+    await send({ authorization: 'Bearer k-out' });
+    await send({ authorization: 'Bearer k-peer' });
+    expect(seen).toEqual(['untrusted', 'untrusted', 'trusted']);
+  });
+
+  it('a trusted claim sent to A without credentials does not reach B as trusted', async () => {
+    const r = await sendMessage({ peerUrl: A, text: `ask ${B} whoami`, allow: [hostPort(A), hostPort(B), hostPort(C)], trust: 'trusted', wait: true });
+    expect(r.ok && r.text).toBe('A got: B origin=peer trust=untrusted traceparent=-');
   });
 
   it('parseOriginTrust', () => {

@@ -70,6 +70,11 @@ export interface ScriptTurn {
   raw?: { status?: number; headers?: Record<string, string>; body: string };
   /** Wait this long before answering. */
   delayMs?: number;
+  /**
+   * In-process only: called when this turn's request arrives; the answer waits until the returned
+   * promise settles. A test learns the request is in flight and decides when it ends, with no sleep.
+   */
+  hold?: () => Promise<unknown>;
   /** Streaming: wait this long between events. */
   chunkDelayMs?: number;
 }
@@ -511,6 +516,7 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
       return sendError(api, reject(500, api === 'openai' ? 'server_error' : 'api_error', `scripted provider: turn ${index} is scripted for ${turn.api}, but the request came on ${api}`));
     }
     if (turn.delayMs) await sleep(turn.delayMs);
+    if (turn.hold) await turn.hold();
 
     if (turn.raw) {
       rec.status = turn.raw.status ?? 200;

@@ -110,11 +110,18 @@ describe('/metrics after a scripted session', () => {
   }
 
   it('a task in flight shows in capsule_active_tasks', async () => {
-    kit = await openKit({ yaml: capsuleYaml({ name: 'busy' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ text: 'slow answer', delayMs: 600 }] } });
+    // The provider holds the answer: the task is in flight from its request's arrival until release.
+    let arrived!: () => void;
+    let release!: () => void;
+    const inFlight = new Promise<void>((r) => (arrived = r));
+    const released = new Promise<void>((r) => (release = r));
+    const hold = () => (arrived(), released);
+    kit = await openKit({ yaml: capsuleYaml({ name: 'busy' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ text: 'slow answer', hold }] } });
     tel = instrumentSession(kit.session, { telemetry: false });
     const running = kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'task_md' });
-    await new Promise((r) => setTimeout(r, 300));
+    await inFlight;
     expect((await scrape()).x.get('capsule_active_tasks', { capsule: 'busy' })).toBe(1);
+    release();
     await running;
     const { x } = await scrape();
     expect(x.get('capsule_active_tasks', { capsule: 'busy' })).toBe(0);

@@ -14,11 +14,15 @@ export const RUNTIME_UID = 65532;
  * The runtime container contract: `mur serve <manifest dir> --a2a-port --metrics-port --workdir`,
  * plus `--host 0.0.0.0` (the CLI binds 127.0.0.1 by default, unreachable from the Service and the
  * kubelet's probes) and `--public-url` (the Service URL the agent card advertises).
+ * `--anonymous`: `mur serve` refuses a non-loopback address without authentication unless told
+ * so, and the operator does not yet render A2A credentials (API-key Secret, projected
+ * ServiceAccount tokens with `--token-review`), so it says so explicitly (docs/a2a.md).
  */
 export function runtimeArgs(publicUrl?: string): string[] {
   return [
     'serve', CONFIG_DIR, '--a2a-port', String(A2A_PORT), '--metrics-port', String(METRICS_PORT), '--workdir', WORKDIR,
     '--host', '0.0.0.0',
+    '--anonymous',
     ...(publicUrl ? ['--public-url', publicUrl] : []),
   ];
 }
@@ -84,6 +88,8 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
               image: c.spec.image ?? opts.image,
               ...(pullPolicy ? { imagePullPolicy: pullPolicy } : {}),
               args: runtimeArgs(publicUrl),
+              // the runtime's own refusal (it names the field) becomes the termination message the operator reports
+              terminationMessagePolicy: 'FallbackToLogsOnError',
               ports: [
                 { name: 'a2a', containerPort: A2A_PORT, protocol: 'TCP' },
                 { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
