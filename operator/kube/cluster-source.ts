@@ -29,16 +29,20 @@ export function clusterSource(env: Record<string, string | undefined>, exists: (
     if (exists(file)) return { kind: 'kubeconfig', files: [file] };
     looked.push(`${file} (no such file)`);
   }
-  if (env.KUBERNETES_SERVICE_HOST && exists(SERVICE_ACCOUNT_TOKEN)) return { kind: 'in-cluster', host: env.KUBERNETES_SERVICE_HOST };
+  // CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR: where the token and CA are, when not at the kubelet's path (bench/operator.ts).
+  const token = env.CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR ? join(env.CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR, 'token') : SERVICE_ACCOUNT_TOKEN;
+  if (env.KUBERNETES_SERVICE_HOST && exists(token)) return { kind: 'in-cluster', host: env.KUBERNETES_SERVICE_HOST };
   looked.push(
     env.KUBERNETES_SERVICE_HOST
-      ? `in-cluster: ${SERVICE_ACCOUNT_TOKEN} (no such file: no ServiceAccount token mounted)`
+      ? `in-cluster: ${token} (no such file: no ServiceAccount token mounted)`
       : 'in-cluster: KUBERNETES_SERVICE_HOST (not set: not running in a pod)',
   );
   return { kind: 'none', looked };
 }
 
-/** The start-up error for `kind: 'none'` (E-OP-020, docs/errors.md). */
+/** The start-up error code for `kind: 'none'` (docs/errors.md). */
+export const NO_CLUSTER = 'E-OP-020';
+
 export function noClusterMessage(source: Extract<ClusterSource, { kind: 'none' }>): string {
-  return `E-OP-020 no Kubernetes cluster to connect to; looked for: ${source.looked.join('; ')}. Run the operator in a pod with a ServiceAccount, or set KUBECONFIG.`;
+  return `${NO_CLUSTER} no Kubernetes cluster to connect to; looked for: ${source.looked.join('; ')}. Run the operator in a pod with a ServiceAccount, or set KUBECONFIG.`;
 }
