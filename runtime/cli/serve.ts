@@ -90,6 +90,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     port,
     publicUrl: flags['public-url'] as string | undefined,
     auth,
+    // Webhooks may only go where the capsule itself may connect.
+    push: { allow: m.capabilities.network.allow },
     ...(grpcPort > 0 ? { grpcPort } : {}),
   });
   let metrics: Server | undefined;
