@@ -100,8 +100,11 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   // Ready while this pod can still take tasks: not after a single capsule's one task, nor once the
   // session has ended, so a Service stops routing to a pod that would only refuse.
   if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort, () => a2a.acceptsMore() && endedStatus === undefined);
-  out(`serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})`);
-  out(`A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`);
+  // One write: whoever waits for the "serving" line also has the bindings and the authentication.
+  out(
+    `serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})\n` +
+      `A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`,
+  );
 
   const stopped = new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve(endedStatus ?? 'ok'));
