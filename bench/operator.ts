@@ -3,7 +3,12 @@
  * until every one is reconciled (all objects applied and status written), the operator's RSS, and
  * that a steady-state resync writes nothing.
  *
- *   node --import tsx bench/operator.ts [--capsules 1000] [--workers 16]
+ *   node --import tsx bench/operator.ts [--capsules 1000] [--workers 16] [--arm pod|tsx]
+ *
+ * Arms: `pod` (default) runs the operator as its image does: compiled JS from dist/ (built
+ * first) with in-cluster auth (a ServiceAccount token and the CA in a directory, as the kubelet
+ * mounts them; cluster-admin in this throwaway cluster), so @kubernetes/client-node is never
+ * loaded. `tsx` runs operator/main.ts through tsx with the kubeconfig (the development setup).
  *
  * Uses $KUBECONFIG when set, otherwise starts the test cluster (etcd + kube-apiserver only: no
  * controller-manager, so the figures are the operator's own work, not ReplicaSets and pods).
@@ -16,8 +21,11 @@ import { parseArgs } from 'node:util';
 import { KubeClient } from '../operator/kube/client.ts';
 import { kubectlPath, repoRoot, startCluster, ensureBinaries, type Cluster } from '../test/cluster/harness.ts';
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { parse as parseYaml } from 'yaml';
 
-const { values } = parseArgs({ options: { capsules: { type: 'string', default: '1000' }, workers: { type: 'string', default: '16' }, resync: { type: 'string', default: '10' } } });
+const { values } = parseArgs({ options: { capsules: { type: 'string', default: '1000' }, workers: { type: 'string', default: '16' }, resync: { type: 'string', default: '10' }, arm: { type: 'string', default: 'pod' } } });
 const N = Number(values.capsules);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -42,6 +50,19 @@ function metric(text: string, name: string, label?: string): number {
   return sum;
 }
 
+/** A ServiceAccount (cluster-admin here) with a token and the cluster CA in a directory, as a pod has them. */
+async function serviceAccountDir(kubeconfig: string, ns: string): Promise<string> {
+  const k = (args: string[]) => execFileSync(kubectlPath(), args, { env: { ...process.env, KUBECONFIG: kubeconfig }, encoding: 'utf8' });
+  k(['create', 'serviceaccount', 'bench-operator', '-n', ns]);
+  k(['create', 'clusterrolebinding', `bench-operator-${ns}`, '--clusterrole=cluster-admin', `--serviceaccount=${ns}:bench-operator`]);
+  const token = k(['create', 'token', 'bench-operator', '-n', ns, '--duration=1h']).trim();
+  const kc = parseYaml(readFileSync(kubeconfig, 'utf8'));
+  const dir = mkdtempSync(join(tmpdir(), 'bench-sa-'));
+  writeFileSync(join(dir, 'token'), token);
+  writeFileSync(join(dir, 'ca.crt'), Buffer.from(kc.clusters[0].cluster['certificate-authority-data'], 'base64'));
+  return dir;
+}
+
 async function main(): Promise<void> {
   let cluster: Cluster | undefined;
   let kubeconfig = process.env.KUBECONFIG;
@@ -61,11 +82,31 @@ async function main(): Promise<void> {
     await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'key', namespace: ns }, stringData: { 'api-key': 'x' } });
 
-    child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'operator/main.ts')], {
-      env: { ...process.env, KUBECONFIG: kubeconfig, WATCH_NAMESPACES: ns, LEADER_ELECTION: 'false', HTTP_PORT: String(port), WORKERS: values.workers, RESYNC_SECONDS: values.resync },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    const scrape = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const common = { WATCH_NAMESPACES: ns, LEADER_ELECTION: 'false', HTTP_PORT: String(port), WORKERS: values.workers, RESYNC_SECONDS: values.resync };
+    if (values.arm === 'tsx') {
+      child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'operator/main.ts')], {
+        env: { ...process.env, KUBECONFIG: kubeconfig, ...common },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+    } else {
+      execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: repoRoot, stdio: 'inherit' });
+      const saDir = await serviceAccountDir(kubeconfig, ns);
+      const { KUBECONFIG: _kc, ...env } = process.env;
+      child = spawn(process.execPath, [join(repoRoot, 'dist/operator/main.js')], {
+        env: { ...env, ...common, KUBERNETES_SERVICE_HOST: client.server.hostname.replace(/^\[|\]$/g, ''), KUBERNETES_SERVICE_PORT: client.server.port || '443', CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR: saDir },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+    }
+    // A kept-alive connection the server closed meanwhile fails once (ECONNRESET): retry.
+    const scrape = async (): Promise<string> => {
+      for (let i = 0; ; i++) {
+        try {
+          return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        } catch (e) {
+          if (i >= 3) throw e;
+        }
+      }
+    };
     for (;;) {
       try {
         if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) break;
@@ -126,7 +167,7 @@ async function main(): Promise<void> {
     const rec1 = metric(m3, 'capsule_operator_reconcile_total');
     const dur = metric(m3, 'capsule_operator_reconcile_duration_seconds_sum') / Math.max(1, metric(m3, 'capsule_operator_reconcile_duration_seconds_count'));
     const mb = (b: number) => (b / 2 ** 20).toFixed(1);
-    console.log(`capsules: ${N} (workers ${values.workers})`);
+    console.log(`arm: ${values.arm}; capsules: ${N} (workers ${values.workers})`);
     console.log(`created in ${tCreated} ms; all reconciled (6 objects + status each) in ${tAll} ms (${((N / tAll) * 1000).toFixed(0)} capsules/s)`);
     console.log(`objects: ${deps} Deployments, ${nps} NetworkPolicies`);
     console.log(`writes to converge: ${writes0} (${(writes0 / N).toFixed(2)} per capsule: ${metric(m, 'capsule_operator_writes_total', 'verb="apply"')} apply, ${metric(m, 'capsule_operator_writes_total', 'verb="status"')} status)`);

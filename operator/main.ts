@@ -8,7 +8,7 @@
  *   HTTP_PORT                /metrics, /healthz, /readyz (default 8080)
  *   WORKERS (default 4), RESYNC_SECONDS (default 300)
  *   OTLP_ENDPOINT, OTLP_HEADERS_SECRET_NAME, OTLP_HEADERS_SECRET_KEY
- *   EGRESS_EXCEPT            CIDRs kept out of hostname egress rules (e.g. pod and service CIDRs)
+ *   EGRESS_EXCEPT            CIDRs kept out of hostname egress rules (unset: the private ranges; the chart sets pod + service CIDRs and private ranges)
  *   METRICS_FROM_NAMESPACES  namespaces allowed to scrape capsule metrics; empty = any source
  *   USAGE_SCRAPE_INTERVAL_SECONDS  scrape capsule pods for status.usage every N s (default 60; 0 = off)
  *   USAGE_SCRAPE_TIMEOUT_SECONDS   per-pod timeout (default 5); USAGE_SCRAPE_CONCURRENCY (default 8)
@@ -24,7 +24,7 @@
 import { hostname } from 'node:os';
 import { KubeClient } from './kube/client.ts';
 import { startOperator } from './operator.ts';
-import { DEFAULT_RUNTIME_IMAGE, defaultOptions } from './translate/options.ts';
+import { DEFAULT_RUNTIME_IMAGE, PRIVATE_RANGES, defaultOptions } from './translate/options.ts';
 import { usageFromEnv } from './usage/config.ts';
 import { dnsFromEnv } from './translate/dns.ts';
 
@@ -45,7 +45,8 @@ async function main(): Promise<void> {
       image: env.RUNTIME_IMAGE || DEFAULT_RUNTIME_IMAGE,
       ...(pull ? { imagePullPolicy: pull } : {}),
       ...(env.OTLP_ENDPOINT ? { otlp: { endpoint: env.OTLP_ENDPOINT, ...(otlpSecret ? { headersSecret: otlpSecret } : {}) } } : {}),
-      egressExcept: list(env.EGRESS_EXCEPT),
+      // Unset: the private ranges; set (the chart always sets it): exactly the given list.
+      egressExcept: env.EGRESS_EXCEPT === undefined ? [...PRIVATE_RANGES] : list(env.EGRESS_EXCEPT),
       dns: dnsFromEnv(env),
       ...(metricsFrom.length ? { metricsFrom: metricsFrom.map((ns) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } })) } : {}),
       ...(usageScraper ? { usageScraper } : {}),

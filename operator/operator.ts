@@ -36,6 +36,8 @@ export interface Operator {
   readonly metrics: OperatorMetrics;
   readonly port: number | undefined;
   isLeader(): boolean;
+  /** The leader elector when leader election is on (its attempts count is what tests wait on). */
+  elector(): LeaderElector | undefined;
   controller(): CapsuleController | undefined;
   /** The usage scraper while this replica leads (and usage is on). */
   usage(): UsageScraper | undefined;
@@ -111,6 +113,7 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
     metrics,
     port: addr && typeof addr === 'object' ? addr.port : undefined,
     isLeader: () => (elector ? elector.isLeader : true),
+    elector: () => elector,
     controller: () => ctrl,
     usage: () => scraper,
     ready,

@@ -146,6 +146,8 @@ export interface CapsuleStatus {
   readyReplicas?: number;
   a2aUrl?: string;
   configHash?: string;
+  /** Label selector of the capsule's pods (string form), for the /scale subresource (HPA, kubectl scale). */
+  selector?: string;
   /** Token usage scraped from the pods' /metrics (operator/usage/); written by the scraper only. */
   usage?: CapsuleUsage;
 }

@@ -3,12 +3,13 @@
  * work queue, and a thin reconcile = translate → apply → prune → status. Everything it decides
  * comes from the pure translate function; this file only moves objects.
  */
+import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
 import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../translate/builders/common.ts';
-import { collectionPath, type KubeClient } from '../kube/client.ts';
+import { ApiError, collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
-import { covers } from '../reconcile/compare.ts';
+import { upToDate } from '../reconcile/compare.ts';
 import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
 import { computeStatus, sameStatus } from '../reconcile/status.ts';
 import { PROBLEM_CODES, translate, type Problem, type TranslateResult } from '../translate/index.ts';
@@ -76,6 +77,12 @@ export class CapsuleController {
   private started = false;
   private readonly log: (msg: string) => void;
   private readonly identity: string;
+  /** Keys of the resync pass in progress; `resync-done` is emitted when the last one is handled. */
+  private pass: { keys: Set<string>; done: () => void } | undefined;
+  private passes: Array<{ keys: Set<string>; done: () => void }> = [];
+  /** `resync-done` (count) after every full pass; `reconciled` (key) after each reconcile. */
+  readonly events = new EventEmitter();
+  resyncsCompleted = 0;
 
   constructor(
     private readonly client: KubeClient,
@@ -87,12 +94,21 @@ export class CapsuleController {
       o.namespaces?.length ? o.namespaces.map((ns) => collectionPath(apiVersion, kind, ns)) : [collectionPath(apiVersion, kind)];
     const io = { log: this.log };
     // List items come without apiVersion/kind; put them back so cached objects are complete.
-    const typed = (apiVersion: string, kind: string) => (o: any) => ({ ...o, apiVersion, kind });
+    // managedFields of Capsules and Hooks are never read: not kept (memory, bench/operator.ts).
+    const typed = (apiVersion: string, kind: string) => (o: any) => ({ ...o, apiVersion, kind, metadata: { ...o.metadata, managedFields: undefined } });
+    // Owned objects: of managedFields only our own Apply entry is needed (upToDate); dropping the
+    // others keeps the cache small.
+    const ownedTyped = (apiVersion: string, kind: string) => (o: any) => ({
+      ...o,
+      apiVersion,
+      kind,
+      metadata: { ...o.metadata, managedFields: o.metadata?.managedFields?.filter((m: any) => m.manager === FIELD_MANAGER && m.operation === 'Apply') },
+    });
     this.capsules = new Informer<Capsule>(client, 'capsules', paths('murmur.io/v1alpha1', 'Capsule'), { ...io, transform: typed('murmur.io/v1alpha1', 'Capsule') }).on((t, c, old) => this.onCapsule(t, c, old));
     this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on((t, h, old) => this.onHook(t, h, old));
     this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) => this.onSecret(s));
     for (const [av, kind] of OWNED_KINDS) {
-      const inf = new Informer<KubeObject>(client, kind, paths(av, kind), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: typed(av, kind) });
+      const inf = new Informer<KubeObject>(client, kind, paths(av, kind), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: ownedTyped(av, kind) });
       inf.on((_t, obj) => {
         const owner = obj.metadata.labels?.[LABEL_CAPSULE];
         if (owner && obj.metadata.namespace) this.enqueue(`${obj.metadata.namespace}/${owner}`);
@@ -176,13 +192,63 @@ export class CapsuleController {
     this.workers = this.queue.run(this.o.workers ?? 4, (k) => this.reconcile(k));
     const every = this.o.resyncMs ?? 300_000;
     if (every > 0) {
-      this.resync = setInterval(() => {
-        for (const c of this.capsules.store.values()) this.enqueue(keyOf(c));
-        for (const h of this.hooks.store.values()) this.enqueue(HOOK_KEY + keyOf(h));
-      }, every);
+      this.resync = setInterval(() => void this.resyncNow(), every);
       this.resync.unref();
     }
     this.log(`controller started: ${this.capsules.store.size} capsules in cache`);
+    await this.reportUnwatched();
+  }
+
+  /**
+   * A full pass: every Capsule and Hook queued; resolves when each has been reconciled once
+   * (tests wait for this event instead of sleeping through resync periods).
+   */
+  resyncNow(): Promise<number> {
+    const keys = new Set<string>([...[...this.capsules.store.values()].map((c) => keyOf(c)), ...[...this.hooks.store.values()].map((h) => HOOK_KEY + keyOf(h))]);
+    return new Promise<number>((resolve) => {
+      const pass = {
+        keys,
+        done: () => {
+          this.resyncsCompleted++;
+          this.events.emit('resync-done', this.resyncsCompleted);
+          resolve(this.resyncsCompleted);
+        },
+      };
+      if (!keys.size) return pass.done();
+      this.passes.push(pass);
+      for (const k of keys) this.enqueue(k);
+    });
+  }
+
+  private settle(key: string): void {
+    for (const p of [...this.passes]) {
+      if (p.keys.delete(key) && p.keys.size === 0) {
+        this.passes.splice(this.passes.indexOf(p), 1);
+        p.done();
+      }
+    }
+    this.events.emit('reconciled', key);
+  }
+
+  /**
+   * Said loudly at start-up: which namespaces are watched, and any Capsule this operator can see
+   * outside them (it will get no status, no objects and no event from this operator).
+   */
+  private async reportUnwatched(): Promise<void> {
+    const ns = this.o.namespaces;
+    if (!ns?.length) {
+      this.log('watching Capsules in all namespaces');
+      return;
+    }
+    this.log(`WARNING: watching Capsules only in namespaces ${ns.join(', ')}: a Capsule anywhere else gets no objects, no status and no events from this operator (chart value watchNamespaces)`);
+    try {
+      const all = await this.client.list<Capsule>(collectionPath('murmur.io/v1alpha1', 'Capsule'), { limit: 500 });
+      const outside = all.items.filter((c) => !ns.includes(c.metadata.namespace ?? ''));
+      for (const c of outside.slice(0, 20)) this.log(`WARNING: Capsule ${c.metadata.namespace}/${c.metadata.name} is in a namespace this operator does not watch; it is ignored`);
+      if (outside.length > 20) this.log(`WARNING: ${outside.length - 20} more Capsules in unwatched namespaces`);
+    } catch {
+      // Not allowed to list Capsules cluster-wide (the least-privilege install): nothing more to say.
+    }
   }
 
   /** Graceful: stop taking keys, let in-flight reconciles finish, close the watches. */
@@ -243,18 +309,37 @@ export class CapsuleController {
       this.o.metrics.errors.inc();
       const delay = this.queue.addRateLimited(key);
       this.log(`reconcile ${key} failed (retry in ${delay} ms): ${(e as Error).message}`);
+      // A write the API server refused (quota, size, webhook, conflict) is the Capsule's status and
+      // a Warning event, not only a log line.
+      if (e instanceof WriteRefused) await this.reportRefused(key, e).catch((x: Error) => this.log(`status for ${key} failed: ${x.message}`));
     } finally {
       end();
+      this.settle(key);
     }
+  }
+
+  private async reportRefused(key: string, e: WriteRefused): Promise<void> {
+    const c = this.capsules.get(key);
+    if (!c || c.metadata.deletionTimestamp) return;
+    const r = translate(this.inputFor(c));
+    r.problems.unshift({ reason: 'WriteRefused', fatal: true, message: e.message });
+    // What the pods run is still the last applied configuration.
+    await this.report(c, { ...r, configHash: c.status?.configHash ?? '' });
   }
 
   /** Apply one desired object unless the live one already has every field we set. */
   private async ensure(obj: KubeObject): Promise<void> {
     const inf = this.owned.get(obj.kind)!;
     const live = inf.get(keyOf(obj));
-    if (live && covers(live, obj)) return;
+    if (live && upToDate(live, obj as unknown as Record<string, unknown>, FIELD_MANAGER)) return;
     await this.o.beforeWrite?.(obj);
-    const out = await this.client.apply<KubeObject>(obj, FIELD_MANAGER);
+    let out: KubeObject;
+    try {
+      out = await this.client.apply<KubeObject>(obj, FIELD_MANAGER);
+    } catch (e) {
+      if (e instanceof ApiError && e.status >= 400 && e.status < 500) throw new WriteRefused(obj, e);
+      throw e;
+    }
     this.o.metrics.writes.inc({ verb: 'apply' });
     inf.offer(out);
   }
@@ -293,6 +378,13 @@ export class CapsuleController {
     const out = await this.client.mergePatchStatus<Capsule>(c, status);
     this.o.metrics.writes.inc({ verb: 'status' });
     this.capsules.offer(out);
+    // Normal events for the transitions a user waits for.
+    const prevReady = c.status?.conditions?.find((x) => x.type === 'Ready');
+    const nowReady = status.conditions?.find((x) => x.type === 'Ready');
+    if (nowReady?.status === 'True' && prevReady?.status !== 'True') await this.event(c, { reason: nowReady.reason, message: `Capsule is ready: ${nowReady.message}` }, 'Normal');
+    if (!r.problems.some((p) => p.fatal) && status.configHash !== c.status?.configHash) {
+      await this.event(c, { reason: 'Applied', message: `configuration ${status.configHash} applied (ConfigMap, Service, ServiceAccount, NetworkPolicies, Deployment)` }, 'Normal');
+    }
   }
 
   /** A Hook's status: its contract accepted or not, and the Capsules that use it; written only when changed. */
@@ -312,7 +404,8 @@ export class CapsuleController {
     this.hooks.offer(out);
   }
 
-  private async event(c: Capsule, p: Problem): Promise<void> {
+  private async event(c: Capsule, p: Pick<Problem, 'reason' | 'message'> | { reason: string; message: string }, type: 'Warning' | 'Normal' = 'Warning'): Promise<void> {
+    const code = (PROBLEM_CODES as Record<string, string | undefined>)[p.reason];
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     try {
       await this.client.create({
@@ -321,8 +414,8 @@ export class CapsuleController {
         metadata: { name: '', generateName: `${c.metadata.name}.`, namespace: c.metadata.namespace ?? 'default' },
         involvedObject: { apiVersion: c.apiVersion, kind: 'Capsule', name: c.metadata.name, namespace: c.metadata.namespace, uid: c.metadata.uid, resourceVersion: c.metadata.resourceVersion },
         reason: p.reason,
-        message: `${p.message} [${PROBLEM_CODES[p.reason]}]`,
-        type: 'Warning',
+        message: code ? `${p.message} [${code}]` : p.message,
+        type,
         source: { component: FIELD_MANAGER },
         reportingComponent: FIELD_MANAGER,
         reportingInstance: this.identity,
@@ -334,5 +427,14 @@ export class CapsuleController {
     } catch (e) {
       this.log(`event for ${keyOf(c)} failed: ${(e as Error).message}`);
     }
+  }
+}
+
+/** A write of one of the Capsule's objects that the API server refused (4xx). */
+export class WriteRefused extends Error {
+  constructor(obj: KubeObject, e: ApiError) {
+    // Bounded: the message goes into a condition and an Event (an API message may quote the object).
+    super(`the API server refused to write ${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name} (${e.status} ${e.reason}): ${e.message.length > 800 ? `${e.message.slice(0, 800)}…` : e.message}`);
+    this.name = 'WriteRefused';
   }
 }

@@ -36,6 +36,8 @@ export class LeaderElector {
   private readonly retry: number;
   private loop: Promise<void> | undefined;
   transitions = 0;
+  /** Acquire-or-renew attempts made (tests wait for attempts instead of sleeping). */
+  attempts = 0;
 
   constructor(
     private readonly client: KubeClient,
@@ -113,6 +115,7 @@ export class LeaderElector {
         this.o.log?.(`leader election: ${(e as Error).message}`);
       }
       if (this.stopped) return;
+      this.attempts++;
       if (ok) {
         this.lastRenew = Date.now();
         if (!this.leading) {

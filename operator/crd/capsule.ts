@@ -1,5 +1,6 @@
 /** The Capsule CRD (`capsules.murmur.io`). */
 import { API_VERSION, GROUP, VERSION } from '../api/types.ts';
+import { CAPSULE_CODE, codeAllRules, nameRule, versionRule } from './admission.ts';
 import { ARTIFACT_NAME, artifactSource, capabilities } from './common.ts';
 import { arr, bool, enm, freeform, int, labelSelector, map, num, obj, quantity, str, DNS_LABEL, type Schema } from './schema.ts';
 import { conditionsSchema } from './status.ts';
@@ -9,10 +10,10 @@ function artifactSchema(): Schema {
     'One artifact the capsule stages: a registry reference (name + version) or a source URL with its sha256.',
     {
       name: str('Artifact name, unique in the capsule.', { pattern: ARTIFACT_NAME, maxLength: 100 }),
-      version: str('Artifact version in the registry.', { maxLength: 64 }),
+      version: str('Artifact version in the registry.', { maxLength: 64, 'x-kubernetes-validations': [versionRule()] }),
       runtime: enm('What the artifact is.', ['tool', 'driver', 'hook', 'skill'], { default: 'tool' }),
       source: artifactSource(),
-      capabilities: capabilities('Per-artifact grant (not allowed on skills).'),
+      capabilities: capabilities('Per-artifact grant (not allowed on skills).', 16, 128),
       on_overflow: enm('Async queue overflow rule (hooks only).', ['drop', 'block']),
       config: freeform('Opaque configuration handed to the artifact.'),
     },
@@ -94,13 +95,13 @@ export function capsuleSpecSchema(): Schema {
   return obj(
     'The capsule manifest (murmur.yaml blocks, snake_case as in the file) plus pod-level settings (camelCase).',
     {
-      name: str('Capsule name in the manifest (default: metadata.name).', { maxLength: 128 }),
-      version: str('Capsule version (default 0.0.0).', { maxLength: 64, default: '0.0.0' }),
+      name: str('Capsule name in the manifest (default: metadata.name).', { maxLength: 100, 'x-kubernetes-validations': [nameRule('spec.name')] }),
+      version: str('Capsule version (default 0.0.0).', { maxLength: 64, default: '0.0.0', 'x-kubernetes-validations': [versionRule()] }),
       artifacts: arr('Artifacts the capsule stages.', artifactSchema(), {
         maxItems: 64,
         'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, y.name == x.name))', message: 'artifact names must be unique' }],
       }),
-      capabilities: capabilities('What the capsule may do.', true),
+      capabilities: capabilities('What the capsule may do.'),
       inference: inferenceSchema(),
       context: obj('Context window settings.', {
         max_tokens: int('Context window in tokens; enables compaction.', { minimum: 1 }),
@@ -127,7 +128,7 @@ export function capsuleSpecSchema(): Schema {
         'Hook objects (same namespace) the capsule runs, in order.',
         obj('A reference to a Hook.', {
           name: str('Hook object name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }),
-          capabilities: capabilities("The grant this capsule gives the hook (a hook's grant is never its own)."),
+          capabilities: capabilities("The grant this capsule gives the hook (a hook's grant is never its own).", 16, 128),
         }, { required: ['name'] }),
         {
           maxItems: 32,
@@ -185,7 +186,9 @@ export function capsuleCrd(): Record<string, unknown> {
           name: VERSION,
           served: true,
           storage: true,
-          subresources: { status: {} },
+          // /scale: `kubectl scale capsule`, an HPA or KEDA set spec.replicas; the operator carries it to
+          // the Deployment (it never scales the Deployment on its own).
+          subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } },
           additionalPrinterColumns: [
             { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
             { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
@@ -197,7 +200,7 @@ export function capsuleCrd(): Record<string, unknown> {
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: {
-            openAPIV3Schema: obj(
+            openAPIV3Schema: codeAllRules(obj(
               `Capsule (${API_VERSION}) runs one AI agent capsule: its manifest, the pods running the runtime image, an A2A Service and NetworkPolicies from its allowlist.`,
               {
                 apiVersion: str('APIVersion of this object.'),
@@ -207,7 +210,8 @@ export function capsuleCrd(): Record<string, unknown> {
                 status: obj('Observed state, written by the operator.', {
                   observedGeneration: int('Generation last reconciled.', { format: 'int64' }),
                   conditions: conditionsSchema(),
-                  replicas: int('Pods desired.'),
+                  replicas: int('Pods that exist now (the Deployment status); the /scale subresource reports it.'),
+                  selector: str('Label selector of the capsule pods, for the /scale subresource (HPA).'),
                   readyReplicas: int('Pods ready.'),
                   a2aUrl: str('In-cluster A2A URL of the capsule Service.'),
                   configHash: str('Hash of manifest, hooks and Secret versions the pods run.'),
@@ -223,7 +227,7 @@ export function capsuleCrd(): Record<string, unknown> {
                   },
                 ],
               },
-            ),
+            ), CAPSULE_CODE),
           },
         },
       ],

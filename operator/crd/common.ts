@@ -1,4 +1,5 @@
 /** Schema pieces shared by the Capsule and Hook CRDs. */
+import { allowEntryRules, stripEnvRule } from './admission.ts';
 import { arr, int, obj, quantity, str, type Schema } from './schema.ts';
 
 export const SHA256 = '^[0-9a-f]{64}$';
@@ -16,30 +17,17 @@ export const artifactSource = (): Schema =>
 export const ARTIFACT_NAME = '^[a-z0-9]([a-z0-9-]{0,98}[a-z0-9])?$';
 
 /**
- * A capabilities block. `checkPeers` adds the CEL check of capsule:// entries; it is only on the
- * capsule-wide block: inside the artifact and hook lists its estimated cost exceeds the budget
- * (per-artifact entries are still checked by the operator, E-OP-005).
+ * A capabilities block (capsule-wide, per artifact, per hook grant): every allow entry and
+ * strip_env glob is checked at admission with the runtime's grammar (admission.ts). The list
+ * bounds keep the rules' estimated cost inside the API server's budget.
  */
-export const capabilities = (what: string, checkPeers = false): Schema =>
+export const capabilities = (what: string, maxAllow = 128, maxEntryLength = 300): Schema =>
   obj(`${what} Same block as capabilities in murmur.yaml.`, {
     network: obj('Outgoing network grant.', {
       allow: arr(
         'Destinations the capsule may reach: host, host:port, http(s)://host[:port], or capsule://<namespace>/<name> for another Capsule; IPs and CIDRs (optionally :port) for the network layer. Hostnames are enforced by the runtime; IPs, ports and capsules also become NetworkPolicy egress rules; CIDRs only become NetworkPolicy rules.',
-        str('One destination.', {
-          minLength: 1,
-          maxLength: 512,
-          ...(checkPeers
-            ? {
-                'x-kubernetes-validations': [
-                  {
-                    rule: "!self.startsWith('capsule://') || self.matches('^capsule://[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
-                    message: 'a capsule peer is written capsule://<namespace>/<name>',
-                  },
-                ],
-              }
-            : {}),
-        }),
-        { maxItems: 128, 'x-kubernetes-list-type': 'set' },
+        str('One destination.', { minLength: 1, maxLength: maxEntryLength, 'x-kubernetes-validations': allowEntryRules() }),
+        { maxItems: maxAllow, 'x-kubernetes-list-type': 'set' },
       ),
     }),
     filesystem: obj('Filesystem grant inside the workdir.', {
@@ -54,7 +42,7 @@ export const capabilities = (what: string, checkPeers = false): Schema =>
         maxItems: 128,
         'x-kubernetes-list-type': 'set',
       }),
-      strip_env: arr('Extra env var globs removed from shell subprocesses (credential-shaped names always are).', str('Glob, e.g. AWS_*.', { maxLength: 128 }), { maxItems: 64 }),
+      strip_env: arr('Extra env var globs removed from shell subprocesses (credential-shaped names always are).', str('Glob, e.g. AWS_*.', { maxLength: 128, 'x-kubernetes-validations': [stripEnvRule()] }), { maxItems: 64 }),
     }, { required: ['allow'] }),
     env: obj('Environment grant.', {
       allow: arr('Host environment variable names a WASM guest may see (credential-shaped names are still stripped).', str('Variable name.', { pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 128 }), {

@@ -1,6 +1,7 @@
 /** The Hook CRD (`hooks.murmur.io`). */
 import { COMMIT_POLICIES, EXECUTION_MODES, HANDLERS } from '../../runtime/contracts/commit-table.ts';
 import { API_VERSION, GROUP, VERSION } from '../api/types.ts';
+import { codeAllRules, HOOK_CODE, versionRule } from './admission.ts';
 import { ARTIFACT_NAME, artifactSource } from './common.ts';
 import { hookContractRules } from './rules.ts';
 import { HOOK_USED_BY_MAX } from '../reconcile/hook-status.ts';
@@ -15,7 +16,7 @@ export function hookSpecSchema(): Schema {
         'The hook artifact: a registry reference (name + version) or a source URL with its sha256.',
         {
           name: str('Artifact name.', { pattern: ARTIFACT_NAME, maxLength: 100 }),
-          version: str('Artifact version in the registry.', { maxLength: 64 }),
+          version: str('Artifact version in the registry.', { maxLength: 64, 'x-kubernetes-validations': [versionRule(HOOK_CODE)] }),
           source: artifactSource(),
         },
         {
@@ -63,7 +64,7 @@ export function hookCrd(): Record<string, unknown> {
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: {
-            openAPIV3Schema: obj(`Hook (${API_VERSION}) declares a hook artifact with its binding, execution mode and commit policy.`, {
+            openAPIV3Schema: codeAllRules(obj(`Hook (${API_VERSION}) declares a hook artifact with its binding, execution mode and commit policy.`, {
               apiVersion: str('APIVersion of this object.'),
               kind: str('Kind of this object.'),
               metadata: { type: 'object' },
@@ -74,7 +75,7 @@ export function hookCrd(): Record<string, unknown> {
                 usedBy: arr(`Capsules in the namespace whose spec.hooks name this Hook, sorted (the first ${HOOK_USED_BY_MAX}).`, str('Capsule name.', { maxLength: 253 }), { maxItems: HOOK_USED_BY_MAX }),
                 usedByCount: int('How many Capsules in the namespace use this Hook.', { minimum: 0 }),
               }),
-            }, { required: ['spec'] }),
+            }, { required: ['spec'] }), HOOK_CODE),
           },
         },
       ],

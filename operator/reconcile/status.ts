@@ -5,7 +5,7 @@
  * an unchanged status is never written.
  */
 import type { Capsule, CapsuleStatus, Condition, KubeObject } from '../api/types.ts';
-import { ANNOTATION_CONFIG_HASH, stableJson } from '../translate/builders/common.ts';
+import { ANNOTATION_CONFIG_HASH, selectorLabels, stableJson } from '../translate/builders/common.ts';
 import type { Problem } from '../translate/index.ts';
 
 interface DeploymentLike extends KubeObject {
@@ -74,10 +74,12 @@ export function computeStatus(
   return {
     observedGeneration: gen,
     conditions,
-    replicas: want,
+    // The /scale subresource's statusReplicasPath: pods that exist now (what an HPA compares with).
+    replicas: ds.replicas ?? 0,
     readyReplicas: ready,
     a2aUrl: r.a2aUrl,
     configHash: r.configHash,
+    selector: Object.entries(selectorLabels(capsule)).map(([k, v]) => `${k}=${v}`).join(','),
   };
 }
 

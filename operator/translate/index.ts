@@ -13,7 +13,8 @@ import { renderManifest } from './builders/manifest.ts';
 import { buildEgressPolicy, buildIngressPolicy } from './builders/networkpolicy.ts';
 import { buildService } from './builders/service.ts';
 import { buildServiceAccount } from './builders/serviceaccount.ts';
-import { allAllowEntries, parseAllow, type AllowEntry } from './network.ts';
+import { isMurErrorList, parseManifest } from '../../runtime/manifest/index.ts';
+import { allAllowEntries, allowEntriesWithField, parseAllow, type AllowEntry } from './network.ts';
 import type { TranslateOptions } from './options.ts';
 
 export interface TranslateInput {
@@ -29,7 +30,9 @@ export interface TranslateInput {
   options: TranslateOptions;
 }
 
-export type ProblemReason = 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound' | 'NotServable' | 'MissingEndpoint';
+export type ProblemReason =
+  | 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound' | 'NotServable' | 'MissingEndpoint'
+  | 'InvalidManifest' | 'WriteRefused';
 
 /** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
 export const PROBLEM_CODES: Record<ProblemReason, string> = {
@@ -41,7 +44,12 @@ export const PROBLEM_CODES: Record<ProblemReason, string> = {
   PeerNotFound: 'E-OP-006',
   NotServable: 'E-OP-007',
   MissingEndpoint: 'E-OP-008',
+  InvalidManifest: 'E-OP-009',
+  WriteRefused: 'E-OP-012',
 };
+
+/** Admission refusals (the CRDs' CEL rules put these codes in their messages). */
+export const ADMISSION_CODES = { hook: 'E-OP-010', capsule: 'E-OP-011' } as const;
 
 export interface Problem {
   reason: ProblemReason;
@@ -117,10 +125,13 @@ export function translate(input: TranslateInput): TranslateResult {
   const isCapsule = (pns: string, name: string) => `${pns}/${name}` in input.capsulePorts;
   const entries: AllowEntry[] = [];
   const rewrite = new Map<string, string | undefined>();
+  const fieldOf = new Map<string, string>();
+  for (const { raw, field } of allowEntriesWithField(spec)) if (!fieldOf.has(raw)) fieldOf.set(raw, field);
   for (const raw of allAllowEntries(spec)) {
     const e = parseAllow(raw, options.clusterDomain, isCapsule);
     if (e.kind === 'invalid') {
-      problems.push({ reason: 'InvalidNetworkAllow', fatal: true, field: 'capabilities.network.allow', message: `network.allow entry '${raw}': ${e.reason}` });
+      const field = fieldOf.get(raw) ?? 'spec.capabilities.network.allow';
+      problems.push({ reason: 'InvalidNetworkAllow', fatal: true, field, message: `${field}: network.allow entry '${raw}': ${e.reason}` });
       continue;
     }
     if (e.kind === 'capsule' && e.shorthand) {
@@ -165,6 +176,10 @@ export function translate(input: TranslateInput): TranslateResult {
   }
 
   const murmurYaml = renderManifest({ capsule, hooks, rewriteAllow: (e) => (rewrite.has(e) ? rewrite.get(e) : e) });
+  // Whatever admission let through, the runtime would refuse at start (exit 1, a crash-looping pod
+  // under a green Capsule): run its own validator on the very file the pods will read. Skipped
+  // when a fatal problem already blocks the apply (its message is the more precise one).
+  if (!problems.some((p) => p.fatal)) problems.push(...runtimeRefusals(murmurYaml, spec.artifacts?.length ?? 0));
   const { replicas: _replicas, ...rolling } = spec;
   const configHash = sha256(
     stableJson({
@@ -188,4 +203,26 @@ export function translate(input: TranslateInput): TranslateResult {
     buildDeployment(capsule, options, configHash, `${url}/`),
   ];
   return { objects, problems, a2aUrl: url, configHash };
+}
+
+/** Manifest field → Capsule field: artifacts past the Capsule's own are the hooks' (their grants come from spec.hooks[]). */
+function capsuleField(field: string | undefined, nArtifacts: number): string {
+  if (!field) return 'spec';
+  const m = /^artifacts\[(\d+)\](.*)$/.exec(field);
+  if (m && Number(m[1]) >= nArtifacts) return `spec.hooks[${Number(m[1]) - nArtifacts}]${m[2]}`;
+  return `spec.${field}`;
+}
+
+/** The runtime's manifest validator on the rendered murmur.yaml, as InvalidManifest problems with its own messages. */
+export function runtimeRefusals(murmurYaml: string, nArtifacts: number): Problem[] {
+  try {
+    parseManifest(murmurYaml, 'murmur.yaml');
+    return [];
+  } catch (e) {
+    if (!isMurErrorList(e)) throw e;
+    return e.errors.map((x) => {
+      const field = capsuleField(x.location?.field, nArtifacts);
+      return { reason: 'InvalidManifest' as const, fatal: true, field, message: `${field}: the runtime refuses the rendered murmur.yaml: ${x.message} [${x.code}]${x.hint ? `; ${x.hint}` : ''}` };
+    });
+  }
 }

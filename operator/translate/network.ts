@@ -8,6 +8,7 @@
  *  - hostnames → not expressible; the runtime enforces them, NetworkPolicy only opens their ports.
  */
 import { isIP } from 'node:net';
+import { isProblem, parseNetworkEntry } from '../../runtime/manifest/checks.ts';
 
 export type AllowEntry =
   | { kind: 'capsule'; raw: string; namespace: string; name: string; shorthand: boolean }
@@ -60,6 +61,8 @@ export function parseAllow(raw: string, clusterDomain: string, isCapsule: (ns: s
   if (sm) {
     scheme = sm[1]!.toLowerCase();
     rest = sm[2]!;
+    // One trailing slash after a scheme is the origin itself (the runtime accepts it too).
+    if (rest.endsWith('/') && !rest.slice(0, -1).includes('/')) rest = rest.slice(0, -1);
     if (!(scheme in SCHEME_PORT)) return { kind: 'invalid', raw, reason: `scheme '${scheme}' is not allowed (http or https only)` };
     if (/[/?#]/.test(rest)) return { kind: 'invalid', raw, reason: 'an allow entry names a destination, not a path, query or fragment' };
   }
@@ -74,6 +77,10 @@ export function parseAllow(raw: string, clusterDomain: string, isCapsule: (ns: s
     if (validCidr(rest)) return { kind: 'ip', raw, cidr: rest };
     return { kind: 'invalid', raw, reason: 'not a host, host:port, URL, IP or CIDR' };
   }
+  // Everything that is not a CIDR reaches the runtime's allowlist: the runtime's own parser says
+  // whether it is valid (so `*`, `user:pw@host` or a path get the runtime's message, not ours).
+  const rt = parseNetworkEntry(scheme ? `${scheme}://${rest}` : rest.startsWith('[') || isIP(rest) !== 6 ? rest : `[${rest}]`);
+  if (isProblem(rt)) return { kind: 'invalid', raw, reason: `${rt.message.replace(/^invalid network.allow entry '[^']*': /, '')}; ${rt.hint}` };
   let host = rest;
   let port: number | undefined;
   const v6 = /^\[([0-9a-fA-F:.]+)\](?::(\d+))?$/.exec(rest);
@@ -100,6 +107,15 @@ export function parseAllow(raw: string, clusterDomain: string, isCapsule: (ns: s
   if (svc && isCapsule(svc.namespace, svc.name)) return { kind: 'capsule', raw, namespace: svc.namespace, name: svc.name, shorthand: false };
   if (svc) return { kind: 'service', raw, namespace: svc.namespace, name: svc.name, ports: port !== undefined ? [port] : [80, 443] };
   return { kind: 'host', raw, host, ports: port !== undefined ? [port] : [80, 443] };
+}
+
+/** Every allow entry of a capsule spec with the field path it comes from (for messages). */
+export function allowEntriesWithField(spec: Parameters<typeof allAllowEntries>[0]): Array<{ raw: string; field: string }> {
+  const out: Array<{ raw: string; field: string }> = [];
+  (spec.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.capabilities.network.allow[${i}]` }));
+  (spec.artifacts ?? []).forEach((a, j) => (a.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.artifacts[${j}].capabilities.network.allow[${i}]` })));
+  (spec.hooks ?? []).forEach((h, j) => (h.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.hooks[${j}].capabilities.network.allow[${i}]` })));
+  return out;
 }
 
 /** Every allow entry of a capsule spec: capsule-wide, per artifact and per hook grant. */

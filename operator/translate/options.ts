@@ -13,7 +13,12 @@ export interface TranslateOptions {
   otlp?: { endpoint: string; headersSecret?: { name: string; key: string } };
   /** Where DNS lives (egress rule on 53/UDP+TCP). */
   dns: NetworkPeer;
-  /** CIDRs excluded from the "any address on this port" rule that hostname entries need. */
+  /**
+   * CIDRs excluded from the "any address on this port" rule that hostname entries need: by default
+   * the private, shared, loopback and link-local ranges (where pod and service CIDRs live, and the
+   * cloud metadata address), plus any pod/service CIDRs configured outside them. A capsule that
+   * grants such an address explicitly (an IP or CIDR entry) gets its own rule for it.
+   */
   egressExcept: string[];
   /** Who may scrape the metrics port; undefined = any source (the port carries only metrics). */
   metricsFrom?: NetworkPeer[];
@@ -26,6 +31,12 @@ export interface TranslateOptions {
   clusterDomain: string;
 }
 
+/** Never reachable through a hostname grant unless granted explicitly (RFC 1918, 6598, 3927, 4193, loopback). */
+export const PRIVATE_RANGES: readonly string[] = [
+  '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '127.0.0.0/8',
+  'fc00::/7', 'fe80::/10', '::1/128',
+];
+
 export const DEFAULT_RUNTIME_IMAGE = 'ghcr.io/capsule-operator/runtime:0.1.0';
 
 export function defaultOptions(over: Partial<TranslateOptions> = {}): TranslateOptions {
@@ -35,7 +46,7 @@ export function defaultOptions(over: Partial<TranslateOptions> = {}): TranslateO
       namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
       podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
     },
-    egressExcept: [],
+    egressExcept: [...PRIVATE_RANGES],
     clusterDomain: 'cluster.local',
     ...over,
   };

@@ -113,16 +113,8 @@ export function parseOriginTrust(h: Record<string, string | string[] | undefined
   return { origin, trust };
 }
 
-const TRACEPARENT_RE = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
-
-/** A W3C traceparent if well-formed (version != ff, non-zero ids), else undefined. */
-export function validTraceparent(v: string | string[] | undefined): string | undefined {
-  const s = (Array.isArray(v) ? v[0] : v)?.trim().toLowerCase();
-  if (!s) return undefined;
-  const m = TRACEPARENT_RE.exec(s);
-  if (!m || s.startsWith('ff') || /^0+$/.test(m[1]!) || /^0+$/.test(m[2]!)) return undefined;
-  return s;
-}
+/** The caller's traceparent, by the runtime's one W3C parser (runtime/telemetry/traceparent.ts). */
+export { validTraceparent } from '../telemetry/traceparent.ts';
 
 /** JSON-RPC method names per protocol version (the SDK implements the rest of each table). */
 export const METHODS_0_3 = new Set([

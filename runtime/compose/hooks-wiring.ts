@@ -1,13 +1,14 @@
 /**
  * Builds the session's HookBus from the staged hooks: each hook's grant from the capsule's own
  * entry, on-stage dispatched before the session starts (it runs before the trace has events, so
- * its faults go to the hook log only), then the trace attached for every later event.
+ * its faults go to the hook log only), then the trace attached for every later event. The session
+ * gets the bus behind the telemetry decorator (`hook_dispatch` spans once spans are attached).
  */
 import { HookBus, busHookFrom } from '../hooks/index.ts';
 import type { StagedCapsule } from '../session/stage.ts';
+import { tracedHookPort } from '../telemetry/hooks.ts';
 import type { TraceWriter } from '../trace/writer.ts';
-import type { HookPort } from '../hooks/port.ts';
-import type { HookServices } from '../hooks/port.ts';
+import type { HookPort, HookServices } from '../hooks/port.ts';
 import { compactionPrompt } from '../loop/session.ts';
 
 export async function loadHookBus(staged: StagedCapsule, services: HookServices, trace: TraceWriter, hostEnv: NodeJS.ProcessEnv = process.env): Promise<HookPort> {
@@ -26,5 +27,5 @@ export async function loadHookBus(staged: StagedCapsule, services: HookServices,
   });
   await bus.stage({ shellAllow: m.capabilities.shell?.allow ?? [] });
   bus.attachTrace(trace);
-  return bus;
+  return tracedHookPort(bus, trace);
 }

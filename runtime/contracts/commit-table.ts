@@ -67,8 +67,22 @@ export const COMMIT_TABLE: Readonly<Record<Handler, HandlerRule>> = {
 /** Handlers a hook with no `binding:` receives: every session event, never `on-stage`. */
 export const UNBOUND_HANDLERS: readonly Handler[] = HANDLERS.filter((h) => h !== 'on-stage');
 
-/** Policies that only an explicitly bound hook may declare (an all-events hook may not). */
-export const POLICIES_REQUIRING_BINDING: readonly CommitPolicy[] = ['deny'];
+/**
+ * Handlers with a decision point (`decisionPointOnly`): dispatched twice, before the call (where
+ * their arm is honored) and after it (where it is not). `on-tool-call` and `on-shell`.
+ */
+export const DECISION_HANDLERS: readonly Handler[] = HANDLERS.filter((h) => COMMIT_TABLE[h].decisionPointOnly);
+
+/**
+ * Policies that only an explicitly bound hook may declare (an all-events hook may not): the ones
+ * honored at a decision point (`deny`), since a hook receiving every event has no one call to decide.
+ */
+export const POLICIES_REQUIRING_BINDING: readonly CommitPolicy[] = [...new Set(DECISION_HANDLERS.map((h) => COMMIT_TABLE[h].policy))];
+
+/** A policy hook: bound to a decision handler and declaring the policy that handler honors there (`deny`). */
+export function isPolicyHook(binding: Handler | undefined, policy: CommitPolicy): boolean {
+  return binding !== undefined && COMMIT_TABLE[binding].decisionPointOnly && policy === COMMIT_TABLE[binding].policy;
+}
 
 export interface HookContract {
   binding?: Handler | undefined;

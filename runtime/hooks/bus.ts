@@ -11,28 +11,19 @@
  *   and traced; the session goes on — except at `on-compaction` (fatal) and at the decision point
  *   of a policy hook (the call is refused: fail-closed).
  */
-import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MurError } from '../errors.ts';
-import {
-  ComponentInstance,
-  DEFAULT_LIMITS,
-  DeadlineExceeded,
-  GuestError,
-  GuestTrap,
-  HostFault,
-  MemoryLimitExceeded,
-  loadComponent,
-  type HostImports,
-  type NetworkDenial,
-  type LoadedComponent,
-} from '../host/index.ts';
+import { HostFault, loadComponent, type ComponentInstance } from '../host/index.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
-import { ARMS, COMMIT_TABLE, HANDLERS, checkHookContract, exportName, handlersFor, isCommitted, type Arm, type Handler } from '../contracts/commit-table.ts';
+import { COMMIT_TABLE, DECISION_HANDLERS, HANDLERS, checkHookContract, exportName, isCommitted, type Arm, type Handler } from '../contracts/commit-table.ts';
 import { lifecycleExports } from './exports.ts';
-import { hookImports, type ImportState } from './imports.ts';
+import { Hook } from './hook.ts';
+import { AsyncLane, type Job } from './lane.ts';
 import { adoptHookMessages, validateToolPairs } from './messages.ts';
+import { failureOf, isRecord, readCallResult, type CallFailure, type CallResult } from './output.ts';
+import { fitSummary, planSeed } from './seed.ts';
 import type {
   CompactionEvent,
   CompactionOutcome,
@@ -55,8 +46,6 @@ import type {
 export const DEFAULT_QUEUE_DEPTH = 1024;
 export const DEFAULT_DRAIN_BUDGET_MS = 15_000;
 export const DEFAULT_SEED_OVERFLOW_MARGIN = 0.1;
-/** Deadline for starting a hook instance at load (a cold SpiderMonkey component takes ~0.5 s). */
-const INSTANTIATE_DEADLINE_MS = 60_000;
 /** The six session handlers every hook component must export. */
 export const REQUIRED_HANDLERS: readonly Handler[] = HANDLERS.filter((h) => COMMIT_TABLE[h].required);
 /** The lifecycle interface version this runtime speaks (minor 0.9). */
@@ -78,241 +67,6 @@ export interface HookBusOptions {
   compaction?: { model?: string; systemPrompt?: string };
   /** Component transpile cache (tests). */
   cacheDir?: string;
-}
-
-/** Why a handler call produced no readable output. `arm` is what `hook_dispatch_error` records. */
-interface CallFailure {
-  ok: false;
-  arm: 'error' | 'trap' | 'deadline' | 'memory' | 'unreadable' | 'fault';
-  /** Phrase completing "hook 'x' …", e.g. "returned err: boom". */
-  defect: string;
-}
-type CallResult = { ok: true; out: HookOutput } | CallFailure;
-
-interface Job {
-  handler: Handler;
-  event: unknown;
-}
-
-/** One loaded hook. */
-class Hook {
-  readonly spec: StagedHook;
-  readonly name: string;
-  readonly component: LoadedComponent;
-  readonly exports: ReadonlySet<Handler>;
-  readonly receives: ReadonlySet<Handler>;
-  readonly logPath: string;
-  readonly state: ImportState = { spendRefused: false };
-  readonly imports: HostImports;
-  readonly deadlineMs: number;
-  readonly memoryBytes: number;
-  instance: ComponentInstance | undefined;
-  lane: AsyncLane | undefined;
-
-  constructor(spec: StagedHook, component: LoadedComponent, exports: ReadonlySet<Handler>, logPath: string, services: HookServices) {
-    this.spec = spec;
-    this.name = spec.name;
-    this.component = component;
-    this.exports = exports;
-    this.receives = new Set(handlersFor(spec.binding));
-    this.logPath = logPath;
-    this.imports = hookImports(spec, services, this.state);
-    this.deadlineMs = spec.deadlineMs ?? DEFAULT_LIMITS.hookDeadlineMs;
-    this.memoryBytes = spec.memoryBytes ?? DEFAULT_LIMITS.memoryBytes;
-  }
-
-  get async(): boolean {
-    return this.spec.executionMode === 'async';
-  }
-
-  /** A policy hook: `commit_policy: deny` bound to `handler`. */
-  isPolicyFor(handler: Handler): boolean {
-    return this.spec.commitPolicy === 'deny' && this.spec.binding === handler;
-  }
-
-  newInstance(onNetworkDenied?: (d: NetworkDenial) => void): ComponentInstance {
-    return new ComponentInstance(this.component, {
-      ...(onNetworkDenied ? { onNetworkDenied } : {}),
-      grants: {
-        env: { ...(this.spec.env ?? {}) },
-        networkAllow: [...(this.spec.networkAllow ?? [])],
-        preopen: this.spec.preopen,
-        logFile: this.logPath,
-      },
-      imports: this.imports,
-      // Instantiation (at load) gets a generous deadline of its own; each handler call passes the
-      // hook's deadline explicitly.
-      deadlineMs: Math.max(this.deadlineMs, INSTANTIATE_DEADLINE_MS),
-      memoryBytes: this.memoryBytes,
-    });
-  }
-
-  log(line: string): void {
-    try {
-      appendFileSync(this.logPath, `${new Date().toISOString()} hook ${this.name}: ${line}\n`);
-    } catch {
-      // The log is best effort; a full disk must not take the session down.
-    }
-  }
-}
-
-/** An async hook's queue: one instance, calls serialized in dispatch order, bounded. */
-class AsyncLane {
-  private readonly q: Job[] = [];
-  private running = false;
-  private idleWaiters: (() => void)[] = [];
-  private roomWaiters: (() => void)[] = [];
-  dropped = 0;
-  aborted = false;
-
-  constructor(
-    private readonly bus: HookBus,
-    private readonly hook: Hook,
-    private readonly depth: number,
-  ) {}
-
-  get pending(): number {
-    return this.q.length + (this.running ? 1 : 0);
-  }
-
-  enqueue(job: Job): Promise<void> | undefined {
-    if (this.aborted) {
-      this.dropped++;
-      return undefined;
-    }
-    if (this.q.length >= this.depth || this.roomWaiters.length > 0) {
-      if ((this.hook.spec.onOverflow ?? 'drop') === 'drop') {
-        this.dropped++;
-        this.bus.fault(this.hook, job.handler, 'queue-overflow', `${job.handler}: queue full (${this.depth} events); event dropped`);
-        return undefined;
-      }
-      return new Promise<void>((resolve) => this.roomWaiters.push(resolve)).then(() => {
-        this.push(job);
-      });
-    }
-    this.push(job);
-    return undefined;
-  }
-
-  private push(job: Job): void {
-    if (this.aborted) {
-      this.dropped++;
-      return;
-    }
-    this.q.push(job);
-    if (!this.running) {
-      this.running = true;
-      void this.pump();
-    }
-  }
-
-  private async pump(): Promise<void> {
-    while (this.q.length > 0 && !this.aborted) {
-      const job = this.q.shift()!;
-      // Room opened: admit the oldest blocked dispatch (keeps dispatch order).
-      const wake = this.roomWaiters.shift();
-      if (wake) wake();
-      await this.bus.runAsync(this.hook, job);
-    }
-    this.running = false;
-    if (this.q.length > 0 && !this.aborted) {
-      this.running = true;
-      void this.pump();
-      return;
-    }
-    const w = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const f of w) f();
-  }
-
-  whenIdle(): Promise<void> {
-    if (!this.running && this.q.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  /** Stops the lane: queued events are abandoned, blocked dispatches released. Returns how many were abandoned. */
-  abort(): number {
-    this.aborted = true;
-    const n = this.q.length + (this.running ? 1 : 0);
-    this.q.length = 0;
-    for (const w of this.roomWaiters.splice(0)) w();
-    this.running = false;
-    for (const f of this.idleWaiters.splice(0)) f();
-    return n;
-  }
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function optString(v: unknown): boolean {
-  return v === undefined || v === null || typeof v === 'string';
-}
-
-/** Reads a handler's return value as a `hook-output`; a string says why it cannot be read. */
-export function readHookOutput(v: unknown): HookOutput | string {
-  if (!isRecord(v) || typeof v.tag !== 'string') return `expected a hook-output variant, got ${describe(v)}`;
-  const tag = v.tag;
-  if (!(ARMS as readonly string[]).includes(tag)) return `unknown hook-output arm '${tag}'`;
-  switch (tag as Arm) {
-    case 'none':
-      return { tag: 'none' };
-    case 'artifact':
-    case 'reopen-task':
-    case 'deny':
-      if (typeof v.val !== 'string') return `arm '${tag}' carries ${describe(v.val)}, expected a string`;
-      return { tag, val: v.val } as HookOutput;
-    case 'replace-context':
-    case 'seed-context': {
-      if (!Array.isArray(v.val)) return `arm '${tag}' carries ${describe(v.val)}, expected a list of messages`;
-      const msgs: HookMessage[] = [];
-      for (const [i, m] of v.val.entries()) {
-        if (!isRecord(m) || typeof m.role !== 'string' || typeof m.content !== 'string' || !optString(m.id) || !optString(m.sourceId)) {
-          return `arm '${tag}' message ${i} is not a {role, content} record`;
-        }
-        const out: HookMessage = { role: m.role, content: m.content };
-        if (typeof m.id === 'string') out.id = m.id;
-        if (typeof m.sourceId === 'string') out.sourceId = m.sourceId;
-        msgs.push(out);
-      }
-      return { tag, val: msgs } as HookOutput;
-    }
-    case 'write-manifests': {
-      if (!Array.isArray(v.val)) return `arm 'write-manifests' carries ${describe(v.val)}, expected a list of tool manifests`;
-      const list: ToolManifest[] = [];
-      for (const [i, t] of v.val.entries()) {
-        if (!isRecord(t) || typeof t.binaryName !== 'string' || typeof t.content !== 'string') return `arm 'write-manifests' entry ${i} is not a {binary-name, content} record`;
-        list.push({ binaryName: t.binaryName, content: t.content });
-      }
-      return { tag: 'write-manifests', val: list };
-    }
-  }
-}
-
-function describe(v: unknown): string {
-  if (v === undefined) return 'nothing';
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'object') return `a record {${Object.keys(v).join(', ')}}`;
-  return `a ${typeof v}`;
-}
-
-function mib(n: number): string {
-  return (n / 1048576).toFixed(0);
-}
-
-/** Classifies a rejected handler call. */
-function failureOf(e: unknown): CallFailure {
-  if (e instanceof GuestError) {
-    const p = e.payload;
-    return { ok: false, arm: 'error', defect: `returned err: ${typeof p === 'string' ? p : JSON.stringify(p)}` };
-  }
-  if (e instanceof DeadlineExceeded) return { ok: false, arm: 'deadline', defect: `did not answer within its ${e.deadlineMs} ms deadline and was stopped` };
-  if (e instanceof MemoryLimitExceeded) return { ok: false, arm: 'memory', defect: `was killed at its ${mib(e.limitBytes)} MiB memory limit` };
-  if (e instanceof GuestTrap) return { ok: false, arm: 'trap', defect: `crashed: ${e.message}` };
-  if (e instanceof HostFault) return { ok: false, arm: 'fault', defect: `failed: ${e.message}` };
-  return { ok: false, arm: 'fault', defect: `failed: ${(e as Error)?.message ?? String(e)}` };
 }
 
 /** A `binary-name` that names exactly one directory under `tools/`. */
@@ -343,10 +97,8 @@ export class HookBus {
     this.hooks = hooks;
     this.seedMargin = o.seedOverflowMargin ?? DEFAULT_SEED_OVERFLOW_MARGIN;
     this.compactionCfg = o.compaction ?? {};
-    for (const h of HANDLERS) {
-      this.receivers.set(h, hooks.filter((k) => k.receives.has(h) && k.exports.has(h)));
-      this.policy.set(h, hooks.filter((k) => k.isPolicyFor(h) && k.exports.has(h)));
-    }
+    for (const h of HANDLERS) this.receivers.set(h, hooks.filter((k) => k.receives.has(h) && k.exports.has(h)));
+    for (const h of DECISION_HANDLERS) this.policy.set(h, hooks.filter((k) => k.isPolicyFor(h) && k.exports.has(h)));
   }
 
   /**
@@ -393,7 +145,14 @@ export class HookBus {
       await Promise.all(hooks.map(async (h) => {
         if ([...h.receives].every((x) => x === 'on-stage')) return;
         h.instance = h.newInstance(traceNetworkDenied(() => bus.trace, 'hook', h.name));
-        if (h.async) h.lane = new AsyncLane(bus, h, depth);
+        if (h.async) {
+          h.lane = new AsyncLane({
+            depth,
+            onOverflow: h.spec.onOverflow ?? 'drop',
+            run: (job) => bus.runAsync(h, job),
+            overflowed: (job) => bus.fault(h, job.handler, 'queue-overflow', `${job.handler}: queue full (${depth} events); event dropped`),
+          });
+        }
         await h.instance.start();
       }));
     } catch (e) {
@@ -416,7 +175,7 @@ export class HookBus {
 
   // ---- faults ------------------------------------------------------------------------------------
 
-  /** @internal A dispatch fault: a line in the hook's log and a `hook_dispatch_error` event (never at on-stage). */
+  /** A dispatch fault: a line in the hook's log and a `hook_dispatch_error` event (never at on-stage). */
   fault(h: Hook, event: Handler | 'drain', arm: string, line: string): void {
     h.log(line);
     if (event === 'on-stage') return;
@@ -431,7 +190,10 @@ export class HookBus {
       const honored = COMMIT_TABLE[handler].committedArm;
       return `${handler} returned arm '${arm}', which ${handler} does not commit (${honored === 'none' ? 'it commits no arm' : `it commits only '${honored}'`}); discarded`;
     }
-    if (arm !== 'artifact' && h.spec.commitPolicy !== arm) {
+    // An arm with a policy spelling (all but `artifact`, whose handler's policy is `none`) is
+    // committed only for a hook declaring that policy.
+    const policy = COMMIT_TABLE[handler].policy;
+    if (policy !== 'none' && h.spec.commitPolicy !== policy) {
       return `${handler} returned arm '${arm}', but the hook declares commit_policy '${h.spec.commitPolicy}'; discarded`;
     }
     return undefined;
@@ -448,12 +210,10 @@ export class HookBus {
     } catch (e) {
       return failureOf(e);
     }
-    const out = readHookOutput(raw);
-    if (typeof out === 'string') return { ok: false, arm: 'unreadable', defect: `returned a value the runtime cannot read: ${out}` };
-    return { ok: true, out };
+    return readCallResult(raw);
   }
 
-  /** @internal Runs one queued event of an async hook: its output is always discarded; faults go to trace and log. */
+  /** Runs one queued event of an async hook: its output is always discarded; faults go to trace and log. */
   async runAsync(h: Hook, job: Job): Promise<void> {
     const r = await this.invoke(h, job.handler, job.event);
     if (h.lane?.aborted) return;
@@ -576,9 +336,11 @@ export class HookBus {
     return n;
   }
 
+  /** Runs the seed policy (seed.ts) on a proposed seed; the summarizing step calls the compaction hook. */
   private async seed(h: Hook, proposed: HookMessage[], ev: TaskStartEvent): Promise<HookMessage[]> {
     const budget = Number(ev.budgetTokens ?? 0);
     const window = Number(ev.contextWindow ?? 0);
+    const count = (m: HookMessage): number => this.services.countTokens(m.content);
     const proposedTokens = this.tokensOf(proposed);
     const record = (outcome: string, msgs: HookMessage[], reason?: string): HookMessage[] => {
       this.trace?.write('context_seed', {
@@ -588,35 +350,14 @@ export class HookBus {
       if (outcome === 'refused') h.log(`on-task-start seed-context refused: ${reason}`);
       return msgs;
     };
-    if (budget <= 0) return record('refused', [], 'no_budget');
-    const valid = validateToolPairs(proposed);
-    if (!valid.ok) return record('refused', [], `invalid_messages: ${valid.reason}`);
-    if (proposedTokens <= budget) return record('committed', adoptHookMessages(proposed, 'seed-context'));
-    if (proposedTokens <= Math.floor(budget * (1 + this.seedMargin))) {
-      let kept = dropOldest(proposed, budget, (m) => this.tokensOf([m]));
-      // Never start on a dangling tool result: drop further until the pairs match again.
-      while (kept.length > 0 && !validateToolPairs(kept).ok) kept = kept.slice(1);
-      if (kept.length === 0) return record('refused', [], 'overflow_nothing_fits');
-      return record('dropped_oldest', adoptHookMessages(kept, 'seed-context'));
-    }
-    if (window > 0 && proposedTokens > window) return record('refused', [], 'overflow_over_limit');
-    // Beyond the margin: the newest messages that fit half the budget stay verbatim; the front is
-    // summarized by the compaction hook, and the summary leads.
-    const summarizer = this.receivers.get('on-compaction')!.find((k) => !k.async && k.spec.commitPolicy === 'replace-context');
+    const plan = planSeed(proposed, budget, window, this.seedMargin, count);
+    if (plan.outcome === 'refused') return record('refused', [], plan.reason);
+    if (plan.outcome !== 'summarize') return record(plan.outcome, adoptHookMessages(plan.messages, 'seed-context'));
+    const summarizer = this.receivers.get('on-compaction')!.find((k) => !k.async && k.spec.commitPolicy === COMMIT_TABLE['on-compaction'].policy);
     if (!summarizer) return record('refused', [], 'overflow_no_summarizer');
-    let tailStart = proposed.length;
-    let tailTokens = 0;
-    while (tailStart > 0) {
-      const t = this.tokensOf([proposed[tailStart - 1]!]);
-      if (tailTokens + t > Math.floor(budget / 2)) break;
-      tailTokens += t;
-      tailStart--;
-    }
-    const front = proposed.slice(0, tailStart);
-    const tail = proposed.slice(tailStart);
     const cev: CompactionEvent = {
-      messages: front,
-      sessionTokens: BigInt(this.tokensOf(front)),
+      messages: plan.front,
+      sessionTokens: BigInt(this.tokensOf(plan.front)),
       threshold: budget / Math.max(1, window),
       model: this.compactionCfg.model,
       systemPrompt: this.compactionCfg.systemPrompt,
@@ -627,12 +368,9 @@ export class HookBus {
       return record('refused', [], `summarize_failed: hook '${summarizer.name}' ${r.defect}`);
     }
     if (r.out.tag !== 'replace-context') return record('refused', [], `summarize_failed: hook '${summarizer.name}' returned '${r.out.tag}'`);
-    let result = [...r.out.val, ...tail];
-    const check = validateToolPairs(result);
-    if (!check.ok) return record('refused', [], `summarize_failed: ${check.reason}`);
-    while (this.tokensOf(result) > budget && result.length > r.out.val.length) result.splice(r.out.val.length, 1);
-    if (this.tokensOf(result) > budget) return record('refused', [], 'summary_over_budget');
-    return record('summarized', adoptHookMessages(result, 'seed-context'));
+    const fitted = fitSummary(r.out.val, plan.tail, budget, count);
+    if (fitted.outcome === 'refused') return record('refused', [], fitted.reason);
+    return record('summarized', adoptHookMessages(fitted.messages, 'seed-context'));
   }
 
   /** `on-inference`: the committed `artifact` strings (each must be a JSON object). */
@@ -791,13 +529,4 @@ export class HookBus {
     for (const h of this.hooks) h.lane?.abort();
     await Promise.all(this.hooks.map((h) => h.instance?.close()));
   }
-}
-
-/** The newest messages of `list` whose tokens fit `budget` (drops from the front, oldest first). */
-function dropOldest(list: readonly HookMessage[], budget: number, tokens: (m: HookMessage) => number): HookMessage[] {
-  const counts = list.map(tokens);
-  let total = counts.reduce((a, b) => a + b, 0);
-  let start = 0;
-  while (start < list.length && total > budget) total -= counts[start++]!;
-  return list.slice(start);
 }

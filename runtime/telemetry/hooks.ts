@@ -1,45 +1,43 @@
 /**
- * `hook_dispatch <handler>` spans around the session's HookPort: one span per dispatch of a
- * handler to the hooks bound to it, with the handler, the phase (decision / observation for
- * on-tool-call and on-shell) and what came of it. Installed by instrumentSession on the session's
- * hook bus instance (never on the shared NO_HOOKS). Per-hook spans inside it are the bus's to make,
- * with startHookSpan.
+ * `hook_dispatch <handler>` spans around a session's HookPort: one span per dispatch of a handler
+ * to the hooks bound to it, with the handler, the phase (decision / observation for on-tool-call and
+ * on-shell) and what came of it. A decorator: `tracedHookPort(port, trace)` is a new HookPort that
+ * calls `port`; the port itself is not touched. The handler names, phases and committed arms come
+ * from the hook contract (PORT_METHODS, i.e. the commit table). Per-hook spans inside it are the
+ * bus's to make, with startHookSpan.
+ *
+ * Spans exist only while the session's trace has spans attached (attachSpans); until then, and with
+ * telemetry off, each dispatch costs one map lookup.
  */
-import type { HookPort } from '../hooks/port.ts';
+import { PORT_METHODS, committedArm, type CompactionOutcome, type DispatchMethod, type HookPort } from '../hooks/port.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { startHandlerSpan } from './spans.ts';
 
-type Method = Exclude<keyof HookPort, 'drain' | 'close'>;
+/** A compaction that ended the session, or whose replacement was refused, is a fault on its span. */
+function faultOf(method: DispatchMethod, answer: unknown): { outcome: string; detail: string } | undefined {
+  if (method !== 'compaction') return undefined;
+  const c = answer as CompactionOutcome;
+  if (c?.kind === 'fatal') return { outcome: 'error', detail: c.message };
+  if (c?.kind === 'invalid') return { outcome: 'unhonored-arm', detail: c.reason };
+  return undefined;
+}
 
-const HANDLERS: Record<Method, { handler: string; phase?: 'decision' | 'observation'; outcome: (r: unknown) => string }> = {
-  sessionStart: { handler: 'on-session-start', outcome: () => 'none' },
-  taskStart: { handler: 'on-task-start', outcome: (r) => ((r as { messages?: unknown[] })?.messages?.length ? 'seed-context' : 'none') },
-  inference: { handler: 'on-inference', outcome: (r) => (Array.isArray(r) && r.length ? 'artifact' : 'none') },
-  toolDecision: { handler: 'on-tool-call', phase: 'decision', outcome: (r) => ((r as { allowed?: boolean })?.allowed === false ? 'deny' : 'none') },
-  toolObserved: { handler: 'on-tool-call', phase: 'observation', outcome: () => 'none' },
-  shellDecision: { handler: 'on-shell', phase: 'decision', outcome: (r) => ((r as { allowed?: boolean })?.allowed === false ? 'deny' : 'none') },
-  shellObserved: { handler: 'on-shell', phase: 'observation', outcome: () => 'none' },
-  compaction: { handler: 'on-compaction', outcome: (r) => String((r as { kind?: string })?.kind ?? 'none') },
-  taskEnd: { handler: 'on-task-end', outcome: (r) => ((r as { reopen?: unknown })?.reopen ? 'reopen-task' : 'none') },
-  sessionEnd: { handler: 'on-session-end', outcome: () => 'none' },
-};
-
-const wrapped = new WeakSet<object>();
-
-/** Wraps the dispatch methods of `port` in place. Idempotent. */
-export function instrumentHookPort(port: HookPort, trace: TraceWriter): void {
-  if (wrapped.has(port)) return;
-  wrapped.add(port);
-  const target = port as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
-  for (const [method, spec] of Object.entries(HANDLERS)) {
-    const orig = target[method];
-    if (typeof orig !== 'function') continue;
-    const bound = orig.bind(port);
-    target[method] = async (...args: unknown[]) => {
-      const span = startHandlerSpan(trace, { handler: spec.handler, ...(spec.phase ? { phase: spec.phase } : {}) });
+/** `port` with a `hook_dispatch` span around each dispatch method; drain and close pass through. */
+export function tracedHookPort(port: HookPort, trace: TraceWriter): HookPort {
+  const traced = {
+    drain: (budgetMs?: number) => port.drain(budgetMs),
+    close: () => port.close(),
+  } as Partial<Record<keyof HookPort, (...a: never[]) => Promise<unknown>>>;
+  for (const method of Object.keys(PORT_METHODS) as DispatchMethod[]) {
+    const { handler, phase } = PORT_METHODS[method];
+    const call = port[method].bind(port) as (ev: Record<string, unknown>) => Promise<unknown>;
+    traced[method] = async (ev: Record<string, unknown>) => {
+      const span = startHandlerSpan(trace, { handler, ...(phase ? { phase } : {}) });
       try {
-        const r = await bound(...args);
-        span.end(spec.outcome(r));
+        const r = await call(ev);
+        const fault = faultOf(method, r);
+        if (fault) span.end(fault.outcome, fault.detail);
+        else span.end(committedArm(method, r));
         return r;
       } catch (e) {
         span.end('error', e instanceof Error ? e.message : String(e));
@@ -47,4 +45,5 @@ export function instrumentHookPort(port: HookPort, trace: TraceWriter): void {
       }
     };
   }
+  return traced as HookPort;
 }

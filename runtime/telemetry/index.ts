@@ -10,10 +10,8 @@
  *
  * See docs/observability.md.
  */
-import { NO_HOOKS, type HookPort } from '../hooks/port.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import type { TraceWriter } from '../trace/writer.ts';
-import { instrumentHookPort } from './hooks.ts';
 import { attachMetrics, runtimeMetrics, type RuntimeMetrics } from './metrics.ts';
 import { currentTelemetry, setupTelemetry, TELEMETRY_OFF, type Telemetry, type TelemetryOptions } from './otel.ts';
 import { attachSpans, providerFromDriver } from './spans.ts';
@@ -22,7 +20,7 @@ export * from './otel.ts';
 export * from './spans.ts';
 export * from './metrics.ts';
 export { renderMetrics } from './metrics-endpoint.ts';
-export { instrumentHookPort } from './hooks.ts';
+export { tracedHookPort } from './hooks.ts';
 
 export interface InstrumentOptions {
   /**
@@ -40,8 +38,6 @@ export interface InstrumentOptions {
 export interface InstrumentableSession {
   readonly staged: StagedCapsule;
   readonly trace: TraceWriter;
-  /** An agent session's hooks (their dispatches get spans); a script session has none. */
-  readonly hooks?: HookPort;
 }
 
 export interface SessionTelemetry {
@@ -90,7 +86,6 @@ export function instrumentSession(session: InstrumentableSession, o: InstrumentO
   const knownTool = (name: string): boolean => name === 'delegate-task' || shellAllow.has(name) || session.staged.artifacts.some((a) => a.name === name);
   const knownBinary = (name: string): boolean => shellAllow.has(name);
   const detachMetrics = o.metrics === false ? () => {} : attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, knownTool, knownBinary }, o.metrics ?? runtimeMetrics());
-  if (session.hooks && session.hooks !== NO_HOOKS) instrumentHookPort(session.hooks, session.trace);
   let done: Promise<void> | undefined;
   const handle: SessionTelemetry = {
     telemetry,

@@ -12,7 +12,7 @@
 import { basename } from 'node:path';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { TraceEvent, TraceWriter } from '../trace/writer.ts';
-import { normaliseUsage } from './spans.ts';
+import { normaliseUsage } from './usage.ts';
 
 /** gen_ai.client.token.usage advice: 1, 4, 16, … 67108864 (powers of 4). */
 export const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];

@@ -1,6 +1,6 @@
 /**
- * Session spans, with the OpenTelemetry GenAI semantic conventions (Development status; the
- * attribute names are copied here, as the semconv package advises for incubating names).
+ * Session spans, with the OpenTelemetry GenAI semantic conventions (attribute names in semconv.ts,
+ * the traceparent parser in traceparent.ts, usage normalisation in usage.ts).
  *
  *   invoke_agent <capsule>            one per task; parent = the caller's `traceparent`, else a root
  *   ├─ chat <model>                   one per inference turn (and per hook `run-inference` call)
@@ -21,151 +21,17 @@
  * started by one-line calls in runtime/loop. Without `attachSpans` (instrumentSession) every call
  * here is a no-op.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, isSpanContextValid, type Attributes, type Context, type Span, type SpanContext } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { basename } from 'node:path';
 import type { TraceEvent, TraceWriter } from '../trace/writer.ts';
 import { currentTelemetry, type Telemetry } from './otel.ts';
+import { CAPSULE, GEN_AI } from './semconv.ts';
+import { formatTraceparent, parseTraceparent } from './traceparent.ts';
+import { normaliseUsage } from './usage.ts';
 
-// ---- attribute names ---------------------------------------------------------------------------
-
-export const GEN_AI = {
-  OPERATION_NAME: 'gen_ai.operation.name',
-  PROVIDER_NAME: 'gen_ai.provider.name',
-  REQUEST_MODEL: 'gen_ai.request.model',
-  REQUEST_MAX_TOKENS: 'gen_ai.request.max_tokens',
-  RESPONSE_FINISH_REASONS: 'gen_ai.response.finish_reasons',
-  CONVERSATION_ID: 'gen_ai.conversation.id',
-  AGENT_NAME: 'gen_ai.agent.name',
-  AGENT_VERSION: 'gen_ai.agent.version',
-  TOOL_NAME: 'gen_ai.tool.name',
-  TOOL_CALL_ID: 'gen_ai.tool.call.id',
-  TOOL_TYPE: 'gen_ai.tool.type',
-  USAGE_INPUT_TOKENS: 'gen_ai.usage.input_tokens',
-  USAGE_OUTPUT_TOKENS: 'gen_ai.usage.output_tokens',
-  USAGE_CACHE_READ_INPUT_TOKENS: 'gen_ai.usage.cache_read.input_tokens',
-  USAGE_CACHE_CREATION_INPUT_TOKENS: 'gen_ai.usage.cache_creation.input_tokens',
-  ERROR_TYPE: 'error.type',
-} as const;
-
-/** Runtime-specific attributes (`capsule.*`). */
-export const CAPSULE = {
-  TASK_ID: 'capsule.task.id',
-  TASK_SOURCE: 'capsule.task.source',
-  TASK_ORIGIN: 'capsule.task.origin',
-  TASK_TRUST: 'capsule.task.trust',
-  TASK_EXIT_STATUS: 'capsule.task.exit_status',
-  TASK_TURNS: 'capsule.task.turns',
-  TASK_REOPENS: 'capsule.task.reopen_count',
-  TURN: 'capsule.turn',
-  USAGE_SOURCE: 'capsule.usage.source',
-  ESTIMATED_INPUT_TOKENS: 'capsule.estimate.input_tokens',
-  ESTIMATED_OUTPUT_TOKENS: 'capsule.estimate.output_tokens',
-  INFERENCE_DECISION: 'capsule.inference.decision',
-  INFERENCE_CONTINUED: 'capsule.inference.continued',
-  INFERENCE_ORIGIN: 'capsule.inference.origin',
-  TOOL_KIND: 'capsule.tool.kind',
-  TOOL_STATUS: 'capsule.tool.status',
-  TOOL_INPUT_BYTES: 'capsule.tool.input_bytes',
-  TOOL_OUTPUT_BYTES: 'capsule.tool.output_bytes',
-  TOOL_STATE_EFFECT: 'capsule.tool.state_effect',
-  SHELL_BINARY: 'capsule.shell.binary',
-  SHELL_EXIT_CODE: 'process.exit.code',
-  SHELL_EXECUTABLE: 'process.executable.path',
-  SHELL_STDOUT_BYTES: 'capsule.shell.stdout_bytes',
-  SHELL_STDERR_BYTES: 'capsule.shell.stderr_bytes',
-  SHELL_TRUNCATED: 'capsule.shell.truncated',
-  HOOK_NAME: 'capsule.hook.name',
-  HOOK_HANDLER: 'capsule.hook.handler',
-  HOOK_PHASE: 'capsule.hook.phase',
-  HOOK_MODE: 'capsule.hook.mode',
-  HOOK_OUTCOME: 'capsule.hook.outcome',
-  DENIED_KIND: 'capsule.denied.kind',
-  DENIED_REASON: 'capsule.denied.reason',
-  DENIED_FAIL_CLOSED: 'capsule.denied.fail_closed',
-  COMPACTION_OUTCOME: 'capsule.compaction.outcome',
-  COMPACTION_TOKENS_BEFORE: 'capsule.compaction.tokens_before',
-  COMPACTION_TOKENS_AFTER: 'capsule.compaction.tokens_after',
-  COMPACTION_MESSAGES_AFTER: 'capsule.compaction.messages_after',
-  COMPACTION_THRESHOLD: 'capsule.compaction.threshold',
-} as const;
-
-// ---- W3C trace context -------------------------------------------------------------------------
-
-const TRACEPARENT_RE = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(?:-.*)?$/;
-
-/** A remote SpanContext from a W3C `traceparent`, or undefined when it is absent or malformed. */
-export function parseTraceparent(v: string | undefined): SpanContext | undefined {
-  if (!v) return undefined;
-  const m = TRACEPARENT_RE.exec(v.trim().toLowerCase());
-  if (!m) return undefined;
-  const [, version, traceId, spanId, flags] = m as unknown as [string, string, string, string, string];
-  if (version === 'ff') return undefined;
-  // Version 00 has exactly four fields; later versions may append more.
-  if (version === '00' && v.trim().length !== 55) return undefined;
-  const sc: SpanContext = { traceId, spanId, traceFlags: parseInt(flags, 16) & TraceFlags.SAMPLED, isRemote: true };
-  return isSpanContextValid(sc) ? sc : undefined;
-}
-
-/** `00-<trace-id>-<span-id>-<flags>` for a span, or undefined when its context is not valid. */
-export function formatTraceparent(sc: SpanContext | undefined): string | undefined {
-  if (!sc || !isSpanContextValid(sc)) return undefined;
-  return `00-${sc.traceId}-${sc.spanId}-0${(sc.traceFlags & TraceFlags.SAMPLED).toString(16)}`;
-}
-
-/**
- * `gen_ai.provider.name` from the driver artifact's name: `murmur-driver-anthropic` → `anthropic`,
- * `driver-openai` → `openai`. A name naming none of the well-known providers is used as is, minus
- * the `murmur-` / `driver-` / `-driver` affixes.
- */
-export function providerFromDriver(artifact: string | undefined): string {
-  if (!artifact) return 'unknown';
-  const n = artifact.toLowerCase();
-  for (const [needle, value] of KNOWN_PROVIDERS) if (n.includes(needle)) return value;
-  const stripped = n.replace(/^murmur-/, '').replace(/^driver-/, '').replace(/-driver$/, '');
-  return stripped || 'unknown';
-}
-
-const KNOWN_PROVIDERS: [string, string][] = [
-  ['anthropic', 'anthropic'], ['openai', 'openai'], ['bedrock', 'aws.bedrock'], ['gemini', 'gcp.gemini'], ['vertex', 'gcp.vertex_ai'],
-  ['mistral', 'mistral_ai'], ['groq', 'groq'], ['deepseek', 'deepseek'], ['cohere', 'cohere'], ['xai', 'x_ai'], ['perplexity', 'perplexity'],
-  ['ollama', 'ollama'], ['vllm', 'vllm'],
-];
-
-// ---- usage normalisation (shared with metrics) -------------------------------------------------
-
-export interface NormalisedUsage {
-  /** All input tokens, cached ones included (gen_ai.usage.input_tokens). */
-  input: number;
-  output: number;
-  cacheRead?: number;
-  cacheWrite?: number;
-  inputSource: 'provider' | 'host';
-  outputSource: 'provider' | 'host';
-}
-
-/**
- * One `inference` event's usage in OTel terms. Provider-reported members win over the host's
- * count; Anthropic's `input_tokens` excludes cache reads and writes, so they are added back
- * (gen_ai.usage.input_tokens includes cached tokens); OpenAI's `prompt_tokens` already includes them.
- */
-export function normaliseUsage(e: Record<string, unknown>, provider: string): NormalisedUsage {
-  const r = (e.reported_usage && typeof e.reported_usage === 'object' ? e.reported_usage : {}) as Record<string, unknown>;
-  const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined);
-  const cacheRead = num(r.cached_tokens);
-  const cacheWrite = num(r.cache_write_tokens);
-  const rIn = num(r.input_tokens);
-  const rOut = num(r.output_tokens);
-  const excludesCache = provider === 'anthropic';
-  const input = rIn !== undefined ? rIn + (excludesCache ? (cacheRead ?? 0) + (cacheWrite ?? 0) : 0) : num(e.input_tokens) ?? 0;
-  return {
-    input,
-    output: rOut ?? num(e.output_tokens) ?? 0,
-    ...(cacheRead !== undefined ? { cacheRead } : {}),
-    ...(cacheWrite !== undefined ? { cacheWrite } : {}),
-    inputSource: rIn !== undefined ? 'provider' : 'host',
-    outputSource: rOut !== undefined ? 'provider' : 'host',
-  };
-}
+export { CAPSULE, GEN_AI, providerFromDriver } from './semconv.ts';
+export { formatTraceparent, parseTraceparent } from './traceparent.ts';
+export { normaliseUsage, type NormalisedUsage } from './usage.ts';
 
 // ---- per-session scope -------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { buildDriverRequest } from '../../runtime/inference/wire.ts';
 import { fromHookMessages } from '../../runtime/hooks/conversation.ts';
-import { readHookOutput, safeBinaryName } from '../../runtime/hooks/bus.ts';
+import { safeBinaryName } from '../../runtime/hooks/bus.ts';
+import { readHookOutput } from '../../runtime/hooks/output.ts';
 import { utf8Window } from '../../runtime/hooks/imports.ts';
 import { adoptHookMessages, mintMessageId, stripBookkeeping, validateToolPairs } from '../../runtime/hooks/messages.ts';
 

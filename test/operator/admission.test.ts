@@ -56,7 +56,8 @@ describe('Hook admission (CEL from the commit table)', () => {
         expect(got, label).toBeDefined();
         // One violation, at the field staging names, with staging's message.
         expect(got, label).toContain(`spec.${want.field}: Invalid value: `);
-        expect(got, label).toMatch(new RegExp(`: ${want.message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+        // staging's message, then the stable code of a Hook admission refusal.
+        expect(got, label).toMatch(new RegExp(`: ${want.message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\[E-OP-010\\]$`));
         expect(got!.split('Invalid value').length - 1, `${label}: exactly one violation`).toBe(1);
       }
     });

@@ -2,6 +2,8 @@
  * The Helm chart: lint, template (RBAC least privilege, ServiceMonitor only when the Prometheus
  * Operator API exists), and install / upgrade / uninstall on the real API server.
  */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -31,23 +33,50 @@ describe('helm chart', () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
   });
 
-  it('renders least-privilege RBAC (cluster-wide or per watched namespace)', async () => {
+  it('by default renders no cluster-wide permission: Roles in the watched namespaces only', async () => {
     const all = docs((await helm(['template', 'x', chart, '-n', 'ops'])).stdout);
-    const cr = all.find((d) => d.kind === 'ClusterRole');
-    const verbsFor = (res: string) => cr.rules.filter((r: any) => r.resources.includes(res)).flatMap((r: any) => r.verbs);
+    expect(all.some((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding')).toBe(false);
+    const roles = all.filter((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election'));
+    expect(roles.map((d) => d.metadata.namespace)).toEqual(['default']);
+    const verbsFor = (res: string) => roles[0].rules.filter((r: any) => r.resources.includes(res)).flatMap((r: any) => r.verbs);
     expect(verbsFor('secrets').sort()).toEqual(['get', 'list', 'watch']);
     expect(verbsFor('capsules').sort()).toEqual(['get', 'list', 'watch']);
     expect(verbsFor('capsules/status').sort()).toEqual(['get', 'patch', 'update']);
     expect(verbsFor('hooks/status').sort()).toEqual(['get', 'patch', 'update']);
-    expect(cr.rules.some((r: any) => r.verbs.includes('*') || r.resources.includes('*'))).toBe(false);
+    expect(roles[0].rules.some((r: any) => r.verbs.includes('*') || r.resources.includes('*'))).toBe(false);
     const opEnv = Object.fromEntries(all.find((d) => d.kind === 'Deployment').spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value]));
-    expect([opEnv.DNS_NAMESPACE, opEnv.DNS_POD_LABELS]).toEqual(['kube-system', 'k8s-app=kube-dns']);
+    expect([opEnv.DNS_NAMESPACE, opEnv.DNS_POD_LABELS, opEnv.WATCH_NAMESPACES]).toEqual(['kube-system', 'k8s-app=kube-dns', 'default']);
     const lease = all.find((d) => d.kind === 'Role' && d.metadata.name.endsWith('leader-election'));
     expect(lease.metadata.namespace).toBe('ops');
 
     const scoped = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}'])).stdout);
     expect(scoped.some((d) => d.kind === 'ClusterRole')).toBe(false);
     expect(scoped.filter((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election')).map((d) => d.metadata.namespace)).toEqual(['a', 'b']);
+
+    // Cluster-wide only when asked for, by name.
+    const wide = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'clusterWide=true', '--set', 'watchNamespaces=null'])).stdout);
+    expect(wide.some((d) => d.kind === 'ClusterRole')).toBe(true);
+    const none = await helm(['template', 'x', chart, '--set', 'watchNamespaces=null']);
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toContain('watchNamespaces is empty');
+  });
+
+  it('values.schema.json rejects bad values at helm install/template', async () => {
+    for (const [set, what] of [
+      ['replicas=many', 'replicas'],
+      ['image.pullPolicy=Sometimes', 'pullPolicy'],
+      ['network.egressExcept={not-a-cidr}', 'egressExcept'],
+      ['watchNamespaces={Bad_NS}', 'watchNamespaces'],
+      ['watchNamespace={a}', 'watchNamespace'],
+      ['usage.scrapeIntervalSeconds=-1', 'scrapeIntervalSeconds'],
+    ] as const) {
+      const r = await helm(['template', 'x', chart, '--set', set]);
+      expect(r.code, set).not.toBe(0);
+      expect(r.stderr, set).toContain(what);
+    }
+    // And the interface other tooling uses stays valid.
+    const ok = await helm(['template', 'x', chart, '--set', 'image.repository=r.example/op', '--set', 'image.tag=dev', '--set', 'image.pullPolicy=Never', '--set', 'runtime.image.pullPolicy=Never']);
+    expect(ok.code, ok.stderr).toBe(0);
   });
 
   it('creates a ServiceMonitor only when monitoring.coreos.com/v1 exists', async () => {
@@ -109,6 +138,21 @@ spec:
       // Nothing outside the watched namespaces: the ServiceAccount cannot even list Capsules there.
       const denied = await asSa.list('/apis/murmur.io/v1alpha1/namespaces/default/capsules').then(() => 0, (e: { status: number }) => e.status);
       expect(denied).toBe(403);
+      // What the API server's authorizer says (kubectl auth can-i, as the ServiceAccount).
+      const sa = `system:serviceaccount:${ns}:capsule-operator`;
+      const can = async (verb: string, res: string, where: string[]) => (await kubectl(['auth', 'can-i', verb, res, ...where, `--as=${sa}`])).stdout.trim();
+      for (const where of [['-n', 'kube-system'], ['-n', 'default'], ['--all-namespaces']]) {
+        for (const [verb, res] of [['get', 'secrets'], ['list', 'secrets'], ['watch', 'secrets'], ['create', 'deployments.apps'], ['patch', 'configmaps'], ['create', 'services'], ['delete', 'networkpolicies.networking.k8s.io'], ['create', 'serviceaccounts']]) {
+          expect(await can(verb!, res!, where), `${verb} ${res} ${where.join(' ')}`).toBe('no');
+        }
+      }
+      for (const [verb, res] of [['list', 'secrets'], ['watch', 'secrets'], ['patch', 'deployments.apps'], ['create', 'configmaps'], ['create', 'events']]) {
+        expect(await can(verb!, res!, ['-n', watched]), `${verb} ${res} in the watched namespace`).toBe('yes');
+      }
+      expect(await can('patch', 'capsules.murmur.io', ['-n', watched, '--subresource=status'])).toBe('yes');
+      expect(await can('update', 'capsules.murmur.io', ['-n', watched])).toBe('no');
+      expect(await can('get', 'leases.coordination.k8s.io/capsule-operator', ['-n', ns])).toBe('yes');
+      expect(await can('get', 'leases.coordination.k8s.io/other', ['-n', ns])).toBe('no');
     } finally {
       await op.stop();
       asSa.close();
@@ -128,5 +172,48 @@ spec:
     expect(await client.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${watched}/roles/capsule-operator`)).toBeUndefined();
     // Helm never deletes CRDs (so Capsules survive an uninstall).
     expect(await client.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/capsules.murmur.io')).toBeDefined();
+  });
+
+  it('the documented CRD upgrade command works on a changed CRD that Helm created', async () => {
+    // A copy of the chart whose Capsule CRD lives in a group of its own (the shared test cluster
+    // already has the real CRDs), in an older shape: without the /scale subresource.
+    const dir = mkdtempSync(join(tmpdir(), 'crd-upgrade-'));
+    const group = `upgrade${Date.now().toString(36)}.example`;
+    const crdText = (file: string) => readFileSync(join(chart, 'crds', file), 'utf8').replaceAll('murmur.io', group);
+    const old = join(dir, 'v1');
+    const next = join(dir, 'v2');
+    try {
+      for (const d of [old, next]) {
+        cpSync(chart, d, { recursive: true });
+        rmSync(join(d, 'crds', 'murmur.io_hooks.yaml'));
+      }
+      const current = crdText('murmur.io_capsules.yaml');
+      writeFileSync(join(old, 'crds', 'murmur.io_capsules.yaml'), current.split('\n').filter((l) => !/^\s+(scale:|specReplicasPath:|statusReplicasPath:|labelSelectorPath:)/.test(l)).join('\n'));
+      writeFileSync(join(next, 'crds', 'murmur.io_capsules.yaml'), current);
+      expect(readFileSync(join(old, 'crds', 'murmur.io_capsules.yaml'), 'utf8')).not.toContain('specReplicasPath');
+      const release = `crd-up-${Date.now().toString(36)}`;
+      const inst = await helm(['install', release, old, '-n', ns, '--set', `watchNamespaces={${watched}}`, '--wait=false']);
+      expect(inst.code, inst.stderr).toBe(0);
+      const name = `capsules.${group}`;
+      const crd = await eventually('CRD created by helm', () => client.get<any>(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`));
+      expect(crd.spec.versions[0].subresources.scale).toBeUndefined();
+      const up = await helm(['upgrade', release, next, '-n', ns, '--reuse-values', '--wait=false']);
+      expect(up.code, up.stderr).toBe(0);
+      // Helm does not touch CRDs on upgrade: the documented command does.
+      expect((await client.get<any>(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`)).spec.versions[0].subresources.scale).toBeUndefined();
+      const crds = (await helm(['show', 'crds', next])).stdout;
+      const plain = await kubectl(['apply', '--server-side', '-f', '-'], crds);
+      const forced = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], crds);
+      expect(forced.code, forced.stderr).toBe(0);
+      const after = await client.get<any>(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      expect(after.spec.versions[0].subresources.scale).toMatchObject({ specReplicasPath: '.spec.replicas', labelSelectorPath: '.status.selector' });
+      // Why the flag is documented: without it a field Helm set is a conflict (or, if Helm's
+      // manager owns nothing that changed, the plain apply already worked).
+      if (plain.code !== 0) expect(plain.stderr).toMatch(/conflict/i);
+      await helm(['uninstall', release, '-n', ns]);
+      await kubectl(['delete', 'crd', name, '--wait=false']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

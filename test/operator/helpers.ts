@@ -37,13 +37,18 @@ export async function helm(args: string[]): Promise<{ stdout: string; stderr: st
   }
 }
 
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000, stepMs = 150): Promise<T> {
+/**
+ * Polls `fn` until it returns a truthy value (returned) or throws past the deadline. `undefined`,
+ * `null`, `false`, `0` and `''` all mean "not yet": a check that wants a count of zero returns
+ * `n === 0`, not `n`.
+ */
+export async function eventually<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 60_000, stepMs = 150): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const v = await fn();
-      if (v !== undefined && v !== false) return v as T;
+      if (v) return v as T;
     } catch (e) {
       last = e;
     }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../operator/api/types.ts';
 import { LeaderElector } from '../../operator/controller/leader.ts';
 import { Informer } from '../../operator/kube/informer.ts';
-import { client, deleteNamespace, ensureCrds, eventually, kubeconfig, newNamespace, operator, repoRoot, sleep } from './helpers.ts';
+import { client, deleteNamespace, ensureCrds, eventually, kubeconfig, newNamespace, operator, repoRoot } from './helpers.ts';
 
 let ns = '';
 beforeAll(async () => {
@@ -30,7 +30,8 @@ describe('informer', () => {
     await inf.waitForSync();
     expect(inf.relists).toBe(1);
     const watchesBefore = client.counts.WATCH ?? 0;
-    await sleep(2600); // the server ends each watch after 1 s; the informer re-opens it
+    // The server ends each watch after 1 s; wait until the informer has re-opened it twice.
+    await eventually('watch re-opened twice', () => (client.counts.WATCH ?? 0) - watchesBefore >= 2, 30_000, 50);
     await client.create(cm('after'));
     await client.delete(cm('before'));
     await eventually('events seen', () => seen.includes('ADDED after') && seen.includes('DELETED before'));
@@ -84,19 +85,22 @@ describe('leader election without a release', () => {
     const o = { namespace: ns, name: 'crash-lease', leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200 };
     const a = new LeaderElector(client, { ...o, identity: 'a' });
     const b = new LeaderElector(client, { ...o, identity: 'b' });
-    let bStarted = 0;
     a.start(() => {}, () => {});
     await eventually('a leads', () => a.isLeader);
-    b.start(() => (bStarted = Date.now()), () => {});
-    await sleep(600);
+    b.start(() => {}, () => {});
+    // b tries (and is refused) several times while a renews.
+    await eventually('b tried three times', () => b.attempts >= 3, 10_000, 20);
     expect(b.isLeader).toBe(false);
-    const t0 = Date.now();
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/crash-lease`;
     await a.stop({ release: false }); // a "crashes": no release, no more renewals
+    const last = await client.get<any>(path);
+    expect(last.spec.holderIdentity).toBe('a');
     await eventually('b leads', () => b.isLeader, 10_000, 50);
-    const waited = bStarted - t0;
-    // b observed the last renewal itself and waits a full lease duration from then.
-    expect(waited).toBeGreaterThanOrEqual(1200);
-    expect(waited).toBeLessThan(4000);
+    // Not before the Lease expired: in the Lease's own record, b acquired it a full lease duration
+    // (less one retry period of observation slack) after a's last renewal.
+    const taken = await client.get<any>(path);
+    expect(taken.spec.holderIdentity).toBe('b');
+    expect(Date.parse(taken.spec.acquireTime) - Date.parse(last.spec.renewTime)).toBeGreaterThanOrEqual(o.leaseDurationMs - o.retryPeriodMs);
     await b.stop();
     const lease = await client.get<any>(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/crash-lease`);
     expect(lease.spec.holderIdentity).toBe('');

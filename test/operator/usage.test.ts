@@ -29,7 +29,7 @@ import { freePort, serve, type Served } from '../cli/serve-kit.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { parseExposition } from '../telemetry/prom-text.ts';
-import { client, cluster, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, newNamespace, operator, repoRoot, sleep } from './helpers.ts';
+import { client, cluster, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, newNamespace, operator, repoRoot } from './helpers.ts';
 
 
 // ---- one real `mur serve` (restartable on the same metrics port) ---------------------------------
@@ -299,8 +299,7 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
     await startRuntime([{ text: 'three', usage: { input: 50, output: 5 } }, { text: 'four', usage: { input: 10, output: 1 } }]);
     // Scraped at 0 first (a real pod needs seconds to become ready; the failover case below
     // relies on the process having started well before the write).
-    await scrapes(1);
-    await sleep(1000);
+    await scrapes(2);
     await task('after restart');
     const text = await metricsText();
     expect(podTokens(parsePrometheusText(text)), text).toMatchObject({ input: 50, output: 5 });
@@ -372,13 +371,12 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
       await new Promise<void>((r) => silent.close(() => r()));
     });
     const dead = `http://127.0.0.1:${(silent.address() as { port: number }).port}/metrics`;
-    const s = new UsageScraper(client, op!.controller()!.capsules, { intervalMs: 60_000, timeoutMs: 30_000, concurrency: 1, metricsUrl: () => dead, namespaces: [ns], metrics: new OperatorMetrics(false) });
+    const s = new UsageScraper(client, op!.controller()!.capsules, { intervalMs: 60_000, timeoutMs: 600_000, concurrency: 1, metricsUrl: () => dead, namespaces: [ns], metrics: new OperatorMetrics(false) });
     const round = s.scrapeOnce();
     await eventually('the round is waiting on a pod', () => held.size > 0);
-    const t0 = Date.now();
+    // The fetch would wait 10 minutes (far past the test timeout): only stop() can end the round.
     await s.stop();
     const report = await round;
-    expect(Date.now() - t0).toBeLessThan(2000);
     // The first pod was cut off by stop(), the others never tried: nothing counted, nothing written.
     expect(report).toMatchObject({ pods: 3, ok: 0, failed: 0, written: [] });
     expect(held.size).toBe(1);

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TraceWriter } from '../../runtime/trace/writer.ts';
 import { NO_HOOKS, type HookPort } from '../../runtime/hooks/port.ts';
 import {
-  InMemorySpanExporter, RuntimeMetrics, attachMetrics, attachSpans, instrumentHookPort, setupTelemetry,
+  InMemorySpanExporter, RuntimeMetrics, attachMetrics, attachSpans, tracedHookPort, setupTelemetry,
   startCompactionSpan, startChatSpan, startHookSpan, startToolSpan, currentToolTraceparent, TELEMETRY_OFF, type Telemetry, type ReadableSpan,
 } from '../../runtime/telemetry/index.ts';
 import { parseExposition } from './prom-text.ts';
@@ -170,7 +170,7 @@ describe('spans from trace events', () => {
 });
 
 describe('hook dispatch spans', () => {
-  it('instrumentHookPort wraps each handler dispatch with its outcome', async () => {
+  it('tracedHookPort decorates each handler dispatch with its outcome and leaves the port untouched', async () => {
     const calls: string[] = [];
     const port: HookPort = {
       ...NO_HOOKS,
@@ -185,14 +185,15 @@ describe('hook dispatch spans', () => {
         throw new Error('hook crashed');
       },
     };
-    instrumentHookPort(port, writer);
-    instrumentHookPort(port, writer); // idempotent
+    const original = { ...port };
+    const traced = tracedHookPort(port, writer);
+    expect(port).toEqual(original); // a decorator: no method of the port is replaced
     writer.write('task_start', { task_id: 't1', context_id: 'c1', source: 'task_md' });
     const tool = startToolSpan(writer, { name: 'echo' });
-    expect(await port.toolDecision({ turn: 1, toolName: 'echo' })).toMatchObject({ allowed: false });
+    expect(await traced.toolDecision({ turn: 1, toolName: 'echo' })).toMatchObject({ allowed: false });
     tool.end({ status: 'denied' });
-    await port.taskEnd({ taskId: 't1', exitStatus: 'ok' });
-    await expect(port.sessionEnd({})).rejects.toThrow('hook crashed');
+    await traced.taskEnd({ taskId: 't1', exitStatus: 'ok' });
+    await expect(traced.sessionEnd({})).rejects.toThrow('hook crashed');
     expect(calls).toEqual(['decision']);
     const [decision, taskEnd, sessionEnd] = [named('hook_dispatch on-tool-call')[0]!, named('hook_dispatch on-task-end')[0]!, named('hook_dispatch on-session-end')[0]!];
     expect(decision.attributes).toMatchObject({ 'capsule.hook.handler': 'on-tool-call', 'capsule.hook.phase': 'decision', 'capsule.hook.outcome': 'deny' });

@@ -68,7 +68,7 @@ describe('hook dispatch spans in a session', () => {
     const hookChat = spans.find((s) => s.name === 'chat claude-test' && s.attributes['capsule.inference.origin'] === 'hook:squash')!;
     expect(parentOf(dispatch!)).toBe(id(compaction!));
     expect(parentOf(hookChat)).toBe(id(dispatch!));
-    expect(dispatch!.attributes['capsule.hook.outcome']).toBe('replaced');
+    expect(dispatch!.attributes['capsule.hook.outcome']).toBe('replace-context');
     expect(compaction!.attributes).toMatchObject({ 'capsule.compaction.outcome': 'replaced', 'capsule.hook.name': 'squash', 'capsule.compaction.messages_after': 1 });
     expect(typeof compaction!.attributes['capsule.compaction.tokens_after']).toBe('number');
     // A hook's completion records the provider's reported usage, like any turn.

@@ -42,8 +42,16 @@ export function buildEgressPolicy(c: Capsule, entries: AllowEntry[], opts: Trans
     }
   }
   if (hostPorts.size) {
+    // NetworkPolicy cannot name a host: the rule opens the ports to "anywhere but the cluster and
+    // private ranges" (an except must lie inside its cidr, hence one block per address family);
+    // the runtime enforces the names themselves.
+    const v6 = opts.egressExcept.filter((x) => x.includes(':'));
+    const v4 = opts.egressExcept.filter((x) => !x.includes(':'));
     rules.push({
-      to: [{ ipBlock: { cidr: '0.0.0.0/0', ...(opts.egressExcept.length ? { except: [...opts.egressExcept] } : {}) } }, { ipBlock: { cidr: '::/0' } }],
+      to: [
+        { ipBlock: { cidr: '0.0.0.0/0', ...(v4.length ? { except: v4 } : {}) } },
+        { ipBlock: { cidr: '::/0', ...(v6.length ? { except: v6 } : {}) } },
+      ],
       ports: [...hostPorts].sort((a, b) => a - b).map(tcp),
     });
   }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseAllow } from '../../../operator/translate/network.ts';
+import { translate } from '../../../operator/translate/index.ts';
+import { defaultOptions, PRIVATE_RANGES } from '../../../operator/translate/options.ts';
 
 const known = (ns: string, n: string) => ns === 'b' && n === 'svc1';
 const p = (s: string) => parseAllow(s, 'cluster.local', known);
@@ -24,5 +26,33 @@ describe('network.allow classification', () => {
 
   it.each(['ftp://x.com', 'https://x.com/path', 'x.com:99999', 'capsule://UPPER/x', '10.0.0.0/99', 'a b'])('refuses %s', (raw) => {
     expect(p(raw).kind).toBe('invalid');
+  });
+});
+
+describe('hostname grants never open the cluster', () => {
+  const spec = (allow: string[]) => ({
+    artifacts: [{ name: 'd', version: '1.0.0', runtime: 'driver' as const }],
+    inference: { driver: { artifact: 'd' }, model: 'm', endpoint: 'https://api.anthropic.com' },
+    capabilities: { network: { allow } },
+  });
+  const egress = (allow: string[], over: Partial<ReturnType<typeof defaultOptions>> = {}) => {
+    const r = translate({ capsule: { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'c', namespace: 'ns', uid: 'u' }, spec: spec(allow) }, hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options: defaultOptions(over) });
+    return (r.objects.find((o) => o.metadata.name === 'c-egress') as any).spec.egress as Array<{ to: Array<{ ipBlock?: { cidr: string; except?: string[] } }>; ports?: unknown[] }>;
+  };
+  it('by default the "any address" rule of a hostname grant cuts out the private, loopback and link-local ranges, both families', () => {
+    const anyRule = egress(['api.example.com']).find((r) => r.to.some((t) => t.ipBlock?.cidr === '0.0.0.0/0'))!;
+    expect(anyRule.to).toEqual([
+      { ipBlock: { cidr: '0.0.0.0/0', except: PRIVATE_RANGES.filter((c) => !c.includes(':')) } },
+      { ipBlock: { cidr: '::/0', except: PRIVATE_RANGES.filter((c) => c.includes(':')) } },
+    ]);
+    for (const c of ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16']) expect(anyRule.to[0]!.ipBlock!.except).toContain(c);
+  });
+  it('configured pod and service CIDRs outside those ranges are cut out too', () => {
+    const anyRule = egress(['api.example.com'], { egressExcept: [...PRIVATE_RANGES, '203.0.113.0/24'] }).find((r) => r.to.some((t) => t.ipBlock?.cidr === '0.0.0.0/0'))!;
+    expect(anyRule.to[0]!.ipBlock!.except).toContain('203.0.113.0/24');
+  });
+  it('a private address granted explicitly gets its own rule', () => {
+    const rules = egress(['api.example.com', '10.1.2.3:5432']);
+    expect(rules).toContainEqual({ to: [{ ipBlock: { cidr: '10.1.2.3/32' } }], ports: [{ protocol: 'TCP', port: 5432 }] });
   });
 });

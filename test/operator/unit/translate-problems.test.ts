@@ -45,3 +45,33 @@ describe('translate: the OTLP headers Secret', () => {
     expect(withOtlp({ 'otlp-headers': { name: 'otlp-headers', resourceVersion: '1', keys: ['other'] } }).problems).toEqual([expect.objectContaining({ reason: 'MissingSecretKey', fatal: false })]);
   });
 });
+
+describe('translate: whatever admission lets through, the runtime validator on the rendered murmur.yaml refuses (InvalidManifest)', () => {
+  const refused = (spec: Capsule['spec']) => run({ ...AGENT, ...spec }).problems.filter((p) => p.fatal);
+  it.each([
+    ['a wildcard host', { capabilities: { network: { allow: ['*'] } } }, 'spec.capabilities.network.allow[0]', /'\*' is not a valid host/],
+    ['a wildcard subdomain', { capabilities: { network: { allow: ['*.example.com'] } } }, 'spec.capabilities.network.allow[0]', /not a valid host/],
+    ['user:pw@host', { capabilities: { network: { allow: ['user:pw@example.com'] } } }, 'spec.capabilities.network.allow[0]', /credentials/],
+    ['a version with spaces', { version: '1 0' }, 'spec.version', /invalid version '1 0'.*E-MAN-007/],
+    ['a bad spec.name', { name: 'Bad_Name' }, 'spec.name', /invalid name 'Bad_Name'.*E-MAN-007/],
+    ['a bad strip_env glob', { capabilities: { shell: { allow: ['ls'], strip_env: ['AWS-*'] } } }, 'spec.capabilities.shell.strip_env[0]', /strip_env pattern 'AWS-\*'.*E-MAN-011/],
+  ])('%s is Ready=False material, naming the field, with the runtime message', (_what, spec, field, message) => {
+    const p = refused(spec as Capsule['spec']);
+    expect(p.length).toBeGreaterThan(0);
+    expect(p[0]!.field).toBe(field);
+    expect(p[0]!.message).toMatch(message);
+  });
+
+  it('an artifact grant wider than the capsule grant is refused at the artifact index', () => {
+    const p = refused({
+      capabilities: { network: { allow: ['api.example.com'] } },
+      artifacts: [...AGENT.artifacts, { name: 't', version: '1.0.0', capabilities: { network: { allow: ['other.example.com'] } } }],
+    });
+    expect(p).toEqual([expect.objectContaining({ reason: 'InvalidManifest', field: 'spec.artifacts[1].capabilities.network.allow[0]' })]);
+    expect(p[0]!.message).toMatch(/widens the capsule grant.*E-MAN-016/);
+  });
+
+  it('a valid Capsule has no such problem', () => {
+    expect(refused({ capabilities: { network: { allow: ['api.example.com', 'https://x.example.com:8443', '10.0.0.0/8'] } } })).toEqual([]);
+  });
+});
