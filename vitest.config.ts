@@ -1,8 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects: everything that needs only Node + WASM; the operator's pure tests (translate
-// golden files, unit tests: no API server, so they run anywhere); and the operator suite, which
-// needs a real kube-apiserver (started once by the cluster global setup, or taken from $KUBECONFIG).
+// Four projects: everything that needs only Node + WASM; the operator's pure tests (translate
+// golden files, unit tests: no API server, so they run anywhere); the operator suite, which
+// needs a real kube-apiserver (started once by the cluster global setup, or taken from $KUBECONFIG);
+// the image contract tests, which need a Docker engine and the built images
+// (test/images/global-setup.ts); and the real-node e2e suite (containers, Services,
+// NetworkPolicies on a real kubelet node: Linux + root).
 const OPERATOR_PURE = ['test/operator/unit/**/*.test.ts', 'test/operator/golden.test.ts'];
 export default defineConfig({
   test: {
@@ -14,7 +17,7 @@ export default defineConfig({
         test: {
           name: 'runtime',
           include: ['test/**/*.test.ts', 'runtime/**/*.test.ts'],
-          exclude: ['test/operator/**', 'test/cluster/**', 'node_modules/**'],
+          exclude: ['test/operator/**', 'test/cluster/**', 'test/images/**', 'test/realnode/**', 'node_modules/**'],
           globalSetup: ['test/support/tmp-setup.ts'],
           pool: 'forks',
         },
@@ -37,6 +40,28 @@ export default defineConfig({
           globalSetup: ['test/support/tmp-setup.ts', 'test/cluster/global-setup.ts'],
           pool: 'forks',
           fileParallelism: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'images',
+          include: ['test/images/**/*.test.ts'],
+          globalSetup: ['test/support/tmp-setup.ts', 'test/images/global-setup.ts'],
+          pool: 'forks',
+          fileParallelism: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'realnode',
+          include: ['test/realnode/**/*.test.ts'],
+          globalSetup: ['test/support/tmp-setup.ts', 'test/realnode/global-setup.ts'],
+          pool: 'forks',
+          // one node, two cores: one file at a time
+          fileParallelism: false,
+          testTimeout: 240_000,
         },
       },
     ],

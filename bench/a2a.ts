@@ -1,10 +1,13 @@
 /**
- * A2A throughput: `message/send` → completed with an instant executor, in tasks per second,
- * against a bare express JSON-RPC echo measured in the same run (target: ≥ 50% of the echo).
+ * A2A throughput in tasks per second, four arms alternating round by round (bench/paired.ts): a bare
+ * express JSON-RPC echo (the baseline), `message/send` and `SendMessage` → completed with a stub
+ * executor (an instant answer: the server alone, no components), and `message/send` through the
+ * agent loop with the real replay-driver component (no provider, no hooks). Target: the stub arms
+ * ≥ 50% of the echo, by the median of the paired ratio.
  *
- *   node --import tsx bench/a2a.ts [--seconds 3] [--concurrency 32]
+ *   node --import tsx bench/a2a.ts [--seconds 2] [--rounds 5] [--concurrency 32]
  *
- * Prints one line per target and the ratio; also a JSON summary on the last line.
+ * Prints min / median / max per arm and per paired ratio; a JSON summary on the last line.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,14 +15,15 @@ import { taskExecutor } from '../runtime/compose/a2a-bridge.ts';
 import { endTurn, openReplay } from '../test/loop/replay-kit.ts';
 import express from 'express';
 import { startA2AServer } from '../runtime/a2a/server.ts';
+import { fmtRate, machineLine, paired, pairedRows, table, type Arm } from './paired.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 };
-const SECONDS = arg('seconds', 3);
+const SECONDS = arg('seconds', 2);
 const CONCURRENCY = arg('concurrency', 32);
-const ROUNDS = arg('rounds', 2);
+const ROUNDS = arg('rounds', 5);
 
 function body(method: string, i: number): string {
   const message =
@@ -107,28 +111,9 @@ async function main() {
     executor: async (ctx) => ({ state: 'completed', text: ctx.text }),
   });
 
-  const results: Record<string, number[]> = { echo: [], 'message/send (0.3)': [], 'SendMessage (1.0)': [] };
-  let errors = 0;
-  const lines: string[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const e = await load(echoUrl, 'message/send', {}, (j) => j.result !== undefined);
-    const a = await load(a2a.url, 'message/send', {}, (j) => j.result?.status?.state === 'completed');
-    const b = await load(a2a.url, 'SendMessage', { 'A2A-Version': '1.0' }, (j) => j.result?.task?.status?.state === 'TASK_STATE_COMPLETED');
-    results['echo']!.push(e.rps);
-    results['message/send (0.3)']!.push(a.rps);
-    results['SendMessage (1.0)']!.push(b.rps);
-    errors += e.errors + a.errors + b.errors;
-    lines.push(
-      `round ${round + 1}: echo ${e.rps.toFixed(0)} req/s (p50 ${e.p50.toFixed(2)} ms) | ` +
-        `message/send ${a.rps.toFixed(0)} tasks/s (p50 ${a.p50.toFixed(2)} ms, p99 ${a.p99.toFixed(2)} ms) | ` +
-        `SendMessage ${b.rps.toFixed(0)} tasks/s (p50 ${b.p50.toFixed(2)} ms)`,
-    );
-  }
-  await a2a.close();
-
   // The same front door with the whole stack behind it: an agent session (the replay driver, a
-  // real WASM component answering at once without a provider), one task at a time as a queue
-  // capsule runs them. This is the figure a caller sees; the stub rows above isolate the server.
+  // real WASM component answering at once without a provider), tasks in order as a queue capsule
+  // runs them. This is the figure a caller sees; the stub arms isolate the server.
   const kit = await openReplay({ responses: [endTurn('ok')] });
   const full = await startA2AServer({
     card: { name: 'bench-agent', version: '0.1.0', description: 'bench' },
@@ -136,25 +121,37 @@ async function main() {
     queueDepth: 100_000,
     executor: taskExecutor(kit.session),
   });
-  const warm = await load(full.url, 'message/send', {}, (j) => j.result?.status?.state === 'completed');
-  void warm;
-  const agentRun = await load(full.url, 'message/send', {}, (j) => j.result?.status?.state === 'completed');
-  errors += agentRun.errors;
+  await load(full.url, 'message/send', {}, (j) => j.result?.status?.state === 'completed'); // warm the components
+
+  let errors = 0;
+  const arm = (name: string, url: string, method: string, headers: Record<string, string>, check: (j: any) => boolean): Arm => ({
+    name,
+    run: async () => {
+      const r = await load(url, method, headers, check);
+      errors += r.errors;
+      return r.rps;
+    },
+  });
+  // Every arm runs once per round, alternating; ratios are paired round by round against the echo.
+  const res = await paired(
+    [
+      arm('bare express JSON echo (req/s)', echoUrl, 'message/send', {}, (j) => j.result !== undefined),
+      arm('A2A message/send → completed, stub executor (0.3)', a2a.url, 'message/send', {}, (j) => j.result?.status?.state === 'completed'),
+      arm('A2A SendMessage → completed, stub executor (1.0)', a2a.url, 'SendMessage', { 'A2A-Version': '1.0' }, (j) => j.result?.task?.status?.state === 'TASK_STATE_COMPLETED'),
+      arm('A2A message/send → agent loop, replay driver component', full.url, 'message/send', {}, (j) => j.result?.status?.state === 'completed'),
+    ],
+    ROUNDS,
+  );
+  await a2a.close();
   await full.close();
   await kit.close();
   await new Promise<void>((r) => echo.close(() => r()));
-  const best = (xs: number[]) => Math.max(...xs);
-  const echoRps = best(results['echo']!);
-  const r03 = best(results['message/send (0.3)']!);
-  const r10 = best(results['SendMessage (1.0)']!);
-  for (const l of lines) console.log(l);
-  console.log(`node ${process.version}, ${SECONDS}s x ${ROUNDS} rounds, concurrency ${CONCURRENCY}, best round per target`);
-  console.log(`bare express JSON echo:               ${echoRps.toFixed(0)} req/s`);
-  console.log(`A2A message/send -> completed (0.3):  ${r03.toFixed(0)} tasks/s  = ${((100 * r03) / echoRps).toFixed(1)}% of echo`);
-  console.log(`A2A SendMessage -> completed (1.0):   ${r10.toFixed(0)} tasks/s  = ${((100 * r10) / echoRps).toFixed(1)}% of echo`);
-  console.log(`A2A message/send -> agent loop (replay driver, tasks in order): ${agentRun.rps.toFixed(0)} tasks/s (p50 ${agentRun.p50.toFixed(1)} ms under ${CONCURRENCY} concurrent callers) = ${((100 * agentRun.rps) / echoRps).toFixed(1)}% of echo`);
-  console.log(`errors: ${errors}; target >= 50%: ${r03 / echoRps >= 0.5 && r10 / echoRps >= 0.5 ? 'met' : 'NOT met'}`);
-  console.log(JSON.stringify({ echoRps: Math.round(echoRps), a2a03Rps: Math.round(r03), a2a10Rps: Math.round(r10), ratio03: +(r03 / echoRps).toFixed(3), ratio10: +(r10 / echoRps).toFixed(3), errors }));
+  const ratio = (i: number) => res.ratios[i]!.spread;
+  console.log(`A2A throughput (tasks/s; ${SECONDS} s per arm per round, ${ROUNDS} rounds, concurrency ${CONCURRENCY}; stub executor = instant answer, no components; agent loop = real replay-driver component, no hooks, no provider)`);
+  console.log(table(pairedRows(res, fmtRate('/s'))));
+  console.log(machineLine());
+  console.log(`errors: ${errors}; target (stub arms ≥ 50% of the echo, median paired ratio): ${ratio(0).median >= 0.5 && ratio(1).median >= 0.5 ? 'met' : 'NOT met'}`);
+  console.log(JSON.stringify({ echoRps: Math.round(res.arms[0]!.spread.median), ratio03: +ratio(0).median.toFixed(3), ratio10: +ratio(1).median.toFixed(3), ratioAgent: +ratio(2).median.toFixed(3), errors }));
 }
 
 await main();

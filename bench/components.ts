@@ -1,5 +1,5 @@
 /**
- * Component host costs, measured in one run (2-core machine, noisy: read the ratios):
+ * Component host costs, measured in one run (2-core machine, noisy: read the paired ratios):
  * transpile (first vs cached), instantiate (cold vs warm), a trivial export call through the
  * isolating worker vs the same export called in-process without isolation, a bridged host call,
  * and a 100 KB argument round trip.
@@ -12,7 +12,8 @@ import { ComponentInstance, loadComponent } from '../runtime/host/index.ts';
 import { SPARES } from '../runtime/host/spares.ts';
 import { fixture } from '../test/fixtures/build.ts';
 import { watFixture } from '../test/fixtures/build-wat.ts';
-import { fmtMs, median, table, timeIt } from './stats.ts';
+import { fmtMs, median, timeIt } from './stats.ts';
+import { fmtSpread, machineLine, paired, pairedRows, spread, table } from './paired.ts';
 
 export async function benchComponents(): Promise<string> {
   const wasm = await fixture('sandbox-probe');
@@ -58,7 +59,6 @@ export async function benchComponents(): Promise<string> {
   }
   SPARES.max = defaultSpares;
   const call = (op: Record<string, unknown>) => first.call(['run', 'run'], [{ data: JSON.stringify(op) }]);
-  const isolated = await timeIt(2000, () => call({ op: 'ping' }), 200);
   const bridged = await timeIt(1000, () => call({ op: 'ask', prompt: 'x' }), 100);
   const big = 'y'.repeat(100 * 1024);
   const bigTrip = await timeIt(100, () => call({ op: 'echo', value: big }), 10);
@@ -70,24 +70,43 @@ export async function benchComponents(): Promise<string> {
   const { instantiate } = (await import(pathToFileURL(loaded.jsPath).href)) as { instantiate: (g: (n: string) => WebAssembly.Module, i: unknown) => Promise<{ run: { run(x: unknown): unknown } }> };
   const shim = new WASIShim({ sandbox: { preopens: {}, env: {} } } as never);
   const local = await instantiate((n) => mods[n]!, { ...shim.getImportObject(), 'murmur:task/task': { requestInput: (p: string) => p }, 'murmur:text/chunks': { emitChunk() {}, emitThinkingChunk() {} } });
-  const inproc = await timeIt(2000, () => local.run.run({ data: '{"op":"ping"}' }), 200);
   const inprocAsk = await timeIt(1000, () => local.run.run({ data: '{"op":"ask","prompt":"x"}' }), 100);
-  await first.close();
 
   // A trivial export with no JS engine in the guest (a WAT tool, no WASI): what is left is the
   // host's own cost per call.
   const wat = await loadComponent(await watFixture('script-wat-tool'), { cacheDir });
   const watInst = new ComponentInstance(wat, { grants, imports: {}, deadlineMs: 60_000, memoryBytes: 64 * 1048576 });
   const watArgs = [{ data: 'x' }];
-  const watIso = await timeIt(2000, () => watInst.call(['run', 'run'], watArgs), 200);
-  await watInst.close();
   const watMods: Record<string, WebAssembly.Module> = {};
   for (const f of wat.coreFiles) watMods[f] = await WebAssembly.compile(readFileSync(join(wat.dir, f)));
   const watLocal = await ((await import(pathToFileURL(wat.jsPath).href)) as { instantiate: (g: (n: string) => WebAssembly.Module, i: unknown) => Promise<{ run: { run(x: unknown): unknown } }> }).instantiate((n) => watMods[n]!, {});
-  const watIn = await timeIt(2000, () => watLocal.run.run(watArgs[0]), 200);
-
-  const mIso = median(isolated);
-  const mIn = median(inproc);
+  await timeIt(200, () => watInst.call(['run', 'run'], watArgs), 0);
+  await timeIt(200, () => watLocal.run.run(watArgs[0]), 0);
+  await timeIt(200, () => call({ op: 'ping' }), 0);
+  await timeIt(200, () => local.run.run({ data: '{"op":"ping"}' }), 0);
+  // In-process against isolated, alternating round by round; each round is the median of a batch.
+  const ROUNDS = 10;
+  const batchMedian = async (fn: () => unknown) => median(await timeIt(200, fn, 0));
+  const watRes = await paired(
+    [
+      { name: 'trivial call, in-process (no isolation): WAT tool, no JS engine', run: () => batchMedian(() => watLocal.run.run(watArgs[0])) },
+      { name: 'trivial call, isolated (worker): WAT tool, no JS engine', run: () => batchMedian(() => watInst.call(['run', 'run'], watArgs)) },
+    ],
+    ROUNDS,
+  );
+  const probeRes = await paired(
+    [
+      { name: 'probe ping, in-process (no isolation): SpiderMonkey', run: () => batchMedian(() => local.run.run({ data: '{"op":"ping"}' })) },
+      { name: 'probe ping, isolated (worker): SpiderMonkey, JSON in the guest', run: () => batchMedian(() => call({ op: 'ping' })) },
+    ],
+    ROUNDS,
+  );
+  await watInst.close();
+  await first.close();
+  const watIsoS = watRes.arms[1]!.spread;
+  const hostAdds = spread(watRes.arms[1]!.samples.map((v, r) => v - watRes.arms[0]!.samples[r]!));
+  const mIso = probeRes.arms[1]!.spread.median;
+  const mIn = probeRes.arms[0]!.spread.median;
   const bridgeCost = median(bridged) - mIso - (median(inprocAsk) - mIn);
   return [
     'components (sandbox-probe, SpiderMonkey + WASI, 12.7 MB)',
@@ -97,12 +116,12 @@ export async function benchComponents(): Promise<string> {
       ['instantiate, cold (compile + worker + instantiate)', fmtMs(instCold)],
       ['instantiate, warm (compiled modules, booted worker; spares off)', fmtMs(median(warmPool))],
       ['instantiate, warm (pre-instantiated spare binds grants)', fmtMs(median(warm)), `target ≤ 20 ms; ${spared}/${warm.length} from a spare; ${(median(warm) / median(warmPool)).toFixed(3)} of the booted-worker start`],
-      ['trivial call, isolated (worker): WAT tool, no JS engine', fmtMs(median(watIso)), 'target ≤ 50 µs'],
-      ['trivial call, in-process (no isolation): WAT tool', fmtMs(median(watIn)), `host adds ${fmtMs(median(watIso) - median(watIn))} per call`],
-      ['probe ping, isolated (worker): SpiderMonkey, JSON in the guest', fmtMs(mIso)],
-      ['probe ping, in-process (no isolation): SpiderMonkey', fmtMs(mIn), `host adds ${fmtMs(mIso - mIn)} per call (×${(mIso / mIn).toFixed(2)})`],
+      ...pairedRows(watRes, fmtMs),
+      ['host cost per trivial call (isolated − in-process, paired)', fmtSpread(hostAdds, fmtMs), `target: isolated ≤ 50 µs median (${fmtMs(watIsoS.median)})`],
+      ...pairedRows(probeRes, fmtMs),
       ['bridged host call (guest→async host fn)', fmtMs(Math.max(0, bridgeCost)), 'over the same call in-process'],
       ['100 KB argument round trip, isolated', fmtMs(median(bigTrip))],
     ]),
+    machineLine(),
   ].join('\n');
 }

@@ -15,7 +15,8 @@ import type { HookServices, StagedHook } from '../runtime/hooks/types.ts';
 import { newSessionId } from '../runtime/session/id.ts';
 import { TraceWriter } from '../runtime/trace/writer.ts';
 import { fixture } from '../test/fixtures/build.ts';
-import { fmtMs, median, table, timeIt } from './stats.ts';
+import { median, timeIt } from './stats.ts';
+import { fmtSpread, fmtTime, machineLine, paired, pairedRows, spread, table } from './paired.ts';
 
 const EV = { turn: 1, inputTokens: 100n, outputTokens: 20n, decision: 'end_turn', toolName: undefined, prompt: undefined, output: undefined, tools: undefined };
 const TOOL = { turn: 1, toolName: 'echo', inputBytes: 2n, input: '{}' };
@@ -43,15 +44,24 @@ export default async function benchHooks(): Promise<string> {
     memoryBytes: 512 * 1048576,
   });
   await bare.start();
-  const bareTimes = await timeIt(N, () => bare.call(['lifecycle', 'onInference'], [EV]), 200);
-
   const blocking = await HookBus.load({ hooks: [spec('fg', { binding: 'on-inference' })], workdir: join(dir, 'b'), sessionId, trace, services });
-  const busTimes = await timeIt(N, () => blocking.inference(EV), 200);
   const policy = await HookBus.load({ hooks: [spec('guard', { binding: 'on-tool-call', commitPolicy: 'deny' })], workdir: join(dir, 'p'), sessionId, trace, services });
-  const decisionTimes = await timeIt(N, () => policy.toolDecision(TOOL), 200);
-  // Interleave once more so drift between the phases does not pose as overhead.
-  const bare2 = await timeIt(N, () => bare.call(['lifecycle', 'onInference'], [EV]), 50);
-  const bus2 = await timeIt(N, () => blocking.inference(EV), 50);
+  // Warm all three, then alternate them round by round: each round is the median of a batch.
+  await timeIt(200, () => bare.call(['lifecycle', 'onInference'], [EV]), 0);
+  await timeIt(200, () => blocking.inference(EV), 0);
+  await timeIt(200, () => policy.toolDecision(TOOL), 0);
+  const ROUNDS = 10;
+  const batch = Math.max(10, Math.floor(N / ROUNDS));
+  const res = await paired(
+    [
+      { name: 'bare ComponentInstance call (onInference)', run: async () => median(await timeIt(batch, () => bare.call(['lifecycle', 'onInference'], [EV]), 0)) },
+      { name: 'blocking dispatch: bus.inference, one hook', run: async () => median(await timeIt(batch, () => blocking.inference(EV), 0)) },
+      { name: 'policy decision: bus.toolDecision, one policy hook', run: async () => median(await timeIt(batch, () => policy.toolDecision(TOOL), 0)) },
+    ],
+    ROUNDS,
+  );
+  // Overhead per round: the dispatch's median minus the bare call's median in the same round.
+  const over = (i: number) => spread(res.arms[i]!.samples.map((v, r) => v - res.arms[0]!.samples[r]!));
 
   const asyncBus = await HookBus.load({ hooks: [spec('bg', { executionMode: 'async' })], workdir: join(dir, 'a'), sessionId, trace, services, queueDepth: 1_000_000 });
   const enqueue: number[] = [];
@@ -66,20 +76,18 @@ export default async function benchHooks(): Promise<string> {
   const noHooks = await HookBus.load({ hooks: [], workdir: join(dir, 'n'), sessionId, trace, services });
   const emptyTimes = await timeIt(N, () => noHooks.inference(EV), 200);
 
-  const b = median([...bareTimes, ...bare2]);
-  const d = median([...busTimes, ...bus2]);
-  const p = median(decisionTimes);
   const q = median(enqueue);
   await Promise.all([bare.close(), blocking.close(), policy.close(), asyncBus.close(), noHooks.close()]);
   return [
-    `hooks (N=${N}, medians):`,
+    `hooks (hook-script component, blocking unless said; ${ROUNDS} rounds of ${batch} calls per arm, alternating; per-round medians):`,
     table([
-      ['bare ComponentInstance call (onInference → none)', fmtMs(b)],
-      ['blocking dispatch: bus.inference, one hook', fmtMs(d), `overhead ${fmtMs(d - b)} (target ≤ 50 µs), ratio ${(d / b).toFixed(2)}×`],
-      ['policy decision: bus.toolDecision, one policy hook', fmtMs(p), `overhead ${fmtMs(p - b)}, ratio ${(p / b).toFixed(2)}×`],
-      ['async dispatch: bus.inference, one async hook (enqueue)', fmtMs(q), `target ≤ 5 µs; ${(b / q).toFixed(0)}× cheaper than the bare call`],
-      ['dispatch with no hooks bound', fmtMs(median(emptyTimes))],
+      ...pairedRows(res, fmtTime),
+      ['blocking dispatch overhead over the bare call', fmtSpread(over(1), fmtTime), 'target ≤ 50 µs (median)'],
+      ['policy decision overhead over the bare call', fmtSpread(over(2), fmtTime)],
+      ['async dispatch: bus.inference, one async hook (enqueue)', fmtTime(q), `target ≤ 5 µs; median of ${enqueue.length}`],
+      ['dispatch with no hooks bound', fmtTime(median(emptyTimes))],
     ]),
+    machineLine(),
   ].join('\n');
 }
 

@@ -1,7 +1,9 @@
 /**
- * `npm run bench [name ...]`: runs the benches one after another and prints their figures. Each
- * prints medians and ratios against a baseline measured in the same run (these machines are
- * noisy; absolute times are not comparable between runs).
+ * `npm run bench [name ...]`: runs the benches one after another and prints their figures. Every
+ * comparison runs its arms alternating round by round in the same run and prints min / median /
+ * max of each arm and of the paired ratio (bench/paired.ts; these machines are noisy, absolute
+ * times are not comparable between runs). `stack` — the whole stack, `mur serve` with real
+ * components — is the headline and runs first.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,11 +13,12 @@ import { fileURLToPath } from 'node:url';
 import { benchComponents } from './components.ts';
 import { benchLoop } from './loop.ts';
 import { benchScript } from './script.ts';
+import { benchTokens } from './tokens.ts';
 
-const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript() };
+const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens() };
 // These run as their own processes (each starts servers or a cluster and exits when done).
-const scripts = ['a2a', 'hooks', 'telemetry', 'operator'];
-const names = process.argv.slice(2).length ? process.argv.slice(2) : [...Object.keys(inProcess), ...scripts];
+const scripts = ['stack', 'a2a', 'hooks', 'telemetry', 'operator', 'images'];
+const names = process.argv.slice(2).length ? process.argv.slice(2) : ['stack', ...Object.keys(inProcess), ...scripts.filter((n) => n !== 'stack')];
 // Every temp dir a bench makes (registries, capsules, workdirs, transpile caches) goes under one
 // folder for this run, removed at the end; the child benches inherit TMPDIR.
 const runTmp = mkdtempSync(join(tmpdir(), 'capsule-bench-'));

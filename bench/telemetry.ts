@@ -8,12 +8,14 @@
  *   dead        tracing to a closed port (every export fails with ECONNREFUSED)
  *   hanging     tracing to a collector that accepts and never answers in time (30 s delay)
  *
- * Per-turn wall time, median over rounds, and the ratio to `none` measured in the same run.
+ * Per-turn wall time per round: min / median / max per arm and of the ratio to `none` paired round
+ * by round (bench/paired.ts).
  * Absolute numbers vary machine to machine; the ratios are what count. Prints numbers, asserts
  * nothing. `npm run bench telemetry` or `node --import tsx bench/telemetry.ts`.
  */
 import net from 'node:net';
 import { pathToFileURL } from 'node:url';
+import { fmtTime, machineLine, pairedRows, summarize } from './paired.ts';
 import { ECHO_TOOL } from '../test/loop/kit.ts';
 import { openReplay, toolCall, type ReplayKit } from '../test/loop/replay-kit.ts';
 import { startOtlpReceiver, type OtlpReceiver } from '../test/telemetry/otlp-receiver.ts';
@@ -119,15 +121,13 @@ export default async function benchTelemetry(turns = Number(process.env.BENCH_TU
       a.perTurn.push((performance.now() - t0) / r.turns);
     }
   }
-  const base = median(arms[0]!.perTurn);
-  const rows: [string, string, string?][] = arms.map((a) => {
-    const m = median(a.perTurn);
-    return [a.name, fmtMs(m), `×${(m / base).toFixed(3)}  (min ${fmtMs(Math.min(...a.perTurn))}, max ${fmtMs(Math.max(...a.perTurn))})`];
-  });
+  // Each arm against `none` round by round (paired ratio), min / median / max of both.
+  const rows = pairedRows(summarize(arms.map((a) => a.name), arms.map((a) => a.perTurn)), fmtTime);
   const spansPerRound = turns * 2 + 1; // chat + execute_tool per turn, plus invoke_agent
   const out = [
     `telemetry overhead (${turns} turns × ${rounds} rounds per arm, interleaved; ~${spansPerRound} spans per task)`,
-    table([['arm', 'per turn (median)', 'ratio to none'], ...rows]),
+    table([['arm', 'per turn: median (min – max)'], ...rows]),
+    machineLine(),
     `  live receiver got ${live.spans.length === 0 ? `${live.requests.length} protobuf request(s)` : `${live.spans.length} spans`}; hanging collector got ${hanging.requests.length} request(s) (none answered)`,
   ];
   out.push('', 'telemetry CPU per turn, no components (2 trace events, a chat and a tool span per turn)', table([['arm', 'per turn (median)'], ...(await perTurnCost(live.url, dead))]));

@@ -21,7 +21,9 @@
  *   CAPSULE_OPERATOR_WRITE_DELAY_MS  tests only: sleep before each object write (to kill the
  *                            operator mid-reconcile)
  */
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { clusterSource, noClusterMessage } from './kube/cluster-source.ts';
 import { KubeClient } from './kube/client.ts';
 import { startOperator } from './operator.ts';
 import { DEFAULT_RUNTIME_IMAGE, PRIVATE_RANGES, defaultOptions } from './translate/options.ts';
@@ -33,6 +35,11 @@ const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()
 const log = (m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`);
 
 async function main(): Promise<void> {
+  const source = clusterSource(env, existsSync);
+  if (source.kind === 'none') {
+    log(`fatal: ${noClusterMessage(source)}`);
+    process.exit(1);
+  }
   const client = new KubeClient();
   const identity = env.POD_NAME || `${hostname()}-${process.pid}`;
   const metricsFrom = list(env.METRICS_FROM_NAMESPACES);

@@ -11,7 +11,7 @@ import { ApiError, collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
 import { upToDate } from '../reconcile/compare.ts';
 import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
-import { computeStatus, sameStatus } from '../reconcile/status.ts';
+import { computeStatus, runtimeExit, sameStatus, type PodLike } from '../reconcile/status.ts';
 import { PROBLEM_CODES, translate, type Problem, type TranslateResult } from '../translate/index.ts';
 import { peerKeys } from '../translate/network.ts';
 import type { TranslateOptions } from '../translate/options.ts';
@@ -68,6 +68,8 @@ export class CapsuleController {
   readonly hooks: Informer<Hook>;
   readonly secrets: Informer<SecretInfo & KubeObject>;
   readonly owned = new Map<string, Informer<KubeObject>>();
+  /** The capsules' pods (names, config hash, container statuses only): a runtime that exits at start shows in status. */
+  readonly pods: Informer<PodLike>;
   readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
   private peersOf = new Map<string, Set<string>>();
   private callersOf = new Map<string, Set<string>>();
@@ -115,10 +117,21 @@ export class CapsuleController {
       });
       this.owned.set(kind, inf);
     }
+    const podInfo = (o: any): PodLike => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: o.metadata.name, namespace: o.metadata.namespace, labels: o.metadata.labels, annotations: o.metadata.annotations, deletionTimestamp: o.metadata.deletionTimestamp },
+      status: { containerStatuses: o.status?.containerStatuses },
+    });
+    this.pods = new Informer<PodLike>(client, 'pods', paths('v1', 'Pod'), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: podInfo });
+    this.pods.on((_t, pod) => {
+      const owner = pod.metadata.labels?.[LABEL_CAPSULE];
+      if (owner && pod.metadata.namespace) this.enqueue(`${pod.metadata.namespace}/${owner}`);
+    });
   }
 
   private informers(): Informer<any>[] {
-    return [this.capsules, this.hooks, this.secrets, ...this.owned.values()];
+    return [this.capsules, this.hooks, this.secrets, ...this.owned.values(), this.pods];
   }
 
   get synced(): boolean {
@@ -368,7 +381,8 @@ export class CapsuleController {
   /** Events for new problems, then the status, each only when something changed. */
   private async report(c: Capsule, r: TranslateResult): Promise<void> {
     const deployment = this.owned.get('Deployment')!.get(keyOf(c));
-    const status = computeStatus(c, r, deployment, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
+    const pods = this.pods.list().filter((p) => p.metadata.namespace === c.metadata.namespace && p.metadata.labels?.[LABEL_CAPSULE] === c.metadata.name);
+    const status = computeStatus(c, r, deployment, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), runtimeExit(pods, r.configHash));
     if (sameStatus(c.status, status)) return;
     const prevDegraded = c.status?.conditions?.find((x) => x.type === 'Degraded');
     const nowDegraded = status.conditions?.find((x) => x.type === 'Degraded');

@@ -22,11 +22,47 @@ interface DeploymentLike extends KubeObject {
 
 type C = Omit<Condition, 'lastTransitionTime'>;
 
+/** What a capsule pod's container statuses say (only the fields runtimeExit reads). */
+export interface PodLike extends KubeObject {
+  status?: {
+    containerStatuses?: Array<{
+      name: string;
+      ready?: boolean;
+      restartCount?: number;
+      lastState?: { terminated?: { exitCode?: number; reason?: string; message?: string } };
+      state?: { terminated?: { exitCode?: number; reason?: string; message?: string }; waiting?: { reason?: string } };
+    }>;
+  };
+}
+
+/**
+ * The runtime refused to start (or died) in a pod of the current configuration: its container
+ * is not ready and its last (or current) termination has a non-zero exit code. The message is
+ * the container's termination message — the kubelet fills it with the tail of the runtime's
+ * output (terminationMessagePolicy FallbackToLogsOnError), where the runtime names the field.
+ */
+export function runtimeExit(pods: PodLike[], configHash: string): { pod: string; exitCode: number; message: string } | undefined {
+  for (const pod of pods) {
+    if (pod.metadata.deletionTimestamp) continue;
+    const hash = pod.metadata.annotations?.[ANNOTATION_CONFIG_HASH];
+    if (hash !== undefined && hash !== configHash) continue;
+    for (const cs of pod.status?.containerStatuses ?? []) {
+      if (cs.name !== 'runtime' || cs.ready) continue;
+      const t = cs.state?.terminated ?? cs.lastState?.terminated;
+      if (t && (t.exitCode ?? 0) !== 0) {
+        return { pod: pod.metadata.name, exitCode: t.exitCode ?? -1, message: (t.message ?? t.reason ?? '').trim().split('\n').slice(-6).join('\n') };
+      }
+    }
+  }
+  return undefined;
+}
+
 export function computeStatus(
   capsule: Capsule,
   r: { problems: Problem[]; a2aUrl: string; configHash: string },
   deployment: DeploymentLike | undefined,
   now: string,
+  exited?: ReturnType<typeof runtimeExit>,
 ): CapsuleStatus {
   const gen = capsule.metadata.generation ?? 0;
   const want = capsule.spec.replicas ?? 1;
@@ -52,14 +88,19 @@ export function computeStatus(
     const failing = ds.conditions?.find(
       (c) => (c.type === 'ReplicaFailure' && c.status === 'True') || (c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded'),
     );
+    const exitMsg = exited && `${ready}/${want} replicas ready; the runtime in pod ${exited.pod} exited with code ${exited.exitCode}: ${exited.message}`;
     conds = [
       available
         ? { type: 'Ready', status: 'True', reason: want === 0 ? 'ScaledToZero' : 'Available', message: `${ready}/${want} replicas ready` }
-        : { type: 'Ready', status: 'False', reason: deployment ? 'RollingOut' : 'Creating', message: `${ready}/${want} replicas ready` },
+        : exitMsg
+          ? { type: 'Ready', status: 'False', reason: 'RuntimeExited', message: exitMsg }
+          : { type: 'Ready', status: 'False', reason: deployment ? 'RollingOut' : 'Creating', message: `${ready}/${want} replicas ready` },
       rolledOut
         ? { type: 'Progressing', status: 'False', reason: 'RolloutComplete', message: 'pods run the current configuration' }
         : { type: 'Progressing', status: 'True', reason: deployment ? 'RollingOut' : 'Creating', message: `${ds.updatedReplicas ?? 0}/${want} pods updated to the current configuration` },
-      failing
+      !available && exitMsg
+        ? { type: 'Degraded', status: 'True', reason: 'RuntimeExited', message: exitMsg }
+        : failing
         ? { type: 'Degraded', status: 'True', reason: failing.reason ?? failing.type, message: failing.message ?? '' }
         : warn.length
           ? { type: 'Degraded', status: 'True', reason: warn[0]!.reason, message: warn.map((x) => x.message).join('; ') }

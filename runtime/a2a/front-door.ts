@@ -26,7 +26,10 @@ export function rpcErrorBody(id: unknown, code: number, message: string): Record
 const M03 = 'message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe';
 const M10 = 'SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask';
 
-export function frontDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>) {
+/** Methods that start a new task (a message without a taskId); refused while the server drains. */
+const NEW_TASK_METHODS = new Set(['message/send', 'message/stream', 'SendMessage', 'SendStreamingMessage']);
+
+export function frontDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>, draining: () => boolean = () => false) {
   return (req: Request, res: Response, next: NextFunction) => {
     const reply = (status: number, body: Record<string, unknown>, close = false) => {
       if (res.headersSent) return;
@@ -82,6 +85,14 @@ export function frontDoor(maxBody: number, resOf: WeakMap<object, http.ServerRes
         // could want without its answer (a message/send nobody hears of would run a task nobody
         // follows): it is not run, and the HTTP reply carries no body.
         res.status(204).end();
+        return;
+      }
+      // Draining (SIGTERM): a new task is refused with 503 + Retry-After, the retryable answer a
+      // client or proxy knows; a reply to a task already here still goes through.
+      const b = body as { method?: unknown; params?: { message?: { taskId?: unknown } } };
+      if (draining() && typeof b.method === 'string' && NEW_TASK_METHODS.has(b.method) && !b.params?.message?.taskId) {
+        res.setHeader('Retry-After', '1');
+        reply(503, rpcErrorBody((body as { id?: unknown }).id, -32603, 'server is shutting down (draining after SIGTERM): retry the request, another replica will take it'));
         return;
       }
       req.body = body;

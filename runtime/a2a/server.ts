@@ -105,6 +105,13 @@ export interface A2AServer {
   stats(): { tasks: number; running: number; pending: number; subscribers: number; laggedDrops: number };
   /** Resolves when every queued push notification has been delivered or given up. */
   pushIdle(): Promise<void>;
+  /**
+   * Graceful drain: /readyz turns 503 and new tasks are refused (retryable) at once; running and
+   * queued tasks get `budgetMs` to finish, then fail with a reason. Resolves with how many failed so.
+   */
+  drain(budgetMs: number): Promise<number>;
+  /** Tasks waiting in input-required. */
+  waitingForInput(): number;
   /** Cancel unfinished tasks, drop connections, stop listening. */
   close(): Promise<void>;
 }
@@ -187,7 +194,8 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   });
   app.get('/readyz', (_req, res) => {
     const ready = machine.canAccept();
-    res.status(ready ? 200 : 503).json({ ready, acceptance: opts.acceptance });
+    const waiting = machine.waitingForInput();
+    res.status(ready ? 200 : 503).json({ ready, acceptance: opts.acceptance, draining: machine.isDraining(), waiting_for_input: waiting, blocked_on_input: waiting > 0 });
   });
   app.get(['/.well-known/agent-card.json'], (req, res) => {
     const wanted = normaliseVersion(requestedVersion(req));
@@ -203,7 +211,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     res.end(v.body);
   });
   if (endpoints.rest) app.use('/rest', authDoor(auth, callers, 'rest'), restDoor(maxBody, resOf), restHandler({ requestHandler: handler, userBuilder }));
-  app.post('/', authDoor(auth, callers, 'jsonrpc'), frontDoor(maxBody, resOf));
+  app.post('/', authDoor(auth, callers, 'jsonrpc'), frontDoor(maxBody, resOf, () => machine.isDraining()));
   app.use(jsonRpcHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
   app.use((_req: Request, res: Response) => {
     res.status(404).json({ error: 'not found: POST / for JSON-RPC, /rest/… for HTTP+JSON, GET /.well-known/agent-card.json for the card' });
@@ -228,6 +236,8 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     acceptsMore: () => machine.acceptsMore(),
     stats: () => machine.stats(),
     pushIdle: async () => push?.idle(),
+    drain: (budgetMs) => machine.drain(budgetMs),
+    waitingForInput: () => machine.waitingForInput(),
     async close() {
       if (closed) return;
       closed = true;

@@ -64,7 +64,7 @@ export interface TaskRecord {
   readonly id: string;
   readonly contextId: string;
   readonly messageId: string;
-  readonly text: string;
+  text: string;
   readonly origin: TaskOrigin;
   readonly trust: TaskTrust;
   readonly traceparent: string | undefined;
@@ -105,6 +105,8 @@ export class TaskMachine {
   private running: TaskRecord | undefined;
   private singleUsed = false;
   private closing = false;
+  /** Set by drain(): no new task is taken, the accepted ones run to their end. */
+  private draining = false;
   private laggedDrops = 0;
   private idleWaiters: Array<() => void> = [];
   private readonly saves = new Set<Promise<void>>();
@@ -178,14 +180,14 @@ export class TaskMachine {
 
   /** Whether a new task would be queued now (readiness: false for none, a used single, a full queue, closing). */
   canAccept(): boolean {
-    if (this.closing || this.o.acceptance === 'none') return false;
+    if (this.closing || this.draining || this.o.acceptance === 'none') return false;
     if (this.o.acceptance === 'single') return !this.singleUsed;
     return this.pending.length < this.o.queueDepth || (!this.running && this.pending.length === 0);
   }
 
   /** Whether the machine will ever take another task (a full queue is transient and does not count). */
   acceptsMore(): boolean {
-    return !this.closing && this.o.acceptance !== 'none' && !(this.o.acceptance === 'single' && this.singleUsed);
+    return !this.closing && !this.draining && this.o.acceptance !== 'none' && !(this.o.acceptance === 'single' && this.singleUsed);
   }
 
   /** Create a task in `submitted` (not yet admitted: subscribe first, then `admit`). */
@@ -228,8 +230,8 @@ export class TaskMachine {
 
   /** Queue or reject a freshly created (submitted) task. */
   admit(rec: TaskRecord): void {
-    if (this.closing) {
-      this.finalize(rec, 'rejected', 'server is shutting down');
+    if (this.closing || this.draining) {
+      this.finalize(rec, 'rejected', 'server is shutting down (draining after SIGTERM): retry on another replica');
       return;
     }
     if (this.o.acceptance === 'single') {
@@ -326,6 +328,46 @@ export class TaskMachine {
     return { tasks: this.live.size, running: this.running ? 1 : 0, pending: this.pending.length, subscribers, laggedDrops: this.laggedDrops };
   }
 
+  /** Whether drain() has begun. */
+  isDraining(): boolean {
+    return this.draining;
+  }
+
+  /** Tasks waiting in input-required (the session is blocked on a caller's answer). */
+  waitingForInput(): number {
+    let n = 0;
+    for (const r of this.live.values()) if (!r.final && r.state === 'input-required') n++;
+    return n;
+  }
+
+  /**
+   * Graceful drain: take no new task, let the running and queued ones finish for at most
+   * `budgetMs`, then fail whatever is still unfinished with a reason saying so (stored, and every
+   * open stream gets that final status). Resolves with the number of tasks failed that way.
+   */
+  async drain(budgetMs: number): Promise<number> {
+    this.draining = true;
+    let timer: NodeJS.Timeout | undefined;
+    const out = await Promise.race([
+      this.idle().then(() => 'idle' as const),
+      new Promise<'budget'>((r) => (timer = setTimeout(() => r('budget'), budgetMs))),
+    ]);
+    clearTimeout(timer);
+    let failed = 0;
+    if (out === 'budget') {
+      const reason = `the runtime was stopping (SIGTERM) and the task was still unfinished when the ${Math.round(budgetMs / 1000)} s drain budget ran out`;
+      for (const rec of this.live.values()) {
+        if (rec.final) continue;
+        rec.abort.abort(new TaskCanceledError(rec.id));
+        this.finalize(rec, 'failed', reason);
+        failed++;
+      }
+      this.pending.length = 0;
+    }
+    await this.flush();
+    return failed;
+  }
+
   /** Cancel every unfinished task ('server is shutting down') and take no more; waits for their saves. */
   async close(): Promise<void> {
     if (this.closing) return;
@@ -408,6 +450,11 @@ export class TaskMachine {
   private finalize(rec: TaskRecord, state: TaskState, text?: string): void {
     if (rec.final) return;
     rec.final = true;
+    // A rejected task never ran: it keeps no body (the message text and its parts), only its status.
+    if (state === 'rejected') {
+      rec.text = '';
+      rec.history = [];
+    }
     if (rec.input) {
       clearTimeout(rec.input.timer);
       const inp = rec.input;

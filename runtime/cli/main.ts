@@ -3,10 +3,9 @@ import { isMurError } from '../errors.ts';
 import { takeInferenceKey } from '../host/inference-key.ts';
 import { isMurErrorList } from '../manifest/errors.ts';
 import { UsageError } from './args.ts';
-import { runCommand } from './run.ts';
-import { serveCommand } from './serve.ts';
-import { sessionsCommand } from './sessions.ts';
-import { traceCommand } from './trace.ts';
+
+// Each command's module is imported when that command runs: `mur --help` or `mur trace` must not
+// load the agent loop, the A2A server and OpenTelemetry (≈ 200 modules) to print a page.
 
 const HELP = `mur — run AI agent capsules sandboxed in WebAssembly
 
@@ -27,13 +26,13 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
   try {
     switch (cmd) {
       case 'run':
-        return await runCommand(rest, out);
+        return await (await import('./run.ts')).runCommand(rest, out);
       case 'serve':
-        return await serveCommand(rest, out);
+        return await (await import('./serve.ts')).serveCommand(rest, out);
       case 'trace':
-        return await traceCommand(rest, out);
+        return await (await import('./trace.ts')).traceCommand(rest, out);
       case 'sessions':
-        return await sessionsCommand(rest, out);
+        return await (await import('./sessions.ts')).sessionsCommand(rest, out);
       case undefined:
       case 'help':
       case '--help':

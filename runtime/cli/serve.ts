@@ -14,6 +14,7 @@ import { printProgress } from './progress.ts';
 import { MurError } from '../errors.ts';
 import { instrumentSession } from '../telemetry/index.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
+import { runtimeMetrics } from '../telemetry/metrics.ts';
 
 export const SERVE_FLAGS: FlagSpec = {
   'a2a-port': { type: 'number', help: 'A2A JSON-RPC port', default: 8080 },
@@ -27,6 +28,7 @@ export const SERVE_FLAGS: FlagSpec = {
   anonymous: { type: 'boolean', help: 'serve callers without credentials (as one anonymous, untrusted caller)' },
   registry: { type: 'string', help: 'artifact registry folder' },
   workdir: { type: 'string', help: 'where the session workdir is created (default: $MURMUR_WORK_ROOT or ~/.murmur/sessions)' },
+  'drain-secs': { type: 'number', help: 'on SIGTERM: seconds running tasks get to finish before they fail (the pod grace period must be longer)', default: 25 },
   quiet: { type: 'boolean', help: 'no progress lines' },
   help: { type: 'boolean', help: 'show this help' },
 };
@@ -70,6 +72,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     };
   } else {
     const session = await openSession(staged);
+    // The components instantiate while the front door starts, not when the first task arrives.
+    void session.components.prewarm(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath));
     const telemetry = instrumentSession(session);
     if (!flags.quiet) printProgress(session.trace, out);
     executor = taskExecutor(session);
@@ -94,6 +98,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     push: { allow: m.capabilities.network.allow },
     ...(grpcPort > 0 ? { grpcPort } : {}),
   });
+  runtimeMetrics().watchWaitingForInput(m.name, () => a2a.waitingForInput());
   let metrics: Server | undefined;
   const metricsPort = Number(flags['metrics-port']);
   let endedStatus: string | undefined;
@@ -106,9 +111,19 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       `A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`,
   );
 
+  const drainMs = Math.max(0, Number(flags['drain-secs'])) * 1000;
   const stopped = new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve(endedStatus ?? 'ok'));
-    process.once('SIGINT', () => resolve(endedStatus ?? 'ok'));
+    // Graceful drain: /readyz 503 and new tasks refused (retryable) at once; running tasks get the
+    // drain budget, every open stream its final event; then the usual close, exit 0.
+    const drain = (sig: string) => {
+      out(`${sig}: draining (no new tasks; up to ${drainMs / 1000} s for running ones)`);
+      void a2a.drain(drainMs).then((failed) => {
+        if (failed) out(`drain budget ran out: ${failed} unfinished task(s) failed`);
+        resolve(endedStatus ?? 'ok');
+      });
+    };
+    process.once('SIGTERM', () => drain('SIGTERM'));
+    process.once('SIGINT', () => drain('SIGINT'));
     // The single task's answer must reach its caller before the capsule exits: wait until the
     // server is idle, then give the response a moment to flush.
     if (m.lifecycle.taskAcceptance === 'single') void a2a.done.then(() => a2a.idle()).then(() => new Promise((r) => setTimeout(r, 1000))).then(() => resolve(endedStatus ?? 'ok'));

@@ -204,13 +204,23 @@ export class HookBus {
   private async invoke(h: Hook, handler: Handler, event: unknown, inst: ComponentInstance | undefined = h.instance): Promise<CallResult> {
     if (!inst) return { ok: false, arm: 'fault', defect: 'has no running instance' };
     h.state.spendRefused = false;
-    let raw: unknown;
+    const t0 = performance.now();
+    let r: CallResult;
     try {
-      raw = await inst.call(['lifecycle', exportName(handler)], [event], { deadlineMs: h.deadlineMs });
+      r = readCallResult(await inst.call(['lifecycle', exportName(handler)], [event], { deadlineMs: h.deadlineMs }));
     } catch (e) {
-      return failureOf(e);
+      r = failureOf(e);
     }
-    return readCallResult(raw);
+    // Every hook call's own time goes on the trace (and from there on its `hook <name>` span), so
+    // a turn's time can be split into the runtime's, the components' and each hook's.
+    this.trace?.write('hook_call', {
+      hook_name: h.name,
+      event: handler,
+      mode: h.async ? 'async' : 'blocking',
+      duration_ms: Math.round((performance.now() - t0) * 1000) / 1000,
+      outcome: r.ok ? r.out.tag : r.arm,
+    });
+    return r;
   }
 
   /** Runs one queued event of an async hook: its output is always discarded; faults go to trace and log. */
@@ -330,21 +340,25 @@ export class HookBus {
     return { messages: await this.seed(winner.hook, winner.messages, ev as TaskStartEvent) };
   }
 
-  private tokensOf(list: readonly HookMessage[]): number {
-    let n = 0;
-    for (const m of list) n += this.services.countTokens(m.content);
-    return n;
+  /** Counts every message of `list` not counted yet into `into` (the counter is a worker: async). */
+  private async countInto(into: Map<HookMessage, number>, list: readonly HookMessage[]): Promise<void> {
+    for (const m of list) if (!into.has(m)) into.set(m, await this.services.countTokens(m.content));
   }
 
   /** Runs the seed policy (seed.ts) on a proposed seed; the summarizing step calls the compaction hook. */
   private async seed(h: Hook, proposed: HookMessage[], ev: TaskStartEvent): Promise<HookMessage[]> {
     const budget = Number(ev.budgetTokens ?? 0);
     const window = Number(ev.contextWindow ?? 0);
-    const count = (m: HookMessage): number => this.services.countTokens(m.content);
-    const proposedTokens = this.tokensOf(proposed);
-    const record = (outcome: string, msgs: HookMessage[], reason?: string): HookMessage[] => {
+    // Counted up front (the pure policy in seed.ts counts synchronously).
+    const counts = new Map<HookMessage, number>();
+    await this.countInto(counts, proposed);
+    const count = (m: HookMessage): number => counts.get(m)!;
+    const tokensOf = (list: readonly HookMessage[]) => list.reduce((n, m) => n + count(m), 0);
+    const proposedTokens = tokensOf(proposed);
+    const record = async (outcome: string, msgs: HookMessage[], reason?: string): Promise<HookMessage[]> => {
+      await this.countInto(counts, msgs);
       this.trace?.write('context_seed', {
-        hook: h.name, tokens: this.tokensOf(msgs), proposed_tokens: proposedTokens, budget_tokens: budget, outcome, reason,
+        hook: h.name, tokens: tokensOf(msgs), proposed_tokens: proposedTokens, budget_tokens: budget, outcome, reason,
         message_ids: msgs.map((m) => m.id), task_id: (ev as { taskId?: string }).taskId,
       });
       if (outcome === 'refused') h.log(`on-task-start seed-context refused: ${reason}`);
@@ -357,7 +371,7 @@ export class HookBus {
     if (!summarizer) return record('refused', [], 'overflow_no_summarizer');
     const cev: CompactionEvent = {
       messages: plan.front,
-      sessionTokens: BigInt(this.tokensOf(plan.front)),
+      sessionTokens: BigInt(tokensOf(plan.front)),
       threshold: budget / Math.max(1, window),
       model: this.compactionCfg.model,
       systemPrompt: this.compactionCfg.systemPrompt,
@@ -368,6 +382,7 @@ export class HookBus {
       return record('refused', [], `summarize_failed: hook '${summarizer.name}' ${r.defect}`);
     }
     if (r.out.tag !== 'replace-context') return record('refused', [], `summarize_failed: hook '${summarizer.name}' returned '${r.out.tag}'`);
+    await this.countInto(counts, r.out.val);
     const fitted = fitSummary(r.out.val, plan.tail, budget, count);
     if (fitted.outcome === 'refused') return record('refused', [], fitted.reason);
     return record('summarized', adoptHookMessages(fitted.messages, 'seed-context'));

@@ -100,7 +100,7 @@ export function hookImports(hook: StagedHook, services: HookServices, state: Imp
       },
     },
     'murmur:runtime/tokens': {
-      count: (text: string) => BigInt(services.countTokens(text)),
+      count: async (text: string) => BigInt(await services.countTokens(text)),
     },
     'murmur:task-io/read': {
       inputLen: (form: string) => BigInt(input(form).length),

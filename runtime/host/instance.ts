@@ -135,7 +135,9 @@ export class ComponentInstance {
   }
 
   private ensureWorker(deadlineMs = this.opts.deadlineMs): Promise<void> {
-    if (this.worker && this.ready) return this.ready;
+    // `ready` is set from the moment a spawn begins until the worker is gone: a call arriving while
+    // start() (a session's pre-warm) is still instantiating waits for that worker, not a second one.
+    if (this.ready) return this.ready;
     this.ready = this.spawn(deadlineMs);
     this.ready.catch(() => {
       this.ready = undefined;
@@ -155,6 +157,11 @@ export class ComponentInstance {
     if (spare) spare.worker.postMessage({ type: 'bind', grants });
     const started: Launched = spare ?? (await launch(c, modules, importSpec, grants, deadlineMs));
     const { worker, mainPort, flag } = started;
+    if (this.closed) {
+      // Closed while it was starting (a pre-warm outlived its session): nobody will call it.
+      void worker.terminate();
+      throw new HostFault('crashed', 'E-HOST-007', c.name, 'instance is closed');
+    }
     this.worker = worker;
     this.starts++;
     this.fromSpare = spare !== undefined;

@@ -12,10 +12,12 @@
  * either way it is discarded and that component is never spared again — it instantiates with its
  * grants, as before.
  *
- * Bounded: at most MURMUR_SPARE_INSTANCES spares (default 4; 0 turns spares off), the least
+ * Bounded: at most MURMUR_SPARE_INSTANCES spares (default 4, fewer under a pod memory limit:
+ * memory-budget.ts; 0 turns spares off), the least
  * recently replenished dropped first. An idle spare costs a worker thread (≈ 24 MB RSS for a
  * SpiderMonkey component) and does not keep the process alive.
  */
+import { defaultSpareCount } from './memory-budget.ts';
 import type { Launched } from './workers.ts';
 
 /** A spare on its way: scheduled (timer set) until start() runs, then instantiating (done). */
@@ -123,4 +125,4 @@ export class SparePool {
   }
 }
 
-export const SPARES = new SparePool(Number(process.env.MURMUR_SPARE_INSTANCES ?? 4));
+export const SPARES = new SparePool(defaultSpareCount());

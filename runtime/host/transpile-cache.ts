@@ -6,7 +6,8 @@
  */
 import { sha256Hex } from '../contracts/digest.ts';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { PROJECT_ROOT } from '../wit/packages.ts';
 import { ComponentLoadError, IntegrityError } from './errors.ts';
 
@@ -32,9 +33,12 @@ export function defaultCacheDir(): string {
   return process.env.MURMUR_COMPONENT_CACHE ?? join(PROJECT_ROOT, '.cache', 'components');
 }
 
+// Resolved from this module, not from PROJECT_ROOT: compiled to dist/, PROJECT_ROOT is dist/ and
+// has no node_modules beside it (the runtime image), and the version would read 'unknown'.
 const JCO_VERSION = (() => {
   try {
-    return (JSON.parse(readFileSync(join(PROJECT_ROOT, 'node_modules/@bytecodealliance/jco/package.json'), 'utf8')) as { version: string }).version;
+    const api = fileURLToPath(import.meta.resolve('@bytecodealliance/jco')); // <pkg>/dist/api.js
+    return (JSON.parse(readFileSync(join(dirname(api), '..', 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
     return 'unknown';
   }

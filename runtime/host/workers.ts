@@ -7,8 +7,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import esbuild from 'esbuild';
 import { PROJECT_ROOT } from '../wit/packages.ts';
 import { ComponentLoadError, DeadlineExceeded } from './errors.ts';
 import type { FromWorker, Grants, ImportSpec, WorkerInit } from './protocol.ts';
@@ -36,6 +36,9 @@ function workerEntry(): string {
   if (!existsSync(out)) {
     const tmp = `${out}.${process.pid}.tmp.mjs`;
     mkdirSync(dirname(out), { recursive: true });
+    // Loaded here, not imported at the top: compiled JavaScript (the runtime image) never bundles,
+    // and its image carries no esbuild.
+    const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
     const built = esbuild.buildSync({
       entryPoints: [join(here, 'worker.ts')],
       bundle: true,
@@ -84,10 +87,17 @@ export function workerExecArgv(argv: readonly string[] = process.execArgv): stri
  * bulk of an instance's start, so it happens ahead of time, off the critical path.
  */
 class WorkerPool {
-  private idle: { worker: Worker; booted: Promise<void> }[] = [];
-  constructor(private readonly target: number) {}
+  private idle: { worker: Worker; booted: Promise<void>; expiry: NodeJS.Timeout | undefined }[] = [];
+  /**
+   * @param target booted workers kept ready
+   * @param idleMs how long a booted worker waits for a component before it is let go: it costs a
+   *   whole worker thread (its own V8 heap, the WASI shim loaded), worth paying while instances
+   *   are starting (a session opening, a script capsule's task per instance), not in a pod that
+   *   serves an agent whose components all run already.
+   */
+  constructor(private readonly target: number, private readonly idleMs: number) {}
 
-  private boot(): { worker: Worker; booted: Promise<void> } {
+  private boot(): { worker: Worker; booted: Promise<void>; expiry: NodeJS.Timeout | undefined } {
     const worker = new Worker(BOOT, {
       workerData: { entry: ENTRY },
       // Bounds the JS glue's heap; wasm linear memory is capped in the module bytes instead.
@@ -113,29 +123,49 @@ class WorkerPool {
       worker.once('exit', () => reject(new Error('worker exited while booting')));
     });
     booted.catch(() => {});
-    return { worker, booted };
+    return { worker, booted, expiry: undefined };
+  }
+
+  /** Boots workers up to the target, each let go when no instance has taken it within idleMs. */
+  private replenish(): void {
+    while (this.idle.length < this.target) {
+      const entry = this.boot();
+      entry.expiry = setTimeout(() => {
+        const i = this.idle.indexOf(entry);
+        if (i < 0) return;
+        this.idle.splice(i, 1);
+        void entry.worker.terminate();
+      }, this.idleMs);
+      entry.expiry.unref();
+      this.idle.push(entry);
+    }
   }
 
   /** A booted worker (waits for one if none is ready), and starts booting its replacement. */
   async take(): Promise<Worker> {
     const next = this.idle.shift() ?? this.boot();
+    clearTimeout(next.expiry);
     // Boot the replacement a moment later, so it does not compete for the CPU with the
     // instantiation this worker is about to do (these machines have 2 cores).
-    setTimeout(() => {
-      while (this.idle.length < this.target) this.idle.push(this.boot());
-    }, 300).unref();
+    setTimeout(() => this.replenish(), 300).unref();
     await next.booted;
     next.worker.ref();
     return next.worker;
   }
 
+  /** Booted workers waiting (tests, diagnostics). */
+  idleCount(): number {
+    return this.idle.length;
+  }
+
   async drain(): Promise<void> {
     const all = this.idle.splice(0);
+    for (const w of all) clearTimeout(w.expiry);
     await Promise.all(all.map((w) => w.worker.terminate()));
   }
 }
 
-export const POOL = new WorkerPool(Number(process.env.MURMUR_WORKER_POOL ?? 1));
+export const POOL = new WorkerPool(Number(process.env.MURMUR_WORKER_POOL ?? 1), Number(process.env.MURMUR_WORKER_IDLE_MS ?? 10_000));
 
 /** A worker with a component instantiated in it (or instantiating). */
 export interface Launched {

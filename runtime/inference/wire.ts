@@ -167,6 +167,39 @@ export interface DriverResponse {
   /** Usage members discarded under the degrade rules (for a log line; never a failure). */
   usageDropped: UsageDrop[];
   error?: string;
+  /** The driver's HTTP attempts when it retried (429, 5xx, connection resets), oldest first. */
+  attempts?: DriverAttempt[];
+}
+
+/** One HTTP attempt a driver reports: its status (absent when the connection failed), error, and the wait before the next. */
+export interface DriverAttempt {
+  attempt: number;
+  status?: number;
+  error?: string;
+  retry_after_ms?: number;
+  delay_ms?: number;
+}
+
+/** Provider error text is cut to this many characters before it reaches an answer or the trace. */
+export const ERROR_TEXT_MAX = 1024;
+
+/** `s` cut to {@link ERROR_TEXT_MAX} characters, saying how much was cut. */
+export function boundedError(s: string): string {
+  return s.length > ERROR_TEXT_MAX ? `${s.slice(0, ERROR_TEXT_MAX)}… (${s.length - ERROR_TEXT_MAX} more characters cut)` : s;
+}
+
+function driverAttempts(v: unknown): DriverAttempt[] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  const num = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) && x >= 0 ? x : undefined);
+  // At most 20 kept: a driver's own retry count is bounded, and the trace must be too.
+  return v.slice(0, 20).filter(isPlainObject).map((a, i) => {
+    const out: DriverAttempt = { attempt: num(a.attempt) ?? i + 1 };
+    if (num(a.status) !== undefined) out.status = num(a.status);
+    if (typeof a.error === 'string') out.error = boundedError(a.error);
+    if (num(a.retry_after_ms) !== undefined) out.retry_after_ms = num(a.retry_after_ms);
+    if (num(a.delay_ms) !== undefined) out.delay_ms = num(a.delay_ms);
+    return out;
+  });
 }
 
 /**
@@ -208,7 +241,9 @@ export function parseDriverResponse(raw: unknown): DriverResponse {
   const { usage, dropped } = parseUsageReport(v.usage);
   const out: DriverResponse = { stop_reason: stop, content, usageDropped: dropped };
   if (usage !== undefined) out.usage = usage;
-  if (v.error !== undefined && v.error !== null) out.error = typeof v.error === 'string' ? v.error : JSON.stringify(v.error);
+  if (v.error !== undefined && v.error !== null) out.error = boundedError(typeof v.error === 'string' ? v.error : JSON.stringify(v.error));
+  const attempts = driverAttempts(v.attempts);
+  if (attempts) out.attempts = attempts;
   return out;
 }
 

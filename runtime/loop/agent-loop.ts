@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildDriverRequest, parseDriverResponse, type ConversationMessage, type ToolSpec } from '../inference/wire.ts';
+import { boundedError, buildDriverRequest, parseDriverResponse, type ConversationMessage, type ToolSpec } from '../inference/wire.ts';
 import { parseToolResult } from '../tools/result.ts';
 import type { ContinuationState } from '../inference/continuation.ts';
 import type { SpendMeter } from '../inference/spend.ts';
@@ -73,8 +73,9 @@ export interface Totals {
 /** Counted once per message object: messages never change after they enter the history. */
 const messageTokens = new WeakMap<object, number>();
 
-export function conversationTokens(counter: TokenCounter, system: string, tools: ToolSpec[], history: readonly ConversationMessage[]): number {
-  return counter.count(system) + counter.countJson(tools) + historyTokens(counter, history);
+export async function conversationTokens(counter: TokenCounter, system: string, tools: ToolSpec[], history: readonly ConversationMessage[]): Promise<number> {
+  const [s, t] = await counter.countMany([system, JSON.stringify(tools)]);
+  return s! + t! + (await historyTokens(counter, history));
 }
 
 /**
@@ -82,16 +83,15 @@ export function conversationTokens(counter: TokenCounter, system: string, tools:
  * pairing; never the runtime's own bookkeeping such as ids): the one count the loop's budget and a
  * task's `prior-tokens` share.
  */
-export function historyTokens(counter: TokenCounter, history: readonly ConversationMessage[]): number {
-  let n = 0;
-  for (const m of history) {
-    let c = messageTokens.get(m);
-    if (c === undefined) {
-      c = counter.countJson({ role: m.role, content: m.content, tool_call_id: m.tool_call_id, is_error: m.is_error });
-      messageTokens.set(m, c);
-    }
-    n += c;
+export async function historyTokens(counter: TokenCounter, history: readonly ConversationMessage[]): Promise<number> {
+  const uncounted = history.filter((m) => !messageTokens.has(m));
+  if (uncounted.length) {
+    // One round trip to the counting worker for every message not counted yet.
+    const counts = await counter.countMany(uncounted.map((m) => JSON.stringify({ role: m.role, content: m.content, tool_call_id: m.tool_call_id, is_error: m.is_error })));
+    uncounted.forEach((m, i) => messageTokens.set(m, counts[i]!));
   }
+  let n = 0;
+  for (const m of history) n += messageTokens.get(m)!;
   return n;
 }
 
@@ -116,7 +116,7 @@ export async function runAttempt(
       promptCacheKey: d.promptCacheKey, continuationId: plan.continuationId,
     });
     // Budget decisions always use the full conversation, never the (smaller) continued payload.
-    const inputTokens = conversationTokens(d.counter, d.system, tools, history);
+    const inputTokens = await conversationTokens(d.counter, d.system, tools, history);
     const admission = d.spend.admit(inputTokens, inf.maxTokens);
     if (!admission.admitted) {
       d.trace.write('spend_ceiling_reached', { turn, requested: admission.refusal.requested, spent: admission.refusal.spent, limit: admission.refusal.limit });
@@ -132,8 +132,8 @@ export async function runAttempt(
     } catch (e) {
       d.spend.drop(admission.ticket);
       if (signal.aborted) return { ...abortedExit(signal, 'during inference'), turns };
-      d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
-      return { exit: 'failed', reason: `inference driver failed: ${describe(e)}`, turns };
+      d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: boundedError(describe(e)) });
+      return { exit: 'failed', reason: `inference driver failed: ${boundedError(describe(e))}`, turns };
     }
     let responseText = '';
     let resp: ReturnType<typeof parseDriverResponse>;
@@ -148,7 +148,9 @@ export async function runAttempt(
       d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
       return { exit: 'failed', reason: `unreadable driver response: ${describe(e)}`, turns };
     }
-    const outputTokens = d.counter.count(responseText);
+    // Every HTTP attempt of a driver that retried, on the trace before the turn's own event.
+    for (const a of resp.attempts ?? []) d.trace.write('inference_attempt', { turn, model: inf.model, ...a });
+    const outputTokens = await d.counter.count(responseText);
     d.spend.settle(admission.ticket, { inputTokens, outputTokens });
     d.totals.inputTokens += inputTokens;
     d.totals.outputTokens += outputTokens;
@@ -199,7 +201,7 @@ export async function runAttempt(
           history.splice(0, history.length, ...replacement);
           d.continuation.replaceContext();
           replaced = true;
-          d.trace.write('compaction', { turn, hook: outcome.hook, tokens_before: before, tokens_after: conversationTokens(d.counter, d.system, tools, history), messages_after: history.length });
+          d.trace.write('compaction', { turn, hook: outcome.hook, tokens_before: before, tokens_after: await conversationTokens(d.counter, d.system, tools, history), messages_after: history.length });
         } else {
           d.trace.write('compaction_refused', { turn, hook: outcome.hook, reason: problem });
         }

@@ -114,6 +114,23 @@ export class SessionComponents {
     return this.driverInst;
   }
 
+  /**
+   * Starts the driver's and every tool's worker now, in the background, instead of on the first
+   * task: `mur serve` calls it once the front door listens, so instantiation (≈ 100–300 ms per
+   * SpiderMonkey component on these machines) overlaps start-up instead of delaying the first
+   * answer. Never rejects: a component that cannot start fails the call that needs it, with its
+   * own error, exactly as without pre-warming.
+   */
+  async prewarm(tools: StagedArtifact[]): Promise<void> {
+    // One after another, the driver first (the first task needs it first): compiling two 12 MB
+    // modules at once doubles V8's compile-time peak, and glibc keeps those freed pages in its
+    // per-thread arenas — measured 471 MiB RSS after one task against 335 MiB one at a time.
+    const starts: (() => Promise<unknown>)[] = [];
+    if (this.staged.driver && this.staged.manifest.inference) starts.push(() => this.driver().then((d) => d.start()));
+    for (const t of tools) if (t.wasmPath) starts.push(() => this.tool(t).then((i) => i.start()));
+    for (const start of starts) await start().catch(() => undefined);
+  }
+
   /** Stops a running driver call (cancel): its worker is terminated; the next call starts fresh. */
   async interruptDriver(): Promise<void> {
     const p = this.driverInst;

@@ -46,6 +46,21 @@ export interface TaskReport {
 
 /** Messages the session's conversation record keeps (the newest; `murmur:conversation/read`). */
 export const RECORD_LIMIT = 5000;
+/** Bytes (UTF-8 of the message content) the record keeps at most: the newest messages that fit. */
+export const RECORD_MAX_BYTES = 16 * 1024 * 1024;
+/** Bytes the threaded histories of all contexts keep at most; the least recently used context goes first. */
+export const HISTORIES_MAX_BYTES = 32 * 1024 * 1024;
+
+/** Approximate bytes a message holds (its content as JSON), memoised per message object. */
+const sizes = new WeakMap<ConversationMessage, number>();
+export function messageBytes(m: ConversationMessage): number {
+  let n = sizes.get(m);
+  if (n === undefined) {
+    n = Buffer.byteLength(JSON.stringify(m.content) ?? '') + 64;
+    sizes.set(m, n);
+  }
+  return n;
+}
 
 /** Why a session ended on its own, and the `exit_status` its `session_end` carries. */
 export interface SessionEnd {
@@ -110,6 +125,9 @@ export class CapsuleSession {
     const s = new CapsuleSession(staged, opts.hostEnv ?? process.env);
     const m = staged.manifest;
     if (!m.inference) throw new MurError('E-RUN-001', `${m.name} is a script capsule (no inference block); run it with the script runner`);
+    // The encoder builds in the counting worker while hooks and components start, not on this
+    // thread in front of the first provider request.
+    s.counter.prewarm();
     s.system = systemPrompt(m.name, m.version, manifestPrompt(staged));
     s.compactionPrompt = compactionPrompt(staged);
     if (opts.hooks) s.hooks = await opts.hooks(s.services(), s.trace);
@@ -176,7 +194,7 @@ export class CapsuleSession {
     const seed = await this.hooks.taskStart({
       taskId: input.taskId, contextId: input.contextId, source: input.source, inputBytes: BigInt(Buffer.byteLength(input.text)),
       budgetTokens: BigInt(Math.floor(window * m.context.seedBudget)), contextWindow: BigInt(window),
-      priorTokens: BigInt(historyTokens(this.counter, prior)),
+      priorTokens: BigInt(await historyTokens(this.counter, prior)),
     });
     // Seeded messages go at the head: ahead of loaded history and of the task message.
     const history: ConversationMessage[] = [...fromHookMessages(seed.messages, 'seed-context'), ...prior, userText(input.text)];
@@ -217,7 +235,7 @@ export class CapsuleSession {
       this.current.asGiven = `${input.text}\n\n${note}`;
       this.current.output = undefined;
     }
-    if (threaded) this.histories.set(input.contextId, history);
+    if (threaded) this.keepHistory(input.contextId, history);
     this.keepInRecord(history);
     // A held continuation outlives the task ("for the rest of the session loop"): the next task of
     // this context continues it if its history still starts with what the driver acknowledged.
@@ -264,8 +282,25 @@ export class CapsuleSession {
       this.recorded.add(m);
       this.record.push(m);
     }
-    // A long-running capsule serves many tasks: keep the newest messages, bounded.
+    // A long-running capsule serves many tasks: keep the newest messages, bounded by count and bytes.
     if (this.record.length > RECORD_LIMIT) this.record.splice(0, this.record.length - RECORD_LIMIT);
+    let bytes = 0;
+    let keepFrom = this.record.length;
+    while (keepFrom > 0 && bytes + messageBytes(this.record[keepFrom - 1]!) <= RECORD_MAX_BYTES) bytes += messageBytes(this.record[--keepFrom]!);
+    if (keepFrom > 0) this.record.splice(0, keepFrom);
+  }
+
+  /** Stores a threaded context's history, evicting the least recently used contexts past the byte bound. */
+  private keepHistory(contextId: string, history: ConversationMessage[]): void {
+    this.histories.delete(contextId);
+    this.histories.set(contextId, history); // Map order = recency
+    let total = 0;
+    for (const h of this.histories.values()) for (const m of h) total += messageBytes(m);
+    for (const [id, h] of this.histories) {
+      if (total <= HISTORIES_MAX_BYTES || id === contextId) break;
+      for (const m of h) total -= messageBytes(m);
+      this.histories.delete(id);
+    }
   }
 
   /**
@@ -293,7 +328,7 @@ export class CapsuleSession {
     const model = req.model ?? inf.model;
     const messages = fromHookMessages(req.messages.map((m) => (m.role === 'tool' ? m : m)), 'replace-context');
     const request = buildDriverRequest({ model, maxTokens: inf.maxTokens, system: req.systemPrompt ?? '', messages, tools: [], promptCacheKey: promptCacheKey(this.staged.manifest.name, this.staged.manifest.version) });
-    const inputTokens = this.counter.countJson(request);
+    const inputTokens = await this.counter.countJson(request);
     const admission = this.spend.admit(inputTokens, inf.maxTokens);
     if (!admission.admitted) {
       this.trace.write('spend_ceiling_reached', { origin: `hook:${hookName}`, requested: admission.refusal.requested, limit: admission.refusal.limit });
@@ -307,7 +342,7 @@ export class CapsuleSession {
       const driver = await this.components.driver();
       const raw = await driver.call(['run', 'run'], [{ data: JSON.stringify(request), logPath: undefined }]);
       const data = parseToolResult(raw).data ?? '';
-      outputTokens = this.counter.count(data);
+      outputTokens = await this.counter.count(data);
       const resp = parseDriverResponse(data);
       reported = resp.usage;
       // A model the provider rejects is an error for the hook: never a silent fallback.

@@ -107,6 +107,24 @@ export class RuntimeMetrics {
     registers: [this.registry],
   });
 
+  /** Where each served capsule's waiting-for-input count comes from (read at scrape time). */
+  readonly #waitingSources = new Map<string, () => number>();
+
+  readonly waitingForInput: Gauge<'capsule'> = new Gauge({
+    name: 'capsule_tasks_waiting_for_input',
+    help: 'Tasks blocked in input-required, waiting for a caller to answer (lifecycle.input_timeout_secs bounds the wait).',
+    labelNames: ['capsule'] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const [capsule, f] of this.#waitingSources) this.waitingForInput.set({ capsule }, f());
+    },
+  });
+
+  /** Serves `capsule_tasks_waiting_for_input` for `capsule` from `count` (mur serve's task machine). */
+  watchWaitingForInput(capsule: string, count: () => number): void {
+    this.#waitingSources.set(capsule, count);
+  }
+
   readonly spendRefusals = new Counter({
     name: 'capsule_spend_ceiling_refusals_total',
     help: 'Inference calls refused by inference.max_session_tokens, by origin (agent: the agent loop, hook: a hook run-inference).',

@@ -55,6 +55,7 @@ export const CAPSULE = {
   HOOK_PHASE: 'capsule.hook.phase',
   HOOK_MODE: 'capsule.hook.mode',
   HOOK_OUTCOME: 'capsule.hook.outcome',
+  HOOK_DURATION_MS: 'capsule.hook.duration_ms',
   DENIED_KIND: 'capsule.denied.kind',
   DENIED_REASON: 'capsule.denied.reason',
   DENIED_FAIL_CLOSED: 'capsule.denied.fail_closed',

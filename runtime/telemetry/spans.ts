@@ -286,6 +286,30 @@ class Scope {
         span.end();
         return;
       }
+      case 'hook_call': {
+        // One hook's call, after the fact: it spans the call's own time (duration_ms), under the
+        // open `hook_dispatch <handler>` span for a blocking hook, under the task for an async one.
+        const dur = num(e.duration_ms) ?? 0;
+        const async = e.mode === 'async';
+        const outcome = str(e.outcome) ?? 'none';
+        const span = this.tracer.startSpan(`hook ${str(e.hook_name) ?? ''}`.trim(), {
+          kind: SpanKind.INTERNAL,
+          startTime: e.timestamp - dur,
+          attributes: clean({
+            [CAPSULE.HOOK_NAME]: str(e.hook_name),
+            [CAPSULE.HOOK_HANDLER]: str(e.event),
+            [CAPSULE.HOOK_MODE]: str(e.mode),
+            [CAPSULE.HOOK_OUTCOME]: outcome,
+            [CAPSULE.HOOK_DURATION_MS]: dur,
+          }),
+        }, async ? this.task?.ctx ?? ROOT_CONTEXT : this.parent());
+        if (HOOK_FAULTS.has(outcome)) {
+          span.setAttribute(GEN_AI.ERROR_TYPE, outcome);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        span.end(e.timestamp);
+        return;
+      }
       case 'hook_dispatch_error': {
         const target = this.stack.at(-1)?.span ?? this.task?.span;
         target?.addEvent('hook_dispatch_error', clean({

@@ -5,10 +5,12 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const up2 = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The checkout (or image /app): compiled, this file is dist/runtime/wit/packages.js, one folder deeper. */
+export const PROJECT_ROOT = basename(up2) === 'dist' && !existsSync(join(up2, 'package.json')) ? dirname(up2) : up2;
 export const WIT_ROOT = join(PROJECT_ROOT, 'wit');
 
 export interface WitPackage {

@@ -65,6 +65,23 @@ describe('task machine', () => {
     expect([a.state, b.state]).toEqual(['completed', 'completed']);
   });
 
+  it('a rejected task keeps no body: neither the machine nor the store holds its message', async () => {
+    const g = gated();
+    const store = new InMemoryTaskStore();
+    const { m, start } = machine(g.exec, 'queue', { queueDepth: 0, store });
+    const a = start('a');
+    const big = 'x'.repeat(1024 * 1024);
+    const c = start(big);
+    expect([a.state, c.state]).toEqual(['working', 'rejected']);
+    expect(c.text).toBe('');
+    expect(c.history).toEqual([]);
+    await m.flush();
+    const stored = await store.load(c.id, alice);
+    expect(JSON.stringify(stored).length).toBeLessThan(4096);
+    expect(stored?.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
+    g.release.get(a.id)?.();
+  });
+
   it('single: the second task is rejected and done resolves after the first', async () => {
     const g = gated();
     const { m, start } = machine(g.exec, 'single');

@@ -122,11 +122,18 @@ describe('mur serve', () => {
   });
 
   it('tasks/cancel during a slow inference call ends the task canceled, and the capsule serves the next task', async () => {
-    const { served } = await servedCapsule({ name: 'slow', turns: { turns: [{ text: 'too late', delayMs: 8_000 }, { text: 'second task fine' }] } });
+    // The provider holds the first answer until the test ends: the inference call is in flight
+    // from the request's arrival on.
+    let arrived!: () => void;
+    let release!: () => void;
+    const inFlight = new Promise<void>((r) => (arrived = r));
+    const released = new Promise<void>((r) => (release = r));
+    const { served } = await servedCapsule({ name: 'slow', turns: { turns: [{ text: 'too late', hold: () => (arrived(), released) }, { text: 'second task fine' }] } });
+    cleanup.push(async () => release()); // runs first (cleanup runs in reverse)
     const sent = await sendMessage({ peerUrl: served.url, text: 'take your time', allow: [served.url] });
     expect(sent.ok).toBe(true);
     if (!sent.ok) return;
-    await new Promise((r) => setTimeout(r, 1500));
+    await inFlight;
     const c = await cancelTask({ peerUrl: served.url, taskId: sent.taskId, allow: [served.url] });
     expect(c.ok && c.state).toBe('canceled');
     const next = await sendMessage({ peerUrl: served.url, text: 'next', allow: [served.url], wait: true });

@@ -100,6 +100,12 @@ export interface StartClusterOptions {
   timeoutMs?: number;
   /** Progress messages (default: none). */
   log?: (msg: string) => void;
+  /** Serve a real node (test/cluster/node/): the API server binds all addresses of its network
+   *  namespace and advertises `advertiseAddress` on `securePort`, with the endpoint reconciler (the
+   *  `kubernetes` Service gets endpoints) and ServiceAccount admission (pods get tokens) on, calls
+   *  kubelets by InternalIP with the admin client certificate; the controller-manager allocates node
+   *  pod CIDRs from `clusterCidr`. Default: loopback only, as envtest. */
+  node?: { advertiseAddress: string; securePort: number; clusterCidr: string };
 }
 
 export interface Cluster {
@@ -266,7 +272,7 @@ keyUsage = critical,digitalSignature,keyEncipherment
 extendedKeyUsage = serverAuth
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
-subjectAltName = DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1
+subjectAltName = DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1@EXTRA_SANS@
 [v3_client]
 basicConstraints = critical,CA:FALSE
 keyUsage = critical,digitalSignature,keyEncipherment
@@ -295,7 +301,7 @@ function openssl(args: string[]): void {
   }
 }
 
-function makeCerts(dir: string): Certs {
+function makeCerts(dir: string, extraIps: string[] = []): Certs {
   mkdirSync(dir, { recursive: true });
   const p = (f: string) => join(dir, f);
   const ecKey = (file: string) =>
@@ -304,7 +310,7 @@ function makeCerts(dir: string): Certs {
       generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
       { mode: 0o600 },
     );
-  writeFileSync(p('openssl.cnf'), OPENSSL_CNF);
+  writeFileSync(p('openssl.cnf'), OPENSSL_CNF.replace('@EXTRA_SANS@', extraIps.map((ip) => `,IP:${ip}`).join('')));
   const serial = () => '0x' + randomBytes(8).toString('hex');
 
   ecKey('ca.key');
@@ -470,8 +476,10 @@ async function startOnce(opts: StartClusterOptions): Promise<Cluster> {
   };
 
   try {
-    const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort, kwokPort] = (await freePorts(6)) as [number, number, number, number, number, number];
-    const certs = makeCerts(join(dir, 'certs'));
+    const [etcdPort, etcdPeerPort, freeApiPort, kcmPort, schedPort, kwokPort] = (await freePorts(6)) as [number, number, number, number, number, number];
+    const realNode = opts.node;
+    const apiPort = realNode?.securePort ?? freeApiPort;
+    const certs = makeCerts(join(dir, 'certs'), realNode ? [realNode.advertiseAddress] : []);
     const server = `https://127.0.0.1:${apiPort}`;
     const kubeconfigPath = join(dir, 'kubeconfig');
     writeFileSync(kubeconfigPath, kubeconfigYaml(server, certs), { mode: 0o600 });
@@ -500,14 +508,26 @@ async function startOnce(opts: StartClusterOptions): Promise<Cluster> {
     log(`etcd ready at ${etcdUrl} after ${Date.now() - t0} ms`);
 
     // kube-apiserver
+    const network = realNode
+      ? [
+          '--bind-address=0.0.0.0',
+          `--advertise-address=${realNode.advertiseAddress}`,
+          // the kubelet registers its InternalIP; its hostname is not resolvable in the node's netns
+          '--kubelet-preferred-address-types=InternalIP',
+          `--kubelet-client-certificate=${certs.adminCrt}`,
+          `--kubelet-client-key=${certs.adminKey}`,
+        ]
+      : [
+          '--bind-address=127.0.0.1',
+          // A loopback advertise address is only valid without the endpoint reconciler (which would write
+          // it into the `kubernetes` Endpoints). This keeps start-up independent of the host's network.
+          '--advertise-address=127.0.0.1',
+          '--endpoint-reconciler-type=none',
+        ];
     const apiserver = launch('kube-apiserver', bins.kubeApiserver, [
       `--etcd-servers=${etcdUrl}`,
-      '--bind-address=127.0.0.1',
       `--secure-port=${apiPort}`,
-      // A loopback advertise address is only valid without the endpoint reconciler (which would write
-      // it into the `kubernetes` Endpoints). This keeps start-up independent of the host's network.
-      '--advertise-address=127.0.0.1',
-      '--endpoint-reconciler-type=none',
+      ...network,
       `--cert-dir=${join(dir, 'certs')}`,
       `--tls-cert-file=${certs.serverCrt}`,
       `--tls-private-key-file=${certs.serverKey}`,
@@ -518,8 +538,8 @@ async function startOnce(opts: StartClusterOptions): Promise<Cluster> {
       '--service-cluster-ip-range=10.96.0.0/16',
       '--authorization-mode=RBAC',
       // As in envtest: with no kubelet there are no SA token volumes to mount, and pods should not wait
-      // for the default ServiceAccount to appear.
-      '--disable-admission-plugins=ServiceAccount',
+      // for the default ServiceAccount to appear. A real node mounts them, as any cluster does.
+      ...(realNode ? [] : ['--disable-admission-plugins=ServiceAccount']),
       '--allow-privileged=true',
       '--profiling=false',
     ]);
@@ -548,6 +568,7 @@ async function startOnce(opts: StartClusterOptions): Promise<Cluster> {
         '--kube-api-qps=200',
         '--kube-api-burst=400',
         '--profiling=false',
+        ...(realNode ? ['--allocate-node-cidrs=true', `--cluster-cidr=${realNode.clusterCidr}`, '--node-cidr-mask-size=24'] : []),
       ]));
     }
     if (withScheduler) {

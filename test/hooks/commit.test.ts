@@ -185,6 +185,10 @@ it('`none` is always silent', async () => {
   expect(await h.bus.taskEnd(TASK_END)).toEqual({});
   await h.bus.sessionEnd(SESSION_END);
   expect(h.events()).toEqual([]);
+  // Each call is still timed: one hook_call per dispatch, outcome none.
+  const calls = h.events('hook_call');
+  expect(calls.map((e) => e.event)).toEqual(['on-session-start', 'on-task-start', 'on-inference', 'on-tool-call', 'on-shell', 'on-compaction', 'on-task-end', 'on-session-end']);
+  expect(calls.every((e) => e.outcome === 'none' && e.hook_name === 'quiet' && typeof e.duration_ms === 'number')).toBe(true);
   expect(h.log('quiet')).toBe('');
   expect(existsSync(join(h.dir, 'tools'))).toBe(false);
 });

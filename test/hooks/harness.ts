@@ -23,6 +23,8 @@ export interface Harness {
   trace: TraceWriter;
   /** `{rec, n, ev}` records hooks reported through tokens.count, in arrival order. */
   recs: Array<{ rec: string; n?: number; ev?: unknown }>;
+  /** Resolves once `n` records have arrived (the hook's own report that it is running a call). */
+  recorded(n: number): Promise<void>;
   inferences: InferenceCall[];
   events(type?: string): TraceLine[];
   log(name: string): string;
@@ -60,6 +62,7 @@ export async function harness(hooks: StagedHook[], opts: Partial<HookBusOptions>
   const sessionId = newSessionId();
   const trace = new TraceWriter(join(dir, 'trace.jsonl'), sessionId);
   const recs: Harness['recs'] = [];
+  const recWaiters: { n: number; resolve: () => void }[] = [];
   const inferences: InferenceCall[] = [];
   const services: FakeServices = {
     infer: async (req) => ({ text: `completion of ${req.messages.length} message(s)`, modelUsed: req.model ?? 'primary-model', inputTokens: 11n, outputTokens: 7n }),
@@ -70,7 +73,13 @@ export async function harness(hooks: StagedHook[], opts: Partial<HookBusOptions>
       return services.infer(req, hook);
     },
     countTokens(text) {
-      if (text.startsWith('{"rec"')) recs.push(JSON.parse(text) as Harness['recs'][number]);
+      if (text.startsWith('{"rec"')) {
+        recs.push(JSON.parse(text) as Harness['recs'][number]);
+        for (const w of recWaiters.filter((x) => recs.length >= x.n)) {
+          recWaiters.splice(recWaiters.indexOf(w), 1);
+          w.resolve();
+        }
+      }
       return words(text);
     },
     taskIo: () => services.io,
@@ -82,9 +91,12 @@ export async function harness(hooks: StagedHook[], opts: Partial<HookBusOptions>
     dir,
     trace,
     recs,
+    recorded: (n) => (recs.length >= n ? Promise.resolve() : new Promise<void>((resolve) => recWaiters.push({ n, resolve }))),
     inferences,
     services,
-    events: (type) => (existsSync(trace.path) ? readTrace(trace.path).events.filter((e) => type === undefined || e.event_type === type) : []),
+    // Without a type: what the bus reported (faults, denials, seeds…), not the hook_call timing line
+    // every call writes; events('hook_call') reads those.
+    events: (type) => (existsSync(trace.path) ? readTrace(trace.path).events.filter((e) => (type === undefined ? e.event_type !== 'hook_call' : e.event_type === type)) : []),
     log: (name) => (existsSync(join(dir, 'logs', `hook-${name}.log`)) ? readFileSync(join(dir, 'logs', `hook-${name}.log`), 'utf8') : ''),
   };
 }

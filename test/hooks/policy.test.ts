@@ -95,9 +95,7 @@ describe('fail-closed: seven ways a policy hook refuses', () => {
 
   it('3. a call past its deadline refuses', async () => {
     const h = await policy({ 'on-tool-call:decision': { loop: true } }, { deadlineMs: 1500 });
-    const t0 = Date.now();
     const d = await h.bus.toolDecision(TOOL_EV);
-    expect(Date.now() - t0).toBeLessThan(10_000);
     expectRefused(h, d, /policy hook 'guard' did not answer within its 1500 ms deadline/, true);
     expect(h.events('hook_dispatch_error')[0]).toMatchObject({ arm: 'deadline' });
   });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ComponentInstance } from '../../runtime/host/index.ts';
 import { DeadlineExceeded, GuestTrap, MemoryLimitExceeded } from '../../runtime/host/index.ts';
-import { op, probe } from './probe.ts';
+import { op, probe, quietImports } from './probe.ts';
 
 let root: string;
 let grant: string;
@@ -191,15 +191,17 @@ describe('limits', () => {
 
 describe('closing', () => {
   it('closing an instance answers a call still running at once, with a typed fault', async () => {
-    const x = await probe({}, { deadlineMs: 120_000 });
-    const running = op(x, { op: 'spin' }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 1500));
-    const t0 = Date.now();
+    // The guest announces it is spinning (a chunk through its text/chunks import), then never
+    // yields: only terminating its worker can answer the call.
+    let spinning!: () => void;
+    const inLoop = new Promise<void>((r) => (spinning = r));
+    const x = await probe({}, { deadlineMs: 120_000, imports: { ...quietImports, 'murmur:text/chunks': { emitChunk: () => spinning(), emitThinkingChunk: () => {} } } });
+    const running = op(x, { op: 'spin', announce: true }).catch((e: unknown) => e);
+    await inLoop;
     await x.close();
     const err = (await running) as { code?: string; message?: string };
     expect(err.code).toBe('E-HOST-007');
     expect(err.message).toMatch(/run\.run was stopped: the instance closed/);
-    expect(Date.now() - t0).toBeLessThan(10_000);
   });
 });
 

@@ -59,7 +59,7 @@ describe('agent loop, end to end through a real driver component and real HTTP',
     kit = await openKit({
       yaml: capsuleYaml(),
       artifacts: [driverDef('anthropic'), ECHO_TOOL],
-      script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }] },
+      script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }], onExhausted: 'repeat-last' },
     });
     const r = await kit.session.runTask({ taskId: 't1', contextId: 'c', text: 'x', source: 'task_md' });
     expect(r.exit).toBe('failed');

@@ -6,6 +6,7 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { TokenCounter } from '../../runtime/inference/tokens.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { ECHO_TOOL } from './kit.ts';
 import { DATAPATH_TOOL, endTurn, openReplay, toolCall, type ReplayKit } from './replay-kit.ts';
@@ -270,15 +271,18 @@ describe('spend ceiling', () => {
 });
 
 describe('token accounting stays linear', () => {
-  it('1 MiB of text with no break points is counted and the loop stays responsive', async () => {
+  // How long counting takes is bench/'s to measure; here, that the loop counts all of it.
+  it('1 MiB of text with no break points is counted in full: the turn\'s input tokens hold the whole text\'s count', async () => {
     kit = await openReplay({ responses: [endTurn('ok')] });
-    let ticks = 0;
-    const timer = setInterval(() => ticks++, 50);
-    const r = await kit.session.runTask(task('ctx', 'a'.repeat(1024 * 1024)));
-    clearInterval(timer);
+    const text = 'a'.repeat(1024 * 1024);
+    const r = await kit.session.runTask(task('ctx', text));
     expect(r.exit).toBe('completed');
     const inf = trace(kit).find((e) => e.event_type === 'inference')!;
-    expect(Number(inf.input_tokens)).toBeGreaterThan(1024 * 1024 / 16);
+    const counter = new TokenCounter();
+    const whole = await counter.count(text);
+    await counter.close();
+    expect(whole).toBeGreaterThan(1024 * 1024 / 64);
+    expect(Number(inf.input_tokens)).toBeGreaterThanOrEqual(whole);
   });
 });
 

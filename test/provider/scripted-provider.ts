@@ -66,10 +66,19 @@ export interface ScriptTurn {
   error?: { status: number; type?: string; message?: string; retryAfter?: number };
   /** Streaming only: send the opening event(s), then an error event (Anthropic `event: error`; OpenAI `data: {"error":…}`). */
   streamError?: { type?: string; message?: string };
+  /** Streaming: send every content event, then end the response without the final ones (Anthropic `message_delta`/`message_stop`; OpenAI the `finish_reason` chunk and `[DONE]`), as a dropped connection does. */
+  cutStream?: boolean;
+  /** Reset the connection (TCP RST) instead of answering: no status line, no body. */
+  reset?: boolean;
   /** Send exactly this HTTP response. */
   raw?: { status?: number; headers?: Record<string, string>; body: string };
   /** Wait this long before answering. */
   delayMs?: number;
+  /**
+   * In-process only: called when this turn's request arrives; the answer waits until the returned
+   * promise settles. A test learns the request is in flight and decides when it ends, with no sleep.
+   */
+  hold?: () => Promise<unknown>;
   /** Streaming: wait this long between events. */
   chunkDelayMs?: number;
 }
@@ -511,7 +520,14 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
       return sendError(api, reject(500, api === 'openai' ? 'server_error' : 'api_error', `scripted provider: turn ${index} is scripted for ${turn.api}, but the request came on ${api}`));
     }
     if (turn.delayMs) await sleep(turn.delayMs);
+    if (turn.hold) await turn.hold();
 
+    if (turn.reset) {
+      rec.status = 0;
+      finish();
+      req.socket.resetAndDestroy();
+      return;
+    }
     if (turn.raw) {
       rec.status = turn.raw.status ?? 200;
       res.writeHead(rec.status, turn.raw.headers ?? { 'content-type': 'application/json' });
@@ -612,6 +628,11 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
         await ev('content_block_stop', { type: 'content_block_stop', index: idx });
         idx++;
       }
+      if (turn.cutStream) {
+        finish();
+        res.end();
+        return;
+      }
       await ev('message_delta', { type: 'message_delta', delta: { stop_reason: plan.stop, stop_sequence: null }, usage: anthropicUsage(plan) });
       await ev('message_stop', { type: 'message_stop' });
       finish();
@@ -636,6 +657,11 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
       for (const p of pieces(JSON.stringify(c.input), 7)) {
         await chunk([{ index: 0, delta: { tool_calls: [{ index: i, function: { arguments: p } }] }, logprobs: null, finish_reason: null }]);
       }
+    }
+    if (turn.cutStream) {
+      finish();
+      res.end();
+      return;
     }
     await chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: OPENAI_FINISH[plan.stop] }]);
     if (includeUsage) await send(`data: ${JSON.stringify({ ...base, choices: [], usage: openaiUsage(plan) })}\n\n`);

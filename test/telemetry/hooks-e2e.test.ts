@@ -8,6 +8,7 @@ import { InMemorySpanExporter, instrumentSession, type ReadableSpan, type Sessio
 import type { Script } from '../provider/scripted-provider.ts';
 import type { Kit } from '../loop/kit.ts';
 import { openHookCapsule, type HookDef } from '../hooks/hook-capsule.ts';
+import { readTrace } from '../../runtime/trace/read.ts';
 
 let kit: Kit | undefined;
 let tel: SessionTelemetry | undefined;
@@ -30,6 +31,44 @@ const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
 const id = (s: ReadableSpan) => s.spanContext().spanId;
 
 describe('hook dispatch spans in a session', () => {
+  it('every hook call has its duration on the trace (hook_call) and a `hook <name>` span under its dispatch', async () => {
+    const { kit: k, exporter } = await open(
+      [
+        { name: 'watch', contract: 'binding: on-inference\n', script: {} },
+        { name: 'later', contract: 'binding: on-inference\nexecution_mode: async\n', script: {} },
+      ],
+      { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }] }, { text: 'done' }] },
+    );
+    expect((await k.session.runTask(TASK)).exit).toBe('completed');
+    await k.session.hooks.drain();
+    const calls = readTrace(k.session.staged.workdir.trace).events.filter((e) => e.event_type === 'hook_call' && e.event === 'on-inference');
+    // Two turns, each dispatched to both hooks.
+    expect(calls.filter((e) => e.hook_name === 'watch')).toHaveLength(2);
+    expect(calls.filter((e) => e.hook_name === 'later')).toHaveLength(2);
+    for (const e of calls) {
+      expect(e.mode).toBe(e.hook_name === 'watch' ? 'blocking' : 'async');
+      expect(e.outcome).toBe('none');
+      expect(typeof e.duration_ms).toBe('number');
+      expect(Number(e.duration_ms)).toBeGreaterThan(0);
+    }
+    const spans = exporter.getFinishedSpans();
+    const watch = spans.filter((s) => s.name === 'hook watch');
+    const dispatches = spans.filter((s) => s.name === 'hook_dispatch on-inference');
+    expect(watch).toHaveLength(2);
+    for (const s of watch) {
+      expect(dispatches.map(id)).toContain(parentOf(s));
+      expect(s.attributes).toMatchObject({ 'capsule.hook.name': 'watch', 'capsule.hook.handler': 'on-inference', 'capsule.hook.mode': 'blocking', 'capsule.hook.outcome': 'none' });
+      expect(s.attributes['capsule.hook.duration_ms']).toBe(calls.find((c) => c.hook_name === 'watch' && c.duration_ms === s.attributes['capsule.hook.duration_ms'])?.duration_ms);
+    }
+    // An async hook's calls run behind the task: their spans never hang under a dispatch.
+    const later = spans.filter((s) => s.name === 'hook later');
+    expect(later).toHaveLength(2);
+    for (const s of later) {
+      expect(s.attributes['capsule.hook.mode']).toBe('async');
+      expect(dispatches.map(id)).not.toContain(parentOf(s));
+    }
+  }, 180_000); // two hook instances and the capsule's components start first
+
   it('a policy deny: hook_dispatch on-tool-call (decision, deny) and call_denied under execute_tool', async () => {
     const { kit: k, exporter } = await open(
       [{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { ret: { tag: 'deny', val: 'not today' } } } }],

@@ -110,11 +110,18 @@ describe('/metrics after a scripted session', () => {
   }
 
   it('a task in flight shows in capsule_active_tasks', async () => {
-    kit = await openKit({ yaml: capsuleYaml({ name: 'busy' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ text: 'slow answer', delayMs: 600 }] } });
+    // The provider holds the answer: the task is in flight from its request's arrival until release.
+    let arrived!: () => void;
+    let release!: () => void;
+    const inFlight = new Promise<void>((r) => (arrived = r));
+    const released = new Promise<void>((r) => (release = r));
+    const hold = () => (arrived(), released);
+    kit = await openKit({ yaml: capsuleYaml({ name: 'busy' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ text: 'slow answer', hold }] } });
     tel = instrumentSession(kit.session, { telemetry: false });
     const running = kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'task_md' });
-    await new Promise((r) => setTimeout(r, 300));
+    await inFlight;
     expect((await scrape()).x.get('capsule_active_tasks', { capsule: 'busy' })).toBe(1);
+    release();
     await running;
     const { x } = await scrape();
     expect(x.get('capsule_active_tasks', { capsule: 'busy' })).toBe(0);
@@ -122,7 +129,7 @@ describe('/metrics after a scripted session', () => {
   });
 
   it('a failed driver call: no tokens counted, its duration recorded with error_type; the task counted failed', async () => {
-    kit = await openKit({ yaml: capsuleYaml({ name: 'flaky' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }] } });
+    kit = await openKit({ yaml: capsuleYaml({ name: 'flaky' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }], onExhausted: 'repeat-last' } });
     tel = instrumentSession(kit.session, { telemetry: false });
     await kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'task_md' });
     const { x } = await scrape();

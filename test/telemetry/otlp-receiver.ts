@@ -39,6 +39,8 @@ export interface OtlpReceiver {
   status: number;
   /** Wait this long before answering. */
   delayMs: number;
+  /** Requests answered so far (a delayed answer counts once it is sent). */
+  answered: number;
   /** Resolves when at least `n` spans (matching `filter`) arrived, or rejects after `ms`. */
   waitFor(n: number, filter?: (s: ReceivedSpan) => boolean, ms?: number): Promise<ReceivedSpan[]>;
   close(): Promise<void>;
@@ -93,7 +95,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const requests: ReceivedRequest[] = [];
   const waiters = new Set<() => void>();
-  const r: Partial<OtlpReceiver> & { status: number; delayMs: number } = { status: 200, delayMs: 0 };
+  const r: Partial<OtlpReceiver> & { status: number; delayMs: number; answered: number } = { status: 200, delayMs: 0, answered: 0 };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -102,6 +104,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       const contentType = String(req.headers['content-type'] ?? '');
       requests.push({ path: req.url ?? '', contentType, headers: req.headers, bytes: body.length });
       const answer = (): void => {
+        r.answered++;
         if (r.status !== 200) {
           res.statusCode = r.status;
           res.end('{}');

@@ -128,7 +128,7 @@ describe('spans of a scripted session (OTLP/HTTP JSON to an in-process receiver)
     kit = await openKit({
       yaml: capsuleYaml({ name: 'root-capsule' }),
       artifacts: [driverDef('anthropic'), ECHO_TOOL],
-      script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }] },
+      script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }], onExhausted: 'repeat-last' },
     });
     tel = instrumentSession(kit.session, { setup: { endpoint: receiver.url, protocol: 'http/json', env: {} } });
     const r = await kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'task_md' });

@@ -47,10 +47,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
-# Token usage: the scraper lists capsule pods (for their IPs and readiness) on its interval.
+# Token usage: the scraper lists capsule pods (for their IPs and readiness) on its interval; the
+# controller watches them so a runtime that exits at start shows in the Capsule's status.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list"]
+  verbs: ["list", "watch"]
 {{- end -}}
 
 {{- /* A label map as k=v,k2=v2 (sorted keys), for an env var. */ -}}

@@ -10,6 +10,11 @@ import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, la
 
 export const RUNTIME_UID = 65532;
 
+/** `mur serve --drain-secs`: how long running tasks get after SIGTERM before they fail. */
+export const DRAIN_SECS = 25;
+/** The pod's grace period: above the drain budget, so the kubelet never SIGKILLs a draining runtime. */
+export const TERMINATION_GRACE_SECS = DRAIN_SECS + 15;
+
 /**
  * The runtime container contract: `mur serve <manifest dir> --a2a-port --metrics-port --workdir`,
  * plus `--host 0.0.0.0` (the CLI binds 127.0.0.1 by default, unreachable from the Service and the
@@ -22,6 +27,7 @@ export function runtimeArgs(publicUrl?: string): string[] {
   return [
     'serve', CONFIG_DIR, '--a2a-port', String(A2A_PORT), '--metrics-port', String(METRICS_PORT), '--workdir', WORKDIR,
     '--host', '0.0.0.0',
+    '--drain-secs', String(DRAIN_SECS),
     '--anonymous',
     ...(publicUrl ? ['--public-url', publicUrl] : []),
   ];
@@ -74,6 +80,8 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
         spec: {
           serviceAccountName: n.serviceAccount,
           automountServiceAccountToken: false,
+          // No preStop: /readyz turns 503 and new tasks get a retryable 503 the moment SIGTERM lands.
+          terminationGracePeriodSeconds: TERMINATION_GRACE_SECS,
           enableServiceLinks: false,
           securityContext: {
             runAsNonRoot: true,
@@ -88,6 +96,8 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
               image: c.spec.image ?? opts.image,
               ...(pullPolicy ? { imagePullPolicy: pullPolicy } : {}),
               args: runtimeArgs(publicUrl),
+              // the runtime's own refusal (it names the field) becomes the termination message the operator reports
+              terminationMessagePolicy: 'FallbackToLogsOnError',
               ports: [
                 { name: 'a2a', containerPort: A2A_PORT, protocol: 'TCP' },
                 { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },

@@ -6,6 +6,9 @@
 import { stringify } from 'yaml';
 import type { ArtifactSpec, Capsule, Hook } from '../../api/types.ts';
 
+/** lifecycle.input_timeout_secs rendered for a Capsule that sets none (docs/operator.md). */
+export const DEFAULT_INPUT_TIMEOUT_SECS = 3600;
+
 export interface ManifestInput {
   capsule: Capsule;
   /** Resolved Hooks in spec.hooks order. */
@@ -78,7 +81,8 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
     context: s.context,
     // A Capsule on Kubernetes is a long-running A2A service: queue unless it says otherwise (the
     // runtime's own default, single, would end the pod after one task).
-    lifecycle: { task_acceptance: 'queue', ...s.lifecycle },
+    // A forgotten request-input question must not hold a pod forever: an hour unless the Capsule says otherwise.
+    lifecycle: { task_acceptance: 'queue', input_timeout_secs: DEFAULT_INPUT_TIMEOUT_SECS, ...s.lifecycle },
     observability: s.observability,
     trace: s.trace,
   });

@@ -1,0 +1,112 @@
+/**
+ * Image benchmark (not a test), on the images test/images/build.sh builds from the Dockerfiles:
+ *
+ * - sizes: the base image (node:24-bookworm-slim, made locally), the layers the runtime and the
+ *   operator image add on top of it (target for the runtime: ≤ 120 MB), totals unpacked;
+ * - start: a runtime container (read-only root, tmpfs work root, the built-in driver, as the
+ *   operator's pod runs it) from `docker start` until its /readyz answers 200 (target ≤ 1.5 s),
+ *   against a floor arm — a container of the same base image running a Node HTTP server that
+ *   answers /readyz at once — so the ratio is the runtime's own share of the start. The arms
+ *   alternate round by round; container create and removal are outside the timed span; /readyz
+ *   is polled every 10 ms on the container's address (so the figure is ≤ 10 ms late).
+ *
+ *   node --import tsx bench/images.ts [--rounds 7]
+ *
+ * Starts the harness's engine and builds or loads the images as the images test project does
+ * (test/images/global-setup.ts), and stops an engine it started.
+ */
+import { parseArgs } from 'node:util';
+import type Dockerode from 'dockerode';
+import setup from '../test/images/global-setup.ts';
+import { capsuleDir } from '../test/images/kit.ts';
+import { median, table } from './stats.ts';
+
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '7' } } });
+const ROUNDS = Number(values.rounds);
+
+const teardown = setup();
+const { getContainerRuntimeClient } = await import('testcontainers');
+const docker = (await getContainerRuntimeClient()).container.dockerode as Dockerode;
+const runtimeImage = process.env.CAPSULE_RUNTIME_IMAGE!;
+const operatorImage = process.env.CAPSULE_OPERATOR_IMAGE!;
+const BASE = 'node:24-bookworm-slim';
+const net = await docker.createNetwork({ Name: `capsule-bench-${process.pid}`, Driver: 'bridge' });
+
+const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
+const stats = (xs: number[], f: (x: number) => string) => `min ${f(Math.min(...xs))}  median ${f(median(xs))}  max ${f(Math.max(...xs))}`;
+const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
+async function size(image: string): Promise<number> {
+  return (await docker.getImage(image).inspect()).Size;
+}
+
+/** `docker start` → first 200 from http://<container>:<port>/readyz, in ms. */
+async function startToReady(opts: Dockerode.ContainerCreateOptions, port: number): Promise<number> {
+  const c = await docker.createContainer({ ...opts, HostConfig: { ...opts.HostConfig, NetworkMode: net.id } });
+  try {
+    const t0 = performance.now();
+    await c.start();
+    const ip = Object.values((await c.inspect()).NetworkSettings.Networks)[0]!.IPAddress;
+    for (;;) {
+      const ok = await fetch(`http://${ip}:${port}/readyz`, { signal: AbortSignal.timeout(1000) }).then((r) => r.status === 200, () => false);
+      if (ok) return performance.now() - t0;
+      const state = (await c.inspect()).State;
+      if (!state.Running) throw new Error(`container exited ${state.ExitCode} before /readyz answered 200`);
+      if (performance.now() - t0 > 60_000) throw new Error('no /readyz 200 within 60 s');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    await c.remove({ force: true });
+  }
+}
+
+try {
+  const [base, runtime, operator] = await Promise.all([size(BASE), size(runtimeImage), size(operatorImage)]);
+  const capsule = capsuleDir('bench');
+  const runtimeOpts: Dockerode.ContainerCreateOptions = {
+    Image: runtimeImage,
+    // Never called at start: the driver is loaded at the first task.
+    Env: ['MURMUR_INFERENCE_ENDPOINT=http://127.0.0.1:9', 'MURMUR_INFERENCE_API_KEY=unused'],
+    HostConfig: { ReadonlyRootfs: true, Tmpfs: { '/var/lib/murmur': 'rw,uid=65532,gid=65532,mode=0700' }, Binds: [`${capsule}:/etc/murmur/capsule:ro`] },
+  };
+  const floorOpts: Dockerode.ContainerCreateOptions = {
+    Image: BASE,
+    User: '65532:65532',
+    Cmd: ['node', '-e', "require('node:http').createServer((q, r) => r.end('ok')).listen(9090, '0.0.0.0')"],
+    HostConfig: { ReadonlyRootfs: true },
+  };
+  // One unmeasured start of each (page cache, overlay mounts).
+  await startToReady(runtimeOpts, 9090);
+  await startToReady(floorOpts, 9090);
+  const rt: number[] = [];
+  const floor: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    if (i % 2 === 0) {
+      rt.push(await startToReady(runtimeOpts, 9090));
+      floor.push(await startToReady(floorOpts, 9090));
+    } else {
+      floor.push(await startToReady(floorOpts, 9090));
+      rt.push(await startToReady(runtimeOpts, 9090));
+    }
+  }
+  const ratio = rt.map((x, i) => x / floor[i]!);
+  console.log('images: sizes unpacked (docker image inspect .Size); start = docker start → /readyz 200');
+  console.log(
+    table([
+      ['base node:24-bookworm-slim', mb(base)],
+      [`runtime ${runtimeImage}: added layers`, mb(runtime - base), `total ${mb(runtime)}  (target ≤ 120 MB added)`],
+      [`operator ${operatorImage}: added layers`, mb(operator - base), `total ${mb(operator)}`],
+    ]),
+  );
+  console.log(`  start → /readyz 200, ${ROUNDS} alternating rounds:`);
+  console.log(
+    table([
+      ['runtime (built-in driver, read-only root)', stats(rt, s), '(target ≤ 1.5 s)'],
+      ['floor (base image, node http server)', stats(floor, s)],
+      ['ratio runtime / floor', stats(ratio, (x) => x.toFixed(2))],
+    ]),
+  );
+} finally {
+  await net.remove().catch(() => {});
+  teardown();
+}

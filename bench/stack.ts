@@ -1,0 +1,214 @@
+/**
+ * The headline bench: the whole stack as a pod runs it. `bin/mur serve` as its own process (A2A
+ * front door, agent loop, the real anthropic driver and echo tool components built from
+ * components/ and test/fixtures/, telemetry and /metrics as served), against the scripted provider
+ * (real HTTP, the Anthropic wire format). Each task is two provider turns: a tool call to `echo`,
+ * then the answer. No hooks bound.
+ *
+ * Per round and per arm (arms: the TypeScript sources through tsx, and compiled dist/ when built;
+ * they alternate, the order reversing every other round):
+ * - first run ever: an empty component cache (transpile included) → first task completed: wall,
+ *   CPU (user + system of the process) and max RSS (VmHWM) at that moment;
+ * - warm start: process start → first task completed, then RSS once idle after that task;
+ * - throughput: 100 tasks from 8 concurrent senders (queue acceptance), tasks/s, then RSS idle;
+ * - a script capsule end to end: `bin/mur run` of the step-driven capsule, wall and max RSS.
+ *
+ *   node --import tsx bench/stack.ts [--rounds 3] [--tasks 100] [--senders 8]
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
+import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
+import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
+import { demoYaml, program, scriptRegistry } from '../test/script/helpers.ts';
+import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table } from './paired.ts';
+
+const arg = (name: string, def: number): number => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+};
+const ROUNDS = arg('rounds', 3);
+const TASKS = arg('tasks', 100);
+const SENDERS = arg('senders', 8);
+const MUR = join(PROJECT_ROOT, 'bin/mur');
+const CLK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
+
+interface ProcStat {
+  rss: number;
+  hwm: number;
+  cpuMs: number;
+}
+
+function procStat(pid: number): ProcStat {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM'), cpuMs: ((Number(f[11]) + Number(f[12])) / CLK) * 1000 };
+}
+
+/** RSS once the process has been idle a while (spares and pooled workers made, GC settled). */
+async function idleRss(pid: number): Promise<number> {
+  await new Promise((r) => setTimeout(r, 2500));
+  return procStat(pid).rss;
+}
+
+interface Serving {
+  proc: ChildProcess;
+  url: Promise<string>;
+  t0: number;
+  stop(): Promise<void>;
+}
+
+function serve(from: 'src' | 'dist', capsule: string, registry: string, env: Record<string, string>): Serving {
+  const t0 = performance.now();
+  const proc = spawn(process.execPath, [MUR, 'serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet'], {
+    env: { PATH: process.env.PATH, MUR_FROM: from, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  const url = new Promise<string>((resolve, reject) => {
+    const on = (d: Buffer): void => {
+      out += d.toString();
+      const m = /serving \S+ \S+ at (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    };
+    proc.stdout!.on('data', on);
+    proc.stderr!.on('data', on);
+    void exited.then(() => reject(new Error(`mur serve exited:\n${out}`)));
+  });
+  return {
+    proc, url, t0,
+    async stop() {
+      if (proc.exitCode === null) {
+        proc.kill('SIGTERM');
+        await exited;
+      }
+    },
+  };
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: SENDERS });
+function send(url: string, i: number): Promise<void> {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'message/send', params: { message: { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] } } });
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } } };
+        if (j.result?.status?.state === 'completed') resolve();
+        else reject(new Error(`task ${i}: ${Buffer.concat(chunks).toString().slice(0, 400)}`));
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const TASK_TURNS: ScriptTurn[] = [{ toolCalls: [{ name: 'echo', input: { text: 'tick' } }] }, { text: 'done' }];
+
+async function main(): Promise<void> {
+  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
+  const capsule = tmp('stack-capsule-');
+  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'stack', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }));
+  const scriptReg = await scriptRegistry();
+  const scriptCapsule = tmp('stack-script-');
+  writeFileSync(join(scriptCapsule, 'murmur.yaml'), demoYaml());
+  const warmCache = tmp('stack-cache-');
+
+  const distBuilt = existsSync(join(PROJECT_ROOT, 'dist/.built'));
+  const froms: ('src' | 'dist')[] = distBuilt ? ['src', 'dist'] : ['src'];
+
+  // One provider per serve process: tasks run in order within a process, so each provider serves
+  // tool call, answer, tool call, answer, …
+  const provider = async (tasks: number) => startScriptedProvider({ turns: Array.from({ length: tasks }, () => TASK_TURNS).flat(), apiKey: API_KEY });
+  const env = (url: string, cache: string): Record<string, string> => ({ MURMUR_INFERENCE_ENDPOINT: url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: cache });
+
+  // Prime the warm cache (and the worker bundle) once, untimed.
+  {
+    const p = await provider(1);
+    const s = serve('src', capsule, registry, env(p.url, warmCache));
+    await send(await s.url, 0);
+    await s.stop();
+    await p.stop();
+    // …and the script capsule's component, so no arm's `mur run` pays its transpile.
+    const r = spawnSync(process.execPath, [MUR, 'run', scriptCapsule, '--registry', scriptReg, '--work-root', tmp('stack-script-work-'), '--quiet', '--task', program()], {
+      env: { PATH: process.env.PATH, MUR_FROM: 'src', MURMUR_COMPONENT_CACHE: warmCache },
+    });
+    if (r.status !== 0) throw new Error(`mur run (script) exited ${r.status}: ${r.stderr}`);
+  }
+
+  type Fig = { cold: { wall: number; cpu: number; hwm: number }; firstTask: number; ready: number; idle1: number; tps: number; idle100: number; script: { wall: number; hwm: number } };
+  const figs = new Map<string, Fig[]>();
+  const round = async (from: 'src' | 'dist'): Promise<number> => {
+    // First run ever: nothing transpiled.
+    const p1 = await provider(1);
+    const cold = serve(from, capsule, registry, env(p1.url, tmp('stack-cold-cache-')));
+    await send(await cold.url, 0);
+    const coldWall = performance.now() - cold.t0;
+    const cs = procStat(cold.proc.pid!);
+    await cold.stop();
+    await p1.stop();
+
+    // Warm start, one task, idle; then the throughput run, idle.
+    const p = await provider(1 + TASKS);
+    const s = serve(from, capsule, registry, env(p.url, warmCache));
+    const url = await s.url;
+    const ready = performance.now() - s.t0;
+    await send(url, 0);
+    const firstTask = performance.now() - s.t0;
+    const idle1 = await idleRss(s.proc.pid!);
+    let next = 1;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: SENDERS }, async () => {
+      while (next <= TASKS) await send(url, next++);
+    }));
+    const tps = TASKS / ((performance.now() - t0) / 1000);
+    const idle100 = await idleRss(s.proc.pid!);
+    await s.stop();
+    await p.stop();
+
+    // A script capsule end to end through `mur run`.
+    const st = performance.now();
+    const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', process.execPath, MUR, 'run', scriptCapsule, '--registry', scriptReg, '--work-root', tmp('stack-script-work-'), '--quiet', '--task', program()], {
+      env: { PATH: process.env.PATH, MUR_FROM: from, MURMUR_COMPONENT_CACHE: warmCache },
+    });
+    const scriptWall = performance.now() - st;
+    if (r.status !== 0) throw new Error(`mur run (script) exited ${r.status}: ${r.stderr}`);
+    const hwm = Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024;
+    const fig: Fig = { cold: { wall: coldWall, cpu: cs.cpuMs, hwm: cs.hwm }, firstTask, ready, idle1, tps, idle100, script: { wall: scriptWall, hwm } };
+    figs.set(from, [...(figs.get(from) ?? []), fig]);
+    return 0;
+  };
+  // Both arms run inside each round, alternating; the figures are then paired by round.
+  await paired(froms.map((f) => ({ name: f, run: () => round(f) })), ROUNDS);
+
+  const rows: [string, string, string?][] = [];
+  const metric = (label: string, pick: (f: Fig) => number, fmt: (v: number) => string): void => {
+    const names = froms.map((f) => `${label}, ${f === 'src' ? 'sources via tsx' : 'compiled dist/'}`);
+    rows.push(...pairedRows(summarize(names, froms.map((f) => figs.get(f)!.map(pick))), fmt));
+  };
+  metric('throughput, 100 tasks, 8 senders', (f) => f.tps, fmtRate('tasks/s'));
+  metric('time per task (1 / throughput)', (f) => 1000 / f.tps, fmtTime);
+  metric('RSS idle after one task', (f) => f.idle1, fmtMiB);
+  metric(`RSS idle after ${TASKS + 1} tasks`, (f) => f.idle100, fmtMiB);
+  metric('process start → agent card served', (f) => f.ready, fmtTime);
+  metric('process start → first task completed', (f) => f.firstTask, fmtTime);
+  metric('first run (transpile): start → first task, wall', (f) => f.cold.wall, fmtTime);
+  metric('first run (transpile): CPU', (f) => f.cold.cpu, fmtTime);
+  metric('first run (transpile): max RSS', (f) => f.cold.hwm, fmtMiB);
+  metric('script capsule end to end (mur run), wall', (f) => f.script.wall, fmtTime);
+  metric('script capsule end to end (mur run), max RSS', (f) => f.script.hwm, fmtMiB);
+  agent.destroy();
+  console.log(`whole stack: mur serve (A2A, agent loop, driver-anthropic + echo-tool components, scripted provider over HTTP, no hooks), ${ROUNDS} rounds`);
+  console.log(table(rows));
+  console.log(machineLine());
+}
+
+await main();
+process.exit(0);

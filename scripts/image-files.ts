@@ -1,0 +1,177 @@
+/**
+ * Lays out what an image runs, and nothing else: the compiled entry points under dist/ and the
+ * files of node_modules they load, found by tracing their imports with @vercel/nft (the field's
+ * file tracer) rather than by installing whole packages: `npm ci --omit=dev` of the runtime's
+ * dependencies still drags in jco's componentize/optimize toolchain (componentize-js, binaryen,
+ * typescript, rolldown: ≈ 280 MB) that the runtime's `transpile` never loads.
+ *
+ * Usage (in an image's build stage, after `npm run build`):
+ *   node --import tsx scripts/image-files.ts runtime|operator <out-dir>
+ * Writes <out-dir>/app/{package.json, bin/, dist/…, node_modules/…} and prints its size.
+ */
+import { cpSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { nodeFileTrace } from '@vercel/nft';
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+interface Target {
+  entries: string[];
+  /** Copied as they are (not reached through imports). */
+  extra: string[];
+  /**
+   * Files the tracer reaches that the image never loads, each for a stated reason. The image's
+   * contract tests (test/images/) run the entry points, so a wrong entry here fails them.
+   */
+  ignore: string[];
+  /** Packages copied file by file as traced (static imports only, where the whole package is big). */
+  tracedFilesOnly?: string[];
+  /**
+   * Bundle the entries with esbuild into one module each (output name → dist entry), the
+   * `external` packages left in node_modules. Start-up: loading dist/ file by file (≈ 700 modules)
+   * cost more than the rest of `mur serve`'s start (bench/images.ts prints the result). All outputs
+   * sit in one folder, dist/runtime/cli/, so the paths the runtime derives from import.meta.url
+   * (worker.js and worker-boot.mjs beside workers.ts' code, PROJECT_ROOT two levels up) still hold.
+   */
+  bundle?: { entries: Record<string, string>; copy: Record<string, string>; external: string[] };
+}
+
+const TARGETS: Record<string, Target> = {
+  runtime: {
+    entries: ['dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/worker-boot.mjs'],
+    bundle: {
+      entries: { 'dist/runtime/cli/main.js': 'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js': 'dist/runtime/host/worker.js' },
+      copy: { 'dist/runtime/cli/worker-boot.mjs': 'dist/runtime/host/worker-boot.mjs' },
+      // Their files are found relative to their own modules (jco-transpile's core wasm,
+      // preview2-shim's I/O worker), so they stay packages.
+      external: ['@bytecodealliance/*'],
+    },
+    // jco's package.json: its version is part of the transpile cache key (transpile-cache.ts).
+    extra: ['package.json', 'bin/mur', 'bin/scrub-key.mjs', 'node_modules/@bytecodealliance/jco/package.json'],
+    ignore: [
+      // tsx (and the esbuild it runs) serve only the TypeScript sources (bin/mur, worker-boot.mjs
+      // and workers.ts take that path only when runtime/*.ts exists); the image runs dist/.
+      'node_modules/tsx/**',
+      'node_modules/esbuild/**',
+      'node_modules/@esbuild/**',
+      // jco's CLI and its componentize/new/optimize commands: the runtime calls only `transpile`
+      // (runtime/host/transpile-cache.ts), without the optimize or asm.js options that spawn
+      // binaryen's wasm-opt / wasm2js.
+      'node_modules/@bytecodealliance/jco/dist/jco.js',
+      'node_modules/@bytecodealliance/jco/dist/cmd/componentize.js',
+      'node_modules/@bytecodealliance/jco/dist/cmd/new.js',
+      'node_modules/@bytecodealliance/jco/dist/cmd/new/**',
+      'node_modules/@bytecodealliance/jco/dist/cmd/run.js',
+      'node_modules/@bytecodealliance/componentize-js/**',
+      'node_modules/binaryen/**',
+      'node_modules/typescript/**',
+      'node_modules/typescript-compiler-api/**',
+      'node_modules/rolldown/**',
+      'node_modules/@rolldown/**',
+      // The Kubernetes client is the operator's.
+      'node_modules/@kubernetes/**',
+    ],
+    // 22 MB of encodings; the runtime imports js-tiktoken/lite and the cl100k_base ranks only.
+    tracedFilesOnly: ['node_modules/js-tiktoken'],
+  },
+  operator: {
+    // client-node is loaded through createRequire only out of a pod (operator/kube/client.ts), a
+    // call the tracer does not follow: traced as an entry of its own.
+    entries: ['dist/operator/main.js', 'node_modules/@kubernetes/client-node/dist/index.js'],
+    extra: ['package.json'],
+    ignore: [
+      // No WASM toolchain in the operator image: it never transpiles or runs components.
+      'node_modules/@bytecodealliance/**',
+      'node_modules/binaryen/**',
+      'node_modules/tsx/**',
+      'node_modules/esbuild/**',
+      'node_modules/@esbuild/**',
+    ],
+  },
+};
+
+const [name, outArg] = process.argv.slice(2);
+const target = name ? TARGETS[name] : undefined;
+if (!target || !outArg) {
+  console.error(`usage: node --import tsx scripts/image-files.ts ${Object.keys(TARGETS).join('|')} <out-dir>`);
+  process.exit(2);
+}
+const out = join(resolve(outArg), 'app');
+// Bundles are written under ROOT/.cache (so their externals resolve from ROOT/node_modules while
+// tracing) and copied to their dist/ path in the image.
+let prefix = '';
+if (target.bundle) {
+  prefix = join('.cache', 'image-bundle', name!) + '/';
+  const dir = join(ROOT, prefix);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const { default: esbuild } = await import('esbuild');
+  for (const [outFile, entry] of Object.entries(target.bundle.entries)) {
+    await esbuild.build({
+      entryPoints: [join(ROOT, entry)],
+      outfile: join(dir, outFile),
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      external: target.bundle.external,
+      logLevel: 'warning',
+      // CommonJS dependencies inside an ESM bundle call require() for Node built-ins.
+      banner: { js: "import { createRequire as __imageRequire } from 'node:module'; const require = __imageRequire(import.meta.url);" },
+    });
+  }
+  for (const [to, from] of Object.entries(target.bundle.copy)) cpSync(join(ROOT, from), join(dir, to));
+}
+const { fileList, warnings } = await nodeFileTrace(
+  target.entries.map((e) => join(ROOT, prefix, e)),
+  {
+    base: ROOT,
+    // Sources and caches are never part of an image: the bundled workers.ts still names the .ts
+    // files it bundles from sources (a path the tracer would glob, down into .cache).
+    ignore: (p: string) =>
+      /^(runtime|operator|test|bench|scripts)\//.test(p) ||
+      (p.startsWith('.cache/') && !(prefix && p.startsWith(prefix))) ||
+      target.ignore.some((g) => (g.endsWith('/**') ? p.startsWith(g.slice(0, -2)) : p === g)),
+  },
+);
+// Unresolvable requires are other platforms' native bindings and optional peers (bufferutil, …);
+// anything else the tracer could not follow is printed so a missing file shows up at build time.
+const unresolved = warnings.size;
+for (const w of warnings) if (!String(w.message).startsWith('Failed to resolve dependency')) console.error(`[image-files] ${String(w.message).split('\n')[0]}`);
+// Whole packages, not single files: the tracer picks the packages, but a file reached only through
+// a conditional export or a computed path (async-function's `require.mjs`, a component's core
+// wasm) would be missed file by file. Nested node_modules are packages of their own.
+const packages = new Set<string>();
+const files: string[] = [...target.extra];
+for (const f of fileList) {
+  const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(f);
+  if (m && !target.tracedFilesOnly?.includes(m[1]!)) packages.add(m[1]!);
+  else files.push(f);
+}
+const skip = (f: string) => /\.(map|d\.ts|d\.mts|d\.cts|md|markdown)$/i.test(f);
+let bytes = 0;
+let count = 0;
+const copy = (rel: string) => {
+  const src = join(ROOT, rel);
+  const st = statSync(src);
+  const to = join(out, prefix && rel.startsWith(prefix) ? rel.slice(prefix.length) : rel);
+  mkdirSync(dirname(to), { recursive: true });
+  cpSync(src, to, { dereference: true });
+  bytes += st.size;
+  count++;
+};
+for (const f of files) if (!skip(f) && statSync(join(ROOT, f)).isFile()) copy(f);
+const ignored = target.ignore.map((g) => g.replace(/\/\*\*$/, ''));
+for (const pkg of [...packages].sort()) {
+  if (ignored.some((g) => pkg === g || pkg.startsWith(`${g}/`))) continue;
+  const walk = (rel: string) => {
+    for (const e of readdirSync(join(ROOT, rel), { withFileTypes: true })) {
+      const r = `${rel}/${e.name}`;
+      if (e.isDirectory()) {
+        if (e.name !== 'node_modules') walk(r);
+      } else if (!skip(r) && !ignored.some((g) => r === g)) copy(r);
+    }
+  };
+  walk(pkg);
+}
+console.log(`[image-files] ${name}: ${packages.size} packages, ${count} files, ${(bytes / 1e6).toFixed(1)} MB in ${out} (${unresolved} optional dependencies not present, left out)`);

@@ -1,0 +1,99 @@
+/**
+ * What the image contract tests (and bench/images.ts) share: the images by name, a bridge network
+ * of their own per run (the engine has no default bridge: engine.sh), the scripted provider on that
+ * network's gateway address (the host's side of the bridge, so only loopback and the containers'
+ * network are used), a capsule folder, and a runtime container started as the operator's pod runs
+ * it: non-root, read-only root filesystem, /var/lib/murmur a tmpfs (the pod's emptyDir).
+ */
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GenericContainer, Network, Wait, getContainerRuntimeClient, type StartedNetwork, type StartedTestContainer } from 'testcontainers';
+import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';
+
+export const API_KEY = 'test-key-not-secret';
+
+function required(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: the images project's global setup (test/images/global-setup.ts) did not run`);
+  return v;
+}
+export const runtimeImage = () => required('CAPSULE_RUNTIME_IMAGE');
+export const operatorImage = () => required('CAPSULE_OPERATOR_IMAGE');
+
+/** GenericContainer plus a read-only root filesystem (testcontainers has no builder for it). */
+export class ReadOnlyContainer extends GenericContainer {
+  protected override async beforeContainerCreated(): Promise<void> {
+    this.hostConfig.ReadonlyRootfs = true;
+  }
+}
+
+export interface TestNetwork {
+  network: StartedNetwork;
+  /** The host's address on the network's bridge. */
+  gateway: string;
+  stop(): Promise<void>;
+}
+
+export async function startNetwork(): Promise<TestNetwork> {
+  const network = await new Network().start();
+  const client = await getContainerRuntimeClient();
+  const info = (await client.network.getById(network.getId()).inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
+  const gateway = info.IPAM?.Config?.[0]?.Gateway;
+  if (!gateway) throw new Error(`network ${network.getName()} has no gateway address: ${JSON.stringify(info.IPAM)}`);
+  return { network, gateway, stop: async () => void (await network.stop()) };
+}
+
+/** The scripted provider, listening on the network's gateway (reachable from its containers). */
+export function providerOn(net: TestNetwork, turns: ScriptTurn[]): Promise<ScriptedProvider> {
+  return startScriptedProvider({ turns }, { host: net.gateway });
+}
+
+export function capsuleDir(name = 'probe'): string {
+  const dir = mkdtempSync(join(tmpdir(), 'image-capsule-'));
+  writeFileSync(
+    join(dir, 'murmur.yaml'),
+    [
+      `name: ${name}`,
+      'version: 1.0.0',
+      'artifacts:',
+      '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}', // from the image's built-in registry
+      'inference:',
+      '  driver: {artifact: driver-anthropic}',
+      '  model: claude-test',
+      'lifecycle:',
+      '  task_acceptance: queue',
+      '',
+    ].join('\n'),
+  );
+  // The container runs as 65532: the mounted folder must be readable to it.
+  chmodSync(dir, 0o755);
+  chmodSync(join(dir, 'murmur.yaml'), 0o644);
+  return dir;
+}
+
+/**
+ * The runtime container as the operator's pod runs it (docs/operator.md, "Runtime container
+ * contract"), its A2A port published on a fixed host port so the agent card can advertise it.
+ */
+export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvider; capsule: string; a2aPort: number }): GenericContainer {
+  return new ReadOnlyContainer(runtimeImage())
+    .withNetwork(o.net.network)
+    .withTmpFs({ '/var/lib/murmur': 'rw,uid=65532,gid=65532,mode=0700' })
+    .withBindMounts([{ source: o.capsule, target: '/etc/murmur/capsule', mode: 'ro' }])
+    .withEnvironment({ MURMUR_INFERENCE_ENDPOINT: o.provider.url, MURMUR_INFERENCE_API_KEY: API_KEY })
+    .withExposedPorts({ container: 8080, host: o.a2aPort }, 9090)
+    .withCommand([
+      'serve', '/etc/murmur/capsule', '--a2a-port', '8080', '--metrics-port', '9090', '--workdir', '/var/lib/murmur',
+      '--host', '0.0.0.0', '--anonymous', '--public-url', `http://127.0.0.1:${o.a2aPort}/`,
+    ])
+    // The line mur serve prints once both servers listen (runtime/cli/serve.ts).
+    .withWaitStrategy(Wait.forLogMessage(/serving \S+ \S+ at /))
+    .withStartupTimeout(120_000);
+}
+
+/** Runs a command in the container; its exit code and output. */
+export async function exec(c: StartedTestContainer, cmd: string[]): Promise<{ exitCode: number; output: string }> {
+  const r = await c.exec(cmd);
+  return { exitCode: r.exitCode, output: r.output };
+}

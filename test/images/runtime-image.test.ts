@@ -1,0 +1,81 @@
+/**
+ * The runtime image's contract (docs/operator.md, "Runtime container contract"), on the image
+ * built from `Dockerfile` as it is (test/images/build.sh), run by testcontainers against the
+ * harness's Docker engine: non-root on a read-only root filesystem, agent card and /readyz served,
+ * a task completed against the scripted provider, and only what it runs inside.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StartedTestContainer } from 'testcontainers';
+import { sendMessage } from '../../runtime/a2a/client.ts';
+import { freePort } from '../cli/serve-kit.ts';
+import type { ScriptedProvider } from '../provider/scripted-provider.ts';
+import { API_KEY, capsuleDir, exec, providerOn, runtimeContainer, startNetwork, type TestNetwork } from './kit.ts';
+
+let net: TestNetwork;
+let provider: ScriptedProvider;
+let container: StartedTestContainer;
+let a2aUrl = '';
+let metricsUrl = '';
+
+beforeAll(async () => {
+  net = await startNetwork();
+  provider = await providerOn(net, [{ text: 'hello from the scripted provider', usage: { input: 12, output: 5 } }]);
+  const a2aPort = await freePort();
+  container = await runtimeContainer({ net, provider, capsule: capsuleDir('probe'), a2aPort }).start();
+  a2aUrl = `http://127.0.0.1:${a2aPort}/`;
+  metricsUrl = `http://127.0.0.1:${container.getMappedPort(9090)}`;
+}, 300_000);
+
+afterAll(async () => {
+  await container?.stop();
+  await provider?.stop();
+  await net?.stop();
+});
+
+describe('the runtime image', () => {
+  it('runs as a non-root user on a read-only root filesystem', async () => {
+    const id = await exec(container, ['id', '-u']);
+    expect(id.output.trim()).toBe('65532');
+    const write = await exec(container, ['sh', '-c', 'touch /app/probe']);
+    expect(write.exitCode).not.toBe(0);
+    expect(write.output).toMatch(/Read-only file system/);
+    // …while its work root (the pod's emptyDir) takes the session workdir and transpile cache.
+    const work = await exec(container, ['sh', '-c', 'ls /var/lib/murmur']);
+    expect(work.output).toMatch(/ses_/);
+  });
+
+  it('serves its agent card and /readyz', async () => {
+    const card = (await (await fetch(`${a2aUrl}.well-known/agent-card.json`)).json()) as { name: string; version: string; url: string };
+    expect(card).toMatchObject({ name: 'probe', version: '1.0.0', url: a2aUrl });
+    const ready = await fetch(`${metricsUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    const a2aReady = (await (await fetch(`${a2aUrl}readyz`)).json()) as { ready: boolean };
+    expect(a2aReady.ready).toBe(true);
+  });
+
+  it('completes a task against the scripted provider, with the built-in driver', async () => {
+    const r = await sendMessage({ peerUrl: a2aUrl, text: 'say hello', allow: [a2aUrl], wait: true });
+    const logs = async () => {
+      const s = await container.logs();
+      let out = '';
+      for await (const chunk of s) out += String(chunk);
+      return out;
+    };
+    expect(r, r.ok ? '' : `${r.error}\n${await logs()}`).toMatchObject({ ok: true, state: 'completed', text: 'hello from the scripted provider' });
+    // The driver inside the container called the provider with the key from the environment.
+    expect(provider.requests).toHaveLength(1);
+    expect(provider.requests[0]!.headers['x-api-key']).toBe(API_KEY);
+    expect((provider.requests[0]!.body as { model: string }).model).toBe('claude-test');
+  });
+
+  it('runs compiled JavaScript and carries no Kubernetes client, TypeScript loader or build-time package', async () => {
+    const modules = await exec(container, ['sh', '-c', 'cd /app/node_modules && ls -d * @*/*']);
+    const names = modules.output.split(/\s+/).filter(Boolean);
+    expect(names).toContain('@bytecodealliance/jco');
+    for (const absent of ['@kubernetes/client-node', 'tsx', 'typescript', 'esbuild', '@bytecodealliance/componentize-js', 'binaryen', 'vitest', '@vercel/nft', 'testcontainers']) {
+      expect(names).not.toContain(absent);
+    }
+    const ts = await exec(container, ['sh', '-c', "find /app -name '*.ts' -not -name '*.d.ts' | head -5"]);
+    expect(ts.output.trim()).toBe('');
+  });
+});

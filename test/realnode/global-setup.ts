@@ -1,0 +1,75 @@
+// vitest globalSetup of the 'realnode' project (see vitest.config.ts): a REAL node (containerd,
+// kubelet, kube-proxy, CoreDNS, kube-router) in its own network + mount namespace, with the
+// runtime and operator images built from the Dockerfiles imported and the chart installed by helm.
+//
+// REALNODE_KUBECONFIG=<kubeconfig of `npm run node:up`> runs the tests on that node instead.
+//
+// Where the node cannot start (not Linux, not root, a build step failing) this throws with the
+// reason: the suite fails, it never skips.
+import { spawn } from 'node:child_process';
+import type { TestProject } from 'vitest/node';
+import { binDir, ensureBinaries } from '../cluster/harness.ts';
+import { nodeBuildScript } from '../cluster/node/config.ts';
+import { preflight, startNode, type RealNode } from '../cluster/node/node.ts';
+import { ensureImages, installOperator, operatorImages } from '../cluster/node/operator.ts';
+
+export interface RealNodeInfo {
+  kubeconfig: string;
+  name: string;
+  startupMs: number;
+  operatorMs: number;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    realnode: RealNodeInfo;
+  }
+}
+
+const log = (m: string) => process.stderr.write(`[realnode ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
+
+function run(cmd: string, args: string[]): Promise<void> {
+  return new Promise((res, rej) => {
+    const c = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, CLUSTER_BIN_DIR: binDir } });
+    c.on('error', rej);
+    c.on('exit', (code, sig) => (code === 0 ? res() : rej(new Error(`${cmd} ${args.join(' ')} failed (${sig ?? `exit code ${code}`}); see its output above`))));
+  });
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const t0 = Date.now();
+  // A node brought up by `npm run node:up` (operator installed): use it, start and stop nothing.
+  const existing = process.env.REALNODE_KUBECONFIG;
+  if (existing) {
+    log(`using the running node of REALNODE_KUBECONFIG=${existing}`);
+    project.provide('realnode', { kubeconfig: existing, name: 'external', startupMs: 0, operatorMs: 0 });
+    return async () => {};
+  }
+  if (process.platform !== 'linux' || (typeof process.getuid === 'function' && process.getuid() !== 0)) {
+    throw new Error(`realnode suite: ${preflight()}. The real-node tests (test/realnode/) need Linux and root; run them where both hold (CI does: .ci/run).`);
+  }
+  await ensureBinaries();
+  await run('bash', [nodeBuildScript]);
+  await ensureImages(log);
+  const why = preflight();
+  if (why) throw new Error(`realnode suite: the real node cannot start: ${why}`);
+  log(`binaries and images ready in ${Date.now() - t0} ms`);
+
+  const node: RealNode = await startNode({ images: operatorImages(), log: process.env.REALNODE_VERBOSE ? log : undefined });
+  log(`node ${node.name} up in ${node.startupMs} ms (KUBECONFIG=${node.kubeconfig})`);
+  let operatorMs = 0;
+  try {
+    const t1 = Date.now();
+    installOperator(node.kubeconfig, log);
+    operatorMs = Date.now() - t1;
+  } catch (e) {
+    await node.stop();
+    throw e;
+  }
+  project.provide('realnode', { kubeconfig: node.kubeconfig, name: node.name, startupMs: node.startupMs, operatorMs });
+  return async () => {
+    const t = Date.now();
+    await node.stop();
+    log(`node down in ${Date.now() - t} ms`);
+  };
+}

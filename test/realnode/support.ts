@@ -1,0 +1,202 @@
+// Helpers of the real-node e2e tests: kubectl against the node, a busybox client pod to act from
+// inside the cluster, the scripted provider as a pod. Every wait is `kubectl wait` (a watch on
+// the API server), never a sleep.
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+import { kubectlPath } from '../cluster/harness.ts';
+import { images, repoRoot } from '../cluster/node/config.ts';
+import { runtimeImage } from '../cluster/node/operator.ts';
+import type { Script } from '../provider/scripted-provider.ts';
+
+export const kubeconfig = (): string => inject('realnode').kubeconfig;
+
+export class KubectlError extends Error {
+  constructor(readonly args: string[], readonly stderr: string, readonly stdout: string, readonly code: number | undefined) {
+    super(`kubectl ${args.join(' ')} failed (exit ${code}): ${stderr.trim()}`);
+  }
+}
+
+export async function kubectl(args: string[], input?: string): Promise<string> {
+  return new Promise((res, rej) => {
+    const child = execFile(kubectlPath(), [`--kubeconfig=${kubeconfig()}`, ...args], { maxBuffer: 32 << 20 }, (err, stdout, stderr) => {
+      if (err) rej(new KubectlError(args, String(stderr), String(stdout), typeof err.code === 'number' ? err.code : undefined));
+      else res(String(stdout));
+    });
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+export const apply = (yaml: string, ns?: string): Promise<string> => kubectl([...(ns ? ['-n', ns] : []), 'apply', '-f', '-'], yaml);
+/** kubectl get … -o json; `what` may carry flags (`pods -l app=x`). */
+export const getJson = async <T = any>(ns: string, what: string): Promise<T> => JSON.parse(await kubectl(['-n', ns, 'get', ...what.split(/\s+/), '-o', 'json'])) as T;
+
+/** kubectl wait (a watch), e.g. waitFor(ns, 'capsule/a', 'condition=Ready'). */
+export const waitFor = (ns: string, what: string, cond: string, timeout = '120s'): Promise<string> =>
+  kubectl(['-n', ns, 'wait', ...what.split(/\s+/), `--for=${cond}`, `--timeout=${timeout}`]);
+
+export async function createNamespace(ns: string): Promise<void> {
+  await apply(`apiVersion: v1\nkind: Namespace\nmetadata: { name: ${ns}, labels: { capsule-test: realnode } }\n`);
+  // pods are admitted only once the namespace's default ServiceAccount exists
+  await kubectl(['-n', ns, 'wait', '--for=jsonpath={.metadata.name}=default', 'serviceaccount/default', '--timeout=60s']).catch(async () => {
+    await kubectl(['-n', ns, 'get', 'serviceaccount', 'default']);
+  });
+}
+
+/** Deleted after a test file; REALNODE_KEEP=1 keeps it for a look with kubectl. */
+export const deleteNamespace = async (ns: string): Promise<string> =>
+  process.env.REALNODE_KEEP === '1' ? '' : kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
+
+/** A long-running busybox pod to run commands from inside the cluster (`exec`). */
+export async function clientPod(ns: string, name: string, labels: Record<string, string> = {}): Promise<(script: string) => Promise<{ code: number; out: string }>> {
+  const lbl = Object.entries({ app: name, ...labels }).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', ');
+  await apply(`apiVersion: v1
+kind: Pod
+metadata: { name: ${name}, namespace: ${ns}, labels: { ${lbl} } }
+spec:
+  terminationGracePeriodSeconds: 0
+  automountServiceAccountToken: false
+  containers:
+  - name: sh
+    image: ${images.busybox}
+    imagePullPolicy: Never
+    command: [/bin/sh, -c, 'trap "exit 0" TERM; while true; do sleep 1; done']
+`);
+  await waitFor(ns, `pod/${name}`, 'condition=Ready');
+  return async (script: string) => {
+    try {
+      const out = await kubectl(['-n', ns, 'exec', name, '--', '/bin/sh', '-c', script]);
+      return { code: 0, out };
+    } catch (e) {
+      if (e instanceof KubectlError) return { code: e.code ?? -1, out: e.stdout + e.stderr };
+      throw e;
+    }
+  };
+}
+
+/** JSON-RPC message/send body (A2A). */
+export function messageSend(text: string, id = 'm-1'): string {
+  return JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: id, role: 'user', parts: [{ kind: 'text', text }] } } });
+}
+
+/** A shell command (busybox) that POSTs `body` to `url` and prints the response; `timeout` bounds it (busybox 1.35's wget -T segfaults). */
+export function wgetPost(url: string, body: string, seconds = 60): string {
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  return `timeout ${seconds} wget -q -O- --header 'content-type: application/json' --post-data ${q(body)} ${q(url)}`;
+}
+
+/**
+ * The scripted provider (test/provider/scripted-provider.ts) as a pod + Service `provider` on port
+ * 8080, running from the runtime image with its Node 24 (the file and the script from a ConfigMap).
+ */
+export async function providerPod(ns: string, script: Script, name = 'provider'): Promise<string> {
+  const source = readFileSync(join(repoRoot, 'test', 'provider', 'scripted-provider.ts'), 'utf8');
+  const cm = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: `${name}-script`, namespace: ns },
+    data: { 'scripted-provider.mts': source, 'script.json': JSON.stringify(script) },
+  };
+  await apply(JSON.stringify(cm));
+  await apply(`apiVersion: v1
+kind: Pod
+metadata: { name: ${name}, namespace: ${ns}, labels: { app: ${name} } }
+spec:
+  terminationGracePeriodSeconds: 0
+  automountServiceAccountToken: false
+  securityContext: { runAsNonRoot: true, runAsUser: 65532 }
+  containers:
+  - name: provider
+    image: ${runtimeImage()}
+    imagePullPolicy: Never
+    # Node 24 strips the types itself; the ConfigMap's symlinked files need --preserve-symlinks-main
+    # for the file's "am I the main module" check
+    command: [node, --preserve-symlinks-main, /provider/scripted-provider.mts, --script, /provider/script.json, --host, 0.0.0.0, --port, "8080", --record, /record/requests.jsonl]
+    ports: [{ containerPort: 8080, name: http }]
+    readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 }
+    volumeMounts: [{ name: script, mountPath: /provider }, { name: record, mountPath: /record }]
+  volumes: [{ name: script, configMap: { name: ${name}-script } }, { name: record, emptyDir: {} }]
+---
+apiVersion: v1
+kind: Service
+metadata: { name: ${name}, namespace: ${ns} }
+spec:
+  selector: { app: ${name} }
+  ports: [{ port: 8080, targetPort: 8080, name: http }]
+`);
+  await waitFor(ns, `pod/${name}`, 'condition=Ready');
+  return `http://${name}.${ns}.svc.cluster.local:8080`;
+}
+
+/** An OTLP/HTTP receiver pod (otlp-pod.mts) + Service `otlp` on 4318; returns its base URL. */
+export async function otlpPod(ns: string): Promise<string> {
+  const source = readFileSync(join(repoRoot, 'test', 'realnode', 'otlp-pod.mts'), 'utf8');
+  await apply(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'otlp-receiver', namespace: ns }, data: { 'otlp-pod.mts': source } }));
+  await apply(`apiVersion: v1
+kind: Pod
+metadata: { name: otlp, namespace: ${ns}, labels: { app: otlp } }
+spec:
+  terminationGracePeriodSeconds: 0
+  automountServiceAccountToken: false
+  securityContext: { runAsNonRoot: true, runAsUser: 65532 }
+  containers:
+  - name: otlp
+    image: ${runtimeImage()}
+    imagePullPolicy: Never
+    command: [node, /otlp/otlp-pod.mts]
+    ports: [{ containerPort: 4318, name: otlp }]
+    readinessProbe: { tcpSocket: { port: 4318 }, periodSeconds: 1 }
+    volumeMounts: [{ name: src, mountPath: /otlp }]
+  volumes: [{ name: src, configMap: { name: otlp-receiver } }]
+---
+apiVersion: v1
+kind: Service
+metadata: { name: otlp, namespace: ${ns} }
+spec:
+  selector: { app: otlp }
+  ports: [{ port: 4318, targetPort: 4318, name: otlp }]
+`);
+  await waitFor(ns, 'pod/otlp', 'condition=Ready');
+  return `http://otlp.${ns}.svc.cluster.local:4318`;
+}
+
+export interface PodSpan { traceId: string; spanId: string; parentSpanId: string; name: string; service: string }
+
+/** Follows the receiver pod's log (kubectl logs -f) until `done(spans so far)` holds; returns the spans. */
+export function spansUntil(ns: string, done: (spans: PodSpan[]) => boolean, timeoutMs = 90_000): Promise<PodSpan[]> {
+  return new Promise((res, rej) => {
+    const spans: PodSpan[] = [];
+    const child = spawn(kubectlPath(), [`--kubeconfig=${kubeconfig()}`, '-n', ns, 'logs', '-f', 'otlp'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let buf = '';
+    const timer = setTimeout(() => { child.kill(); rej(new Error(`spans did not arrive in ${timeoutMs} ms; got: ${spans.map((s) => s.name).join(', ')}`)); }, timeoutMs);
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (c: string) => {
+      buf += c;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.startsWith('{')) spans.push(JSON.parse(line) as PodSpan);
+      }
+      if (done(spans)) { clearTimeout(timer); child.kill(); res(spans); }
+    });
+    child.on('error', (e) => { clearTimeout(timer); rej(e); });
+  });
+}
+
+/** The requests the provider pod has answered so far (its --record file), in order. */
+export async function recordedRequests(ns: string, name = 'provider'): Promise<any[]> {
+  const out = await kubectl(['-n', ns, 'exec', name, '--', 'cat', '/record/requests.jsonl']);
+  return out.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+}
+
+export const apiKeySecret = (ns: string): string => `apiVersion: v1
+kind: Secret
+metadata: { name: anthropic-key, namespace: ${ns} }
+stringData: { api-key: sk-ant-realnode-test }
+`;
+
+export function readExample(file: string): string {
+  return readFileSync(join(repoRoot, 'examples', 'k8s', file), 'utf8');
+}
