@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
-import { openSession, stage } from '../compose/open.ts';
+import { defaultWorkRoot, openSession, stage } from '../compose/open.ts';
 import { taskExecutor } from '../compose/a2a-bridge.ts';
 import { startA2AServer, skillsFromTools, createAuthenticator, type Authenticator } from '../a2a/server.ts';
 import { isLoopback, readApiKeys } from '../a2a/auth-config.ts';
@@ -15,6 +15,7 @@ import { MurError } from '../errors.ts';
 import { instrumentSession } from '../telemetry/index.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
 import { runtimeMetrics } from '../telemetry/metrics.ts';
+import { failUnfinished, openStore, type DurableStore } from '../a2a/store.ts';
 
 export const SERVE_FLAGS: FlagSpec = {
   'a2a-port': { type: 'number', help: 'A2A JSON-RPC port', default: 8080 },
@@ -28,6 +29,10 @@ export const SERVE_FLAGS: FlagSpec = {
   anonymous: { type: 'boolean', help: 'serve callers without credentials (as one anonymous, untrusted caller)' },
   registry: { type: 'string', help: 'artifact registry folder' },
   workdir: { type: 'string', help: 'where the session workdir is created (default: $MURMUR_WORK_ROOT or ~/.murmur/sessions)' },
+  store: {
+    type: 'string',
+    help: "task, push-config and conversation store: sqlite:<file>, a file path, postgresql://…, or 'memory' (default: $MURMUR_STORE, else <work root>/<capsule>.store.db)",
+  },
   'drain-secs': { type: 'number', help: 'on SIGTERM: seconds running tasks get to finish before they fail (the pod grace period must be longer)', default: 25 },
   quiet: { type: 'boolean', help: 'no progress lines' },
   help: { type: 'boolean', help: 'show this help' },
@@ -84,6 +89,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       await telemetry.shutdown();
     };
   }
+  const store = await openServeStore(flags, m.name, out);
   const a2a = await startA2AServer({
     card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills },
     executor,
@@ -95,7 +101,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     publicUrl: flags['public-url'] as string | undefined,
     auth,
     // Webhooks may only go where the capsule itself may connect.
-    push: { allow: m.capabilities.network.allow },
+    push: { allow: m.capabilities.network.allow, ...(store ? { store: store.push } : {}) },
+    ...(store ? { taskStore: store.tasks } : {}),
     ...(grpcPort > 0 ? { grpcPort } : {}),
   });
   runtimeMetrics().watchWaitingForInput(m.name, () => a2a.waitingForInput());
@@ -138,8 +145,25 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const exitStatus = await stopped;
   await a2a.close();
   metrics?.close();
+  await store?.close();
   await close(exitStatus);
   return exitStatus === 'ok' ? 0 : 1;
+}
+
+/**
+ * The durable store (runtime/a2a/store.ts): `--store`, else $MURMUR_STORE, else a SQLite file next
+ * to the session workdirs (`<work root>/<capsule>.store.db`, on the session volume in a cluster), so
+ * a restarted `mur serve` of the same capsule finds its tasks. `memory` keeps them in memory only.
+ * Tasks left unfinished by a previous process are failed here, before the first request.
+ */
+async function openServeStore(flags: Record<string, unknown>, capsule: string, out: (s: string) => void): Promise<DurableStore | undefined> {
+  const workRoot = (flags['workdir'] as string | undefined) ?? defaultWorkRoot(process.env);
+  const value = (flags['store'] as string | undefined) ?? process.env['MURMUR_STORE'] ?? `sqlite:${workRoot}/${capsule}.store.db`;
+  if (value === 'memory') return undefined;
+  const store = await openStore(value);
+  const failed = await failUnfinished(store, 'the runtime restarted (mur serve stopped without finishing this task: killed, crashed or its node lost); send the message again');
+  out(`store: ${store.kind} ${store.where} (opened in ${store.openMs.toFixed(1)} ms${failed ? `; ${failed} unfinished task(s) from before the restart marked failed` : ''})`);
+  return store;
 }
 
 /** Prometheus /metrics (runtime/telemetry) and health endpoints, on their own port. */

@@ -1,0 +1,93 @@
+/**
+ * The durable store of `mur serve` (issue 13 §1): tasks live in the A2A SDK's DatabaseTaskStore on
+ * an embedded SQLite file, so after `kill -9` and a restart on the same file every completed task
+ * answers tasks/get and ListTasks as before, and a task that was running is `failed` with a reason
+ * saying the runtime restarted. Real `mur serve` processes, real HTTP, the real SQLite engine.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { getTask, sendMessage } from '../../runtime/a2a/client.ts';
+import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
+import { startScriptedProvider, type ScriptTurn } from '../provider/scripted-provider.ts';
+import { rpc, V1 } from '../a2a/helpers.ts';
+import { serve, type Served } from './serve-kit.ts';
+
+const cleanup: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const c of cleanup.reverse()) await c().catch(() => {});
+});
+
+/** A gate a provider turn waits on, with an event for the request's arrival. */
+function gate() {
+  let open!: () => void;
+  let arrived!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  const arrival = new Promise<void>((r) => (arrived = r));
+  return { open, arrival, hold: () => (arrived(), opened) };
+}
+
+async function capsule(): Promise<{ dir: string; registry: string }> {
+  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
+  const dir = tmp('durable-');
+  writeFileSync(join(dir, 'murmur.yaml'), capsuleYaml({ name: 'keeper', tools: [ECHO_TOOL.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }));
+  return { dir, registry };
+}
+
+async function served(c: { dir: string; registry: string }, turns: ScriptTurn[], args: string[]): Promise<Served> {
+  const provider = await startScriptedProvider(turns);
+  const s = await serve(c.dir, { registry: c.registry, workRoot: tmp('durable-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args });
+  cleanup.push(() => s.stop(), () => provider.stop());
+  return s;
+}
+
+describe('durable task store (mur serve --store)', () => {
+  it('after kill -9 and restart on the same store: completed tasks answer tasks/get and ListTasks as before; the running one is failed, saying the runtime restarted', async () => {
+    const c = await capsule();
+    const storeFile = join(tmp('durable-store-'), 'tasks.db');
+    const g = gate();
+    cleanup.push(async () => g.open());
+    const first = await served(c, [{ text: 'the first answer' }, { hold: g.hold, text: 'never delivered' }], ['--store', `sqlite:${storeFile}`]);
+    expect(first.output()).toContain(`store: sqlite ${storeFile}`);
+    const done = await sendMessage({ peerUrl: first.url, text: 'one', allow: [first.url], wait: true });
+    expect(done.ok && done.state).toBe('completed');
+    if (!done.ok) return;
+    const before = await rpc(first.url, 'GetTask', { id: done.taskId }, V1);
+    const running = await sendMessage({ peerUrl: first.url, text: 'two', allow: [first.url], wait: false });
+    expect(running.ok).toBe(true);
+    if (!running.ok) return;
+    await g.arrival; // the second task is in its provider call
+    first.proc.kill('SIGKILL');
+    await first.exited;
+
+    const second = await served(c, [], ['--store', storeFile]);
+    expect(second.output()).toMatch(/1 unfinished task\(s\) from before the restart marked failed/);
+    const after = await rpc(second.url, 'GetTask', { id: done.taskId }, V1);
+    expect(after.body.result).toEqual(before.body.result);
+    const again = await getTask({ peerUrl: second.url, taskId: done.taskId, allow: [second.url] });
+    expect(again.ok && again.state).toBe('completed');
+    expect(again.ok && again.text).toBe('the first answer');
+
+    const lost = await getTask({ peerUrl: second.url, taskId: running.taskId, allow: [second.url] });
+    expect(lost.ok && lost.state).toBe('failed');
+    expect(lost.ok && lost.statusText).toMatch(/runtime restarted/);
+
+    const listed = await rpc(second.url, 'ListTasks', { includeArtifacts: true, historyLength: 10 }, V1);
+    const byId = new Map<string, { status: { state: string } }>((listed.body.result.tasks as Array<{ id: string; status: { state: string } }>).map((t) => [t.id, t]));
+    expect([...byId.keys()].sort()).toEqual([done.taskId, running.taskId].sort());
+    expect(byId.get(done.taskId)).toEqual(before.body.result);
+    expect(byId.get(running.taskId)!.status.state).toBe('TASK_STATE_FAILED');
+  }, 240_000);
+
+  it('a store that cannot be opened stops mur serve with E-STORE-002 naming the file, before it serves', async () => {
+    const c = await capsule();
+    const notADb = join(tmp('durable-bad-'), 'garbage.db');
+    writeFileSync(notADb, 'this is not a SQLite database, just text that is long enough to have a header page\n'.repeat(100));
+    await expect(served(c, [], ['--store', notADb])).rejects.toThrow(/garbage\.db[^\n]*E-STORE-002/);
+  }, 240_000);
+
+  it('a --store value that names neither a file nor PostgreSQL is refused with E-STORE-001', async () => {
+    const c = await capsule();
+    await expect(served(c, [], ['--store', 'mysql://somewhere/db'])).rejects.toThrow(/mysql:\/\/somewhere\/db[^\n]*E-STORE-001/);
+  }, 240_000);
+});
