@@ -20,6 +20,8 @@ import { ServerCallContext } from '@a2a-js/sdk/server';
 import { DatabasePushNotificationStore, DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
 import { MurError } from '../errors.ts';
 import { agentMessage, toCoreState } from './wire.ts';
+import { conversationTable, migrateConversation } from './conversation-table.ts';
+import type { ConversationStore } from '../loop/conversation-store.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
@@ -31,6 +33,8 @@ export interface DurableStore {
   readonly db: Kysely<any>;
   readonly tasks: TaskStore;
   readonly push: PushNotificationStore;
+  /** The conversation record and threaded histories, in a table of ours next to the SDK's. */
+  readonly conversations: ConversationStore;
   /** Milliseconds from open() to a migrated, usable store. */
   readonly openMs: number;
   close(): Promise<void>;
@@ -126,6 +130,12 @@ export async function openStore(value: string, cwd?: string): Promise<DurableSto
   } catch (e) {
     throw fail('first query failed', e, 'the store must have been migrated (a2a-db upgrade) and be readable');
   }
+  try {
+    await migrateConversation(db);
+  } catch (e) {
+    await db.destroy().catch(() => undefined);
+    throw fail('conversation table migration failed', e, 'the store must be writable');
+  }
   const openMs = performance.now() - t0;
   return {
     kind: spec.kind,
@@ -133,6 +143,7 @@ export async function openStore(value: string, cwd?: string): Promise<DurableSto
     db,
     tasks: new DatabaseTaskStore(db),
     push: new DatabasePushNotificationStore(db),
+    conversations: conversationTable(db),
     openMs,
     close: () => db.destroy(),
   };

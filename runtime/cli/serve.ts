@@ -58,6 +58,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const grpcPort = Number(flags['grpc-port']);
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
   const m = staged.manifest;
+  const store = await openServeStore(flags, m.name, out);
   // An agent capsule runs its tasks through the agent loop; a script capsule through its own
   // `murmur:capsule/run` component. Either way the A2A front door is the same.
   let executor;
@@ -76,7 +77,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       await telemetry.shutdown();
     };
   } else {
-    const session = await openSession(staged);
+    const session = await openSession(staged, store ? { conversations: store.conversations } : {});
     // The components instantiate while the front door starts, not when the first task arrives.
     void session.components.prewarm(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath));
     const telemetry = instrumentSession(session);
@@ -89,7 +90,6 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       await telemetry.shutdown();
     };
   }
-  const store = await openServeStore(flags, m.name, out);
   const a2a = await startA2AServer({
     card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills },
     executor,

@@ -1,6 +1,7 @@
 /**
  * Stage a capsule and open its session: the one path `mur run`, `mur serve` and the tests share.
  */
+import type { ConversationStore } from '../loop/conversation-store.ts';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -36,8 +37,8 @@ export async function stage(o: OpenOptions): Promise<StagedCapsule> {
   });
 }
 
-export async function openSession(staged: StagedCapsule, o: { hostEnv?: NodeJS.ProcessEnv } = {}): Promise<CapsuleSession> {
-  const opts: SessionOptions = { hostEnv: o.hostEnv, runtimeTools: runtimeToolsFor };
+export async function openSession(staged: StagedCapsule, o: { hostEnv?: NodeJS.ProcessEnv; conversations?: ConversationStore } = {}): Promise<CapsuleSession> {
+  const opts: SessionOptions = { hostEnv: o.hostEnv, runtimeTools: runtimeToolsFor, ...(o.conversations ? { conversations: o.conversations } : {}) };
   if (staged.hooks.length) opts.hooks = (services, trace) => loadHookBus(staged, services, trace, o.hostEnv);
   return CapsuleSession.open(staged, opts);
 }

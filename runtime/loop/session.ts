@@ -22,6 +22,7 @@ import { ToolDispatcher, type RuntimeTool } from './tools.ts';
 import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
 import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
 import { userText, textOf } from '../inference/messages.ts';
+import type { ConversationStore } from './conversation-store.ts';
 
 export interface TaskInput {
   taskId: string;
@@ -82,6 +83,8 @@ export interface SessionOptions {
   hooks?: (services: HookServices, trace: TraceWriter) => Promise<HookPort>;
   runtimeTools?: (session: CapsuleSession) => RuntimeTool[];
   hostEnv?: NodeJS.ProcessEnv;
+  /** Durable conversation record and threaded histories (mur serve's store); default: this process only. */
+  conversations?: ConversationStore;
 }
 
 export class SpendRefusedError extends MurError {
@@ -114,6 +117,7 @@ export class CapsuleSession {
   private record: ConversationMessage[] = [];
   private recorded = new WeakSet<ConversationMessage>();
   private endListeners: Array<(e: SessionEnd) => void> = [];
+  private conversations: ConversationStore | undefined;
 
   private constructor(staged: StagedCapsule, hostEnv: NodeJS.ProcessEnv) {
     this.staged = staged;
@@ -130,6 +134,12 @@ export class CapsuleSession {
     // The encoder builds in the counting worker while hooks and components start, not on this
     // thread in front of the first provider request.
     s.counter.prewarm();
+    if (opts.conversations) {
+      s.conversations = opts.conversations;
+      // The record of earlier launches: conversation/read is the capsule's, not one process's.
+      s.record = await opts.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES);
+      for (const msg of s.record) s.recorded.add(msg);
+    }
     s.system = systemPrompt(m.name, m.version, manifestPrompt(staged));
     s.compactionPrompt = compactionPrompt(staged);
     if (opts.hooks) s.hooks = await opts.hooks(s.services(), s.trace);
@@ -191,7 +201,7 @@ export class CapsuleSession {
     this.trace.write('task_start', { task_id: input.taskId, context_id: input.contextId, source: input.source, origin: input.origin ?? 'user', trust: input.trust ?? 'untrusted', message_bytes: Buffer.byteLength(input.text), traceparent_from_caller: input.traceparent });
     const before = { ...this.totals };
     const threaded = m.lifecycle.conversation === 'threaded';
-    const prior = threaded ? this.histories.get(input.contextId) ?? [] : [];
+    const prior = threaded ? this.histories.get(input.contextId) ?? (await this.storedHistory(input.contextId)) : [];
     const window = m.context.maxTokens ?? 0;
     const seed = await this.hooks.taskStart({
       taskId: input.taskId, contextId: input.contextId, source: input.source, inputBytes: BigInt(Buffer.byteLength(input.text)),
@@ -238,7 +248,12 @@ export class CapsuleSession {
       this.current.output = undefined;
     }
     if (threaded) this.keepHistory(input.contextId, history);
-    this.keepInRecord(history);
+    const added = this.keepInRecord(history);
+    if (this.conversations && added.length > 0) {
+      await this.conversations.append(input.contextId, added).catch((e: unknown) => {
+        process.stderr.write(`mur: conversation store: saving ${added.length} message(s) of task ${input.taskId} failed: ${e instanceof Error ? e.message : String(e)} [E-STORE-003]\n`);
+      });
+    }
     // A held continuation outlives the task ("for the rest of the session loop"): the next task of
     // this context continues it if its history still starts with what the driver acknowledged.
     this.trace.write('task_end', {
@@ -278,11 +293,13 @@ export class CapsuleSession {
   }
 
   /** Appends a task's messages the record does not hold yet (a threaded task repeats its prior ones). */
-  private keepInRecord(history: readonly ConversationMessage[]): void {
+  private keepInRecord(history: readonly ConversationMessage[]): ConversationMessage[] {
+    const added: ConversationMessage[] = [];
     for (const m of history) {
       if (this.recorded.has(m)) continue;
       this.recorded.add(m);
       this.record.push(m);
+      added.push(m);
     }
     // A long-running capsule serves many tasks: keep the newest messages, bounded by count and bytes.
     if (this.record.length > RECORD_LIMIT) this.record.splice(0, this.record.length - RECORD_LIMIT);
@@ -290,6 +307,16 @@ export class CapsuleSession {
     let keepFrom = this.record.length;
     while (keepFrom > 0 && bytes + messageBytes(this.record[keepFrom - 1]!) <= RECORD_MAX_BYTES) bytes += messageBytes(this.record[--keepFrom]!);
     if (keepFrom > 0) this.record.splice(0, keepFrom);
+    return added;
+  }
+
+  /** A threaded context this process holds no history of: the store's (after a restart), else none. */
+  private async storedHistory(contextId: string): Promise<ConversationMessage[]> {
+    if (!this.conversations) return [];
+    const h = await this.conversations.loadContext(contextId, HISTORIES_MAX_BYTES);
+    // Already in the store (and in the record when it was recent): never appended again.
+    for (const msg of h) this.recorded.add(msg);
+    return h;
   }
 
   /** Stores a threaded context's history, evicting the least recently used contexts past the byte bound. */

@@ -4,7 +4,7 @@
  * answers tasks/get and ListTasks as before, and a task that was running is `failed` with a reason
  * saying the runtime restarted. Real `mur serve` processes, real HTTP, the real SQLite engine.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { getTask, sendMessage } from '../../runtime/a2a/client.ts';
@@ -12,6 +12,7 @@ import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '.
 import { startScriptedProvider, type ScriptTurn } from '../provider/scripted-provider.ts';
 import { rpc, V1 } from '../a2a/helpers.ts';
 import { serve, type Served } from './serve-kit.ts';
+import { hookArtifact, hookCapsuleYaml, type HookDef } from '../hooks/hook-capsule.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -34,11 +35,16 @@ async function capsule(): Promise<{ dir: string; registry: string }> {
   return { dir, registry };
 }
 
-async function served(c: { dir: string; registry: string }, turns: ScriptTurn[], args: string[]): Promise<Served> {
+async function servedWith(c: { dir: string; registry: string }, turns: ScriptTurn[], args: string[]) {
   const provider = await startScriptedProvider(turns);
-  const s = await serve(c.dir, { registry: c.registry, workRoot: tmp('durable-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args });
+  const workRoot = tmp('durable-work-');
+  const s = await serve(c.dir, { registry: c.registry, workRoot, env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args });
   cleanup.push(() => s.stop(), () => provider.stop());
-  return s;
+  return { s, provider, workRoot };
+}
+
+async function served(c: { dir: string; registry: string }, turns: ScriptTurn[], args: string[]): Promise<Served> {
+  return (await servedWith(c, turns, args)).s;
 }
 
 describe('durable task store (mur serve --store)', () => {
@@ -90,4 +96,40 @@ describe('durable task store (mur serve --store)', () => {
     const c = await capsule();
     await expect(served(c, [], ['--store', 'mysql://somewhere/db'])).rejects.toThrow(/mysql:\/\/somewhere\/db[^\n]*E-STORE-001/);
   }, 240_000);
+
+  it('a threaded context continues with its history after kill -9 and restart, and conversation/read returns the record of both launches', async () => {
+    const reader: HookDef = {
+      name: 'reader', contract: 'binding: on-session-end\n', caps: { conversation: { read: true } },
+      script: { 'on-session-end': { ops: [{ op: 'read-messages', limit: 100 }], record: true } },
+    };
+    const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(reader)]);
+    const dir = tmp('durable-thread-');
+    writeFileSync(join(dir, 'murmur.yaml'), hookCapsuleYaml([reader], 'lifecycle:\n  conversation: threaded\n  task_acceptance: queue\n', 'threader'));
+    const c = { dir, registry };
+    const storeFile = join(tmp('durable-store-'), 'conv.db');
+    const one = await servedWith(c, [{ text: 'noted: lantern' }], ['--store', storeFile]);
+    const first = await sendMessage({ peerUrl: one.s.url, text: 'remember the word lantern', allow: [one.s.url], wait: true });
+    expect(first.ok && first.state).toBe('completed');
+    if (!first.ok) return;
+    one.s.proc.kill('SIGKILL');
+    await one.s.exited;
+
+    const two = await servedWith(c, [{ text: 'you said lantern' }], ['--store', storeFile]);
+    const follow = await sendMessage({ peerUrl: two.s.url, text: 'which word?', contextId: first.contextId, allow: [two.s.url], wait: true });
+    expect(follow.ok && follow.text).toBe('you said lantern');
+    // The new process sent the provider the context's history from the first launch.
+    const body = JSON.stringify(two.provider.requests.at(-1)!.body);
+    expect(body).toContain('remember the word lantern');
+    expect(body).toContain('noted: lantern');
+    expect(body.indexOf('remember the word lantern')).toBeLessThan(body.indexOf('which word?'));
+    await two.s.stop();
+    expect(await two.s.exited).toBe(0);
+    const session = /\(session (\S+),/.exec(two.s.output())![1]!;
+    const log = readFileSync(join(two.workRoot, session, 'logs', 'hook-reader.log'), 'utf8');
+    const rec = log.split('\n').filter((l) => l.startsWith('{"rec"')).map((l) => JSON.parse(l) as { rec: string; ops?: Array<{ ok?: { messages: Array<{ role: string; content: string }>; total: number } }> });
+    const page = rec.find((r) => r.rec === 'on-session-end:ops')!.ops![0]!.ok!;
+    // Newest first: task 2 (user, assistant), then task 1 from the first launch (user, assistant), each once.
+    expect(page.total).toBe(4);
+    expect(page.messages.map((m) => m.content)).toEqual(['you said lantern', 'which word?', 'noted: lantern', 'remember the word lantern']);
+  }, 300_000);
 });

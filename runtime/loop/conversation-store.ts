@@ -1,0 +1,17 @@
+/**
+ * Where a session keeps its conversation beyond its own process: the durable record behind
+ * `murmur:conversation/read` and the history of each threaded context. The session holds the
+ * newest part in memory (bounded, see session.ts) and reads the store only for what it does not
+ * hold: at open (the record) and for a context it has no history of (after a restart, or once the
+ * context was evicted). Implemented over the A2A store's database (runtime/a2a/conversation-table.ts).
+ */
+import type { ConversationMessage } from '../inference/wire.ts';
+
+export interface ConversationStore {
+  /** The newest messages of the record, oldest first, at most `maxMessages` and `maxBytes`. */
+  loadRecord(maxMessages: number, maxBytes: number): Promise<ConversationMessage[]>;
+  /** A context's history, oldest first, at most `maxBytes` (the newest messages that fit). */
+  loadContext(contextId: string, maxBytes: number): Promise<ConversationMessage[]>;
+  /** Append messages of a finished task to the record, under its context. */
+  append(contextId: string, messages: readonly ConversationMessage[]): Promise<void>;
+}
