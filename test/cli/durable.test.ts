@@ -12,6 +12,7 @@ import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '.
 import { startScriptedProvider, type ScriptTurn } from '../provider/scripted-provider.ts';
 import { rpc, V1 } from '../a2a/helpers.ts';
 import { serve, type Served } from './serve-kit.ts';
+import { startPostgres } from '../support/postgres.ts';
 import { hookArtifact, hookCapsuleYaml, type HookDef } from '../hooks/hook-capsule.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -48,13 +49,12 @@ async function served(c: { dir: string; registry: string }, turns: ScriptTurn[],
 }
 
 describe('durable task store (mur serve --store)', () => {
-  it('after kill -9 and restart on the same store: completed tasks answer tasks/get and ListTasks as before; the running one is failed, saying the runtime restarted', async () => {
+  async function killAndRestart(storeArg: string, restartArg: string, shown: string): Promise<void> {
     const c = await capsule();
-    const storeFile = join(tmp('durable-store-'), 'tasks.db');
     const g = gate();
     cleanup.push(async () => g.open());
-    const first = await served(c, [{ text: 'the first answer' }, { hold: g.hold, text: 'never delivered' }], ['--store', `sqlite:${storeFile}`]);
-    expect(first.output()).toContain(`store: sqlite ${storeFile}`);
+    const first = await served(c, [{ text: 'the first answer' }, { hold: g.hold, text: 'never delivered' }], ['--store', storeArg]);
+    expect(first.output()).toContain(`store: ${shown}`);
     const done = await sendMessage({ peerUrl: first.url, text: 'one', allow: [first.url], wait: true });
     expect(done.ok && done.state).toBe('completed');
     if (!done.ok) return;
@@ -66,7 +66,7 @@ describe('durable task store (mur serve --store)', () => {
     first.proc.kill('SIGKILL');
     await first.exited;
 
-    const second = await served(c, [], ['--store', storeFile]);
+    const second = await served(c, [], ['--store', restartArg]);
     expect(second.output()).toMatch(/1 unfinished task\(s\) from before the restart marked failed/);
     const after = await rpc(second.url, 'GetTask', { id: done.taskId }, V1);
     expect(after.body.result).toEqual(before.body.result);
@@ -83,6 +83,18 @@ describe('durable task store (mur serve --store)', () => {
     expect([...byId.keys()].sort()).toEqual([done.taskId, running.taskId].sort());
     expect(byId.get(done.taskId)).toEqual(before.body.result);
     expect(byId.get(running.taskId)!.status.state).toBe('TASK_STATE_FAILED');
+  }
+
+  it('after kill -9 and restart on the same store: completed tasks answer tasks/get and ListTasks as before; the running one is failed, saying the runtime restarted', async () => {
+    const storeFile = join(tmp('durable-store-'), 'tasks.db');
+    await killAndRestart(`sqlite:${storeFile}`, storeFile, `sqlite ${storeFile}`);
+  }, 240_000);
+
+  it('shared mode: the same on a PostgreSQL server (--store postgresql://…), the same SDK schema', async () => {
+    const pg = await startPostgres();
+    cleanup.push(() => pg.stop());
+    const url = await pg.url('murmur_durable');
+    await killAndRestart(url, url, `postgres ${url.replace('murmur@', '')}`);
   }, 240_000);
 
   it('a store that cannot be opened stops mur serve with E-STORE-002 naming the file, before it serves', async () => {
