@@ -14,8 +14,9 @@ import { benchComponents } from './components.ts';
 import { benchLoop } from './loop.ts';
 import { benchScript } from './script.ts';
 import { benchTokens } from './tokens.ts';
+import { benchHealthzCount } from './healthz-count.ts';
 
-const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens() };
+const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens(), 'healthz-count': () => benchHealthzCount() };
 // These run as their own processes (each starts servers or a cluster and exits when done).
 const scripts = ['stack', 'a2a', 'hooks', 'telemetry', 'operator', 'images'];
 const names = process.argv.slice(2).length ? process.argv.slice(2) : ['stack', ...Object.keys(inProcess), ...scripts.filter((n) => n !== 'stack')];

@@ -38,3 +38,21 @@ export class MurError extends Error {
 export function isMurError(e: unknown): e is MurError {
   return e instanceof MurError;
 }
+
+/** The stable code and fix hint of a failure, carried from where it happened to what prints it. */
+export interface FailureInfo {
+  code: string;
+  hint?: string;
+}
+
+export function failureInfo(e: unknown): FailureInfo | undefined {
+  if (!(e instanceof MurError)) return undefined;
+  return e.hint ? { code: e.code, hint: e.hint } : { code: e.code };
+}
+
+/** `task failed: <reason> [CODE]` and the hint on its own line: what `mur run` prints to stderr. */
+export function formatTaskFailure(exit: string, reason: string | undefined, error: FailureInfo | undefined): string {
+  const r = reason ?? '';
+  const code = error && !r.includes(`[${error.code}]`) ? ` [${error.code}]` : '';
+  return `task ${exit}: ${r}${code}${error?.hint ? `\n  hint: ${error.hint}` : ''}`;
+}

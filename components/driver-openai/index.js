@@ -1,6 +1,8 @@
 // Inference driver for the OpenAI Chat Completions API.
 //
-//   env  MURMUR_INFERENCE_ENDPOINT (required, includes /v1; posts to <endpoint>/chat/completions),
+//   env  MURMUR_INFERENCE_ENDPOINT (required; posts to <endpoint>/chat/completions when it ends in a
+//        version segment such as /v1, else to <endpoint>/v1/chat/completions as the reference
+//        runtime's driver does — so https://api.openai.com and https://api.openai.com/v1 both work),
 //        MURMUR_INFERENCE_API_KEY (optional; Authorization: Bearer), MURMUR_INFERENCE_DRIVER_CONFIG
 //        (optional JSON: max_tokens_field "max_tokens" for servers without max_completion_tokens)
 //   in   tool-input.data = {model, max_tokens, messages, tools, params, system, continuation_id?, prompt_cache_key}
@@ -203,7 +205,7 @@ export const run = {
     }
     const headers = { 'content-type': 'application/json', accept: 'text/event-stream, application/json' };
     if (e.MURMUR_INFERENCE_API_KEY) headers.authorization = `Bearer ${e.MURMUR_INFERENCE_API_KEY}`;
-    const sent = await postWithRetries(`${endpoint}/chat/completions`, { method: 'POST', headers, body: JSON.stringify(body) }, config);
+    const sent = await postWithRetries(`${endpoint}${/\/v\d+[a-z0-9]*$/i.test(endpoint) ? '' : '/v1'}/chat/completions`, { method: 'POST', headers, body: JSON.stringify(body) }, config);
     if (sent.failure) return failure(sent.failure, sent.attempts);
     const { text, attempts } = sent;
     try {

@@ -42,10 +42,12 @@ export interface KubeObject {
 }
 
 export interface ArtifactSource {
-  /** `https://` or `oci://` location of the `.mur.zip` artifact. */
-  url: string;
+  /** `https://` location of the component or artifact bundle (with `sha256`). */
+  url?: string;
   /** Lowercase hex sha256 of the artifact bytes; the runtime refuses a mismatch. */
-  sha256: string;
+  sha256?: string;
+  /** A digest-pinned Wasm OCI artifact, mounted as a pod image volume (instead of url + sha256). */
+  oci?: string;
 }
 
 export type ArtifactRuntime = 'tool' | 'driver' | 'hook' | 'skill';

@@ -9,6 +9,7 @@ import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
 import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../translate/builders/common.ts';
 import { ApiError, collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
+import { cacheShape } from '../reconcile/cache-shape.ts';
 import { upToDate } from '../reconcile/compare.ts';
 import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
 import { computeStatus, runtimeExit, sameStatus, type PodLike } from '../reconcile/status.ts';
@@ -98,14 +99,9 @@ export class CapsuleController {
     // List items come without apiVersion/kind; put them back so cached objects are complete.
     // managedFields of Capsules and Hooks are never read: not kept (memory, bench/operator.ts).
     const typed = (apiVersion: string, kind: string) => (o: any) => ({ ...o, apiVersion, kind, metadata: { ...o.metadata, managedFields: undefined } });
-    // Owned objects: of managedFields only our own Apply entry is needed (upToDate); dropping the
-    // others keeps the cache small.
-    const ownedTyped = (apiVersion: string, kind: string) => (o: any) => ({
-      ...o,
-      apiVersion,
-      kind,
-      metadata: { ...o.metadata, managedFields: o.metadata?.managedFields?.filter((m: any) => m.manager === FIELD_MANAGER && m.operation === 'Apply') },
-    });
+    // Owned objects: only the fields our apply set, the metadata prune needs and a Deployment's
+    // rollout status (cache-shape.ts; memory per Capsule, bench/operator.ts).
+    const ownedTyped = (apiVersion: string, kind: string) => (o: any) => cacheShape({ ...o, apiVersion, kind }, FIELD_MANAGER) as unknown as KubeObject;
     this.capsules = new Informer<Capsule>(client, 'capsules', paths('murmur.io/v1alpha1', 'Capsule'), { ...io, transform: typed('murmur.io/v1alpha1', 'Capsule') }).on((t, c, old) => this.onCapsule(t, c, old));
     this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on((t, h, old) => this.onHook(t, h, old));
     this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) => this.onSecret(s));

@@ -3,15 +3,17 @@ import { allowEntryRules, stripEnvRule } from './admission.ts';
 import { arr, int, obj, quantity, str, type Schema } from './schema.ts';
 
 export const SHA256 = '^[0-9a-f]{64}$';
+export const OCI_PINNED = '^[a-zA-Z0-9.:\\[\\]-]+/[a-z0-9._/-]+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$';
 
 export const artifactSource = (): Schema =>
   obj(
-    'Where the runtime fetches the artifact from, instead of its registry. The bytes are verified against sha256 before anything is staged.',
+    'Where the runtime fetches the artifact from, instead of its registry: a URL with its sha256, or a digest-pinned Wasm OCI artifact (mounted into the pod as an image volume, pulled by the kubelet with the cluster\'s pull secrets). The bytes are verified before anything is staged.',
     {
       url: str('http(s) URL of a .wasm component or a .tar/.tar.gz artifact bundle.', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
       sha256: str('Lowercase hex sha256 of the artifact bytes.', { pattern: SHA256 }),
+      oci: str('A Wasm OCI artifact, <registry>/<repo>[:<tag>]@sha256:<64 hex> (config application/vnd.wasm.config.v0+json, one application/wasm layer).', { pattern: OCI_PINNED, maxLength: 1024 }),
     },
-    { required: ['url', 'sha256'] },
+    { 'x-kubernetes-validations': [{ rule: 'has(self.oci) ? !has(self.url) && !has(self.sha256) : has(self.url) && has(self.sha256)', message: 'a source is either {url, sha256} or {oci: <registry>/<repo>:<tag>@sha256:<hex>}' }] },
   );
 
 export const ARTIFACT_NAME = '^[a-z0-9]([a-z0-9-]{0,98}[a-z0-9])?$';

@@ -6,12 +6,13 @@
  * server-side apply is `application/apply-patch+yaml` with a field manager and `force=true`,
  * status is a merge patch on the `/status` subresource (real-apiserver.md §5).
  */
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { createRequire } from 'node:module';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject } from '../api/types.ts';
+import { clusterSource } from './cluster-source.ts';
 
 /**
  * client-node is loaded only when a kubeconfig is used (development, tests, out-of-cluster): its
@@ -63,18 +64,12 @@ class KubeConfigAuth implements Auth {
   }
 }
 
-/** In a pod (no KUBECONFIG, the ServiceAccount mounted): the in-cluster auth; else the default kubeconfig. */
+/** The source clusterSource() picks (kubeconfig files first, then the in-cluster ServiceAccount). */
 function defaultAuth(): Auth {
-  const dir = process.env.CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR || SERVICE_ACCOUNT_DIR;
-  const host = process.env.KUBERNETES_SERVICE_HOST;
-  const port = process.env.KUBERNETES_SERVICE_PORT;
-  let mounted = false;
-  try {
-    mounted = statSync(`${dir}/token`).isFile();
-  } catch {
-    mounted = false;
+  const source = clusterSource(process.env, existsSync);
+  if (source.kind === 'in-cluster') {
+    return new ServiceAccountAuth(process.env.CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR || SERVICE_ACCOUNT_DIR, source.host, process.env.KUBERNETES_SERVICE_PORT || '443');
   }
-  if (!process.env.KUBECONFIG && host && port && mounted) return new ServiceAccountAuth(dir, host, port);
   const { KubeConfig: KC } = loadClientNode();
   const kc = new KC();
   kc.loadFromDefault();

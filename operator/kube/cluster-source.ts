@@ -29,10 +29,12 @@ export function clusterSource(env: Record<string, string | undefined>, exists: (
     if (exists(file)) return { kind: 'kubeconfig', files: [file] };
     looked.push(`${file} (no such file)`);
   }
-  if (env.KUBERNETES_SERVICE_HOST && exists(SERVICE_ACCOUNT_TOKEN)) return { kind: 'in-cluster', host: env.KUBERNETES_SERVICE_HOST };
+  // CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR: where the token and CA are, when not at the kubelet's path (bench/operator.ts).
+  const token = env.CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR ? join(env.CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR, 'token') : SERVICE_ACCOUNT_TOKEN;
+  if (env.KUBERNETES_SERVICE_HOST && exists(token)) return { kind: 'in-cluster', host: env.KUBERNETES_SERVICE_HOST };
   looked.push(
     env.KUBERNETES_SERVICE_HOST
-      ? `in-cluster: ${SERVICE_ACCOUNT_TOKEN} (no such file: no ServiceAccount token mounted)`
+      ? `in-cluster: ${token} (no such file: no ServiceAccount token mounted)`
       : 'in-cluster: KUBERNETES_SERVICE_HOST (not set: not running in a pod)',
   );
   return { kind: 'none', looked };

@@ -17,6 +17,10 @@ commands:
   trace <show|steps|report> <trace.jsonl|workdir>
                         read a session's trace; report finds redundant tool calls
   sessions <list|prune> the session workdirs left on this machine; prune removes old ones
+  pack <artifact-dir>   pack a component and its murmur.yaml into a .mur.zip (checked)
+  publish <dir|pkg>     publish into a registry folder (--registry) or an OCI registry (--oci)
+  install <pkg.mur.zip> install a package into a capsule and pin it in murmur.lock
+  pull <oci-ref>        pull a Wasm OCI artifact into a capsule and pin it in murmur.lock
   help                  this text
 
 Every command takes --help. Errors carry a stable code; docs/errors.md lists them all.`;
@@ -26,13 +30,18 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
   try {
     switch (cmd) {
       case 'run':
-        return await (await import('./run.ts')).runCommand(rest, out);
+        return await (await import('./run.ts')).runCommand(rest, out, err);
       case 'serve':
         return await (await import('./serve.ts')).serveCommand(rest, out);
       case 'trace':
         return await (await import('./trace.ts')).traceCommand(rest, out);
       case 'sessions':
         return await (await import('./sessions.ts')).sessionsCommand(rest, out);
+      case 'pack':
+      case 'publish':
+      case 'install':
+      case 'pull':
+        return await (await import('./package.ts')).packageCommand(cmd, rest, out);
       case undefined:
       case 'help':
       case '--help':

@@ -1,11 +1,11 @@
 /** `mur run <capsule-dir>`: stage a capsule and run one task on this machine, printing each step. */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { openSession, stage } from '../compose/open.ts';
 import { printProgress } from './progress.ts';
-import { MurError } from '../errors.ts';
+import { MurError, formatTaskFailure } from '../errors.ts';
 import { instrumentSession } from '../telemetry/index.ts';
 
 export const RUN_FLAGS: FlagSpec = {
@@ -15,6 +15,7 @@ export const RUN_FLAGS: FlagSpec = {
   'work-root': { type: 'string', help: 'where session workdirs are created (default: $MURMUR_WORK_ROOT or ~/.murmur/sessions)' },
   'context-id': { type: 'string', help: 'context id of the task (default: a new one)' },
   quiet: { type: 'boolean', help: 'print only the result' },
+  manifest: { type: 'string', help: "the capsule's murmur.yaml (the reference runtime's spelling; its folder is the capsule)" },
   help: { type: 'boolean', help: 'show this help' },
 };
 
@@ -24,13 +25,21 @@ export const RUN_HELP = helpText(
   RUN_FLAGS,
 );
 
-export async function runCommand(argv: string[], out: (s: string) => void = console.log): Promise<number> {
+export async function runCommand(argv: string[], out: (s: string) => void = console.log, err: (s: string) => void = console.error): Promise<number> {
   const { flags, positionals } = parseArgs(argv, RUN_FLAGS);
   if (flags.help) {
     out(RUN_HELP);
     return 0;
   }
-  const dir = positionals[0];
+  let dir = positionals[0];
+  if (flags.manifest !== undefined) {
+    const mf = resolve(String(flags.manifest));
+    if (basename(mf) !== 'murmur.yaml') {
+      throw new MurError('E-CLI-003', `--manifest ${flags.manifest}: a capsule manifest is named murmur.yaml (its folder is the capsule)`, { hint: `rename it to ${join(dirname(mf), 'murmur.yaml')}, or pass the folder: mur run ${dirname(mf)}` });
+    }
+    if (dir !== undefined && resolve(dir) !== dirname(mf)) throw new MurError('E-CLI-003', `both a capsule folder (${dir}) and --manifest ${flags.manifest} given`, { hint: 'give one of them' });
+    dir = dirname(mf);
+  }
   if (!dir) throw new MurError('E-CLI-001', 'mur run needs a capsule folder', { hint: 'mur run examples/hello --task "…"' });
   const capsuleDir = resolve(dir);
   let text = flags.task as string | undefined;
@@ -44,9 +53,10 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
     out(`staged ${staged.manifest.name} ${staged.manifest.version}: ${staged.artifacts.length} artifact(s), murmur.lock ${staged.lock}`);
     out(`session ${staged.sessionId}  workdir ${staged.workdir.dir}`);
   }
+  for (const n of staged.notices) err(`note: ${n}`);
   if (staged.manifest.kind === 'script') {
     const { runScriptCapsule } = await import('../script/run.ts');
-    return runScriptCapsule(staged, text, { out, quiet });
+    return runScriptCapsule(staged, text, { out, err, quiet });
   }
   const session = await openSession(staged);
   const telemetry = instrumentSession(session);
@@ -59,7 +69,8 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
     const report = await session.runTask({ taskId: randomUUID(), contextId: (flags['context-id'] as string | undefined) ?? randomUUID(), text, source: 'task_md', origin: 'user', trust: 'trusted' }, undefined, abort.signal);
     exitStatus = report.exit === 'completed' ? 'ok' : report.exit;
     if (report.exit === 'completed') out(report.text ?? '');
-    else out(`task ${report.exit}: ${report.reason ?? ''}`);
+    // A task that did not complete is a failure: stderr, with its code and fix hint.
+    else err(formatTaskFailure(report.exit, report.reason, report.error));
     return report.exit === 'completed' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSigint);

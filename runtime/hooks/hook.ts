@@ -58,6 +58,7 @@ export class Hook {
         logFile: this.logPath,
       },
       imports: this.imports,
+      deadlineField: 'capabilities.limits.hook_deadline_seconds',
       // Instantiation (at load) gets a generous deadline of its own; each handler call passes the
       // hook's deadline explicitly.
       deadlineMs: Math.max(this.deadlineMs, INSTANTIATE_DEADLINE_MS),

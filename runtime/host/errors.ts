@@ -31,18 +31,22 @@ export class HostFault extends MurError {
 
 export class DeadlineExceeded extends HostFault {
   readonly deadlineMs: number;
-  constructor(component: string, fn: string, deadlineMs: number) {
-    super('deadline', 'E-HOST-003', component, `${fn} did not finish within its ${deadlineMs} ms deadline; the instance was stopped`,
-      'raise capabilities.limits.deadline_seconds, or make the component return sooner');
+  /** The manifest field that set the deadline. */
+  readonly field: string;
+  constructor(component: string, fn: string, deadlineMs: number, field = 'capabilities.limits.deadline_seconds') {
+    super('deadline', 'E-HOST-003', component, `${fn} did not finish within its ${deadlineMs} ms deadline (${field}); the instance was stopped`,
+      `raise ${field} in murmur.yaml, or make the component return sooner`);
     this.name = 'DeadlineExceeded';
     this.deadlineMs = deadlineMs;
+    this.field = field;
   }
 }
 
 export class MemoryLimitExceeded extends HostFault {
   readonly limitBytes: number;
-  constructor(component: string, fn: string, limitBytes: number, usedBytes: number) {
-    super('memory', 'E-HOST-004', component, `${fn} grew linear memory to ${mib(usedBytes)} MiB, past its ${mib(limitBytes)} MiB cap; the instance was stopped`,
+  constructor(component: string, fn: string, limitBytes: number, usedBytes: number, requestedBytes?: number) {
+    const grow = requestedBytes ? ` and asked for ${mib(requestedBytes)} MiB more` : '';
+    super('memory', 'E-HOST-004', component, `${fn} grew linear memory to ${mib(usedBytes)} MiB${grow}, past its ${mib(limitBytes)} MiB cap; the instance was stopped`,
       'raise capabilities.limits.memory_bytes, or bound what the component allocates');
     this.name = 'MemoryLimitExceeded';
     this.limitBytes = limitBytes;
@@ -79,5 +83,5 @@ export class IntegrityError extends HostFault {
 }
 
 function mib(n: number): string {
-  return (n / 1048576).toFixed(0);
+  return n < 1048576 ? (n / 1048576).toFixed(2) : (n / 1048576).toFixed(0);
 }

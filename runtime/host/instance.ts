@@ -4,10 +4,11 @@
  * or outgrows its memory cap has its worker terminated and the call rejected with a typed HostFault.
  * The next call starts a fresh worker (the component's in-memory state is lost, by design).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MessagePort, Worker } from 'node:worker_threads';
 import { capMemory } from './memory-cap.ts';
+import { GROW_PROBE_VERSION, instrumentGrow } from './grow-probe.ts';
 import { ComponentLoadError, DeadlineExceeded, GuestError, GuestTrap, HostFault, HostImportFailed, MemoryLimitExceeded } from './errors.ts';
 import type { FromWorker, Grants, HostCallReply, HostCallRequest, ImportSpec, NetworkDenial } from './protocol.ts';
 import { SPARES } from './spares.ts';
@@ -23,6 +24,8 @@ export interface InstanceOptions {
   imports?: HostImports;
   /** Default deadline per call. */
   deadlineMs: number;
+  /** The manifest field the deadline comes from, named in the error (default capabilities.limits.deadline_seconds). */
+  deadlineField?: string;
   /** Linear memory cap per core module. */
   memoryBytes: number;
   /** Told of each outgoing request the network grant refused (for the trace). */
@@ -32,6 +35,30 @@ export interface InstanceOptions {
 /** Stops the idle pooled workers and spares (tests and shutdown). */
 export async function drainWorkerPool(): Promise<void> {
   await Promise.all([POOL.drain(), SPARES.drain()]);
+}
+
+/**
+ * A core module capped at `cap` bytes with its memory.grow instrumented (a failed grow becomes
+ * visible to the host: the evidence of a memory-limit kill). Instrumenting a 12 MB JS-engine module
+ * takes ~0.7 s on the main thread, so the result is kept beside the transpiled glue (same folder,
+ * same trust: the folder is the runtime's own cache keyed by the component's verified hash) and
+ * every later process reads it back. A read-only cache folder (an image) just skips the write.
+ */
+function preparedModule(c: LoadedComponent, f: string, cap: number): Uint8Array {
+  const cached = join(c.dir, `${f}.cap${cap}.grow${GROW_PROBE_VERSION}.wasm`);
+  try {
+    return readFileSync(cached);
+  } catch { /* not prepared yet */ }
+  const capped = capMemory(readFileSync(join(c.dir, f)), cap);
+  const prepared = instrumentGrow(capped) ?? capped;
+  const tmp = `${cached}.${process.pid}.tmp`;
+  try {
+    writeFileSync(tmp, prepared);
+    renameSync(tmp, cached);
+  } catch {
+    rmSync(tmp, { force: true }); // read-only cache: prepare again next time
+  }
+  return prepared;
 }
 
 /** Compiled, memory-capped core modules per (component, cap): compile once, instantiate many. */
@@ -45,7 +72,7 @@ function compiledModules(c: LoadedComponent, cap: number): Promise<Record<string
       const out: Record<string, WebAssembly.Module> = {};
       for (const f of c.coreFiles) {
         try {
-          out[f] = await WebAssembly.compile(capMemory(readFileSync(join(c.dir, f)), cap) as Uint8Array<ArrayBuffer>);
+          out[f] = await WebAssembly.compile(preparedModule(c, f, cap) as Uint8Array<ArrayBuffer>);
         } catch (e) {
           throw new ComponentLoadError(c.name, `core module ${f} does not compile under a ${cap} byte memory cap: ${(e as Error).message}`);
         }
@@ -71,6 +98,31 @@ function importSpecFor(c: LoadedComponent, imports: HostImports): ImportSpec {
     spec[iface] = Object.keys(impl);
   }
   return spec;
+}
+
+export interface TrapEvidence {
+  message: string;
+  /** Largest linear memory of the instance at the trap. */
+  memoryBytes: number;
+  /** Pages a memory.grow asked for and did not get during the call (0 = none). */
+  growFailedPages: number;
+}
+
+/**
+ * What a trap was. A memory-limit kill needs evidence: a memory.grow that failed during the call,
+ * the memory standing at the patched cap, or the engine saying it ran out of memory. Memory size
+ * alone is no evidence (a guest at 1 MiB of a 16 MiB cap crashing on a file error is a crash).
+ */
+export function classifyTrap(component: string, fn: string, cap: number, t: TrapEvidence): HostFault {
+  const PAGE = 65536;
+  const capPages = Math.max(1, Math.floor(cap / PAGE));
+  if (t.growFailedPages > 0) return new MemoryLimitExceeded(component, fn, cap, t.memoryBytes, t.growFailedPages * PAGE);
+  if (t.memoryBytes >= capPages * PAGE || /out of memory/i.test(t.message)) return new MemoryLimitExceeded(component, fn, cap, t.memoryBytes);
+  if (/host import .* failed/.test(t.message)) {
+    const m = /host import (\S+) failed: (.*)/.exec(t.message);
+    return new HostImportFailed(component, m?.[1] ?? 'unknown', m?.[2] ?? t.message);
+  }
+  return new GuestTrap(component, fn, t.message);
 }
 
 interface Pending {
@@ -127,7 +179,7 @@ export class ComponentInstance {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         this.kill();
-        reject(new DeadlineExceeded(this.component.name, fn, deadlineMs));
+        reject(new DeadlineExceeded(this.component.name, fn, deadlineMs, this.opts.deadlineField));
       }, remaining);
       this.pending.set(id, { resolve, reject, fn, timer });
       worker.postMessage({ type: 'call', id, path, args });
@@ -210,23 +262,14 @@ export class ComponentInstance {
     else {
       // A trapped instance is poisoned for good: discard it.
       this.kill();
-      p.reject(this.classifyTrap(p.fn, m.message, m.memoryBytes));
+      p.reject(this.classifyTrap(p.fn, m.message, m.memoryBytes, m.growFailedPages));
     }
   }
 
-  private classifyTrap(fn: string, message: string, memoryBytes: number): HostFault {
-    const cap = this.opts.memoryBytes;
-    // A guest that ran into the cap traps when its allocator's memory.grow fails. Count it as a
-    // memory-limit kill when the trap happened with memory near the cap.
-    if (memoryBytes >= cap - Math.max(32 * 1048576, cap / 4) || /out of memory/i.test(message)) {
-      return new MemoryLimitExceeded(this.component.name, fn, cap, memoryBytes);
-    }
-    if (/host import .* failed/.test(message)) {
-      const m = /host import (\S+) failed: (.*)/.exec(message);
-      return new HostImportFailed(this.component.name, m?.[1] ?? 'unknown', m?.[2] ?? message);
-    }
-    return new GuestTrap(this.component.name, fn, message);
+  private classifyTrap(fn: string, message: string, memoryBytes: number, growFailedPages: number): HostFault {
+    return classifyTrap(this.component.name, fn, this.opts.memoryBytes, { message, memoryBytes, growFailedPages });
   }
+
 
   private onWorkerGone(worker: Worker, error: unknown): void {
     if (this.worker !== worker) return;

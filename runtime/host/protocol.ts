@@ -43,7 +43,8 @@ export type FromWorker =
   | ({ type: 'network-denied' } & NetworkDenial)
   | { type: 'result'; id: number; value: unknown; memoryBytes: number }
   | { type: 'guest-error'; id: number; payload: unknown; memoryBytes: number }
-  | { type: 'trap'; id: number; message: string; memoryBytes: number };
+  /** growFailedPages: pages a `memory.grow` asked for and did not get during this call (0 = none; runtime/host/grow-probe.ts). */
+  | { type: 'trap'; id: number; message: string; memoryBytes: number; growFailedPages: number };
 
 export type HostCallRequest = { iface: string; fn: string; args: unknown[] };
 export type HostCallReply = { ok: unknown } | { err: unknown } | { fault: string };

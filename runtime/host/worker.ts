@@ -7,6 +7,7 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { lateBoundWasi, type LateBoundWasi } from './wasi.ts';
+import { GROW_FAILED_EXPORT } from './grow-probe.ts';
 import type { FromWorker, HostCallReply, ToWorker, WorkerInit } from './protocol.ts';
 
 // The worker boots (this module and the WASI shim load) before it knows which component it will
@@ -17,6 +18,14 @@ let wasi!: LateBoundWasi;
 const port = parentPort!;
 void workerData;
 const memories: WebAssembly.Memory[] = [];
+/** One per instrumented core module: pages of the last failed memory.grow (grow-probe.ts). */
+const growFailed: WebAssembly.Global[] = [];
+
+function growFailedPages(): number {
+  let max = 0;
+  for (const g of growFailed) max = Math.max(max, (g.value as number) >>> 0);
+  return max;
+}
 
 function memoryBytes(): number {
   let max = 0;
@@ -64,6 +73,8 @@ async function main(): Promise<void> {
     async (module, imp) => {
       const inst = await WebAssembly.instantiate(module, imp);
       for (const v of Object.values(inst.exports)) if (v instanceof WebAssembly.Memory) memories.push(v);
+      const g = inst.exports[GROW_FAILED_EXPORT];
+      if (g instanceof WebAssembly.Global) growFailed.push(g);
       return inst;
     },
   );
@@ -82,8 +93,10 @@ async function main(): Promise<void> {
       target = (target as Record<string, unknown> | undefined)?.[p];
     }
     fn = target;
+    // Grow failures count per call: one an earlier call recovered from is no evidence now.
+    for (const g of growFailed) g.value = 0;
     if (typeof fn !== 'function') {
-      post({ type: 'trap', id: msg.id, message: `the component has no export ${msg.path.join('.')}`, memoryBytes: memoryBytes() });
+      post({ type: 'trap', id: msg.id, message: `the component has no export ${msg.path.join('.')}`, memoryBytes: memoryBytes(), growFailedPages: 0 });
       return;
     }
     try {
@@ -94,7 +107,7 @@ async function main(): Promise<void> {
       if (err && typeof err === 'object' && 'payload' in err) {
         post({ type: 'guest-error', id: msg.id, payload: err.payload, memoryBytes: memoryBytes() });
       } else {
-        post({ type: 'trap', id: msg.id, message: String(err?.message ?? e), memoryBytes: memoryBytes() });
+        post({ type: 'trap', id: msg.id, message: String(err?.message ?? e), memoryBytes: memoryBytes(), growFailedPages: growFailedPages() });
       }
     }
   });

@@ -13,9 +13,14 @@
  * Token accounting never looks at the plan: it always counts the full conversation.
  *
  * Usage per turn:
+ *   const sent = history.length;
  *   const plan = state.plan(contextId, history);          // build the request from plan.messages
- *   ...dispatch, append the assistant message (and nothing else yet) to history...
- *   state.acknowledge(contextId, metadataContinuationId, history);
+ *   ...dispatch, append the assistant message to history...
+ *   state.acknowledge(contextId, metadataContinuationId, history, sent);
+ *
+ * What the driver's id covers is what it was SENT, not the reply it returned: the reference runtime
+ * records the length before the reply, so the next delta starts with the assistant's own turn (a
+ * tool result never arrives without the tool call it answers).
  */
 export type PlanReason =
   /** No id held: full resend. */
@@ -79,17 +84,18 @@ export class ContinuationState {
 
   /**
    * Record what the driver returned in `metadata.continuation_id` after a turn for `contextId`.
-   * A non-empty id is held, covering the whole `history` (including the assistant reply just
-   * appended); an omitted (`undefined`) or empty id drops whatever was held. The id outlives the
+   * A non-empty id is held, covering the first `sentLength` messages of `history` — the length the
+   * request was built from, before the assistant reply was appended — so the next delta starts with
+   * that reply. An omitted (`undefined`) or empty id drops whatever was held. The id outlives the
    * task: the next task of the same context continues it when its history still starts with these
    * messages (a threaded conversation), and resends in full otherwise.
    */
-  acknowledge<M>(contextId: string, continuationId: string | undefined, history: readonly M[]): void {
-    if (continuationId === undefined || continuationId === '' || history.length === 0) {
+  acknowledge<M>(contextId: string, continuationId: string | undefined, history: readonly M[], sentLength: number): void {
+    if (continuationId === undefined || continuationId === '' || sentLength <= 0 || sentLength > history.length) {
       this.#held = undefined;
       return;
     }
-    this.#held = { id: continuationId, contextId, acked: history.length, last: history[history.length - 1] };
+    this.#held = { id: continuationId, contextId, acked: sentLength, last: history[sentLength - 1] };
   }
 
   /** A hook committed `replace-context`: the provider-side state no longer matches the history. */

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { boundedError, buildDriverRequest, parseDriverResponse, type ConversationMessage, type ToolSpec } from '../inference/wire.ts';
 import { parseToolResult } from '../tools/result.ts';
 import type { ContinuationState } from '../inference/continuation.ts';
+import { failureInfo, type FailureInfo } from '../errors.ts';
 import type { SpendMeter } from '../inference/spend.ts';
 import type { TokenCounter } from '../inference/tokens.ts';
 import type { CapsuleManifest } from '../manifest/capsule.ts';
@@ -42,6 +43,8 @@ export interface AttemptResult {
   turns: number;
   /** An on-compaction error: it ends the session, not only the task (wit-interfaces.md). */
   endsSession?: boolean;
+  /** Code and fix hint of the failure, when it had one (printed by `mur run`). */
+  error?: FailureInfo;
 }
 
 export interface LoopDeps {
@@ -110,6 +113,8 @@ export async function runAttempt(
     if (signal.aborted) return { ...abortedExit(signal, 'between turns'), turns };
     const turn = ++turns;
     d.totals.turns++;
+    // The length sent before the reply: what a continuation id returned this turn covers.
+    const sentLength = history.length;
     const plan = d.continuation.plan(task.contextId, history);
     const request = buildDriverRequest({
       model: inf.model, maxTokens: inf.maxTokens, system: d.system, messages: plan.messages, tools,
@@ -133,7 +138,7 @@ export async function runAttempt(
       d.spend.drop(admission.ticket);
       if (signal.aborted) return { ...abortedExit(signal, 'during inference'), turns };
       d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: boundedError(describe(e)) });
-      return { exit: 'failed', reason: `inference driver failed: ${boundedError(describe(e))}`, turns };
+      return { exit: 'failed', reason: `inference driver failed: ${boundedError(describe(e))}`, turns, ...withError(e) };
     }
     let responseText = '';
     let resp: ReturnType<typeof parseDriverResponse>;
@@ -146,7 +151,7 @@ export async function runAttempt(
     } catch (e) {
       d.spend.drop(admission.ticket);
       d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
-      return { exit: 'failed', reason: `unreadable driver response: ${describe(e)}`, turns };
+      return { exit: 'failed', reason: `unreadable driver response: ${describe(e)}`, turns, ...withError(e) };
     }
     // Every HTTP attempt of a driver that retried, on the trace before the turn's own event.
     for (const a of resp.attempts ?? []) d.trace.write('inference_attempt', { turn, model: inf.model, ...a });
@@ -212,7 +217,7 @@ export async function runAttempt(
     // A replace-context committed this turn drops the held id, including one the driver just
     // returned: the provider's state no longer matches the history, so the next turn resends it.
     if (replaced) d.continuation.replaceContext();
-    else d.continuation.acknowledge(task.contextId, continuationId, history);
+    else d.continuation.acknowledge(task.contextId, continuationId, history, sentLength);
 
     if (resp.stop_reason === 'tool_call' && toolCalls.length) {
       for (const call of toolCalls) {
@@ -249,4 +254,9 @@ function safeJson(s: string): unknown {
   } catch {
     return s;
   }
+}
+
+function withError(e: unknown): { error?: FailureInfo } {
+  const f = failureInfo(e);
+  return f ? { error: f } : {};
 }

@@ -92,9 +92,10 @@ export class SessionComponents {
         const dest = destinationOf(endpoint);
         if (!dest) throw new MurError('E-RUN-013', `inference endpoint ${JSON.stringify(endpoint)} is not a URL`, { location: { field: 'inference.endpoint' } });
         const env: Record<string, string> = { MURMUR_INFERENCE_ENDPOINT: endpoint };
-        // The key comes from the runtime's environment (or the key file) only, never from a file in
-        // the workdir; `mur` takes it out of process.env at start (host/inference-key.ts).
-        const key = this.hostEnv.MURMUR_INFERENCE_API_KEY ?? heldInferenceKey();
+        // The key comes from inference.api_key (a ${VAR} of the runtime's environment, or a literal,
+        // as in the reference runtime), else the runtime's environment (or the key file) — never
+        // from a file in the workdir; `mur` takes it out of process.env at start (host/inference-key.ts).
+        const key = inf.apiKey !== undefined ? resolveApiKey(inf.apiKey, this.hostEnv, this.staged.manifest.file) : this.hostEnv.MURMUR_INFERENCE_API_KEY ?? heldInferenceKey();
         if (key) env.MURMUR_INFERENCE_API_KEY = key;
         if (inf.driver.config) env.MURMUR_INFERENCE_DRIVER_CONFIG = JSON.stringify(inf.driver.config);
         const wd = this.staged.workdir.dir;
@@ -155,4 +156,18 @@ export class SessionComponents {
 /** An artifact's `config:` mapping reaches it as MURMUR_ARTIFACT_CONFIG (compact JSON). */
 function configEnv(a: StagedArtifact): Record<string, string> {
   return a.entry?.config ? { MURMUR_ARTIFACT_CONFIG: JSON.stringify(a.entry.config) } : {};
+}
+
+/** `inference.api_key`: `${VAR}` from the runtime's environment (unset is refused), else the literal. */
+export function resolveApiKey(spec: string, env: Record<string, string | undefined>, file: string): string {
+  const m = /^\$\{([A-Z][A-Z0-9_]*)\}$/.exec(spec);
+  if (!m) return spec;
+  const v = env[m[1]!];
+  if (v === undefined || v === '') {
+    throw new MurError('E-RUN-015', `inference.api_key names \${${m[1]}}, which is not set in the runtime's environment`, {
+      hint: `export ${m[1]}=<key> before mur run (in a cluster: put it in the capsule's Secret), or remove inference.api_key to use MURMUR_INFERENCE_API_KEY`,
+      location: { file, field: 'inference.api_key' },
+    });
+  }
+  return v;
 }

@@ -14,7 +14,7 @@ import { buildDriverRequest, parseDriverResponse, type ConversationMessage } fro
 import { parseToolResult } from '../tools/result.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import { TraceWriter } from '../trace/writer.ts';
-import { MurError } from '../errors.ts';
+import { MurError, failureInfo, type FailureInfo } from '../errors.ts';
 import { NO_HOOKS, type HookMessage, type HookPort, type HookServices } from '../hooks/port.ts';
 import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
@@ -38,6 +38,8 @@ export interface TaskReport {
   exit: TaskExit;
   text?: string;
   reason?: string;
+  /** Code and fix hint of the failure, when it had one. */
+  error?: FailureInfo;
   turns: number;
   reopens: number;
   /** Set when this task ended the session (an on-compaction error): no further task runs. */
@@ -211,7 +213,7 @@ export class CapsuleSession {
     const feedback: string[] = [];
     for (;;) {
       result = await runAttempt(deps, input, history, inf.maxTurns - turnsUsed, sink, signal).catch((e: unknown) => ({
-        exit: 'failed' as const, reason: e instanceof Error ? e.message : String(e), turns: 0,
+        exit: 'failed' as const, reason: e instanceof Error ? e.message : String(e), turns: 0, ...(failureInfo(e) ? { error: failureInfo(e) } : {}),
       }));
       turnsUsed += result.turns;
       this.current.output = result.text;
@@ -246,7 +248,7 @@ export class CapsuleSession {
     });
     this.current = undefined;
     this.components.io = NO_TASK_IO;
-    const report: TaskReport = { exit: result.exit, text: result.text, reason: result.reason, turns: turnsUsed, reopens };
+    const report: TaskReport = { exit: result.exit, text: result.text, reason: result.reason, ...(result.error ? { error: result.error } : {}), turns: turnsUsed, reopens };
     if (this.endedBy) {
       report.sessionEnded = this.endedBy;
       for (const l of this.endListeners.splice(0)) l(this.endedBy);

@@ -31,8 +31,17 @@ export interface ArtifactManifest {
   outputSchema?: Record<string, unknown>;
   /** Present exactly when runtime is `hook` (defaults applied). */
   hook?: HookContractResolved;
+  /**
+   * The manifest said `runtime: wasm` (the reference runtime's spelling): a component whose role
+   * (tool or driver) the capsule entry gives. `runtime` reads `tool` until staging applies it.
+   */
+  roleFromEntry?: boolean;
+  /** `requires_files`: exactly what `mur pack` packages besides murmur.yaml. */
+  requiresFiles?: string[];
   file: string;
 }
+
+const NATIVE_HINT = 'build the tool as a WebAssembly component (wasm32-wasip2, or componentize-js) and write `runtime: tool` (or `runtime: wasm`); native binaries do not run here';
 
 const CONTRACT_KEYS = ['binding', 'execution_mode', 'commit_policy'] as const;
 
@@ -43,6 +52,15 @@ export function parseArtifactManifest(text: string, file: string): ArtifactManif
   let hook: HookContractResolved | undefined;
   if (w) {
     const v = w.value as Record<string, unknown>;
+    for (const k of ['runtime', 'implementation', 'execution'] as const) {
+      if (v[k] !== 'native') continue;
+      const p = w.keyLocs.get(k) ?? { line: 1, column: 1 };
+      errors.add('E-MAN-004', `'${k}: native' is not supported: only WebAssembly components run in this runtime`, NATIVE_HINT, { file, line: p.line, column: p.column, field: k });
+    }
+    if (v.runtime === 'wasm') {
+      v.runtime = 'tool';
+      v.roleFromEntry = true;
+    }
     const runtime = v.runtime as ArtifactRuntime | undefined;
     if (runtime !== undefined && runtime !== 'hook') {
       for (const k of CONTRACT_KEYS) {
@@ -74,7 +92,7 @@ export function parseArtifactManifest(text: string, file: string): ArtifactManif
   }
   errors.throwIfAny('E-MAN-000', `invalid artifact manifest ${file}`);
   const v = w!.value as Record<string, unknown>;
-  for (const k of ['binding', 'executionMode', 'commitPolicy']) delete v[k];
+  for (const k of ['binding', 'executionMode', 'commitPolicy', 'implementation', 'execution']) delete v[k];
   return { ...(v as unknown as Omit<ArtifactManifest, 'file' | 'hook'>), ...(hook ? { hook } : {}), file };
 }
 

@@ -51,6 +51,8 @@ export interface ArtifactSource {
 
 export interface ArtifactEntry {
   name: string;
+  /** `source: {oci: ...}`: a digest-pinned Wasm OCI artifact (then `source` is absent). */
+  oci?: string;
   /** Absent only for `source` artifacts (then taken from the fetched artifact). */
   version?: string;
   runtime: ArtifactRuntime;
@@ -73,6 +75,10 @@ export interface Inference {
   driver: { artifact: string; config?: Record<string, unknown> };
   model: string;
   endpoint?: string;
+  /** Always `http` once validated (`process` is refused). */
+  transport: 'http';
+  /** Literal key or `${VAR}` reference, resolved at driver start. */
+  apiKey?: string;
   maxTurns: number;
   maxTokens: number;
   maxSessionTokens?: number;
@@ -162,6 +168,11 @@ function finish(v: Record<string, unknown>, file: string): CapsuleManifest {
   const m = v as unknown as CapsuleManifest;
   for (const a of m.artifacts) {
     if (a.runtime === 'hook') a.onOverflow ??= 'drop';
+    const src = a.source as { oci?: string } | undefined;
+    if (src?.oci) {
+      a.oci = src.oci;
+      delete a.source;
+    }
   }
   if (m.observability.otelEndpoint === '') delete m.observability.otelEndpoint;
   m.kind = m.inference ? 'agent' : 'script';
@@ -187,6 +198,16 @@ function semanticChecks(w: WalkResult, file: string, errors: ErrorCollector): vo
     if (first !== undefined) {
       add('E-MAN-013', `${base}.name`, at(`${base}.name`), `duplicate artifact name '${a.name}' (first declared at artifacts[${first}], line ${at(`artifacts[${first}].name`).line})`, 'give every artifact a unique name, or remove the duplicate entry');
     } else seen.set(a.name, i);
+    const src = a.source as { url?: string; sha256?: string; oci?: string } | undefined;
+    if (src) {
+      if (src.oci !== undefined && (src.url !== undefined || src.sha256 !== undefined)) {
+        add('E-MAN-012', `${base}.source`, at(`${base}.source`), `artifact '${a.name}' gives both source.oci and source.url/sha256`, 'keep one: `source: {oci: <registry>/<repo>:<tag>@sha256:<hex>}` or `source: {url: <url>, sha256: <hex>}`');
+      } else if (src.oci === undefined && !w.keyLocs.has(`${base}.source.oci`) && ((src.url === undefined && !w.keyLocs.has(`${base}.source.url`)) || (src.sha256 === undefined && !w.keyLocs.has(`${base}.source.sha256`)))) {
+        const missing = src.url === undefined ? 'url' : 'sha256';
+        // A key that is present but invalid has its own error already.
+        add('E-MAN-002', `${base}.source.${missing}`, at(`${base}.source`), `missing required field '${missing}' in source of artifact '${a.name}'`, 'give `source: {url: <http(s) url>, sha256: <64 hex>}`, or `source: {oci: <registry>/<repo>:<tag>@sha256:<hex>}`');
+      }
+    }
     if (a.version === undefined && a.source === undefined && !w.keyLocs.has(`${base}.version`)) {
       add('E-MAN-002', `${base}.version`, at(base), `missing required field 'version' in artifact '${a.name}'`, "add `version:` with the exact version to stage from the registry (e.g. version: '1.0.0'), or give a remote `source: {url, sha256}`");
     }
@@ -202,6 +223,10 @@ function semanticChecks(w: WalkResult, file: string, errors: ErrorCollector): vo
 
   const inf = v.inference;
   if (inf) {
+    if ((inf as { transport?: string }).transport === 'process') {
+      add('E-MAN-004', 'inference.transport', at('inference.transport'), "inference.transport 'process' (a Claude Code / Codex subprocess) is not supported: inference here always runs through the capsule's driver component",
+        'remove `transport: process` (or write `transport: http`) and name a driver: `inference: {driver: {artifact: <driver>}, model: <model>, endpoint: <url>}` with an artifact `{name: <driver>, version: <v>, runtime: driver}`');
+    }
     exclusive(w, 'inference', add, keyAt);
     exclusive(w, 'inference.compaction', add, keyAt);
     const d = inf.driver?.artifact;

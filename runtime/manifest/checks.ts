@@ -55,11 +55,32 @@ function validHost(h: string): boolean {
   return HOSTNAME_RE.test(h) && h.length <= 253;
 }
 
+/** `inference.api_key`: `${UPPER_SNAKE}` (resolved from the host environment at launch) or a literal. */
+export function checkApiKey(v: string): Problem | undefined {
+  if (v.includes('${') && !/^\$\{[A-Z][A-Z0-9_]*\}$/.test(v)) {
+    return { code: 'E-MAN-024', message: `inference.api_key '${v.replace(/[^${}A-Za-z0-9_]/g, '')}' is neither a literal nor one \${UPPER_SNAKE} reference`, hint: 'write api_key: ${OPENAI_API_KEY} (the whole value, an upper-case environment variable name)' };
+  }
+  return undefined;
+}
+
+const OCI_PINNED_RE = /^([a-zA-Z0-9.-]+(?::[0-9]+)?|\[[0-9a-fA-F:]+\](?::[0-9]+)?)\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$/;
+
+/** `source.oci`: a digest-pinned OCI reference. */
+export function checkOciRef(v: string): Problem | undefined {
+  if (OCI_PINNED_RE.test(v)) return undefined;
+  const pinned = /@sha256:[0-9a-f]{64}$/.test(v);
+  return {
+    code: 'E-MAN-025',
+    message: pinned ? `source.oci '${v}' is not an OCI reference <registry>/<repo>[:<tag>]@sha256:<hex>` : `source.oci '${v}' is not pinned by digest`,
+    hint: pinned ? 'e.g. ghcr.io/acme/echo-tool:1.0.0@sha256:<64 hex>' : `append the manifest digest: '${v}@sha256:<64 hex>' (\`mur pull ${v}\` prints it; a tag alone can move)`,
+  };
+}
+
 export function parseNetworkEntry(raw: string): NetworkEntry | Problem {
   const bad = (why: string, hint?: string): Problem => ({
     code: 'E-MAN-008',
     message: `invalid network.allow entry '${raw}': ${why}`,
-    hint: hint ?? "use 'host', 'host:port' or 'http(s)://host[:port]' (no path), or 'capsule://<namespace>/<name>'",
+    hint: hint ?? "use 'host', 'host:port' or an 'http(s)://host[:port][/path]' URL (the path is ignored), or 'capsule://<namespace>/<name>'",
   });
   if (raw.startsWith('capsule://')) {
     return CAPSULE_RE.test(raw) ? { kind: 'capsule', raw } : bad('a capsule reference is capsule://<namespace>/<name>', "e.g. 'capsule://default/reviewer'");
@@ -72,7 +93,9 @@ export function parseNetworkEntry(raw: string): NetworkEntry | Problem {
     if (s !== 'http' && s !== 'https') return bad(`scheme '${s}' is not allowed; only http and https`);
     scheme = s;
     rest = raw.slice(sm[0].length);
-    if (rest.endsWith('/') && !rest.slice(0, -1).includes('/')) rest = rest.slice(0, -1);
+    // A URL with a path (an endpoint copied from inference.endpoint, e.g. https://api.openai.com/v1)
+    // grants its scheme, host and port: a grant is per destination, never per path.
+    if (!/[?#@]/.test(rest)) rest = rest.split('/')[0]!;
   }
   if (/[/?#@]/.test(rest)) {
     return bad('an entry names a host, not a URL path, query, fragment or credentials', `drop everything after the host and port: '${scheme ? scheme + '://' : ''}${rest.split(/[/?#]/)[0]!.split('@').pop()}'`);

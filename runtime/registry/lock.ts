@@ -15,8 +15,14 @@ export const LOCK_VERSION = 1;
 export interface LockEntry {
   name: string;
   version: string;
-  /** Artifact digest (see digest.ts). */
+  /** Artifact digest (see digest.ts); '' for an entry in the reference runtime's format. */
   sha256: string;
+  /**
+   * An entry written by the reference runtime (Murmur): `resolved_version` and `sha256: {wasm}`,
+   * the SHA-256 of the whole `.mur.zip` package. It is checked against the package hash recorded
+   * when that package was installed (`mur install x.mur.zip`), and rendered back in its own format.
+   */
+  packageSha256?: string;
   /** Remote artifacts: where they came from and the pinned hash of the fetched bytes. */
   source?: { url: string; sha256: string };
 }
@@ -52,11 +58,22 @@ export function parseLock(text: string, file: string): Lockfile {
     const field = `artifacts[${i}]`;
     if (typeof a !== 'object' || a === null) throw lockError(file, `${field} is not a mapping`, undefined, field);
     const e = a as Record<string, unknown>;
+    // The reference runtime's entry: {name, resolved_version, sha256: {wasm: <hex>}}.
+    if (e.resolved_version !== undefined || (typeof e.sha256 === 'object' && e.sha256 !== null)) {
+      const rv = typeof e.resolved_version === 'number' ? String(e.resolved_version) : e.resolved_version;
+      const wasm = (e.sha256 as Record<string, unknown> | undefined)?.wasm;
+      if (typeof e.name !== 'string' || e.name === '') throw lockError(file, `${field}.name is missing`, undefined, `${field}.name`);
+      if (typeof rv !== 'string' || rv === '') throw lockError(file, `${field}.resolved_version is missing`, undefined, `${field}.resolved_version`);
+      if (typeof wasm !== 'string' || !SHA256_RE.test(wasm)) throw lockError(file, `${field}.sha256.wasm is not 64 hex characters`, undefined, `${field}.sha256.wasm`);
+      out.push({ name: e.name, version: rv, sha256: '', packageSha256: wasm });
+      return;
+    }
     const version = typeof e.version === 'number' ? String(e.version) : e.version;
     if (typeof e.name !== 'string' || e.name === '') throw lockError(file, `${field}.name is missing`, undefined, `${field}.name`);
     if (typeof version !== 'string' || version === '') throw lockError(file, `${field}.version is missing`, undefined, `${field}.version`);
     if (typeof e.sha256 !== 'string' || !SHA256_RE.test(e.sha256)) throw lockError(file, `${field}.sha256 is not 64 hex characters`, undefined, `${field}.sha256`);
     const entry: LockEntry = { name: e.name, version, sha256: e.sha256 };
+    if (typeof e.package_sha256 === 'string' && SHA256_RE.test(e.package_sha256)) entry.packageSha256 = e.package_sha256;
     if (e.source !== undefined) {
       const s = e.source as Record<string, unknown>;
       if (typeof s?.url !== 'string' || typeof s?.sha256 !== 'string') throw lockError(file, `${field}.source needs url and sha256`, undefined, `${field}.source`);
@@ -96,7 +113,13 @@ export function renderLock(lock: Lockfile): string {
   else {
     lines.push('artifacts:');
     for (const e of entries) {
+      if (e.sha256 === '' && e.packageSha256) {
+        // Kept in the reference runtime's format, so Murmur still reads the pin.
+        lines.push(`  - name: ${q(e.name)}`, `    resolved_version: ${q(e.version)}`, '    sha256:', `      wasm: ${q(e.packageSha256)}`);
+        continue;
+      }
       lines.push(`  - name: ${q(e.name)}`, `    version: ${q(e.version)}`, `    sha256: ${q(e.sha256)}`);
+      if (e.packageSha256) lines.push(`    package_sha256: ${q(e.packageSha256)}`);
       if (e.source) lines.push('    source:', `      url: ${q(e.source.url)}`, `      sha256: ${q(e.source.sha256)}`);
     }
   }
@@ -152,7 +175,7 @@ export function upsertLock(lock: Lockfile | undefined, entries: readonly LockEnt
  * A pin conflict for `name`, or undefined when the lock has no entry for it or agrees. Codes:
  * E-REG-003 (version differs), E-REG-004 (digest differs).
  */
-export function checkPin(lock: Lockfile | undefined, file: string, want: { name: string; version: string; sha256: string }): MurError | undefined {
+export function checkPin(lock: Lockfile | undefined, file: string, want: { name: string; version: string; sha256: string; packageSha256?: string }): MurError | undefined {
   const pin = lock?.artifacts.find((e) => e.name === want.name);
   if (!pin) return undefined;
   const idx = lock!.artifacts.indexOf(pin);
@@ -160,6 +183,18 @@ export function checkPin(lock: Lockfile | undefined, file: string, want: { name:
     return new MurError('E-REG-003', `artifact '${want.name}' resolves to version ${want.version} but ${LOCK_FILE} pins version ${pin.version}`, {
       hint: `stage version ${pin.version} (set it in murmur.yaml), or, to move the pin deliberately, delete the '${want.name}' entry from ${LOCK_FILE}`,
       location: { file, field: `artifacts[${idx}].version` },
+    });
+  }
+  if (pin.sha256 === '' && pin.packageSha256) {
+    // A reference-runtime pin: the hash of the .mur.zip the artifact was installed from.
+    if (want.packageSha256 === pin.packageSha256) return undefined;
+    return new MurError('E-REG-004', want.packageSha256
+      ? `artifact '${want.name}' ${want.version} was installed from a package with sha256 ${want.packageSha256} but ${LOCK_FILE} pins package ${pin.packageSha256}`
+      : `artifact '${want.name}' ${want.version} was not installed from a .mur.zip package, so it cannot be checked against the package hash ${pin.packageSha256} that ${LOCK_FILE} pins`, {
+      hint: want.packageSha256
+        ? `install the pinned package (mur install <file>.mur.zip), or delete the '${want.name}' entry from ${LOCK_FILE} to pin what is installed`
+        : `install the package the pin was made from (mur install ${want.name}-${want.version}.mur.zip --registry <dir>), or delete the '${want.name}' entry from ${LOCK_FILE} to re-pin`,
+      location: { file, field: `artifacts[${idx}].sha256.wasm` },
     });
   }
   if (pin.sha256 !== want.sha256) {

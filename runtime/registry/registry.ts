@@ -17,6 +17,7 @@ import { parseArtifactManifest, type ArtifactManifest } from '../manifest/artifa
 import { RESERVED_VERSIONS } from '../manifest/checks.ts';
 import type { ArtifactRuntime } from '../manifest/schema.ts';
 import { artifactDigest, fileHashes, type ArtifactFile } from '../contracts/digest.ts';
+import { componentHeader } from './component-check.ts';
 
 export const RECORD_FILE = 'artifact.json';
 export const ARTIFACT_MANIFEST = 'murmur.yaml';
@@ -32,6 +33,8 @@ export interface ArtifactRecord {
   sha256: string;
   /** SHA-256 of each file, by file name. */
   files: Record<string, string>;
+  /** SHA-256 of the `.mur.zip` package it was installed from (the reference runtime's lock hash). */
+  package_sha256?: string;
 }
 
 /** An artifact whose bytes are in memory and verified. */
@@ -47,6 +50,8 @@ export interface VerifiedArtifact {
   payload: string;
   /** Where it was read from (a registry version dir or a remote-cache dir). */
   dir: string;
+  /** SHA-256 of the `.mur.zip` it was installed from, when it was. */
+  packageSha256?: string;
 }
 
 export function payloadName(name: string, runtime: ArtifactRuntime): string {
@@ -145,7 +150,7 @@ export function readVerifiedDir(dir: string): VerifiedArtifact {
   }
   const payload = payloadName(rec.name, rec.runtime);
   if (!files.some((f) => f.name === payload)) throw corrupt(dir, `missing payload ${payload}`);
-  return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, manifest, files, payload, dir };
+  return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, manifest, files, payload, dir, ...(rec.package_sha256 ? { packageSha256: rec.package_sha256 } : {}) };
 }
 
 /** Locates `name@version` in the registry (E-REG-001 when absent) and verifies it. */
@@ -165,8 +170,8 @@ export function resolveFromRegistry(registryDir: string, name: string, version: 
  * Writes a verified set of files as a registry-layout directory `dir` (atomic: temp dir + rename).
  * Used by publish and the remote cache.
  */
-export function writeArtifactDir(dir: string, a: { name: string; version: string; runtime: ArtifactRuntime; files: readonly ArtifactFile[] }): ArtifactRecord {
-  const rec: ArtifactRecord = { format: RECORD_FORMAT, name: a.name, version: a.version, runtime: a.runtime, sha256: artifactDigest(a.files), files: fileHashes(a.files) };
+export function writeArtifactDir(dir: string, a: { name: string; version: string; runtime: ArtifactRuntime; files: readonly ArtifactFile[]; packageSha256?: string }): ArtifactRecord {
+  const rec: ArtifactRecord = { format: RECORD_FORMAT, name: a.name, version: a.version, runtime: a.runtime, sha256: artifactDigest(a.files), files: fileHashes(a.files), ...(a.packageSha256 ? { package_sha256: a.packageSha256 } : {}) };
   mkdirSync(path.dirname(dir), { recursive: true });
   const tmp = path.join(path.dirname(dir), `.tmp-${path.basename(dir)}-${randomBytes(4).toString('hex')}`);
   mkdirSync(tmp);
@@ -214,10 +219,6 @@ export function publish(registryDir: string, artifactDir: string): PublishResult
     throw new MurError('E-REG-012', `cannot publish ${artifactDir}: no ${ARTIFACT_MANIFEST}`, { hint: 'an artifact directory holds murmur.yaml (name, version, runtime) next to its component', location: { file: mfPath }, cause: e });
   }
   const manifest = parseArtifactManifest(mfBytes.toString('utf8'), mfPath);
-  if ((RESERVED_VERSIONS as readonly string[]).includes(manifest.version)) {
-    throw new MurError('E-REG-005', `version '${manifest.version}' is reserved and cannot be published`, { hint: "publish an exact version such as '1.0.0'", location: { file: mfPath, field: 'version' } });
-  }
-  const payload = payloadName(manifest.name, manifest.runtime);
   const srcPayload = manifest.runtime === 'skill' ? SKILL_FILE : findComponent(artifactDir, manifest.name);
   let payloadBytes: Buffer;
   try {
@@ -225,6 +226,19 @@ export function publish(registryDir: string, artifactDir: string): PublishResult
   } catch (e) {
     throw new MurError('E-REG-012', `cannot publish ${artifactDir}: no ${srcPayload}`, { hint: manifest.runtime === 'skill' ? 'a skill artifact holds skill.md' : 'build the component first', location: { file: path.join(artifactDir, srcPayload) }, cause: e });
   }
+  return publishFiles(registryDir, manifest, mfBytes, payloadBytes, mfPath, undefined, path.join(artifactDir, srcPayload));
+}
+
+/**
+ * Publishes a parsed manifest and its payload (the component, or skill.md) as `<name>/<version>/`.
+ * A payload that is not a WebAssembly component is refused here (E-PKG-001), not at run time.
+ */
+export function publishFiles(registryDir: string, manifest: ArtifactManifest, mfBytes: Uint8Array, payloadBytes: Uint8Array, mfPath: string, packageSha256?: string, payloadFile = mfPath): PublishResult {
+  if ((RESERVED_VERSIONS as readonly string[]).includes(manifest.version)) {
+    throw new MurError('E-REG-005', `version '${manifest.version}' is reserved and cannot be published`, { hint: "publish an exact version such as '1.0.0'", location: { file: mfPath, field: 'version' } });
+  }
+  if (manifest.runtime !== 'skill') componentHeader(payloadBytes, payloadFile);
+  const payload = payloadName(manifest.name, manifest.runtime);
   const files: ArtifactFile[] = [{ name: ARTIFACT_MANIFEST, bytes: mfBytes }, { name: payload, bytes: payloadBytes }];
   const dir = versionDir(registryDir, manifest.name, manifest.version);
   const digest = artifactDigest(files);
@@ -236,6 +250,6 @@ export function publish(registryDir: string, artifactDir: string): PublishResult
       location: { file: mfPath, field: 'version' },
     });
   }
-  const rec = writeArtifactDir(dir, { name: manifest.name, version: manifest.version, runtime: manifest.runtime, files });
+  const rec = writeArtifactDir(dir, { name: manifest.name, version: manifest.version, runtime: manifest.runtime, files, ...(packageSha256 ? { packageSha256 } : {}) });
   return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, dir };
 }

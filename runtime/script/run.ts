@@ -21,7 +21,7 @@
 import { lstatSync, mkdirSync, openSync, readSync, closeSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { MurError, isMurError } from '../errors.ts';
+import { MurError, failureInfo, formatTaskFailure, isMurError, type FailureInfo } from '../errors.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { instrumentSession } from '../telemetry/index.ts';
 import { ComponentInstance, HostFault } from '../host/index.ts';
@@ -53,6 +53,8 @@ export interface ScriptTask {
 export interface ScriptTaskOutcome {
   exit: 'completed' | 'failed' | 'canceled';
   reason?: string;
+  /** Code and fix hint of the failure, when it had one. */
+  error?: FailureInfo;
   /** The capsule's `out/result.txt`, when it wrote one. */
   text?: string;
 }
@@ -222,7 +224,7 @@ export class ScriptSession {
         outcome = { exit: 'canceled', reason: faultReason(abort.signal.reason ?? 'canceled') };
         await this.host.interruptTools();
       } else {
-        outcome = { exit: 'failed', reason: faultReason(e) };
+        outcome = { exit: 'failed', reason: faultReason(e), ...(failureInfo(e) ? { error: failureInfo(e) } : {}) };
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
@@ -287,7 +289,7 @@ export async function runScriptTask(
   try {
     session = await scriptSessionFor(staged);
   } catch (e) {
-    return { exit: 'failed', reason: faultReason(e) };
+    return { exit: 'failed', reason: faultReason(e), ...(failureInfo(e) ? { error: failureInfo(e) } : {}) };
   }
   return session.runTask(task, { ...(signal ? { signal } : {}), source: 'a2a', ...(io ? { io } : {}) });
 }
@@ -320,7 +322,7 @@ function progressLine(e: TraceEvent): string | undefined {
  * the capsule's answer (or `task failed: <reason>`). Returns the process exit code: 0 completed,
  * 1 otherwise.
  */
-export async function runScriptCapsule(staged: StagedCapsule, taskText: string, o: { out(s: string): void; quiet?: boolean }): Promise<number> {
+export async function runScriptCapsule(staged: StagedCapsule, taskText: string, o: { out(s: string): void; err(s: string): void; quiet?: boolean }): Promise<number> {
   const session = await ScriptSession.open(staged);
   const telemetry = instrumentSession(session);
   const stop = o.quiet ? () => {} : session.trace.onEvent((e) => {
@@ -335,7 +337,7 @@ export async function runScriptCapsule(staged: StagedCapsule, taskText: string, 
     if (!o.quiet) o.out(`capsule component: ${session.capsule.origin === 'artifact' ? `artifact ${session.capsule.name}` : session.capsule.wasmPath} (script capsule)`);
     outcome = await session.runTask({ taskId: randomUUID(), contextId: randomUUID(), text: taskText, trust: 'trusted' }, { signal: abort.signal, source: 'task_md' });
     if (outcome.exit === 'completed') o.out(outcome.text ?? '');
-    else o.out(`task ${outcome.exit}: ${outcome.reason ?? ''}`);
+    else o.err(formatTaskFailure(outcome.exit, outcome.reason, outcome.error));
     return outcome.exit === 'completed' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSigint);

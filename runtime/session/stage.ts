@@ -25,6 +25,7 @@ import type { ArtifactRuntime } from '../manifest/schema.ts';
 import { checkPin, lockPath, readLock, upsertLock, writeLockIfWritable, type LockEntry, type Lockfile } from '../registry/lock.ts';
 import { ARTIFACT_MANIFEST, SKILL_FILE, resolveFromRegistry, type VerifiedArtifact } from '../registry/registry.ts';
 import { resolveRemote } from '../registry/remote.ts';
+import { ociLockSource, resolveOci } from '../registry/oci-source.ts';
 import { newSessionId } from './id.ts';
 import { createWorkdir, toolDir, type WorkdirLayout } from './workdir.ts';
 
@@ -45,6 +46,8 @@ export interface StagedArtifact {
   runtime: ArtifactRuntime;
   /** Artifact digest (as pinned in murmur.lock). */
   sha256: string;
+  /** SHA-256 of the `.mur.zip` it was installed from, when it was (the reference runtime's pin). */
+  packageSha256?: string;
   /** `<workdir>/tools/<name>/` */
   dir: string;
   /** `<workdir>/tools/<name>/<name>.wasm`; undefined for skills. */
@@ -97,6 +100,8 @@ export interface StagedCapsule {
   driver?: StagedArtifact;
   /** What staging did to murmur.lock. */
   lock: 'created' | 'updated' | 'unchanged' | 'read-only';
+  /** Things the user should know that are not errors (a lock-pinned version staged instead of murmur.yaml's). */
+  notices: string[];
 }
 
 export function defaultCacheDir(): string {
@@ -111,11 +116,11 @@ function collect(into: MurError[], e: unknown): void {
 }
 
 /** Checks a resolved artifact against its capsule entry (E-REG-011). */
-function entryMismatch(entry: ArtifactEntry, a: VerifiedArtifact, file: string, index: number): MurError | undefined {
+function entryMismatch(entry: ArtifactEntry, a: VerifiedArtifact, file: string, index: number, version = entry.version): MurError | undefined {
   const diffs: string[] = [];
   if (a.name !== entry.name) diffs.push(`name '${a.name}'`);
   if (a.runtime !== entry.runtime) diffs.push(`runtime '${a.runtime}' (murmur.yaml says '${entry.runtime}')`);
-  if (entry.version !== undefined && a.version !== entry.version) diffs.push(`version '${a.version}' (murmur.yaml says '${entry.version}')`);
+  if (version !== undefined && a.version !== version) diffs.push(`version '${a.version}' (murmur.yaml says '${version}')`);
   if (diffs.length === 0) return undefined;
   return new MurError('E-REG-011', `artifact '${entry.name}' resolved to an artifact with ${diffs.join(', ')}`, {
     hint: `make artifacts[${index}] in murmur.yaml match the artifact's own manifest (${a.name} ${a.version}, runtime ${a.runtime})`,
@@ -123,8 +128,8 @@ function entryMismatch(entry: ArtifactEntry, a: VerifiedArtifact, file: string, 
   });
 }
 
-export function lockEntryOf(a: { name: string; version: string; sha256: string; source?: { url: string; sha256: string } }): LockEntry {
-  return { name: a.name, version: a.version, sha256: a.sha256, ...(a.source ? { source: { url: a.source.url, sha256: a.source.sha256 } } : {}) };
+export function lockEntryOf(a: { name: string; version: string; sha256: string; packageSha256?: string; source?: { url: string; sha256: string } }): LockEntry {
+  return { name: a.name, version: a.version, sha256: a.sha256, ...(a.packageSha256 ? { packageSha256: a.packageSha256 } : {}), ...(a.source ? { source: { url: a.source.url, sha256: a.source.sha256 } } : {}) };
 }
 
 export function stagedArtifactOf(
@@ -140,6 +145,7 @@ export function stagedArtifactOf(
     version: a.version,
     runtime: a.runtime,
     sha256: a.sha256,
+    ...(a.packageSha256 ? { packageSha256: a.packageSha256 } : {}),
     dir,
     ...(a.runtime === 'skill' ? { skillPath: path.join(dir, SKILL_FILE) } : { wasmPath: path.join(dir, a.payload) }),
     manifestPath: path.join(dir, ARTIFACT_MANIFEST),
@@ -161,10 +167,23 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
   // Resolve + verify every artifact (reads only; the remote cache holds verified content only).
   const errors: MurError[] = [];
   const resolved: (VerifiedArtifact | undefined)[] = [];
+  const notices: string[] = [];
   for (const [i, entry] of manifest.artifacts.entries()) {
     try {
-      const a = entry.source ? await resolveRemote(entry, opts.cacheDir ?? defaultCacheDir()) : resolveFromRegistry(registryDir, entry.name, entry.version!);
-      const mismatch = entryMismatch(entry, a, manifest.file, i);
+      // A version pinned in murmur.lock wins over murmur.yaml's, as in the reference runtime: the
+      // lock is what was verified and committed; moving a pin is deleting its entry.
+      const pinned = entry.source || entry.oci ? undefined : lock?.artifacts.find((p) => p.name === entry.name)?.version;
+      const version = pinned ?? entry.version!;
+      if (pinned !== undefined && pinned !== entry.version) {
+        notices.push(`${entry.name}: murmur.yaml asks for version ${entry.version}, murmur.lock pins ${pinned}; staging ${pinned} (delete the '${entry.name}' entry from murmur.lock to move to ${entry.version})`);
+      }
+      let a = entry.oci ? await resolveOci(entry, opts.cacheDir ?? defaultCacheDir())
+        : entry.source ? await resolveRemote(entry, opts.cacheDir ?? defaultCacheDir()) : resolveFromRegistry(registryDir, entry.name, version);
+      // `runtime: wasm` in the artifact's own manifest: the capsule entry gives the role.
+      if (a.manifest.roleFromEntry && (entry.runtime === 'tool' || entry.runtime === 'driver')) {
+        a = { ...a, runtime: entry.runtime, manifest: { ...a.manifest, runtime: entry.runtime } };
+      }
+      const mismatch = entryMismatch(entry, a, manifest.file, i, entry.source || entry.oci ? entry.version : version);
       if (mismatch) throw mismatch;
       const pin = checkPin(lock, lockFile, a);
       if (pin) throw pin;
@@ -185,7 +204,8 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
   const workdir = createWorkdir(opts.workRoot, sessionId, verified.map((a) => ({ name: a.name, files: a.files })));
   const artifacts = verified.map((a, i) => {
     const entry = manifest.artifacts[i]!;
-    return stagedArtifactOf(workdir, a, entry.source ? 'remote' : 'registry', effectiveCapabilities(manifest, entry.name), entry);
+    const staged = stagedArtifactOf(workdir, a, entry.source || entry.oci ? 'remote' : 'registry', effectiveCapabilities(manifest, entry.name), entry);
+    return entry.oci ? { ...staged, source: ociLockSource(entry) } : staged;
   });
 
   const newEntries = artifacts.filter((a) => !lock?.artifacts.some((p) => p.name === a.name)).map(lockEntryOf);
@@ -229,5 +249,6 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
     hooks,
     ...(driver ? { driver } : {}),
     lock: lockState,
+    notices,
   };
 }

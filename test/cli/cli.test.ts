@@ -82,7 +82,25 @@ describe('mur run', () => {
       writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml());
       const r = await mur(['run', capsule, '--task', 'x', '--registry', registry, '--work-root', tmp('w-')], { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY });
       expect(r.code).toBe(1);
-      expect(r.out).toMatch(/task failed: inference driver|task failed: driver reported an error/);
+      // A failure goes to stderr, never stdout.
+      expect(r.err).toMatch(/task failed: inference driver|task failed: driver reported an error/);
+      expect(r.out).not.toMatch(/^task failed:/m);
+    } finally {
+      await provider.stop();
+    }
+  });
+
+  it('a driver past its deadline fails on stderr naming capabilities.limits.deadline_seconds, with the fix and the code', async () => {
+    const provider = await startScriptedProvider({ turns: [{ delayMs: 20_000, text: 'too late' }] });
+    try {
+      const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
+      const capsule = tmp('cli-deadline-');
+      writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ extra: 'capabilities:\n  limits:\n    deadline_seconds: 2' }));
+      const r = await mur(['run', capsule, '--task', 'x', '--registry', registry, '--work-root', tmp('w-')], { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY });
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(/task failed: inference driver failed: driver-anthropic: run\.run did not finish within its 2000 ms deadline \(capabilities\.limits\.deadline_seconds\)/);
+      expect(r.err).toMatch(/\[E-HOST-003\]\n  hint: raise capabilities\.limits\.deadline_seconds in murmur\.yaml/);
+      expect(r.out).not.toMatch(/^task failed:/m);
     } finally {
       await provider.stop();
     }

@@ -21,7 +21,7 @@ function raisedCodes(): Set<string> {
   for (const dir of ['runtime', 'operator']) {
     for (const f of sources(join(PROJECT_ROOT, dir))) {
       if (f.endsWith('.test.ts')) continue;
-      for (const m of readFileSync(f, 'utf8').matchAll(/['"`[](E-[A-Z]+-\d{3})['"`\]]/g)) raised.add(m[1]!);
+      for (const m of readFileSync(f, 'utf8').matchAll(/['"`[](E-[A-Z]+-\d{3})['"`\]\s:]/g)) raised.add(m[1]!);
     }
   }
   return raised;

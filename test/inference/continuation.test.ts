@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ContinuationState } from '../../runtime/inference/continuation.ts';
 
-/** Simulate one turn: plan, "dispatch", append the assistant reply, acknowledge. */
+/** Simulate one turn: plan, "dispatch", append the assistant reply, acknowledge what was sent. */
 function turn(state: ContinuationState, ctx: string, history: string[], reply: string, returned: string | undefined) {
+  const sent = history.length;
   const plan = state.plan(ctx, history);
   history.push(reply);
-  state.acknowledge(ctx, returned, history);
+  state.acknowledge(ctx, returned, history, sent);
   return plan;
 }
 
@@ -19,15 +20,17 @@ describe('stateful driver continuation (wit-interfaces.md, five rows)', () => {
     expect(s.heldContextId).toBe('ctx');
   });
 
-  it('row 2: next turn, same context_id → only messages appended since the ack, plus the held id', () => {
+  it('row 2: next turn, same context_id → the messages appended since what the driver was sent (its own reply first), plus the held id', () => {
     const s = new ContinuationState();
     const h = ['u1'];
     turn(s, 'ctx', h, 'a1', 'resp_1');
     h.push('tool-result-1', 'tool-result-2');
     const second = turn(s, 'ctx', h, 'a2', 'resp_2');
-    expect(second).toEqual({ messages: ['tool-result-1', 'tool-result-2'], continuationId: 'resp_1', full: false, reason: 'continued' });
+    // The id covers what the driver was sent ([u1]), as in the reference: its own reply a1 leads the
+    // delta, so a tool result never arrives without the tool call it answers.
+    expect(second).toEqual({ messages: ['a1', 'tool-result-1', 'tool-result-2'], continuationId: 'resp_1', full: false, reason: 'continued' });
     h.push('u2');
-    expect(s.plan('ctx', h)).toMatchObject({ messages: ['u2'], continuationId: 'resp_2' });
+    expect(s.plan('ctx', h)).toMatchObject({ messages: ['a2', 'u2'], continuationId: 'resp_2' });
   });
 
   it('row 3: next turn, different context_id → full resend; the id is never reused', () => {
@@ -71,7 +74,7 @@ describe('stateful driver continuation (wit-interfaces.md, five rows)', () => {
     const h = ['u1'];
     turn(s, 'ctx', h, 'a1', 'resp_1');
     // Same context, a follow-up task: the threaded history plus a new message continues...
-    expect(s.plan('ctx', [...h, 'u2'])).toMatchObject({ messages: ['u2'], continuationId: 'resp_1', reason: 'continued' });
+    expect(s.plan('ctx', [...h, 'u2'])).toMatchObject({ messages: ['a1', 'u2'], continuationId: 'resp_1', reason: 'continued' });
     // ...but seed messages at its head shift what the driver acknowledged: resend everything.
     expect(s.plan('ctx', ['seed', ...h, 'u2'])).toEqual({ messages: ['seed', 'u1', 'a1', 'u2'], full: true, reason: 'history-diverged' });
     expect(s.heldId).toBeUndefined();

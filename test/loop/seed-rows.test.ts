@@ -39,8 +39,8 @@ describe('stateful driver continuation (all five rows)', () => {
     });
     await kit.session.runTask(task());
     expect(sent(kit, 0).messages.map((m) => m.role)).toEqual(['user']);
-    // Only the tool result is new since the driver acknowledged [user, assistant].
-    expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['tool']);
+    // The driver was sent [user]: the delta is its own reply and the tool result answering it.
+    expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['assistant', 'tool']);
   });
 
   it('next turn, different context_id → full resend; a continuation is never reused across tasks', async () => {
@@ -69,7 +69,7 @@ describe('stateful driver continuation (all five rows)', () => {
     await kit.session.runTask(task('ctx-A', 'first task'));
     await kit.session.runTask(task('ctx-A', 'follow-up'));
     expect(sent(kit, 1).continuation_id).toBe('cont-1');
-    expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['user']);
+    expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['assistant', 'user']);
     expect(JSON.stringify(sent(kit, 1).messages)).toContain('follow-up');
     expect(JSON.stringify(sent(kit, 1).messages)).not.toContain('first task');
     // A stateless capsule reusing the context id starts a fresh conversation: full resend.
@@ -186,9 +186,9 @@ describe('compaction threshold', () => {
     });
     await kit.session.runTask(task());
     const [first, second] = trace(kit).filter((e) => e.event_type === 'inference');
-    // Turn 2 sent only the tool result (the delta)...
+    // Turn 2 sent only the delta (the driver's own reply and the tool result)...
     expect(sent(kit, 1).continuation_id).toBe('cont-1');
-    expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['tool']);
+    expect(sent(kit, 1).messages.map((m) => m.role)).toEqual(['assistant', 'tool']);
     // ...but its input count covers the whole conversation: more than turn 1's whole request.
     expect(Number(second!.input_tokens)).toBeGreaterThan(Number(first!.input_tokens) + Number(first!.output_tokens) - 1);
   });

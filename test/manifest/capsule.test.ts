@@ -47,6 +47,7 @@ describe('capsule manifest: defaults', () => {
     expect(m.inference).toEqual({
       driver: { artifact: 'drv' },
       model: 'test-model',
+      transport: 'http',
       maxTurns: 10,
       maxTokens: 8192,
       compaction: { threshold: 0.98, dumpSummaries: false },
@@ -144,6 +145,7 @@ trace:
       driver: { artifact: 'drv', config: { api_style: 'chat' } },
       model: 'gpt-x',
       endpoint: 'https://api.example.com/v1',
+      transport: 'http',
       maxTurns: 3,
       maxTokens: 100,
       maxSessionTokens: 5000,
@@ -305,10 +307,11 @@ describe('capsule manifest: each error kind names file, line, column, field and 
   });
 
   it('E-MAN-008 network.allow entries', () => {
-    const l = errorsOf(`${MINIMAL}capabilities:\n  network:\n    allow:\n      - https://api.example.com/v1\n      - ftp://files.example.com\n      - "example.com:99999"\n      - "capsule://Bad"\n      - "exa mple.com"\n`);
+    const l = errorsOf(`${MINIMAL}capabilities:\n  network:\n    allow:\n      - https://api.example.com/v1?key=1\n      - ftp://files.example.com\n      - "example.com:99999"\n      - "capsule://Bad"\n      - "exa mple.com"\n`);
     const p = errorAt(l, 'capabilities.network.allow[0]');
     expect(p.code).toBe('E-MAN-008');
-    expect(p.message).toBe("invalid network.allow entry 'https://api.example.com/v1': an entry names a host, not a URL path, query, fragment or credentials");
+    // A path alone is accepted (the grant is the destination); a query is not.
+    expect(p.message).toBe("invalid network.allow entry 'https://api.example.com/v1?key=1': an entry names a host, not a URL path, query, fragment or credentials");
     expect(p.hint).toBe("drop everything after the host and port: 'https://api.example.com'");
     expect(p.location?.line).toBe(6);
     expect(errorAt(l, 'capabilities.network.allow[1]').message).toContain("scheme 'ftp' is not allowed; only http and https");

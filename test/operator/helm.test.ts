@@ -179,7 +179,10 @@ spec:
     // already has the real CRDs), in an older shape: without the /scale subresource.
     const dir = mkdtempSync(join(tmpdir(), 'crd-upgrade-'));
     const group = `upgrade${Date.now().toString(36)}.example`;
-    const crdText = (file: string) => readFileSync(join(chart, 'crds', file), 'utf8').replaceAll('murmur.io', group);
+    // No short names or categories: `kubectl get cap` must keep meaning the real Capsules.
+    const crdText = (file: string) =>
+      readFileSync(join(chart, 'crds', file), 'utf8').replaceAll('murmur.io', group)
+        .split('\n').filter((l) => !/^\s+(shortNames:|categories:|- cap$|- murmur$)/.test(l)).join('\n');
     const old = join(dir, 'v1');
     const next = join(dir, 'v2');
     try {

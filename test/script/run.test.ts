@@ -32,13 +32,15 @@ describe('mur run on a script capsule', () => {
     expect(events).toEqual(['session_start', 'task_start', 'tool_call', 'task_end', 'session_end']);
   });
 
-  it('a failing task prints the reason and exits 1; --quiet prints only that', async () => {
+  it('a failing task prints the reason, the field and the fix to stderr and exits 1; --quiet prints only that', async () => {
     const staged = await stageYaml(sessions.registry(), demoYaml({ capabilities: '  limits:\n    deadline_seconds: 4' }));
     const lines: string[] = [];
-    const code = await runScriptCapsule(staged, program({ op: 'spin' }), { out: (s) => lines.push(s), quiet: true });
+    const errs: string[] = [];
+    const code = await runScriptCapsule(staged, program({ op: 'spin' }), { out: (s) => lines.push(s), err: (s) => errs.push(s), quiet: true });
     expect(code).toBe(1);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^task failed: demo: (run\.run|instantiate) did not finish within its 4000 ms deadline; the instance was stopped \[E-HOST-003\]$/);
+    expect(lines).toEqual([]);
+    expect(errs).toHaveLength(1);
+    expect(errs[0]).toMatch(/^task failed: demo: (run\.run|instantiate) did not finish within its 4000 ms deadline \(capabilities\.limits\.deadline_seconds\); the instance was stopped \[E-HOST-003\]\n  hint: raise capabilities\.limits\.deadline_seconds in murmur\.yaml/);
     const trace = traceOf(staged);
     expect(trace.at(-1)).toMatchObject({ event_type: 'session_end', exit_status: 'failed', tasks: 1 });
     expect(trace.find((e) => e.event_type === 'task_start')).toMatchObject({ source: 'task_md', trust: 'trusted' });

@@ -137,7 +137,7 @@ describe('limits', () => {
     const spun = await s.runTask(task(program({ op: 'ping' }, { op: 'spin' })));
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(spun.exit).toBe('failed');
-    expect(spun.reason).toBe('demo: run.run did not finish within its 5000 ms deadline; the instance was stopped [E-HOST-003]');
+    expect(spun.reason).toBe('demo: run.run did not finish within its 5000 ms deadline (capabilities.limits.deadline_seconds); the instance was stopped [E-HOST-003]');
     // Steps before the spin left their partial answer in the workdir.
     expect(JSON.parse(readFileSync(path.join(s.grantedDir, 'out', 'result.txt'), 'utf8')).results[0].value).toBe('pong');
     const next = await s.runTask(task(program({ op: 'ping' })));
@@ -152,7 +152,7 @@ describe('limits', () => {
     const s = await session('  limits:\n    memory_bytes: 100663296');
     const grown = await s.runTask(task(program({ op: 'grow', mb: 8 })));
     expect(grown.exit).toBe('failed');
-    expect(grown.reason).toMatch(/^demo: run\.run grew linear memory to \d+ MiB, past its 96 MiB cap; the instance was stopped \[E-HOST-004\]$/);
+    expect(grown.reason).toMatch(/^demo: run\.run grew linear memory to \d+ MiB and asked for \d+ MiB more, past its 96 MiB cap; the instance was stopped \[E-HOST-004\]$/);
     const next = await s.runTask(task(program({ op: 'ping' })));
     expect(results(next.text)[0]!.value).toBe('pong');
   });

@@ -15,6 +15,26 @@ export const DRAIN_SECS = 25;
 /** The pod's grace period: above the drain budget, so the kubelet never SIGKILLs a draining runtime. */
 export const TERMINATION_GRACE_SECS = DRAIN_SECS + 15;
 
+/** Where OCI artifacts are mounted: `<dir>/<artifact name>/` (the runtime reads MURMUR_OCI_MOUNT_DIR). */
+export const OCI_MOUNT_DIR = '/var/run/murmur/oci';
+
+/**
+ * `source: {oci}` artifacts become Kubernetes image volumes (pod `volumes[].image`, digest-pinned):
+ * the kubelet pulls them with the cluster's pull secrets, so the runtime needs no registry
+ * credentials and makes no registry request; it reads the component from the mount.
+ */
+export function ociVolumes(c: Capsule): { volumes: Record<string, unknown>[]; mounts: Record<string, unknown>[] } {
+  const volumes: Record<string, unknown>[] = [];
+  const mounts: Record<string, unknown>[] = [];
+  (c.spec.artifacts ?? []).forEach((a, i) => {
+    if (!a.source?.oci) return;
+    const name = `oci-${i}`;
+    volumes.push({ name, image: { reference: a.source.oci, pullPolicy: 'IfNotPresent' } });
+    mounts.push({ name, mountPath: `${OCI_MOUNT_DIR}/${a.name}`, readOnly: true });
+  });
+  return { volumes, mounts };
+}
+
 /**
  * The runtime container contract: `mur serve <manifest dir> --a2a-port --metrics-port --workdir`,
  * plus `--host 0.0.0.0` (the CLI binds 127.0.0.1 by default, unreachable from the Service and the
@@ -43,6 +63,8 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
     { name: 'HOME', value: WORKDIR },
     { name: 'MURMUR_CACHE_DIR', value: `${WORKDIR}/cache` },
   ];
+  const oci = ociVolumes(c);
+  if (oci.volumes.length) env.push({ name: 'MURMUR_OCI_MOUNT_DIR', value: OCI_MOUNT_DIR });
   const key = c.spec.inference?.apiKeySecretRef;
   if (key) env.push({ name: 'MURMUR_INFERENCE_API_KEY', valueFrom: { secretKeyRef: { name: key.name, key: key.key } } });
   if (opts.otlp) {
@@ -118,6 +140,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
                 { name: 'manifest', mountPath: CONFIG_DIR, readOnly: true },
                 { name: 'workdir', mountPath: WORKDIR },
                 { name: 'tmp', mountPath: '/tmp' },
+                ...oci.mounts,
               ],
             },
           ],
@@ -125,6 +148,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
             { name: 'manifest', configMap: { name: n.configMap, items: [{ key: 'murmur.yaml', path: 'murmur.yaml' }] } },
             { name: 'workdir', emptyDir: {} },
             { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+            ...oci.volumes,
           ],
         },
       },

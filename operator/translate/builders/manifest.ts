@@ -40,7 +40,7 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
       name: a.name,
       version: a.version,
       runtime: a.runtime ?? 'tool',
-      source: a.source ? { url: a.source.url, sha256: a.source.sha256 } : undefined,
+      source: a.source ? (a.source.oci ? { oci: a.source.oci } : { url: a.source.url, sha256: a.source.sha256 }) : undefined,
       capabilities: capabilities(a.capabilities, rewriteAllow),
       on_overflow: a.on_overflow,
       config: a.config,

@@ -65,6 +65,8 @@ export function installOperator(kubeconfig: string, log: (m: string) => void, ex
     '--set', 'image.pullPolicy=Never', '--set', 'runtime.image.pullPolicy=Never',
     // scrape quickly so `kubectl get capsules` shows tokens within a test
     '--set', 'usage.scrapeIntervalSeconds=2',
+    // every namespace: the tests (and whoever tries capsules by hand) make their own namespaces
+    '--set', 'clusterWide=true', '--set-json', 'watchNamespaces=[]',
     ...extraSet.flatMap((s) => ['--set', s]),
     '--wait', '--timeout', '180s'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   execFileSync(kubectlPath(), ['-n', operatorNamespace, 'rollout', 'status', `deployment/${releaseName}`, '--timeout=180s'], { env, stdio: ['ignore', 'pipe', 'inherit'] });

@@ -1,0 +1,228 @@
+/**
+ * WebAssembly components as OCI artifacts, in the CNCF Wasm OCI artifact layout that `oras`, `wkg`
+ * and other Wasm tools push: an image manifest whose config has media type
+ * `application/vnd.wasm.config.v0+json` and whose one layer is `application/wasm` (the component).
+ *
+ * The client speaks the OCI distribution spec directly: GET/HEAD manifests and blobs, the
+ * monolithic blob upload (POST + PUT ?digest=) and manifest PUT, and token auth (a 401 with
+ * `WWW-Authenticate: Bearer realm=…,service=…,scope=…` is answered by fetching a token from the
+ * realm, with basic credentials when given; a `Basic` challenge gets basic credentials). No
+ * well-kept Node library speaks the distribution protocol (the registry clients on npm are
+ * unmaintained or Docker-image-specific), so this is kept small and to the spec.
+ *
+ * Every byte is verified: a manifest must hash to the digest pinned in the reference, the layer to
+ * the digest the manifest names. Plain http is used only for loopback registries (and hosts listed
+ * in MURMUR_OCI_INSECURE); credentials come from MURMUR_OCI_USERNAME / MURMUR_OCI_PASSWORD. In a
+ * cluster the operator mounts OCI artifacts as image volumes instead, so the runtime there needs no
+ * registry credentials at all.
+ */
+import { createHash } from 'node:crypto';
+import { MurError } from '../errors.ts';
+
+export const WASM_CONFIG_MEDIA_TYPE = 'application/vnd.wasm.config.v0+json';
+export const WASM_LAYER_MEDIA_TYPE = 'application/wasm';
+export const OCI_MANIFEST_MEDIA_TYPE = 'application/vnd.oci.image.manifest.v1+json';
+const MAX_BYTES = 256 * 1024 * 1024;
+
+export interface OciRef {
+  registry: string;
+  repository: string;
+  tag?: string;
+  /** `sha256:<hex>` of the manifest. */
+  digest?: string;
+  raw: string;
+}
+
+const REF_RE = /^([a-zA-Z0-9.-]+(?::[0-9]+)?|\[[0-9a-fA-F:]+\](?::[0-9]+)?)\/([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)(?::([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(?:@(sha256:[0-9a-f]{64}))?$/;
+
+/** Parses `<registry>/<repo>[:<tag>][@sha256:<hex>]`; undefined when malformed. */
+export function parseOciRef(raw: string): OciRef | undefined {
+  const m = REF_RE.exec(raw.replace(/^oci:\/\//, ''));
+  if (!m) return undefined;
+  return { registry: m[1]!, repository: m[2]!, ...(m[3] ? { tag: m[3] } : {}), ...(m[4] ? { digest: m[4] } : {}), raw };
+}
+
+export function formatOciRef(r: OciRef): string {
+  return `${r.registry}/${r.repository}${r.tag ? `:${r.tag}` : ''}${r.digest ? `@${r.digest}` : ''}`;
+}
+
+function isLoopback(host: string): boolean {
+  const h = host.replace(/:[0-9]+$/, '').replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\./.test(h);
+}
+
+function baseUrl(registry: string): string {
+  const insecure = (process.env.MURMUR_OCI_INSECURE ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return `${isLoopback(registry) || insecure.includes(registry) ? 'http' : 'https'}://${registry}`;
+}
+
+function ociError(ref: OciRef, what: string, hint = 'check the reference, the registry and its credentials (MURMUR_OCI_USERNAME / MURMUR_OCI_PASSWORD)'): MurError {
+  return new MurError('E-REG-016', `OCI artifact ${ref.raw}: ${what}`, { hint });
+}
+
+export function sha256Digest(b: Uint8Array): string {
+  return `sha256:${createHash('sha256').update(b).digest('hex')}`;
+}
+
+/** A session with one registry: remembers the bearer token per scope. */
+export class OciClient {
+  private tokens = new Map<string, string>();
+  constructor(readonly ref: OciRef) {}
+
+  private credentials(): string | undefined {
+    const u = process.env.MURMUR_OCI_USERNAME;
+    const p = process.env.MURMUR_OCI_PASSWORD;
+    return u !== undefined && p !== undefined ? `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` : undefined;
+  }
+
+  /** Answers a 401 challenge (distribution spec token auth); returns the Authorization value. */
+  private async authorize(challenge: string, scope: string): Promise<string | undefined> {
+    const basic = this.credentials();
+    if (/^basic/i.test(challenge)) return basic;
+    if (!/^bearer/i.test(challenge)) return undefined;
+    const params = Object.fromEntries([...challenge.matchAll(/([a-z_]+)="([^"]*)"/gi)].map((m) => [m[1]!.toLowerCase(), m[2]!]));
+    if (!params.realm) return undefined;
+    const url = new URL(params.realm);
+    if (params.service) url.searchParams.set('service', params.service);
+    url.searchParams.set('scope', params.scope ?? scope);
+    const res = await fetch(url, { headers: basic ? { authorization: basic } : {}, signal: AbortSignal.timeout(30_000) });
+    if (!res.ok) throw ociError(this.ref, `the token service ${url.origin}${url.pathname} answered HTTP ${res.status}`);
+    const body = (await res.json()) as { token?: string; access_token?: string };
+    const token = body.token ?? body.access_token;
+    return token ? `Bearer ${token}` : undefined;
+  }
+
+  /** One request, retried once after answering an auth challenge. */
+  async request(method: string, path: string, init: { headers?: Record<string, string>; body?: Uint8Array; push?: boolean } = {}): Promise<Response> {
+    const scope = `repository:${this.ref.repository}:${init.push ? 'pull,push' : 'pull'}`;
+    const url = path.startsWith('http') ? path : `${baseUrl(this.ref.registry)}${path}`;
+    const send = (auth?: string) =>
+      fetch(url, {
+        method,
+        headers: { ...(init.headers ?? {}), ...(auth ? { authorization: auth } : {}) },
+        ...(init.body ? { body: init.body as unknown as BodyInit } : {}),
+        redirect: 'follow',
+        signal: AbortSignal.timeout(60_000),
+      });
+    let res: Response;
+    try {
+      res = await send(this.tokens.get(scope));
+      if (res.status === 401) {
+        const auth = await this.authorize(res.headers.get('www-authenticate') ?? '', scope);
+        if (auth) {
+          this.tokens.set(scope, auth);
+          res = await send(auth);
+        }
+      }
+    } catch (e) {
+      if (e instanceof MurError) throw e;
+      throw ociError(this.ref, `cannot reach ${url}: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`);
+    }
+    return res;
+  }
+
+  private async bytes(res: Response, what: string): Promise<Uint8Array> {
+    if (!res.ok) throw ociError(this.ref, `${what}: HTTP ${res.status} ${(await res.text().catch(() => '')).slice(0, 200)}`);
+    const b = new Uint8Array(await res.arrayBuffer());
+    if (b.byteLength > MAX_BYTES) throw ociError(this.ref, `${what} is larger than ${MAX_BYTES} bytes`);
+    return b;
+  }
+
+  /** The manifest by digest (verified against it) or by tag; returns its bytes and digest. */
+  async manifest(): Promise<{ bytes: Uint8Array; digest: string; manifest: OciManifest }> {
+    const reference = this.ref.digest ?? this.ref.tag ?? 'latest';
+    const res = await this.request('GET', `/v2/${this.ref.repository}/manifests/${reference}`, { headers: { accept: `${OCI_MANIFEST_MEDIA_TYPE}, application/vnd.docker.distribution.manifest.v2+json` } });
+    const bytes = await this.bytes(res, `manifest ${reference}`);
+    const digest = sha256Digest(bytes);
+    if (this.ref.digest && digest !== this.ref.digest) {
+      throw new MurError('E-REG-008', `OCI artifact ${this.ref.raw}: the manifest served hashes to ${digest}, not the pinned ${this.ref.digest}`, { hint: 'the registry served other bytes than the pin; check the reference (never trust a tag over the digest)' });
+    }
+    let manifest: OciManifest;
+    try {
+      manifest = JSON.parse(Buffer.from(bytes).toString('utf8')) as OciManifest;
+    } catch {
+      throw ociError(this.ref, 'the manifest is not JSON');
+    }
+    return { bytes, digest, manifest };
+  }
+
+  /** A blob, verified against its digest. */
+  async blob(digest: string): Promise<Uint8Array> {
+    const b = await this.bytes(await this.request('GET', `/v2/${this.ref.repository}/blobs/${digest}`), `blob ${digest}`);
+    const got = sha256Digest(b);
+    if (got !== digest) throw new MurError('E-REG-008', `OCI artifact ${this.ref.raw}: blob ${digest} hashes to ${got}`, { hint: 'the registry served corrupt or substituted bytes' });
+    return b;
+  }
+
+  /** Monolithic upload (POST then PUT ?digest=), skipped when the blob exists. */
+  async pushBlob(bytes: Uint8Array): Promise<string> {
+    const digest = sha256Digest(bytes);
+    const head = await this.request('HEAD', `/v2/${this.ref.repository}/blobs/${digest}`, { push: true });
+    if (head.ok) return digest;
+    const start = await this.request('POST', `/v2/${this.ref.repository}/blobs/uploads/`, { push: true });
+    if (start.status !== 202) throw ociError(this.ref, `blob upload refused: HTTP ${start.status}`);
+    const loc = start.headers.get('location');
+    if (!loc) throw ociError(this.ref, 'blob upload: no Location');
+    const url = new URL(loc, `${baseUrl(this.ref.registry)}/`);
+    url.searchParams.set('digest', digest);
+    const put = await this.request('PUT', url.toString(), { push: true, body: bytes, headers: { 'content-type': 'application/octet-stream' } });
+    if (put.status !== 201) throw ociError(this.ref, `blob upload failed: HTTP ${put.status}`);
+    return digest;
+  }
+
+  async pushManifest(bytes: Uint8Array, reference: string): Promise<void> {
+    const res = await this.request('PUT', `/v2/${this.ref.repository}/manifests/${reference}`, { push: true, body: bytes, headers: { 'content-type': OCI_MANIFEST_MEDIA_TYPE } });
+    if (res.status !== 201) throw ociError(this.ref, `manifest push failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
+  }
+}
+
+export interface OciDescriptor {
+  mediaType: string;
+  digest: string;
+  size: number;
+  annotations?: Record<string, string>;
+}
+
+export interface OciManifest {
+  schemaVersion: number;
+  mediaType?: string;
+  artifactType?: string;
+  config: OciDescriptor;
+  layers: OciDescriptor[];
+  annotations?: Record<string, string>;
+}
+
+/** Pulls the component of a Wasm OCI artifact, every byte verified; returns it with the manifest digest. */
+export async function pullWasm(ref: OciRef): Promise<{ component: Uint8Array; manifestDigest: string; layerDigest: string; manifest: OciManifest }> {
+  const c = new OciClient(ref);
+  const { digest, manifest } = await c.manifest();
+  if (manifest.config?.mediaType !== WASM_CONFIG_MEDIA_TYPE) {
+    throw ociError(ref, `config media type is ${JSON.stringify(manifest.config?.mediaType)}, not ${WASM_CONFIG_MEDIA_TYPE} (the CNCF Wasm OCI artifact layout)`,
+      `push the component as a Wasm artifact: oras push ${formatOciRef({ ...ref, digest: undefined } as OciRef)} --config config.json:${WASM_CONFIG_MEDIA_TYPE} component.wasm:${WASM_LAYER_MEDIA_TYPE} (or wkg oci push)`);
+  }
+  const layers = (manifest.layers ?? []).filter((l) => l.mediaType === WASM_LAYER_MEDIA_TYPE);
+  if (layers.length !== 1) throw ociError(ref, `needs exactly one ${WASM_LAYER_MEDIA_TYPE} layer, has ${layers.length}`);
+  const layer = layers[0]!;
+  const component = await c.blob(layer.digest);
+  return { component, manifestDigest: digest, layerDigest: layer.digest, manifest };
+}
+
+/** Pushes a component as a Wasm OCI artifact under `ref.tag`; returns the manifest digest. */
+export async function pushWasm(ref: OciRef, component: Uint8Array, annotations: Record<string, string> = {}, fileName = 'component.wasm'): Promise<string> {
+  const c = new OciClient(ref);
+  const config = Buffer.from(JSON.stringify({ architecture: 'wasm', os: 'wasip2', layerDigests: [sha256Digest(component)] }));
+  const configDigest = await c.pushBlob(config);
+  const layerDigest = await c.pushBlob(component);
+  const manifest: OciManifest = {
+    schemaVersion: 2,
+    mediaType: OCI_MANIFEST_MEDIA_TYPE,
+    artifactType: WASM_CONFIG_MEDIA_TYPE,
+    config: { mediaType: WASM_CONFIG_MEDIA_TYPE, digest: configDigest, size: config.length },
+    // The title names the file `oras pull` writes.
+    layers: [{ mediaType: WASM_LAYER_MEDIA_TYPE, digest: layerDigest, size: component.length, annotations: { 'org.opencontainers.image.title': fileName } }],
+    ...(Object.keys(annotations).length ? { annotations } : {}),
+  };
+  const bytes = Buffer.from(JSON.stringify(manifest));
+  await c.pushManifest(bytes, ref.tag ?? sha256Digest(bytes));
+  return sha256Digest(bytes);
+}

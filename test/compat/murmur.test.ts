@@ -1,0 +1,189 @@
+/**
+ * Capsules written for the reference runtime (Murmur) run unchanged: its own manifest, lock and
+ * package formats (from ../shared/research/murmur.md §2, §8, §9), each difference either working as
+ * in the reference or refused with what to write instead. Real components, real zips, the real CLI,
+ * the scripted provider speaking the OpenAI wire format.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { zipSync } from 'fflate';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../runtime/cli/main.ts';
+import { parseArtifactManifest } from '../../runtime/manifest/artifact.ts';
+import { parseManifest } from '../../runtime/manifest/capsule.ts';
+import { parseLock, readLock, renderLock } from '../../runtime/registry/lock.ts';
+import { sha256 } from '../../runtime/registry/package.ts';
+import { stageCapsule } from '../../runtime/session/stage.ts';
+import { fixture } from '../fixtures/build.ts';
+import { watFixture } from '../fixtures/build-wat.ts';
+import { makeRegistry } from '../loop/kit.ts';
+import { publish } from '../../runtime/registry/registry.ts';
+import { startScriptedProvider } from '../provider/scripted-provider.ts';
+import { tmp } from '../registry/helpers.ts';
+
+async function mur(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    const code = await main(args, (s) => out.push(s), (s) => err.push(s));
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+function errorsOf(f: () => unknown): { code: string; message: string; hint?: string }[] {
+  try {
+    f();
+  } catch (e) {
+    return (e as { errors?: { code: string; message: string; hint?: string }[] }).errors ?? [e as { code: string; message: string }];
+  }
+  return [];
+}
+
+/** A tool artifact manifest as the reference's default-artifacts write them (§2.1). */
+const MURMUR_TOOL_MANIFEST = `name: crashy
+version: 0.3.1
+runtime: wasm
+implementation: wasm
+execution: wasm
+requires_files:
+  - crashy.wasm
+description: Crashes on request.
+tags: [test, wasm]
+input_schema: '{"type": "object", "properties": {"text": {"type": "string"}}}'
+`;
+
+/** A `.mur.zip` in the reference's package layout (§8): murmur.yaml and the component at the root. */
+async function murmurPackage(manifest = MURMUR_TOOL_MANIFEST): Promise<Uint8Array> {
+  return zipSync({ 'murmur.yaml': Buffer.from(manifest), 'crashy.wasm': readFileSync(await watFixture('crash-tool')) });
+}
+
+describe('the reference runtime artifact manifest', () => {
+  it('runtime: wasm, implementation, execution, requires_files and a JSON-string input_schema are accepted', () => {
+    const m = parseArtifactManifest(MURMUR_TOOL_MANIFEST, 'murmur.yaml');
+    expect(m).toMatchObject({ name: 'crashy', version: '0.3.1', runtime: 'tool', roleFromEntry: true, requiresFiles: ['crashy.wasm'], inputSchema: { type: 'object' } });
+  });
+
+  it('runtime: native is refused with what to write instead', () => {
+    const [e] = errorsOf(() => parseArtifactManifest('name: n\nversion: 1.0.0\nruntime: native\n', 'murmur.yaml'));
+    expect(e!.code).toBe('E-MAN-004');
+    expect(e!.message).toMatch(/'runtime: native' is not supported/);
+    expect(e!.hint).toMatch(/write `runtime: tool` \(or `runtime: wasm`\)/);
+  });
+});
+
+describe('the reference runtime capsule manifest', () => {
+  it('inference.transport: http and inference.api_key: ${VAR} are accepted; a path in network.allow is taken for its destination', () => {
+    const m = parseManifest([
+      'name: ported', 'version: 0.1.0',
+      'artifacts:', '  - {name: drv, version: 0.1.0, runtime: driver}',
+      'capabilities:', '  network:', '    allow: ["https://api.openai.com/v1"]',
+      'inference:', '  transport: http', '  endpoint: https://api.openai.com', '  model: gpt-4o', '  api_key: ${OPENAI_API_KEY}', '  driver: {artifact: drv}',
+    ].join('\n'), 'murmur.yaml');
+    expect(m.inference).toMatchObject({ transport: 'http', apiKey: '${OPENAI_API_KEY}' });
+    expect(m.capabilities.network.allow).toEqual(['https://api.openai.com/v1']);
+  });
+
+  it('inference.transport: process is refused saying what to write instead', () => {
+    const errs = errorsOf(() => parseManifest('name: p\nversion: 1.0.0\ninference:\n  transport: process\n  command: claude\n  model: m\n  driver: {artifact: d}\nartifacts:\n  - {name: d, version: 1.0.0, runtime: driver}\n', 'murmur.yaml'));
+    const t = errs.find((e) => e.message.includes('transport'))!;
+    expect(t.code).toBe('E-MAN-004');
+    expect(t.hint).toMatch(/remove `transport: process`.*name a driver/);
+  });
+});
+
+describe('the reference runtime murmur.lock', () => {
+  const LOCK = `lock_version: 1\nartifacts:\n  - name: crashy\n    resolved_version: 0.3.1\n    sha256:\n      wasm: ${'a'.repeat(64)}\n`;
+
+  it('is read (resolved_version, sha256.wasm) and written back in its own format', () => {
+    const lock = parseLock(LOCK, 'murmur.lock');
+    expect(lock.artifacts).toEqual([{ name: 'crashy', version: '0.3.1', sha256: '', packageSha256: 'a'.repeat(64) }]);
+    expect(parseLock(renderLock(lock), 'murmur.lock')).toEqual(lock);
+    expect(renderLock(lock)).toMatch(/resolved_version: "0\.3\.1"\n {4}sha256:\n {6}wasm: "a{64}"/);
+  });
+
+  it("a .mur.zip installed as it is satisfies the lock's package pin; another package is refused (E-REG-004)", async () => {
+    const pkg = await murmurPackage();
+    const capsule = tmp('ported-');
+    writeFileSync(path.join(capsule, 'murmur.yaml'), 'name: ported\nversion: 0.1.0\nartifacts:\n  - {name: crashy, version: 0.3.1, runtime: tool}\n');
+    const file = path.join(tmp('pkgs-'), 'crashy-0.3.1.mur.zip');
+    writeFileSync(file, pkg);
+    const reg = path.join(capsule, 'registry');
+    const i = await mur(['install', file, '--registry', reg, '--capsule', tmp('elsewhere-')]);
+    expect(i.code, i.err).toBe(0);
+    // The reference's own lock, pinning this package's hash.
+    writeFileSync(path.join(capsule, 'murmur.lock'), `lock_version: 1\nartifacts:\n  - name: crashy\n    resolved_version: 0.3.1\n    sha256:\n      wasm: ${sha256(pkg)}\n`);
+    const staged = await stageCapsule({ capsuleDir: capsule, registryDir: reg, workRoot: tmp('work-') });
+    expect(staged.artifacts[0]).toMatchObject({ name: 'crashy', version: '0.3.1', runtime: 'tool', packageSha256: sha256(pkg) });
+    writeFileSync(path.join(capsule, 'murmur.lock'), LOCK);
+    const err = await stageCapsule({ capsuleDir: capsule, registryDir: reg, workRoot: tmp('work-') }).catch((e: { errors: { code: string; message: string }[] }) => e.errors[0]!);
+    expect(err).toMatchObject({ code: 'E-REG-004' });
+    expect((err as { message: string }).message).toMatch(/pins package a{64}/);
+  });
+
+  it('a version pinned in the lock is the one staged, as in the reference (and the difference is noted)', async () => {
+    const reg = tmp('reg-');
+    for (const v of ['1.0.0', '1.1.0']) {
+      const art = tmp('art-');
+      writeFileSync(path.join(art, 'murmur.yaml'), `name: echo\nversion: ${v}\nruntime: tool\n`);
+      writeFileSync(path.join(art, 'component.wasm'), readFileSync(await watFixture('crash-tool')));
+      publish(reg, art);
+    }
+    const capsule = tmp('pinned-');
+    writeFileSync(path.join(capsule, 'murmur.yaml'), 'name: pinned\nversion: 1.0.0\nartifacts:\n  - {name: echo, version: 1.0.0}\n');
+    await stageCapsule({ capsuleDir: capsule, registryDir: reg, workRoot: tmp('work-') });
+    writeFileSync(path.join(capsule, 'murmur.yaml'), 'name: pinned\nversion: 1.0.0\nartifacts:\n  - {name: echo, version: 1.1.0}\n');
+    const staged = await stageCapsule({ capsuleDir: capsule, registryDir: reg, workRoot: tmp('work-') });
+    expect(staged.artifacts[0]!.version).toBe('1.0.0');
+    expect(staged.notices).toEqual([expect.stringMatching(/echo: murmur\.yaml asks for version 1\.1\.0, murmur\.lock pins 1\.0\.0; staging 1\.0\.0/)]);
+    expect(readLock(capsule)!.artifacts[0]!.version).toBe('1.0.0');
+  });
+});
+
+describe('mur run --manifest with the OpenAI driver, as a ported capsule writes it', () => {
+  it('endpoint without /v1, api_key from ${VAR}, the endpoint copied into network.allow: the task completes', async () => {
+    const provider = await startScriptedProvider({ turns: [{ text: 'ported and running' }], apiKey: 'sk-ported' });
+    try {
+      const reg = await makeRegistry([{ component: 'driver-openai', name: 'openai', version: '0.1.0', runtime: 'driver' }]);
+      const capsule = tmp('ported-run-');
+      mkdirSync(capsule, { recursive: true });
+      writeFileSync(path.join(capsule, 'murmur.yaml'), [
+        'name: ported-run', 'version: 0.1.0',
+        'artifacts:', '  - {name: openai, version: 0.1.0, runtime: driver}',
+        'capabilities:', '  network:', `    allow: ["${provider.url}/v1"]`,
+        'inference:', '  transport: http', `  endpoint: ${provider.url}`, '  model: gpt-test', '  api_key: ${PORTED_KEY}', '  driver: {artifact: openai}',
+      ].join('\n'));
+      await fixture('driver-openai');
+      const r = await mur(['run', '--manifest', path.join(capsule, 'murmur.yaml'), '--task', 'hi', '--registry', reg, '--work-root', tmp('w-')], { PORTED_KEY: 'sk-ported' });
+      expect(r.err).not.toMatch(/task failed/);
+      expect(r.code).toBe(0);
+      expect(r.out).toMatch(/ported and running/);
+      expect(provider.requests[0]).toMatchObject({ path: '/v1/chat/completions', status: 200 });
+      expect(provider.requests[0]!.headers.authorization).toBe('Bearer sk-ported');
+    } finally {
+      await provider.stop();
+    }
+  });
+
+  it('an api_key naming an unset variable fails before any inference, naming the variable and the fix (E-RUN-015)', async () => {
+    const reg = await makeRegistry([{ component: 'driver-openai', name: 'openai', version: '0.1.0', runtime: 'driver' }]);
+    const capsule = tmp('ported-nokey-');
+    writeFileSync(path.join(capsule, 'murmur.yaml'), 'name: nokey\nversion: 0.1.0\nartifacts:\n  - {name: openai, version: 0.1.0, runtime: driver}\ninference:\n  endpoint: http://127.0.0.1:9\n  model: m\n  api_key: ${SURELY_UNSET_KEY}\n  driver: {artifact: openai}\n');
+    const r = await mur(['run', '--manifest', path.join(capsule, 'murmur.yaml'), '--task', 'hi', '--registry', reg, '--work-root', tmp('w-')]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/inference\.api_key names \$\{SURELY_UNSET_KEY\}, which is not set.*\[E-RUN-015\]/);
+    expect(r.err).toMatch(/hint: export SURELY_UNSET_KEY=<key>/);
+  });
+
+  it('--manifest naming another file name is refused with what to do (E-CLI-003)', async () => {
+    const r = await mur(['run', '--manifest', '/tmp/capsule.yaml', '--task', 'x']);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/a capsule manifest is named murmur\.yaml.*\[E-CLI-003\]/);
+  });
+});
