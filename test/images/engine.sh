@@ -50,14 +50,15 @@ start() {
   if ours_alive; then kill -TERM "$(cat "$PIDFILE")" 2>/dev/null || true; fi
   rm -f "$SOCK" "$PIDFILE"
   echo '{}' >"$ENGINE_DIR/daemon.json"
-  # setsid: the daemon outlives this script (the test run or build.sh stops it by pid).
+  # setsid: the daemon outlives this script (the test run or build.sh stops it by pid). Fds 8 and
+  # 9 (this script's and build.sh's locks) are closed for it, or it would hold them for its life.
   setsid /usr/sbin/dockerd \
     --config-file "$ENGINE_DIR/daemon.json" \
     --data-root "$ENGINE_DIR/data" --exec-root "$ENGINE_DIR/exec" \
     --host "unix://$SOCK" --pidfile "$PIDFILE" \
     --bridge=none --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
     --cgroup-parent=/capsule-images --storage-driver=overlay2 --log-level=warn \
-    </dev/null >"$ENGINE_DIR/dockerd.log" 2>&1 &
+    </dev/null >"$ENGINE_DIR/dockerd.log" 2>&1 8>&- 9>&- &
   local pid=$!
   # Wait for the API to answer (or the daemon to die: then say why).
   for _ in $(seq 1 600); do
