@@ -86,6 +86,22 @@ async function sdkMigrate(): Promise<SdkMigrate> {
   return mod.run;
 }
 
+/**
+ * better-sqlite3 is a native addon: an install that skipped its build (npm ci --ignore-scripts)
+ * has the package but no engine. Said as its own code so `mur serve` can tell that apart.
+ */
+async function sqliteEngine(): Promise<void> {
+  try {
+    const { default: Database } = await import('better-sqlite3');
+    new Database(':memory:').close();
+  } catch (e) {
+    throw new MurError('E-STORE-004', `the embedded SQLite engine (better-sqlite3) cannot be loaded: ${errMessage(e)}`, {
+      hint: 'install without --ignore-scripts so its native addon is built, or give --store postgresql://… or --store memory',
+      cause: e,
+    });
+  }
+}
+
 /** Open (creating and migrating as needed) the store `value` names. */
 export async function openStore(value: string, cwd?: string): Promise<DurableStore> {
   const t0 = performance.now();
@@ -99,6 +115,7 @@ export async function openStore(value: string, cwd?: string): Promise<DurableSto
       throw fail('cannot create its folder', e, 'give --store a path on a writable volume');
     }
   }
+  if (spec.kind === 'sqlite') await sqliteEngine();
   const migrate = await sdkMigrate();
   const errors: string[] = [];
   const rc = await migrate(['upgrade', '--url', spec.url], {}, {

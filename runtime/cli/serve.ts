@@ -158,9 +158,18 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
  */
 async function openServeStore(flags: Record<string, unknown>, capsule: string, out: (s: string) => void): Promise<DurableStore | undefined> {
   const workRoot = (flags['workdir'] as string | undefined) ?? defaultWorkRoot(process.env);
-  const value = (flags['store'] as string | undefined) ?? process.env['MURMUR_STORE'] ?? `sqlite:${workRoot}/${capsule}.store.db`;
+  const given = (flags['store'] as string | undefined) ?? process.env['MURMUR_STORE'];
+  const value = given ?? `sqlite:${workRoot}/${capsule}.store.db`;
   if (value === 'memory') return undefined;
-  const store = await openStore(value);
+  let store: DurableStore;
+  try {
+    store = await openStore(value);
+  } catch (e) {
+    // Only the default gives way, and says so: a store the operator asked for is never swapped.
+    if (given !== undefined || !(e instanceof MurError) || e.code !== 'E-STORE-004') throw e;
+    out(`store: memory (tasks and conversations do not survive a restart): ${e.message} [E-STORE-004]`);
+    return undefined;
+  }
   const failed = await failUnfinished(store, 'the runtime restarted (mur serve stopped without finishing this task: killed, crashed or its node lost); send the message again');
   out(`store: ${store.kind} ${store.where} (opened in ${store.openMs.toFixed(1)} ms${failed ? `; ${failed} unfinished task(s) from before the restart marked failed` : ''})`);
   return store;
