@@ -116,7 +116,12 @@ export async function openStore(value: string, cwd?: string): Promise<DurableSto
     }
   }
   if (spec.kind === 'sqlite') await sqliteEngine();
-  const migrate = await sdkMigrate();
+  const migrate = await sdkMigrate().catch((e: unknown) => {
+    throw new MurError('E-STORE-004', `the A2A SDK's schema migrations (@a2a-js/sdk a2a-db) cannot be loaded: ${errMessage(e)}`, {
+      hint: 'the runtime needs node_modules/@a2a-js/sdk/dist/cli beside it; or give --store memory',
+      cause: e,
+    });
+  });
   const errors: string[] = [];
   const rc = await migrate(['upgrade', '--url', spec.url], {}, {
     log: () => undefined,
