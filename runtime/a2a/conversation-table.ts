@@ -7,7 +7,7 @@
 import { sql, type Kysely } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
 import type { ConversationMessage } from '../inference/wire.ts';
-import type { ConversationStore } from '../loop/conversation-store.ts';
+import type { ConversationStore } from '../inference/conversation-store.ts';
 
 export const CONVERSATION_TABLE = 'murmur_conversation';
 

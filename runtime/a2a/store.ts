@@ -21,7 +21,7 @@ import { DatabasePushNotificationStore, DatabaseTaskStore, TASK_TABLE } from '@a
 import { MurError } from '../errors.ts';
 import { agentMessage, toCoreState } from './wire.ts';
 import { conversationTable, migrateConversation } from './conversation-table.ts';
-import type { ConversationStore } from '../loop/conversation-store.ts';
+import type { ConversationStore } from '../inference/conversation-store.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
 

@@ -1,7 +1,7 @@
 /**
  * Stage a capsule and open its session: the one path `mur run`, `mur serve` and the tests share.
  */
-import type { ConversationStore } from '../loop/conversation-store.ts';
+import type { ConversationStore } from '../inference/conversation-store.ts';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';

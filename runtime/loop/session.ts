@@ -22,7 +22,7 @@ import { ToolDispatcher, type RuntimeTool } from './tools.ts';
 import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
 import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
 import { userText, textOf } from '../inference/messages.ts';
-import type { ConversationStore } from './conversation-store.ts';
+import type { ConversationStore } from '../inference/conversation-store.ts';
 
 export interface TaskInput {
   taskId: string;

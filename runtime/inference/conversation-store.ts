@@ -3,9 +3,9 @@
  * `murmur:conversation/read` and the history of each threaded context. The session holds the
  * newest part in memory (bounded, see session.ts) and reads the store only for what it does not
  * hold: at open (the record) and for a context it has no history of (after a restart, or once the
- * context was evicted). Implemented over the A2A store's database (runtime/a2a/conversation-table.ts).
+ * context was evicted). Implemented over the A2A store's database (runtime/a2a/conversation-table.ts); here, below both the loop and a2a, so neither imports the other.
  */
-import type { ConversationMessage } from '../inference/wire.ts';
+import type { ConversationMessage } from './wire.ts';
 
 export interface ConversationStore {
   /** The newest messages of the record, oldest first, at most `maxMessages` and `maxBytes`. */
