@@ -51,13 +51,15 @@ start() {
   rm -f "$SOCK" "$PIDFILE"
   echo '{}' >"$ENGINE_DIR/daemon.json"
   # setsid: the daemon outlives this script (the test run or build.sh stops it by pid).
+  # 8>&- 9>&-: the daemon must not inherit the lock descriptors (engine.lock here, build.lock of
+  # build.sh): a dockerd holding them would make every later build wait on the lock forever.
   setsid /usr/sbin/dockerd \
     --config-file "$ENGINE_DIR/daemon.json" \
     --data-root "$ENGINE_DIR/data" --exec-root "$ENGINE_DIR/exec" \
     --host "unix://$SOCK" --pidfile "$PIDFILE" \
     --bridge=none --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
     --cgroup-parent=/capsule-images --storage-driver=overlay2 --log-level=warn \
-    </dev/null >"$ENGINE_DIR/dockerd.log" 2>&1 &
+    </dev/null >"$ENGINE_DIR/dockerd.log" 2>&1 8>&- 9>&- &
   local pid=$!
   # Wait for the API to answer (or the daemon to die: then say why).
   for _ in $(seq 1 600); do
