@@ -63,7 +63,7 @@ describe('a policy Hook in a real pod', () => {
     const r = await exec(wgetPost('http://guarded.rn-hook.svc.cluster.local:8080/', messageSend('Run echo.')));
     expect(r.code, r.out).toBe(0);
     const body = JSON.parse(r.out);
-    expect(body.result.status.state).toBe('completed');
+    expect(body.result.status.state, r.out).toBe('completed');
     expect(JSON.stringify(body.result)).toContain('The shell was refused.');
     // the second inference request carries the tool result: an error naming the hook's reason, no echo output
     const reqs = await recordedRequests(ns);
