@@ -27,6 +27,7 @@ import {
   ContentTypeNotSupportedError,
   ExtendedAgentCardNotConfiguredError,
   TaskNotCancelableError,
+  TaskNotFoundError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   UnsupportedOperationError,
@@ -34,6 +35,7 @@ import {
 import type { TaskOrigin, TaskTrust } from './executor.ts';
 import { messageText, parseOriginTrust, validTraceparent } from './wire.ts';
 import type { StreamSink } from './stream.ts';
+import type { Push } from './push.ts';
 import { TaskMachine, taskNotFound, type TaskRecord } from './tasks.ts';
 
 export interface HandlerOptions {
@@ -46,6 +48,8 @@ export interface HandlerOptions {
   originTrust?: (context: ServerCallContext) => { origin: TaskOrigin; trust: TaskTrust };
   /** The connection a stream is written to, for backpressure (SSE); undefined when unknown. */
   sinkOf?: (context: ServerCallContext) => StreamSink | undefined;
+  /** Push notifications (push.ts); without it every push method is PushNotificationNotSupported. */
+  push?: Push;
 }
 
 const NEVER_RESTARTED = 'terminal tasks are never restarted — send a new message without taskId (same contextId) to start a new task';
@@ -164,9 +168,36 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
       }
       return { rec, go: machine.replyTo(rec, m) };
     }
+    const pushConfig = params.configuration?.taskPushNotificationConfig;
+    if (pushConfig) {
+      if (!o.push) throw new PushNotificationNotSupportedError('push notifications are not supported; use message/stream or tasks/get');
+      o.push.check(pushConfig);
+    }
     const { origin, trust } = originTrust(context);
     const rec = machine.create({ message: m, origin, trust, traceparent: validTraceparent(headersOf(context)['traceparent']), caller: context });
+    if (pushConfig) {
+      // Saved before the task is admitted, so its first status change is already pushed.
+      const cfg = { ...pushConfig, taskId: rec.id };
+      return {
+        rec,
+        go: () => {
+          void o.push!.store.save(rec.id, context, cfg).then(() => machine.admit(rec));
+        },
+      };
+    }
     return { rec, go: () => machine.admit(rec) };
+  }
+
+  function pushOf(): Push {
+    if (!o.push) throw new PushNotificationNotSupportedError('push notifications are not supported; use message/stream or tasks/get');
+    return o.push;
+  }
+
+  /** The caller's own task (live or stored), or not found: a config is only set on one's own task. */
+  async function ownTask(taskId: string, context: ServerCallContext): Promise<void> {
+    if (!taskId) throw invalidParams('taskId (the task id) is required');
+    if (machine.find(taskId, context)) return;
+    if (!(await machine.load(taskId, context))) throw taskNotFound(taskId);
   }
 
   function stream(rec: TaskRecord, context: ServerCallContext, first: Task, go?: () => void): AsyncGenerator<StreamResponse, void, undefined> {
@@ -241,17 +272,30 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
       for (const t of res.tasks) applyHistoryLength(t, params.historyLength ?? 0);
       return res;
     },
-    async createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-      throw new PushNotificationNotSupportedError('push notifications are not supported; use message/stream or tasks/get');
+    async createTaskPushNotificationConfig(params, context): Promise<TaskPushNotificationConfig> {
+      const push = pushOf();
+      await ownTask(params.taskId, context);
+      push.check(params);
+      const cfg = { ...params };
+      await push.store.save(params.taskId, context, cfg); // assigns cfg.id when empty
+      return cfg;
     },
-    async getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-      throw new PushNotificationNotSupportedError('push notifications are not supported');
+    async getTaskPushNotificationConfig(params, context): Promise<TaskPushNotificationConfig> {
+      const push = pushOf();
+      await ownTask(params.taskId, context);
+      const found = (await push.store.load(params.taskId, context)).find((c) => c.id === params.id);
+      if (!found) throw new TaskNotFoundError({ message: `no push notification config '${params.id}' on task '${params.taskId}'`, metadata: { taskId: params.taskId } });
+      return found;
     },
-    async listTaskPushNotificationConfigs(): Promise<ListTaskPushNotificationConfigsResponse> {
-      throw new PushNotificationNotSupportedError('push notifications are not supported');
+    async listTaskPushNotificationConfigs(params, context): Promise<ListTaskPushNotificationConfigsResponse> {
+      const push = pushOf();
+      await ownTask(params.taskId, context);
+      return { configs: await push.store.load(params.taskId, context), nextPageToken: '' };
     },
-    async deleteTaskPushNotificationConfig(): Promise<void> {
-      throw new PushNotificationNotSupportedError('push notifications are not supported');
+    async deleteTaskPushNotificationConfig(params, context): Promise<void> {
+      const push = pushOf();
+      await ownTask(params.taskId, context);
+      await push.store.delete(params.taskId, context, params.id);
     },
   };
 }

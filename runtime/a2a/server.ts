@@ -23,7 +23,9 @@ import { startGrpc } from './grpc.ts';
 import { normaliseVersion } from './wire.ts';
 import { createHandler, headersOf } from './handler.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
-import { TaskMachine, type TaskAcceptance } from './tasks.ts';
+import { TaskMachine, type TaskAcceptance, type TaskRecord } from './tasks.ts';
+import { createPush, type PushOptions } from './push.ts';
+import type { StreamResponse } from '@a2a-js/sdk';
 
 export type { TaskAcceptance } from './tasks.ts';
 export { createAuthenticator, type Authenticator, type AuthConfig, type ApiKey, type TokenVerifier } from './auth.ts';
@@ -55,6 +57,11 @@ export interface A2AServerOptions {
    * caller anonymous and untrusted (local use only: `mur serve` refuses this off loopback).
    */
   auth?: Authenticator;
+  /**
+   * Push notifications: webhooks may only point where `allow` (the capsule's
+   * capabilities.network.allow) lets the capsule connect. Default: not supported (-32003).
+   */
+  push?: PushOptions;
   /** Largest accepted request body. Default 1 MiB. */
   maxBodyBytes?: number;
   /** Finished tasks kept live in memory (oldest dropped first; the task store keeps them). Default 1000. */
@@ -96,6 +103,8 @@ export interface A2AServer {
   acceptsMore(): boolean;
   /** Counters for tests and metrics. */
   stats(): { tasks: number; running: number; pending: number; subscribers: number; laggedDrops: number };
+  /** Resolves when every queued push notification has been delivered or given up. */
+  pushIdle(): Promise<void>;
   /**
    * Graceful drain: /readyz turns 503 and new tasks are refused (retryable) at once; running and
    * queued tasks get `budgetMs` to finish, then fail with a reason. Resolves with how many failed so.
@@ -116,7 +125,9 @@ function errMessage(e: unknown): string {
 export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer> {
   const host = opts.host ?? '127.0.0.1';
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
+  const push = opts.push ? createPush(opts.push) : undefined;
   const machine = new TaskMachine({
+    ...(push ? { onEvent: (rec: TaskRecord, resp: StreamResponse) => push.deliver(rec.id, rec.ownerContext, resp) } : {}),
     executor: opts.executor,
     acceptance: opts.acceptance,
     queueDepth: opts.queueDepth ?? 16,
@@ -163,11 +174,13 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   };
   const auth = opts.auth ?? OPEN;
   const security = auth.card();
-  const card = buildCardJson(opts.card, endpoints, security);
+  const cardInput = { ...opts.card, pushNotifications: push !== undefined };
+  const card = buildCardJson(cardInput, endpoints, security);
   const cards = cardVariants(card, security);
   const handler = createHandler({
     machine,
-    card: buildCoreCard(opts.card, endpoints),
+    card: buildCoreCard(cardInput, endpoints),
+    ...(push ? { push } : {}),
     originTrust: (context) => auth.originTrust(context.user as Caller | undefined, headersOf(context)),
     sinkOf: (context) => resOf.get(context.state.get('headers') as object),
   });
@@ -222,12 +235,14 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     idle: () => machine.idle(),
     acceptsMore: () => machine.acceptsMore(),
     stats: () => machine.stats(),
+    pushIdle: async () => push?.idle(),
     drain: (budgetMs) => machine.drain(budgetMs),
     waitingForInput: () => machine.waitingForInput(),
     async close() {
       if (closed) return;
       closed = true;
       await machine.close();
+      await push?.idle();
       grpc?.close();
       await new Promise<void>((r) => {
         server.close(() => r());

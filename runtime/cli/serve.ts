@@ -94,6 +94,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     port,
     publicUrl: flags['public-url'] as string | undefined,
     auth,
+    // Webhooks may only go where the capsule itself may connect.
+    push: { allow: m.capabilities.network.allow },
     ...(grpcPort > 0 ? { grpcPort } : {}),
   });
   runtimeMetrics().watchWaitingForInput(m.name, () => a2a.waitingForInput());
@@ -103,8 +105,11 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   // Ready while this pod can still take tasks: not after a single capsule's one task, nor once the
   // session has ended, so a Service stops routing to a pod that would only refuse.
   if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort, () => a2a.acceptsMore() && endedStatus === undefined);
-  out(`serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})`);
-  out(`A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`);
+  // One write: whoever waits for the "serving" line also has the bindings and the authentication.
+  out(
+    `serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})\n` +
+      `A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`,
+  );
 
   const drainMs = Math.max(0, Number(flags['drain-secs'])) * 1000;
   const stopped = new Promise<string>((resolve) => {

@@ -18,6 +18,8 @@
  * uninstrumented (`instrumentGrow` returns undefined) and its traps are then classified without
  * grow evidence.
  */
+/** Bumped whenever the rewrite changes: part of the name of the prepared modules cached on disk. */
+export const GROW_PROBE_VERSION = 1;
 export const GROW_FAILED_EXPORT = '__mur_grow_failed_pages';
 
 class Reader {

@@ -4,11 +4,11 @@
  * or outgrows its memory cap has its worker terminated and the call rejected with a typed HostFault.
  * The next call starts a fresh worker (the component's in-memory state is lost, by design).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MessagePort, Worker } from 'node:worker_threads';
 import { capMemory } from './memory-cap.ts';
-import { instrumentGrow } from './grow-probe.ts';
+import { GROW_PROBE_VERSION, instrumentGrow } from './grow-probe.ts';
 import { ComponentLoadError, DeadlineExceeded, GuestError, GuestTrap, HostFault, HostImportFailed, MemoryLimitExceeded } from './errors.ts';
 import type { FromWorker, Grants, HostCallReply, HostCallRequest, ImportSpec, NetworkDenial } from './protocol.ts';
 import { SPARES } from './spares.ts';
@@ -37,6 +37,30 @@ export async function drainWorkerPool(): Promise<void> {
   await Promise.all([POOL.drain(), SPARES.drain()]);
 }
 
+/**
+ * A core module capped at `cap` bytes with its memory.grow instrumented (a failed grow becomes
+ * visible to the host: the evidence of a memory-limit kill). Instrumenting a 12 MB JS-engine module
+ * takes ~0.7 s on the main thread, so the result is kept beside the transpiled glue (same folder,
+ * same trust: the folder is the runtime's own cache keyed by the component's verified hash) and
+ * every later process reads it back. A read-only cache folder (an image) just skips the write.
+ */
+function preparedModule(c: LoadedComponent, f: string, cap: number): Uint8Array {
+  const cached = join(c.dir, `${f}.cap${cap}.grow${GROW_PROBE_VERSION}.wasm`);
+  try {
+    return readFileSync(cached);
+  } catch { /* not prepared yet */ }
+  const capped = capMemory(readFileSync(join(c.dir, f)), cap);
+  const prepared = instrumentGrow(capped) ?? capped;
+  const tmp = `${cached}.${process.pid}.tmp`;
+  try {
+    writeFileSync(tmp, prepared);
+    renameSync(tmp, cached);
+  } catch {
+    rmSync(tmp, { force: true }); // read-only cache: prepare again next time
+  }
+  return prepared;
+}
+
 /** Compiled, memory-capped core modules per (component, cap): compile once, instantiate many. */
 const moduleCache = new Map<string, Promise<Record<string, WebAssembly.Module>>>();
 
@@ -48,9 +72,7 @@ function compiledModules(c: LoadedComponent, cap: number): Promise<Record<string
       const out: Record<string, WebAssembly.Module> = {};
       for (const f of c.coreFiles) {
         try {
-          const capped = capMemory(readFileSync(join(c.dir, f)), cap);
-          // A failed memory.grow becomes visible to the host (the evidence of a memory-limit kill).
-          out[f] = await WebAssembly.compile((instrumentGrow(capped) ?? capped) as Uint8Array<ArrayBuffer>);
+          out[f] = await WebAssembly.compile(preparedModule(c, f, cap) as Uint8Array<ArrayBuffer>);
         } catch (e) {
           throw new ComponentLoadError(c.name, `core module ${f} does not compile under a ${cap} byte memory cap: ${(e as Error).message}`);
         }

@@ -108,9 +108,9 @@ describe('peering between processes', () => {
 
   it('a future-version traceparent reaches the task whole; version ff does not (W3C versioning)', async () => {
     const future = '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes-next';
-    const r = await sendMessage({ peerUrl: B, text: 'whoami', allow: allowAll(), trust: 'trusted', traceparent: future, wait: true });
+    const r = await sendMessage({ peerUrl: B, text: 'whoami', allow: allowAll(), trust: 'trusted', traceparent: future, bearer: MESH_KEY, wait: true });
     expect(r.ok && r.text).toBe(`B origin=peer trust=trusted traceparent=${future}`);
-    const ff = await sendMessage({ peerUrl: B, text: 'whoami', allow: allowAll(), trust: 'trusted', traceparent: `ff${future.slice(2)}`, wait: true });
+    const ff = await sendMessage({ peerUrl: B, text: 'whoami', allow: allowAll(), trust: 'trusted', traceparent: `ff${future.slice(2)}`, bearer: MESH_KEY, wait: true });
     expect(ff.ok && ff.text).toBe('B origin=peer trust=trusted traceparent=-');
   });
 

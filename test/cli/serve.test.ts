@@ -73,7 +73,16 @@ describe('mur serve', () => {
   });
 
   it('a capsule delegates to a peer in its allowlist (origin peer, trust carried) and is refused one outside it', async () => {
-    const { served: b, provider: providerB } = await servedCapsule({ name: 'peer-b', turns: { turns: [{ text: 'B did the work' }], onExhausted: 'repeat-last' } });
+    // B takes A's trust only from A proven: A's key (as the projected token would be in a pod), and
+    // A declared as a trusted caller. A finds its credential for B's host in its peer-tokens folder.
+    const peerKey = `peer-key-${crypto.randomUUID()}`;
+    const keys = join(tmp('serve-keys-'), 'keys.txt');
+    writeFileSync(keys, `caller-a:${peerKey}\n`);
+    const tokens = tmp('serve-peer-tokens-');
+    writeFileSync(join(tokens, '127.0.0.1'), peerKey);
+    process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = tokens;
+    cleanup.push(async () => delete process.env['MURMUR_A2A_PEER_TOKENS_DIR']);
+    const { served: b, provider: providerB } = await servedCapsule({ name: 'peer-b', turns: { turns: [{ text: 'B did the work' }], onExhausted: 'repeat-last' }, args: ['--api-keys', keys, '--trusted-callers', 'apikey:caller-a'] });
     const { served: c, provider: providerC } = await servedCapsule({ name: 'peer-c', turns: { turns: [{ text: 'C should never run' }] } });
     const kit = await openKit({
       yaml: capsuleYaml({ name: 'caller-a', extra: `capabilities:\n  network:\n    allow: ["${b.url.replace(/\/$/, '')}"]\n` }),

@@ -16,7 +16,8 @@ import { sha256 } from '../../runtime/registry/package.ts';
 import { stageCapsule } from '../../runtime/session/stage.ts';
 import { fixture } from '../fixtures/build.ts';
 import { watFixture } from '../fixtures/build-wat.ts';
-import { ECHO_TOOL, makeRegistry } from '../loop/kit.ts';
+import { makeRegistry } from '../loop/kit.ts';
+import { publish } from '../../runtime/registry/registry.ts';
 import { startScriptedProvider } from '../provider/scripted-provider.ts';
 import { tmp } from '../registry/helpers.ts';
 
@@ -127,7 +128,13 @@ describe('the reference runtime murmur.lock', () => {
   });
 
   it('a version pinned in the lock is the one staged, as in the reference (and the difference is noted)', async () => {
-    const reg = await makeRegistry([{ ...ECHO_TOOL, version: '1.0.0' }, { ...ECHO_TOOL, version: '1.1.0' }]);
+    const reg = tmp('reg-');
+    for (const v of ['1.0.0', '1.1.0']) {
+      const art = tmp('art-');
+      writeFileSync(path.join(art, 'murmur.yaml'), `name: echo\nversion: ${v}\nruntime: tool\n`);
+      writeFileSync(path.join(art, 'component.wasm'), readFileSync(await watFixture('crash-tool')));
+      publish(reg, art);
+    }
     const capsule = tmp('pinned-');
     writeFileSync(path.join(capsule, 'murmur.yaml'), 'name: pinned\nversion: 1.0.0\nartifacts:\n  - {name: echo, version: 1.0.0}\n');
     await stageCapsule({ capsuleDir: capsule, registryDir: reg, workRoot: tmp('work-') });

@@ -50,9 +50,8 @@ start() {
   if ours_alive; then kill -TERM "$(cat "$PIDFILE")" 2>/dev/null || true; fi
   rm -f "$SOCK" "$PIDFILE"
   echo '{}' >"$ENGINE_DIR/daemon.json"
-  # setsid: the daemon outlives this script (the test run or build.sh stops it by pid).
-  # 8>&- 9>&-: the daemon must not inherit the lock descriptors (engine.lock here, build.lock of
-  # build.sh): a dockerd holding them would make every later build wait on the lock forever.
+  # setsid: the daemon outlives this script (the test run or build.sh stops it by pid). Fds 8 and
+  # 9 (this script's and build.sh's locks) are closed for it, or it would hold them for its life.
   setsid /usr/sbin/dockerd \
     --config-file "$ENGINE_DIR/daemon.json" \
     --data-root "$ENGINE_DIR/data" --exec-root "$ENGINE_DIR/exec" \
