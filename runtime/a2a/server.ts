@@ -79,6 +79,8 @@ export interface A2AServerOptions {
     maxBufferedBytes?: number;
     /** Interval of `: heartbeat` SSE comments; 0 = none. Default 15000. */
     heartbeatMs?: number;
+    /** Told after each heartbeat written to a stream. */
+    onHeartbeat?: () => void;
   };
 }
 
@@ -103,6 +105,8 @@ export interface A2AServer {
   acceptsMore(): boolean;
   /** Counters for tests and metrics. */
   stats(): { tasks: number; running: number; pending: number; subscribers: number; laggedDrops: number };
+  /** `listener` runs after every task event and subscriber change; returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
   /** Resolves when every queued push notification has been delivered or given up. */
   pushIdle(): Promise<void>;
   /**
@@ -138,6 +142,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       maxQueued: opts.stream?.maxQueuedEvents ?? 256,
       maxBuffered: opts.stream?.maxBufferedBytes ?? 1024 * 1024,
       heartbeatMs: opts.stream?.heartbeatMs ?? 15_000,
+      ...(opts.stream?.onHeartbeat ? { onHeartbeat: opts.stream.onHeartbeat } : {}),
     },
   });
   // The SDK passes the request's headers object on in ServerCallContext; the front door maps it to
@@ -235,6 +240,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     idle: () => machine.idle(),
     acceptsMore: () => machine.acceptsMore(),
     stats: () => machine.stats(),
+    onChange: (l) => machine.onChange(l),
     pushIdle: async () => push?.idle(),
     drain: (budgetMs) => machine.drain(budgetMs),
     waitingForInput: () => machine.waitingForInput(),

@@ -30,6 +30,8 @@ export interface SubscriberBounds {
   maxBuffered: number;
   /** Interval of `: heartbeat` SSE comments; 0 = none. */
   heartbeatMs: number;
+  /** Told after each heartbeat written (metrics, and tests that wait for one instead of sleeping). */
+  onHeartbeat?: () => void;
 }
 
 export class Subscriber {
@@ -50,7 +52,10 @@ export class Subscriber {
       // An SSE comment keeps idle proxies from cutting a long quiet stream. Each write is a whole
       // frame, like the SDK's, so frames never interleave.
       this.heartbeat = setInterval(() => {
-        if (sink.headersSent && !sink.writableEnded && sink.writableLength <= bounds.maxBuffered) sink.write(': heartbeat\n\n');
+        if (sink.headersSent && !sink.writableEnded && sink.writableLength <= bounds.maxBuffered) {
+          sink.write(': heartbeat\n\n');
+          bounds.onHeartbeat?.();
+        }
       }, bounds.heartbeatMs);
       this.heartbeat.unref();
     }

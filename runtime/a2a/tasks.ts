@@ -109,6 +109,8 @@ export class TaskMachine {
   private draining = false;
   private laggedDrops = 0;
   private idleWaiters: Array<() => void> = [];
+  /** Listeners told after every task event and subscriber change (tests wait on these, not on timers). */
+  private readonly changeListeners = new Set<() => void>();
   private readonly saves = new Set<Promise<void>>();
   private resolveDone!: () => void;
   /** `single`: resolves when the one task has ended and its executor returned. */
@@ -295,12 +297,29 @@ export class TaskMachine {
   subscribe(rec: TaskRecord, sink: StreamSink | undefined): Subscriber {
     const sub = new Subscriber(sink, this.o.stream, (n) => this.laggedNotice(rec, n), () => this.laggedDrops++);
     rec.subs.add(sub);
+    this.changed();
     return sub;
   }
 
   /** The events of `sub` until its stream ends; the subscriber is removed afterwards. */
   events(rec: TaskRecord, sub: Subscriber): AsyncGenerator<StreamResponse, void, undefined> {
-    return sub.drain(() => rec.subs.delete(sub));
+    return sub.drain(() => {
+      rec.subs.delete(sub);
+      this.changed();
+    });
+  }
+
+  /**
+   * `listener` runs after every task event (status, artifact) and every subscriber added or
+   * removed, so a caller can wait for a state instead of polling. Returns the unsubscribe.
+   */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  private changed(): void {
+    for (const l of [...this.changeListeners]) l();
   }
 
   waitFor(rec: TaskRecord, pred: () => boolean): Promise<void> {
@@ -400,6 +419,7 @@ export class TaskMachine {
   private emit(rec: TaskRecord, resp: StreamResponse, ends: boolean, droppable: boolean): void {
     for (const s of rec.subs) s.push({ resp, ends }, droppable);
     this.o.onEvent?.(rec, resp);
+    this.changed();
   }
 
   private setState(rec: TaskRecord, state: TaskState, message?: string): void {

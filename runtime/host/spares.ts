@@ -17,6 +17,7 @@
  * recently replenished dropped first. An idle spare costs a worker thread (≈ 24 MB RSS for a
  * SpiderMonkey component) and does not keep the process alive.
  */
+import { EventEmitter } from 'node:events';
 import { defaultSpareCount } from './memory-budget.ts';
 import type { Launched } from './workers.ts';
 
@@ -27,7 +28,14 @@ interface Making {
   start(): Promise<void>;
 }
 
-export class SparePool {
+/** How a spare on its way ended: ready, refused (read a grant or failed), or none (dropped unmade). */
+export type SpareOutcome = 'ready' | 'refused' | 'none';
+
+/**
+ * Emits `'making'` (key) when a spare starts instantiating and `'settled'` (key, SpareOutcome) when
+ * no spare of that key is on its way any more: diagnostics, and tests wait on these, never on timers.
+ */
+export class SparePool extends EventEmitter {
   private readonly ready = new Map<string, Launched>();
   /** Spares scheduled (timer) or instantiating (done), per key. */
   private readonly making = new Map<string, Making>();
@@ -35,7 +43,40 @@ export class SparePool {
   /** Components whose instantiation reads a grant, or fails without grants: never spared. */
   private readonly refused = new Set<string>();
 
-  constructor(public max: number) {}
+  constructor(public max: number) {
+    super();
+  }
+
+  /** Resolves once no spare of this key is scheduled or instantiating, with how it stands then. */
+  whenSettled(key: string): Promise<SpareOutcome> {
+    if (!this.making.has(key)) return Promise.resolve(this.outcome(key));
+    return new Promise((resolve) => {
+      const on = (k: string, o: SpareOutcome) => {
+        if (k !== key) return;
+        this.off('settled', on);
+        resolve(o);
+      };
+      this.on('settled', on);
+    });
+  }
+
+  /** Resolves once no spare of any key is scheduled or instantiating. */
+  async whenIdle(): Promise<void> {
+    while (this.making.size) await Promise.all(this.makingKeys().map((k) => this.whenSettled(k)));
+  }
+
+  /** Keys with a spare scheduled or instantiating (tests, diagnostics). */
+  makingKeys(): string[] {
+    return [...this.making.keys()];
+  }
+
+  private outcome(key: string): SpareOutcome {
+    return this.ready.has(key) ? 'ready' : this.refused.has(key) ? 'refused' : 'none';
+  }
+
+  private settle(key: string): void {
+    this.emit('settled', key, this.outcome(key));
+  }
 
   /**
    * A ready spare for this key, removed from the pool; none when there is none. A spare on its way
@@ -67,7 +108,11 @@ export class SparePool {
       start: () => {
         clearTimeout(entry.timer);
         entry.timer = undefined;
-        entry.done ??= this.make(key, make).finally(() => this.making.delete(key));
+        if (!entry.done) this.emit('making', key);
+        entry.done ??= this.make(key, make).finally(() => {
+          this.making.delete(key);
+          this.settle(key);
+        });
         return entry.done;
       },
     };
@@ -117,6 +162,7 @@ export class SparePool {
       if (m.timer) {
         clearTimeout(m.timer);
         this.making.delete(key);
+        this.settle(key);
       }
     }
     const all = [...this.ready.values()];

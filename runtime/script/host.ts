@@ -21,6 +21,7 @@ import { ComponentInstance, loadComponent, sha256Hex, type HostImports } from '.
 import { httpAllow, guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import { describe } from '../loop/tools.ts';
 import { sendMessage } from '../a2a/client.ts';
+import { peerTokens } from '../a2a/credentials.ts';
 import type { TaskTrust } from '../a2a/executor.ts';
 import { ArtifactManager, type Result } from '../session/artifact-manager.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
@@ -352,9 +353,13 @@ export class ScriptHost {
   async send(peerUrl: string, message: WitMessage): Promise<WitTaskResult> {
     const started = Date.now();
     this.totals.a2aSends++;
+    // This capsule's own credential for the peer (a projected ServiceAccount token in a pod): without
+    // it the peer serves the call anonymously, if at all, and ignores the trust it is stamped with.
+    const bearer = peerTokens()(peerUrl);
     const r = await sendMessage({
       peerUrl,
       allow: httpAllow(this.capsule.grant.network.allow),
+      ...(bearer ? { bearer } : {}),
       text: message.text,
       messageId: message.messageId,
       ...(message.contextId ? { contextId: message.contextId } : {}),

@@ -68,6 +68,8 @@ export interface RunShellOptions {
    * that binary and argv are executed, so what a policy hook approved is what runs.
    */
   identity?: ShellIdentity;
+  /** Told the child's pid once it runs and a timeout or abort would kill it (tracing, tests). */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface ShellResult {
@@ -212,6 +214,7 @@ export async function runShell(opts: RunShellOptions): Promise<ShellResult> {
       : undefined;
   const onAbort = () => killGroup(child);
   opts.signal?.addEventListener('abort', onAbort, { once: true });
+  if (child.pid !== undefined) opts.onSpawn?.(child.pid);
 
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {

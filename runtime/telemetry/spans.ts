@@ -452,7 +452,7 @@ const NOOP_COMPACTION_SPAN: CompactionSpan = { end: () => {} };
 /**
  * Opens `compaction` around the on-compaction dispatch. `end` takes the dispatch outcome; a
  * `replaced` outcome stays open until the `compaction` / `compaction_refused` event that follows
- * it synchronously (so tokens_after lands on the span), closed at the latest on the next microtask.
+ * it (so tokens_after lands on the span), closed at the latest when the task ends.
  */
 function startCompactionSpanUnguarded(traceWriter: TraceWriter, o: { turn?: number; tokensBefore?: number; threshold?: number }): CompactionSpan {
   const s = scopes.get(traceWriter);
@@ -471,10 +471,10 @@ function startCompactionSpanUnguarded(traceWriter: TraceWriter, o: { turn?: numb
       span.setAttributes(clean({ [CAPSULE.COMPACTION_OUTCOME]: outcome.kind, [CAPSULE.HOOK_NAME]: outcome.hook }));
       if (outcome.kind === 'fatal') span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.message ?? 'compaction hook failed' });
       if (outcome.kind === 'replaced') {
+        // Left open for the loop's `compaction` (or `compaction_refused`) trace event, which carries
+        // tokens_after and messages_after; the loop counts those tokens asynchronously (the counter
+        // runs in a worker), so no fixed delay would do. The task's end closes it at the latest.
         c.pending = true;
-        queueMicrotask(() => {
-          if (s.compaction === c) s.finishCompaction();
-        });
         return;
       }
       if (s.compaction === c) s.finishCompaction();

@@ -1,7 +1,7 @@
 /** The runtime-provided delegate-task tool. */
 import { afterAll, describe, expect, it } from 'vitest';
 import { delegateTaskTool, runDelegateTask } from '../../runtime/a2a/delegate-task.ts';
-import { closeAll, rpc, serve, sleep } from './helpers.ts';
+import { closeAll, rpc, serve } from './helpers.ts';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 
 afterAll(closeAll);
@@ -31,7 +31,6 @@ describe('delegate-task', () => {
   it('sends, follows to completion and returns the peer result text', async () => {
     const s = await serve(
       async (ctx, ev) => {
-        await sleep(100);
         ev.textChunk('partial ');
         return { state: 'completed', text: `summary of ${ctx.text} (${ctx.origin}/${ctx.trust})` };
       },
@@ -71,9 +70,8 @@ describe('delegate-task', () => {
     const s = await serve(
       (ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve({ state: 'canceled' }))),
     );
-    const t0 = Date.now();
+    // The peer never finishes on its own: only the deadline ends the call (a broken bound hangs and fails by timeout).
     const r = await runDelegateTask({ peer: s.url, task: 'forever' }, { allow: [hostPort(s.url)], trust: 'trusted', deadlineSecs: 0.3 });
-    expect(Date.now() - t0).toBeLessThan(3000);
     expect(r.isError).toBe(true);
     expect(r.text).toMatch(/deadline of 0.3s exceeded/);
     const got = await rpc(s.url, 'tasks/get', { id: r.taskId });

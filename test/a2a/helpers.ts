@@ -70,15 +70,44 @@ export async function sse(
     .map((d) => JSON.parse(d));
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Poll until `f()` is truthy (or throw after `ms`). */
-export async function until<T>(f: () => T | Promise<T>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(10);
-  }
+/**
+ * Resolves with `f()` once it is truthy, re-checked after each change the server reports (task
+ * events, subscribers added or removed): no timer, no polling. A condition never met fails the test
+ * by its timeout.
+ */
+export function until<T>(s: A2AServer, f: () => T | Promise<T>): Promise<NonNullable<T>> {
+  return new Promise((resolve, reject) => {
+    let checking = false;
+    let again = false;
+    let settled = false;
+    const check = async (): Promise<void> => {
+      if (checking) {
+        again = true;
+        return;
+      }
+      checking = true;
+      try {
+        do {
+          again = false;
+          const v = await f();
+          if (v) {
+            settled = true;
+            off();
+            resolve(v as NonNullable<T>);
+            return;
+          }
+        } while (again);
+      } catch (e) {
+        settled = true;
+        off();
+        reject(e);
+      } finally {
+        checking = false;
+      }
+    };
+    const off = s.onChange(() => {
+      if (!settled) void check();
+    });
+    void check();
+  });
 }

@@ -26,13 +26,15 @@ describe('request-input timeout', () => {
     const server = await serve(taskExecutor(kit.session), { inputTimeoutSecs: 1 });
     const sent = await rpc(server.url, 'message/send', { message: msg03('deploy it'), configuration: { blocking: true } });
     const taskId = sent.body.result.id as string;
-    const done = await until(async () => {
+    const done = await until(server, async () => {
       const t = await rpc(server.url, 'tasks/get', { id: taskId });
       return ['failed', 'completed', 'canceled'].includes(t.body.result.status.state) ? t.body.result : undefined;
-    }, 20_000);
+    });
     expect(done.status.state).toBe('failed');
     const k = kit;
-    const end = await until(() => readTrace(k.session.staged.workdir.trace).events.find((e) => e.event_type === 'task_end'), 20_000);
+    // The executor has returned once the server is idle; the session wrote task_end before that.
+    await server.idle();
+    const end = readTrace(k.session.staged.workdir.trace).events.find((e) => e.event_type === 'task_end');
     expect(end).toMatchObject({ exit_status: 'failed' });
     expect(String(end!.reason)).toMatch(/input timeout: task .* got no reply within 1s/);
     // The model was never asked again: the task stopped at the tool.

@@ -1,24 +1,31 @@
 /** Acceptance (none/single/queue), request-input, cancel at each phase. */
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, msg03, msg10, rpc, serve, sleep, sse, until, V1 } from './helpers.ts';
+import { closeAll, msg03, msg10, rpc, serve, sse, until, V1 } from './helpers.ts';
 import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
 
 afterAll(closeAll);
 
 const instant: TaskExecutor = async (ctx) => ({ state: 'completed', text: ctx.text });
 
-/** An executor that waits until released (or its signal fires). */
+/** An executor that waits until released (or its signal fires); `whenStarted(n)` resolves once n runs began. */
 function gated() {
   const releases: Array<() => void> = [];
   const started: string[] = [];
+  const startWaiters: Array<{ n: number; resolve: () => void }> = [];
   const exec: TaskExecutor = (ctx) =>
     new Promise((resolve) => {
       started.push(ctx.taskId);
       const done = () => resolve({ state: 'completed', text: `done ${ctx.text}` });
       releases.push(done);
       ctx.signal.addEventListener('abort', () => resolve({ state: 'completed', text: 'ignored after cancel' }));
+      for (const w of startWaiters.filter((w) => started.length >= w.n)) {
+        startWaiters.splice(startWaiters.indexOf(w), 1);
+        w.resolve();
+      }
     });
-  return { exec, releases, started };
+  const whenStarted = (n: number) =>
+    started.length >= n ? Promise.resolve() : new Promise<void>((resolve) => startWaiters.push({ n, resolve }));
+  return { exec, releases, started, whenStarted };
 }
 
 const nonBlocking = (text: string) => ({ message: msg03(text), configuration: { blocking: false } });
@@ -43,7 +50,7 @@ describe('task acceptance', () => {
     expect(second.body.result.status.state).toBe('rejected');
     expect(second.body.result.id).not.toBe(first.body.result.id);
     expect(doneFired).toBe(false);
-    await until(() => g.releases.length === 1);
+    await g.whenStarted(1);
     g.releases[0]!();
     await s.done;
     const got = await rpc(s.url, 'tasks/get', { id: first.body.result.id });
@@ -61,7 +68,7 @@ describe('task acceptance', () => {
     expect(s.stats()).toMatchObject({ running: 1, pending: 2 });
     expect((await rpc(s.url, 'tasks/get', { id: ids[1] })).body.result.status.state).toBe('submitted');
     for (let i = 0; i < 3; i++) {
-      await until(() => g.releases.length === i + 1);
+      await g.whenStarted(i + 1);
       expect(g.started).toHaveLength(i + 1);
       g.releases[i]!();
     }
@@ -72,11 +79,22 @@ describe('task acceptance', () => {
   });
 
   it('a blocking send waits for the terminal state', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let begun!: () => void;
+    const started = new Promise<void>((r) => (begun = r));
     const s = await serve(async (ctx) => {
-      await sleep(30);
+      begun();
+      await gate;
       return { state: 'completed', text: ctx.text.toUpperCase() };
     });
-    const { body } = await rpc(s.url, 'SendMessage', { message: msg10('abc') }, V1);
+    let answered = false;
+    const send = rpc(s.url, 'SendMessage', { message: msg10('abc') }, V1).then((r) => ((answered = true), r));
+    await started;
+    // The task is running and not finished: the blocking send has not answered yet.
+    expect(answered).toBe(false);
+    release();
+    const { body } = await send;
     expect(body.result.task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(body.result.task.artifacts[0].parts[0].text).toBe('ABC');
   });
@@ -136,7 +154,7 @@ describe('request-input', () => {
     const first = await rpc(s.url, 'message/send', { message: msg03('x') });
     expect(first.body.result.status.state).toBe('input-required');
     const id = first.body.result.id;
-    const failed = await until(async () => {
+    const failed = await until(s, async () => {
       const r = await rpc(s.url, 'tasks/get', { id });
       return r.body.result.status.state === 'failed' ? r.body.result : undefined;
     });
@@ -160,7 +178,7 @@ describe('cancel', () => {
         }),
     );
     const streamP = sse(s.url, 'message/stream', { message: msg03('long') });
-    const id = await until(async () => {
+    const id = await until(s, async () => {
       const r = await rpc(s.url, 'ListTasks', {}, V1);
       return r.body.result.tasks[0]?.status.state === 'TASK_STATE_WORKING' ? r.body.result.tasks[0].id : undefined;
     });
@@ -201,7 +219,7 @@ describe('cancel', () => {
     const queued = await rpc(s.url, 'message/send', nonBlocking('second'));
     const c = await rpc(s.url, 'tasks/cancel', { id: queued.body.result.id });
     expect(c.body.result.status.state).toBe('canceled');
-    await until(() => g.releases.length === 1);
+    await g.whenStarted(1);
     g.releases[0]!();
     await s.idle();
     expect(g.started).toHaveLength(1);
@@ -224,7 +242,7 @@ describe('streams and re-attach', () => {
     const events = await sse(s.url, 'message/stream', { message: msg03('too many') });
     expect(events.map((e) => e.result.kind)).toEqual(['task', 'status-update']);
     expect(events[1].result).toMatchObject({ final: true, status: { state: 'rejected' } });
-    await until(() => g.releases.length === 1);
+    await g.whenStarted(1);
     g.releases[0]!();
     await s.done;
   });
@@ -234,10 +252,10 @@ describe('streams and re-attach', () => {
     const s = await serve(g.exec);
     const first = await rpc(s.url, 'message/send', nonBlocking('long'));
     const id = first.body.result.id;
-    await until(() => g.releases.length === 1);
+    await g.whenStarted(1);
     const v1 = sse(s.url, 'SubscribeToTask', { id }, V1);
     const v03 = sse(s.url, 'tasks/resubscribe', { id });
-    await until(() => s.stats().subscribers === 2);
+    await until(s, () => s.stats().subscribers === 2);
     g.releases[0]!();
     const [a, b] = await Promise.all([v1, v03]);
     expect(a[0].result.task.id).toBe(id);

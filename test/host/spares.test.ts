@@ -5,6 +5,7 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -44,8 +45,9 @@ async function started(grants: Partial<Grants>): Promise<ComponentInstance> {
   return inst;
 }
 
+/** Waits for the spare the last start scheduled (the pool says when it is settled), then expects it ready. */
 async function spareReady(): Promise<void> {
-  for (let i = 0; i < 600 && SPARES.readyKeys().length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  await SPARES.whenIdle();
   expect(SPARES.readyKeys().length).toBe(1);
 }
 
@@ -97,10 +99,12 @@ describe('pre-instantiated spares', () => {
   it('with spares turned off (MURMUR_SPARE_INSTANCES=0) every instance instantiates with its grants', async () => {
     const max = SPARES.max;
     SPARES.max = 0;
+    await SPARES.whenIdle();
     await SPARES.drain();
     try {
       for (let i = 0; i < 3; i++) expect((await started({})).fromSpare).toBe(false);
-      await new Promise((r) => setTimeout(r, 500));
+      // Nothing is on its way either: no spare can turn up later.
+      expect(SPARES.makingKeys()).toEqual([]);
       expect(SPARES.readyKeys()).toEqual([]);
     } finally {
       SPARES.max = max;
@@ -161,21 +165,20 @@ describe('spare pool', () => {
       return { worker, mainPort: port1, flag: new Int32Array(new SharedArrayBuffer(4)), ready: readBeforeBind instanceof Error ? Promise.reject(readBeforeBind) : Promise.resolve(readBeforeBind) };
     };
   }
-  const until = async (f: () => boolean): Promise<void> => {
-    for (let i = 0; i < 1000 && !f(); i++) await new Promise((r) => setTimeout(r, 20));
-  };
+  const exitOf = (w: Worker): Promise<void> => (exited.has(w) ? Promise.resolve() : new Promise((r) => w.once('exit', () => r())));
 
   it('spares a component only from its second start, and never one that read a grant or failed while instantiating', async () => {
     const pool = new SparePool(4);
     pool.started('clean', fakeLaunch([]));
     pool.started('greedy', fakeLaunch(['wasi:cli/environment#getEnvironment']));
     pool.started('broken', fakeLaunch(new Error('not made: first start')));
-    await new Promise((r) => setTimeout(r, 500));
+    // A first start schedules nothing.
+    expect(pool.makingKeys()).toEqual([]);
     expect(pool.readyKeys()).toEqual([]);
     pool.started('clean', fakeLaunch([]));
     pool.started('greedy', fakeLaunch(['wasi:cli/environment#getEnvironment']));
     pool.started('broken', fakeLaunch(new Error('host import murmur:task/task#requestInput failed: called before the grants were bound')));
-    await until(() => pool.readyKeys().length > 0 && pool.isRefused('greedy') && pool.isRefused('broken'));
+    expect(await Promise.all(['clean', 'greedy', 'broken'].map((k) => pool.whenSettled(k)))).toEqual(['ready', 'refused', 'refused']);
     expect(pool.readyKeys()).toEqual(['clean']);
     expect(pool.isRefused('greedy')).toBe(true);
     expect(pool.isRefused('broken')).toBe(true);
@@ -190,24 +193,35 @@ describe('spare pool', () => {
   it('an instance start waits for a spare on its way instead of instantiating beside it, and starts a scheduled one at once', async () => {
     const pool = new SparePool(4);
     let made = 0;
+    // Each launch's instantiation finishes when the test opens its gate (gates[i] for the i-th slow()).
+    const gates: Array<() => void> = [];
     const slow = (): (() => Promise<Launched>) => {
       const base = fakeLaunch([]);
+      let open!: () => void;
+      const ready = new Promise<string[]>((r) => (open = () => r([])));
+      gates.push(open);
       return async () => {
         made++;
-        const l = await base();
-        return { ...l, ready: new Promise<string[]>((r) => setTimeout(() => r([]), 600)) };
+        return { ...(await base()), ready };
       };
     };
-    pool.started('k', slow());
+    pool.started('k', slow()); // a first start: nothing is made
     pool.started('k', slow()); // scheduled 300 ms out
     // Scheduled, not started: take() starts it now and waits for it, instead of coming back empty.
-    expect(await pool.take('k')).toBeDefined();
+    const first = pool.take('k');
+    expect(made).toBe(1);
+    gates[1]!();
+    expect(await first).toBeDefined();
     expect(made).toBe(1);
     // That start took a spare: the next one is made at once; a take while it instantiates waits.
+    const making = once(pool, 'making');
     pool.started('k', slow(), true);
-    await until(() => made === 2);
+    await making;
+    expect(made).toBe(2);
     expect(pool.readyKeys()).toEqual([]);
-    expect(await pool.take('k')).toBeDefined();
+    const second = pool.take('k');
+    gates[2]!();
+    expect(await second).toBeDefined();
     expect(made).toBe(2);
     await pool.drain();
   });
@@ -217,11 +231,11 @@ describe('spare pool', () => {
     for (const k of ['k1', 'k2', 'k3']) {
       pool.started(k, fakeLaunch([]));
       pool.started(k, fakeLaunch([]));
-      await until(() => pool.readyKeys().includes(k));
+      expect(await pool.whenSettled(k)).toBe('ready');
     }
     expect(pool.readyKeys()).toEqual(['k2', 'k3']);
     // k1's spare (the first worker made, after k1's second start) was stopped.
-    await until(() => exited.has(workers[0]!));
+    await exitOf(workers[0]!);
     expect(workers.map((w) => exited.has(w))).toEqual([true, false, false]);
     await pool.drain();
     expect(pool.readyKeys()).toEqual([]);

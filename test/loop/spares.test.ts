@@ -20,7 +20,7 @@ describe('sessions served from pre-instantiated spares', () => {
     for (let n = 1; n <= 4; n++) {
       if (n >= 3) {
         // The driver and the tool have each started twice: a spare of each is made in the background.
-        for (let i = 0; i < 600 && SPARES.readyKeys().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+        await SPARES.whenIdle();
         expect(SPARES.readyKeys().length).toBe(2);
       }
       const kit = await openKit({

@@ -1,7 +1,11 @@
 /** murmur:message/send from a real script capsule component to a real A2A server. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
+import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 import type { TaskContext } from '../../runtime/a2a/executor.ts';
 import { ScriptSession } from '../../runtime/script/run.ts';
 import { toPeerTask } from '../../runtime/a2a/client.ts';
@@ -15,8 +19,18 @@ let tcpPort = 0;
 let connections = 0;
 const sessions = useScriptSessions();
 
+// The sender's credential for the peer, where the runtime looks for it (credentials.ts): the peer
+// honours the trust a task is stamped with only from a caller it knows as a trusted peer.
+const PEER_KEY = `peer-${crypto.randomUUID()}`;
+const tokensDir = mkdtempSync(join(tmpdir(), 'peer-tokens-'));
+writeFileSync(join(tokensDir, '127.0.0.1'), PEER_KEY);
+const savedTokensDir = process.env['MURMUR_A2A_PEER_TOKENS_DIR'];
+const peerAuth = createAuthenticator({ anonymous: true, apiKeys: [{ name: 'sender', key: PEER_KEY }], trustedCallers: ['apikey:sender'] });
+
 beforeAll(async () => {
+  process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = tokensDir;
   peer = await startA2AServer({
+    auth: peerAuth,
     card: { name: 'peer', version: '0.1.0', description: 'echo peer' },
     acceptance: 'queue',
     queueDepth: 16,
@@ -34,6 +48,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  if (savedTokensDir === undefined) delete process.env['MURMUR_A2A_PEER_TOKENS_DIR'];
+  else process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = savedTokensDir;
   await peer?.close();
   tcp?.close();
 });
@@ -84,6 +100,7 @@ describe('message/send', () => {
     let release!: () => void;
     const busy = await startA2AServer({
       card: { name: 'busy', version: '0.1.0', description: 'one task at a time' },
+      auth: peerAuth,
       acceptance: 'single',
       queueDepth: 1,
       executor: async () => {

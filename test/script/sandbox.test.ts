@@ -133,9 +133,8 @@ describe('network', () => {
 describe('limits', () => {
   it('stops a spin loop at the deadline with a clear error, and the next task runs', async () => {
     const s = await session('  limits:\n    deadline_seconds: 5');
-    const started = Date.now();
+    // The spin never ends on its own: only the deadline ends this task (a broken one fails by the test timeout).
     const spun = await s.runTask(task(program({ op: 'ping' }, { op: 'spin' })));
-    expect(Date.now() - started).toBeLessThan(20_000);
     expect(spun.exit).toBe('failed');
     expect(spun.reason).toBe('demo: run.run did not finish within its 5000 ms deadline (capabilities.limits.deadline_seconds); the instance was stopped [E-HOST-003]');
     // Steps before the spin left their partial answer in the workdir.
@@ -168,11 +167,11 @@ describe('limits', () => {
   it('cancels a running capsule on abort', async () => {
     const s = await session('  filesystem:\n    scope: .');
     const ac = new AbortController();
-    setTimeout(() => ac.abort(new Error('stop now')), 2500);
-    const started = Date.now();
-    const r = await s.runTask(task(program({ op: 'spin' })), { signal: ac.signal });
+    // The capsule invokes a tool, then spins forever: abort when the host reports that invoke done,
+    // so the capsule is running; only the abort ends the spin.
+    const io = { artifact: (a: { name: string }) => a.name === 'tool-call' && ac.abort(new Error('stop now')) };
+    const r = await s.runTask(task(program({ op: 'invoke', name: 'echo-tool', data: 'x' }, { op: 'spin' })), { signal: ac.signal, io });
     expect(r).toEqual({ exit: 'canceled', reason: 'stop now' });
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect((await s.runTask(task('after'))).text).toBe('echo: after');
     expect(traceOf(s.staged).filter((e) => e.event_type === 'task_end').map((e) => e.exit_status)).toEqual(['canceled', 'ok']);
   });

@@ -33,7 +33,7 @@ describe('trace context across capsules', () => {
     const callerServer = await traced.serve(caller.session, 'caller', taskExecutor(caller.session));
 
     const sent = await sendMessage({
-      peerUrl: callerServer.url, allow: [new URL(callerServer.url).host], text: 'please delegate', wait: true, trust: 'trusted',
+      peerUrl: callerServer.url, allow: [new URL(callerServer.url).host], text: 'please delegate', wait: true, trust: 'trusted', bearer: traced.bearer,
       traceparent: `00-${ROOT_TRACE}-${ROOT_SPAN}-01`, timeoutMs: 30_000,
     });
     expect(sent.ok && sent.state).toBe('completed');

@@ -30,7 +30,7 @@ describe('script capsule tracing', () => {
     const front = await traced.serve(script, 'demo', scriptTaskExecutor(script));
 
     const sent = await sendMessage({
-      peerUrl: front.url, allow: [new URL(front.url).host], wait: true, trust: 'trusted', timeoutMs: 30_000,
+      peerUrl: front.url, allow: [new URL(front.url).host], wait: true, trust: 'trusted', bearer: traced.bearer, timeoutMs: 30_000,
       text: program({ op: 'invoke', name: 'echo-tool', data: 'x' }, { op: 'send', url: peer.url, text: 'summarize', messageId: 'm-trace' }),
       traceparent: `00-${ROOT_TRACE}-${ROOT_SPAN}-01`,
     });

@@ -3,7 +3,11 @@
  * (service name = the capsule) exporting to one in-process OTLP receiver. Everything made through
  * it is closed after each test.
  */
-import { afterEach } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
 import { instrumentSession, setupTelemetry, type InstrumentableSession, type SessionTelemetry, type Telemetry } from '../../runtime/telemetry/index.ts';
@@ -19,6 +23,11 @@ export interface TracedServing {
   serve(session: InstrumentableSession, name: string, executor: TaskExecutor): Promise<A2AServer>;
   /** Ends the instrumentation and flushes every provider. */
   flush(): Promise<void>;
+  /**
+   * The key the served capsules know each other by (a trusted peer's): tests send it as their
+   * bearer, and each capsule finds it as its credential for 127.0.0.1 peers (credentials.ts).
+   */
+  bearer: string;
 }
 
 export function useTracedServing(): TracedServing {
@@ -37,8 +46,22 @@ export function useTracedServing(): TracedServing {
     rx = undefined;
   });
 
+  const bearer = `mesh-${crypto.randomUUID()}`;
+  const auth = createAuthenticator({ anonymous: true, apiKeys: [{ name: 'mesh', key: bearer }], trustedCallers: ['apikey:mesh'] });
+  const saved = process.env['MURMUR_A2A_PEER_TOKENS_DIR'];
+  beforeAll(() => {
+    const dir = mkdtempSync(join(tmpdir(), 'peer-tokens-'));
+    writeFileSync(join(dir, '127.0.0.1'), bearer);
+    process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = dir;
+  });
+  afterAll(() => {
+    if (saved === undefined) delete process.env['MURMUR_A2A_PEER_TOKENS_DIR'];
+    else process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = saved;
+  });
+
   const receiver = async (): Promise<OtlpReceiver> => (rx ??= await startOtlpReceiver());
   return {
+    bearer,
     receiver,
     track(kit) {
       kits.push(kit);
@@ -48,7 +71,7 @@ export function useTracedServing(): TracedServing {
       const tel = setupTelemetry({ serviceName: name, serviceVersion: '1.0.0', endpoint: (await receiver()).url, protocol: 'http/json', env: {}, batch: { scheduledDelayMillis: 20 }, current: false });
       tels.push(tel);
       instr.push(instrumentSession(session, { telemetry: tel }));
-      const s = await startA2AServer({ card: { name, version: '1.0.0', description: name, skills: [{ id: 'work', description: 'work' }] }, executor, acceptance: 'queue', queueDepth: 4 });
+      const s = await startA2AServer({ card: { name, version: '1.0.0', description: name, skills: [{ id: 'work', description: 'work' }] }, executor, acceptance: 'queue', queueDepth: 4, auth });
       servers.push(s);
       return s;
     },
