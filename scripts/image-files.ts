@@ -38,10 +38,16 @@ interface Target {
 
 const TARGETS: Record<string, Target> = {
   runtime: {
-    entries: ['dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/worker-boot.mjs'],
+    // The token-counting worker (runtime/inference/tokens.ts) is found from the bundled main.js's
+    // own URL: ./token-worker.js beside it, booted by ../host/worker-boot.mjs.
+    entries: ['dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/worker-boot.mjs', 'dist/runtime/cli/token-worker.js', 'dist/runtime/host/worker-boot.mjs'],
     bundle: {
-      entries: { 'dist/runtime/cli/main.js': 'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js': 'dist/runtime/host/worker.js' },
-      copy: { 'dist/runtime/cli/worker-boot.mjs': 'dist/runtime/host/worker-boot.mjs' },
+      entries: {
+        'dist/runtime/cli/main.js': 'dist/runtime/cli/main.js',
+        'dist/runtime/cli/worker.js': 'dist/runtime/host/worker.js',
+        'dist/runtime/cli/token-worker.js': 'dist/runtime/inference/token-worker.js',
+      },
+      copy: { 'dist/runtime/cli/worker-boot.mjs': 'dist/runtime/host/worker-boot.mjs', 'dist/runtime/host/worker-boot.mjs': 'dist/runtime/host/worker-boot.mjs' },
       // Their files are found relative to their own modules (jco-transpile's core wasm,
       // preview2-shim's I/O worker), so they stay packages.
       external: ['@bytecodealliance/*'],
@@ -120,7 +126,10 @@ if (target.bundle) {
       banner: { js: "import { createRequire as __imageRequire } from 'node:module'; const require = __imageRequire(import.meta.url);" },
     });
   }
-  for (const [to, from] of Object.entries(target.bundle.copy)) cpSync(join(ROOT, from), join(dir, to));
+  for (const [to, from] of Object.entries(target.bundle.copy)) {
+    mkdirSync(dirname(join(dir, to)), { recursive: true });
+    cpSync(join(ROOT, from), join(dir, to));
+  }
 }
 const { fileList, warnings } = await nodeFileTrace(
   target.entries.map((e) => join(ROOT, prefix, e)),

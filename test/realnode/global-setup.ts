@@ -7,6 +7,7 @@
 // Where the node cannot start (not Linux, not root, a build step failing) this throws with the
 // reason: the suite fails, it never skips.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import { binDir, ensureBinaries } from '../cluster/harness.ts';
 import { nodeBuildScript } from '../cluster/node/config.ts';
@@ -26,6 +27,8 @@ declare module 'vitest' {
   }
 }
 
+const load = (): string => { try { return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '); } catch { return 'n/a'; } };
+const secs = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 const log = (m: string) => process.stderr.write(`[realnode ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 
 function run(cmd: string, args: string[]): Promise<void> {
@@ -51,9 +54,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await ensureBinaries();
   await run('bash', [nodeBuildScript]);
   await ensureImages(log);
+  // the fixture components the pods fetch as `source: {url, sha256}` (hook.test.ts, script-peering.test.ts); cached by hash
+  await run(process.execPath, ['--import', 'tsx', 'test/fixtures/build.ts', 'hook-deny-shell', 'script-capsule']);
   const why = preflight();
   if (why) throw new Error(`realnode suite: the real node cannot start: ${why}`);
-  log(`binaries and images ready in ${Date.now() - t0} ms`);
+  const buildMs = Date.now() - t0;
+  log(`binaries and images ready in ${buildMs} ms`);
 
   const node: RealNode = await startNode({ images: operatorImages(), log: process.env.REALNODE_VERBOSE ? log : undefined });
   log(`node ${node.name} up in ${node.startupMs} ms (KUBECONFIG=${node.kubeconfig})`);
@@ -67,9 +73,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
     throw e;
   }
   project.provide('realnode', { kubeconfig: node.kubeconfig, name: node.name, startupMs: node.startupMs, operatorMs });
+  const testsFrom = Date.now();
   return async () => {
     const t = Date.now();
     await node.stop();
+    // The real-node suite's own time, on one line (.ci/run prints it beside its step times).
     log(`node down in ${Date.now() - t} ms`);
+    process.stderr.write(`::: real-node suite: ${secs(Date.now() - t0)} (builds/images ${secs(buildMs)}, node up ${secs(node.startupMs)}, ` +
+      `operator ${secs(operatorMs)}, tests ${secs(t - testsFrom)}, teardown ${secs(Date.now() - t)}; load ${load()})\n`);
   };
 }

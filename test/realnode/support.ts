@@ -2,7 +2,8 @@
 // inside the cluster, the scripted provider as a pod. Every wait is `kubectl wait` (a watch on
 // the API server), never a sleep.
 import { execFile, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import { kubectlPath } from '../cluster/harness.ts';
@@ -199,4 +200,35 @@ stringData: { api-key: sk-ant-realnode-test }
 
 export function readExample(file: string): string {
   return readFileSync(join(repoRoot, 'examples', 'k8s', file), 'utf8');
+}
+
+/**
+ * The fixture components (`.cache/fixtures/<name>.wasm`, built by test/fixtures/build.ts from
+ * test/fixtures/components/) served over HTTP by a pod + Service `fixtures` on 8080, for Capsule
+ * and Hook artifacts with `source: {url, sha256}`. The components are too large for a ConfigMap
+ * (1 MiB), so the pod mounts the folder from the node (hostPath: the node shares this machine's
+ * filesystem). `files` are names in that folder; returns each one's URL and sha256.
+ */
+export async function fixturePod(ns: string, files: string[]): Promise<Record<string, { url: string; sha256: string }>> {
+  const dir = join(repoRoot, '.cache', 'fixtures');
+  const out: Record<string, { url: string; sha256: string }> = {};
+  for (const n of files) {
+    const file = join(dir, n);
+    if (!existsSync(file)) throw new Error(`fixture ${file} missing: build it with node --import tsx test/fixtures/build.ts ${n.replace(/\.\w+$/, '')}`);
+    out[n] = { url: `http://fixtures.${ns}.svc.cluster.local:8080/${n}`, sha256: createHash('sha256').update(readFileSync(file)).digest('hex') };
+  }
+  const server = "const fs=require('fs'),p=require('path');require('http').createServer((q,s)=>{const f=p.join('/srv',p.basename(q.url));" +
+    "fs.readFile(f,(e,b)=>{if(e){s.writeHead(404);s.end();return}s.writeHead(200);s.end(b)})}).listen(8080)";
+  await apply(JSON.stringify({
+    apiVersion: 'v1', kind: 'Pod', metadata: { name: 'fixtures', namespace: ns, labels: { app: 'fixtures' } },
+    spec: {
+      terminationGracePeriodSeconds: 0, automountServiceAccountToken: false,
+      containers: [{ name: 'http', image: runtimeImage(), imagePullPolicy: 'Never', securityContext: { runAsUser: 0 }, command: ['node', '-e', server],
+        ports: [{ containerPort: 8080 }], readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 }, volumeMounts: [{ name: 'srv', mountPath: '/srv', readOnly: true }] }],
+      volumes: [{ name: 'srv', hostPath: { path: dir, type: 'Directory' } }],
+    },
+  }));
+  await apply(JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'fixtures', namespace: ns }, spec: { selector: { app: 'fixtures' }, ports: [{ port: 8080, targetPort: 8080 }] } }));
+  await waitFor(ns, 'pod/fixtures', 'condition=Ready');
+  return out;
 }

@@ -49,7 +49,7 @@ describe('hook dispatch spans in a session', () => {
       expect(e.mode).toBe(e.hook_name === 'watch' ? 'blocking' : 'async');
       expect(e.outcome).toBe('none');
       expect(typeof e.duration_ms).toBe('number');
-      expect(Number(e.duration_ms)).toBeGreaterThan(0);
+      expect(Number(e.duration_ms)).toBeGreaterThanOrEqual(0); // recorded, not timed: timing is bench/'s
     }
     const spans = exporter.getFinishedSpans();
     const watch = spans.filter((s) => s.name === 'hook watch');

@@ -1,0 +1,76 @@
+// Issue 12 §3 on the real node: a `Hook` (a policy hook: binding on-shell, commit_policy deny)
+// denies a shell command inside a real capsule pod. The hook is the always-deny fixture
+// (test/fixtures/components/hook-deny-shell), packed with its artifact manifest (the contract the
+// runtime enforces) and fetched by the pod as `source: {url, sha256}` from a fixtures pod.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, copyFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { repoRoot } from '../cluster/node/config.ts';
+import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
+
+const ns = 'rn-hook';
+const bundle = 'hook-deny-shell.tar';
+
+/** murmur.yaml + component.wasm at the root of a tar (the remote-artifact bundle format, runtime/registry/remote.ts). */
+function packHook(): void {
+  const dir = mkdtempSync(join(tmpdir(), 'rn-hook-'));
+  try {
+    writeFileSync(join(dir, 'murmur.yaml'), stringify({ name: 'hook-deny-shell', version: '0.1.0', runtime: 'hook', description: 'always denies shell commands', binding: 'on-shell', execution_mode: 'blocking', commit_policy: 'deny' }));
+    copyFileSync(join(repoRoot, '.cache', 'fixtures', 'hook-deny-shell.wasm'), join(dir, 'component.wasm'));
+    execFileSync('tar', ['-cf', join(repoRoot, '.cache', 'fixtures', bundle), '-C', dir, 'murmur.yaml', 'component.wasm']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('a policy Hook in a real pod', () => {
+  let exec: Awaited<ReturnType<typeof clientPod>>;
+  beforeAll(async () => {
+    packHook();
+    await createNamespace(ns);
+    await apply(apiKeySecret(ns));
+    const [files, provider] = await Promise.all([
+      fixturePod(ns, [bundle]),
+      providerPod(ns, { turns: [{ toolCalls: [{ name: 'echo', input: { command: 'forbidden-marker' } }] }, { text: 'The shell was refused.' }] }),
+    ]);
+    await apply(stringify({
+      apiVersion: 'murmur.io/v1alpha1', kind: 'Hook', metadata: { name: 'shell-guard', namespace: ns },
+      spec: { artifact: { name: 'hook-deny-shell', version: '0.1.0', source: files[bundle] }, binding: 'on-shell', execution_mode: 'blocking', commit_policy: 'deny' },
+    }));
+    await apply(stringify({
+      apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'guarded', namespace: ns },
+      spec: {
+        version: '1.0.0',
+        artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
+        capabilities: { shell: { allow: ['echo'] } },
+        hooks: [{ name: 'shell-guard' }],
+        inference: { driver: { artifact: 'driver-anthropic' }, model: 'claude-sonnet-4-5', endpoint: provider, max_turns: 4, max_tokens: 1024, system_prompt: 'You run echo.', apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' } },
+        ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
+      },
+    }));
+    await waitFor(ns, 'capsule/guarded', 'condition=Ready', '180s');
+    exec = await clientPod(ns, 'client', { role: 'client' });
+  });
+  afterAll(async () => {
+    await deleteNamespace(ns);
+  });
+
+  it('a Hook (binding on-shell, commit_policy deny) denies a shell command inside the pod; the model reads the refusal', async () => {
+    await waitFor(ns, 'hook/shell-guard', 'condition=Accepted');
+    const r = await exec(wgetPost('http://guarded.rn-hook.svc.cluster.local:8080/', messageSend('Run echo.')));
+    expect(r.code, r.out).toBe(0);
+    const body = JSON.parse(r.out);
+    expect(body.result.status.state, r.out).toBe('completed');
+    expect(JSON.stringify(body.result)).toContain('The shell was refused.');
+    // the second inference request carries the tool result: an error naming the hook's reason, no echo output
+    const reqs = await recordedRequests(ns);
+    const toolResult = JSON.stringify(reqs[1]?.body?.messages?.at(-1));
+    expect(toolResult).toContain('"is_error":true');
+    expect(toolResult).toContain('shell-guard: ');
+    expect(toolResult).toContain('is not allowed in this capsule');
+    expect(toolResult).not.toMatch(/"forbidden-marker\\n"/);
+  });
+});
