@@ -95,7 +95,7 @@ describe('Capsule admission', () => {
   it('refuses an artifact URL without its sha256', async () => {
     const r = await kubectl(['apply', '-n', ns, '-f', join(repoRoot, 'examples/k8s/invalid/capsule-url-no-sha.yaml')]);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/sha256: Required value/);
+    expect(r.stderr).toContain('spec.artifacts[0].source: Invalid value: a source is either {url, sha256} or {oci: <registry>/<repo>:<tag>@sha256:<hex>} [E-OP-011]');
   });
 
   it.each([
