@@ -93,15 +93,3 @@ export function machineLine(): string {
   const [a, b, c] = loadavg();
   return `  (median (min – max); load average ${a!.toFixed(2)} ${b!.toFixed(2)} ${c!.toFixed(2)}, up ${(uptime() / 60).toFixed(0)} min, node ${process.version})`;
 }
-
-/** Per-call times of `n` calls of fn, after `warmup` untimed calls. */
-export async function timeCalls(n: number, fn: () => unknown, warmup = 0): Promise<number[]> {
-  for (let i = 0; i < warmup; i++) await fn();
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = process.hrtime.bigint();
-    await fn();
-    out.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  return out;
-}

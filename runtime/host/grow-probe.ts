@@ -18,6 +18,8 @@
  * uninstrumented (`instrumentGrow` returns undefined) and its traps are then classified without
  * grow evidence.
  */
+import { writeU32 } from './memory-cap.ts';
+
 /** Bumped whenever the rewrite changes: part of the name of the prepared modules cached on disk. */
 export const GROW_PROBE_VERSION = 1;
 export const GROW_FAILED_EXPORT = '__mur_grow_failed_pages';
@@ -49,17 +51,6 @@ class Reader {
 }
 
 class Unknown extends Error {}
-
-function writeU32(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
 
 function heapType(r: Reader): void {
   r.leb(); // s33: abstract heap type byte or a type index

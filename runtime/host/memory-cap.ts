@@ -18,7 +18,8 @@ function readU32(buf: Uint8Array, pos: number): [number, number] {
   return [result >>> 0, pos];
 }
 
-function writeU32(n: number): number[] {
+/** Unsigned LEB128 encoding of `n` (the wasm binary format's u32). */
+export function writeU32(n: number): number[] {
   const out: number[] = [];
   do {
     let b = n & 0x7f;
