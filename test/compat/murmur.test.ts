@@ -1,6 +1,6 @@
 /**
  * Capsules written for the reference runtime (Murmur) run unchanged: its own manifest, lock and
- * package formats (from ../shared/research/murmur.md §2, §8, §9), each difference either working as
+ * package formats (as the reference documents them: manifest, murmur.lock, .mur.zip), each difference either working as
  * in the reference or refused with what to write instead. Real components, real zips, the real CLI,
  * the scripted provider speaking the OpenAI wire format.
  */

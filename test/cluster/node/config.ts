@@ -2,7 +2,7 @@
 // each component reads). Pure: every function returns text; node.ts and supervisor.ts write it.
 //
 // The facts behind the settings (each found by a failure on this machine kind) are in
-// ../../../shared/research/real-node.md, summarised in test/cluster/node/README.md.
+// docs/real-node.md ("Machine facts the configuration depends on").
 import { join, resolve } from 'node:path';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
