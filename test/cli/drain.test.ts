@@ -9,21 +9,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { sendMessage } from '../../runtime/a2a/client.ts';
 import { API_KEY, ECHO_TOOL, PROBE_TOOL, capsuleYaml, driverDef, makeRegistry, tmp, type ArtifactDef } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../provider/scripted-provider.ts';
-import { freePort, serve, type Served } from './serve-kit.ts';
+import { freePort, gate, serve, type Served } from './serve-kit.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const c of cleanup.reverse()) await c().catch(() => {});
 });
-
-/** A gate a provider turn waits on, with an event for the request's arrival. */
-function gate() {
-  let open!: () => void;
-  let arrived!: () => void;
-  const opened = new Promise<void>((r) => (open = r));
-  const arrival = new Promise<void>((r) => (arrived = r));
-  return { open, arrival, hold: () => (arrived(), opened) };
-}
 
 async function served(turns: ScriptTurn[], args: string[] = [], tool: ArtifactDef = ECHO_TOOL): Promise<Served> {
   const provider = await startScriptedProvider(turns);

@@ -11,7 +11,7 @@ import { getTask, sendMessage } from '../../runtime/a2a/client.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../provider/scripted-provider.ts';
 import { rpc, V1 } from '../a2a/helpers.ts';
-import { serve, type Served } from './serve-kit.ts';
+import { gate, serve, type Served } from './serve-kit.ts';
 import { startPostgres } from '../support/postgres.ts';
 import { hookArtifact, hookCapsuleYaml, type HookDef } from '../hooks/hook-capsule.ts';
 
@@ -19,15 +19,6 @@ const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const c of cleanup.reverse()) await c().catch(() => {});
 });
-
-/** A gate a provider turn waits on, with an event for the request's arrival. */
-function gate() {
-  let open!: () => void;
-  let arrived!: () => void;
-  const opened = new Promise<void>((r) => (open = r));
-  const arrival = new Promise<void>((r) => (arrived = r));
-  return { open, arrival, hold: () => (arrived(), opened) };
-}
 
 async function capsule(): Promise<{ dir: string; registry: string }> {
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);

@@ -55,3 +55,12 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((r) => srv.close(() => r()));
   return port;
 }
+
+/** A gate a provider turn waits on, with an event for the request's arrival. */
+export function gate() {
+  let open!: () => void;
+  let arrived!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  const arrival = new Promise<void>((r) => (arrived = r));
+  return { open, arrival, hold: () => (arrived(), opened) };
+}
