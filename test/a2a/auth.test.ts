@@ -4,13 +4,13 @@
  * only; the card says how to authenticate; the key is never echoed.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { Role, TaskState, type Message, type Task } from '@a2a-js/sdk';
+import { TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, type Client, type TransportFactory } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
 import type { A2AServer } from '../../runtime/a2a/server.ts';
-import { closeAll, msg10, serve } from './helpers.ts';
+import { closeAll, msg10, serve, userMessage } from './helpers.ts';
 
 afterAll(closeAll);
 
@@ -37,18 +37,6 @@ const BINDINGS: Array<[string, () => TransportFactory]> = [
   ['GRPC', () => new GrpcTransportFactory()],
 ];
 
-function userMessage(text: string): Message {
-  return {
-    messageId: crypto.randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
 const send = (text: string) => ({ tenant: '', message: userMessage(text), configuration: undefined, metadata: undefined });
 const as = (key: string) => ({ serviceParameters: { authorization: `Bearer ${key}` } });
 const listAll = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 100, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false };

@@ -3,12 +3,12 @@
  * gRPC, each driven by the official @a2a-js/sdk client restricted to that one transport.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { Role, TaskState, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { TaskState, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, type Client, type TransportFactory } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
 import type { A2AServer } from '../../runtime/a2a/server.ts';
-import { closeAll, serve } from './helpers.ts';
+import { closeAll, serve, userMessage } from './helpers.ts';
 
 afterAll(closeAll);
 
@@ -19,20 +19,6 @@ const BINDINGS: Array<[string, () => TransportFactory]> = [
 ];
 
 const FINAL = [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED];
-
-function userMessage(text: string, extra: Partial<Message> = {}): Message {
-  return {
-    messageId: crypto.randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  };
-}
 
 const send = (text: string, extra: Partial<Message> = {}, returnImmediately = false) => ({
   tenant: '',

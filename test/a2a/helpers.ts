@@ -1,6 +1,7 @@
 /** Shared helpers for the A2A tests: raw JSON-RPC and SSE over real HTTP. */
 import { startA2AServer, type A2AServer, type A2AServerOptions } from '../../runtime/a2a/server.ts';
 import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
+import { Role, type Message } from '@a2a-js/sdk';
 
 export const servers: A2AServer[] = [];
 
@@ -110,4 +111,19 @@ export function until<T>(s: A2AServer, f: () => T | Promise<T>): Promise<NonNull
     });
     void check();
   });
+}
+
+/** A user text message as the SDK's clients take it (1.0 shape). */
+export function userMessage(text: string, extra: Partial<Message> = {}): Message {
+  return {
+    messageId: crypto.randomUUID(),
+    contextId: '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+    ...extra,
+  };
 }

@@ -3,11 +3,11 @@
  * versions against our server; agent card; streaming with exactly one final status.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { Role, TaskState } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
 import type { Message, StreamResponse } from '@a2a-js/sdk';
 import { Client, ClientFactory } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
-import { closeAll, msg03, msg10, rpc, serve, sse, V1 } from './helpers.ts';
+import { closeAll, msg03, msg10, rpc, serve, sse, userMessage, V1 } from './helpers.ts';
 import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
 
 afterAll(closeAll);
@@ -20,19 +20,6 @@ const chatty: TaskExecutor = async (ctx, ev) => {
   ev.textChunk(ctx.text);
   return { state: 'completed', text: `echo: ${ctx.text}` };
 };
-
-function userMessage(text: string): Message {
-  return {
-    messageId: crypto.randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
 
 const sendParams = (text: string) => ({
   tenant: '',
