@@ -1,28 +1,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../runtime/cli/main.ts';
+import { mur } from './mur.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider } from '../provider/scripted-provider.ts';
-
-async function mur(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const saved: Record<string, string | undefined> = {};
-  for (const [k, v] of Object.entries(env)) {
-    saved[k] = process.env[k];
-    process.env[k] = v;
-  }
-  try {
-    const code = await main(args, (s) => out.push(s), (s) => err.push(s));
-    return { code, out: out.join('\n'), err: err.join('\n') };
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
 
 describe('mur --help', () => {
   for (const cmd of [['help'], ['run', '--help'], ['serve', '--help'], ['trace', '--help'], ['sessions', '--help']]) {

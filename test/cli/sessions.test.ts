@@ -8,19 +8,12 @@ import { hostname } from 'node:os';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../runtime/cli/main.ts';
+import { mur } from './mur.ts';
 import { parseAge } from '../../runtime/cli/sessions.ts';
 import { newSessionId } from '../../runtime/session/id.ts';
 import { listSessions } from '../../runtime/session/inventory.ts';
 import { createWorkdir, machineTag, ownerFile } from '../../runtime/session/workdir.ts';
 import { tmp } from '../loop/kit.ts';
-
-async function mur(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, (s) => out.push(s), (s) => err.push(s));
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
 
 const DAY = 86_400_000;
 

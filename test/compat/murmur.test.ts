@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../runtime/cli/main.ts';
+import { mur } from '../cli/mur.ts';
 import { parseArtifactManifest } from '../../runtime/manifest/artifact.ts';
 import { parseManifest } from '../../runtime/manifest/capsule.ts';
 import { parseLock, readLock, renderLock } from '../../runtime/registry/lock.ts';
@@ -20,22 +20,6 @@ import { makeRegistry } from '../loop/kit.ts';
 import { publish } from '../../runtime/registry/registry.ts';
 import { startScriptedProvider } from '../provider/scripted-provider.ts';
 import { tmp } from '../registry/helpers.ts';
-
-async function mur(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  try {
-    const code = await main(args, (s) => out.push(s), (s) => err.push(s));
-    return { code, out: out.join('\n'), err: err.join('\n') };
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
 
 function errorsOf(f: () => unknown): { code: string; message: string; hint?: string }[] {
   try {

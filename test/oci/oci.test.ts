@@ -7,7 +7,7 @@
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../runtime/cli/main.ts';
+import { mur } from '../cli/mur.ts';
 import { ComponentInstance, loadComponent } from '../../runtime/host/index.ts';
 import { readLock } from '../../runtime/registry/lock.ts';
 import { stageCapsule } from '../../runtime/session/stage.ts';
@@ -24,13 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await reg?.stop();
 });
-
-async function mur(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, (s) => out.push(s), (s) => err.push(s));
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
 
 function pushDir(tag?: string): string {
   const d = tmp('oras-');

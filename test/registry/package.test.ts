@@ -6,18 +6,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { unzipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../runtime/cli/main.ts';
+import { mur } from '../cli/mur.ts';
 import { publish } from '../../runtime/registry/registry.ts';
 import { readLock } from '../../runtime/registry/lock.ts';
 import { watFixture } from '../fixtures/build-wat.ts';
 import { tmp } from './helpers.ts';
-
-async function mur(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, (s) => out.push(s), (s) => err.push(s));
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
 
 async function toolFolder(name: string, runtime = 'tool', extra = ''): Promise<string> {
   const dir = tmp(`art-${name}-`);
