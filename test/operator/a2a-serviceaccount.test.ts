@@ -10,6 +10,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
 import { tokenReviewVerifier } from '../../runtime/a2a/token-review.ts';
+import { freePort } from '../cli/serve-kit.ts';
 import { eventually, kubeconfig, kubectl } from './helpers.ts';
 
 const NS = `a2a-sa-${Math.floor(Math.random() * 1e6)}`;
@@ -45,6 +46,9 @@ beforeAll(async () => {
   }
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
+  // The audience is the agent's own URL: its port is chosen first so the one server knows it.
+  const port = await freePort();
+  audience = `http://127.0.0.1:${port}/`;
   server = await startA2AServer({
     card: { name: 'callee', version: '1.0.0', description: 'callee' },
     acceptance: 'queue',
@@ -53,30 +57,14 @@ beforeAll(async () => {
       seen.push({ trust: ctx.trust });
       return { state: 'completed', text: `${ctx.trust}` };
     },
-    auth: createAuthenticator({
-      serviceAccounts: tokenReviewVerifier({ audience: 'pending', kubeConfig: kc, cacheMs: 0 }),
-      anonymous: false,
-      trustedCallers: [`system:serviceaccount:${NS}:peer`],
-    }),
-  });
-  // The audience is the agent's own URL, known once it listens: a second server on the same terms.
-  audience = server.url;
-  await server.close();
-  server = await startA2AServer({
-    card: { name: 'callee', version: '1.0.0', description: 'callee' },
-    acceptance: 'queue',
-    queueDepth: 8,
-    executor: async (ctx) => {
-      seen.push({ trust: ctx.trust });
-      return { state: 'completed', text: `${ctx.trust}` };
-    },
-    port: Number(new URL(audience).port),
+    port,
     auth: createAuthenticator({
       serviceAccounts: tokenReviewVerifier({ audience, kubeConfig: kc, cacheMs: 0 }),
       anonymous: false,
       trustedCallers: [`system:serviceaccount:${NS}:peer`],
     }),
   });
+  expect(server.url).toBe(audience);
 }, 60_000);
 
 afterAll(async () => {
