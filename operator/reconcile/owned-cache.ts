@@ -26,7 +26,7 @@
  * Capsule (a Deployment entry was ~13 KiB alone).
  */
 import type { KubeObject } from '../api/types.ts';
-import { ANNOTATION_CONFIG_HASH, sha256, stableJson } from '../translate/builders/common.ts';
+import { ANNOTATION_CONFIG_HASH, sha256 } from '../translate/builders/common.ts';
 import { cacheShape } from './cache-shape.ts';
 import { upToDate } from './compare.ts';
 
@@ -52,7 +52,12 @@ export function ownedEntry(o: any, manager: string): OwnedEntry {
   return e;
 }
 
-export const desiredDigest = (want: KubeObject): string => sha256(stableJson(want));
+/**
+ * JSON.stringify, not stableJson: the builders put keys in the same order for the same input, and
+ * a different order would only cost one needless (no-op) apply; stableJson's sorting was 2.3% of
+ * the operator's CPU profile under the bench.
+ */
+export const desiredDigest = (want: KubeObject): string => sha256(JSON.stringify(want));
 
 /**
  * Is the cached live object already what we would apply? Answers from `verified` when it can,
