@@ -1,14 +1,20 @@
 /**
  * Operator benchmark (not a test): N Capsules (default 1000) applied to a real API server → time
- * until every one is reconciled (all objects applied and status written), the operator's RSS, and
- * that a steady-state resync writes nothing.
+ * until every one is reconciled (all objects applied and status written, seen on one watch), the
+ * operator's own CPU seconds for it, the mean reconcile latency (while converging, and for the
+ * no-op reconciles of the steady state), the operator's RSS idle and with N Capsules (sampled every
+ * second over the steady state: median, min, max) with its V8 heap per space, and that a
+ * steady-state resync writes nothing. One run: no repeated rounds, so single figures except RSS.
  *
- *   node --import tsx bench/operator.ts [--capsules 1000] [--workers 16] [--arm pod|tsx]
+ *   node --import tsx bench/operator.ts [--capsules 1000] [--workers 16] [--arm pod|tsx] [--profile DIR]
+ *
+ * --profile DIR: the operator runs with --cpu-prof (profile written at exit) and a heap snapshot
+ * is taken (SIGUSR2) at N Capsules, both into DIR; the figures of such a run include the profiler.
  *
  * Arms: `pod` (default) runs the operator as its image does: compiled JS from dist/ (built
- * first) with in-cluster auth (a ServiceAccount token and the CA in a directory, as the kubelet
- * mounts them; cluster-admin in this throwaway cluster), so @kubernetes/client-node is never
- * loaded. `tsx` runs operator/main.ts through tsx with the kubeconfig (the development setup).
+ * first), the node flags of operator/Dockerfile's ENTRYPOINT, with in-cluster auth (a
+ * ServiceAccount token and the CA in a directory, as the kubelet mounts them; cluster-admin in this
+ * throwaway cluster), so @kubernetes/client-node is never loaded. `tsx` runs operator/main.ts through tsx with the kubeconfig (the development setup).
  *
  * Uses $KUBECONFIG when set, otherwise starts the test cluster (etcd + kube-apiserver only: no
  * controller-manager, so the figures are the operator's own work, not ReplicaSets and pods).
