@@ -187,7 +187,7 @@ export class CapsuleController {
     // The operator-wide OTLP headers Secret concerns every capsule of its namespace.
     const otlp = this.o.translate.otlp?.headersSecret?.name === s.metadata.name;
     for (const c of this.capsules.store.values())
-      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name)) this.enqueue(keyOf(c));
+      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name)) this.enqueue(keyOf(c));
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -278,6 +278,8 @@ export class CapsuleController {
     const secrets: Record<string, SecretInfo | undefined> = {};
     const sref = c.spec.inference?.apiKeySecretRef?.name;
     if (sref) secrets[sref] = this.secrets.get(`${ns}/${sref}`);
+    const aref = c.spec.a2a?.auth?.apiKeys?.secretName;
+    if (aref) secrets[aref] = this.secrets.get(`${ns}/${aref}`);
     const oref = this.o.translate.otlp?.headersSecret?.name;
     if (oref) secrets[oref] = this.secrets.get(`${ns}/${oref}`);
     const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));
