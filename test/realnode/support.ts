@@ -103,7 +103,7 @@ export function wgetPost(url: string, body: string, seconds = 60, bearer?: strin
  */
 export async function callerToken(ns: string, audience: string, sa = 'client'): Promise<string> {
   await kubectl(['-n', ns, 'create', 'serviceaccount', sa]).catch((e: unknown) => {
-    if (!(e instanceof KubectlError && e.stderr.includes('AlreadyExists'))) throw e;
+    if (!(e instanceof KubectlError && /already exists/i.test(e.stderr))) throw e;
   });
   return (await kubectl(['-n', ns, 'create', 'token', sa, '--audience', audience, '--duration', '1h'])).trim();
 }
