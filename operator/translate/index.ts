@@ -28,6 +28,8 @@ export interface TranslateInput {
   callers: string[];
   /** Service port of every known capsule, by `<ns>/<name>`. */
   capsulePorts: Record<string, number>;
+  /** `<ns>/<name>` of capsules that take no ServiceAccount tokens: a caller presenting one would get 401, so none is projected. */
+  noTokenPeers?: ReadonlySet<string>;
   options: TranslateOptions;
 }
 
@@ -157,7 +159,7 @@ export function translate(input: TranslateInput): TranslateResult {
       // Service name as written); its audience is the peer's own --public-url.
       const host = e.shorthand ? `${e.name}.${e.namespace}.svc.${options.clusterDomain}` : hostOf(raw);
       const audience = `${a2aUrl(e.namespace, e.name, input.capsulePorts[`${e.namespace}/${e.name}`] ?? 8080, options.clusterDomain)}/`;
-      if (host && !peerTokens.has(host)) peerTokens.set(host, { host, audience });
+      if (host && !peerTokens.has(host) && !input.noTokenPeers?.has(`${e.namespace}/${e.name}`)) peerTokens.set(host, { host, audience });
     }
     // The runtime's allowlist takes hosts and IPs, not CIDRs (those stay NetworkPolicy-only), and
     // an IPv6 address only in brackets.

@@ -103,9 +103,22 @@ spec:
     expect(await op.metrics.total('capsule_operator_writes_total', { verb: 'apply' })).toBe(before);
   });
 
+  it('when the peer stops taking ServiceAccount tokens, its callers stop presenting one (it would be refused)', async () => {
+    await kubectl(['-n', ns, 'patch', 'capsule', 'callee', '--type=merge', '-p', JSON.stringify({ spec: { a2a: { auth: { serviceAccounts: false, anonymous: true } } } })]);
+    await eventually('the caller drops the projection', async () => {
+      const d = await deployment('caller');
+      return d && !d.spec.template.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens');
+    });
+    const callee = await deployment('callee');
+    expect(callee.spec.template.spec.containers[0].args).not.toContain('--token-review');
+    await kubectl(['-n', ns, 'patch', 'capsule', 'callee', '--type=json', '-p', JSON.stringify([{ op: 'remove', path: '/spec/a2a' }])]);
+    await eventually('and projects it again', async () => (await deployment('caller'))?.spec.template.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens'));
+  });
+
   it('the pod started from the template carries the projection and runs as the capsule\'s own ServiceAccount', async () => {
     if (!cluster.podsBecomeReady) throw new Error('this test needs pods to be created from Deployments (controller-manager, scheduler, kwok)');
-    const pod = await eventually('a caller pod', async () => (await client.list<any>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: 'murmur.io/capsule=caller' })).items[0]);
+    const pod = await eventually('a caller pod of the current template', async () =>
+      (await client.list<any>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: 'murmur.io/capsule=caller' })).items.find((p: any) => p.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens')));
     expect(pod.spec.serviceAccountName).toBe('caller');
     expect(pod.spec.volumes.find((v: any) => v.name === 'a2a-peer-tokens').projected.sources[0].serviceAccountToken.audience).toBe(`http://callee.${ns}.svc.cluster.local:9000/`);
     expect((await get(`/api/v1/namespaces/${ns}/serviceaccounts/caller`)).automountServiceAccountToken).toBe(false);

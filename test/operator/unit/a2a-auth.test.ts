@@ -14,8 +14,8 @@ import { defaultOptions } from '../../../operator/translate/options.ts';
 import { peerTokens } from '../../../runtime/a2a/credentials.ts';
 
 const capsule = (spec: Capsule['spec'], name = 'c', namespace = 'ns'): Capsule => ({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name, namespace, uid: 'u1', generation: 1 }, spec });
-const run = (spec: Capsule['spec'], secrets: Record<string, SecretInfo> = {}, more: { ports?: Record<string, number>; callers?: string[] } = {}) =>
-  translate({ capsule: capsule(spec), hooks: {}, secrets, callers: more.callers ?? [], capsulePorts: more.ports ?? {}, options: defaultOptions({ apiServer: [{ cidr: '10.0.0.1/32', port: 6443 }] }) });
+const run = (spec: Capsule['spec'], secrets: Record<string, SecretInfo> = {}, more: { ports?: Record<string, number>; callers?: string[]; noTokens?: string[] } = {}) =>
+  translate({ capsule: capsule(spec), hooks: {}, secrets, callers: more.callers ?? [], capsulePorts: more.ports ?? {}, noTokenPeers: new Set(more.noTokens ?? []), options: defaultOptions({ apiServer: [{ cidr: '10.0.0.1/32', port: 6443 }] }) });
 const pod = (r: ReturnType<typeof run>) => (r.objects.find((o) => o.kind === 'Deployment') as any).spec.template.spec;
 const args = (r: ReturnType<typeof run>): string[] => pod(r).containers[0].args;
 const env = (r: ReturnType<typeof run>) => Object.fromEntries(pod(r).containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]));
@@ -83,6 +83,12 @@ describe('A2A authentication of capsule pods', () => {
     expect(lookup('http://b.ns.svc.cluster.local:8080')).toBe('token-for-http://b.ns.svc.cluster.local:8080/');
     expect(lookup('http://d.other.svc:9000')).toBe('token-for-http://d.other.svc.cluster.local:9000/');
     expect(run({}).objects.some((o: any) => JSON.stringify(o).includes('a2a-peer-tokens'))).toBe(false);
+  });
+
+  it('no token is projected for a peer that takes none (serviceAccounts: false): presenting one would be refused', () => {
+    const r = run({ capabilities: { network: { allow: ['capsule://ns/b', 'capsule://ns/keys-only'] } } }, {}, { ports: { 'ns/b': 8080, 'ns/keys-only': 8080 }, noTokens: ['ns/keys-only'] });
+    const vol = pod(r).volumes.find((v: any) => v.name === 'a2a-peer-tokens');
+    expect(vol.projected.sources.map((s: any) => s.serviceAccountToken.path)).toEqual(['b.ns.svc.cluster.local']);
   });
 
   it('the API server egress comes from API_SERVER_EGRESS plus the in-cluster Service address; a bad entry says what is expected', () => {
