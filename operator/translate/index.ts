@@ -223,7 +223,7 @@ export function translate(input: TranslateInput): TranslateResult {
     buildService(capsule),
     buildEgressPolicy(capsule, entries, options, auth.serviceAccounts ? apiServerEgress(options) : []),
     buildIngressPolicy(capsule, input.callers, options),
-    buildDeployment(capsule, options, configHash, `${url}/`, a2aAuth(capsule, [...peerTokens.values()].sort((a, b) => (a.host < b.host ? -1 : 1)), input.callers)),
+    buildDeployment(capsule, options, configHash, `${url}/`, hooks, a2aAuth(capsule, [...peerTokens.values()].sort((a, b) => (a.host < b.host ? -1 : 1)), input.callers)),
   ];
   return { objects, problems, a2aUrl: url, configHash };
 }
