@@ -5,7 +5,8 @@
  * component and no tools, queue acceptance (depth 64), the default SQLite task store, the scripted
  * provider over real HTTP answering every turn with text; no hooks. Two phases:
  * - soak: C clients (default 200) each send `message/send` with a fresh 100 KiB text message in a
- *   loop for S seconds (default 360); a rejected send (queue full) backs off 100 ms and retries.
+ *   loop for S seconds (default 360); a rejected send (queue full) backs off 1 s, as a client honouring
+ *   the rejection would, and sends again.
  *   RSS is read from /proc every 5 s. Prints the tasks completed / rejected / failed, RSS per minute,
  *   the maximum, and the growth over the last minute (the plateau criterion: under 5%, below 300 MiB).
  * - heap limit: a fresh process under NODE_OPTIONS=--max-old-space-size=300 runs N tasks (default
@@ -52,7 +53,9 @@ function send(agent: http.Agent, url: string, text: string): Promise<Outcome> {
         if (res.statusCode === 503 || res.statusCode === 429) return resolve('rejected');
         try {
           const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } }; error?: unknown };
-          resolve(j.result?.status?.state === 'completed' ? 'completed' : j.error ? 'rejected' : 'failed');
+          const state = j.result?.status?.state;
+          // A full queue answers a task in state `rejected` (acceptance: queue).
+          resolve(state === 'completed' ? 'completed' : state === 'rejected' || j.error ? 'rejected' : 'failed');
         } catch {
           resolve('failed');
         }
@@ -85,7 +88,7 @@ async function soak(): Promise<string[]> {
     while (performance.now() < end) {
       const o = await send(agent, url, message());
       counts[o]++;
-      if (o === 'rejected') await new Promise((r) => setTimeout(r, 100));
+      if (o === 'rejected') await new Promise((r) => setTimeout(r, 1000));
     }
   }));
   clearInterval(sampler);
@@ -117,7 +120,7 @@ async function heapLimited(): Promise<string[]> {
       let o = await send(agent, url, message());
       while (o === 'rejected' && alive) {
         counts.rejected++;
-        await new Promise((r) => setTimeout(r, 100));
+        await new Promise((r) => setTimeout(r, 1000));
         o = await send(agent, url, message());
       }
       counts[o]++;
