@@ -77,6 +77,8 @@ export class CapsuleController {
   private ports: Record<string, number> = {};
   /** The runtime validator's verdict per Capsule, rerun only when its rendered murmur.yaml changes. */
   readonly refusals = new RefusalsMemo();
+  /** Capsules that take no ServiceAccount tokens (a2a.auth.serviceAccounts: false): their callers get none projected. */
+  private noTokens = new Set<string>();
   private resync: NodeJS.Timeout | undefined;
   private workers: Promise<void> | undefined;
   private started = false;
@@ -165,10 +167,13 @@ export class CapsuleController {
     if (after.size) this.peersOf.set(key, after);
     else this.peersOf.delete(key);
     const portBefore = this.ports[key];
+    const tokensBefore = !this.noTokens.has(key);
     if (type === 'DELETED') {
       delete this.ports[key];
       this.refusals.forget(key);
     } else this.ports[key] = c.spec.servicePort ?? 8080;
+    if (type !== 'DELETED' && c.spec.a2a?.auth?.serviceAccounts === false) this.noTokens.add(key);
+    else this.noTokens.delete(key);
     this.o.metrics.capsules.set(this.capsules.store.size);
 
     this.enqueue(key);
@@ -181,7 +186,7 @@ export class CapsuleController {
     for (const t of after) if (!before.has(t)) this.enqueue(t);
     // Callers render this capsule's URL (and recognise its Service name): tell them when it
     // appears, disappears or moves port.
-    if (type !== 'MODIFIED' || portBefore !== this.ports[key] || !old) for (const caller of this.callersOf.get(key) ?? []) this.enqueue(caller);
+    if (type !== 'MODIFIED' || portBefore !== this.ports[key] || tokensBefore !== !this.noTokens.has(key) || !old) for (const caller of this.callersOf.get(key) ?? []) this.enqueue(caller);
   }
 
   private onHook(type: string, h: Hook, old: Hook | undefined): void {
@@ -198,7 +203,7 @@ export class CapsuleController {
     // The operator-wide OTLP headers Secret concerns every capsule of its namespace.
     const otlp = this.o.translate.otlp?.headersSecret?.name === s.metadata.name;
     for (const c of this.capsules.store.values())
-      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name)) this.enqueue(keyOf(c));
+      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name)) this.enqueue(keyOf(c));
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -289,10 +294,15 @@ export class CapsuleController {
     const secrets: Record<string, SecretInfo | undefined> = {};
     const sref = c.spec.inference?.apiKeySecretRef?.name;
     if (sref) secrets[sref] = this.secrets.get(`${ns}/${sref}`);
+    const aref = c.spec.a2a?.auth?.apiKeys?.secretName;
+    if (aref) secrets[aref] = this.secrets.get(`${ns}/${aref}`);
     const oref = this.o.translate.otlp?.headersSecret?.name;
     if (oref) secrets[oref] = this.secrets.get(`${ns}/${oref}`);
     const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));
-    return { capsule: c, hooks, secrets, callers, capsulePorts: this.ports, options: this.o.translate, refusals: (yaml: string, n: number) => this.refusals.check(key, yaml, n) };
+    return {
+      capsule: c, hooks, secrets, callers, capsulePorts: this.ports, noTokenPeers: this.noTokens, options: this.o.translate,
+      refusals: (yaml: string, n: number) => this.refusals.check(key, yaml, n),
+    };
   }
 
   async reconcile(key: string): Promise<void> {
