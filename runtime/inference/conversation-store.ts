@@ -8,6 +8,11 @@
 import type { ConversationMessage } from './wire.ts';
 
 export interface ConversationStore {
+  /**
+   * Other writers append to the same store (replicas on one PostgreSQL server): a context's
+   * history this process holds may miss their tasks, so every threaded task reads it from the store.
+   */
+  readonly shared?: boolean;
   /** The newest messages of the record, oldest first, at most `maxMessages` and `maxBytes`. */
   loadRecord(maxMessages: number, maxBytes: number): Promise<ConversationMessage[]>;
   /** A context's history, oldest first, at most `maxBytes` (the newest messages that fit). */

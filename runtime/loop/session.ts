@@ -201,7 +201,9 @@ export class CapsuleSession {
     this.trace.write('task_start', { task_id: input.taskId, context_id: input.contextId, source: input.source, origin: input.origin ?? 'user', trust: input.trust ?? 'untrusted', message_bytes: Buffer.byteLength(input.text), traceparent_from_caller: input.traceparent });
     const before = { ...this.totals };
     const threaded = m.lifecycle.conversation === 'threaded';
-    const prior = threaded ? this.histories.get(input.contextId) ?? (await this.storedHistory(input.contextId)) : [];
+    // A shared store has other writers (replicas): the history held here may miss their tasks.
+    const held = this.conversations?.shared ? undefined : this.histories.get(input.contextId);
+    const prior = threaded ? held ?? (await this.storedHistory(input.contextId)) : [];
     const window = m.context.maxTokens ?? 0;
     const seed = await this.hooks.taskStart({
       taskId: input.taskId, contextId: input.contextId, source: input.source, inputBytes: BigInt(Buffer.byteLength(input.text)),
@@ -247,7 +249,7 @@ export class CapsuleSession {
       this.current.asGiven = `${input.text}\n\n${note}`;
       this.current.output = undefined;
     }
-    if (threaded) this.keepHistory(input.contextId, history);
+    if (threaded && !this.conversations?.shared) this.keepHistory(input.contextId, history);
     const added = this.keepInRecord(history);
     if (this.conversations && added.length > 0) {
       await this.conversations.append(input.contextId, added).catch((e: unknown) => {
