@@ -187,7 +187,7 @@ export class CapsuleController {
     // The operator-wide OTLP headers Secret concerns every capsule of its namespace.
     const otlp = this.o.translate.otlp?.headersSecret?.name === s.metadata.name;
     for (const c of this.capsules.store.values())
-      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name)) this.enqueue(keyOf(c));
+      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.store?.postgres?.urlSecretRef.name === s.metadata.name)) this.enqueue(keyOf(c));
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -278,6 +278,8 @@ export class CapsuleController {
     const secrets: Record<string, SecretInfo | undefined> = {};
     const sref = c.spec.inference?.apiKeySecretRef?.name;
     if (sref) secrets[sref] = this.secrets.get(`${ns}/${sref}`);
+    const storeRef = c.spec.store?.postgres?.urlSecretRef.name;
+    if (storeRef) secrets[storeRef] = this.secrets.get(`${ns}/${storeRef}`);
     const oref = this.o.translate.otlp?.headersSecret?.name;
     if (oref) secrets[oref] = this.secrets.get(`${ns}/${oref}`);
     const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));

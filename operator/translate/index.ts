@@ -16,6 +16,7 @@ import { buildServiceAccount } from './builders/serviceaccount.ts';
 import { isMurErrorList, parseManifest } from '../../runtime/manifest/index.ts';
 import { allAllowEntries, allowEntriesWithField, parseAllow, type AllowEntry } from './network.ts';
 import type { TranslateOptions } from './options.ts';
+import { renderStore } from './store.ts';
 
 export interface TranslateInput {
   capsule: Capsule;
@@ -32,7 +33,7 @@ export interface TranslateInput {
 
 export type ProblemReason =
   | 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound' | 'NotServable' | 'MissingEndpoint'
-  | 'InvalidManifest' | 'WriteRefused';
+  | 'InvalidManifest' | 'WriteRefused' | 'SharedStoreRequired';
 
 /** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
 export const PROBLEM_CODES: Record<ProblemReason, string> = {
@@ -46,6 +47,7 @@ export const PROBLEM_CODES: Record<ProblemReason, string> = {
   MissingEndpoint: 'E-OP-008',
   InvalidManifest: 'E-OP-009',
   WriteRefused: 'E-OP-012',
+  SharedStoreRequired: 'E-OP-016',
 };
 
 /** Admission refusals (the CRDs' CEL rules put these codes in their messages). */
@@ -85,6 +87,10 @@ export function translate(input: TranslateInput): TranslateResult {
     else if (!s.keys.includes(keyRef.key)) problems.push({ reason: 'MissingSecretKey', fatal: true, field: 'spec.inference.apiKeySecretRef.key', message: `Secret '${keyRef.name}' has no key '${keyRef.key}' (keys: ${s.keys.join(', ') || 'none'})` });
     else secretVersion = s.resourceVersion;
   }
+
+  // The store (store.ts): its Secret, the replicas it allows, the server's address.
+  const store = renderStore(spec, input.secrets, ns);
+  problems.push(...store.problems);
 
   // Hooks.
   const hooks: Hook[] = [];
@@ -153,6 +159,11 @@ export function translate(input: TranslateInput): TranslateResult {
     spec.inference?.endpoint,
     spec.observability?.otel_endpoint ?? options.otlp?.endpoint,
   ];
+  if (store.egress) {
+    const e = parseAllow(store.egress, options.clusterDomain, isCapsule);
+    if (e.kind === 'invalid') problems.push({ reason: 'InvalidNetworkAllow', fatal: true, field: 'spec.store.postgres.address', message: `spec.store.postgres.address '${store.egress}': ${e.reason}` });
+    else entries.push(e);
+  }
   const seenOrigins = new Set(entries.map((e) => e.raw));
   for (const url of hostCalls) {
     if (!url) continue;
@@ -189,6 +200,7 @@ export function translate(input: TranslateInput): TranslateResult {
       secret: secretVersion,
       otlp: options.otlp ?? null,
       ...(otlpSecretVersion !== undefined ? { otlpSecret: otlpSecretVersion } : {}),
+      ...(store.secretVersion !== undefined ? { storeSecret: store.secretVersion } : {}),
       image: options.image,
     }),
   ).slice(0, 32);
@@ -200,7 +212,7 @@ export function translate(input: TranslateInput): TranslateResult {
     buildService(capsule),
     buildEgressPolicy(capsule, entries, options),
     buildIngressPolicy(capsule, input.callers, options),
-    buildDeployment(capsule, options, configHash, `${url}/`),
+    buildDeployment(capsule, options, configHash, `${url}/`, store.env),
   ];
   return { objects, problems, a2aUrl: url, configHash };
 }

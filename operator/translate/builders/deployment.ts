@@ -53,7 +53,8 @@ export function runtimeArgs(publicUrl?: string): string[] {
   ];
 }
 
-export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string): KubeObject {
+/** `storeEnv`: the store's env (translate/store.ts: MURMUR_STORE from its Secret for PostgreSQL; none for embedded). */
+export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string, storeEnv: Record<string, unknown>[] = []): KubeObject {
   const n = names(c);
   const env: Record<string, unknown>[] = [
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -63,6 +64,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
     { name: 'HOME', value: WORKDIR },
     { name: 'MURMUR_CACHE_DIR', value: `${WORKDIR}/cache` },
   ];
+  env.push(...storeEnv);
   const oci = ociVolumes(c);
   if (oci.volumes.length) env.push({ name: 'MURMUR_OCI_MOUNT_DIR', value: OCI_MOUNT_DIR });
   const key = c.spec.inference?.apiKeySecretRef;
