@@ -212,7 +212,7 @@ export function translate(input: TranslateInput): TranslateResult {
     buildService(capsule),
     buildEgressPolicy(capsule, entries, options),
     buildIngressPolicy(capsule, input.callers, options),
-    buildDeployment(capsule, options, configHash, `${url}/`, store.env),
+    buildDeployment(capsule, options, configHash, `${url}/`, hooks, store.env),
   ];
   return { objects, problems, a2aUrl: url, configHash };
 }
