@@ -5,11 +5,14 @@
  * replica gets it: tasks/get, ListTasks, tasks/cancel (reaching the replica that runs the task),
  * resubscribe (the events of a task running elsewhere), the reply to an input-required task (to
  * the replica whose session waits; blocking and streamed), and a threaded follow-up in the same
- * context whose history was written by other replicas. Each step asserts that the request landed
+ * context whose history was written by other replicas. Also: a replica that starts later leaves
+ * the others' running tasks alone, and a task whose replica is killed with -9 is failed, saying the
+ * runtime restarted, by the replica that is asked about it. Each step asserts that the request landed
  * on another replica than the one running the task. Real processes, real HTTP, no sleeps: the
  * test waits on the provider's request arrivals and on stream events.
  */
 import http from 'node:http';
+import pg from 'pg';
 import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -69,24 +72,26 @@ async function stream(url: string, method: string, params: unknown, onEvent: (ev
 }
 
 const turns: ScriptTurn[] = [];
-let pg: Postgres;
+let pgServer: Postgres;
+let storeUrl = '';
+let startReplica: () => Promise<Served>;
 let provider: ScriptedProvider;
 let replicas: Served[] = [];
 let front: Awaited<ReturnType<typeof roundRobin>>;
 const cleanup: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  pg = await startPostgres();
-  const url = await pg.url('murmur_replicas');
+  pgServer = await startPostgres();
+  const url = await pgServer.url('murmur_replicas');
+  storeUrl = url;
   // One provider for the three replicas, its script appended to by each test before it sends.
   provider = await startScriptedProvider({ turns });
   const registry = await makeRegistry([driverDef('anthropic'), PROBE_TOOL]);
   const dir = tmp('replicas-');
   writeFileSync(join(dir, 'murmur.yaml'), capsuleYaml({ name: 'many', tools: [PROBE_TOOL.name], extra: 'lifecycle:\n  conversation: threaded\n  task_acceptance: queue\n  queue_depth: 4\n' }));
   // Started together, as a Deployment's pods are: their migrations of the one database take turns.
-  replicas = await Promise.all(
-    [0, 1, 2].map(() => serve(dir, { registry, workRoot: tmp('replicas-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args: ['--store', url] })),
-  );
+  startReplica = () => serve(dir, { registry, workRoot: tmp('replicas-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args: ['--store', url] });
+  replicas = await Promise.all([0, 1, 2].map(() => startReplica()));
   front = await roundRobin(replicas.map((r) => r.url));
 }, 240_000);
 
@@ -95,7 +100,7 @@ afterAll(async () => {
   await front?.close();
   for (const r of replicas) await r.stop();
   await provider?.stop();
-  await pg?.stop();
+  await pgServer?.stop();
 });
 
 /** One JSON-RPC call through the front; returns its result (or error) and the replica that served it. */
@@ -221,5 +226,49 @@ describe('three mur serve replicas on one PostgreSQL store, behind a round-robin
     expect([...at].sort((a, b) => a - b)).toEqual(at);
     // Each message once: histories appended by three writers, no duplicates.
     expect(body.split('remember the word harbour').length).toBe(2);
+  });
+
+  it('a replica that starts while another runs a task leaves that task running: its sweep fails only tasks of replicas that are gone', async () => {
+    const g = gate();
+    cleanup.push(async () => g.open());
+    turns.push({ hold: g.hold, text: 'finished despite the newcomer' });
+    const sent = await call('SendMessage', { message: msg10('long one'), configuration: { returnImmediately: true } });
+    const id = taskOf(sent.result).id;
+    await g.arrival;
+    const newcomer = await startReplica();
+    cleanup.push(() => newcomer.stop());
+    expect(newcomer.output()).toMatch(/store: postgres [^\n]*replica \d+/);
+    expect(newcomer.output()).not.toMatch(/unfinished task/);
+    // The task still runs on its replica and completes there; the newcomer sees it completed.
+    const events = await stream(replicas[sent.replica]!.url, 'SubscribeToTask', { id }, (ev) => {
+      if (ev.result?.task) g.open();
+    });
+    expect(events.at(-1).result.statusUpdate.status.state).toBe('TASK_STATE_COMPLETED');
+    const seen = await rpc(newcomer.url, 'GetTask', { id }, V1);
+    expect(responseText(seen.body.result)).toBe('finished despite the newcomer');
+  });
+
+  it('a replica killed with -9 mid-task: another replica answers tasks/get with the task failed, saying the runtime restarted', async () => {
+    const g = gate();
+    cleanup.push(async () => g.open());
+    turns.push({ hold: g.hold, text: 'never delivered' });
+    const sent = await call('SendMessage', { message: msg10('doomed'), configuration: { returnImmediately: true } });
+    const id = taskOf(sent.result).id;
+    await g.arrival;
+    const victim = replicas[sent.replica]!;
+    const victimId = /replica (\d+)/.exec(victim.output())![1]!;
+    victim.proc.kill('SIGKILL');
+    await victim.exited;
+    // Wait for PostgreSQL to see the victim's connection gone: its advisory lock becomes ours.
+    const admin = new pg.Client({ connectionString: storeUrl });
+    await admin.connect();
+    await admin.query('SELECT pg_advisory_lock($1::int, $2::int)', [0x4d555231, Number(victimId)]);
+    await admin.end(); // releases it again
+    const survivor = replicas[(sent.replica + 1) % replicas.length]!;
+    const got = await rpc(survivor.url, 'GetTask', { id }, V1);
+    expect(got.body.result.status.state).toBe('TASK_STATE_FAILED');
+    expect(JSON.stringify(got.body.result.status.message)).toMatch(/runtime restarted/);
+    const cancel = await rpc(survivor.url, 'CancelTask', { id }, V1);
+    expect(cancel.body.error?.message).toMatch(/cannot be canceled/);
   });
 });
