@@ -321,12 +321,18 @@ export class ReplicaBus {
     const parts = chunksOf(body);
     const mid = randomUUID();
     const channel = channelOf(to);
-    // One after another on the one connection (pg wants no overlapping queries on a Client), so the
-    // chunks, and the messages, arrive in the order they were sent.
+    const payloads = parts.map((d, i) => JSON.stringify({ f: this.id, m: mid, i, n: parts.length, d }));
+    // Messages go one after another on the one connection (pg wants no overlapping queries on a
+    // Client), so they arrive in the order they were sent. A message of several chunks is one
+    // transaction: one round trip and one commit, and PostgreSQL delivers the notifications of one
+    // transaction in the order they were sent (its NOTIFY documentation guarantees it).
     const p = this.sendChain.then(async () => {
-      for (let i = 0; i < parts.length; i++) {
-        await this.client.query('SELECT pg_notify($1, $2)', [channel, JSON.stringify({ f: this.id, m: mid, i, n: parts.length, d: parts[i] })]);
+      if (payloads.length === 1) {
+        await this.client.query('SELECT pg_notify($1, $2)', [channel, payloads[0]]);
+        return;
       }
+      const ch = this.client.escapeLiteral(channel);
+      await this.client.query(`BEGIN; ${payloads.map((x) => `SELECT pg_notify(${ch}, ${this.client.escapeLiteral(x)});`).join(' ')} COMMIT;`);
     });
     this.sendChain = p.catch(() => undefined);
     await p;
