@@ -44,21 +44,42 @@ function newestWithin(rows: Row[], maxBytes: number): ConversationMessage[] {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' = 'sqlite'): ConversationStore {
   let chain: Promise<void> = Promise.resolve();
+  // What this process has seen of the record: every seq up to `watermark`, plus its own appends
+  // above it (`own`), so othersSince returns only the other writers' messages, each once. Appends
+  // and othersSince run on one chain, so a read never falls between a commit and its bookkeeping.
+  let watermark = 0;
+  const own = new Set<number>();
+  const serial = <T>(f: () => Promise<T>): Promise<T> => {
+    const p = chain.then(f);
+    chain = p.then(() => undefined, () => undefined);
+    return p;
+  };
   return {
     shared: kind === 'postgres',
     async loadRecord(maxMessages, maxBytes) {
       const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message']).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
+      watermark = Math.max(watermark, rows.length ? Number(rows[0]!.seq) : 0);
       return newestWithin(rows, maxBytes);
+    },
+    othersSince(maxMessages, maxBytes) {
+      return serial(async () => {
+        const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message']).where('seq', '>', watermark).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
+        if (rows.length === 0) return [];
+        watermark = Math.max(watermark, Number(rows[0]!.seq));
+        const others = rows.filter((r) => !own.has(Number(r.seq)));
+        for (const n of [...own]) if (n <= watermark) own.delete(n);
+        return newestWithin(others, maxBytes);
+      });
     },
     async loadContext(contextId, maxBytes) {
       const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message']).where('context_id', '=', contextId).orderBy('seq', 'desc').execute()) as Row[];
       return newestWithin(rows, maxBytes);
     },
     append(contextId, messages) {
-      if (messages.length === 0) return chain;
+      if (messages.length === 0) return Promise.resolve();
       // This process's appends stay in the order its tasks finished; other writers wait on the lock.
-      const p = chain.then(() =>
-        db.transaction().execute(async (tx) => {
+      return serial(async () => {
+        const seqs = await db.transaction().execute(async (tx) => {
           if (kind === 'postgres') await sql`SELECT pg_advisory_xact_lock(${APPEND_LOCK[0]}::int, ${APPEND_LOCK[1]}::int)`.execute(tx);
           const r = (await tx.selectFrom(CONVERSATION_TABLE).select(sql<number | string | null>`max(seq)`.as('m')).executeTakeFirst()) as { m: number | string | null } | undefined;
           let seq = Number(r?.m ?? 0) + 1;
@@ -67,10 +88,10 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
             return { seq: seq++, context_id: contextId, bytes: Buffer.byteLength(message), message };
           });
           await tx.insertInto(CONVERSATION_TABLE).values(rows).execute();
-        }),
-      );
-      chain = p.catch(() => undefined);
-      return p;
+          return rows.map((r) => r.seq);
+        });
+        for (const n of seqs) own.add(n);
+      });
     },
   };
 }

@@ -17,6 +17,12 @@ export interface ConversationStore {
   loadRecord(maxMessages: number, maxBytes: number): Promise<ConversationMessage[]>;
   /** A context's history, oldest first, at most `maxBytes` (the newest messages that fit). */
   loadContext(contextId: string, maxBytes: number): Promise<ConversationMessage[]>;
+  /**
+   * Shared stores: the messages other writers appended since this store's last loadRecord or
+   * othersSince, oldest first (at most `maxMessages` and `maxBytes`), so a replica's record also
+   * holds the tasks the other replicas ran.
+   */
+  othersSince?(maxMessages: number, maxBytes: number): Promise<ConversationMessage[]>;
   /** Append messages of a finished task to the record, under its context. */
   append(contextId: string, messages: readonly ConversationMessage[]): Promise<void>;
 }
