@@ -75,6 +75,8 @@ export class CapsuleController {
   private peersOf = new Map<string, Set<string>>();
   private callersOf = new Map<string, Set<string>>();
   private ports: Record<string, number> = {};
+  /** Capsules that take no ServiceAccount tokens (a2a.auth.serviceAccounts: false): their callers get none projected. */
+  private noTokens = new Set<string>();
   private resync: NodeJS.Timeout | undefined;
   private workers: Promise<void> | undefined;
   private started = false;
@@ -156,8 +158,11 @@ export class CapsuleController {
     if (after.size) this.peersOf.set(key, after);
     else this.peersOf.delete(key);
     const portBefore = this.ports[key];
+    const tokensBefore = !this.noTokens.has(key);
     if (type === 'DELETED') delete this.ports[key];
     else this.ports[key] = c.spec.servicePort ?? 8080;
+    if (type !== 'DELETED' && c.spec.a2a?.auth?.serviceAccounts === false) this.noTokens.add(key);
+    else this.noTokens.delete(key);
     this.o.metrics.capsules.set(this.capsules.store.size);
 
     this.enqueue(key);
@@ -170,7 +175,7 @@ export class CapsuleController {
     for (const t of after) if (!before.has(t)) this.enqueue(t);
     // Callers render this capsule's URL (and recognise its Service name): tell them when it
     // appears, disappears or moves port.
-    if (type !== 'MODIFIED' || portBefore !== this.ports[key] || !old) for (const caller of this.callersOf.get(key) ?? []) this.enqueue(caller);
+    if (type !== 'MODIFIED' || portBefore !== this.ports[key] || tokensBefore !== !this.noTokens.has(key) || !old) for (const caller of this.callersOf.get(key) ?? []) this.enqueue(caller);
   }
 
   private onHook(type: string, h: Hook, old: Hook | undefined): void {
@@ -187,7 +192,7 @@ export class CapsuleController {
     // The operator-wide OTLP headers Secret concerns every capsule of its namespace.
     const otlp = this.o.translate.otlp?.headersSecret?.name === s.metadata.name;
     for (const c of this.capsules.store.values())
-      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.store?.postgres?.urlSecretRef.name === s.metadata.name)) this.enqueue(keyOf(c));
+      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name || c.spec.store?.postgres?.urlSecretRef.name === s.metadata.name)) this.enqueue(keyOf(c));
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -278,12 +283,14 @@ export class CapsuleController {
     const secrets: Record<string, SecretInfo | undefined> = {};
     const sref = c.spec.inference?.apiKeySecretRef?.name;
     if (sref) secrets[sref] = this.secrets.get(`${ns}/${sref}`);
+    const aref = c.spec.a2a?.auth?.apiKeys?.secretName;
+    if (aref) secrets[aref] = this.secrets.get(`${ns}/${aref}`);
     const storeRef = c.spec.store?.postgres?.urlSecretRef.name;
     if (storeRef) secrets[storeRef] = this.secrets.get(`${ns}/${storeRef}`);
     const oref = this.o.translate.otlp?.headersSecret?.name;
     if (oref) secrets[oref] = this.secrets.get(`${ns}/${oref}`);
     const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));
-    return { capsule: c, hooks, secrets, callers, capsulePorts: this.ports, options: this.o.translate };
+    return { capsule: c, hooks, secrets, callers, capsulePorts: this.ports, noTokenPeers: this.noTokens, options: this.o.translate };
   }
 
   async reconcile(key: string): Promise<void> {

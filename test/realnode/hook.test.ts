@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { repoRoot } from '../cluster/node/config.ts';
-import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
+import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
 
 const ns = 'rn-hook';
 const bundle = 'hook-deny-shell.tar';
@@ -60,7 +60,8 @@ describe('a policy Hook in a real pod', () => {
 
   it('a Hook (binding on-shell, commit_policy deny) denies a shell command inside the pod; the model reads the refusal', async () => {
     await waitFor(ns, 'hook/shell-guard', 'condition=Accepted');
-    const r = await exec(wgetPost('http://guarded.rn-hook.svc.cluster.local:8080/', messageSend('Run echo.')));
+    const url = 'http://guarded.rn-hook.svc.cluster.local:8080/';
+    const r = await exec(wgetPost(url, messageSend('Run echo.'), 60, await callerToken(ns, url)));
     expect(r.code, r.out).toBe(0);
     const body = JSON.parse(r.out);
     expect(body.result.status.state, r.out).toBe('completed');
