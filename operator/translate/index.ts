@@ -32,6 +32,8 @@ export interface TranslateInput {
   /** `<ns>/<name>` of capsules that take no ServiceAccount tokens: a caller presenting one would get 401, so none is projected. */
   noTokenPeers?: ReadonlySet<string>;
   options: TranslateOptions;
+  /** The runtime's validator on the rendered murmur.yaml (default `runtimeRefusals`; the controller passes a memo of it, reconcile/refusals-memo.ts). */
+  refusals?: (murmurYaml: string, nArtifacts: number) => Problem[];
 }
 
 export type ProblemReason =
@@ -212,7 +214,7 @@ export function translate(input: TranslateInput): TranslateResult {
   // Whatever admission let through, the runtime would refuse at start (exit 1, a crash-looping pod
   // under a green Capsule): run its own validator on the very file the pods will read. Skipped
   // when a fatal problem already blocks the apply (its message is the more precise one).
-  if (!problems.some((p) => p.fatal)) problems.push(...runtimeRefusals(murmurYaml, spec.artifacts?.length ?? 0));
+  if (!problems.some((p) => p.fatal)) problems.push(...(input.refusals ?? runtimeRefusals)(murmurYaml, spec.artifacts?.length ?? 0));
   const { replicas: _replicas, ...rolling } = spec;
   const configHash = sha256(
     stableJson({

@@ -83,6 +83,15 @@ describe('helm chart', () => {
       expect(r.code, set).not.toBe(0);
       expect(r.stderr, set).toContain(what);
     }
+    // network.apiServer: the capsules' TokenReview egress, passed to the operator as cidr:port.
+    const apiServer = docs((await helm(['template', 'x', chart, '--set-json', 'network.apiServer=[{"cidr":"10.0.0.1/32","port":6443},{"cidr":"fd00::1/128","port":443}]'])).stdout);
+    const opEnv = apiServer.find((d) => d.kind === 'Deployment').spec.template.spec.containers[0].env;
+    expect(opEnv.find((e: any) => e.name === 'API_SERVER_EGRESS').value).toBe('10.0.0.1/32:6443,fd00::1/128:443');
+    for (const bad of ['[{"cidr":"10.0.0.1","port":6443}]', '[{"cidr":"10.0.0.1/32","port":0}]', '[{"cidr":"10.0.0.1/32"}]']) {
+      const r = await helm(['template', 'x', chart, '--set-json', `network.apiServer=${bad}`]);
+      expect(r.code, bad).not.toBe(0);
+      expect(r.stderr, bad).toContain('apiServer');
+    }
     // And the interface other tooling uses stays valid.
     const ok = await helm(['template', 'x', chart, '--set', 'image.repository=r.example/op', '--set', 'image.tag=dev', '--set', 'image.pullPolicy=Never', '--set', 'runtime.image.pullPolicy=Never']);
     expect(ok.code, ok.stderr).toBe(0);

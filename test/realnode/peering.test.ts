@@ -155,6 +155,11 @@ describe('peering between capsules on the real node', () => {
     const ok = await exec(wgetPost(b, messageSend('Hello B.', 'm-ok'), 60, await callerToken(ns, b)));
     expect(ok.code, ok.out).toBe(0);
     expect(JSON.parse(ok.out).result.status.state).toBe('completed');
+    // B reaches the API server for its TokenReviews: the chart found the node's API server address
+    // in the `kubernetes` EndpointSlice at install (helm lookup) and the operator added the Service address.
+    const egress = (await getJson(ns, 'networkpolicy cap-b-egress')).spec.egress;
+    expect(egress).toContainEqual({ to: [{ ipBlock: { cidr: '10.201.0.2/32' } }], ports: [{ protocol: 'TCP', port: 6443 }] });
+    expect(egress).toContainEqual({ to: [{ ipBlock: { cidr: '10.96.0.1/32' } }], ports: [{ protocol: 'TCP', port: 443 }] });
   });
 
   it('A refuses a wrong API key and callers without one (no anonymous access on A); C, whose Capsule says anonymous, serves them', async () => {
