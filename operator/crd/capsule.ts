@@ -77,7 +77,9 @@ function storeSchema(): Schema {
   return obj(
     'Where the runtime keeps tasks, push-notification configs and the conversation record. Default embedded: a SQLite file on the session volume (an emptyDir), which survives container restarts but not pod deletion, and serves one replica only. postgres: a PostgreSQL server shared by every replica (required for replicas > 1).',
     {
-      embedded: obj('A SQLite file on the session volume (the default).', {}),
+      // No `properties: {}`: the API server drops an empty map, and Helm's server-side apply of the
+      // chart's CRD would then conflict with the live object on .spec.versions.
+      embedded: { type: 'object', description: 'A SQLite file on the session volume (the default). Takes no settings: {}.' },
       postgres: obj(
         'A PostgreSQL server shared by the replicas; they also signal each other through it (LISTEN/NOTIFY).',
         {
