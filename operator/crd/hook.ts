@@ -10,10 +10,10 @@ import { conditionsSchema } from './status.ts';
 
 export function hookSpecSchema(): Schema {
   return obj(
-    'A hook artifact and its contract. Capsules in the same namespace reference it by name in spec.hooks. The contract is checked at admission against the hook commit table, with the message capsule staging gives.',
+    'A hook artifact and its contract. Capsules in the same namespace reference it by name in spec.hooks. The contract is checked at admission against the hook commit table, with the message capsule staging gives, and rendered into the hook\'s murmur.yaml entry: a component without a manifest of its own (a bare .wasm at source.url, a source.oci artifact) runs under it; an artifact with its own murmur.yaml must declare the same contract, or the runtime refuses to stage (E-REG-017).',
     {
       artifact: obj(
-        'The hook artifact: a registry reference (name + version) or a source URL with its sha256.',
+        'The hook artifact: a registry reference (name + version), a source URL with its sha256, or a digest-pinned source.oci (mounted into the pod as an image volume, like a Capsule artifact).',
         {
           name: str('Artifact name.', { pattern: ARTIFACT_NAME, maxLength: 100 }),
           version: str('Artifact version in the registry.', { maxLength: 64, 'x-kubernetes-validations': [versionRule(HOOK_CODE)] }),

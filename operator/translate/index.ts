@@ -200,7 +200,7 @@ export function translate(input: TranslateInput): TranslateResult {
     buildService(capsule),
     buildEgressPolicy(capsule, entries, options),
     buildIngressPolicy(capsule, input.callers, options),
-    buildDeployment(capsule, options, configHash, `${url}/`),
+    buildDeployment(capsule, options, configHash, `${url}/`, hooks),
   ];
   return { objects, problems, a2aUrl: url, configHash };
 }

@@ -121,6 +121,36 @@ export function checkHookContract(c: HookContract): ContractViolation | undefine
   return undefined;
 }
 
+/** The three contract fields, in the order messages name them (YAML spelling). */
+export const CONTRACT_FIELDS = ['binding', 'execution_mode', 'commit_policy'] as const;
+export type ContractField = (typeof CONTRACT_FIELDS)[number];
+
+export interface ContractDisagreement {
+  field: ContractField;
+  /** What the capsule entry declares. */
+  declared: string;
+  /** What the artifact's own manifest says, defaults applied (`absent` = no binding: every event). */
+  own: string;
+}
+
+/**
+ * Compares the contract a capsule entry declares for a hook with the one the hook artifact's own
+ * manifest declares. The artifact's own manifest is the hook's contract (hooks.md: "A hook artifact
+ * declares in its own murmur.yaml which handler it binds to"); the entry's fields say what the
+ * capsule expects of it, so every field the entry gives must equal the artifact's, defaults applied.
+ * An entry field left out expects nothing. Returns every disagreement (empty: they agree).
+ */
+export function contractDisagreements(declared: HookContract, own: HookContract): ContractDisagreement[] {
+  const effective = (c: HookContract): Record<ContractField, string> => ({
+    binding: c.binding ?? 'absent',
+    execution_mode: c.execution_mode ?? 'blocking',
+    commit_policy: c.commit_policy ?? 'none',
+  });
+  const d = effective(declared);
+  const o = effective(own);
+  return CONTRACT_FIELDS.filter((f) => declared[f] !== undefined && d[f] !== o[f]).map((f) => ({ field: f, declared: d[f], own: o[f] }));
+}
+
 /** Handlers a hook receives given its binding. */
 export function handlersFor(binding: Handler | undefined): readonly Handler[] {
   return binding === undefined ? UNBOUND_HANDLERS : [binding];

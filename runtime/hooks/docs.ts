@@ -101,6 +101,25 @@ is never async. Examples:
 
 ${contractExamples()}
 
+### Where the contract comes from
+
+The hook artifact's own \`murmur.yaml\` is its contract. A component that carries none — a bare
+\`.wasm\` served at \`source.url\`, or a \`source.oci\` artifact — gets a manifest derived from its capsule
+entry, and the entry's \`binding\` / \`execution_mode\` / \`commit_policy\` are written into it (the operator
+renders a \`Hook\`'s contract there), so a bare policy hook runs as the policy hook it was declared as. For
+an artifact with its own manifest (the registry, a tar bundle) every contract field the entry gives must
+equal the artifact's (defaults applied): a disagreement refuses staging with \`E-REG-017\`, naming both
+sides, instead of running either one silently.
+
+\`\`\`yaml
+artifacts:
+  - name: shell-guard
+    runtime: hook
+    source: {url: https://example.com/shell-guard.wasm, sha256: <64 hex>}
+    binding: on-shell
+    commit_policy: deny
+\`\`\`
+
 ## Dispatch
 
 - **Blocking** hooks run in manifest order and the loop waits for each.

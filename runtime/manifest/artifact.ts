@@ -96,7 +96,7 @@ export function parseArtifactManifest(text: string, file: string): ArtifactManif
   return { ...(v as unknown as Omit<ArtifactManifest, 'file' | 'hook'>), ...(hook ? { hook } : {}), file };
 }
 
-function contractHint(field: string, binding: Handler | undefined, policy: CommitPolicy | undefined): string {
+export function contractHint(field: string, binding: Handler | undefined, policy: CommitPolicy | undefined): string {
   if (field === 'commit_policy' && binding === undefined) {
     return "add `binding: on-shell` or `binding: on-tool-call` to make a policy hook, or set `commit_policy: none`";
   }

@@ -8,7 +8,9 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { MurError } from '../errors.ts';
+import { CONTRACT_FIELDS, checkHookContract, type CommitPolicy, type ExecutionMode, type Handler } from '../contracts/commit-table.ts';
 import { isProblem, networkCovers, parseNetworkEntry, scopeCovers, type NetworkEntry } from './checks.ts';
+import { contractHint } from './artifact.ts';
 import { ErrorCollector } from './errors.ts';
 import { CAPSULE_SCHEMA, type ArtifactRuntime } from './schema.ts';
 import { walkYaml, type Position, type WalkResult } from './validate.ts';
@@ -61,6 +63,14 @@ export interface ArtifactEntry {
   /** Hooks only; `drop` unless declared. Undefined for other runtimes. */
   onOverflow?: 'drop' | 'block';
   config?: Record<string, unknown>;
+  /**
+   * Hooks only: the contract the capsule expects (as declared, no defaults). A component without a
+   * murmur.yaml of its own (bare `.wasm`, OCI) gets it as its derived manifest's contract; an
+   * artifact with its own must agree with it (staging, E-REG-017).
+   */
+  binding?: Handler;
+  executionMode?: ExecutionMode;
+  commitPolicy?: CommitPolicy;
 }
 
 export interface Compaction {
@@ -213,6 +223,17 @@ function semanticChecks(w: WalkResult, file: string, errors: ErrorCollector): vo
     }
     if (a.onOverflow !== undefined && a.runtime !== 'hook') {
       add('E-MAN-015', `${base}.on_overflow`, keyAt(`${base}.on_overflow`), `'on_overflow' applies to hooks only; artifact '${a.name}' has runtime '${a.runtime}'`, "remove `on_overflow:`, or set `runtime: hook` if this artifact is a hook");
+    }
+    const contractKeys = CONTRACT_FIELDS.filter((k) => w.keyLocs.has(`${base}.${k}`));
+    if (contractKeys.length && a.runtime !== 'hook') {
+      for (const k of contractKeys) add('E-MAN-015', `${base}.${k}`, keyAt(`${base}.${k}`), `'${k}' applies to hooks only; artifact '${a.name}' has runtime '${a.runtime}'`, `remove \`${k}:\`, or set \`runtime: hook\` if this artifact is a hook`);
+    } else if (contractKeys.length && contractKeys.every((k) => a[k === 'binding' ? 'binding' : k === 'execution_mode' ? 'executionMode' : 'commitPolicy'] !== undefined)) {
+      // The same table check as an artifact's own manifest (E-MAN-020), here at the capsule entry.
+      const violation = checkHookContract({ binding: a.binding, execution_mode: a.executionMode, commit_policy: a.commitPolicy });
+      if (violation) {
+        const f = `${base}.${violation.field}`;
+        add('E-MAN-020', f, w.keyLocs.has(f) ? at(f) : keyAt(base), `hook contract violation in artifact '${a.name}': ${violation.message}`, contractHint(violation.field, a.binding, a.commitPolicy));
+      }
     }
     if (a.capabilities !== undefined && a.runtime === 'skill') {
       add('E-MAN-015', `${base}.capabilities`, keyAt(`${base}.capabilities`), `skill '${a.name}' cannot carry capabilities; a skill runs no code`, 'remove the `capabilities:` block from this entry');

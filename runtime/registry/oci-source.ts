@@ -17,7 +17,7 @@ import { remoteCacheDir, unpackRemote } from './remote.ts';
 
 export function ociCacheDir(cacheDir: string, entry: ArtifactEntry): string {
   const ref = parseOciRef(entry.oci!)!;
-  return remoteCacheDir(cacheDir, `oci-${ref.digest!.slice('sha256:'.length)}`, entry.name);
+  return remoteCacheDir(cacheDir, `oci-${ref.digest!.slice('sha256:'.length)}`, entry);
 }
 
 /** What murmur.lock records for an OCI artifact: the reference and the manifest digest. */

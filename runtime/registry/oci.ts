@@ -12,12 +12,17 @@
  *
  * Every byte is verified: a manifest must hash to the digest pinned in the reference, the layer to
  * the digest the manifest names. Plain http is used only for loopback registries (and hosts listed
- * in MURMUR_OCI_INSECURE); credentials come from MURMUR_OCI_USERNAME / MURMUR_OCI_PASSWORD. In a
+ * in MURMUR_OCI_INSECURE), and only when they do not speak TLS (https is tried first, as Docker
+ * does); a private CA is trusted through MURMUR_OCI_CA_FILE (oci-http.ts); credentials come from
+ * MURMUR_OCI_USERNAME / MURMUR_OCI_PASSWORD or Docker's config.json (oci-auth.ts). A 401 is
+ * E-REG-018, a 403 E-REG-019, an unverifiable certificate E-REG-020. In a
  * cluster the operator mounts OCI artifacts as image volumes instead, so the runtime there needs no
  * registry credentials at all.
  */
 import { createHash } from 'node:crypto';
 import { MurError } from '../errors.ts';
+import { credentialsFor, dockerConfigPath, helperNote, type Credentials } from './oci-auth.ts';
+import { httpRequest, isCertError, isNotTls } from './oci-http.ts';
 
 export const WASM_CONFIG_MEDIA_TYPE = 'application/vnd.wasm.config.v0+json';
 export const WASM_LAYER_MEDIA_TYPE = 'application/wasm';
@@ -51,64 +56,131 @@ function isLoopback(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\./.test(h);
 }
 
-function baseUrl(registry: string): string {
+/** Loopback registries and MURMUR_OCI_INSECURE hosts may speak plain http (tried after https, as Docker does). */
+function mayBePlain(registry: string): boolean {
   const insecure = (process.env.MURMUR_OCI_INSECURE ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  return `${isLoopback(registry) || insecure.includes(registry) ? 'http' : 'https'}://${registry}`;
+  return isLoopback(registry) || insecure.includes(registry);
 }
 
-function ociError(ref: OciRef, what: string, hint = 'check the reference, the registry and its credentials (MURMUR_OCI_USERNAME / MURMUR_OCI_PASSWORD)'): MurError {
+function ociError(ref: OciRef, what: string, hint = 'check the reference, the registry and its credentials (MURMUR_OCI_USERNAME / MURMUR_OCI_PASSWORD, or docker login)'): MurError {
   return new MurError('E-REG-016', `OCI artifact ${ref.raw}: ${what}`, { hint });
+}
+
+function causeOf(e: unknown): unknown {
+  return (e as Error)?.cause ?? e;
 }
 
 export function sha256Digest(b: Uint8Array): string {
   return `sha256:${createHash('sha256').update(b).digest('hex')}`;
 }
 
-/** A session with one registry: remembers the bearer token per scope. */
+/** Parses the parameters of a `WWW-Authenticate` challenge (`realm`, `service`, `scope`, `error`). */
+function challengeParams(challenge: string): Record<string, string> {
+  return Object.fromEntries([...challenge.matchAll(/([a-z_]+)="([^"]*)"/gi)].map((m) => [m[1]!.toLowerCase(), m[2]!]));
+}
+
+/** A session with one registry: remembers the scheme and the bearer token per scope. */
 export class OciClient {
   private tokens = new Map<string, string>();
+  private base: Promise<string> | undefined;
+  private creds: Credentials | undefined | null = null;
   constructor(readonly ref: OciRef) {}
 
-  private credentials(): string | undefined {
-    const u = process.env.MURMUR_OCI_USERNAME;
-    const p = process.env.MURMUR_OCI_PASSWORD;
-    return u !== undefined && p !== undefined ? `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` : undefined;
+  private credentials(): Credentials | undefined {
+    if (this.creds === null) this.creds = credentialsFor(this.ref.registry);
+    return this.creds;
+  }
+
+  private basic(): string | undefined {
+    const c = this.credentials();
+    return c ? `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}` : undefined;
+  }
+
+  /** `https://<registry>`, or `http://` for a loopback/insecure registry that does not speak TLS. */
+  baseUrl(): Promise<string> {
+    this.base ??= (async () => {
+      const https = `https://${this.ref.registry}`;
+      if (!mayBePlain(this.ref.registry)) return https;
+      try {
+        await httpRequest(`${https}/v2/`, { method: 'GET', timeoutMs: 30_000 });
+        return https;
+      } catch (e) {
+        if (isNotTls(causeOf(e))) return `http://${this.ref.registry}`;
+        throw this.transportError(`${https}/v2/`, e);
+      }
+    })();
+    return this.base;
+  }
+
+  /** A transport failure: a certificate the client cannot verify gets its own code (E-REG-020). */
+  private transportError(url: string, e: unknown): MurError {
+    const c = causeOf(e);
+    if (isCertError(c)) {
+      return new MurError('E-REG-020', `OCI artifact ${this.ref.raw}: the TLS certificate of ${new URL(url).host} cannot be verified (${c.code}: ${c.message})`, {
+        hint: 'if the registry uses a private CA, point MURMUR_OCI_CA_FILE at its PEM certificate (or start mur with NODE_EXTRA_CA_CERTS=<pem>); check the certificate names the host you pull from',
+      });
+    }
+    return ociError(this.ref, `cannot reach ${url}: ${(c as Error)?.message ?? String(c)}`);
+  }
+
+  /** 401/403 from the registry or its token service, as E-REG-018/E-REG-019 (no credential in the text). */
+  private authError(status: number, where: string, detail: string, push: boolean, denied = status === 403): MurError {
+    const c = this.credentials();
+    const access = `${push ? 'push to' : 'pull from'} ${this.ref.registry}/${this.ref.repository}`;
+    if (denied) {
+      return new MurError('E-REG-019', `OCI artifact ${this.ref.raw}: ${where} denied access (HTTP ${status}) to ${access}${c ? ` for the credentials from ${c.from}` : ' without credentials'}${detail}`, {
+        hint: `the credentials are valid but lack ${push ? 'push' : 'pull'} permission on ${this.ref.repository}: grant it in the registry, or use credentials that have it`,
+      });
+    }
+    const note = c ? undefined : helperNote(this.ref.registry);
+    return new MurError('E-REG-018', `OCI artifact ${this.ref.raw}: ${where} refused ${c ? `the credentials from ${c.from}` : 'an anonymous request'} (HTTP 401) to ${access}${detail}${note ? `; ${note}` : ''}`, {
+      hint: c
+        ? `check the user name and password in ${c.from} (docker login ${this.ref.registry} / oras login ${this.ref.registry} rewrite them)`
+        : `give credentials: MURMUR_OCI_USERNAME and MURMUR_OCI_PASSWORD, or auths["${this.ref.registry}"] in ${dockerConfigPath()} (docker login ${this.ref.registry} writes it)`,
+    });
   }
 
   /** Answers a 401 challenge (distribution spec token auth); returns the Authorization value. */
-  private async authorize(challenge: string, scope: string): Promise<string | undefined> {
-    const basic = this.credentials();
+  private async authorize(challenge: string, scope: string, push: boolean): Promise<string | undefined> {
+    const basic = this.basic();
     if (/^basic/i.test(challenge)) return basic;
     if (!/^bearer/i.test(challenge)) return undefined;
-    const params = Object.fromEntries([...challenge.matchAll(/([a-z_]+)="([^"]*)"/gi)].map((m) => [m[1]!.toLowerCase(), m[2]!]));
+    const params = challengeParams(challenge);
     if (!params.realm) return undefined;
     const url = new URL(params.realm);
     if (params.service) url.searchParams.set('service', params.service);
     url.searchParams.set('scope', params.scope ?? scope);
-    const res = await fetch(url, { headers: basic ? { authorization: basic } : {}, signal: AbortSignal.timeout(30_000) });
-    if (!res.ok) throw ociError(this.ref, `the token service ${url.origin}${url.pathname} answered HTTP ${res.status}`);
-    const body = (await res.json()) as { token?: string; access_token?: string };
+    let res: Response;
+    try {
+      res = await httpRequest(url.toString(), { headers: basic ? { authorization: basic } : {}, timeoutMs: 30_000 });
+    } catch (e) {
+      throw this.transportError(url.toString(), e);
+    }
+    const where = `the token service ${url.origin}${url.pathname}`;
+    if (res.status === 401 || res.status === 403) throw this.authError(res.status, where, '', push);
+    if (!res.ok) throw ociError(this.ref, `${where} answered HTTP ${res.status}`);
+    let body: { token?: string; access_token?: string };
+    try {
+      body = (await res.json()) as typeof body;
+    } catch {
+      throw ociError(this.ref, `${where} answered something that is not JSON`);
+    }
     const token = body.token ?? body.access_token;
     return token ? `Bearer ${token}` : undefined;
   }
 
-  /** One request, retried once after answering an auth challenge. */
+  /** One request, retried once after answering an auth challenge; 401/403 after that are errors. */
   async request(method: string, path: string, init: { headers?: Record<string, string>; body?: Uint8Array; push?: boolean } = {}): Promise<Response> {
-    const scope = `repository:${this.ref.repository}:${init.push ? 'pull,push' : 'pull'}`;
-    const url = path.startsWith('http') ? path : `${baseUrl(this.ref.registry)}${path}`;
+    const push = init.push ?? false;
+    const scope = `repository:${this.ref.repository}:${push ? 'pull,push' : 'pull'}`;
+    const url = path.startsWith('http') ? path : `${await this.baseUrl()}${path}`;
     const send = (auth?: string) =>
-      fetch(url, {
-        method,
-        headers: { ...(init.headers ?? {}), ...(auth ? { authorization: auth } : {}) },
-        ...(init.body ? { body: init.body as unknown as BodyInit } : {}),
-        redirect: 'follow',
-        signal: AbortSignal.timeout(60_000),
-      });
+      httpRequest(url, { method, headers: { ...(init.headers ?? {}), ...(auth ? { authorization: auth } : {}) }, ...(init.body ? { body: init.body } : {}) });
     let res: Response;
     try {
       res = await send(this.tokens.get(scope));
       if (res.status === 401) {
-        const auth = await this.authorize(res.headers.get('www-authenticate') ?? '', scope);
+        const auth = await this.authorize(res.headers.get('www-authenticate') ?? '', scope, push);
         if (auth) {
           this.tokens.set(scope, auth);
           res = await send(auth);
@@ -116,7 +188,12 @@ export class OciClient {
       }
     } catch (e) {
       if (e instanceof MurError) throw e;
-      throw ociError(this.ref, `cannot reach ${url}: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`);
+      throw this.transportError(url, e);
+    }
+    if (res.status === 401 || res.status === 403) {
+      const err = challengeParams(res.headers.get('www-authenticate') ?? '').error;
+      // A token without the access asked for: the credentials were accepted, the action is not allowed.
+      throw this.authError(res.status, 'the registry', err ? ` (${err})` : '', push, res.status === 403 || (err === 'insufficient_scope' && this.credentials() !== undefined));
     }
     return res;
   }
@@ -163,7 +240,7 @@ export class OciClient {
     if (start.status !== 202) throw ociError(this.ref, `blob upload refused: HTTP ${start.status}`);
     const loc = start.headers.get('location');
     if (!loc) throw ociError(this.ref, 'blob upload: no Location');
-    const url = new URL(loc, `${baseUrl(this.ref.registry)}/`);
+    const url = new URL(loc, `${await this.baseUrl()}/`);
     url.searchParams.set('digest', digest);
     const put = await this.request('PUT', url.toString(), { push: true, body: bytes, headers: { 'content-type': 'application/octet-stream' } });
     if (put.status !== 201) throw ociError(this.ref, `blob upload failed: HTTP ${put.status}`);

@@ -5,7 +5,8 @@
  * verified exactly like a registry artifact.
  *
  * The URL serves either a bare WebAssembly component (`\0asm…`; its manifest is derived from the
- * capsule entry: name, version — default `remote` —, runtime), or a tar archive (optionally gzip'd)
+ * capsule entry: name, version — default `remote` —, runtime, and a hook's binding /
+ * execution_mode / commit_policy), or a tar archive (optionally gzip'd)
  * holding `murmur.yaml` and one `*.wasm` (skills: `skill.md`) at its root.
  */
 import { existsSync, mkdirSync } from 'node:fs';
@@ -15,15 +16,33 @@ import { stringify } from 'yaml';
 import { MurError } from '../errors.ts';
 import type { ArtifactEntry } from '../manifest/capsule.ts';
 import { parseArtifactManifest } from '../manifest/artifact.ts';
+import { CONTRACT_FIELDS, type ContractField, type HookContract } from '../contracts/commit-table.ts';
 import { sha256Hex, type ArtifactFile } from '../contracts/digest.ts';
 import { ARTIFACT_MANIFEST, SKILL_FILE, payloadName, readVerifiedDir, writeArtifactDir, type VerifiedArtifact } from './registry.ts';
 
 export const REMOTE_VERSION_DEFAULT = 'remote';
 const MAX_REMOTE_BYTES = 256 * 1024 * 1024;
 
-/** Cache directory of a remote artifact: `<cacheDir>/<source sha256>/<entry name>/`. */
-export function remoteCacheDir(cacheDir: string, sha256: string, name: string): string {
-  return path.join(path.resolve(cacheDir), sha256, name);
+/**
+ * The hook contract a capsule entry declares (YAML spelling, only the fields it gives). A bare
+ * component has no manifest of its own, so this becomes its derived manifest's contract.
+ */
+export function entryContract(entry: ArtifactEntry): Partial<Record<ContractField, string>> {
+  if (entry.runtime !== 'hook') return {};
+  const c: HookContract = { binding: entry.binding, execution_mode: entry.executionMode, commit_policy: entry.commitPolicy };
+  return Object.fromEntries(CONTRACT_FIELDS.filter((f) => c[f] !== undefined).map((f) => [f, c[f]!]));
+}
+
+/**
+ * Cache directory of a remote artifact: `<cacheDir>/<source sha256>/<entry name>/`, or
+ * `<entry name>@<12 hex>` when the entry declares a hook contract: a bare component's derived
+ * manifest carries that contract, so the same bytes under another contract are another artifact
+ * (a cache hit must never hand back the contract of an earlier stage).
+ */
+export function remoteCacheDir(cacheDir: string, sha256: string, entry: ArtifactEntry): string {
+  const contract = entryContract(entry);
+  const leaf = Object.keys(contract).length ? `${entry.name}@${sha256Hex(JSON.stringify(contract)).slice(0, 12)}` : entry.name;
+  return path.join(path.resolve(cacheDir), sha256, leaf);
 }
 
 /** Fetches `url` and returns its bytes (E-REG-007 on any transport or HTTP failure). */
@@ -97,7 +116,9 @@ export function unpackRemote(entry: ArtifactEntry, url: string, bytes: Uint8Arra
   if (isWasm) {
     if (entry.runtime === 'skill') throw bundleError(url, 'a skill has no component; serve a tar with murmur.yaml and skill.md');
     const version = entry.version ?? REMOTE_VERSION_DEFAULT;
-    const text = stringify({ name: entry.name, version, runtime: entry.runtime, description: `Remote artifact from ${url}` });
+    // The derived manifest is the component's own from here on (its digest covers it), so a hook's
+    // contract from the capsule entry is written into it: parsed and checked by the one parser.
+    const text = stringify({ name: entry.name, version, runtime: entry.runtime, description: `Remote artifact from ${url}`, ...entryContract(entry) });
     parseArtifactManifest(text, `${url}#murmur.yaml`);
     return { name: entry.name, version, runtime: entry.runtime, files: [{ name: ARTIFACT_MANIFEST, bytes: Buffer.from(text) }, { name: payloadName(entry.name, entry.runtime), bytes }] };
   }
@@ -140,7 +161,7 @@ export function unpackRemote(entry: ArtifactEntry, url: string, bytes: Uint8Arra
  */
 export async function resolveRemote(entry: ArtifactEntry, cacheDir: string): Promise<VerifiedArtifact> {
   const src = entry.source!;
-  const dir = remoteCacheDir(cacheDir, src.sha256, entry.name);
+  const dir = remoteCacheDir(cacheDir, src.sha256, entry);
   if (!existsSync(dir)) {
     const bytes = await fetchBytes(src.url);
     const got = sha256Hex(bytes);

@@ -17,7 +17,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { MurError, isMurError } from '../errors.ts';
-import type { CommitPolicy, ExecutionMode, Handler } from '../contracts/commit-table.ts';
+import { contractDisagreements, type CommitPolicy, type ExecutionMode, type Handler } from '../contracts/commit-table.ts';
 import type { ArtifactManifest } from '../manifest/artifact.ts';
 import { effectiveCapabilities, loadManifest, type ArtifactEntry, type CapsuleManifest, type EffectiveGrant } from '../manifest/capsule.ts';
 import { MurErrorList, isMurErrorList } from '../manifest/errors.ts';
@@ -128,6 +128,29 @@ function entryMismatch(entry: ArtifactEntry, a: VerifiedArtifact, file: string, 
   });
 }
 
+/**
+ * Checks a hook's capsule-entry contract against the artifact's own (E-REG-017). The artifact's own
+ * manifest is the contract the runtime enforces (for a bare component it was derived from this very
+ * entry, so they agree by construction); a capsule that expects another one is refused, never run
+ * under either silently — an entry saying `commit_policy: deny` over an observer would be a policy
+ * the capsule believes in and nothing enforces.
+ */
+function contractMismatch(entry: ArtifactEntry, a: VerifiedArtifact, file: string, index: number): MurError | undefined {
+  const own = a.manifest.hook;
+  if (a.runtime !== 'hook' || !own) return undefined;
+  const diffs = contractDisagreements(
+    { binding: entry.binding, execution_mode: entry.executionMode, commit_policy: entry.commitPolicy },
+    { binding: own.binding, execution_mode: own.executionMode, commit_policy: own.commitPolicy },
+  );
+  if (diffs.length === 0) return undefined;
+  const say = (v: string) => (v === 'absent' ? 'no binding (every session event)' : `'${v}'`);
+  const ownContract = `binding ${own.binding ?? '(none: every session event)'}, execution_mode ${own.executionMode}, commit_policy ${own.commitPolicy}`;
+  return new MurError('E-REG-017', `hook '${entry.name}': artifacts[${index}] declares ${diffs.map((d) => `${d.field} ${say(d.declared)}`).join(', ')} but the artifact's own manifest (${a.manifest.file}) declares ${diffs.map((d) => `${d.field} ${say(d.own)}`).join(', ')}`, {
+    hint: `the artifact's own murmur.yaml is the hook's contract (${ownContract}): make artifacts[${index}] say the same or leave its ${diffs.map((d) => d.field).join('/')} out; for another contract, publish the hook with that contract in its own murmur.yaml (or serve the bare .wasm, whose manifest is derived from the entry)`,
+    location: { file, field: `artifacts[${index}].${diffs[0]!.field}` },
+  });
+}
+
 export function lockEntryOf(a: { name: string; version: string; sha256: string; packageSha256?: string; source?: { url: string; sha256: string } }): LockEntry {
   return { name: a.name, version: a.version, sha256: a.sha256, ...(a.packageSha256 ? { packageSha256: a.packageSha256 } : {}), ...(a.source ? { source: { url: a.source.url, sha256: a.source.sha256 } } : {}) };
 }
@@ -185,6 +208,8 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
       }
       const mismatch = entryMismatch(entry, a, manifest.file, i, entry.source || entry.oci ? entry.version : version);
       if (mismatch) throw mismatch;
+      const contract = contractMismatch(entry, a, manifest.file, i);
+      if (contract) throw contract;
       const pin = checkPin(lock, lockFile, a);
       if (pin) throw pin;
       resolved.push(a);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseArtifactManifest } from '../../runtime/manifest/artifact.ts';
-import { COMMIT_TABLE, HANDLERS, type Handler } from '../../runtime/contracts/commit-table.ts';
+import { COMMIT_TABLE, HANDLERS, contractDisagreements, type Handler, type HookContract } from '../../runtime/contracts/commit-table.ts';
 import { errorAt, errorsOf } from './helpers.ts';
 
 const hook = (extra: string) => `name: guard\nversion: 1.0.0\nruntime: hook\ndescription: A hook.\n${extra}`;
@@ -137,5 +137,21 @@ describe('hook contract violations (checkHookContract via real YAML)', () => {
 
   it('async observers are fine', () => {
     expect(parseArtifactManifest(hook('binding: on-inference\nexecution_mode: async\n'), 'h.yaml').hook).toEqual({ binding: 'on-inference', handlers: ['on-inference'], executionMode: 'async', commitPolicy: 'none' });
+  });
+});
+
+describe('a capsule entry contract against the artifact own (contractDisagreements)', () => {
+  // [entry declares, artifact own, disagreeing fields]
+  const rows: [HookContract, HookContract, string[]][] = [
+    [{}, { binding: 'on-shell', commit_policy: 'deny' }, []],
+    [{ binding: 'on-shell', commit_policy: 'deny' }, { binding: 'on-shell', commit_policy: 'deny' }, []],
+    [{ execution_mode: 'blocking', commit_policy: 'none' }, {}, []], // defaults applied on the artifact side
+    [{ commit_policy: 'deny', binding: 'on-shell' }, { binding: 'on-shell' }, ['commit_policy']],
+    [{ commit_policy: 'none' }, { binding: 'on-tool-call', commit_policy: 'deny' }, ['commit_policy']],
+    [{ binding: 'on-shell' }, {}, ['binding']], // no binding = every event, not on-shell
+    [{ binding: 'on-shell', execution_mode: 'async' }, { binding: 'on-tool-call' }, ['binding', 'execution_mode']],
+  ];
+  it.each(rows)('entry %j vs own %j → %j', (entry, own, fields) => {
+    expect(contractDisagreements(entry, own).map((d) => d.field)).toEqual(fields);
   });
 });

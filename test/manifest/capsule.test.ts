@@ -389,6 +389,26 @@ describe('capsule manifest: each error kind names file, line, column, field and 
     expect(errorAt(l, 'artifacts[1].capabilities').message).toBe("skill 's' cannot carry capabilities; a skill runs no code");
   });
 
+  it('a hook entry carries a contract (binding, execution_mode, commit_policy); on a non-hook it is E-MAN-015', () => {
+    const m = parseManifest(`${MINIMAL}artifacts:\n  - name: g\n    version: "1"\n    runtime: hook\n    binding: on-shell\n    commit_policy: deny\n`);
+    expect(m.artifacts[0]).toMatchObject({ binding: 'on-shell', commitPolicy: 'deny' });
+    expect(m.artifacts[0]!.executionMode).toBeUndefined(); // as declared: the artifact's own manifest supplies the rest
+    const l = errorsOf(`${MINIMAL}artifacts:\n  - name: t\n    version: "1"\n    binding: on-shell\n    execution_mode: async\n`);
+    expect(errorAt(l, 'artifacts[0].binding').code).toBe('E-MAN-015');
+    expect(errorAt(l, 'artifacts[0].binding').message).toBe("'binding' applies to hooks only; artifact 't' has runtime 'tool'");
+    expect(errorAt(l, 'artifacts[0].execution_mode').location?.line).toBe(7);
+  });
+
+  it('E-MAN-020 a hook entry contract that breaks the commit table, at the entry field', () => {
+    const l = errorsOf(`${MINIMAL}artifacts:\n  - name: g\n    version: "1"\n    runtime: hook\n    execution_mode: async\n    commit_policy: replace-context\n`);
+    const e = errorAt(l, 'artifacts[0].execution_mode');
+    expect(e.code).toBe('E-MAN-020');
+    expect(e.message).toBe("hook contract violation in artifact 'g': execution_mode 'async' requires commit_policy 'none' (declared 'replace-context'); a hook that commits an arm must be blocking");
+    expect(e.hint).toBe('set `execution_mode: blocking`, or set `commit_policy: none` if the hook commits nothing');
+    const d = errorAt(errorsOf(`${MINIMAL}artifacts:\n  - name: g\n    version: "1"\n    runtime: hook\n    commit_policy: deny\n`), 'artifacts[0].commit_policy');
+    expect(d.message).toContain("commit_policy 'deny' requires an explicit binding of 'on-shell' or 'on-tool-call'");
+  });
+
   it('E-MAN-016 a per-artifact grant may only narrow', () => {
     const l = errorsOf(`${MINIMAL}capabilities:
   network:

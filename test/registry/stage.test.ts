@@ -212,6 +212,20 @@ describe('stageCapsule', () => {
     expect(existsSync(path.join(caps, 'murmur.lock'))).toBe(false);
   });
 
+  it('E-REG-017: a registry hook whose own contract disagrees with its capsule entry is refused (binding and mode named), nothing written', async () => {
+    const reg = registry();
+    // audit's own manifest: execution_mode async; guard's: binding on-shell, commit_policy deny.
+    const caps = makeCapsule(CAPSULE.replace('version: 0.2.0\n    runtime: hook', 'version: 0.2.0\n    runtime: hook\n    binding: on-tool-call\n    commit_policy: deny').replace('on_overflow: block', 'on_overflow: block\n    execution_mode: blocking'));
+    const root = tmp();
+    const l = await refusal(stageCapsule({ capsuleDir: caps, registryDir: reg, workRoot: root }));
+    expect(l.codes()).toEqual(['E-REG-017', 'E-REG-017']);
+    expect(l.errors[0]!.message).toBe(`hook 'audit': artifacts[2] declares execution_mode 'blocking' but the artifact's own manifest (${path.join(reg, 'audit', '0.1.0', 'murmur.yaml')}) declares execution_mode 'async'`);
+    expect(l.errors[1]!.message).toBe(`hook 'guard': artifacts[3] declares binding 'on-tool-call' but the artifact's own manifest (${path.join(reg, 'guard', '0.2.0', 'murmur.yaml')}) declares binding 'on-shell'`);
+    expect(l.errors[1]!.location).toMatchObject({ field: 'artifacts[3].binding' });
+    expect(tree(root)).toEqual([]);
+    expect(existsSync(path.join(caps, 'murmur.lock'))).toBe(false);
+  });
+
   it('collects every artifact problem at once: missing (E-REG-001) and entry mismatch (E-REG-011)', async () => {
     const reg = registry();
     const caps = makeCapsule(CAPSULE.replace('name: echo\n    version: 2.0.0', 'name: echo\n    version: 9.9.9').replace('version: 0.2.0\n    runtime: hook', 'version: 0.2.0\n    runtime: tool'));

@@ -4,7 +4,7 @@
  * read-only, an emptyDir workdir, and a config hash on the pod template so any change to the
  * Capsule, its Hooks or its API-key Secret rolls the pods.
  */
-import type { Capsule, KubeObject } from '../../api/types.ts';
+import type { Capsule, Hook, KubeObject } from '../../api/types.ts';
 import type { TranslateOptions } from '../options.ts';
 import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, labels, meta, names, selectorLabels } from './common.ts';
 
@@ -23,15 +23,17 @@ export const OCI_MOUNT_DIR = '/var/run/murmur/oci';
  * the kubelet pulls them with the cluster's pull secrets, so the runtime needs no registry
  * credentials and makes no registry request; it reads the component from the mount.
  */
-export function ociVolumes(c: Capsule): { volumes: Record<string, unknown>[]; mounts: Record<string, unknown>[] } {
+export function ociVolumes(c: Capsule, hooks: readonly Hook[] = []): { volumes: Record<string, unknown>[]; mounts: Record<string, unknown>[] } {
   const volumes: Record<string, unknown>[] = [];
   const mounts: Record<string, unknown>[] = [];
-  (c.spec.artifacts ?? []).forEach((a, i) => {
-    if (!a.source?.oci) return;
-    const name = `oci-${i}`;
-    volumes.push({ name, image: { reference: a.source.oci, pullPolicy: 'IfNotPresent' } });
-    mounts.push({ name, mountPath: `${OCI_MOUNT_DIR}/${a.name}`, readOnly: true });
-  });
+  const add = (name: string, artifact: string, oci: string | undefined) => {
+    if (!oci) return;
+    volumes.push({ name, image: { reference: oci, pullPolicy: 'IfNotPresent' } });
+    mounts.push({ name, mountPath: `${OCI_MOUNT_DIR}/${artifact}`, readOnly: true });
+  };
+  (c.spec.artifacts ?? []).forEach((a, i) => add(`oci-${i}`, a.name, a.source?.oci));
+  // A Hook's OCI artifact the same way (artifact names are unique across artifacts and hooks).
+  hooks.forEach((h, i) => add(`oci-hook-${i}`, h.spec.artifact.name, h.spec.artifact.source?.oci));
   return { volumes, mounts };
 }
 
@@ -53,7 +55,8 @@ export function runtimeArgs(publicUrl?: string): string[] {
   ];
 }
 
-export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string): KubeObject {
+/** `hooks`: the Capsule's resolved Hooks (spec.hooks order), for their OCI image volumes. */
+export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string, hooks: readonly Hook[] = []): KubeObject {
   const n = names(c);
   const env: Record<string, unknown>[] = [
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -63,7 +66,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
     { name: 'HOME', value: WORKDIR },
     { name: 'MURMUR_CACHE_DIR', value: `${WORKDIR}/cache` },
   ];
-  const oci = ociVolumes(c);
+  const oci = ociVolumes(c, hooks);
   if (oci.volumes.length) env.push({ name: 'MURMUR_OCI_MOUNT_DIR', value: OCI_MOUNT_DIR });
   const key = c.spec.inference?.apiKeySecretRef;
   if (key) env.push({ name: 'MURMUR_INFERENCE_API_KEY', valueFrom: { secretKeyRef: { name: key.name, key: key.key } } });

@@ -26,6 +26,12 @@ function compact<T extends Record<string, unknown>>(o: T): T {
   return out as T;
 }
 
+/** An artifact source as murmur.yaml spells it: `{oci}` or `{url, sha256}`. */
+function source(src: ArtifactSpec['source']): Record<string, unknown> | undefined {
+  if (!src) return undefined;
+  return src.oci ? { oci: src.oci } : { url: src.url, sha256: src.sha256 };
+}
+
 function capabilities(c: ArtifactSpec['capabilities'], rewrite: (e: string) => string | undefined): Record<string, unknown> | undefined {
   if (!c) return undefined;
   const out: Record<string, unknown> = { ...c };
@@ -40,7 +46,7 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
       name: a.name,
       version: a.version,
       runtime: a.runtime ?? 'tool',
-      source: a.source ? (a.source.oci ? { oci: a.source.oci } : { url: a.source.url, sha256: a.source.sha256 }) : undefined,
+      source: source(a.source),
       capabilities: capabilities(a.capabilities, rewriteAllow),
       on_overflow: a.on_overflow,
       config: a.config,
@@ -53,7 +59,13 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
         name: h.spec.artifact.name,
         version: h.spec.artifact.version,
         runtime: 'hook',
-        source: h.spec.artifact.source ? { url: h.spec.artifact.source.url, sha256: h.spec.artifact.source.sha256 } : undefined,
+        source: source(h.spec.artifact.source),
+        // The Hook's contract goes into the entry: a bare .wasm or OCI component has no manifest of
+        // its own and gets this one (without it, it would run as an all-events `none` observer);
+        // an artifact with its own murmur.yaml must agree with it or the runtime refuses (E-REG-017).
+        binding: h.spec.binding,
+        execution_mode: h.spec.execution_mode,
+        commit_policy: h.spec.commit_policy,
         on_overflow: h.spec.on_overflow,
         capabilities: capabilities(ref?.capabilities, rewriteAllow),
       }),
