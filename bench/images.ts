@@ -2,19 +2,22 @@
  * Image benchmark (not a test), on the images test/images/build.sh builds from the Dockerfiles:
  *
  * - sizes: the base image (node:24-bookworm-slim, made locally), the layers the runtime and the
- *   operator image add on top of it (target for the runtime: ≤ 120 MB), totals unpacked;
+ *   operator image add on top of it (target for the runtime: ≤ 120 MB), totals unpacked, and the
+ *   runtime's own layers one by one (the app, the registry, the seeded caches, the loader's chmod);
  * - start: a runtime container (read-only root, tmpfs work root, the built-in driver, as the
  *   operator's pod runs it) from `docker start` until its /readyz answers 200 (target ≤ 1.5 s),
  *   against a floor arm — a container of the same base image running a Node HTTP server that
  *   answers /readyz at once — so the ratio is the runtime's own share of the start. The arms
  *   alternate round by round; container create and removal are outside the timed span; /readyz
- *   is polled every 10 ms on the container's address (so the figure is ≤ 10 ms late).
+ *   is polled every 10 ms on the container's address (so the figure is ≤ 10 ms late). The machine's
+ *   load average is printed with it (the start is CPU-bound: compare figures at similar load).
  *
  *   node --import tsx bench/images.ts [--rounds 7]
  *
  * Starts the harness's engine and builds or loads the images as the images test project does
  * (test/images/global-setup.ts), and stops an engine it started.
  */
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type Dockerode from 'dockerode';
 import setup from '../test/images/global-setup.ts';
@@ -60,8 +63,26 @@ async function startToReady(opts: Dockerode.ContainerCreateOptions, port: number
   }
 }
 
+/** The layers `image` adds on top of BASE (docker history, newest first), largest first. */
+async function addedLayers(image: string): Promise<Array<{ size: number; by: string }>> {
+  const baseLayers = new Set((await docker.getImage(BASE).inspect()).RootFS.Layers ?? []);
+  const history = (await docker.getImage(image).history()) as Array<{ Size: number; CreatedBy: string }>;
+  const own = ((await docker.getImage(image).inspect()).RootFS.Layers ?? []).filter((l) => !baseLayers.has(l)).length;
+  // History lists every instruction, newest first; the ones with a size made the image's own layers.
+  return history
+    .slice(0, history.length - 1)
+    .filter((h) => h.Size > 0)
+    .slice(0, own)
+    .map((h) => ({ size: h.Size, by: h.CreatedBy.replace(/^\/bin\/sh -c (#\(nop\) )?/, '').replace(/\s+/g, ' ').slice(0, 90) }))
+    .sort((a, b) => b.size - a.size);
+}
+
+const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+
 try {
   const [base, runtime, operator] = await Promise.all([size(BASE), size(runtimeImage), size(operatorImage)]);
+  const layers = await addedLayers(runtimeImage);
+  const loadBefore = load();
   const capsule = capsuleDir('bench');
   const runtimeOpts: Dockerode.ContainerCreateOptions = {
     Image: runtimeImage,
@@ -98,7 +119,9 @@ try {
       [`operator ${operatorImage}: added layers`, mb(operator - base), `total ${mb(operator)}`],
     ]),
   );
-  console.log(`  start → /readyz 200, ${ROUNDS} alternating rounds:`);
+  console.log('  runtime image layers over the base, largest first:');
+  console.log(table(layers.map((l) => [`  ${l.by}`, mb(l.size)])));
+  console.log(`  start → /readyz 200, ${ROUNDS} alternating rounds (load average 1/5/15 min: before ${loadBefore}, after ${load()}):`);
   console.log(
     table([
       ['runtime (built-in driver, read-only root)', stats(rt, s), '(target ≤ 1.5 s)'],
