@@ -19,7 +19,7 @@ import { benchStore } from './store.ts';
 
 const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens(), 'healthz-count': () => benchHealthzCount(), store: () => benchStore() };
 // These run as their own processes (each starts servers or a cluster and exits when done).
-const scripts = ['stack', 'a2a', 'hooks', 'telemetry', 'operator', 'images'];
+const scripts = ['stack', 'a2a', 'hooks', 'telemetry', 'operator', 'images', 'soak'];
 const names = process.argv.slice(2).length ? process.argv.slice(2) : ['stack', ...Object.keys(inProcess), ...scripts.filter((n) => n !== 'stack')];
 // Every temp dir a bench makes (registries, capsules, workdirs, transpile caches) goes under one
 // folder for this run, removed at the end; the child benches inherit TMPDIR.

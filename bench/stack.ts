@@ -15,12 +15,13 @@
  *
  *   node --import tsx bench/stack.ts [--rounds 3] [--tasks 100] [--senders 8]
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
+import { MUR, idleRss, procStat, serve } from './serving.ts';
 import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
 import { demoYaml, program, scriptRegistry } from '../test/script/helpers.ts';
 import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table } from './paired.ts';
@@ -32,65 +33,6 @@ const arg = (name: string, def: number): number => {
 const ROUNDS = arg('rounds', 3);
 const TASKS = arg('tasks', 100);
 const SENDERS = arg('senders', 8);
-const MUR = join(PROJECT_ROOT, 'bin/mur');
-const CLK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
-
-interface ProcStat {
-  rss: number;
-  hwm: number;
-  cpuMs: number;
-}
-
-function procStat(pid: number): ProcStat {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM'), cpuMs: ((Number(f[11]) + Number(f[12])) / CLK) * 1000 };
-}
-
-/** RSS once the process has been idle a while (spares and pooled workers made, GC settled). */
-async function idleRss(pid: number): Promise<number> {
-  await new Promise((r) => setTimeout(r, 2500));
-  return procStat(pid).rss;
-}
-
-interface Serving {
-  proc: ChildProcess;
-  url: Promise<string>;
-  t0: number;
-  stop(): Promise<void>;
-}
-
-function serve(from: 'src' | 'dist', capsule: string, registry: string, env: Record<string, string>): Serving {
-  const t0 = performance.now();
-  const proc = spawn(process.execPath, [MUR, 'serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet'], {
-    env: { PATH: process.env.PATH, MUR_FROM: from, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  const url = new Promise<string>((resolve, reject) => {
-    const on = (d: Buffer): void => {
-      out += d.toString();
-      const m = /serving \S+ \S+ at (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    };
-    proc.stdout!.on('data', on);
-    proc.stderr!.on('data', on);
-    void exited.then(() => reject(new Error(`mur serve exited:\n${out}`)));
-  });
-  return {
-    proc, url, t0,
-    async stop() {
-      if (proc.exitCode === null) {
-        proc.kill('SIGTERM');
-        await exited;
-      }
-    },
-  };
-}
-
 const agent = new http.Agent({ keepAlive: true, maxSockets: SENDERS });
 function send(url: string, i: number): Promise<void> {
   const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'message/send', params: { message: { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] } } });

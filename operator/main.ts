@@ -17,6 +17,9 @@
  *                            metrics port so the usage scraper reaches them
  *   DNS_NAMESPACE, DNS_POD_LABELS  where cluster DNS runs (default kube-system, k8s-app=kube-dns)
  *   CLUSTER_DOMAIN           default cluster.local
+ *   API_SERVER_EGRESS        cidr:port,... of the API server's endpoints: capsule pods that verify
+ *                            ServiceAccount tokens (TokenReview) may reach them; the `kubernetes`
+ *                            Service address (KUBERNETES_SERVICE_HOST/PORT) is added in a pod
  *   KUBECONFIG               outside a cluster
  *   CAPSULE_OPERATOR_WRITE_DELAY_MS  tests only: sleep before each object write (to kill the
  *                            operator mid-reconcile)
@@ -29,6 +32,7 @@ import { startOperator } from './operator.ts';
 import { DEFAULT_RUNTIME_IMAGE, PRIVATE_RANGES, defaultOptions } from './translate/options.ts';
 import { usageFromEnv } from './usage/config.ts';
 import { dnsFromEnv } from './translate/dns.ts';
+import { apiServerFromEnv } from './translate/api-server.ts';
 
 const env = process.env;
 const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -58,6 +62,7 @@ async function main(): Promise<void> {
       ...(metricsFrom.length ? { metricsFrom: metricsFrom.map((ns) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } })) } : {}),
       ...(usageScraper ? { usageScraper } : {}),
       clusterDomain: env.CLUSTER_DOMAIN || 'cluster.local',
+      apiServer: apiServerFromEnv(env),
     }),
     namespaces: list(env.WATCH_NAMESPACES),
     workers: Number(env.WORKERS || 4),

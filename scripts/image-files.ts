@@ -33,7 +33,7 @@ interface Target {
    * `external` packages left in node_modules. Start-up: loading dist/ file by file (≈ 700 modules)
    * cost more than the rest of `mur serve`'s start (bench/images.ts prints the result). All outputs
    * sit in one folder, dist/runtime/cli/, so the paths the runtime derives from import.meta.url
-   * (worker.js and worker-boot.mjs beside workers.ts' code, PROJECT_ROOT two levels up) still hold.
+   * (worker.js beside workers.ts' code, worker-boot.mjs and PROJECT_ROOT one and two levels up) still hold.
    */
   bundle?: { entries: Record<string, string>; copy: Record<string, string>; external: string[] };
 }
@@ -41,9 +41,9 @@ interface Target {
 const TARGETS: Record<string, Target> = {
   runtime: {
     // The token-counting worker (runtime/inference/tokens.ts) is found from the bundled main.js's
-    // own URL: ./token-worker.js beside it, booted by ../host/worker-boot.mjs.
+    // own URL: ./token-worker.js beside it; both workers are booted by ../worker-boot.mjs.
     entries: [
-      'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/worker-boot.mjs', 'dist/runtime/cli/token-worker.js', 'dist/runtime/host/worker-boot.mjs',
+      'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/token-worker.js', 'dist/runtime/worker-boot.mjs',
       'node_modules/@a2a-js/sdk/dist/cli/run.js',
     ],
     bundle: {
@@ -57,7 +57,7 @@ const TARGETS: Record<string, Target> = {
         // bundled, ≈ 25 ms plus kysely/migration (below).
         'node_modules/@a2a-js/sdk/dist/cli/run.js': 'node_modules/@a2a-js/sdk/dist/cli/run.js',
       },
-      copy: { 'dist/runtime/cli/worker-boot.mjs': 'dist/runtime/host/worker-boot.mjs', 'dist/runtime/host/worker-boot.mjs': 'dist/runtime/host/worker-boot.mjs' },
+      copy: { 'dist/runtime/worker-boot.mjs': 'dist/runtime/worker-boot.mjs' },
       // Their files are found relative to their own modules (jco-transpile's core wasm,
       // preview2-shim's I/O worker, better-sqlite3's native addon through `bindings`), so they
       // stay packages.

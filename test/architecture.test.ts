@@ -41,12 +41,18 @@ export function importSpecifiers(src: string): string[] {
   const code = blankCommentsAndStrings(src);
   const out: string[] = [];
   // Positions are the same in `code` and `src`; the specifier itself is read from `src`.
-  const re = /\b(?:import|export)\b[\s\w{},*$]*?\bfrom\s*(['"])|\bimport\s*(['"])|\bimport\s*\(\s*(['"])/g;
+  // `new URL('<file>', import.meta.url)`: a module loaded by path (a worker's entry) is a dependency too.
+  const re = /\b(?:import|export)\b[\s\w{},*$]*?\bfrom\s*(['"])|\bimport\s*(['"])|\bimport\s*\(\s*(['"])|\bnew\s+URL\s*\(\s*(['"])/g;
   for (let m = re.exec(code); m; m = re.exec(code)) {
-    const quote = m[1] ?? m[2] ?? m[3]!;
+    const quote = m[1] ?? m[2] ?? m[3] ?? m[4]!;
     const start = m.index + m[0].length;
     const end = src.indexOf(quote, start);
-    out.push(src.slice(start, end));
+    const spec = src.slice(start, end);
+    if (m[4] !== undefined) {
+      // only a file beside the module (not a folder such as '.', not an absolute URL)
+      if (!/^\s*,\s*import\.meta\.url\b/.test(code.slice(end + 1)) || spec === '.' || spec.endsWith('/')) continue;
+    }
+    out.push(spec);
   }
   return out;
 }
@@ -205,8 +211,10 @@ describe('the architecture checker', () => {
       "/* export { y } from '../blocked/y.ts'; */",
       "const s = \"import { z } from '../string/z.ts'\";",
       "const t = `from '../template/t.ts'`;",
+      "const boot = fileURLToPath(new URL('../f/boot.mjs', import.meta.url));",
+      "const here = new URL('.', import.meta.url); const api = new URL('/v2/', base);",
     ].join('\n');
-    expect(importSpecifiers(src)).toEqual(['./a.ts', '../b/b.ts', './c.ts', './d.ts', '../e/e.ts']);
+    expect(importSpecifiers(src)).toEqual(['./a.ts', '../b/b.ts', './c.ts', './d.ts', '../e/e.ts', '../f/boot.mjs']);
   });
 
   it('reports an import that points up or sideways, and one into an unlisted folder', () => {

@@ -130,6 +130,20 @@ export interface CapsuleSpec {
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   servicePort?: number;
   ingress?: { from?: IngressPeer[] };
+  /** Who may call the capsule over A2A (operator/translate/builders/a2a-auth.ts, docs/a2a.md). */
+  a2a?: { auth?: A2AAuthSpec };
+}
+
+/** `spec.a2a.auth`: the A2A schemes the capsule's pods accept. Default: ServiceAccount tokens only. */
+export interface A2AAuthSpec {
+  /** Serve callers without credentials (one shared, untrusted anonymous caller). Default false. */
+  anonymous?: boolean;
+  /** Accept Kubernetes ServiceAccount tokens projected for this capsule's URL (TokenReview). Default true. */
+  serviceAccounts?: boolean;
+  /** Bearer API keys: every key of this Secret (same namespace) is one holder's key, the key name the holder. */
+  apiKeys?: { secretName: string };
+  /** Callers besides the capsules that name this one (always trusted) whose trust header is honoured: `apikey:<holder>` or `system:serviceaccount:<ns>:<name>`. */
+  trustedCallers?: string[];
 }
 
 export interface Condition {

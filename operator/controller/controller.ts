@@ -9,9 +9,9 @@ import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
 import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../translate/builders/common.ts';
 import { ApiError, collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
-import { cacheShape } from '../reconcile/cache-shape.ts';
-import { upToDate } from '../reconcile/compare.ts';
+import { carryVerdict, desiredDigest, entryUpToDate, ownedEntry, type OwnedEntry } from '../reconcile/owned-cache.ts';
 import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
+import { RefusalsMemo } from '../reconcile/refusals-memo.ts';
 import { computeStatus, runtimeExit, sameStatus, type PodLike } from '../reconcile/status.ts';
 import { PROBLEM_CODES, translate, type Problem, type TranslateResult } from '../translate/index.ts';
 import { peerKeys } from '../translate/network.ts';
@@ -68,13 +68,17 @@ export class CapsuleController {
   readonly capsules: Informer<Capsule>;
   readonly hooks: Informer<Hook>;
   readonly secrets: Informer<SecretInfo & KubeObject>;
-  readonly owned = new Map<string, Informer<KubeObject>>();
+  readonly owned = new Map<string, Informer<OwnedEntry>>();
   /** The capsules' pods (names, config hash, container statuses only): a runtime that exits at start shows in status. */
   readonly pods: Informer<PodLike>;
   readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
   private peersOf = new Map<string, Set<string>>();
   private callersOf = new Map<string, Set<string>>();
   private ports: Record<string, number> = {};
+  /** The runtime validator's verdict per Capsule, rerun only when its rendered murmur.yaml changes. */
+  readonly refusals = new RefusalsMemo();
+  /** Capsules that take no ServiceAccount tokens (a2a.auth.serviceAccounts: false): their callers get none projected. */
+  private noTokens = new Set<string>();
   private resync: NodeJS.Timeout | undefined;
   private workers: Promise<void> | undefined;
   private started = false;
@@ -99,15 +103,22 @@ export class CapsuleController {
     // List items come without apiVersion/kind; put them back so cached objects are complete.
     // managedFields of Capsules and Hooks are never read: not kept (memory, bench/operator.ts).
     const typed = (apiVersion: string, kind: string) => (o: any) => ({ ...o, apiVersion, kind, metadata: { ...o.metadata, managedFields: undefined } });
-    // Owned objects: only the fields our apply set, the metadata prune needs and a Deployment's
-    // rollout status (cache-shape.ts; memory per Capsule, bench/operator.ts).
-    const ownedTyped = (apiVersion: string, kind: string) => (o: any) => cacheShape({ ...o, apiVersion, kind }, FIELD_MANAGER) as unknown as KubeObject;
+    // Owned objects: the metadata prune needs, a Deployment's rollout state, and the fields our
+    // apply set only until the no-op check has answered (owned-cache.ts; memory per Capsule,
+    // bench/operator.ts).
+    const ownedTyped = (apiVersion: string, kind: string) => (o: any) => ownedEntry({ ...o, apiVersion, kind }, FIELD_MANAGER);
     this.capsules = new Informer<Capsule>(client, 'capsules', paths('murmur.io/v1alpha1', 'Capsule'), { ...io, transform: typed('murmur.io/v1alpha1', 'Capsule') }).on((t, c, old) => this.onCapsule(t, c, old));
     this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on((t, h, old) => this.onHook(t, h, old));
     this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) => this.onSecret(s));
+    // Owned objects and pods indexed by their Capsule (label): prune and status read a capsule's own.
+    const byCapsule = (o: KubeObject) => {
+      const owner = o.metadata.labels?.[LABEL_CAPSULE];
+      return owner && o.metadata.namespace ? `${o.metadata.namespace}/${owner}` : undefined;
+    };
     for (const [av, kind] of OWNED_KINDS) {
-      const inf = new Informer<KubeObject>(client, kind, paths(av, kind), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: ownedTyped(av, kind) });
-      inf.on((_t, obj) => {
+      const inf = new Informer<OwnedEntry>(client, kind, paths(av, kind), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: ownedTyped(av, kind), indexBy: byCapsule });
+      inf.on((_t, obj, old) => {
+        carryVerdict(obj, old);
         const owner = obj.metadata.labels?.[LABEL_CAPSULE];
         if (owner && obj.metadata.namespace) this.enqueue(`${obj.metadata.namespace}/${owner}`);
       });
@@ -119,7 +130,7 @@ export class CapsuleController {
       metadata: { name: o.metadata.name, namespace: o.metadata.namespace, labels: o.metadata.labels, annotations: o.metadata.annotations, deletionTimestamp: o.metadata.deletionTimestamp },
       status: { containerStatuses: o.status?.containerStatuses },
     });
-    this.pods = new Informer<PodLike>(client, 'pods', paths('v1', 'Pod'), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: podInfo });
+    this.pods = new Informer<PodLike>(client, 'pods', paths('v1', 'Pod'), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: podInfo, indexBy: byCapsule });
     this.pods.on((_t, pod) => {
       const owner = pod.metadata.labels?.[LABEL_CAPSULE];
       if (owner && pod.metadata.namespace) this.enqueue(`${pod.metadata.namespace}/${owner}`);
@@ -156,8 +167,13 @@ export class CapsuleController {
     if (after.size) this.peersOf.set(key, after);
     else this.peersOf.delete(key);
     const portBefore = this.ports[key];
-    if (type === 'DELETED') delete this.ports[key];
-    else this.ports[key] = c.spec.servicePort ?? 8080;
+    const tokensBefore = !this.noTokens.has(key);
+    if (type === 'DELETED') {
+      delete this.ports[key];
+      this.refusals.forget(key);
+    } else this.ports[key] = c.spec.servicePort ?? 8080;
+    if (type !== 'DELETED' && c.spec.a2a?.auth?.serviceAccounts === false) this.noTokens.add(key);
+    else this.noTokens.delete(key);
     this.o.metrics.capsules.set(this.capsules.store.size);
 
     this.enqueue(key);
@@ -170,7 +186,7 @@ export class CapsuleController {
     for (const t of after) if (!before.has(t)) this.enqueue(t);
     // Callers render this capsule's URL (and recognise its Service name): tell them when it
     // appears, disappears or moves port.
-    if (type !== 'MODIFIED' || portBefore !== this.ports[key] || !old) for (const caller of this.callersOf.get(key) ?? []) this.enqueue(caller);
+    if (type !== 'MODIFIED' || portBefore !== this.ports[key] || tokensBefore !== !this.noTokens.has(key) || !old) for (const caller of this.callersOf.get(key) ?? []) this.enqueue(caller);
   }
 
   private onHook(type: string, h: Hook, old: Hook | undefined): void {
@@ -187,7 +203,7 @@ export class CapsuleController {
     // The operator-wide OTLP headers Secret concerns every capsule of its namespace.
     const otlp = this.o.translate.otlp?.headersSecret?.name === s.metadata.name;
     for (const c of this.capsules.store.values())
-      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name)) this.enqueue(keyOf(c));
+      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name)) this.enqueue(keyOf(c));
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -278,10 +294,15 @@ export class CapsuleController {
     const secrets: Record<string, SecretInfo | undefined> = {};
     const sref = c.spec.inference?.apiKeySecretRef?.name;
     if (sref) secrets[sref] = this.secrets.get(`${ns}/${sref}`);
+    const aref = c.spec.a2a?.auth?.apiKeys?.secretName;
+    if (aref) secrets[aref] = this.secrets.get(`${ns}/${aref}`);
     const oref = this.o.translate.otlp?.headersSecret?.name;
     if (oref) secrets[oref] = this.secrets.get(`${ns}/${oref}`);
     const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));
-    return { capsule: c, hooks, secrets, callers, capsulePorts: this.ports, options: this.o.translate };
+    return {
+      capsule: c, hooks, secrets, callers, capsulePorts: this.ports, noTokenPeers: this.noTokens, options: this.o.translate,
+      refusals: (yaml: string, n: number) => this.refusals.check(key, yaml, n),
+    };
   }
 
   async reconcile(key: string): Promise<void> {
@@ -297,6 +318,7 @@ export class CapsuleController {
       const c = this.capsules.get(key);
       if (!c || c.metadata.deletionTimestamp) {
         const [ns, name] = key.split('/') as [string, string];
+        if (!c) this.refusals.forget(key);
         await this.prune(ns, name, new Set(), c?.metadata.uid);
         this.o.metrics.reconciles.inc({ result: 'success' });
         this.queue.forget(key);
@@ -340,7 +362,8 @@ export class CapsuleController {
   private async ensure(obj: KubeObject): Promise<void> {
     const inf = this.owned.get(obj.kind)!;
     const live = inf.get(keyOf(obj));
-    if (live && upToDate(live, obj as unknown as Record<string, unknown>, FIELD_MANAGER)) return;
+    const digest = desiredDigest(obj);
+    if (live && entryUpToDate(live, obj, FIELD_MANAGER, digest)) return;
     await this.o.beforeWrite?.(obj);
     let out: KubeObject;
     try {
@@ -351,6 +374,9 @@ export class CapsuleController {
     }
     this.o.metrics.writes.inc({ verb: 'apply' });
     inf.offer(out);
+    // The server's answer to the apply: judge it now, so the entry drops its fields right away.
+    const cached = inf.get(keyOf(obj));
+    if (cached && cached.metadata.resourceVersion === out.metadata.resourceVersion) entryUpToDate(cached, obj, FIELD_MANAGER, digest);
   }
 
   /**
@@ -361,8 +387,7 @@ export class CapsuleController {
   private async prune(ns: string, name: string, keep: Set<string>, goneUid: string | undefined): Promise<void> {
     const live = this.capsules.get(`${ns}/${name}`);
     for (const inf of this.owned.values()) {
-      for (const o of inf.list()) {
-        if (o.metadata.namespace !== ns || o.metadata.labels?.[LABEL_CAPSULE] !== name) continue;
+      for (const o of inf.indexed(`${ns}/${name}`)) {
         if (keep.has(`${o.kind}/${o.metadata.name}`)) continue;
         const owner = o.metadata.ownerReferences?.find((r) => r.controller)?.uid;
         if (live && !live.metadata.deletionTimestamp && owner && owner !== live.metadata.uid && goneUid === undefined) continue;
@@ -377,7 +402,7 @@ export class CapsuleController {
   /** Events for new problems, then the status, each only when something changed. */
   private async report(c: Capsule, r: TranslateResult): Promise<void> {
     const deployment = this.owned.get('Deployment')!.get(keyOf(c));
-    const pods = this.pods.list().filter((p) => p.metadata.namespace === c.metadata.namespace && p.metadata.labels?.[LABEL_CAPSULE] === c.metadata.name);
+    const pods = this.pods.indexed(keyOf(c));
     const status = computeStatus(c, r, deployment, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), runtimeExit(pods, r.configHash));
     if (sameStatus(c.status, status)) return;
     const prevDegraded = c.status?.conditions?.find((x) => x.type === 'Degraded');

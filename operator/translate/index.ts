@@ -13,6 +13,7 @@ import { renderManifest } from './builders/manifest.ts';
 import { buildEgressPolicy, buildIngressPolicy } from './builders/networkpolicy.ts';
 import { buildService } from './builders/service.ts';
 import { buildServiceAccount } from './builders/serviceaccount.ts';
+import { a2aAuth, apiServerEgress, authSettings, type PeerToken } from './builders/a2a-auth.ts';
 import { isMurErrorList, parseManifest } from '../../runtime/manifest/index.ts';
 import { allAllowEntries, allowEntriesWithField, parseAllow, type AllowEntry } from './network.ts';
 import type { TranslateOptions } from './options.ts';
@@ -27,7 +28,11 @@ export interface TranslateInput {
   callers: string[];
   /** Service port of every known capsule, by `<ns>/<name>`. */
   capsulePorts: Record<string, number>;
+  /** `<ns>/<name>` of capsules that take no ServiceAccount tokens: a caller presenting one would get 401, so none is projected. */
+  noTokenPeers?: ReadonlySet<string>;
   options: TranslateOptions;
+  /** The runtime's validator on the rendered murmur.yaml (default `runtimeRefusals`; the controller passes a memo of it, reconcile/refusals-memo.ts). */
+  refusals?: (murmurYaml: string, nArtifacts: number) => Problem[];
 }
 
 export type ProblemReason =
@@ -86,6 +91,17 @@ export function translate(input: TranslateInput): TranslateResult {
     else secretVersion = s.resourceVersion;
   }
 
+  // Secret holding the A2A API keys (one key per holder).
+  const auth = authSettings(capsule);
+  let apiKeysVersion: string | undefined;
+  if (auth.apiKeys) {
+    const name = auth.apiKeys.secretName;
+    const s = input.secrets[name];
+    if (!s) problems.push({ reason: 'MissingSecret', fatal: true, field: 'spec.a2a.auth.apiKeys.secretName', message: `Secret '${name}' (a2a.auth.apiKeys) not found in namespace '${ns}'; create it with one key per API key holder, e.g. kubectl create secret generic ${name} --from-literal=ci-bot=$(openssl rand -hex 32)` });
+    else if (s.keys.length === 0) problems.push({ reason: 'MissingSecretKey', fatal: true, field: 'spec.a2a.auth.apiKeys.secretName', message: `Secret '${name}' (a2a.auth.apiKeys) has no keys; add one per API key holder (the key name is the holder, its value the API key)` });
+    else apiKeysVersion = s.resourceVersion;
+  }
+
   // Hooks.
   const hooks: Hook[] = [];
   (spec.hooks ?? []).forEach((ref, i) => {
@@ -124,6 +140,7 @@ export function translate(input: TranslateInput): TranslateResult {
   // Network allowlist.
   const isCapsule = (pns: string, name: string) => `${pns}/${name}` in input.capsulePorts;
   const entries: AllowEntry[] = [];
+  const peerTokens = new Map<string, PeerToken>();
   const rewrite = new Map<string, string | undefined>();
   const fieldOf = new Map<string, string>();
   for (const { raw, field } of allowEntriesWithField(spec)) if (!fieldOf.has(raw)) fieldOf.set(raw, field);
@@ -138,6 +155,13 @@ export function translate(input: TranslateInput): TranslateResult {
       const port = input.capsulePorts[`${e.namespace}/${e.name}`];
       if (port === undefined) problems.push({ reason: 'PeerNotFound', fatal: false, field: 'capabilities.network.allow', message: `peer Capsule '${e.namespace}/${e.name}' (${raw}) does not exist yet; its URL uses port 8080 until it does` });
       rewrite.set(raw, a2aUrl(e.namespace, e.name, port ?? 8080, options.clusterDomain));
+    }
+    if (e.kind === 'capsule') {
+      // The token file is named after the host the runtime will call (the rewritten URL's, or the
+      // Service name as written); its audience is the peer's own --public-url.
+      const host = e.shorthand ? `${e.name}.${e.namespace}.svc.${options.clusterDomain}` : hostOf(raw);
+      const audience = `${a2aUrl(e.namespace, e.name, input.capsulePorts[`${e.namespace}/${e.name}`] ?? 8080, options.clusterDomain)}/`;
+      if (host && !peerTokens.has(host) && !input.noTokenPeers?.has(`${e.namespace}/${e.name}`)) peerTokens.set(host, { host, audience });
     }
     // The runtime's allowlist takes hosts and IPs, not CIDRs (those stay NetworkPolicy-only), and
     // an IPv6 address only in brackets.
@@ -179,7 +203,7 @@ export function translate(input: TranslateInput): TranslateResult {
   // Whatever admission let through, the runtime would refuse at start (exit 1, a crash-looping pod
   // under a green Capsule): run its own validator on the very file the pods will read. Skipped
   // when a fatal problem already blocks the apply (its message is the more precise one).
-  if (!problems.some((p) => p.fatal)) problems.push(...runtimeRefusals(murmurYaml, spec.artifacts?.length ?? 0));
+  if (!problems.some((p) => p.fatal)) problems.push(...(input.refusals ?? runtimeRefusals)(murmurYaml, spec.artifacts?.length ?? 0));
   const { replicas: _replicas, ...rolling } = spec;
   const configHash = sha256(
     stableJson({
@@ -187,6 +211,7 @@ export function translate(input: TranslateInput): TranslateResult {
       spec: rolling,
       hooks: hooks.map((h) => ({ name: h.metadata.name, spec: h.spec })),
       secret: secretVersion,
+      ...(apiKeysVersion !== undefined ? { apiKeys: apiKeysVersion } : {}),
       otlp: options.otlp ?? null,
       ...(otlpSecretVersion !== undefined ? { otlpSecret: otlpSecretVersion } : {}),
       image: options.image,
@@ -198,11 +223,20 @@ export function translate(input: TranslateInput): TranslateResult {
     buildServiceAccount(capsule),
     buildConfigMap(capsule, murmurYaml),
     buildService(capsule),
-    buildEgressPolicy(capsule, entries, options),
+    buildEgressPolicy(capsule, entries, options, auth.serviceAccounts ? apiServerEgress(options) : []),
     buildIngressPolicy(capsule, input.callers, options),
-    buildDeployment(capsule, options, configHash, `${url}/`, hooks),
+    buildDeployment(capsule, options, configHash, `${url}/`, hooks, a2aAuth(capsule, [...peerTokens.values()].sort((a, b) => (a.host < b.host ? -1 : 1)), input.callers)),
   ];
   return { objects, problems, a2aUrl: url, configHash };
+}
+
+/** The lowercase host of an allow entry written as a URL or host[:port]. */
+function hostOf(raw: string): string | undefined {
+  try {
+    return new URL(raw.includes('://') ? raw.trim() : `http://${raw.trim()}`).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
 }
 
 /** Manifest field → Capsule field: artifacts past the Capsule's own are the hooks' (their grants come from spec.hooks[]). */

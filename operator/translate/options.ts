@@ -27,6 +27,11 @@ export interface TranslateOptions {
    * addition to metricsFrom (with metricsFrom undefined every source is admitted anyway).
    */
   usageScraper?: NetworkPeer;
+  /**
+   * Where the API server is, for the egress rule capsule pods need to verify callers' ServiceAccount
+   * tokens (TokenReview): its endpoints and the `kubernetes` Service address, each a CIDR and port.
+   */
+  apiServer?: Array<{ cidr: string; port: number }>;
   /** Cluster DNS domain for peer URLs. */
   clusterDomain: string;
 }

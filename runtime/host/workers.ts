@@ -15,7 +15,8 @@ import type { FromWorker, Grants, ImportSpec, WorkerInit } from './protocol.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
-const BOOT = join(here, 'worker-boot.mjs');
+// The worker boot is shared with the token counter (runtime/inference/): it sits on layer 0.
+const BOOT = fileURLToPath(new URL('../worker-boot.mjs', import.meta.url));
 const ENTRY = workerEntry();
 
 /**

@@ -24,8 +24,9 @@ export interface TokenCounterOptions extends ChunkOptions {
   memoEntries?: number;
 }
 
-// The generic worker boot (registers tsx when running from sources); see host/worker-boot.mjs.
-const BOOT = fileURLToPath(new URL('../host/worker-boot.mjs', import.meta.url));
+// The generic worker boot (registers tsx when running from sources), on layer 0 beside errors.ts:
+// runtime/worker-boot.mjs, shared with the component host's workers.
+const BOOT = fileURLToPath(new URL('../worker-boot.mjs', import.meta.url));
 const ENTRY = new URL(import.meta.url.endsWith('.ts') ? './token-worker.ts' : './token-worker.js', import.meta.url).href;
 
 export class TokenCounter {

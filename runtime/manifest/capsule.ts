@@ -12,6 +12,7 @@ import { CONTRACT_FIELDS, checkHookContract, type CommitPolicy, type ExecutionMo
 import { isProblem, networkCovers, parseNetworkEntry, scopeCovers, type NetworkEntry } from './checks.ts';
 import { contractHint } from './artifact.ts';
 import { ErrorCollector } from './errors.ts';
+import { CAPSULE_REFERENCE_KEYS } from './reference-keys.ts';
 import { CAPSULE_SCHEMA, type ArtifactRuntime } from './schema.ts';
 import { walkYaml, type Position, type WalkResult } from './validate.ts';
 
@@ -141,7 +142,7 @@ export interface CapsuleManifest {
 /** Parses and validates manifest text. Throws one MurErrorList (code E-MAN-000) listing every problem. */
 export function parseManifest(text: string, file: string = MANIFEST_FILE): CapsuleManifest {
   const errors = new ErrorCollector();
-  const walked = walkYaml(text, file, CAPSULE_SCHEMA, errors);
+  const walked = walkYaml(text, file, CAPSULE_SCHEMA, errors, CAPSULE_REFERENCE_KEYS);
   if (walked) semanticChecks(walked, file, errors);
   errors.throwIfAny('E-MAN-000', `invalid capsule manifest ${file}`);
   return finish(walked!.value, file);
@@ -165,7 +166,7 @@ export function loadManifest(dir: string): CapsuleManifest {
     });
   }
   const errors = new ErrorCollector();
-  const walked = walkYaml(text, file, CAPSULE_SCHEMA, errors);
+  const walked = walkYaml(text, file, CAPSULE_SCHEMA, errors, CAPSULE_REFERENCE_KEYS);
   if (walked) {
     semanticChecks(walked, file, errors);
     fileChecks(walked, abs, file, errors);
@@ -183,6 +184,16 @@ function finish(v: Record<string, unknown>, file: string): CapsuleManifest {
       a.oci = src.oci;
       delete a.source;
     }
+  }
+  // The reference runtime's older spellings (semanticChecks refused a conflict): one meaning each.
+  const inf = m.inference as (Inference & { provider?: { artifact: string }; maxTaskReopens?: number }) | undefined;
+  if (inf?.provider) {
+    inf.driver ??= { artifact: inf.provider.artifact };
+    delete inf.provider;
+  }
+  if (inf?.maxTaskReopens !== undefined) {
+    m.lifecycle.maxTaskReopens = inf.maxTaskReopens;
+    delete inf.maxTaskReopens;
   }
   if (m.observability.otelEndpoint === '') delete m.observability.otelEndpoint;
   m.kind = m.inference ? 'agent' : 'script';
@@ -250,15 +261,25 @@ function semanticChecks(w: WalkResult, file: string, errors: ErrorCollector): vo
     }
     exclusive(w, 'inference', add, keyAt);
     exclusive(w, 'inference.compaction', add, keyAt);
-    const d = inf.driver?.artifact;
+    const provider = (inf as { provider?: { artifact?: string } }).provider;
+    if (!w.keyLocs.has('inference.driver') && !w.keyLocs.has('inference.provider')) {
+      add('E-MAN-002', 'inference.driver', keyAt('inference'), "missing required field 'driver' in 'inference'", 'add `driver: {artifact: <name of an artifact with runtime: driver>}` under `inference:`');
+    } else if (w.keyLocs.has('inference.driver') && w.keyLocs.has('inference.provider')) {
+      add('E-MAN-012', 'inference.provider', keyAt('inference.provider'), "'inference' sets both driver and provider (the reference runtime's older spelling of driver)", 'keep `driver:` and remove `provider:`');
+    }
+    const reopens = (inf as { maxTaskReopens?: unknown }).maxTaskReopens;
+    if (typeof reopens === 'number' && w.keyLocs.has('lifecycle.max_task_reopens') && reopens !== v.lifecycle?.maxTaskReopens) {
+      add('E-MAN-012', 'inference.max_task_reopens', keyAt('inference.max_task_reopens'), `inference.max_task_reopens (${reopens}, the reference runtime's v0.2 spelling) disagrees with lifecycle.max_task_reopens (${String(v.lifecycle?.maxTaskReopens)})`, 'keep one: `lifecycle.max_task_reopens`');
+    }
+    const d = (inf.driver ?? provider)?.artifact;
     if (typeof d === 'string' && d !== '') {
       const entry = artifacts.find((a) => a?.name === d);
-      const field = 'inference.driver.artifact';
+      const field = inf.driver ? 'inference.driver.artifact' : 'inference.provider.artifact';
       if (!entry) {
         const drivers = artifacts.filter((a) => a?.runtime === 'driver').map((a) => a!.name);
-        add('E-MAN-014', field, at(field), `inference.driver.artifact '${d}' is not declared in artifacts`, drivers.length ? `use one of the declared drivers (${drivers.join(', ')}), or add an artifact '${d}' with runtime: driver` : `add an entry to artifacts: {name: ${d}, version: <version>, runtime: driver}`);
+        add('E-MAN-014', field, at(field), `${field} '${d}' is not declared in artifacts`, drivers.length ? `use one of the declared drivers (${drivers.join(', ')}), or add an artifact '${d}' with runtime: driver` : `add an entry to artifacts: {name: ${d}, version: <version>, runtime: driver}`);
       } else if (entry.runtime !== 'driver') {
-        add('E-MAN-014', field, at(field), `inference.driver.artifact '${d}' names an artifact with runtime '${entry.runtime}', not 'driver'`, `set runtime: driver on artifact '${d}', or name a driver artifact`);
+        add('E-MAN-014', field, at(field), `${field} '${d}' names an artifact with runtime '${entry.runtime}', not 'driver'`, `set runtime: driver on artifact '${d}', or name a driver artifact`);
       }
     }
   }

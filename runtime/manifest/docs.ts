@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CAPSULE_REFERENCE_KEYS } from './reference-keys.ts';
 import { ARTIFACT_SCHEMA, CAPSULE_SCHEMA, type FieldSpec } from './schema.ts';
 
 function cell(s: string): string {
@@ -86,7 +87,25 @@ staging refuses a bad contract before any component is compiled. A named binding
 the one policy it honors (the error names the binding, the declared policy and the honored one);
 \`async\` requires \`commit_policy: none\`; \`on-stage\` is never async; \`deny\` requires
 \`binding: on-shell\` or \`binding: on-tool-call\`. The three fields are refused on other runtimes.
+
+## Reference runtime (Murmur) keys
+
+A capsule written for the reference runtime runs unchanged where its keys mean something here: the
+rows above marked "Reference runtime" (\`mur_version\`, \`registry\`, \`prompt_payload\`,
+\`unix_sockets\`, \`workdir_exec\`, \`containment\`, \`after_task\`) and the older spellings
+\`inference.provider\` (= \`inference.driver\`) and \`inference.max_task_reopens\`
+(= \`lifecycle.max_task_reopens\`) are accepted, each value this runtime cannot honour refused with
+\`E-MAN-026\`. These keys are refused with \`E-MAN-026\`, saying what to write instead (the same
+text is the error's hint):
+
+${referenceTable()}
 `;
+}
+
+function referenceTable(): string {
+  const out = ['| Key | Why it is not read here | Write instead |', '|---|---|---|'];
+  for (const k of CAPSULE_REFERENCE_KEYS) out.push(`| \`${k.path}\` | ${cell(k.why)} | ${cell(k.instead)} |`);
+  return out.join('\n');
 }
 
 export const DOCS_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'docs', 'manifest.md');

@@ -20,6 +20,7 @@ import {
   parseNetworkEntry,
   type Problem,
 } from './checks.ts';
+import { referenceValue } from './reference-keys.ts';
 
 export type FieldType =
   | 'string'
@@ -83,7 +84,9 @@ const CAPABILITY_ROWS: FieldSpec[] = [
   { path: 'network.allow', type: 'list', default: [], defaultText: '[] (no network)', validation: 'list of entries', description: 'Hosts the capsule may connect to.' },
   { path: 'network.allow[]', type: 'string', check: networkCheck, validation: "`host`, `host:port`, an `http(s)://host[:port][/path]` URL (the path is ignored: a grant is per destination; no query, fragment or credentials), or `capsule://<namespace>/<name>` (kept verbatim for the operator)", description: 'One allowed destination.' },
   { path: 'filesystem', type: 'object', materialize: true, validation: 'mapping', description: 'Filesystem grant inside the session workdir.' },
+  { path: 'network.unix_sockets', type: 'boolean', defaultText: '`true` (not restricted)', check: (v) => (v === false ? referenceValue("'unix_sockets: false' cannot be honoured: shell subprocesses are not seccomp-filtered here, so nothing stops them opening Unix sockets", 'remove the key (or write `true`); WebAssembly components have no sockets beyond `network.allow` either way') : undefined), validation: '`true` (the reference runtime\'s key; `false` is refused: not enforceable here)', description: 'Reference runtime: whether shell subprocesses may open Unix sockets.' },
   { path: 'filesystem.scope', type: 'string', check: str((v) => checkRelativePath(v, 'filesystem.scope')), default: '.', defaultText: '`.` (whole workdir)', validation: "relative to the workdir, no `..`, not absolute", description: 'Directory (under the workdir) the components may read and write.' },
+  { path: 'filesystem.workdir_exec', type: 'boolean', defaultText: '`true` (not restricted)', check: (v) => (v === false ? referenceValue("'workdir_exec: false' cannot be honoured: there is no Landlock here, so an allowed shell binary (sh, python, ...) can run files in the workdir", 'remove the key (or write `true`); keep interpreters out of `shell.allow` to keep workdir files from running') : undefined), validation: '`true` (the reference runtime\'s key; `false` is refused: not enforceable here)', description: 'Reference runtime: whether files in the workdir may be executed.' },
   { path: 'shell', type: 'object', validation: 'mapping; absent = no shell tool', description: 'Shell tool grant.' },
   { path: 'shell.allow', type: 'list', required: true, nonEmpty: true, validation: 'non-empty list (a present but empty list is an error)', description: 'Binaries the shell tool may run; each becomes a tool named after it.' },
   { path: 'shell.allow[]', type: 'string', check: str(checkBinaryName), validation: 'bare binary name (no `/`, no arguments)', description: 'One allowed binary.' },
@@ -115,6 +118,8 @@ function capabilityRows(prefix: string, perArtifact: boolean): FieldSpec[] {
 export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
   { path: 'name', type: 'string', required: true, check: str(checkName), validation: '`[a-z0-9-]`, 1-100 chars', description: 'Capsule name.' },
   { path: 'version', type: 'version', required: true, check: str(checkVersion), validation: 'non-empty, no spaces or slashes', description: 'Capsule version.' },
+  { path: 'mur_version', type: 'string', validation: 'string; recorded, not checked', description: "The reference runtime's `mur` release the capsule was written for. Accepted and not compared: this runtime's versions are its own." },
+  { path: 'registry', type: 'mapping', validation: 'any mapping; not read by the runtime', description: "The reference CLI's workspace setting for `mur install`/`mur publish` (`{default, remote_url}`); not read by the runtime, as in the reference. Here give `--registry <dir>` or `--oci <ref>` to those commands." },
   { path: 'artifacts', type: 'list', default: [], validation: 'list of artifact entries; names unique', description: 'WASM artifacts the capsule stages from the registry (or a remote source).' },
   { path: 'artifacts[]', type: 'object', validation: 'mapping', description: 'One artifact entry.' },
   { path: 'artifacts[].name', type: 'string', required: true, check: str(checkName), validation: '`[a-z0-9-]`, unique in the capsule', description: 'Artifact name (its registry directory and `tools/<name>/`).' },
@@ -134,15 +139,20 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
   { path: 'artifacts[].binding', type: 'enum', values: HANDLERS, defaultText: "the artifact's own", validation: 'a handler name; hooks only', description: "Hook contract (with `execution_mode`, `commit_policy`): for a component that carries no murmur.yaml of its own (a bare `.wasm` from `source.url`, a `source.oci` artifact) it becomes the derived manifest's contract; for an artifact with its own murmur.yaml every field given here must equal the artifact's, or staging refuses (`E-REG-017`)." },
   { path: 'artifacts[].execution_mode', type: 'enum', values: EXECUTION_MODES, defaultText: "the artifact's own", validation: '`blocking` | `async`; hooks only; checked against the commit table', description: 'Hook contract: see `binding`.' },
   { path: 'artifacts[].commit_policy', type: 'enum', values: COMMIT_POLICIES, defaultText: "the artifact's own", validation: 'hooks only; `none` or the one policy its binding honors (commit table); `deny` needs `binding: on-shell` or `on-tool-call`', description: 'Hook contract: see `binding`.' },
+  { path: 'artifacts[].prompt_payload', type: 'boolean', defaultText: '`false`', check: (v) => (v === true ? referenceValue("'prompt_payload: true' cannot be honoured: a skill's text is staged (tools/<name>/skill.md) but never placed in the prompt here", 'remove the key; put the text in a file of the capsule folder and name it in `inference.system_prompt_file`') : undefined), validation: '`false` (the reference runtime\'s key; `true` is refused)', description: "Reference runtime: whether a skill's text goes into the prompt (it does not here)." },
   { path: 'artifacts[].config', type: 'mapping', validation: 'any mapping', description: 'Opaque configuration handed to the artifact.' },
 
   { path: 'capabilities', type: 'object', materialize: true, validation: 'mapping', description: 'The capsule-wide grant (the ceiling for every artifact).' },
   ...capabilityRows('capabilities', false),
+  { path: 'capabilities.containment', type: 'enum', values: ['advisory', 'scoped', 'sealed'], defaultText: '`advisory`', check: (v) => (v !== 'advisory' ? referenceValue(`'containment: ${String(v)}' cannot be honoured: this runtime applies no OS containment (Landlock, seccomp) to shell subprocesses, so its class is advisory`, "write `containment: advisory` or remove the key; the fences here are the WebAssembly sandbox, the grants and the network allowlist (in a cluster also the pod's NetworkPolicy and security context)") : undefined), validation: '`advisory` (`scoped` and `sealed` are refused: not enforceable here)', description: "Reference runtime: the containment floor of the capsule." },
 
   { path: 'inference', type: 'object', defaultText: 'absent = script capsule', validation: 'mapping', description: 'The agent loop. Without it the capsule is a script capsule.' },
-  { path: 'inference.driver', type: 'object', required: true, validation: 'mapping', description: 'The inference driver.' },
+  { path: 'inference.driver', type: 'object', defaultText: 'required (or `provider`)', validation: 'mapping; required unless the older spelling `provider` is given', description: 'The inference driver.' },
   { path: 'inference.driver.artifact', type: 'string', required: true, validation: 'names an artifact with `runtime: driver`', description: 'Driver artifact.' },
   { path: 'inference.driver.config', type: 'mapping', validation: 'any mapping', description: 'Opaque driver configuration.' },
+  { path: 'inference.provider', type: 'object', validation: 'mapping; exclusive with `driver`', description: "The reference runtime's older spelling of `inference.driver`." },
+  { path: 'inference.provider.artifact', type: 'string', required: true, validation: 'names an artifact with `runtime: driver`', description: 'Driver artifact (as `inference.driver.artifact`).' },
+  { path: 'inference.max_task_reopens', type: 'integer', min: 0, defaultText: '`lifecycle.max_task_reopens`', validation: 'integer >= 0; must equal `lifecycle.max_task_reopens` when both are given', description: "The reference runtime's v0.2 spelling of `lifecycle.max_task_reopens`." },
   { path: 'inference.model', type: 'string', required: true, validation: 'non-empty', description: 'Model name passed to the driver.' },
   { path: 'inference.endpoint', type: 'string', check: str(checkHttpUrl), validation: 'http(s) URL', description: 'Provider endpoint passed to the driver.' },
   { path: 'inference.transport', type: 'enum', values: ['http', 'process'], default: 'http', validation: '`http` (`process` is refused: a capsule\'s inference always runs through its driver component)', description: 'The reference runtime\'s inference transport; only `http` (a driver component calling the provider) exists here.' },
@@ -166,6 +176,7 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
 
   { path: 'lifecycle', type: 'object', materialize: true, validation: 'mapping', description: 'Task handling.' },
   { path: 'lifecycle.task_acceptance', type: 'enum', values: ['none', 'single', 'queue'], default: 'single', validation: '`none` | `single` | `queue`', description: 'How many A2A tasks the capsule accepts.' },
+  { path: 'lifecycle.after_task', type: 'enum', values: ['exit', 'sleep'], defaultText: '`exit`', check: (v) => (v === 'sleep' ? referenceValue("'after_task: sleep' cannot be honoured: `mur run` ends with its task, and `mur serve` serves until it is stopped whatever after_task says", 'remove the key (or write `exit`); to keep a capsule taking tasks, run it with `mur serve` and `task_acceptance: queue`') : undefined), validation: '`exit` (`sleep` is refused)', description: 'Reference runtime: what the capsule does after its task. `exit`: `mur run` ends with its task (`mur serve` serves until stopped).' },
   { path: 'lifecycle.queue_depth', type: 'integer', default: 1, min: 1, validation: 'integer >= 1', description: 'Pending tasks held in `queue` mode.' },
   { path: 'lifecycle.input_timeout_secs', type: 'integer', min: 1, defaultText: 'wait forever', validation: 'integer >= 1', description: 'Timeout of `request-input`.' },
   { path: 'lifecycle.conversation', type: 'enum', values: ['stateless', 'threaded'], default: 'stateless', validation: '`stateless` | `threaded`', description: 'Whether tasks sharing a context id continue one conversation.' },

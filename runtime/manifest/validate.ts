@@ -7,6 +7,7 @@ import { LineCounter, isAlias, isMap, isScalar, isSeq, parseDocument, type Docum
 import type { ErrorLocation } from '../errors.ts';
 import type { Problem } from './checks.ts';
 import { ErrorCollector, nearest } from './errors.ts';
+import { referenceRefusal, type ReferenceKey } from './reference-keys.ts';
 import { snakeToCamel, type FieldSpec } from './schema.ts';
 
 export interface Position {
@@ -112,6 +113,8 @@ export class SchemaWalker {
     private readonly file: string,
     private readonly errors: ErrorCollector,
     private readonly text: string,
+    /** Keys of the reference runtime refused with why and what to write instead (reference-keys.ts). */
+    private readonly reference: readonly ReferenceKey[] = [],
   ) {
     this.idx = indexOf(schema);
   }
@@ -226,6 +229,11 @@ export class SchemaWalker {
   }
 
   private unknownKey(key: string, childPath: string, pattern: string, siblings: string[], keyPos: Position): void {
+    const refusal = referenceRefusal(this.reference, pattern === '' ? key : `${pattern}.${key}`);
+    if (refusal) {
+      this.report(childPath, keyPos, refusal);
+      return;
+    }
     const near = nearest(key, siblings);
     let message: string;
     let hint: string;
@@ -412,6 +420,6 @@ export class SchemaWalker {
 }
 
 /** Walks `text` against `schema`; problems go to `errors`. */
-export function walkYaml(text: string, file: string, schema: readonly FieldSpec[], errors: ErrorCollector): WalkResult | undefined {
-  return new SchemaWalker(schema, file, errors, text).run();
+export function walkYaml(text: string, file: string, schema: readonly FieldSpec[], errors: ErrorCollector, reference: readonly ReferenceKey[] = []): WalkResult | undefined {
+  return new SchemaWalker(schema, file, errors, text, reference).run();
 }

@@ -9,6 +9,7 @@
 // builds each fork's env from the main process's process.env when it schedules the test files, which
 // happens after global setup; the value is also put into project.config.env to be explicit).
 // inject('cluster') describes what runs.
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { binDir, ensureBinaries, startCluster, type Cluster } from './harness.ts';
 
@@ -31,6 +32,11 @@ export interface ClusterInfo {
   nodeName?: string;
   /** Cluster start-up time in ms (0 for an external cluster). */
   startupMs: number;
+  /**
+   * The API server's ServiceAccount signing key (its --service-account-signing-key-file), for tests
+   * that sign tokens the API server would never issue (expired ones). Absent for an external cluster.
+   */
+  saSigningKey?: string;
 }
 
 declare module 'vitest' {
@@ -85,6 +91,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     podsBecomeReady: cluster.features.kwok && cluster.features.scheduler && cluster.features.controllerManager,
     nodeName: cluster.nodeName,
     startupMs: cluster.startupMs,
+    saSigningKey: join(cluster.dir, 'certs', 'sa.key'),
   });
 
   return async () => {

@@ -8,9 +8,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { mur } from '../cli/mur.ts';
 import { parseArtifactManifest } from '../../runtime/manifest/artifact.ts';
 import { parseManifest } from '../../runtime/manifest/capsule.ts';
+import { CAPSULE_REFERENCE_KEYS } from '../../runtime/manifest/reference-keys.ts';
 import { parseLock, readLock, renderLock } from '../../runtime/registry/lock.ts';
 import { sha256 } from '../../runtime/registry/package.ts';
 import { stageCapsule } from '../../runtime/session/stage.ts';
@@ -82,6 +84,82 @@ describe('the reference runtime capsule manifest', () => {
   });
 });
 
+/** Builds a minimal capsule manifest holding `key: value` at the schema path `p` (`[]` = one list item). */
+function manifestWith(p: string, value: unknown): string {
+  const parts = p.split('.');
+  const inner = parts.reduceRight<unknown>((acc, k) => ({ [k.replace('[]', '')]: k.endsWith('[]') ? [{ name: 't', version: '1.0.0', ...(acc as object) }] : acc }), value);
+  return stringify({ name: 'ported', version: '0.1.0', ...(inner as Record<string, unknown>) });
+}
+
+describe('the reference runtime capsule manifest: every other key (murmur.md §2.2, §13)', () => {
+  const V02 = [
+    'name: ported-v02', 'version: 0.2.0', 'mur_version: 0.2.0',
+    'registry: {default: remote, remote_url: "https://registry.example.com"}',
+    'artifacts:',
+    '  - {name: drv, version: 0.1.0, runtime: driver}',
+    '  - {name: notes, version: 1.0.0, runtime: skill, prompt_payload: false}',
+    'capabilities:',
+    '  containment: advisory',
+    '  network: {allow: ["https://api.example.com"], unix_sockets: true}',
+    '  filesystem: {workdir_exec: true}',
+    'inference:', '  provider: {artifact: drv}', '  endpoint: https://api.example.com', '  model: m', '  max_task_reopens: 3',
+    'lifecycle: {task_acceptance: queue, after_task: exit}',
+  ].join('\n');
+
+  it('the keys whose meaning applies are accepted: mur_version, registry, provider (= driver), inference.max_task_reopens (= lifecycle), containment advisory, workdir_exec/unix_sockets true, after_task exit, prompt_payload false', () => {
+    const m = parseManifest(V02, 'murmur.yaml');
+    expect(m.inference!.driver).toEqual({ artifact: 'drv' });
+    expect(m.lifecycle.maxTaskReopens).toBe(3);
+    expect((m.inference as unknown as Record<string, unknown>).provider).toBeUndefined();
+    expect((m.inference as unknown as Record<string, unknown>).maxTaskReopens).toBeUndefined();
+    expect(m.lifecycle.taskAcceptance).toBe('queue');
+  });
+
+  it('E-MAN-012: provider and driver both, or inference.max_task_reopens disagreeing with lifecycle.max_task_reopens', () => {
+    const both = errorsOf(() => parseManifest(V02.replace('  provider: {artifact: drv}', '  provider: {artifact: drv}\n  driver: {artifact: drv}'), 'murmur.yaml'));
+    expect(both.map((e) => e.code)).toEqual(['E-MAN-012']);
+    expect(both[0]!.hint).toBe('keep `driver:` and remove `provider:`');
+    const reopen = errorsOf(() => parseManifest(V02.replace('after_task: exit}', 'after_task: exit, max_task_reopens: 1}'), 'murmur.yaml'));
+    expect(reopen.map((e) => e.message)).toEqual(["inference.max_task_reopens (3, the reference runtime's v0.2 spelling) disagrees with lifecycle.max_task_reopens (1)"]);
+    const neither = errorsOf(() => parseManifest(V02.replace('  provider: {artifact: drv}\n', ''), 'murmur.yaml'));
+    expect(neither.map((e) => [e.code, e.message])).toEqual([['E-MAN-002', "missing required field 'driver' in 'inference'"]]);
+  });
+
+  it.each([
+    ['capabilities.containment', 'sealed', /'containment: sealed' cannot be honoured: this runtime applies no OS containment/, /write `containment: advisory`/],
+    ['capabilities.filesystem.workdir_exec', false, /'workdir_exec: false' cannot be honoured: there is no Landlock here/, /remove the key \(or write `true`\)/],
+    ['capabilities.network.unix_sockets', false, /'unix_sockets: false' cannot be honoured: shell subprocesses are not seccomp-filtered/, /remove the key/],
+    ['lifecycle.after_task', 'sleep', /'after_task: sleep' cannot be honoured/, /`mur serve` and `task_acceptance: queue`/],
+    ['artifacts[].prompt_payload', true, /'prompt_payload: true' cannot be honoured: a skill's text is staged/, /inference\.system_prompt_file/],
+  ])('E-MAN-026: %s: %j is refused saying why and what to write', (p, value, message, hint) => {
+    const errs = errorsOf(() => parseManifest(manifestWith(p, value), 'murmur.yaml'));
+    expect(errs.map((e) => e.code)).toEqual(['E-MAN-026']);
+    expect(errs[0]!.message).toMatch(message);
+    expect(errs[0]!.hint).toMatch(hint);
+  });
+
+  it('E-MAN-026: local_source, network.internal_port and capabilities.resources are refused with what to write instead (not "unknown key")', () => {
+    const local = errorsOf(() => parseManifest('name: p\nversion: 1.0.0\nartifacts:\n  - name: mine\n    version: 1.0.0\n    local_source: true\n', 'murmur.yaml'));
+    expect(local.map((e) => e.code)).toEqual(['E-MAN-026']);
+    expect(local[0]!.message).toBe("'local_source' (artifacts[].local_source, a key of the reference runtime) is not supported here: an artifact is staged from a registry, a URL or an OCI registry, not from a folder named in the manifest");
+    expect(local[0]!.hint).toMatch(/^publish the folder into the capsule's registry \(`mur publish <folder> --registry <capsule>\/registry`/);
+    const port = errorsOf(() => parseManifest('name: p\nversion: 1.0.0\nnetwork:\n  internal_port: 8080\n', 'murmur.yaml'));
+    expect(port.map((e) => e.code)).toEqual(['E-MAN-026']);
+    expect(port[0]!.hint).toMatch(/mur serve --a2a-port <port>/);
+    const res = errorsOf(() => parseManifest('name: p\nversion: 1.0.0\ncapabilities:\n  resources:\n    max_processes: 64\n', 'murmur.yaml'));
+    expect(res[0]!.hint).toMatch(/the Capsule's `spec.resources`/);
+  });
+
+  it.each(CAPSULE_REFERENCE_KEYS.map((k) => [k.path, k.instead] as const))('E-MAN-026 for %s, with its hint', (p, instead) => {
+    // (the minimal manifest around it may lack a required sibling, e.g. shell.allow: reported apart)
+    const errs = errorsOf(() => parseManifest(manifestWith(p, 1), 'murmur.yaml'));
+    const refused = errs.filter((e) => e.code === 'E-MAN-026');
+    expect(refused.map((e) => e.hint)).toEqual([instead]);
+    expect(refused[0]!.message).toContain(`(${p}, a key of the reference runtime) is not supported here`);
+    expect(errs.filter((e) => e.code === 'E-MAN-005')).toEqual([]);
+  });
+});
+
 describe('the reference runtime murmur.lock', () => {
   const LOCK = `lock_version: 1\nartifacts:\n  - name: crashy\n    resolved_version: 0.3.1\n    sha256:\n      wasm: ${'a'.repeat(64)}\n`;
 
@@ -131,17 +209,18 @@ describe('the reference runtime murmur.lock', () => {
 });
 
 describe('mur run --manifest with the OpenAI driver, as a ported capsule writes it', () => {
-  it('endpoint without /v1, api_key from ${VAR}, the endpoint copied into network.allow: the task completes', async () => {
+  it('endpoint without /v1, api_key from ${VAR}, the endpoint copied into network.allow, mur_version, containment advisory, the older provider spelling: the task completes', async () => {
     const provider = await startScriptedProvider({ turns: [{ text: 'ported and running' }], apiKey: 'sk-ported' });
     try {
       const reg = await makeRegistry([{ component: 'driver-openai', name: 'openai', version: '0.1.0', runtime: 'driver' }]);
       const capsule = tmp('ported-run-');
       mkdirSync(capsule, { recursive: true });
       writeFileSync(path.join(capsule, 'murmur.yaml'), [
-        'name: ported-run', 'version: 0.1.0',
+        'name: ported-run', 'version: 0.1.0', 'mur_version: 0.2.0',
         'artifacts:', '  - {name: openai, version: 0.1.0, runtime: driver}',
-        'capabilities:', '  network:', `    allow: ["${provider.url}/v1"]`,
-        'inference:', '  transport: http', `  endpoint: ${provider.url}`, '  model: gpt-test', '  api_key: ${PORTED_KEY}', '  driver: {artifact: openai}',
+        'capabilities:', '  containment: advisory', '  network:', `    allow: ["${provider.url}/v1"]`,
+        'inference:', '  transport: http', `  endpoint: ${provider.url}`, '  model: gpt-test', '  api_key: ${PORTED_KEY}', '  provider: {artifact: openai}', '  max_task_reopens: 0',
+        'lifecycle: {after_task: exit}',
       ].join('\n'));
       await fixture('driver-openai');
       const r = await mur(['run', '--manifest', path.join(capsule, 'murmur.yaml'), '--task', 'hi', '--registry', reg, '--work-root', tmp('w-')], { PORTED_KEY: 'sk-ported' });

@@ -74,7 +74,9 @@ export function capsuleDir(name = 'probe'): string {
 
 /**
  * The runtime container as the operator's pod runs it (docs/operator.md, "Runtime container
- * contract"), its A2A port published on a fixed host port so the agent card can advertise it.
+ * contract"), its A2A port published on a fixed host port so the agent card can advertise it —
+ * except authentication: `--anonymous`, as a Capsule with `a2a.auth.anonymous` renders it (the
+ * default, `--token-review`, needs an API server; test/operator/pod-contract.test.ts covers it).
  */
 export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvider; capsule: string; a2aPort: number; workVolume?: string }): GenericContainer {
   const c = new ReadOnlyContainer(runtimeImage()).withNetwork(o.net.network);

@@ -22,6 +22,24 @@ describe('token counting (cl100k_base, chunked, in a worker)', () => {
     expect(Object.fromEntries(names.map((k, i) => [k, counts[i]]))).toEqual(recorded);
   });
 
+  it('agrees with the library encoder on seeded random text of every kind (ASCII, 2-, 3- and 4-byte UTF-8, lone surrogates)', async () => {
+    let seed = 7;
+    const rnd = (n: number): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
+    const ranges = [[0x20, 0x7f], [0x80, 0x800], [0x800, 0xd800], [0xd800, 0xe000], [0xe000, 0x10000], [0x10000, 0x30000]] as const;
+    const texts: string[] = [];
+    for (let t = 0; t < 40; t++) {
+      let s = '';
+      for (let i = 0; i < 300; i++) {
+        const [lo, hi] = ranges[rnd(ranges.length)]!;
+        s += String.fromCodePoint(lo + rnd(hi - lo));
+        if (rnd(5) === 0) s += ' ';
+      }
+      texts.push(s);
+    }
+    const counts = await counter.countMany(texts);
+    expect(counts).toEqual(texts.map((s) => countTokensUnchunked(s)));
+  });
+
   it('counts normal text exactly like unchunked encoding, even with tiny chunks', async () => {
     const text = prose.repeat(20);
     const expected = countTokensUnchunked(text);

@@ -278,9 +278,9 @@ describe('capsule manifest: each error kind names file, line, column, field and 
   });
 
   it('E-MAN-005 a key in the wrong block names where it belongs', () => {
-    const e = errorAt(errorsOf(`${MINIMAL}inference:\n  driver: {artifact: d}\n  model: m\n  max_task_reopens: 2\n`), 'inference.max_task_reopens');
-    expect(e.message).toBe("unknown key 'max_task_reopens' here; did you mean 'lifecycle.max_task_reopens'?");
-    expect(e.hint).toBe("move 'max_task_reopens' to 'lifecycle.max_task_reopens'");
+    const e = errorAt(errorsOf(`${MINIMAL}inference:\n  driver: {artifact: d}\n  model: m\n  seed_budget: 0.2\n`), 'inference.seed_budget');
+    expect(e.message).toBe("unknown key 'seed_budget' here; did you mean 'context.seed_budget'?");
+    expect(e.hint).toBe("move 'seed_budget' to 'context.seed_budget'");
     expect(e.location?.line).toBe(6);
   });
 

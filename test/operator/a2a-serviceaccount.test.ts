@@ -3,15 +3,21 @@
  * TokenReview against the real API server of the test cluster (runtime/a2a/token-review.ts):
  * a token projected for this agent's URL is accepted (its holder is the caller, and a declared
  * peer may pass on trust); a token for another audience, a revoked token (its bound object gone),
- * a garbage token and no token are refused.
+ * a garbage token and no token are refused. Expired tokens: the API server will not issue a token
+ * shorter than 10 minutes, but the test cluster's harness owns the ServiceAccount signing key, so
+ * the test re-signs a real token's claims with an `exp` in the past (and with another audience);
+ * the same claims re-signed unexpired are accepted, so only the changed claim is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
+import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
 import { tokenReviewVerifier } from '../../runtime/a2a/token-review.ts';
 import { freePort } from '../cli/serve-kit.ts';
-import { eventually, kubeconfig, kubectl } from './helpers.ts';
+import { cluster, eventually, kubeconfig, kubectl } from './helpers.ts';
 
 const NS = `a2a-sa-${Math.floor(Math.random() * 1e6)}`;
 const seen: Array<{ trust: string }> = [];
@@ -105,5 +111,57 @@ describe('ServiceAccount tokens (TokenReview on a real API server)', () => {
     expect((await send(t)).status).toBe(200);
     expect((await kubectl(['delete', 'secret', 'binder', '-n', NS])).code).toBe(0);
     await eventually('the revoked token is refused', async () => (await send(t)).status === 401, 30_000);
+  });
+
+  describe('tokens signed with the cluster\'s own ServiceAccount key', () => {
+    /** A real token's claims, changed by `over`, signed again with the API server's signing key (same kid). */
+    async function resign(over: Record<string, unknown>): Promise<string> {
+      if (!cluster.saSigningKey) throw new Error('this test signs tokens with the test cluster\'s ServiceAccount key; an external cluster ($KUBECONFIG) does not give it');
+      const real = await token('peer', audience);
+      const { kid } = decodeProtectedHeader(real);
+      const claims = { ...decodeJwt(real), ...over };
+      return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', ...(kid ? { kid } : {}) }).sign(createPrivateKey(readFileSync(cluster.saSigningKey, 'utf8')));
+    }
+    /** What the API server itself says of a token (its TokenReview status), to name the reason the runtime does not. */
+    async function review(t: string, aud: string) {
+      const r = await kubectl(['create', '-o', 'json', '-f', '-'], JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: t, audiences: [aud] } }));
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout).status as { authenticated?: boolean; error?: string };
+    }
+    const now = () => Math.floor(Date.now() / 1000);
+
+    it('the same claims re-signed are accepted (the test signs exactly as the API server does)', async () => {
+      const t = await resign({});
+      const r = await send(t);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(seen.at(-1)).toEqual({ trust: 'trusted' });
+    });
+
+    it('an expired token is refused with 401 invalid credentials (the API server: expired)', async () => {
+      const t = await resign({ iat: now() - 7200, nbf: now() - 7200, exp: now() - 3600 });
+      const r = await send(t);
+      expect(r.status).toBe(401);
+      expect(r.body.error.message).toBe('invalid credentials');
+      const st = await review(t, audience);
+      expect(st.authenticated ?? false).toBe(false);
+      expect(st.error).toMatch(/expired/i);
+    });
+
+    it('a token for another audience is refused with 401 invalid credentials (the API server: audience)', async () => {
+      const t = await resign({ aud: ['http://another-capsule.default.svc.cluster.local:8080/'] });
+      const r = await send(t);
+      expect(r.status).toBe(401);
+      expect(r.body.error.message).toBe('invalid credentials');
+      const st = await review(t, audience);
+      expect(st.authenticated ?? false).toBe(false);
+      expect(st.error).toMatch(/audience/i);
+    });
+
+    it('a token signed with another key is refused', async () => {
+      const real = await token('peer', audience);
+      const { kid } = decodeProtectedHeader(real);
+      const forged = await new SignJWT(decodeJwt(real)).setProtectedHeader({ alg: 'RS256', ...(kid ? { kid } : {}) }).sign(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
+      expect((await send(forged)).status).toBe(401);
+    });
   });
 });

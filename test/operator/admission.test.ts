@@ -121,6 +121,30 @@ describe('Capsule admission', () => {
     expect((err?.body as { message: string }).message).toContain('a Capsule name must be a DNS label of at most 50 characters');
   });
 
+  describe('spec.a2a.auth', () => {
+    const probe = (auth: Record<string, unknown>) =>
+      client.create({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'probe', namespace: ns }, spec: { a2a: { auth } } }, { dryRun: 'All' });
+    it.each([
+      [{ serviceAccounts: false }, 'spec.a2a.auth: Invalid value: a2a.auth admits no caller: set serviceAccounts: true, give apiKeys.secretName, or set anonymous: true [E-OP-011]'],
+      [{ apiKeys: { secretName: 'Bad_Name' } }, "spec.a2a.auth.apiKeys.secretName: Invalid value: a2a.auth.apiKeys.secretName 'Bad_Name' is not a Secret name: lowercase letters, digits, '-' and '.' [E-OP-011]"],
+      [{ trustedCallers: ['ci-bot'] }, "spec.a2a.auth.trustedCallers[0]: Invalid value: \"ci-bot\": trusted caller 'ci-bot' is not a caller name: use apikey:<holder> or system:serviceaccount:<namespace>:<name> [E-OP-011]"],
+      [{ trustedCallers: ['apikey:ci-bot'] }, 'spec.a2a.auth.trustedCallers: Invalid value: a2a.auth.trustedCallers names an apikey: caller but a2a.auth.apiKeys is not set [E-OP-011]'],
+      [{ serviceAccounts: false, anonymous: true, trustedCallers: ['system:serviceaccount:ns:x'] }, 'a2a.auth.trustedCallers names a ServiceAccount but a2a.auth.serviceAccounts is false [E-OP-011]'],
+    ])('refuses %j, naming the field', async (auth, message) => {
+      const err = await probe(auth).then(() => undefined, (e: ApiError) => e);
+      expect(err?.status).toBe(422);
+      expect((err?.body as { message: string }).message).toContain(message);
+    });
+
+    it('admits the valid combinations and defaults serviceAccounts: true, anonymous: false', async () => {
+      for (const auth of [{}, { anonymous: true, serviceAccounts: false }, { apiKeys: { secretName: 'keys.v2' }, trustedCallers: ['apikey:ci-bot', 'system:serviceaccount:team-a:gateway'] }]) {
+        await expect(probe(auth), JSON.stringify(auth)).resolves.toBeDefined();
+      }
+      const stored = await probe({});
+      expect((stored as any).spec.a2a.auth).toEqual({ anonymous: false, serviceAccounts: true });
+    });
+  });
+
   it('kubectl explain describes the fields', async () => {
     const r = await kubectl(['explain', 'capsule.spec.inference.apiKeySecretRef']);
     expect(r.stdout).toContain('Secret key holding the provider API key');

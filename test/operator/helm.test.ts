@@ -33,9 +33,15 @@ describe('helm chart', () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
   });
 
-  it('by default renders no cluster-wide permission: Roles in the watched namespaces only', async () => {
+  it('by default grants the operator nothing cluster-wide: Roles in the watched namespaces only; the one cluster-scoped grant is TokenReview for the watched namespaces\' ServiceAccounts', async () => {
     const all = docs((await helm(['template', 'x', chart, '-n', 'ops'])).stdout);
-    expect(all.some((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding')).toBe(false);
+    // The only cluster-scoped RBAC: create tokenreviews, for the ServiceAccounts of the watched namespaces (capsule pods verify callers' tokens).
+    const clusterRoles = all.filter((d) => d.kind === 'ClusterRole');
+    expect(clusterRoles.map((d) => d.rules)).toEqual([[{ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] }]]);
+    const crbs = all.filter((d) => d.kind === 'ClusterRoleBinding');
+    expect(crbs.map((d) => [d.roleRef.name, d.subjects])).toEqual([[clusterRoles[0].metadata.name, [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts:default' }]]]);
+    const without = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'a2a.tokenReview=false'])).stdout);
+    expect(without.some((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding')).toBe(false);
     const roles = all.filter((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election'));
     expect(roles.map((d) => d.metadata.namespace)).toEqual(['default']);
     const verbsFor = (res: string) => roles[0].rules.filter((r: any) => r.resources.includes(res)).flatMap((r: any) => r.verbs);
@@ -49,13 +55,16 @@ describe('helm chart', () => {
     const lease = all.find((d) => d.kind === 'Role' && d.metadata.name.endsWith('leader-election'));
     expect(lease.metadata.namespace).toBe('ops');
 
-    const scoped = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}'])).stdout);
+    const scoped = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}', '--set', 'a2a.tokenReview=false'])).stdout);
     expect(scoped.some((d) => d.kind === 'ClusterRole')).toBe(false);
+    const scopedReview = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}'])).stdout).find((d) => d.kind === 'ClusterRoleBinding');
+    expect(scopedReview.subjects.map((x: any) => x.name)).toEqual(['system:serviceaccounts:a', 'system:serviceaccounts:b']);
     expect(scoped.filter((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election')).map((d) => d.metadata.namespace)).toEqual(['a', 'b']);
 
     // Cluster-wide only when asked for, by name.
     const wide = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'clusterWide=true', '--set', 'watchNamespaces=null'])).stdout);
-    expect(wide.some((d) => d.kind === 'ClusterRole')).toBe(true);
+    expect(wide.some((d) => d.kind === 'ClusterRole' && d.metadata.name === 'x-capsule-operator')).toBe(true);
+    expect(wide.find((d) => d.kind === 'ClusterRoleBinding' && d.metadata.name.endsWith('tokenreview')).subjects).toEqual([{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts' }]);
     const none = await helm(['template', 'x', chart, '--set', 'watchNamespaces=null']);
     expect(none.code).not.toBe(0);
     expect(none.stderr).toContain('watchNamespaces is empty');
@@ -73,6 +82,15 @@ describe('helm chart', () => {
       const r = await helm(['template', 'x', chart, '--set', set]);
       expect(r.code, set).not.toBe(0);
       expect(r.stderr, set).toContain(what);
+    }
+    // network.apiServer: the capsules' TokenReview egress, passed to the operator as cidr:port.
+    const apiServer = docs((await helm(['template', 'x', chart, '--set-json', 'network.apiServer=[{"cidr":"10.0.0.1/32","port":6443},{"cidr":"fd00::1/128","port":443}]'])).stdout);
+    const opEnv = apiServer.find((d) => d.kind === 'Deployment').spec.template.spec.containers[0].env;
+    expect(opEnv.find((e: any) => e.name === 'API_SERVER_EGRESS').value).toBe('10.0.0.1/32:6443,fd00::1/128:443');
+    for (const bad of ['[{"cidr":"10.0.0.1","port":6443}]', '[{"cidr":"10.0.0.1/32","port":0}]', '[{"cidr":"10.0.0.1/32"}]']) {
+      const r = await helm(['template', 'x', chart, '--set-json', `network.apiServer=${bad}`]);
+      expect(r.code, bad).not.toBe(0);
+      expect(r.stderr, bad).toContain('apiServer');
     }
     // And the interface other tooling uses stays valid.
     const ok = await helm(['template', 'x', chart, '--set', 'image.repository=r.example/op', '--set', 'image.tag=dev', '--set', 'image.pullPolicy=Never', '--set', 'runtime.image.pullPolicy=Never']);
@@ -153,6 +171,34 @@ spec:
       expect(await can('update', 'capsules.murmur.io', ['-n', watched])).toBe('no');
       expect(await can('get', 'leases.coordination.k8s.io/capsule-operator', ['-n', ns])).toBe('yes');
       expect(await can('get', 'leases.coordination.k8s.io/other', ['-n', ns])).toBe('no');
+      // The operator cannot review tokens, mint them, or grant RBAC.
+      for (const [verb, res, where] of [
+        ['create', 'tokenreviews.authentication.k8s.io', []],
+        ['create', 'serviceaccounts', ['-n', watched, '--subresource=token']],
+        ['create', 'clusterrolebindings.rbac.authorization.k8s.io', []],
+        ['create', 'rolebindings.rbac.authorization.k8s.io', ['-n', watched]],
+        ['bind', 'clusterroles.rbac.authorization.k8s.io', []],
+      ] as const) {
+        expect(await can(verb, res, [...where]), `operator: ${verb} ${res} ${where.join(' ')}`).toBe('no');
+      }
+
+      // A capsule's ServiceAccount in a watched namespace may create TokenReviews (to verify its
+      // callers) and nothing else the chart grants: no SubjectAccessReview, no token minting, no reads.
+      const capsuleSa = `system:serviceaccount:${watched}:rbac`;
+      const capsuleCan = async (verb: string, res: string, where: string[] = [], as = capsuleSa) => (await kubectl(['auth', 'can-i', verb, res, ...where, `--as=${as}`])).stdout.trim();
+      expect(await capsuleCan('create', 'tokenreviews.authentication.k8s.io')).toBe('yes');
+      for (const [verb, res, where] of [
+        ['create', 'subjectaccessreviews.authorization.k8s.io', []],
+        ['create', 'serviceaccounts', ['-n', watched, '--subresource=token']],
+        ['get', 'secrets', ['-n', watched]],
+        ['list', 'pods', ['-n', watched]],
+        ['get', 'tokenreviews.authentication.k8s.io', []],
+        ['list', 'capsules.murmur.io', ['-n', watched]],
+      ] as const) {
+        expect(await capsuleCan(verb, res, [...where]), `capsule ServiceAccount: ${verb} ${res}`).toBe('no');
+      }
+      // ServiceAccounts of namespaces the release does not watch (its own included) get nothing.
+      expect(await capsuleCan('create', 'tokenreviews.authentication.k8s.io', [], `system:serviceaccount:${ns}:someone`)).toBe('no');
     } finally {
       await op.stop();
       asSa.close();

@@ -65,6 +65,37 @@ describe('informer', () => {
   });
 });
 
+describe('informer index', () => {
+  it('answers a key with exactly the cached objects under it, as they are added, relabelled, deleted and relisted away', async () => {
+    const labelled = (name: string, owner: string) => ({ ...cm(name), metadata: { ...cm(name).metadata, labels: { t: 'index', owner } } });
+    const under = (inf: Informer<KubeObject>, k: string) => inf.indexed(k).map((o) => o.metadata.name).sort();
+    await client.create(labelled('ix-a1', 'a'));
+    await client.create(labelled('ix-b1', 'b'));
+    const seen: string[] = [];
+    const inf = new Informer<KubeObject>(client, 'cm', [`/api/v1/namespaces/${ns}/configmaps`], { labelSelector: 't=index', indexBy: (o) => o.metadata.labels?.owner });
+    inf.on((type, o) => seen.push(`${type} ${o.metadata.name}`));
+    inf.start();
+    await inf.waitForSync();
+    expect(under(inf, 'a')).toEqual(['ix-a1']);
+    await client.create(labelled('ix-a2', 'a'));
+    await eventually('a2 indexed', () => under(inf, 'a').length === 2);
+    expect(under(inf, 'a')).toEqual(['ix-a1', 'ix-a2']);
+    // Relabelled: it moves from one key to the other.
+    await client.request('PATCH', `/api/v1/namespaces/${ns}/configmaps/ix-a2`, { body: { metadata: { labels: { owner: 'b' } } }, contentType: 'application/merge-patch+json' });
+    await eventually('a2 moved', () => under(inf, 'b').length === 2);
+    expect(under(inf, 'a')).toEqual(['ix-a1']);
+    expect(under(inf, 'b')).toEqual(['ix-a2', 'ix-b1']);
+    await client.delete(cm('ix-a1'));
+    await eventually('a1 gone', () => seen.includes('DELETED ix-a1'));
+    expect(under(inf, 'a')).toEqual([]);
+    // Our own forget (after a delete we issued) drops it from the index too.
+    inf.forget(`${ns}/ix-b1`);
+    expect(under(inf, 'b')).toEqual(['ix-a2']);
+    expect(under(inf, 'nobody')).toEqual([]);
+    await inf.stop();
+  });
+});
+
 describe('operator HTTP server', () => {
   it('serves /metrics, /healthz and /readyz', async () => {
     const op = await operator([ns], { httpPort: 0, httpHost: '127.0.0.1' });

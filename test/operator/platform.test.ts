@@ -125,6 +125,34 @@ describe('what admission cannot see, the operator reports with the runtime messa
   });
 });
 
+describe('the runtime validator runs again whenever the rendered manifest changes', () => {
+  it('a Capsule made valid and then invalid again is Ready=False InvalidManifest again, its last good objects kept', async () => {
+    const narrow = '{ name: tool, version: 1.0.0, capabilities: { network: { allow: [api.example.com] } } }';
+    const wide = '{ name: tool, version: 1.0.0, capabilities: { network: { allow: [other.example.com] } } }';
+    const blocked = (gen: number) => async () => {
+      const x = await client.get<Capsule>(capsulePath('again'));
+      return x?.status?.observedGeneration === gen && condition(x, 'Ready')?.reason === 'InvalidManifest' ? x : undefined;
+    };
+    expect((await apply(capsuleYaml('again').replace(narrow, wide))).code).toBe(0);
+    await eventually('first refusal', blocked(1));
+    expect((await apply(capsuleYaml('again'))).code).toBe(0);
+    const ok = await eventually('valid: applied', async () => {
+      const x = await client.get<Capsule>(capsulePath('again'));
+      return x?.status?.observedGeneration === 2 && x.status.configHash && condition(x, 'Ready')?.reason !== 'InvalidManifest' ? x : undefined;
+    });
+    expect(await client.get(`/apis/apps/v1/namespaces/${ns}/deployments/again`)).toBeDefined();
+    expect((await apply(capsuleYaml('again').replace(narrow, wide))).code).toBe(0);
+    const c = await eventually('refused again', blocked(3));
+    expect(condition(c, 'Ready')).toMatchObject({ status: 'False' });
+    expect(condition(c, 'Ready')!.message).toContain('spec.artifacts[1].capabilities.network.allow[0]: the runtime refuses the rendered murmur.yaml');
+    // Nothing applied from the refused generation: the pods keep the last good configuration.
+    const dep = await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/again`);
+    expect(dep.spec.template.metadata.annotations['murmur.io/config-hash']).toBe(ok.status?.configHash);
+    const cm = await client.get<any>(`/api/v1/namespaces/${ns}/configmaps/again-manifest`);
+    expect(cm.data['murmur.yaml']).not.toContain('other.example.com');
+  });
+});
+
 describe('failures are conditions and events', () => {
   it('a ResourceQuota of services: 0 → Ready=False WriteRefused + Warning event; lifting it → applied, Normal event', async () => {
     expect((await apply('apiVersion: v1\nkind: ResourceQuota\nmetadata: { name: no-services }\nspec: { hard: { services: "0" } }\n')).code).toBe(0);

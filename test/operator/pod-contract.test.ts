@@ -4,7 +4,11 @@
  * its env (Secret and downward-API values filled in), the ConfigMap's murmur.yaml at the mount
  * path — with the container paths mapped to temp dirs and the ports to free ones. The runtime
  * must accept the manifest and flags, answer the probes on the metrics port, advertise the
- * Service URL in its agent card, and complete an A2A task against the scripted provider.
+ * Service URL in its agent card, and complete an A2A task against the scripted provider. The pod
+ * authenticates its callers as rendered (ServiceAccount tokens by default, verified with a
+ * TokenReview against the test cluster's API server: the runtime gets the admin kubeconfig in
+ * place of the pod's in-cluster credentials); the test calls it with a real token whose audience
+ * is the Service URL, and without one is refused.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,13 +24,21 @@ import { defaultOptions } from '../../operator/translate/options.ts';
 import { publish } from '../../runtime/registry/registry.ts';
 import { buildFixture, sourceDir } from '../fixtures/build.ts';
 import { loadScript, startScriptedProvider } from '../provider/scripted-provider.ts';
-import { eventually, repoRoot } from './helpers.ts';
+import { deleteNamespace, eventually, kubeconfig, kubectl, newNamespace, repoRoot } from './helpers.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'pod-contract-'));
 let provider: Awaited<ReturnType<typeof startScriptedProvider>>;
 const children: ChildProcess[] = [];
 let quickProvider: Awaited<ReturnType<typeof startScriptedProvider>>;
 let log = '';
+let callerNs = '';
+
+/** A ServiceAccount token of the caller namespace's `client` for this audience (a pod URL). */
+async function callerToken(audience: string): Promise<string> {
+  const r = await kubectl(['create', 'token', 'client', '-n', callerNs, '--audience', audience]);
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout.trim();
+}
 
 async function freePort(): Promise<number> {
   return new Promise((res) => {
@@ -38,6 +50,8 @@ async function freePort(): Promise<number> {
 }
 
 beforeAll(async () => {
+  callerNs = await newNamespace('pod-contract');
+  expect((await kubectl(['create', 'serviceaccount', 'client', '-n', callerNs])).code).toBe(0);
   const registry = join(tmp, 'registry');
   mkdirSync(registry);
   for (const name of ['driver-anthropic', 'greet']) {
@@ -58,13 +72,15 @@ afterAll(async () => {
   await provider?.stop();
   await quickProvider?.stop();
   rmSync(tmp, { recursive: true, force: true });
+  if (callerNs) await deleteNamespace(callerNs);
 });
 
 /** A running pod, as far as this machine can make one: the real runtime, started as the Deployment says. */
 interface Pod {
   a2aPort: number;
   a2aUrl: string;
-  send(text: string): Promise<any>;
+  /** message/send with `bearer` (default: a ServiceAccount token for this pod's Service URL). */
+  send(text: string, bearer?: string | null): Promise<any>;
 }
 
 /**
@@ -97,7 +113,8 @@ async function startPod(capsule: Capsule, name: string): Promise<Pod> {
   const args: string[] = ctr.args.map((a: string, i: number, all: string[]) =>
     all[i - 1] === '--a2a-port' ? String(a2aPort) : all[i - 1] === '--metrics-port' ? String(metricsPort) : mapPath(a),
   );
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', MURMUR_REGISTRY: join(tmp, 'registry') };
+  // Outside a pod the runtime's TokenReview client reads $KUBECONFIG (in a pod: the projected kube-api-access volume).
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', MURMUR_REGISTRY: join(tmp, 'registry'), KUBECONFIG: kubeconfig };
   for (const e of ctr.env) {
     if (e.value !== undefined) env[e.name] = mapPath(e.value);
     else if (e.valueFrom?.secretKeyRef) env[e.name] = 'test-api-key';
@@ -120,10 +137,11 @@ async function startPod(capsule: Capsule, name: string): Promise<Pod> {
   return {
     a2aPort,
     a2aUrl: r.a2aUrl,
-    async send(text: string) {
+    async send(text: string, bearer?: string | null) {
+      const token = bearer === undefined ? await callerToken(`${r.a2aUrl}/`) : bearer;
       const res = await fetch(`http://127.0.0.1:${a2aPort}/`, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
+        headers: { 'Content-Type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', role: 'user', messageId: `m-${name}`, parts: [{ kind: 'text', text }] } } }),
       });
       return res.json();
@@ -159,6 +177,13 @@ describe('runtime container contract', () => {
     const pod = await startPod(capsule, 'hello');
     const card = await (await fetch(`http://127.0.0.1:${pod.a2aPort}/.well-known/agent-card.json`)).json();
     expect(JSON.stringify(card)).toContain(pod.a2aUrl);
+    // The card says how to authenticate: a ServiceAccount token, required (no anonymous access rendered).
+    expect(card.securitySchemes.serviceAccount).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+    expect(card.security).toEqual([{ serviceAccount: [] }]);
+    const anonymous = await pod.send('Greet the world.', null);
+    expect(anonymous.error?.message).toMatch(/authentication required/);
+    const otherAudience = await pod.send('Greet the world.', await callerToken('http://someone-else.team.svc.cluster.local:8080/'));
+    expect(otherAudience.error?.message).toBe('invalid credentials');
 
     const body = await pod.send('Greet the world.');
     expect(body.error, log).toBeUndefined();

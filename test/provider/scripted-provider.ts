@@ -121,6 +121,8 @@ export interface StartOptions {
   host?: string;
   /** Called after each request is answered (the CLI uses it for --record). */
   onRequest?: (r: RecordedRequest) => void;
+  /** Keep only the last `keep` requests in `requests` (soak benches send tens of thousands). */
+  keep?: number;
 }
 
 // ------------------------------------------------------------------------------------------- shapes
@@ -483,6 +485,7 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
     const api: Api | 'unknown' = urlPath === '/v1/messages' ? 'anthropic' : urlPath === '/v1/chat/completions' ? 'openai' : 'unknown';
     const rec: RecordedRequest = { api, method: req.method ?? 'GET', path: urlPath, headers, body, rawBody, status: 0 };
     requests.push(rec);
+    if (opts.keep !== undefined && requests.length > opts.keep) requests.splice(0, requests.length - opts.keep);
     // Called just before the response ends, so a client never sees a reply before it is recorded.
     const finish = () => opts.onRequest?.(rec);
 

@@ -1,44 +1,29 @@
 // Issue 12 §3 on the real node: a `Hook` (a policy hook: binding on-shell, commit_policy deny)
 // denies a shell command inside a real capsule pod. The hook is the always-deny fixture
-// (test/fixtures/components/hook-deny-shell), packed with its artifact manifest (the contract the
-// runtime enforces) and fetched by the pod as `source: {url, sha256}` from a fixtures pod.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, copyFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// (test/fixtures/components/hook-deny-shell) served as a bare component (`source: {url, sha256}`
+// from a fixtures pod, no murmur.yaml of its own): the Hook's contract is the only place the policy
+// is written, so the operator must render it into the capsule's murmur.yaml and the runtime must run
+// the bare component under it (a bare component once ran as an all-events observer and the command
+// went through).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { repoRoot } from '../cluster/node/config.ts';
-import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
+import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
 
 const ns = 'rn-hook';
-const bundle = 'hook-deny-shell.tar';
-
-/** murmur.yaml + component.wasm at the root of a tar (the remote-artifact bundle format, runtime/registry/remote.ts). */
-function packHook(): void {
-  const dir = mkdtempSync(join(tmpdir(), 'rn-hook-'));
-  try {
-    writeFileSync(join(dir, 'murmur.yaml'), stringify({ name: 'hook-deny-shell', version: '0.1.0', runtime: 'hook', description: 'always denies shell commands', binding: 'on-shell', execution_mode: 'blocking', commit_policy: 'deny' }));
-    copyFileSync(join(repoRoot, '.cache', 'fixtures', 'hook-deny-shell.wasm'), join(dir, 'component.wasm'));
-    execFileSync('tar', ['-cf', join(repoRoot, '.cache', 'fixtures', bundle), '-C', dir, 'murmur.yaml', 'component.wasm']);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const component = 'hook-deny-shell.wasm';
 
 describe('a policy Hook in a real pod', () => {
   let exec: Awaited<ReturnType<typeof clientPod>>;
   beforeAll(async () => {
-    packHook();
     await createNamespace(ns);
     await apply(apiKeySecret(ns));
     const [files, provider] = await Promise.all([
-      fixturePod(ns, [bundle]),
+      fixturePod(ns, [component]),
       providerPod(ns, { turns: [{ toolCalls: [{ name: 'echo', input: { command: 'forbidden-marker' } }] }, { text: 'The shell was refused.' }] }),
     ]);
     await apply(stringify({
       apiVersion: 'murmur.io/v1alpha1', kind: 'Hook', metadata: { name: 'shell-guard', namespace: ns },
-      spec: { artifact: { name: 'hook-deny-shell', version: '0.1.0', source: files[bundle] }, binding: 'on-shell', execution_mode: 'blocking', commit_policy: 'deny' },
+      spec: { artifact: { name: 'hook-deny-shell', version: '0.1.0', source: files[component] }, binding: 'on-shell', execution_mode: 'blocking', commit_policy: 'deny' },
     }));
     await apply(stringify({
       apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'guarded', namespace: ns },
@@ -58,9 +43,10 @@ describe('a policy Hook in a real pod', () => {
     await deleteNamespace(ns);
   });
 
-  it('a Hook (binding on-shell, commit_policy deny) denies a shell command inside the pod; the model reads the refusal', async () => {
+  it('a Hook (binding on-shell, commit_policy deny) over a bare .wasm denies a shell command inside the pod; the model reads the refusal', async () => {
     await waitFor(ns, 'hook/shell-guard', 'condition=Accepted');
-    const r = await exec(wgetPost('http://guarded.rn-hook.svc.cluster.local:8080/', messageSend('Run echo.')));
+    const url = 'http://guarded.rn-hook.svc.cluster.local:8080/';
+    const r = await exec(wgetPost(url, messageSend('Run echo.'), 60, await callerToken(ns, url)));
     expect(r.code, r.out).toBe(0);
     const body = JSON.parse(r.out);
     expect(body.result.status.state, r.out).toBe('completed');

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { operatorImage, operatorNamespace, releaseName, runtimeImage } from '../cluster/node/operator.ts';
-import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, providerPod, readExample, waitFor, wgetPost } from './support.ts';
+import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, providerPod, readExample, waitFor, wgetPost } from './support.ts';
 
 describe('operator installed by helm on the real node', () => {
   it('runs as a pod under the chart ServiceAccount, not cluster-admin, and holds its Lease', async () => {
@@ -63,7 +63,12 @@ describe('quickstart Capsule on the real node', () => {
     const c = await getJson(ns, 'capsule/assistant');
     expect(c.status.a2aUrl).toBe(`http://assistant.${ns}.svc.cluster.local:8080`);
     const exec = await clientPod(ns, 'client', { role: 'client' });
-    const r = await exec(wgetPost(`${c.status.a2aUrl}/`, messageSend('What day is it?')));
+    // The quickstart Capsule says nothing about a2a.auth: callers prove who they are with a
+    // ServiceAccount token for its URL (as `kubectl create token` makes one by hand); none: 401.
+    const refused = await exec(wgetPost(`${c.status.a2aUrl}/`, messageSend('What day is it?', 'm-anon')));
+    expect(refused.code).not.toBe(0);
+    expect(refused.out).toContain('401');
+    const r = await exec(wgetPost(`${c.status.a2aUrl}/`, messageSend('What day is it?'), 60, await callerToken(ns, `${c.status.a2aUrl}/`)));
     expect(r.code, r.out).toBe(0);
     const body = JSON.parse(r.out);
     expect(body.result.status.state).toBe('completed');
@@ -84,7 +89,8 @@ describe('quickstart Capsule on the real node', () => {
     const before = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items.map((p: any) => p.metadata.name);
     const exec = await clientPod(ns, 'client', { role: 'client' });
     // the task reaches the provider, which holds its answer for 15 s: wait until the runtime reports it active
-    const inFlight = exec(`${wgetPost(`http://assistant.${ns}.svc.cluster.local:8080/`, messageSend('Answer slowly.', 'm-roll'), 90)}; echo " exit=$?"`);
+    const url = `http://assistant.${ns}.svc.cluster.local:8080/`;
+    const inFlight = exec(`${wgetPost(url, messageSend('Answer slowly.', 'm-roll'), 90, await callerToken(ns, url))}; echo " exit=$?"`);
     const podIp = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items[0].status.podIP;
     const active = await exec(`timeout 60 sh -c 'until wget -q -O- http://${podIp}:9090/metrics | grep -q "^capsule_active_tasks.* 1$"; do sleep 0.2; done'`);
     expect(active.code, `the task never showed as active: ${active.out}`).toBe(0);

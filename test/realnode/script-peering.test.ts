@@ -5,7 +5,7 @@
 // the scripted provider) completes it: its task span reaches the OTLP receiver and tasks/get says so.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, otlpPod, providerPod, recordedRequests, spansUntil, waitFor, wgetPost } from './support.ts';
+import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, otlpPod, providerPod, recordedRequests, spansUntil, waitFor, wgetPost } from './support.ts';
 
 const ns = 'rn-script';
 const url = (name: string) => `http://${name}.${ns}.svc.cluster.local:8080`;
@@ -55,7 +55,7 @@ describe('peering through a script capsule\'s message/send on the real node', ()
 
   it('script capsule A reaches capsule B by B\'s Service URL through message/send, and both tasks complete', async () => {
     const program = JSON.stringify({ steps: [{ op: 'send', url: `${url('cap-b')}/`, text: 'hello from the script capsule', messageId: 'm-script-1' }] });
-    const r = await exec(wgetPost(`${url('script-a')}/`, messageSend(program)));
+    const r = await exec(wgetPost(`${url('script-a')}/`, messageSend(program), 60, await callerToken(ns, `${url('script-a')}/`)));
     expect(r.code, r.out).toBe(0);
     const body = JSON.parse(r.out);
     expect(body.result.status.state, r.out).toBe('completed');
@@ -70,7 +70,12 @@ describe('peering through a script capsule\'s message/send on the real node', ()
     const reqs = await recordedRequests(ns, 'provider-b');
     expect(JSON.stringify(reqs.map((q) => q.body))).toContain('hello from the script capsule');
     const get = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: sent.value.taskId } });
-    const g = await exec(wgetPost(`${url('cap-b')}/`, get));
+    // A's message/send carried A's projected token: the task on B is A's. Another caller (the
+    // client) does not see it; A's own ServiceAccount does.
+    const other = await exec(wgetPost(`${url('cap-b')}/`, get, 60, await callerToken(ns, `${url('cap-b')}/`)));
+    expect(other.code, other.out).toBe(0);
+    expect(JSON.parse(other.out).error, other.out).toBeDefined();
+    const g = await exec(wgetPost(`${url('cap-b')}/`, get, 60, await callerToken(ns, `${url('cap-b')}/`, 'script-a')));
     expect(g.code, g.out).toBe(0);
     const task = JSON.parse(g.out).result;
     expect(task.status.state, g.out).toBe('completed');

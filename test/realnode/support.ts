@@ -49,15 +49,19 @@ export async function createNamespace(ns: string): Promise<void> {
 export const deleteNamespace = async (ns: string): Promise<string> =>
   process.env.REALNODE_KEEP === '1' ? '' : kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
 
-/** A long-running busybox pod to run commands from inside the cluster (`exec`). */
-export async function clientPod(ns: string, name: string, labels: Record<string, string> = {}): Promise<(script: string) => Promise<{ code: number; out: string }>> {
+/**
+ * A long-running busybox pod to run commands from inside the cluster (`exec`). `apiToken`: the
+ * kubelet mounts the namespace's default ServiceAccount token (audience: the API server) at
+ * /var/run/secrets/kubernetes.io/serviceaccount/token, as in any pod that does not opt out.
+ */
+export async function clientPod(ns: string, name: string, labels: Record<string, string> = {}, o: { apiToken?: boolean } = {}): Promise<(script: string) => Promise<{ code: number; out: string }>> {
   const lbl = Object.entries({ app: name, ...labels }).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', ');
   await apply(`apiVersion: v1
 kind: Pod
 metadata: { name: ${name}, namespace: ${ns}, labels: { ${lbl} } }
 spec:
   terminationGracePeriodSeconds: 0
-  automountServiceAccountToken: false
+  automountServiceAccountToken: ${o.apiToken === true}
   containers:
   - name: sh
     image: ${images.busybox}
@@ -81,10 +85,27 @@ export function messageSend(text: string, id = 'm-1'): string {
   return JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: id, role: 'user', parts: [{ kind: 'text', text }] } } });
 }
 
-/** A shell command (busybox) that POSTs `body` to `url` and prints the response; `timeout` bounds it (busybox 1.35's wget -T segfaults). */
-export function wgetPost(url: string, body: string, seconds = 60): string {
+/**
+ * A shell command (busybox) that POSTs `body` to `url` and prints the response; `timeout` bounds it
+ * (busybox 1.35's wget -T segfaults). `bearer`: an Authorization header (a token or API key, or a
+ * shell expression such as `$(cat …)`, expanded in the pod).
+ */
+export function wgetPost(url: string, body: string, seconds = 60, bearer?: string): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return `timeout ${seconds} wget -q -O- --header 'content-type: application/json' --post-data ${q(body)} ${q(url)}`;
+  const auth = bearer === undefined ? '' : ` --header "Authorization: Bearer ${bearer}"`;
+  return `timeout ${seconds} wget -q -O- --header 'content-type: application/json'${auth} --post-data ${q(body)} ${q(url)}`;
+}
+
+/**
+ * A ServiceAccount token with `audience` (a capsule's URL with its trailing slash: exactly its
+ * --public-url, which its TokenReview asks for), minted by the API server for `sa` in `ns`
+ * (created when missing) — what a capsule's projected peer token holds.
+ */
+export async function callerToken(ns: string, audience: string, sa = 'client'): Promise<string> {
+  await kubectl(['-n', ns, 'create', 'serviceaccount', sa]).catch((e: unknown) => {
+    if (!(e instanceof KubectlError && /already exists/i.test(e.stderr))) throw e;
+  });
+  return (await kubectl(['-n', ns, 'create', 'token', sa, '--audience', audience, '--duration', '1h'])).trim();
 }
 
 /**

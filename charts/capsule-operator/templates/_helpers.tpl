@@ -62,3 +62,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- join "," $pairs -}}
 {{- end -}}
+
+{{- /* The API server's endpoints as cidr:port,... (network.apiServer, else the kubernetes EndpointSlice). */ -}}
+{{- define "capsule-operator.apiServerEgress" -}}
+{{- $out := list -}}
+{{- range .Values.network.apiServer -}}{{- $out = append $out (printf "%s:%v" .cidr .port) -}}{{- end -}}
+{{- if not $out -}}
+{{- $slice := lookup "discovery.k8s.io/v1" "EndpointSlice" "default" "kubernetes" -}}
+{{- if $slice -}}
+{{- range $ep := ($slice.endpoints | default list) -}}
+{{- range $ip := ($ep.addresses | default list) -}}
+{{- range $p := ($slice.ports | default list) -}}
+{{- $out = append $out (printf "%s/%s:%v" $ip (ternary "128" "32" (contains ":" $ip)) $p.port) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $out -}}
+{{- end -}}

@@ -6,6 +6,7 @@
  */
 import type { Capsule, Hook, KubeObject } from '../../api/types.ts';
 import type { TranslateOptions } from '../options.ts';
+import { a2aAuth, type A2AAuthFragments } from './a2a-auth.ts';
 import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, labels, meta, names, selectorLabels } from './common.ts';
 
 export const RUNTIME_UID = 65532;
@@ -41,22 +42,22 @@ export function ociVolumes(c: Capsule, hooks: readonly Hook[] = []): { volumes: 
  * The runtime container contract: `mur serve <manifest dir> --a2a-port --metrics-port --workdir`,
  * plus `--host 0.0.0.0` (the CLI binds 127.0.0.1 by default, unreachable from the Service and the
  * kubelet's probes) and `--public-url` (the Service URL the agent card advertises).
- * `--anonymous`: `mur serve` refuses a non-loopback address without authentication unless told
- * so, and the operator does not yet render A2A credentials (API-key Secret, projected
- * ServiceAccount tokens with `--token-review`), so it says so explicitly (docs/a2a.md).
+ * `auth`: the A2A authentication flags (a2a-auth.ts): `--token-review`, `--api-keys <dir>`, and
+ * `--anonymous` only where the Capsule says so (off loopback `mur serve` refuses to start without
+ * one of them).
  */
-export function runtimeArgs(publicUrl?: string): string[] {
+export function runtimeArgs(publicUrl?: string, auth: string[] = []): string[] {
   return [
     'serve', CONFIG_DIR, '--a2a-port', String(A2A_PORT), '--metrics-port', String(METRICS_PORT), '--workdir', WORKDIR,
     '--host', '0.0.0.0',
     '--drain-secs', String(DRAIN_SECS),
-    '--anonymous',
+    ...auth,
     ...(publicUrl ? ['--public-url', publicUrl] : []),
   ];
 }
 
-/** `hooks`: the Capsule's resolved Hooks (spec.hooks order), for their OCI image volumes. */
-export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string, hooks: readonly Hook[] = []): KubeObject {
+/** `hooks`: the Capsule's resolved Hooks (spec.hooks order), for their OCI image volumes; `auth`: a2a-auth.ts. */
+export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string, hooks: readonly Hook[] = [], auth: A2AAuthFragments = a2aAuth(c, [], [])): KubeObject {
   const n = names(c);
   const env: Record<string, unknown>[] = [
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -70,6 +71,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
   if (oci.volumes.length) env.push({ name: 'MURMUR_OCI_MOUNT_DIR', value: OCI_MOUNT_DIR });
   const key = c.spec.inference?.apiKeySecretRef;
   if (key) env.push({ name: 'MURMUR_INFERENCE_API_KEY', valueFrom: { secretKeyRef: { name: key.name, key: key.key } } });
+  env.push(...auth.env);
   if (opts.otlp) {
     env.push({ name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: opts.otlp.endpoint });
     if (opts.otlp.headersSecret) {
@@ -120,7 +122,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
               name: 'runtime',
               image: c.spec.image ?? opts.image,
               ...(pullPolicy ? { imagePullPolicy: pullPolicy } : {}),
-              args: runtimeArgs(publicUrl),
+              args: runtimeArgs(publicUrl, auth.args),
               // the runtime's own refusal (it names the field) becomes the termination message the operator reports
               terminationMessagePolicy: 'FallbackToLogsOnError',
               ports: [
@@ -144,6 +146,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
                 { name: 'workdir', mountPath: WORKDIR },
                 { name: 'tmp', mountPath: '/tmp' },
                 ...oci.mounts,
+                ...auth.mounts,
               ],
             },
           ],
@@ -152,6 +155,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
             { name: 'workdir', emptyDir: {} },
             { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
             ...oci.volumes,
+            ...auth.volumes,
           ],
         },
       },

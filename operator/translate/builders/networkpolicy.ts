@@ -19,9 +19,11 @@ function capsulePeer(namespace: string, name: string): NetworkPeer {
   return { namespaceSelector: { matchLabels: { [NS_LABEL]: namespace } }, podSelector: { matchLabels: { [LABEL_CAPSULE]: name } } };
 }
 
-export function buildEgressPolicy(c: Capsule, entries: AllowEntry[], opts: TranslateOptions): KubeObject {
+/** `extra`: rules the runtime itself needs besides the allowlist (the API server for TokenReview). */
+export function buildEgressPolicy(c: Capsule, entries: AllowEntry[], opts: TranslateOptions, extra: Record<string, unknown>[] = []): KubeObject {
   const rules: Record<string, unknown>[] = [
     { to: [opts.dns], ports: [{ protocol: 'UDP', port: 53 }, tcp(53)] },
+    ...extra,
   ];
   const hostPorts = new Set<number>();
   const hosts: string[] = [];

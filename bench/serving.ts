@@ -1,0 +1,69 @@
+/**
+ * `mur serve` as a bench's subject: spawned from bin/mur (sources through tsx or compiled dist/),
+ * with /proc figures of its process.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
+import { tmp } from '../test/loop/kit.ts';
+
+export const MUR = join(PROJECT_ROOT, 'bin/mur');
+export const CLK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
+
+export interface ProcStat {
+  rss: number;
+  hwm: number;
+  cpuMs: number;
+}
+
+export function procStat(pid: number): ProcStat {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM'), cpuMs: ((Number(f[11]) + Number(f[12])) / CLK) * 1000 };
+}
+
+/** RSS once the process has been idle a while (spares and pooled workers made, GC settled). */
+export async function idleRss(pid: number): Promise<number> {
+  await new Promise((r) => setTimeout(r, 2500));
+  return procStat(pid).rss;
+}
+
+export interface Serving {
+  proc: ChildProcess;
+  url: Promise<string>;
+  t0: number;
+  stop(): Promise<void>;
+}
+
+/** `bin/mur serve` as its own process on free ports, quiet; `url` resolves once it serves. */
+export function serve(from: 'src' | 'dist', capsule: string, registry: string, env: Record<string, string>, args: string[] = []): Serving {
+  const t0 = performance.now();
+  const proc = spawn(process.execPath, [MUR, 'serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet', ...args], {
+    env: { PATH: process.env.PATH, MUR_FROM: from, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  const url = new Promise<string>((resolve, reject) => {
+    const on = (d: Buffer): void => {
+      out += d.toString();
+      const m = /serving \S+ \S+ at (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    };
+    proc.stdout!.on('data', on);
+    proc.stderr!.on('data', on);
+    void exited.then(() => reject(new Error(`mur serve exited:\n${out}`)));
+  });
+  return {
+    proc, url, t0,
+    async stop() {
+      if (proc.exitCode === null) {
+        proc.kill('SIGTERM');
+        await exited;
+      }
+    },
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * Bounded memory under load (issue: RSS rose to ≈1 GiB under 200 clients with no plateau, and a
+ * 300 MB heap limit killed the process after 1 013 tasks of 100 KiB). Includes: `bin/mur serve`
+ * (compiled dist/ when built, else the sources) as its own process with the real anthropic driver
+ * component and no tools, queue acceptance (depth 64), the default SQLite task store, the scripted
+ * provider over real HTTP answering every turn with text; no hooks. Two phases:
+ * - soak: C clients (default 200) each send `message/send` with a fresh 100 KiB text message in a
+ *   loop for S seconds (default 360); a rejected send (queue full) backs off 1 s, as a client honouring
+ *   the rejection would, and sends again.
+ *   RSS is read from /proc every 5 s. Prints the tasks completed / rejected / failed, RSS per minute,
+ *   the maximum, and the growth over the last minute (the plateau criterion: under 5%, below 300 MiB).
+ * - heap limit: a fresh process under NODE_OPTIONS=--max-old-space-size=300 runs N tasks (default
+ *   10 000) of 100 KiB from 32 clients; prints how many completed, failed, and whether it lived.
+ *
+ *   node --import tsx bench/soak.ts [--clients 200] [--secs 360] [--tasks 10000]
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
+import { API_KEY, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
+import { startScriptedProvider } from '../test/provider/scripted-provider.ts';
+import { fmtMiB, machineLine } from './paired.ts';
+import { procStat, serve, type Serving } from './serving.ts';
+
+const arg = (name: string, def: number): number => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+};
+const CLIENTS = arg('clients', 200);
+const SECS = arg('secs', 360);
+const TASKS = arg('tasks', 10_000);
+const FROM: 'src' | 'dist' = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'dist' : 'src';
+const MESSAGE_BYTES = 100 * 1024;
+
+const WORDS = 'agent capsule runtime token budget hook policy driver tool trace stream replica queue task context'.split(' ');
+function message(): string {
+  let s = '';
+  while (s.length < MESSAGE_BYTES) s += `${WORDS[Math.floor(Math.random() * WORDS.length)]} ${Math.floor(Math.random() * 1e6)} `;
+  return s.slice(0, MESSAGE_BYTES);
+}
+
+type Outcome = 'completed' | 'rejected' | 'failed';
+
+function send(agent: http.Agent, url: string, text: string): Promise<Outcome> {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } } });
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        if (res.statusCode === 503 || res.statusCode === 429) return resolve('rejected');
+        try {
+          const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } }; error?: unknown };
+          const state = j.result?.status?.state;
+          // A full queue answers a task in state `rejected` (acceptance: queue).
+          resolve(state === 'completed' ? 'completed' : state === 'rejected' || j.error ? 'rejected' : 'failed');
+        } catch {
+          resolve('failed');
+        }
+      });
+    });
+    req.on('error', () => resolve('failed'));
+    req.end(body);
+  });
+}
+
+async function start(env: Record<string, string>): Promise<{ s: Serving; url: string; stop(): Promise<void> }> {
+  const registry = await makeRegistry([driverDef('anthropic')]);
+  const capsule = tmp('soak-capsule-');
+  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'soak', tools: [], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 64\n' }));
+  const provider = await startScriptedProvider({ turns: [{ text: 'done' }], apiKey: API_KEY, onExhausted: 'repeat-last' }, { keep: 0 });
+  const s = serve(FROM, capsule, registry, { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: join(PROJECT_ROOT, '.cache/components'), ...env });
+  const url = await s.url;
+  return { s, url, async stop() { await s.stop(); await provider.stop(); } };
+}
+
+async function soak(): Promise<string[]> {
+  const { s, url, stop } = await start({});
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
+  const counts: Record<Outcome, number> = { completed: 0, rejected: 0, failed: 0 };
+  const samples: { t: number; rss: number }[] = [];
+  const t0 = performance.now();
+  const end = t0 + SECS * 1000;
+  const sampler = setInterval(() => samples.push({ t: (performance.now() - t0) / 1000, rss: procStat(s.proc.pid!).rss }), 5000);
+  await Promise.all(Array.from({ length: CLIENTS }, async () => {
+    while (performance.now() < end) {
+      const o = await send(agent, url, message());
+      counts[o]++;
+      if (o === 'rejected') await new Promise((r) => setTimeout(r, 1000));
+    }
+  }));
+  clearInterval(sampler);
+  samples.push({ t: (performance.now() - t0) / 1000, rss: procStat(s.proc.pid!).rss });
+  agent.destroy();
+  await stop();
+  const last = samples[samples.length - 1]!;
+  const minuteAgo = samples.reduce((best, x) => (Math.abs(x.t - (last.t - 60)) < Math.abs(best.t - (last.t - 60)) ? x : best), samples[0]!);
+  const max = Math.max(...samples.map((x) => x.rss));
+  const perMinute = samples.filter((x, i) => i === samples.length - 1 || Math.floor(x.t / 60) !== Math.floor((samples[i + 1]?.t ?? 0) / 60));
+  const growth = ((last.rss - minuteAgo.rss) / minuteAgo.rss) * 100;
+  return [
+    `  soak: ${CLIENTS} clients, ${SECS} s, 100 KiB messages: ${counts.completed} completed, ${counts.rejected} rejected (queue full), ${counts.failed} failed`,
+    `    RSS by minute: ${perMinute.map((x) => `${(x.t / 60).toFixed(1)} min ${fmtMiB(x.rss)}`).join(', ')}`,
+    `    RSS max ${fmtMiB(max)}; last minute ${fmtMiB(minuteAgo.rss)} → ${fmtMiB(last.rss)} (${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%)`,
+  ];
+}
+
+async function heapLimited(): Promise<string[]> {
+  const { s, url, stop } = await start({ NODE_OPTIONS: '--max-old-space-size=300' });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+  const counts: Record<Outcome, number> = { completed: 0, rejected: 0, failed: 0 };
+  let next = 0;
+  let alive = true;
+  s.proc.once('exit', () => { alive = false; });
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    while (alive && next < TASKS) {
+      next++;
+      let o = await send(agent, url, message());
+      while (o === 'rejected' && alive) {
+        counts.rejected++;
+        await new Promise((r) => setTimeout(r, 1000));
+        o = await send(agent, url, message());
+      }
+      counts[o]++;
+    }
+  }));
+  const lived = alive;
+  const hwm = lived ? procStat(s.proc.pid!).hwm : 0;
+  agent.destroy();
+  await stop();
+  return [`  heap limit (--max-old-space-size=300): ${TASKS} tasks of 100 KiB from 32 clients: ${counts.completed} completed, ${counts.failed} failed, ${counts.rejected} rejected then retried; process ${lived ? `alive, max RSS ${fmtMiB(hwm)}` : 'DIED'}`];
+}
+
+const lines = [`soak: bounded memory under load (mur serve from ${FROM === 'dist' ? 'compiled dist/' : 'sources via tsx'}, real driver component, no tools, SQLite store)`];
+lines.push(...(await soak()));
+lines.push(...(await heapLimited()));
+lines.push(machineLine());
+console.log(lines.join('\n'));
+process.exit(0);
