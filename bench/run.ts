@@ -16,8 +16,9 @@ import { benchScript } from './script.ts';
 import { benchTokens } from './tokens.ts';
 import { benchHealthzCount } from './healthz-count.ts';
 import { benchStore } from './store.ts';
+import { benchReplicaBus } from './replica-bus.ts';
 
-const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens(), 'healthz-count': () => benchHealthzCount(), store: () => benchStore() };
+const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens(), 'healthz-count': () => benchHealthzCount(), store: () => benchStore(), 'replica-bus': () => benchReplicaBus() };
 // These run as their own processes (each starts servers or a cluster and exits when done).
 const scripts = ['stack', 'a2a', 'hooks', 'telemetry', 'operator', 'images', 'soak'];
 const names = process.argv.slice(2).length ? process.argv.slice(2) : ['stack', ...Object.keys(inProcess), ...scripts.filter((n) => n !== 'stack')];

@@ -124,6 +124,8 @@ export interface CapsuleSpec {
   observability?: { otel_endpoint?: string };
   trace?: { include_tool_output?: boolean };
   hooks?: HookRef[];
+  /** Where the runtime keeps tasks, push configs and the conversation record (default: embedded). */
+  store?: StoreSpec;
   replicas?: number;
   resources?: { limits?: Record<string, string>; requests?: Record<string, string> };
   image?: string;
@@ -144,6 +146,19 @@ export interface A2AAuthSpec {
   apiKeys?: { secretName: string };
   /** Callers besides the capsules that name this one (always trusted) whose trust header is honoured: `apikey:<holder>` or `system:serviceaccount:<ns>:<name>`. */
   trustedCallers?: string[];
+}
+
+/**
+ * The capsule's durable store (`mur serve --store`). One of:
+ * - `embedded: {}` (the default): a SQLite file on the session volume (an emptyDir: it survives
+ *   container restarts, not pod deletion); one replica only;
+ * - `postgres`: a PostgreSQL server shared by every replica; the URL (credentials included) comes
+ *   from a Secret as the env var MURMUR_STORE, and `address` is where the server is, for the
+ *   egress NetworkPolicy (the operator never reads the URL).
+ */
+export interface StoreSpec {
+  embedded?: Record<string, never>;
+  postgres?: { urlSecretRef: { name: string; key: string }; address: string };
 }
 
 export interface Condition {

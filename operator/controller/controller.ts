@@ -203,7 +203,7 @@ export class CapsuleController {
     // The operator-wide OTLP headers Secret concerns every capsule of its namespace.
     const otlp = this.o.translate.otlp?.headersSecret?.name === s.metadata.name;
     for (const c of this.capsules.store.values())
-      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name)) this.enqueue(keyOf(c));
+      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name || c.spec.store?.postgres?.urlSecretRef.name === s.metadata.name)) this.enqueue(keyOf(c));
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -296,6 +296,8 @@ export class CapsuleController {
     if (sref) secrets[sref] = this.secrets.get(`${ns}/${sref}`);
     const aref = c.spec.a2a?.auth?.apiKeys?.secretName;
     if (aref) secrets[aref] = this.secrets.get(`${ns}/${aref}`);
+    const storeRef = c.spec.store?.postgres?.urlSecretRef.name;
+    if (storeRef) secrets[storeRef] = this.secrets.get(`${ns}/${storeRef}`);
     const oref = this.o.translate.otlp?.headersSecret?.name;
     if (oref) secrets[oref] = this.secrets.get(`${ns}/${oref}`);
     const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));

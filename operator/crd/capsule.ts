@@ -73,6 +73,30 @@ function inferenceSchema(): Schema {
   );
 }
 
+function storeSchema(): Schema {
+  return obj(
+    'Where the runtime keeps tasks, push-notification configs and the conversation record. Default embedded: a SQLite file on the session volume (an emptyDir), which survives container restarts but not pod deletion, and serves one replica only. postgres: a PostgreSQL server shared by every replica (required for replicas > 1).',
+    {
+      // No `properties: {}`: the API server drops an empty map, and Helm's server-side apply of the
+      // chart's CRD would then conflict with the live object on .spec.versions.
+      embedded: { type: 'object', description: 'A SQLite file on the session volume (the default). Takes no settings: {}.' },
+      postgres: obj(
+        'A PostgreSQL server shared by the replicas; they also signal each other through it (LISTEN/NOTIFY).',
+        {
+          urlSecretRef: obj(
+            'Secret key holding the postgresql:// URL (credentials included), in the Capsule namespace; reaches the runtime as the env var MURMUR_STORE, never in the manifest, the arguments or a log.',
+            { name: str('Secret name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }), key: str('Key in the Secret.', { pattern: '^[-._a-zA-Z0-9]+$', maxLength: 253 }) },
+            { required: ['name', 'key'] },
+          ),
+          address: str('Where the server is, for the egress NetworkPolicy: host:port, IP:port or CIDR:port (e.g. postgres.db.svc.cluster.local:5432 or 10.0.0.0/24:5432).', { minLength: 1, maxLength: 512 }),
+        },
+        { required: ['urlSecretRef', 'address'] },
+      ),
+    },
+    { 'x-kubernetes-validations': [{ rule: '!(has(self.embedded) && has(self.postgres))', message: 'give store.embedded or store.postgres, not both' }] },
+  );
+}
+
 function ingressSchema(): Schema {
   return obj('Who may call this capsule over A2A, besides capsules whose network.allow names it.', {
     from: arr(
@@ -136,7 +160,8 @@ export function capsuleSpecSchema(): Schema {
           'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, y.name == x.name))', message: 'hook references must be unique' }],
         },
       ),
-      replicas: int('Pods running this capsule (default 1).', { minimum: 0, maximum: 100, default: 1 }),
+      store: storeSchema(),
+      replicas: int('Pods running this capsule (default 1). More than one needs the shared store (store.postgres).', { minimum: 0, maximum: 100, default: 1 }),
       resources: obj('Container resources (default requests cpu 100m, memory 256Mi; limit memory 1Gi).', {
         limits: map('Resource limits.', quantity('A quantity.')),
         requests: map('Resource requests.', quantity('A quantity.')),
@@ -149,6 +174,11 @@ export function capsuleSpecSchema(): Schema {
     },
     {
       'x-kubernetes-validations': [
+        {
+          rule: '!has(self.replicas) || self.replicas <= 1 || (has(self.store) && has(self.store.postgres))',
+          message: 'replicas > 1 needs the shared store: set spec.store.postgres (with the embedded store each pod would keep its own tasks, and tasks/get, cancel and input replies routed to another pod would fail)',
+          fieldPath: '.replicas',
+        },
         {
           rule: "!has(self.inference) || !has(self.inference.driver) || (has(self.artifacts) && self.artifacts.exists(a, a.name == self.inference.driver.artifact && has(a.runtime) && a.runtime == 'driver'))",
           message: 'inference.driver.artifact must name an artifact with runtime driver',

@@ -17,6 +17,7 @@ import { a2aAuth, apiServerEgress, authSettings, type PeerToken } from './builde
 import { isMurErrorList, parseManifest } from '../../runtime/manifest/index.ts';
 import { allAllowEntries, allowEntriesWithField, parseAllow, type AllowEntry } from './network.ts';
 import type { TranslateOptions } from './options.ts';
+import { renderStore } from './store.ts';
 
 export interface TranslateInput {
   capsule: Capsule;
@@ -37,7 +38,7 @@ export interface TranslateInput {
 
 export type ProblemReason =
   | 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound' | 'NotServable' | 'MissingEndpoint'
-  | 'InvalidManifest' | 'WriteRefused';
+  | 'InvalidManifest' | 'WriteRefused' | 'SharedStoreRequired';
 
 /** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
 export const PROBLEM_CODES: Record<ProblemReason, string> = {
@@ -51,6 +52,7 @@ export const PROBLEM_CODES: Record<ProblemReason, string> = {
   MissingEndpoint: 'E-OP-008',
   InvalidManifest: 'E-OP-009',
   WriteRefused: 'E-OP-012',
+  SharedStoreRequired: 'E-OP-016',
 };
 
 /** Admission refusals (the CRDs' CEL rules put these codes in their messages). */
@@ -101,6 +103,10 @@ export function translate(input: TranslateInput): TranslateResult {
     else if (s.keys.length === 0) problems.push({ reason: 'MissingSecretKey', fatal: true, field: 'spec.a2a.auth.apiKeys.secretName', message: `Secret '${name}' (a2a.auth.apiKeys) has no keys; add one per API key holder (the key name is the holder, its value the API key)` });
     else apiKeysVersion = s.resourceVersion;
   }
+
+  // The store (store.ts): its Secret, the replicas it allows, the server's address.
+  const store = renderStore(spec, input.secrets, ns);
+  problems.push(...store.problems);
 
   // Hooks.
   const hooks: Hook[] = [];
@@ -177,6 +183,11 @@ export function translate(input: TranslateInput): TranslateResult {
     spec.inference?.endpoint,
     spec.observability?.otel_endpoint ?? options.otlp?.endpoint,
   ];
+  if (store.egress) {
+    const e = parseAllow(store.egress, options.clusterDomain, isCapsule);
+    if (e.kind === 'invalid') problems.push({ reason: 'InvalidNetworkAllow', fatal: true, field: 'spec.store.postgres.address', message: `spec.store.postgres.address '${store.egress}': ${e.reason}` });
+    else entries.push(e);
+  }
   const seenOrigins = new Set(entries.map((e) => e.raw));
   for (const url of hostCalls) {
     if (!url) continue;
@@ -214,6 +225,7 @@ export function translate(input: TranslateInput): TranslateResult {
       ...(apiKeysVersion !== undefined ? { apiKeys: apiKeysVersion } : {}),
       otlp: options.otlp ?? null,
       ...(otlpSecretVersion !== undefined ? { otlpSecret: otlpSecretVersion } : {}),
+      ...(store.secretVersion !== undefined ? { storeSecret: store.secretVersion } : {}),
       image: options.image,
     }),
   ).slice(0, 32);
@@ -225,7 +237,7 @@ export function translate(input: TranslateInput): TranslateResult {
     buildService(capsule),
     buildEgressPolicy(capsule, entries, options, auth.serviceAccounts ? apiServerEgress(options) : []),
     buildIngressPolicy(capsule, input.callers, options),
-    buildDeployment(capsule, options, configHash, `${url}/`, hooks, a2aAuth(capsule, [...peerTokens.values()].sort((a, b) => (a.host < b.host ? -1 : 1)), input.callers)),
+    buildDeployment(capsule, options, configHash, `${url}/`, hooks, a2aAuth(capsule, [...peerTokens.values()].sort((a, b) => (a.host < b.host ? -1 : 1)), input.callers), store.env),
   ];
   return { objects, problems, a2aUrl: url, configHash };
 }

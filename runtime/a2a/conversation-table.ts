@@ -1,43 +1,27 @@
 /**
  * The conversation record in the store's database, next to the SDK's tables and through the same
- * Kysely instance: one row per message (`murmur_conversation`), ordered by a per-database sequence
- * the writer assigns (one writer per store in the embedded mode). Its schema is created by our own
- * Kysely migration, with its own ledger (`murmur_migrations`), as the SDK does for its tables.
+ * Kysely instance: one row per message (`murmur_conversation`, schema in murmur-schema.ts), ordered
+ * by `seq`.
+ *
+ * Several writers (replicas on one PostgreSQL store): each append takes the next numbers under a
+ * transaction-scoped advisory lock, reads `max(seq)` and inserts, so numbers are unique, gap-free
+ * and in commit order. Why not a sequence or an identity column: a sequence hands out numbers at
+ * insert time while the transactions commit in any order, so a reader could see seq 7 before seq 6
+ * exists and the "newest messages" window would skip one; and the column is the writer-assigned
+ * `bigint` primary key of migration 0001, which SQLite cannot turn into an identity without a table
+ * rewrite. Appends happen once per finished task, so one short lock is cheap. The primary key is
+ * the backstop: a writer that bypassed the lock fails its insert instead of interleaving.
+ * SQLite has one writer per file anyway; the append is one transaction there too.
  */
 import { sql, type Kysely } from 'kysely';
-import { Migrator, type Migration } from 'kysely/migration';
 import type { ConversationMessage } from '../inference/wire.ts';
 import type { ConversationStore } from '../inference/conversation-store.ts';
+import { CONVERSATION_TABLE } from './murmur-schema.ts';
 
-export const CONVERSATION_TABLE = 'murmur_conversation';
+export { CONVERSATION_TABLE } from './murmur-schema.ts';
 
-const MIGRATIONS: Record<string, Migration> = {
-  '0001_create_conversation': {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    async up(db: Kysely<any>) {
-      await db.schema
-        .createTable(CONVERSATION_TABLE)
-        .addColumn('seq', 'bigint', (c) => c.notNull().primaryKey())
-        .addColumn('context_id', 'varchar(255)', (c) => c.notNull())
-        .addColumn('bytes', 'integer', (c) => c.notNull())
-        .addColumn('message', 'text', (c) => c.notNull())
-        .execute();
-      await db.schema.createIndex(`${CONVERSATION_TABLE}_context_idx`).on(CONVERSATION_TABLE).columns(['context_id', 'seq']).execute();
-    },
-  },
-};
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function migrateConversation(db: Kysely<any>): Promise<void> {
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => MIGRATIONS },
-    migrationTableName: 'murmur_migrations',
-    migrationLockTableName: 'murmur_migrations_lock',
-  });
-  const { error } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
-}
+/** Advisory lock key of the appends (namespace 'MUR1', key 0; replica ids are never 0). */
+const APPEND_LOCK = [0x4d555231, 0] as const;
 
 interface Row {
   seq: number | string;
@@ -58,37 +42,56 @@ function newestWithin(rows: Row[], maxBytes: number): ConversationMessage[] {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function conversationTable(db: Kysely<any>): ConversationStore {
-  let next: Promise<number> | undefined;
-  const nextSeq = async (): Promise<number> => {
-    const r = (await db.selectFrom(CONVERSATION_TABLE).select(sql<number | string | null>`max(seq)`.as('m')).executeTakeFirst()) as { m: number | string | null } | undefined;
-    return Number(r?.m ?? 0) + 1;
-  };
+export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' = 'sqlite'): ConversationStore {
   let chain: Promise<void> = Promise.resolve();
+  // What this process has seen of the record: every seq up to `watermark`, plus its own appends
+  // above it (`own`), so othersSince returns only the other writers' messages, each once. Appends
+  // and othersSince run on one chain, so a read never falls between a commit and its bookkeeping.
+  let watermark = 0;
+  const own = new Set<number>();
+  const serial = <T>(f: () => Promise<T>): Promise<T> => {
+    const p = chain.then(f);
+    chain = p.then(() => undefined, () => undefined);
+    return p;
+  };
   return {
+    shared: kind === 'postgres',
     async loadRecord(maxMessages, maxBytes) {
       const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message']).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
+      watermark = Math.max(watermark, rows.length ? Number(rows[0]!.seq) : 0);
       return newestWithin(rows, maxBytes);
+    },
+    othersSince(maxMessages, maxBytes) {
+      return serial(async () => {
+        const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message']).where('seq', '>', watermark).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
+        if (rows.length === 0) return [];
+        watermark = Math.max(watermark, Number(rows[0]!.seq));
+        const others = rows.filter((r) => !own.has(Number(r.seq)));
+        for (const n of [...own]) if (n <= watermark) own.delete(n);
+        return newestWithin(others, maxBytes);
+      });
     },
     async loadContext(contextId, maxBytes) {
       const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message']).where('context_id', '=', contextId).orderBy('seq', 'desc').execute()) as Row[];
       return newestWithin(rows, maxBytes);
     },
     append(contextId, messages) {
-      if (messages.length === 0) return chain;
-      // Appends are serialised so the sequence stays gap-free and ordered as the tasks finished.
-      const p = chain.then(async () => {
-        next ??= nextSeq();
-        let seq = await next;
-        const rows = messages.map((m) => {
-          const message = JSON.stringify(m);
-          return { seq: seq++, context_id: contextId, bytes: Buffer.byteLength(message), message };
+      if (messages.length === 0) return Promise.resolve();
+      // This process's appends stay in the order its tasks finished; other writers wait on the lock.
+      return serial(async () => {
+        const seqs = await db.transaction().execute(async (tx) => {
+          if (kind === 'postgres') await sql`SELECT pg_advisory_xact_lock(${APPEND_LOCK[0]}::int, ${APPEND_LOCK[1]}::int)`.execute(tx);
+          const r = (await tx.selectFrom(CONVERSATION_TABLE).select(sql<number | string | null>`max(seq)`.as('m')).executeTakeFirst()) as { m: number | string | null } | undefined;
+          let seq = Number(r?.m ?? 0) + 1;
+          const rows = messages.map((m) => {
+            const message = JSON.stringify(m);
+            return { seq: seq++, context_id: contextId, bytes: Buffer.byteLength(message), message };
+          });
+          await tx.insertInto(CONVERSATION_TABLE).values(rows).execute();
+          return rows.map((r) => r.seq);
         });
-        await db.insertInto(CONVERSATION_TABLE).values(rows).execute();
-        next = Promise.resolve(seq);
+        for (const n of seqs) own.add(n);
       });
-      chain = p.catch(() => undefined);
-      return p;
     },
   };
 }

@@ -36,7 +36,10 @@ import type { TaskOrigin, TaskTrust } from './executor.ts';
 import { messageText, parseOriginTrust, validTraceparent } from './wire.ts';
 import type { StreamSink } from './stream.ts';
 import type { Push } from './push.ts';
-import { TaskMachine, taskNotFound, type TaskRecord } from './tasks.ts';
+import { TaskMachine, ownerKey, taskNotFound, type TaskRecord } from './tasks.ts';
+import type { RemoteTasks } from './replicas.ts';
+import { fromCoreState } from './wire.ts';
+import { isTerminal } from './executor.ts';
 
 export interface HandlerOptions {
   machine: TaskMachine;
@@ -50,6 +53,12 @@ export interface HandlerOptions {
   sinkOf?: (context: ServerCallContext) => StreamSink | undefined;
   /** Push notifications (push.ts); without it every push method is PushNotificationNotSupported. */
   push?: Push;
+  /**
+   * Replicas on a shared store (replicas.ts): a task not live here may run on another replica,
+   * which then takes its cancel, its input reply and its streams. Without it, a task not live here
+   * has ended (one process owns every task it runs).
+   */
+  remote?: RemoteTasks;
 }
 
 const NEVER_RESTARTED = 'terminal tasks are never restarted — send a new message without taskId (same contextId) to start a new task';
@@ -151,6 +160,19 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
   }
 
   /**
+   * The replica running a task that is not live here: the caller's own task (the store scopes by
+   * owner), still unfinished in the store, claimed by another live replica. Undefined otherwise,
+   * and the local answer (ended, or not found) applies.
+   */
+  async function elsewhere(id: string, context: ServerCallContext): Promise<string | undefined> {
+    if (!o.remote || machine.isLive(id)) return undefined;
+    const stored = await machine.load(id, context);
+    const state = stored ? fromCoreState(stored.status?.state) : undefined;
+    if (!stored || (state !== undefined && isTerminal(state))) return undefined;
+    return o.remote.runner(id);
+  }
+
+  /**
    * Resolve a message: a reply to the caller's input-required task (reply delivered by `go`), or
    * a new task (created `submitted`; `go` admits it). Synchronous, so a stream's refusal is a
    * plain error answer (the SDK logs a stack for errors thrown from inside a stream); only a
@@ -205,9 +227,15 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
     return (async function* () {
       const it = machine.events(rec, sub);
       try {
+        // Each event that a caller may act on elsewhere (the task itself, a status) goes out once
+        // stored, so the next request, on whichever replica, finds the task in that state.
+        await rec.saving;
         yield { payload: { $case: 'task', value: first } } as StreamResponse;
         go?.();
-        yield* it;
+        for await (const resp of it) {
+          if (resp.payload?.$case === 'statusUpdate') await rec.saving;
+          yield resp;
+        }
       } finally {
         await it.return(undefined);
       }
@@ -223,24 +251,37 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
     },
     async sendMessage(params, context) {
       const got = intake(params, context);
-      if (typeof got === 'function') return got();
+      if (typeof got === 'function') {
+        const replica = await elsewhere(params.message!.taskId, context);
+        if (!replica) return got();
+        return o.remote!.reply(replica, remoteReply(params, context));
+      }
       const { rec, go } = got;
       go();
-      if (params.configuration?.returnImmediately) return machine.snapshot(rec, params.configuration.historyLength);
-      await machine.waitFor(rec, () => rec.final || rec.state === 'input-required');
+      if (!params.configuration?.returnImmediately) await machine.waitFor(rec, () => rec.final || rec.state === 'input-required');
+      // Answered once stored: the caller's next request may land on another replica, which reads the store.
+      await rec.saving;
       return machine.snapshot(rec, params.configuration?.historyLength);
     },
     sendMessageStream(params, context) {
       // The SDK iterates the generator only after this returns; validation happens on the first
       // `next()`, before anything is yielded, so the SDK still answers a refusal as a plain error.
       const got = intake(params, context);
-      if (typeof got === 'function') return (async function* () { await got(); })();
+      if (typeof got === 'function') {
+        return (async function* () {
+          const replica = await elsewhere(params.message!.taskId, context);
+          if (!replica) return void (await got());
+          yield* o.remote!.replyStream(replica, remoteReply(params, context));
+        })();
+      }
       return stream(got.rec, context, machine.snapshot(got.rec, params.configuration?.historyLength), got.go);
     },
     async getTask(params: GetTaskRequest, context) {
       checkHistoryLength(params.historyLength, 'historyLength');
-      const task = await machine.load(requireId(params.id), context);
+      let task = await machine.load(requireId(params.id), context);
       if (!task) throw taskNotFound(params.id);
+      // Unfinished and not here: if its runner died, runner() fails it in the store; read it again.
+      if (o.remote && !machine.isLive(params.id) && !(await elsewhere(params.id, context))) task = (await machine.load(params.id, context)) ?? task;
       return applyHistoryLength(task, params.historyLength);
     },
     async cancelTask(params: CancelTaskRequest, context) {
@@ -249,6 +290,8 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
         // A task that is no longer live has ended: not cancelable; an unknown one is not found.
         const stored = await machine.load(params.id, context);
         if (!stored) throw taskNotFound(params.id);
+        const replica = await elsewhere(params.id, context);
+        if (replica) return o.remote!.cancel(replica, params.id, ownerKey(context));
         throw new TaskNotCancelableError({ message: `task ${params.id} has already ended and cannot be canceled`, metadata: { taskId: params.id } });
       }
       machine.cancel(rec);
@@ -259,7 +302,11 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
       if (!rec && machine.isLive(params.id)) throw taskNotFound(params.id); // another caller's task
       if (!rec) {
         const id = params.id;
-        return (async function* () { await notLive(id, context, `task ${id} has ended; use tasks/get for its result`); })();
+        return (async function* () {
+          const replica = await elsewhere(id, context);
+          if (!replica) return void (await notLive(id, context, `task ${id} has ended; use tasks/get for its result`));
+          yield* o.remote!.subscribe(replica, id, ownerKey(context));
+        })();
       }
       if (rec.final) throw new UnsupportedOperationError(`task ${rec.id} is already ${rec.state}; use tasks/get for its result`);
       return stream(rec, context, machine.snapshot(rec));
@@ -297,6 +344,16 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
       await ownTask(params.taskId, context);
       await push.store.delete(params.taskId, context, params.id);
     },
+  };
+}
+
+function remoteReply(params: SendMessageRequest, context: ServerCallContext) {
+  return {
+    id: params.message!.taskId,
+    owner: ownerKey(context),
+    message: params.message!,
+    ...(params.configuration?.historyLength !== undefined ? { historyLength: params.configuration.historyLength } : {}),
+    ...(params.configuration?.returnImmediately ? { returnImmediately: true } : {}),
   };
 }
 

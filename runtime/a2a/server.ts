@@ -25,6 +25,7 @@ import { createHandler, headersOf } from './handler.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
 import { TaskMachine, type TaskAcceptance, type TaskRecord } from './tasks.ts';
 import { createPush, type PushOptions } from './push.ts';
+import type { RemoteTasks } from './replicas.ts';
 import type { StreamResponse } from '@a2a-js/sdk';
 
 export type { TaskAcceptance } from './tasks.ts';
@@ -71,6 +72,11 @@ export interface A2AServerOptions {
    * `@a2a-js/sdk/server/database`). It scopes tasks by caller. Default: a new InMemoryTaskStore.
    */
   taskStore?: TaskStore;
+  /**
+   * Replicas on a shared store (replicas.ts): given the task machine, the client side of the other
+   * replicas (cancel, input replies and streams of tasks they run). Default: this process alone.
+   */
+  replicate?: (machine: TaskMachine) => RemoteTasks;
   /** Per-SSE-subscriber bounds; past either, droppable events are dropped and a `lagged` notice sent. */
   stream?: {
     /** Events queued per subscriber before droppable ones are dropped. Default 256. */
@@ -182,8 +188,10 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const cardInput = { ...opts.card, pushNotifications: push !== undefined };
   const card = buildCardJson(cardInput, endpoints, security);
   const cards = cardVariants(card, security);
+  const remote = opts.replicate?.(machine);
   const handler = createHandler({
     machine,
+    ...(remote ? { remote } : {}),
     card: buildCoreCard(cardInput, endpoints),
     ...(push ? { push } : {}),
     originTrust: (context) => auth.originTrust(context.user as Caller | undefined, headersOf(context)),

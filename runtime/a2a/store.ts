@@ -16,11 +16,11 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type { PushNotificationStore, TaskStore } from '@a2a-js/sdk/server';
-import { ServerCallContext } from '@a2a-js/sdk/server';
 import { DatabasePushNotificationStore, DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
+import { failOrphans } from './task-runners.ts';
 import { MurError } from '../errors.ts';
-import { agentMessage, toCoreState } from './wire.ts';
-import { conversationTable, migrateConversation } from './conversation-table.ts';
+import { conversationTable } from './conversation-table.ts';
+import { migrateMurmur } from './murmur-schema.ts';
 import type { ConversationStore } from '../inference/conversation-store.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
@@ -102,6 +102,16 @@ async function sqliteEngine(): Promise<void> {
   }
 }
 
+async function migrationLock(url: string): Promise<() => Promise<void>> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  await c.connect();
+  await c.query('SELECT pg_advisory_lock($1::int, 0)', [0x4d555232]);
+  return async () => {
+    await c.end().catch(() => undefined);
+  };
+}
+
 /** Open (creating and migrating as needed) the store `value` names. */
 export async function openStore(value: string, cwd?: string): Promise<DurableStore> {
   const t0 = performance.now();
@@ -123,6 +133,9 @@ export async function openStore(value: string, cwd?: string): Promise<DurableSto
     });
   });
   const errors: string[] = [];
+  // Replicas of one capsule start together on one PostgreSQL store: their migrations take turns
+  // under one advisory lock ('MUR2', 0), held on a connection of its own for the migration's length.
+  const release = spec.kind === 'postgres' ? await migrationLock(spec.url).catch((e: unknown) => Promise.reject(fail('cannot connect', e, 'check the URL, the credentials and that the server is up'))) : async () => undefined;
   const rc = await migrate(['upgrade', '--url', spec.url], {}, {
     log: () => undefined,
     error: (...a) => errors.push(a.map((x) => errMessage(x)).join(' ')),
@@ -130,6 +143,7 @@ export async function openStore(value: string, cwd?: string): Promise<DurableSto
     errors.push(errMessage(e));
     return 1;
   });
+  await release();
   if (rc !== 0) {
     throw fail('schema migration failed', new Error(errors.join('; ') || `a2a-db upgrade exited ${rc}`), spec.kind === 'sqlite' ? 'the file must be a SQLite database on a writable volume' : 'check the URL, the credentials and that the server is up');
   }
@@ -153,7 +167,7 @@ export async function openStore(value: string, cwd?: string): Promise<DurableSto
     throw fail('first query failed', e, 'the store must have been migrated (a2a-db upgrade) and be readable');
   }
   try {
-    await migrateConversation(db);
+    await migrateMurmur(db);
   } catch (e) {
     await db.destroy().catch(() => undefined);
     throw fail('conversation table migration failed', e, 'the store must be writable');
@@ -165,33 +179,17 @@ export async function openStore(value: string, cwd?: string): Promise<DurableSto
     db,
     tasks: new DatabaseTaskStore(db),
     push: new DatabasePushNotificationStore(db),
-    conversations: conversationTable(db),
+    conversations: conversationTable(db, spec.kind),
     openMs,
     close: () => db.destroy(),
   };
 }
 
-const UNFINISHED = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'];
-
 /**
  * Mark every task that is not final `failed` with `reason` (start-up: whoever ran it is gone).
- * Returns how many. Each rewrite is the SDK store's load + save under the task's own scope.
+ * With `alive` (replicas on a shared store), only tasks whose runner replica is gone: the others
+ * are still running elsewhere. Returns how many. See task-runners.ts.
  */
-export async function failUnfinished(store: DurableStore, reason: string): Promise<number> {
-  const rows = (await store.db.selectFrom(TASK_TABLE).select(['tenant', 'owner', 'id']).where('status_state', 'in', UNFINISHED).execute()) as Array<{
-    tenant: string;
-    owner: string;
-    id: string;
-  }>;
-  let n = 0;
-  for (const row of rows) {
-    const scoped = new DatabaseTaskStore(store.db, { ownerResolver: () => row.owner });
-    const ctx = new ServerCallContext(row.tenant ? { tenant: row.tenant } : {});
-    const task = await scoped.load(row.id, ctx);
-    if (!task) continue;
-    task.status = { state: toCoreState('failed'), message: agentMessage(reason, task.id, task.contextId), timestamp: new Date().toISOString() };
-    await scoped.save(task, ctx);
-    n++;
-  }
-  return n;
+export async function failUnfinished(store: DurableStore, reason: string, alive?: (replica: string) => Promise<boolean>): Promise<number> {
+  return failOrphans(store.db, reason, alive ? { alive } : {});
 }

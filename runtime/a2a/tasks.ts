@@ -143,6 +143,12 @@ export class TaskMachine {
     return rec && rec.owner === ownerKey(caller) ? rec : undefined;
   }
 
+  /** The live record of task `id` if its owner scope key is `owner` (a call relayed from another replica). */
+  findOwned(id: string, owner: string): TaskRecord | undefined {
+    const rec = this.live.get(id);
+    return rec && rec.owner === owner ? rec : undefined;
+  }
+
   /** Whether a task with this id is live at all (whoever owns it). */
   isLive(id: string): boolean {
     return this.live.has(id);

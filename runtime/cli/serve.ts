@@ -16,6 +16,11 @@ import { instrumentSession } from '../telemetry/index.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
 import { runtimeMetrics } from '../telemetry/metrics.ts';
 import { failUnfinished, openStore, type DurableStore } from '../a2a/store.ts';
+import { ReplicaBus } from '../a2a/replica-bus.ts';
+import { claimingStore } from '../a2a/task-runners.ts';
+import { replicate } from '../a2a/replicas.ts';
+
+const RESTARTED = 'the runtime restarted (mur serve stopped without finishing this task: killed, crashed or its node lost); send the message again';
 
 export const SERVE_FLAGS: FlagSpec = {
   'a2a-port': { type: 'number', help: 'A2A JSON-RPC port', default: 8080 },
@@ -58,7 +63,11 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const grpcPort = Number(flags['grpc-port']);
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
   const m = staged.manifest;
-  const store = await openServeStore(flags, m.name, out);
+  const opened = await openServeStore(flags, m.name, out);
+  const store = opened?.store;
+  const bus = opened?.bus;
+  let busLost: ((e: Error) => void) | undefined;
+  bus?.onLostSet((e) => busLost?.(e));
   // An agent capsule runs its tasks through the agent loop; a script capsule through its own
   // `murmur:capsule/run` component. Either way the A2A front door is the same.
   let executor;
@@ -102,7 +111,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     auth,
     // Webhooks may only go where the capsule itself may connect.
     push: { allow: m.capabilities.network.allow, ...(store ? { store: store.push } : {}) },
-    ...(store ? { taskStore: store.tasks } : {}),
+    ...(store ? { taskStore: bus ? claimingStore(store.tasks, store.db, bus.id) : store.tasks } : {}),
+    ...(store && bus ? { replicate: (machine) => replicate(machine, bus, store.db, RESTARTED) } : {}),
     ...(grpcPort > 0 ? { grpcPort } : {}),
   });
   runtimeMetrics().watchWaitingForInput(m.name, () => a2a.waitingForInput());
@@ -130,6 +140,13 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       });
     };
     process.once('SIGTERM', () => drain('SIGTERM'));
+    // Without its bus connection this replica has lost its identity: the others may already have
+    // failed its tasks as orphans, so it stops (and its pod restarts) rather than run on unseen.
+    busLost = (e) => {
+      out(`the replica bus lost its store connection (${e.message}); stopping [E-STORE-005]`);
+      endedStatus = 'failed';
+      resolve('failed');
+    };
     process.once('SIGINT', () => drain('SIGINT'));
     // The single task's answer must reach its caller before the capsule exits: wait until the
     // server is idle, then give the response a moment to flush.
@@ -145,6 +162,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const exitStatus = await stopped;
   await a2a.close();
   metrics?.close();
+  await bus?.close();
   await store?.close();
   await close(exitStatus);
   return exitStatus === 'ok' ? 0 : 1;
@@ -154,9 +172,11 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
  * The durable store (runtime/a2a/store.ts): `--store`, else $MURMUR_STORE, else a SQLite file next
  * to the session workdirs (`<work root>/<capsule>.store.db`, on the session volume in a cluster), so
  * a restarted `mur serve` of the same capsule finds its tasks. `memory` keeps them in memory only.
+ * On PostgreSQL the store may be shared by several replicas: this one joins the replica bus
+ * (replica-bus.ts) first, so the sweep fails only the tasks of replicas that are gone.
  * Tasks left unfinished by a previous process are failed here, before the first request.
  */
-async function openServeStore(flags: Record<string, unknown>, capsule: string, out: (s: string) => void): Promise<DurableStore | undefined> {
+async function openServeStore(flags: Record<string, unknown>, capsule: string, out: (s: string) => void): Promise<{ store: DurableStore; bus?: ReplicaBus } | undefined> {
   const workRoot = (flags['workdir'] as string | undefined) ?? defaultWorkRoot(process.env);
   const given = (flags['store'] as string | undefined) ?? process.env['MURMUR_STORE'];
   const value = given ?? `sqlite:${workRoot}/${capsule}.store.db`;
@@ -170,9 +190,18 @@ async function openServeStore(flags: Record<string, unknown>, capsule: string, o
     out(`store: memory (tasks and conversations do not survive a restart): ${e.message} [E-STORE-004]`);
     return undefined;
   }
-  const failed = await failUnfinished(store, 'the runtime restarted (mur serve stopped without finishing this task: killed, crashed or its node lost); send the message again');
-  out(`store: ${store.kind} ${store.where} (opened in ${store.openMs.toFixed(1)} ms${failed ? `; ${failed} unfinished task(s) from before the restart marked failed` : ''})`);
-  return store;
+  let bus: ReplicaBus | undefined;
+  if (store.kind === 'postgres') {
+    try {
+      bus = await ReplicaBus.open(value.trim());
+    } catch (e) {
+      await store.close();
+      throw e;
+    }
+  }
+  const failed = await failUnfinished(store, RESTARTED, bus ? (r) => bus.isAlive(r) : undefined);
+  out(`store: ${store.kind} ${store.where} (opened in ${store.openMs.toFixed(1)} ms${failed ? `; ${failed} unfinished task(s) from before the restart marked failed` : ''}${bus ? `; replica ${bus.id}` : ''})`);
+  return { store, ...(bus ? { bus } : {}) };
 }
 
 /** Prometheus /metrics (runtime/telemetry) and health endpoints, on their own port. */

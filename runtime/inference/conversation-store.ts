@@ -8,10 +8,21 @@
 import type { ConversationMessage } from './wire.ts';
 
 export interface ConversationStore {
+  /**
+   * Other writers append to the same store (replicas on one PostgreSQL server): a context's
+   * history this process holds may miss their tasks, so every threaded task reads it from the store.
+   */
+  readonly shared?: boolean;
   /** The newest messages of the record, oldest first, at most `maxMessages` and `maxBytes`. */
   loadRecord(maxMessages: number, maxBytes: number): Promise<ConversationMessage[]>;
   /** A context's history, oldest first, at most `maxBytes` (the newest messages that fit). */
   loadContext(contextId: string, maxBytes: number): Promise<ConversationMessage[]>;
+  /**
+   * Shared stores: the messages other writers appended since this store's last loadRecord or
+   * othersSince, oldest first (at most `maxMessages` and `maxBytes`), so a replica's record also
+   * holds the tasks the other replicas ran.
+   */
+  othersSince?(maxMessages: number, maxBytes: number): Promise<ConversationMessage[]>;
   /** Append messages of a finished task to the record, under its context. */
   append(contextId: string, messages: readonly ConversationMessage[]): Promise<void>;
 }

@@ -200,8 +200,19 @@ export class CapsuleSession {
     this.components.io = sink;
     this.trace.write('task_start', { task_id: input.taskId, context_id: input.contextId, source: input.source, origin: input.origin ?? 'user', trust: input.trust ?? 'untrusted', message_bytes: Buffer.byteLength(input.text), traceparent_from_caller: input.traceparent });
     const before = { ...this.totals };
+    // A shared store has other writers (replicas): their tasks join this session's record first.
+    if (this.conversations?.shared && this.conversations.othersSince) {
+      const others = await this.conversations.othersSince(RECORD_LIMIT, RECORD_MAX_BYTES).catch(() => []);
+      for (const msg of others) {
+        this.recorded.add(msg);
+        this.record.push(msg);
+      }
+      this.trimRecord();
+    }
     const threaded = m.lifecycle.conversation === 'threaded';
-    const prior = threaded ? this.histories.get(input.contextId) ?? (await this.storedHistory(input.contextId)) : [];
+    // A shared store has other writers (replicas): the history held here may miss their tasks.
+    const held = this.conversations?.shared ? undefined : this.histories.get(input.contextId);
+    const prior = threaded ? held ?? (await this.storedHistory(input.contextId)) : [];
     const window = m.context.maxTokens ?? 0;
     const seed = await this.hooks.taskStart({
       taskId: input.taskId, contextId: input.contextId, source: input.source, inputBytes: BigInt(Buffer.byteLength(input.text)),
@@ -247,7 +258,7 @@ export class CapsuleSession {
       this.current.asGiven = `${input.text}\n\n${note}`;
       this.current.output = undefined;
     }
-    if (threaded) this.keepHistory(input.contextId, history);
+    if (threaded && !this.conversations?.shared) this.keepHistory(input.contextId, history);
     const added = this.keepInRecord(history);
     if (this.conversations && added.length > 0) {
       await this.conversations.append(input.contextId, added).catch((e: unknown) => {
@@ -301,13 +312,17 @@ export class CapsuleSession {
       this.record.push(m);
       added.push(m);
     }
-    // A long-running capsule serves many tasks: keep the newest messages, bounded by count and bytes.
+    this.trimRecord();
+    return added;
+  }
+
+  /** A long-running capsule serves many tasks: keep the newest messages, bounded by count and bytes. */
+  private trimRecord(): void {
     if (this.record.length > RECORD_LIMIT) this.record.splice(0, this.record.length - RECORD_LIMIT);
     let bytes = 0;
     let keepFrom = this.record.length;
     while (keepFrom > 0 && bytes + messageBytes(this.record[keepFrom - 1]!) <= RECORD_MAX_BYTES) bytes += messageBytes(this.record[--keepFrom]!);
     if (keepFrom > 0) this.record.splice(0, keepFrom);
-    return added;
   }
 
   /** A threaded context this process holds no history of: the store's (after a restart), else none. */

@@ -109,8 +109,9 @@ spec:
       const d = await deployment('caller');
       return d && !d.spec.template.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens');
     });
-    const callee = await deployment('callee');
-    expect(callee.spec.template.spec.containers[0].args).not.toContain('--token-review');
+    // The callee itself re-renders in its own reconcile (not ordered with its caller's).
+    await eventually('the callee drops --token-review', async () => (await deployment('callee'))?.spec.template.spec.containers[0].args.includes('--anonymous'));
+    expect((await deployment('callee')).spec.template.spec.containers[0].args).not.toContain('--token-review');
     await kubectl(['-n', ns, 'patch', 'capsule', 'callee', '--type=json', '-p', JSON.stringify([{ op: 'remove', path: '/spec/a2a' }])]);
     await eventually('and projects it again', async () => (await deployment('caller'))?.spec.template.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens'));
   });

@@ -199,7 +199,10 @@ describe('failures are conditions and events', () => {
 
 describe('scale', () => {
   it('kubectl scale capsule goes through /scale to the Deployment, and the operator keeps it', async () => {
-    expect((await apply(capsuleYaml('scaled'))).code).toBe(0);
+    // More than one replica needs the shared store (admission refuses it on the embedded one).
+    expect((await apply(`apiVersion: v1\nkind: Secret\nmetadata: { name: scaled-store }\nstringData: { url: 'postgresql://murmur@10.20.0.5:5432/capsules' }\n`)).code).toBe(0);
+    const applied = await apply(capsuleYaml('scaled', "  store: { postgres: { urlSecretRef: { name: scaled-store, key: url }, address: '10.20.0.5:5432' } }\n"));
+    expect(applied.code, applied.stderr).toBe(0);
     await eventually('scaled applied', async () => (await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/scaled`))?.spec.replicas === 1);
     const r = await kubectl(['scale', 'capsule', 'scaled', '-n', ns, '--replicas=3']);
     expect(r.code, r.stderr).toBe(0);

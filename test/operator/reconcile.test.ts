@@ -131,12 +131,12 @@ describe('reconcile on a real API server', () => {
       },
       100_000,
     );
-    expect(c.status?.readyReplicas).toBe(2);
+    expect(c.status?.readyReplicas).toBe(1);
     expect(condition(c, 'Progressing')).toMatchObject({ status: 'False', reason: 'RolloutComplete' });
     expect(condition(c, 'Degraded')).toMatchObject({ status: 'False', reason: 'AsExpected' });
     const out = await kubectl(['get', 'cap', '-n', ns]);
     expect(out.stdout).toMatch(/NAME\s+READY\s+MODEL\s+REPLICAS\s+AVAILABLE\s+TOKENS\s+AGE/);
-    expect(out.stdout).toMatch(/researcher\s+True\s+claude-sonnet-4-5\s+2\s+2/);
+    expect(out.stdout).toMatch(/researcher\s+True\s+claude-sonnet-4-5\s+1\s+1/);
   }, 120_000);
 
   it('steady state: resyncs write nothing', async () => {
@@ -180,9 +180,12 @@ describe('reconcile on a real API server', () => {
         return rs.items.some((r) => r.spec.template.metadata.annotations[ANNOTATION_CONFIG_HASH] === h1) && rs.items.length >= 2;
       });
     }
-    // Scaling does not roll.
-    await kubectl(['patch', 'capsule', 'researcher', '-n', ns, '--type', 'merge', '-p', '{"spec":{"replicas":3}}']);
-    await eventually('scaled', async () => (await deployment('researcher'))?.spec.replicas === 3);
+    // Scaling does not roll (to 0 and back: more than one replica needs the shared store).
+    await kubectl(['patch', 'capsule', 'researcher', '-n', ns, '--type', 'merge', '-p', '{"spec":{"replicas":0}}']);
+    await eventually('scaled', async () => (await deployment('researcher'))?.spec.replicas === 0);
+    expect(await templateHash('researcher')).toBe(h1);
+    await kubectl(['patch', 'capsule', 'researcher', '-n', ns, '--type', 'merge', '-p', '{"spec":{"replicas":1}}']);
+    await eventually('scaled back', async () => (await deployment('researcher'))?.spec.replicas === 1);
     expect(await templateHash('researcher')).toBe(h1);
   });
 

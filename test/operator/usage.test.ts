@@ -240,7 +240,7 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
   });
 
   it('a Capsule with ready pods gets status.usage with the exact totals; a hanging pod is tolerated', async () => {
-    const r = await kubectl(['apply', '-n', ns, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: metered }\nspec:\n  replicas: 2\n  artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]\n  inference: { driver: { artifact: drv }, model: claude-test, endpoint: \'https://api.anthropic.com\' }\n');
+    const r = await kubectl(['apply', '-n', ns, '-f', '-'], 'apiVersion: v1\nkind: Secret\nmetadata: { name: metered-store }\nstringData: { url: \'postgresql://murmur@10.20.0.5:5432/capsules\' }\n---\napiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: metered }\nspec:\n  replicas: 2\n  store: { postgres: { urlSecretRef: { name: metered-store, key: url }, address: \'10.20.0.5:5432\' } }\n  artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]\n  inference: { driver: { artifact: drv }, model: claude-test, endpoint: \'https://api.anthropic.com\' }\n');
     expect(r.code, r.stderr).toBe(0);
     await eventually('2 ready pods', async () => (await get())?.status?.readyReplicas === 2);
     const u = await untilTotals(175, 17);

@@ -56,8 +56,11 @@ export function runtimeArgs(publicUrl?: string, auth: string[] = []): string[] {
   ];
 }
 
-/** `hooks`: the Capsule's resolved Hooks (spec.hooks order), for their OCI image volumes; `auth`: a2a-auth.ts. */
-export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string, hooks: readonly Hook[] = [], auth: A2AAuthFragments = a2aAuth(c, [], [])): KubeObject {
+/**
+ * `hooks`: the Capsule's resolved Hooks (spec.hooks order), for their OCI image volumes; `auth`: a2a-auth.ts.
+ * `storeEnv`: the store's env (translate/store.ts: MURMUR_STORE from its Secret for PostgreSQL; none for embedded).
+ */
+export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string, hooks: readonly Hook[] = [], auth: A2AAuthFragments = a2aAuth(c, [], []), storeEnv: Record<string, unknown>[] = []): KubeObject {
   const n = names(c);
   const env: Record<string, unknown>[] = [
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -67,6 +70,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
     { name: 'HOME', value: WORKDIR },
     { name: 'MURMUR_CACHE_DIR', value: `${WORKDIR}/cache` },
   ];
+  env.push(...storeEnv);
   const oci = ociVolumes(c, hooks);
   if (oci.volumes.length) env.push({ name: 'MURMUR_OCI_MOUNT_DIR', value: OCI_MOUNT_DIR });
   const key = c.spec.inference?.apiKeySecretRef;

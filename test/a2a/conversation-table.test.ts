@@ -1,0 +1,71 @@
+/**
+ * The durable conversation record (runtime/a2a/conversation-table.ts) on the real engines: the
+ * byte bounds the session loads it with (the record within 16 MiB, a context's history within
+ * 32 MiB: the newest messages that fit), and appends from several writers at once on one
+ * PostgreSQL store (replicas): unique, gap-free sequence numbers, each task's messages contiguous
+ * and in order, nothing lost.
+ */
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { openStore, type DurableStore } from '../../runtime/a2a/store.ts';
+import { CONVERSATION_TABLE } from '../../runtime/a2a/conversation-table.ts';
+import { HISTORIES_MAX_BYTES, RECORD_LIMIT, RECORD_MAX_BYTES } from '../../runtime/loop/session.ts';
+import type { ConversationMessage } from '../../runtime/inference/wire.ts';
+import { startPostgres } from '../support/postgres.ts';
+import { tmp } from '../loop/kit.ts';
+
+const cleanup: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const c of cleanup.reverse()) await c().catch(() => {});
+});
+
+const MiB = 1024 * 1024;
+const msg = (text: string): ConversationMessage => ({ role: 'user', content: [{ type: 'text', text }] }) as ConversationMessage;
+const firstWord = (m: ConversationMessage) => (m.content[0] as { text: string }).text.split(' ')[0];
+
+describe('conversation table', () => {
+  it('loads the record within 16 MiB and a context within 32 MiB: the newest messages that fit, oldest first', async () => {
+    const store = await openStore(`sqlite:${join(tmp('conv-bytes-'), 'c.db')}`);
+    cleanup.push(() => store.close());
+    const big = (tag: string, mib: number) => msg(`${tag} ${'x'.repeat(mib * MiB)}`);
+    // Context "wide": 12 messages of 3 MiB (36 MiB); then "other": one small message.
+    for (let i = 1; i <= 12; i++) await store.conversations.append('wide', [big(`w${i}`, 3)]);
+    await store.conversations.append('other', [msg('o1 small')]);
+    const record = await store.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES);
+    // 16 MiB holds the small one and the five newest 3 MiB messages.
+    expect(record.map(firstWord)).toEqual(['w8', 'w9', 'w10', 'w11', 'w12', 'o1']);
+    const wide = await store.conversations.loadContext('wide', HISTORIES_MAX_BYTES);
+    // 32 MiB holds ten of the twelve.
+    expect(wide.map(firstWord)).toEqual(['w3', 'w4', 'w5', 'w6', 'w7', 'w8', 'w9', 'w10', 'w11', 'w12']);
+  }, 120_000);
+
+  it('several writers on one PostgreSQL store append at once: unique gap-free numbers, each batch contiguous and in order', async () => {
+    const pg = await startPostgres();
+    cleanup.push(() => pg.stop());
+    const url = await pg.url('murmur_conv_writers');
+    const stores: DurableStore[] = [];
+    for (let i = 0; i < 3; i++) stores.push(await openStore(url));
+    cleanup.push(async () => {
+      for (const s of stores) await s.close();
+    });
+    // 3 writers × 20 tasks × 5 messages, all started together.
+    await Promise.all(
+      stores.flatMap((s, w) =>
+        Array.from({ length: 20 }, (_, t) => s.conversations.append(`w${w}-t${t}`, Array.from({ length: 5 }, (_, k) => msg(`w${w}-t${t}-m${k}`)))),
+      ),
+    );
+    const rows = (await sql<{ seq: string; context_id: string; message: string }>`SELECT seq, context_id, message FROM ${sql.table(CONVERSATION_TABLE)} ORDER BY seq`.execute(stores[0]!.db)).rows;
+    expect(rows.length).toBe(300);
+    expect(rows.map((r) => Number(r.seq))).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+    // Each task's five messages are one run of numbers, in their order.
+    for (let i = 0; i < 300; i += 5) {
+      const run = rows.slice(i, i + 5);
+      expect(new Set(run.map((r) => r.context_id)).size).toBe(1);
+      expect(run.map((r) => (JSON.parse(r.message) as ConversationMessage).content[0]).map((b) => (b as { text: string }).text.split('-m')[1])).toEqual(['0', '1', '2', '3', '4']);
+    }
+    // And every writer's record reads the same.
+    const seen = await Promise.all(stores.map((s) => s.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES)));
+    for (const r of seen) expect(r.length).toBe(300);
+  }, 180_000);
+});
