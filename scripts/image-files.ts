@@ -26,6 +26,8 @@ interface Target {
   ignore: string[];
   /** Packages copied file by file as traced (static imports only, where the whole package is big). */
   tracedFilesOnly?: string[];
+  /** Packages copied whole although no traced file imports them by a name the tracer can read. */
+  packages?: string[];
   /**
    * Bundle the entries with esbuild into one module each (output name → dist entry), the
    * `external` packages left in node_modules. Start-up: loading dist/ file by file (≈ 700 modules)
@@ -40,20 +42,38 @@ const TARGETS: Record<string, Target> = {
   runtime: {
     // The token-counting worker (runtime/inference/tokens.ts) is found from the bundled main.js's
     // own URL: ./token-worker.js beside it; both workers are booted by ../worker-boot.mjs.
-    entries: ['dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/token-worker.js', 'dist/runtime/worker-boot.mjs'],
+    entries: [
+      'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/token-worker.js', 'dist/runtime/worker-boot.mjs',
+      'node_modules/@a2a-js/sdk/dist/cli/run.js',
+    ],
     bundle: {
       entries: {
         'dist/runtime/cli/main.js': 'dist/runtime/cli/main.js',
         'dist/runtime/cli/worker.js': 'dist/runtime/host/worker.js',
         'dist/runtime/cli/token-worker.js': 'dist/runtime/inference/token-worker.js',
+        // The SDK's schema migrations (its `a2a-db` runner), which the store runs at open
+        // (runtime/a2a/store.ts finds it beside the SDK's database entry point). Bundled: loaded
+        // from the package it imports all of kysely file by file (≈ 200–300 ms of every start);
+        // bundled, ≈ 25 ms plus kysely/migration (below).
+        'node_modules/@a2a-js/sdk/dist/cli/run.js': 'node_modules/@a2a-js/sdk/dist/cli/run.js',
       },
       copy: { 'dist/runtime/worker-boot.mjs': 'dist/runtime/worker-boot.mjs' },
       // Their files are found relative to their own modules (jco-transpile's core wasm,
-      // preview2-shim's I/O worker), so they stay packages.
-      external: ['@bytecodealliance/*'],
+      // preview2-shim's I/O worker, better-sqlite3's native addon through `bindings`), so they
+      // stay packages.
+      external: ['@bytecodealliance/*', 'better-sqlite3'],
     },
     // jco's package.json: its version is part of the transpile cache key (transpile-cache.ts).
-    extra: ['package.json', 'bin/mur', 'bin/scrub-key.mjs', 'node_modules/@bytecodealliance/jco/package.json'],
+    // The SDK's package.json and database entry: only resolved (never loaded: main.js bundles the
+    // SDK), to find the bundled migration runner beside them. better-sqlite3's addon, built by
+    // the image's own build stage (Dockerfile): its package.json is how `bindings` finds it.
+    extra: [
+      'package.json', 'bin/mur', 'bin/scrub-key.mjs', 'node_modules/@bytecodealliance/jco/package.json',
+      'node_modules/@a2a-js/sdk/package.json', 'node_modules/@a2a-js/sdk/dist/server/database/index.cjs',
+      'node_modules/better-sqlite3/package.json', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
+    ],
+    // The migration runner loads kysely's Migrator by a computed specifier ('kysely/migration').
+    packages: ['node_modules/kysely'],
     ignore: [
       // tsx (and the esbuild it runs) serve only the TypeScript sources (bin/mur, worker-boot.mjs
       // and workers.ts take that path only when runtime/*.ts exists); the image runs dist/.
@@ -78,7 +98,8 @@ const TARGETS: Record<string, Target> = {
       'node_modules/@kubernetes/**',
     ],
     // 22 MB of encodings; the runtime imports js-tiktoken/lite and the cl100k_base ranks only.
-    tracedFilesOnly: ['node_modules/js-tiktoken'],
+    // better-sqlite3: its lib/ (the addon is in extra), not the SQLite sources it builds from.
+    tracedFilesOnly: ['node_modules/js-tiktoken', 'node_modules/better-sqlite3'],
   },
   operator: {
     // client-node is loaded through createRequire only out of a pod (operator/kube/client.ts), a
@@ -150,7 +171,7 @@ for (const w of warnings) if (!String(w.message).startsWith('Failed to resolve d
 // Whole packages, not single files: the tracer picks the packages, but a file reached only through
 // a conditional export or a computed path (async-function's `require.mjs`, a component's core
 // wasm) would be missed file by file. Nested node_modules are packages of their own.
-const packages = new Set<string>();
+const packages = new Set<string>(target.packages);
 const files: string[] = [...target.extra];
 for (const f of fileList) {
   const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(f);
@@ -169,7 +190,7 @@ const copy = (rel: string) => {
   bytes += st.size;
   count++;
 };
-for (const f of files) if (!skip(f) && statSync(join(ROOT, f)).isFile()) copy(f);
+for (const f of new Set(files)) if (!skip(f) && statSync(join(ROOT, f)).isFile()) copy(f);
 const ignored = target.ignore.map((g) => g.replace(/\/\*\*$/, ''));
 for (const pkg of [...packages].sort()) {
   if (ignored.some((g) => pkg === g || pkg.startsWith(`${g}/`))) continue;

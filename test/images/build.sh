@@ -22,6 +22,7 @@ export DOCKER="$DOCKER"
 RUNTIME_IMAGE="${CAPSULE_RUNTIME_IMAGE:-capsule-runtime:dev}"
 OPERATOR_IMAGE="${CAPSULE_OPERATOR_IMAGE:-capsule-operator:dev}"
 BASE_IMAGE=node:24-bookworm-slim
+BUILD_BASE_IMAGE=node:24-bookworm   # the runtime Dockerfile's addon build stage (base.sh makes both)
 cd "$ROOT"
 
 now() { date +%s.%N; }
@@ -76,11 +77,12 @@ if fresh "$RUNTIME_HASH" "$RUNTIME_TAR" && fresh "$OPERATOR_HASH" "$OPERATOR_TAR
   fi
 else
   engine_up
-  if [ "$(cat "$CACHE/base.hash" 2>/dev/null)" != "$BASE_HASH:$("$DOCKER" image inspect "$BASE_IMAGE" --format '{{.Id}}' 2>/dev/null || true)" ]; then
+  if [ "$(cat "$CACHE/base.hash" 2>/dev/null)" != "$BASE_HASH:$("$DOCKER" image inspect "$BASE_IMAGE" --format '{{.Id}}' 2>/dev/null || true)" ] \
+     || ! "$DOCKER" image inspect "$BUILD_BASE_IMAGE" >/dev/null 2>&1; then
     t="$(now)"
     bash "$HERE/base.sh" "$CACHE"
     echo "$BASE_HASH:$("$DOCKER" image inspect "$BASE_IMAGE" --format '{{.Id}}')" >"$CACHE/base.hash"
-    echo "[images] base image $BASE_IMAGE in $(took "$t")"
+    echo "[images] base images $BASE_IMAGE and $BUILD_BASE_IMAGE in $(took "$t")"
   else
     echo "[images] base image $BASE_IMAGE up to date ($BASE_HASH)"
   fi

@@ -5,7 +5,7 @@
  * network are used), a capsule folder, and a runtime container started as the operator's pod runs
  * it: non-root, read-only root filesystem, /var/lib/murmur a tmpfs (the pod's emptyDir).
  */
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GenericContainer, Network, Wait, getContainerRuntimeClient, type StartedNetwork, type StartedTestContainer } from 'testcontainers';
@@ -78,11 +78,15 @@ export function capsuleDir(name = 'probe'): string {
  * except authentication: `--anonymous`, as a Capsule with `a2a.auth.anonymous` renders it (the
  * default, `--token-review`, needs an API server; test/operator/pod-contract.test.ts covers it).
  */
-export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvider; capsule: string; a2aPort: number }): GenericContainer {
-  return new ReadOnlyContainer(runtimeImage())
-    .withNetwork(o.net.network)
-    .withTmpFs({ '/var/lib/murmur': 'rw,uid=65532,gid=65532,mode=0700' })
-    .withBindMounts([{ source: o.capsule, target: '/etc/murmur/capsule', mode: 'ro' }])
+export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvider; capsule: string; a2aPort: number; workVolume?: string }): GenericContainer {
+  const c = new ReadOnlyContainer(runtimeImage()).withNetwork(o.net.network);
+  const capsule = { source: o.capsule, target: '/etc/murmur/capsule', mode: 'ro' as const };
+  // The work root: a tmpfs (an emptyDir that dies with the container), or a host folder (a
+  // volume that outlives container restarts, as an emptyDir outlives a container's restart).
+  // (withBindMounts replaces the list: one call.)
+  if (o.workVolume) c.withBindMounts([capsule, { source: o.workVolume, target: '/var/lib/murmur', mode: 'rw' }]);
+  else c.withBindMounts([capsule]).withTmpFs({ '/var/lib/murmur': 'rw,uid=65532,gid=65532,mode=0700' });
+  return c
     .withEnvironment({ MURMUR_INFERENCE_ENDPOINT: o.provider.url, MURMUR_INFERENCE_API_KEY: API_KEY })
     .withExposedPorts({ container: 8080, host: o.a2aPort }, 9090)
     .withCommand([
@@ -92,6 +96,32 @@ export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvid
     // The line mur serve prints once both servers listen (runtime/cli/serve.ts).
     .withWaitStrategy(Wait.forLogMessage(/serving \S+ \S+ at /))
     .withStartupTimeout(120_000);
+}
+
+/** A folder for the container's work root, owned by its user (65532) as an emptyDir would be. */
+export function workVolume(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'image-work-'));
+  chownSync(dir, 65532, 65532);
+  chmodSync(dir, 0o700);
+  return dir;
+}
+
+/**
+ * Resolves once the container's log (all of it, from its first start, followed) holds `n` lines
+ * matching `re`; rejects if the log ends first. Returns the log so far.
+ */
+export async function logLines(c: StartedTestContainer, re: RegExp, n = 1): Promise<string> {
+  const stream = await c.logs();
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const done = (): boolean => (out.split('\n').filter((l) => re.test(l)).length >= n ? (stream.destroy(), resolve(out), true) : false);
+    stream.on('data', (d) => {
+      out += String(d);
+      done();
+    });
+    stream.once('end', () => done() || reject(new Error(`log ended with fewer than ${n} lines matching ${re}:\n${out}`)));
+    stream.once('error', reject);
+  });
 }
 
 /** Runs a command in the container; its exit code and output. */

@@ -42,6 +42,26 @@ describe('the runtime image', () => {
     // …while its work root (the pod's emptyDir) takes the session workdir and transpile cache.
     const work = await exec(container, ['sh', '-c', 'ls /var/lib/murmur']);
     expect(work.output).toMatch(/ses_/);
+    // The seeded caches (components, Node's compile cache) are root's: no tool can plant code there.
+    const seeds = await exec(container, ['sh', '-c', 'ls /opt/murmur/components /opt/murmur/compile-cache | grep -c . ; find /opt/murmur ! -user 0 | head -3']);
+    expect(Number(seeds.output.trim().split('\n')[0])).toBeGreaterThan(2);
+    expect(seeds.output.trim().split('\n').slice(1)).toEqual([]);
+  });
+
+  it("is non-dumpable: a process of the runtime's own user cannot read its environment (the provider key)", async () => {
+    // The image's dynamic loader is execute-only, so the kernel marked node non-dumpable at exec:
+    // its /proc files belong to root although it runs as 65532.
+    const loader = await exec(container, ['sh', '-c', 'stat -c %a "$(readlink -f /lib64/ld-linux-x86-64.so.2)"']);
+    expect(loader.output.trim()).toBe('711');
+    const owner = await exec(container, ['stat', '-c', '%u', '/proc/1/environ']);
+    expect(owner.output.trim()).toBe('0');
+    const read = await exec(container, ['sh', '-c', 'id -u; cat /proc/1/environ; tr "\\0" "\\n" < /proc/1/environ']);
+    expect(read.output).toMatch(/^65532$/m);
+    expect(read.output).toMatch(/Permission denied/);
+    expect(read.output).not.toContain(API_KEY);
+    // …while the process itself still runs as the image's user.
+    const user = await exec(container, ['sh', '-c', "awk '/^Uid:/{print $2}' /proc/1/status"]);
+    expect(user.output.trim()).toBe('65532');
   });
 
   it('serves its agent card and /readyz', async () => {
@@ -62,6 +82,10 @@ describe('the runtime image', () => {
       return out;
     };
     expect(r, r.ok ? '' : `${r.error}\n${await logs()}`).toMatchObject({ ok: true, state: 'completed', text: 'hello from the scripted provider' });
+    // The built-in driver came from the image's seed (transpiled and capped at build time): the
+    // start and the task transpiled nothing into the writable cache.
+    const transpiled = await exec(container, ['sh', '-c', 'ls -A /var/lib/murmur/cache/components 2>/dev/null | wc -l']);
+    expect(transpiled.output.trim()).toBe('0');
     // The driver inside the container called the provider with the key from the environment.
     expect(provider.requests).toHaveLength(1);
     expect(provider.requests[0]!.headers['x-api-key']).toBe(API_KEY);
