@@ -9,7 +9,7 @@
 // `prompt_cache_key` is NOT forwarded: the Messages API rejects fields it does not define.
 import { getEnvironment } from 'wasi:cli/environment@0.2.12';
 import { emitChunk, emitThinkingChunk } from 'murmur:text/chunks@0.1.0';
-import { cut, failure, postWithRetries, result, textOf, withAttempts } from '../shared/provider-http.js';
+import { cut, failure, postWithRetries, result, textOf, withAttempts } from '../common/provider-http.js';
 
 const STOP = { end_turn: 'end_turn', stop_sequence: 'end_turn', tool_use: 'tool_call', max_tokens: 'max_tokens', pause_turn: 'end_turn', refusal: 'end_turn' };
 

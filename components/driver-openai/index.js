@@ -10,7 +10,7 @@
 // `prompt_cache_key` is forwarded: Chat Completions defines a field of that name for cache routing.
 import { getEnvironment } from 'wasi:cli/environment@0.2.12';
 import { emitChunk, emitThinkingChunk } from 'murmur:text/chunks@0.1.0';
-import { cut, failure, postWithRetries, result, textOf, withAttempts } from '../shared/provider-http.js';
+import { cut, failure, postWithRetries, result, textOf, withAttempts } from '../common/provider-http.js';
 
 const STOP = { stop: 'end_turn', tool_calls: 'tool_call', function_call: 'tool_call', length: 'max_tokens', content_filter: 'end_turn' };
 
