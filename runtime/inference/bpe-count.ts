@@ -1,166 +1,195 @@
 /**
- * A count-only byte-pair encoder over js-tiktoken's own `cl100k_base` rank table and pre-tokenizer
- * pattern.
+ * A count-only byte-pair encoder over js-tiktoken's own `cl100k_base` rank table.
  *
- * Why not the library's `encode`: measured in bench/tokens.bench.ts, js-tiktoken keys its rank map by
+ * Why not the library's `encode`: measured in bench/tokens.ts, js-tiktoken keys its rank map by
  * comma-joined byte lists and re-joins every pair on each merge step (≈0.3 MiB/s on base64), the
  * WebAssembly `tiktoken` pays a copy in and a token array out per call and `gpt-tokenizer` disagrees
  * on random code points. Counting needs no token ids, only how many parts the merge leaves, so this
- * keeps the library's data (ranks, pattern) and replaces only the merge loop: the piece is encoded
- * to UTF-8 into a reused buffer, ranks of sequences up to 6 bytes (nearly every lookup) sit in an
- * integer-keyed table, longer ones in a Map keyed by latin1 strings, pair ranks are updated in place
- * after each merge, and counts of longer pieces are memoised (bounded). The merge rule is the library's (lowest rank
- * first, leftmost on ties), so the count equals `encode(text, [], []).length` exactly
- * (test/inference/tokens.test.ts checks it on fixed inputs).
+ * keeps the library's ranks and replaces the rest:
+ * - pieces come from a scanner over char codes (pretokenize.ts, exactly the library's pattern), not
+ *   from `RegExp.exec` (the regex alone was slower than the target, and allocates every match);
+ * - each piece is encoded to UTF-8 from the text in place into a reused buffer;
+ * - a piece that is itself a token counts 1 after one lookup (most pieces of high-entropy text are
+ *   one to three tokens);
+ * - ranks of byte pairs come from a direct 64 Ki table, longer sequences from one open-addressed
+ *   table of integer arrays (hash, then a byte compare against a pool of all token bytes);
+ * - the merge is the rank scan over a typed-array part list (tiktoken's own for short pieces) and a
+ *   typed-array min-heap for long ones; both merge the lowest rank first, leftmost on ties, the
+ *   library's rule, so the count equals `encode(text, [], []).length` exactly
+ *   (test/inference/tokens.test.ts and pretokenize.test.ts compare them);
+ * - counts of pieces of 5–32 bytes are cached in a direct-mapped table of fixed size (bounded by
+ *   bytes, holding copies of piece bytes, never a string: nothing pins a counted text).
  */
 import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
+import { cl100kPieceEnd } from './pretokenize.ts';
 
 export interface BpeCounter {
   /** Tokens of `text` (specials count as plain text). */
   count(text: string): number;
 }
 
-/**
- * Ranks of byte sequences up to 6 bytes long, in an open-addressed table keyed by the bytes packed
- * into two int32s (bytes 0–3; bytes 4–5 and the length). Nearly every lookup of a merge is this
- * short, and a lookup here hashes two integers where a string-keyed Map would first have to cut,
- * flatten and hash a new string (measured: that was most of the counter's time on base64).
- */
-class ShortRanks {
-  private readonly lo: Int32Array;
-  private readonly hi: Int32Array;
-  private readonly val: Int32Array;
+/** "No rank": larger than every rank, so it loses every min and fits an Int32Array. */
+const NONE = 0x7fffffff;
+
+function hashBytes(b: Uint8Array, i: number, j: number): number {
+  let h = Math.imul(j - i, 0x9e3779b1);
+  for (let k = i; k < j; k++) h = Math.imul(h ^ b[k]!, 0x01000193);
+  return Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
+}
+
+/** Ranks of every token's bytes. */
+class Ranks {
+  readonly pair = new Int32Array(65536).fill(NONE);
+  readonly single = new Int32Array(256).fill(NONE);
+  readonly maxLen: number;
+  private readonly pool: Uint8Array;
+  private readonly off: Int32Array;
+  private readonly len: Uint8Array;
+  private readonly hash: Int32Array;
+  private readonly rank: Int32Array;
+  private readonly shift: number;
   private readonly mask: number;
 
-  constructor(entries: number) {
-    let size = 1;
-    while (size < entries * 2) size <<= 1;
-    this.mask = size - 1;
-    this.lo = new Int32Array(size);
-    this.hi = new Int32Array(size);
-    this.val = new Int32Array(size).fill(-1);
+  constructor(tokens: Uint8Array[]) {
+    let bits = 1;
+    while (1 << bits < tokens.length * 2.5) bits++;
+    this.shift = 32 - bits;
+    this.mask = (1 << bits) - 1;
+    const size = 1 << bits;
+    this.off = new Int32Array(size);
+    this.len = new Uint8Array(size);
+    this.hash = new Int32Array(size);
+    this.rank = new Int32Array(size).fill(-1);
+    let total = 0;
+    let maxLen = 0;
+    for (const t of tokens) { total += t.length; maxLen = Math.max(maxLen, t.length); }
+    this.maxLen = maxLen;
+    this.pool = new Uint8Array(total);
+    let o = 0;
+    tokens.forEach((t, r) => {
+      if (t.length === 1) this.single[t[0]!] = r;
+      else if (t.length === 2) this.pair[(t[0]! << 8) | t[1]!] = r;
+      else {
+        this.pool.set(t, o);
+        const h = hashBytes(t, 0, t.length);
+        let s = h >>> this.shift;
+        while (this.rank[s] !== -1) s = (s + 1) & this.mask;
+        this.off[s] = o; this.len[s] = t.length; this.hash[s] = h; this.rank[s] = r;
+        o += t.length;
+      }
+    });
   }
 
-  private static slot(lo: number, hi: number, mask: number): number {
-    return Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> 7 & mask;
-  }
-
-  set(b: Uint8Array, i: number, j: number, rank: number): void {
-    const lo = packLo(b, i, j), hi = packHi(b, i, j);
-    let h = ShortRanks.slot(lo, hi, this.mask);
-    while (this.val[h] !== -1) h = (h + 1) & this.mask;
-    this.lo[h] = lo; this.hi[h] = hi; this.val[h] = rank;
-  }
-
-  /** The rank of b[i..j) (j - i ≤ 6), or Infinity. */
-  get(b: Uint8Array, i: number, j: number): number {
-    const lo = packLo(b, i, j), hi = packHi(b, i, j);
+  /** Rank of b[i..j) (j - i ≥ 3, ≤ maxLen) whose hash is `h`, or NONE. */
+  long(b: Uint8Array, i: number, j: number, h: number): number {
+    const n = j - i;
     const mask = this.mask;
-    for (let h = ShortRanks.slot(lo, hi, mask); ; h = (h + 1) & mask) {
-      const v = this.val[h]!;
-      if (v === -1) return Infinity;
-      if (this.lo[h] === lo && this.hi[h] === hi) return v;
+    for (let s = h >>> this.shift; ; s = (s + 1) & mask) {
+      const r = this.rank[s]!;
+      if (r < 0) return NONE;
+      if (this.hash[s] !== h || this.len[s] !== n) continue;
+      const o = this.off[s]! - i;
+      let k = i;
+      while (k < j && this.pool[o + k] === b[k]) k++;
+      if (k === j) return r;
     }
   }
+
+  /** Rank of b[i..j) (j - i ≥ 2), or NONE. */
+  get(b: Uint8Array, i: number, j: number): number {
+    const n = j - i;
+    if (n === 2) return this.pair[(b[i]! << 8) | b[i + 1]!]!;
+    if (n > this.maxLen) return NONE;
+    return this.long(b, i, j, hashBytes(b, i, j));
+  }
 }
 
-function packLo(b: Uint8Array, i: number, j: number): number {
-  let lo = 0;
-  for (let k = 0, e = Math.min(j, i + 4); i + k < e; k++) lo |= b[i + k]! << (k << 3);
-  return lo;
-}
-
-function packHi(b: Uint8Array, i: number, j: number): number {
-  let hi = (j - i) << 16;
-  for (let k = 0; i + 4 + k < j; k++) hi |= b[i + 4 + k]! << (k << 3);
-  return hi;
-}
-
-const SHORT = 6;
-
-/** Builds the counter (≈100 ms: parses 100 k ranks). Build it off the main thread. */
-export function buildCl100kCounter(pieceMemo = 65_536): BpeCounter {
-  // Longer byte sequences stay in a Map keyed by their latin1 string (rare in a merge).
-  const longRanks = new Map<string, number>();
-  const lines = cl100k_base.bpe_ranks.split('\n');
-  const short = new ShortRanks(110_000);
-  for (const line of lines) {
+function loadRanks(): Ranks {
+  const tokens: Uint8Array[] = [];
+  for (const line of cl100k_base.bpe_ranks.split('\n')) {
     if (!line) continue;
     const parts = line.split(' ');
     const offset = Number.parseInt(parts[1]!, 10);
-    for (let i = 2; i < parts.length; i++) {
-      const bytes = Buffer.from(parts[i]!, 'base64');
-      if (bytes.length <= SHORT) short.set(bytes, 0, bytes.length, offset + i - 2);
-      else longRanks.set(bytes.toString('latin1'), offset + i - 2);
-    }
+    for (let i = 2; i < parts.length; i++) tokens[offset + i - 2] = Buffer.from(parts[i]!, 'base64');
   }
-  const pattern = new RegExp(cl100k_base.pat_str, 'gu');
-  // Piece → count, bounded by entries (pieces are short: the chunker cuts long runs).
-  const memo = new Map<string, number>();
-  const latin1 = new TextDecoder('latin1');
-  const rank = (b: Uint8Array, i: number, j: number): number =>
-    j - i <= SHORT ? short.get(b, i, j) : longRanks.get(latin1.decode(b.subarray(i, j))) ?? Infinity;
+  return new Ranks(tokens);
+}
 
-  // Scratch arrays reused across pieces (pieces are short: the chunker cuts long runs).
+/** Pieces up to this many bytes merge by the linear rank scan, longer ones through the heap. */
+const SCAN_MAX = 128;
+/** The piece cache: direct-mapped, SLOTS × SLOT_BYTES bytes of piece copies (128 KiB). */
+const CACHE_MIN = 5;
+const SLOT_BYTES = 32;
+const SLOT_BITS = 12;
+
+/** Builds the counter (≈100 ms: parses 100 k ranks). Build it off the main thread. */
+export function buildCl100kCounter(): BpeCounter {
+  const ranks = loadRanks();
+  const { pair, single } = ranks;
+  const maxLen = ranks.maxLen;
+  for (let b = 0; b < 256; b++) if (single[b] === NONE) throw new Error(`cl100k_base has no rank for byte ${b}`);
+
+  const cacheBytes = new Uint8Array(SLOT_BYTES << SLOT_BITS);
+  const cacheHash = new Int32Array(1 << SLOT_BITS);
+  const cacheLen = new Uint8Array(1 << SLOT_BITS); // 0: empty
+  const cacheCount = new Int32Array(1 << SLOT_BITS);
+
+  // Scratch arrays reused across pieces, grown on demand.
   let bytes = new Uint8Array(1024);
-  let starts = new Int32Array(256);
-  let pairRank = new Float64Array(256);
+  const starts = new Int32Array(SCAN_MAX + 1);
+  const pr = new Int32Array(SCAN_MAX);
 
-  function merge(b: Uint8Array, n: number): number {
-    if (n <= 1) return 1;
-    if (rank(b, 0, n) !== Infinity) return 1;
-    if (n === 2) return 2;
-    if (n > 24) return heapMerge(b, n);
-    if (starts.length <= n) {
-      starts = new Int32Array(n * 2);
-      pairRank = new Float64Array(n * 2);
-    }
-    // Part k spans starts[k]..starts[k+1]; pairRank[k] is the rank of part k joined with part k+1.
-    for (let i = 0; i <= n; i++) starts[i] = i;
-    for (let i = 0; i < n - 1; i++) pairRank[i] = rank(b, i, i + 2);
+  /**
+   * Parts left after merging b[0..n) (3 ≤ n ≤ SCAN_MAX; the whole piece is not a token). Part k
+   * spans starts[k]..starts[k+1]; pr[k] is the rank of part k joined with part k+1.
+   */
+  function scanMerge(b: Uint8Array, n: number): number {
+    for (let i = 0; i < n - 1; i++) { starts[i] = i; pr[i] = pair[(b[i]! << 8) | b[i + 1]!]!; }
+    starts[n - 1] = n - 1;
+    starts[n] = n;
     let parts = n;
-    for (;;) {
-      let min = Infinity;
+    // With two parts left, their pair is the whole piece: not a token.
+    while (parts > 2) {
+      let min = NONE;
       let at = -1;
       for (let k = 0; k < parts - 1; k++) {
-        const r = pairRank[k]!;
-        if (r < min) { min = r; at = k; }
+        if (pr[k]! < min) { min = pr[k]!; at = k; }
       }
       if (at < 0) break;
-      // Merge part at+1 into part at: drop boundary at+1.
-      starts.copyWithin(at + 1, at + 2, parts + 1);
-      pairRank.copyWithin(at + 1, at + 2, parts);
+      // Part at+1 joins part at: drop boundary at+1.
+      for (let k = at + 1; k < parts; k++) starts[k] = starts[k + 1]!;
+      for (let k = at + 1; k < parts - 2; k++) pr[k] = pr[k + 1]!;
       parts--;
-      pairRank[at] = at + 1 < parts ? rank(b, starts[at]!, starts[at + 2]!) : Infinity;
-      if (at > 0) pairRank[at - 1] = rank(b, starts[at - 1]!, starts[at + 1]!);
+      pr[at] = at + 1 < parts ? ranks.get(b, starts[at]!, starts[at + 2]!) : NONE;
+      if (at > 0) pr[at - 1] = ranks.get(b, starts[at - 1]!, starts[at + 1]!);
     }
     return parts;
   }
 
   /**
-   * The same merge for long pieces in O(n log n): a min-heap of (rank, start) over a linked list of
-   * parts, stale entries skipped. Lowest rank first and, among equal ranks, the leftmost part: the
-   * order the linear scan takes.
+   * The same merge for long pieces in O(n log n): a min-heap of (rank, start, end) over a linked
+   * list of parts, stale entries skipped. Lowest rank first and, among equal ranks, the leftmost
+   * part: the order the linear scan takes.
    */
   function heapMerge(b: Uint8Array, n: number): number {
     const next = new Int32Array(n + 1);
     const prev = new Int32Array(n + 1);
-    const alive = new Uint8Array(n + 1);
-    for (let i = 0; i <= n; i++) { next[i] = i + 1; prev[i] = i - 1; alive[i] = 1; }
-    // Heap entries: [rank, start, end-of-right-part] packed in parallel arrays.
-    const hr: number[] = [];
-    const hs: number[] = [];
-    const he: number[] = [];
-    const less = (a: number, b: number) => hr[a]! < hr[b]! || (hr[a] === hr[b] && hs[a]! < hs[b]!);
-    const swap = (a: number, b: number) => {
-      [hr[a], hr[b]] = [hr[b]!, hr[a]!];
-      [hs[a], hs[b]] = [hs[b]!, hs[a]!];
-      [he[a], he[b]] = [he[b]!, he[a]!];
+    const alive = new Uint8Array(n + 1).fill(1);
+    for (let i = 0; i <= n; i++) { next[i] = i + 1; prev[i] = i - 1; }
+    // At most n - 1 initial entries and two per merge (≤ n - 1 merges).
+    const cap = 3 * n;
+    const hr = new Int32Array(cap), hs = new Int32Array(cap), he = new Int32Array(cap);
+    let size = 0;
+    const less = (a: number, c: number) => hr[a]! < hr[c]! || (hr[a] === hr[c] && hs[a]! < hs[c]!);
+    const swap = (a: number, c: number) => {
+      let t = hr[a]!; hr[a] = hr[c]!; hr[c] = t;
+      t = hs[a]!; hs[a] = hs[c]!; hs[c] = t;
+      t = he[a]!; he[a] = he[c]!; he[c] = t;
     };
     const push = (r: number, s: number, e: number) => {
-      if (r === Infinity) return;
-      let i = hr.length;
-      hr.push(r); hs.push(s); he.push(e);
+      if (r === NONE) return;
+      let i = size++;
+      hr[i] = r; hs[i] = s; he[i] = e;
       while (i > 0) {
         const p = (i - 1) >> 1;
         if (!less(i, p)) break;
@@ -168,27 +197,21 @@ export function buildCl100kCounter(pieceMemo = 65_536): BpeCounter {
         i = p;
       }
     };
-    const pop = () => {
-      const last = hr.length - 1;
-      swap(0, last);
-      const r = hr.pop()!, st = hs.pop()!, e = he.pop()!;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1, rr = l + 1;
+    for (let i = 0; i < n - 1; i++) push(pair[(b[i]! << 8) | b[i + 1]!]!, i, i + 2);
+    let parts = n;
+    while (size > 0) {
+      const st = hs[0]!, e = he[0]!;
+      swap(0, --size);
+      for (let i = 0; ;) {
+        const l = 2 * i + 1, r = l + 1;
         let m = i;
-        if (l < hr.length && less(l, m)) m = l;
-        if (rr < hr.length && less(rr, m)) m = rr;
+        if (l < size && less(l, m)) m = l;
+        if (r < size && less(r, m)) m = r;
         if (m === i) break;
         swap(i, m);
         i = m;
       }
-      return [r, st, e] as const;
-    };
-    for (let i = 0; i < n - 1; i++) push(rank(b, i, i + 2), i, i + 2);
-    let parts = n;
-    while (hr.length) {
-      const [, st, e] = pop();
-      // Stale unless `st` starts a live part, its right neighbour starts where expected and ends at `e`.
+      // Stale unless `st` starts a live part whose right neighbour ends at `e`.
       if (!alive[st]) continue;
       const mid = next[st]!;
       if (mid >= n || next[mid] !== e) continue;
@@ -196,56 +219,68 @@ export function buildCl100kCounter(pieceMemo = 65_536): BpeCounter {
       next[st] = e;
       prev[e] = st;
       parts--;
-      if (e < n) push(rank(b, st, next[e]!), st, next[e]!);
+      if (e < n) push(ranks.get(b, st, next[e]!), st, next[e]!);
       const p = prev[st]!;
-      if (p >= 0) push(rank(b, p, e), p, e);
+      if (p >= 0) push(ranks.get(b, p, e), p, e);
     }
     return parts;
   }
 
-  /** The piece's UTF-8 bytes into the scratch buffer; returns their length. */
-  function toBytes(piece: string): number {
-    const len = piece.length;
-    if (bytes.length < len * 3) bytes = new Uint8Array(len * 3);
+  /** UTF-8 of t[i..e) into the scratch buffer (a lone surrogate as U+FFFD, like TextEncoder). */
+  function toBytes(t: string, i: number, e: number): number {
+    if (bytes.length < (e - i) * 3) bytes = new Uint8Array((e - i) * 3);
     const b = bytes;
     let o = 0;
-    for (let i = 0; i < len; i++) {
-      let c = piece.charCodeAt(i);
+    for (; i < e; i++) {
+      let c = t.charCodeAt(i);
       if (c < 0x80) { b[o++] = c; continue; }
       if (c < 0x800) { b[o++] = 0xc0 | (c >> 6); b[o++] = 0x80 | (c & 63); continue; }
-      if (c >= 0xd800 && c < 0xdc00 && i + 1 < len) {
-        const d = piece.charCodeAt(i + 1);
-        if (d >= 0xdc00 && d < 0xe000) {
+      if ((c & 0xfc00) === 0xd800 && i + 1 < e) {
+        const d = t.charCodeAt(i + 1);
+        if ((d & 0xfc00) === 0xdc00) {
           i++;
           c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
           b[o++] = 0xf0 | (c >> 18); b[o++] = 0x80 | ((c >> 12) & 63); b[o++] = 0x80 | ((c >> 6) & 63); b[o++] = 0x80 | (c & 63);
           continue;
         }
       }
-      // A lone surrogate encodes as U+FFFD, as Buffer and TextEncoder do.
-      if (c >= 0xd800 && c < 0xe000) c = 0xfffd;
+      if ((c & 0xf800) === 0xd800) c = 0xfffd;
       b[o++] = 0xe0 | (c >> 12); b[o++] = 0x80 | ((c >> 6) & 63); b[o++] = 0x80 | (c & 63);
     }
     return o;
   }
 
-  function pieceCount(piece: string): number {
-    // Short pieces (most of high-entropy text) merge faster than a memo lookup costs.
-    if (piece.length <= SHORT) return merge(bytes, toBytes(piece));
-    const hit = memo.get(piece);
-    if (hit !== undefined) return hit;
-    const c = merge(bytes, toBytes(piece));
-    if (memo.size >= pieceMemo) memo.clear();
-    // Flattened copy: a key must never pin the text the piece was cut from.
-    memo.set((' ' + piece).slice(1), c);
+  function pieceCount(t: string, i: number, e: number): number {
+    if (e - i === 1 && t.charCodeAt(i) < 0x80) return 1;
+    const n = toBytes(t, i, e);
+    const b = bytes; // after toBytes, which may have grown it
+    if (n === 1) return 1;
+    if (n === 2) return pair[(b[0]! << 8) | b[1]!] !== NONE ? 1 : 2;
+    if (n > maxLen) return n > SCAN_MAX ? heapMerge(b, n) : scanMerge(b, n);
+    const h = hashBytes(b, 0, n);
+    if (ranks.long(b, 0, n, h) !== NONE) return 1;
+    if (n < CACHE_MIN || n > SLOT_BYTES) return n > SCAN_MAX ? heapMerge(b, n) : scanMerge(b, n);
+    const slot = h >>> (32 - SLOT_BITS);
+    const base = slot * SLOT_BYTES;
+    if (cacheLen[slot] === n && cacheHash[slot] === h) {
+      let k = 0;
+      while (k < n && cacheBytes[base + k] === b[k]) k++;
+      if (k === n) return cacheCount[slot]!;
+    }
+    const c = scanMerge(b, n);
+    cacheBytes.set(b.subarray(0, n), base);
+    cacheLen[slot] = n; cacheHash[slot] = h; cacheCount[slot] = c;
     return c;
   }
 
   return {
     count(text: string): number {
       let n = 0;
-      pattern.lastIndex = 0;
-      for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) n += pieceCount(m[0]);
+      for (let i = 0, len = text.length; i < len;) {
+        const e = cl100kPieceEnd(text, i, len);
+        n += pieceCount(text, i, e);
+        i = e;
+      }
       return n;
     },
   };
