@@ -15,52 +15,32 @@
  *   unchunked encoding (by a token or so per cut); it is what keeps the cost O(n · maxRun).
  * - A window with neither is hard-cut at `maxChunk` (on a code point boundary). The safe boundary is
  *   searched backwards from the window end, so chunking costs O(n).
+ * - Characters are classed by char-class.ts, the pre-tokenizer's own table, in one pass over char
+ *   codes.
  *
  * These cuts define the runtime's count: tokens.ts counts chunk by chunk, and the counts are pinned
  * by test/inference/token-counts.json.
  */
+import { charClass, codePointAt, LETTER, NEWLINE, NUMBER, OTHER, SPACE } from './char-class.ts';
+
 export const DEFAULT_MAX_CHUNK = 2048;
 export const DEFAULT_MAX_RUN = 64;
 
-const enum C {
-  Letter = 1,
-  Number = 2,
-  Space = 3, // whitespace other than \r \n
-  Newline = 4, // \r or \n
-  Other = 5,
-}
-
-const LETTER = /\p{L}/u;
-const NUMBER = /\p{N}/u;
-const SPACE = /\s/u;
-
-function classify(cp: number): C {
-  if (cp < 128) {
-    if ((cp >= 97 && cp <= 122) || (cp >= 65 && cp <= 90)) return C.Letter;
-    if (cp >= 48 && cp <= 57) return C.Number;
-    if (cp === 10 || cp === 13) return C.Newline;
-    if (cp === 32 || cp === 9 || cp === 11 || cp === 12) return C.Space;
-    return C.Other;
-  }
-  const ch = String.fromCodePoint(cp);
-  if (LETTER.test(ch)) return C.Letter;
-  if (NUMBER.test(ch)) return C.Number;
-  if (SPACE.test(ch)) return C.Space;
-  return C.Other;
-}
+// Classes of char-class.ts (the pre-tokenizer's): LETTER, NUMBER, SPACE (\s but \r \n), NEWLINE, OTHER.
+const classify = charClass;
 
 /** Whether cl100k's pre-tokenizer pieces never straddle a cut between classes `a` and `b`. */
-function safeBetween(a: C, b: C): boolean {
+function safeBetween(a: number, b: number): boolean {
   switch (a) {
-    case C.Letter:
-      return b !== C.Letter;
-    case C.Number:
-      return b !== C.Number;
-    case C.Other:
-      return b === C.Number || b === C.Space;
-    case C.Newline:
-      return b !== C.Newline && b !== C.Space;
-    case C.Space:
+    case LETTER:
+      return b !== LETTER;
+    case NUMBER:
+      return b !== NUMBER;
+    case OTHER:
+      return b === NUMBER || b === SPACE;
+    case NEWLINE:
+      return b !== NEWLINE && b !== SPACE;
+    default: // SPACE
       return false;
   }
 }
@@ -75,50 +55,44 @@ export interface ChunkStats {
   inexactCuts: number;
 }
 
-const longRunCache = new Map<number, RegExp>();
+/** The run class of a character class: letters, symbols, whitespace of any mix; -1 for numbers. */
+const RUN_CLASS = [1, 0, -1, 2, 2]; // OTHER, LETTER, NUMBER, SPACE, NEWLINE
+
 /**
- * The start of a run of one piece class longer than `maxRun` (letters, punctuation/symbols,
- * whitespace of any mix): exactly `maxRun + 1` code points, one capture group per class.
- * A fixed count, never `{n,}`: V8 keeps a backtrack entry per repetition of an open-ended
- * quantifier, and a run of ≈ 5.5 M characters overflowed its stack ("Maximum call stack size
- * exceeded"). The run's end is then found in bounded steps by {@link RUN_REST}.
+ * Forced cuts inside runs of one run class (letters, symbols, whitespace of any mix) longer than
+ * `maxRun` code points: every `maxRun` code units from the run's start, moved off a low surrogate.
+ * One pass over char codes (it was a regex scan for `maxRun + 1` characters of a class, which tried
+ * that many characters at every position; test/inference/chunk.test.ts holds the two equal).
  */
-function longRunStart(maxRun: number): RegExp {
-  let re = longRunCache.get(maxRun);
-  if (re === undefined) {
-    const n = maxRun + 1;
-    re = new RegExp(`(\\p{L}{${n}})|([^\\s\\p{L}\\p{N}]{${n}})|(\\s{${n}})`, 'gu');
-    longRunCache.set(maxRun, re);
+function forcedCuts(text: string, maxRun: number): number[] {
+  const forced: number[] = [];
+  const len = text.length;
+  for (let i = 0; i < len;) {
+    let cp = codePointAt(text, i);
+    const k = RUN_CLASS[classify(cp)]!;
+    let j = i + (cp > 0xffff ? 2 : 1);
+    if (k < 0) { i = j; continue; }
+    let n = 1;
+    for (; j < len; n++) {
+      cp = codePointAt(text, j);
+      if (RUN_CLASS[classify(cp)] !== k) break;
+      j += cp > 0xffff ? 2 : 1;
+    }
+    if (n > maxRun) {
+      for (let c = i + maxRun; c < j; c += maxRun) {
+        const cut = isLow(text.charCodeAt(c)) ? c + 1 : c;
+        if (cut < j) forced.push(cut);
+      }
+    }
+    i = j;
   }
-  re.lastIndex = 0;
-  return re;
-}
-
-/** The rest of a run of each class, at most 65 536 code points per step (sticky). */
-const RUN_STEP = 65_536;
-const RUN_REST = [
-  new RegExp(`\\p{L}{1,${RUN_STEP}}`, 'uy'),
-  new RegExp(`[^\\s\\p{L}\\p{N}]{1,${RUN_STEP}}`, 'uy'),
-  new RegExp(`\\s{1,${RUN_STEP}}`, 'uy'),
-];
-
-/** End (code-unit index) of the run of class `cls` that continues at `from`. */
-function runEnd(text: string, cls: number, from: number): number {
-  const re = RUN_REST[cls]!;
-  let end = from;
-  for (;;) {
-    re.lastIndex = end;
-    const m = re.exec(text);
-    if (m === null) return end;
-    end += m[0].length;
-    if (m[0].length < RUN_STEP) return end; // shorter than a full step: cannot be a full step of code points either
-  }
+  return forced;
 }
 
 const isLow = (u: number) => u >= 0xdc00 && u <= 0xdfff;
 
 /** Class of the code point ending just before code-unit index `i` (i > 0). */
-function classBefore(text: string, i: number): C {
+function classBefore(text: string, i: number): number {
   const u = text.charCodeAt(i - 1);
   if (isLow(u) && i >= 2) return classify(text.codePointAt(i - 2)!);
   return classify(u);
@@ -134,9 +108,9 @@ function safeAt(text: string, i: number, floor: number): boolean {
   if (isLow(u)) return false; // inside a surrogate pair
   const b = classify(text.codePointAt(i)!);
   const a = classBefore(text, i);
-  if (a === C.Number && b === C.Number) {
+  if (a === NUMBER && b === NUMBER) {
     let j = i;
-    while (j > floor && classBefore(text, j) === C.Number) j--;
+    while (j > floor && classBefore(text, j) === NUMBER) j--;
     return (i - j) % 3 === 0;
   }
   return safeBetween(a, b);
@@ -147,18 +121,7 @@ export function chunkText(text: string, opts: ChunkOptions = {}, stats?: ChunkSt
   const maxChunk = Math.max(2, opts.maxChunk ?? DEFAULT_MAX_CHUNK);
   const maxRun = Math.max(1, opts.maxRun ?? DEFAULT_MAX_RUN);
   if (text === '') return [];
-  // Forced cuts inside long runs, found by one native regex scan.
-  const forced: number[] = [];
-  const re = longRunStart(maxRun);
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    const cls = m[1] !== undefined ? 0 : m[2] !== undefined ? 1 : 2;
-    const end = runEnd(text, cls, m.index + m[0].length);
-    for (let c = m.index + maxRun; c < end; c += maxRun) {
-      const cut = isLow(text.charCodeAt(c)) ? c + 1 : c;
-      if (cut < end) forced.push(cut);
-    }
-    re.lastIndex = end;
-  }
+  const forced = forcedCuts(text, maxRun);
   if (forced.length === 0 && text.length <= maxChunk) return [text];
   const out: string[] = [];
   let pos = 0;
