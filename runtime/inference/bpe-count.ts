@@ -31,22 +31,35 @@ export interface BpeCounter {
 /** "No rank": larger than every rank, so it loses every min and fits an Int32Array. */
 const NONE = 0x7fffffff;
 
-function hashBytes(b: Uint8Array, i: number, j: number): number {
-  let h = Math.imul(j - i, 0x9e3779b1);
-  for (let k = i; k < j; k++) h = Math.imul(h ^ b[k]!, 0x01000193);
+/** The first (up to) four of the n ≥ 3 bytes at b[i..], packed little-endian. */
+function pack4(b: Uint8Array, i: number, n: number): number {
+  const v = b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16);
+  return n > 3 ? v | (b[i + 3]! << 24) : v;
+}
+
+/** Hash of the n ≥ 3 bytes at b[i..] whose first four are `head` (no loop for 3–4 bytes). */
+function hashOf(b: Uint8Array, i: number, n: number, head: number): number {
+  let h = Math.imul(head ^ Math.imul(n, 0x7feb352d), 0x9e3779b1);
+  for (let k = i + 4, j = i + n; k < j; k++) h = Math.imul(h ^ b[k]!, 0x01000193);
   return Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
 }
 
-/** Ranks of every token's bytes. */
+/**
+ * Ranks of every token's bytes: single bytes and pairs in direct tables, longer sequences in one
+ * open-addressed table whose slots are two int32s side by side (the first four bytes packed; the
+ * rank with the length), so a probe touches one cache line of a 2 MiB table and, for sequences of
+ * 3–4 bytes (most lookups of a merge), nothing else. Longer ones compare the rest with a pool of
+ * all token bytes.
+ */
 class Ranks {
   readonly pair = new Int32Array(65536).fill(NONE);
   readonly single = new Int32Array(256).fill(NONE);
   readonly maxLen: number;
   private readonly pool: Uint8Array;
-  private readonly off: Int32Array;
-  private readonly len: Uint8Array;
-  private readonly hash: Int32Array;
-  private readonly rank: Int32Array;
+  /** Slot k: [2k] bytes 0–3 packed, [2k+1] length << 17 | rank (-1: empty). */
+  private readonly slots: Int32Array;
+  /** Slot k: where the token's bytes start in the pool. */
+  private readonly offsets: Int32Array;
   private readonly shift: number;
   private readonly mask: number;
 
@@ -55,14 +68,13 @@ class Ranks {
     while (1 << bits < tokens.length * 2.5) bits++;
     this.shift = 32 - bits;
     this.mask = (1 << bits) - 1;
-    const size = 1 << bits;
-    this.off = new Int32Array(size);
-    this.len = new Uint8Array(size);
-    this.hash = new Int32Array(size);
-    this.rank = new Int32Array(size).fill(-1);
+    const slots = new Int32Array(2 << bits);
+    for (let k = 1; k < slots.length; k += 2) slots[k] = -1;
+    this.offsets = new Int32Array(1 << bits);
     let total = 0;
     let maxLen = 0;
     for (const t of tokens) { total += t.length; maxLen = Math.max(maxLen, t.length); }
+    if (tokens.length > 1 << 17 || maxLen > 255) throw new Error('rank table too large for its slot layout');
     this.maxLen = maxLen;
     this.pool = new Uint8Array(total);
     let o = 0;
@@ -71,27 +83,31 @@ class Ranks {
       else if (t.length === 2) this.pair[(t[0]! << 8) | t[1]!] = r;
       else {
         this.pool.set(t, o);
-        const h = hashBytes(t, 0, t.length);
-        let s = h >>> this.shift;
-        while (this.rank[s] !== -1) s = (s + 1) & this.mask;
-        this.off[s] = o; this.len[s] = t.length; this.hash[s] = h; this.rank[s] = r;
+        const head = pack4(t, 0, t.length);
+        let s = hashOf(t, 0, t.length, head) >>> this.shift;
+        while (slots[2 * s + 1] !== -1) s = (s + 1) & this.mask;
+        slots[2 * s] = head; slots[2 * s + 1] = (t.length << 17) | r; this.offsets[s] = o;
         o += t.length;
       }
     });
+    this.slots = slots;
   }
 
-  /** Rank of b[i..j) (j - i ≥ 3, ≤ maxLen) whose hash is `h`, or NONE. */
-  long(b: Uint8Array, i: number, j: number, h: number): number {
-    const n = j - i;
+  /** Rank of the n bytes at b[i..] (3 ≤ n ≤ maxLen) with head `head` and hash `h`, or NONE. */
+  long(b: Uint8Array, i: number, n: number, head: number, h: number): number {
+    const slots = this.slots;
     const mask = this.mask;
+    const tag = n << 17;
     for (let s = h >>> this.shift; ; s = (s + 1) & mask) {
-      const r = this.rank[s]!;
-      if (r < 0) return NONE;
-      if (this.hash[s] !== h || this.len[s] !== n) continue;
-      const o = this.off[s]! - i;
-      let k = i;
+      const v = slots[2 * s + 1]!;
+      if (v < 0) return NONE;
+      if (slots[2 * s] !== head || (v & 0x1fe0000) !== tag) continue;
+      if (n <= 4) return v & 0x1ffff;
+      const o = this.offsets[s]! - i;
+      let k = i + 4;
+      const j = i + n;
       while (k < j && this.pool[o + k] === b[k]) k++;
-      if (k === j) return r;
+      if (k === j) return v & 0x1ffff;
     }
   }
 
@@ -100,7 +116,8 @@ class Ranks {
     const n = j - i;
     if (n === 2) return this.pair[(b[i]! << 8) | b[i + 1]!]!;
     if (n > this.maxLen) return NONE;
-    return this.long(b, i, j, hashBytes(b, i, j));
+    const head = pack4(b, i, n);
+    return this.long(b, i, n, head, hashOf(b, i, n, head));
   }
 }
 
@@ -257,8 +274,9 @@ export function buildCl100kCounter(): BpeCounter {
     if (n === 1) return 1;
     if (n === 2) return pair[(b[0]! << 8) | b[1]!] !== NONE ? 1 : 2;
     if (n > maxLen) return n > SCAN_MAX ? heapMerge(b, n) : scanMerge(b, n);
-    const h = hashBytes(b, 0, n);
-    if (ranks.long(b, 0, n, h) !== NONE) return 1;
+    const head = pack4(b, 0, n);
+    const h = hashOf(b, 0, n, head);
+    if (ranks.long(b, 0, n, head, h) !== NONE) return 1;
     if (n < CACHE_MIN || n > SLOT_BYTES) return n > SCAN_MAX ? heapMerge(b, n) : scanMerge(b, n);
     const slot = h >>> (32 - SLOT_BITS);
     const base = slot * SLOT_BYTES;
@@ -268,7 +286,7 @@ export function buildCl100kCounter(): BpeCounter {
       if (k === n) return cacheCount[slot]!;
     }
     const c = scanMerge(b, n);
-    cacheBytes.set(b.subarray(0, n), base);
+    for (let k = 0; k < n; k++) cacheBytes[base + k] = b[k]!;
     cacheLen[slot] = n; cacheHash[slot] = h; cacheCount[slot] = c;
     return c;
   }
