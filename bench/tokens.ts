@@ -3,11 +3,14 @@
  * it could have used, every arm fed the same chunks (chunk.ts, which defines the runtime's count).
  *
  * Arms, alternating round by round on the same inputs, all on this thread (the runtime counts in a
- * worker; the `runtime (worker)` arm adds that round trip):
+ * worker; the `runtime (worker)` arm adds that round trip, the chunking and the chunk digests):
  * - js-tiktoken `encode` (what the runtime used before)
  * - tiktoken (the WebAssembly build) `encode_ordinary`
  * - gpt-tokenizer `encode`
- * - bpe-count.ts (count-only merge over js-tiktoken's ranks: what the runtime uses)
+ * - bpe-count.ts (count-only BPE over js-tiktoken's ranks, pieces from pretokenize.ts: what the runtime uses)
+ * - the pre-tokenizer alone, two ways (pieces only, no merge: the ceiling of any counter built on it):
+ *   `split: regex` (js-tiktoken's pattern through `RegExp.exec`, what the counter used before) and
+ *   `split: scanner` (pretokenize.ts); their "count" is the number of pieces, checked equal.
  * Inputs, new each round: 256 KiB of base64 and 256 KiB (UTF-8) of random code points. Throughput is UTF-8 MiB/s.
  * Each arm's count is checked against js-tiktoken's; a mismatch is printed.
  */
@@ -17,6 +20,7 @@ import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
 import { get_encoding } from 'tiktoken';
 import { buildCl100kCounter } from '../runtime/inference/bpe-count.ts';
 import { chunkText } from '../runtime/inference/chunk.ts';
+import { CL100K_PATTERN, cl100kPieceEnd } from '../runtime/inference/pretokenize.ts';
 import { TokenCounter } from '../runtime/inference/tokens.ts';
 
 function spread(xs: number[]): string {
@@ -63,7 +67,19 @@ export async function benchTokens(rounds = Number(process.env.BENCH_ROUNDS ?? 3)
     'tiktoken (wasm)': (c) => wasm.encode_ordinary(c).length,
     'gpt-tokenizer': (c) => gpt.encode(c, { disallowedSpecial: new Set() }).length,
     'bpe-count (runtime)': (c) => own.count(c),
+    'split: regex': (c) => {
+      let n = 0;
+      split.lastIndex = 0;
+      while (split.exec(c) !== null) n++;
+      return n;
+    },
+    'split: scanner': (c) => {
+      let n = 0;
+      for (let i = 0; i < c.length; n++) i = cl100kPieceEnd(c, i, c.length);
+      return n;
+    },
   };
+  const split = new RegExp(CL100K_PATTERN, 'gu');
   // Fresh text every round (the same for every arm in that round): no memo hit across rounds.
   const inputs: Record<string, () => string> = { base64: () => randomBytes(192 * 1024).toString('base64'), 'random code points': () => randomCodePoints(256 * 1024) };
   const lines: string[] = ['tokens: counting throughput on high-entropy text, UTF-8 MiB/s (higher is better), arms alternating each round'];
@@ -88,9 +104,11 @@ export async function benchTokens(rounds = Number(process.env.BENCH_ROUNDS ?? 3)
     }
     lines.push(`  ${name} (${mib.toFixed(2)} MiB, ${counts['js-tiktoken']} tokens by js-tiktoken)`);
     for (const [arm, xs] of Object.entries(rates)) {
-      const same = counts[arm] === counts['js-tiktoken'] /* last round */ ? 'count identical' : `COUNT DIFFERS: ${counts[arm]}`;
-      const ratio = xs.map((x, i) => x / rates['js-tiktoken']![i]!);
-      lines.push(`    ${arm.padEnd(20)} ${spread(xs)} MiB/s; ×js-tiktoken ${spread(ratio)}; ${same}`);
+      const ref = arm.startsWith('split:') ? 'split: regex' : 'js-tiktoken';
+      const same = counts[arm] === counts[ref] /* last round */ ? (ref === 'js-tiktoken' ? 'count identical' : `pieces identical (${counts[arm]})`) : `COUNT DIFFERS: ${counts[arm]}`;
+      // Paired ratio against the arm it replaces: js-tiktoken for counters, the regex for the split.
+      const ratio = xs.map((x, i) => x / rates[ref]![i]!);
+      lines.push(`    ${arm.padEnd(20)} ${spread(xs)} MiB/s; ×${ref} ${spread(ratio)}; ${same}`);
     }
   }
   lines.push(`  encoder build (first use, ms): ${Object.entries(built).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
