@@ -18,7 +18,9 @@
  *   library's rule, so the count equals `encode(text, [], []).length` exactly
  *   (test/inference/tokens.test.ts and pretokenize.test.ts compare them);
  * - counts of pieces of 5–32 bytes are cached in a direct-mapped table of fixed size (bounded by
- *   bytes, holding copies of piece bytes, never a string: nothing pins a counted text).
+ *   bytes, holding copies of piece bytes, never a string: nothing pins a counted text), skipped
+ *   while it misses (measured paired: without the skip it cost 9–14% on base64; on prose and JSON
+ *   it saves 5–30%).
  */
 import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
 import { cl100kPieceEnd } from './pretokenize.ts';
@@ -138,6 +140,8 @@ const SCAN_MAX = 128;
 const CACHE_MIN = 5;
 const SLOT_BYTES = 32;
 const SLOT_BITS = 12;
+/** Cache lookups per hit-rate window; under one hit in 16, the next 16 windows' pieces skip it. */
+const CACHE_WINDOW = 1024;
 
 /** Builds the counter (≈100 ms: parses 100 k ranks). Build it off the main thread. */
 export function buildCl100kCounter(): BpeCounter {
@@ -150,6 +154,9 @@ export function buildCl100kCounter(): BpeCounter {
   const cacheHash = new Int32Array(1 << SLOT_BITS);
   const cacheLen = new Uint8Array(1 << SLOT_BITS); // 0: empty
   const cacheCount = new Int32Array(1 << SLOT_BITS);
+  let probes = 0;
+  let hits = 0;
+  let bypass = 0;
 
   // Scratch arrays reused across pieces, grown on demand.
   let bytes = new Uint8Array(1024);
@@ -278,12 +285,18 @@ export function buildCl100kCounter(): BpeCounter {
     const h = hashOf(b, 0, n, head);
     if (ranks.long(b, 0, n, head, h) !== NONE) return 1;
     if (n < CACHE_MIN || n > SLOT_BYTES) return n > SCAN_MAX ? heapMerge(b, n) : scanMerge(b, n);
+    // High-entropy text never hits: after a window of few hits, skip the cache for a while.
+    if (bypass > 0) { bypass--; return scanMerge(b, n); }
+    if (++probes === CACHE_WINDOW) {
+      if (hits < CACHE_WINDOW / 16) bypass = CACHE_WINDOW * 16;
+      probes = hits = 0;
+    }
     const slot = h >>> (32 - SLOT_BITS);
     const base = slot * SLOT_BYTES;
     if (cacheLen[slot] === n && cacheHash[slot] === h) {
       let k = 0;
       while (k < n && cacheBytes[base + k] === b[k]) k++;
-      if (k === n) return cacheCount[slot]!;
+      if (k === n) { hits++; return cacheCount[slot]!; }
     }
     const c = scanMerge(b, n);
     for (let k = 0; k < n; k++) cacheBytes[base + k] = b[k]!;
