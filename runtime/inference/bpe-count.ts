@@ -129,7 +129,9 @@ function loadRanks(): Ranks {
     if (!line) continue;
     const parts = line.split(' ');
     const offset = Number.parseInt(parts[1]!, 10);
-    for (let i = 2; i < parts.length; i++) tokens[offset + i - 2] = Buffer.from(parts[i]!, 'base64');
+    // Plain Uint8Arrays, not Buffers: the hot helpers (pack4, hashOf) then only ever see one map
+    // (a Buffer here made them polymorphic for good, measured as a deopt and slower code).
+    for (let i = 2; i < parts.length; i++) tokens[offset + i - 2] = new Uint8Array(Buffer.from(parts[i]!, 'base64'));
   }
   return new Ranks(tokens);
 }
