@@ -78,7 +78,7 @@ export class TokenCounter {
     return w;
   }
 
-  /** Resolves once the encoder is built (tests and benches wait on it; counting does not need to). */
+  /** Resolves once the encoder is built and warmed (tests and benches wait on it; counting does not need to). */
   async ready(): Promise<void> {
     const w = this.#start();
     w.ref(); // an unref'd worker would let the process exit with this wait unsettled
