@@ -111,7 +111,7 @@ export async function benchTokens(rounds = Number(process.env.BENCH_ROUNDS ?? 3)
       lines.push(`    ${arm.padEnd(20)} ${spread(xs)} MiB/s; ×${ref} ${spread(ratio)}; ${same}`);
     }
   }
-  lines.push(`  encoder build (first use, ms): ${Object.entries(built).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+  lines.push(`  encoder build (first use, ms; the worker's includes its JIT warm-up): ${Object.entries(built).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
   await worker.close();
   wasm.free();
   return lines.join('\n');
