@@ -12,8 +12,6 @@
  */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { Tiktoken } from 'js-tiktoken/lite';
-import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
 import type { ChunkOptions } from './chunk.ts';
 import type { CountReply, CountRequest } from './token-worker.ts';
 
@@ -125,14 +123,4 @@ export function tokenCounter(): TokenCounter {
 
 export function countTokens(text: string): Promise<number> {
   return tokenCounter().count(text);
-}
-
-/**
- * Exact, unchunked js-tiktoken count on the calling thread. Quadratic on pathological input and
- * ≈ 0.5 s to build: for tests and benches comparing against the library, never the runtime.
- */
-let jsEncoder: Tiktoken | undefined;
-export function countTokensUnchunked(text: string): number {
-  jsEncoder ??= new Tiktoken(cl100k_base);
-  return jsEncoder.encode(text, [], []).length;
 }
