@@ -47,8 +47,10 @@ export class TokenCounter {
     if (this.#worker) return this.#worker;
     const w = new Worker(BOOT, {
       workerData: { entry: ENTRY, chunk: { maxChunk: this.#opts.maxChunk, maxRun: this.#opts.maxRun }, memoEntries: this.#opts.memoEntries ?? 32_768 },
-      // Bounds the worker's heap: a chunked 10 MiB text and the rank table fit well inside.
-      resourceLimits: { maxOldGenerationSizeMb: 256 },
+      // Bounds the worker's heap: a chunked 10 MiB text and the rank table fit well inside. The
+      // young generation is held to 6 MiB: building the encoder grew V8's default one to ≈ 16 MiB
+      // that then stayed resident for the life of the process (heap 30 → 18 MiB measured).
+      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 6 },
       env: {},
       execArgv: [], // no loaders or heap flags of the parent: worker-boot registers tsx itself
     });
