@@ -81,7 +81,8 @@ export function workerExecArgv(argv: readonly string[] = process.execArgv): stri
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const name = a.split('=', 1)[0]!;
-    if (V8_FLAGS.has(name.replace(/_/g, '-'))) continue;
+    const flag = name.replace(/_/g, '-');
+    if (V8_FLAGS.has(flag) || /^--(no-)?(wasm|liftoff|turbo)/.test(flag)) continue;
     if (LOADER_FLAGS.has(name)) {
       if (!a.includes('=')) i++; // its value is the next argument
       continue;
