@@ -9,9 +9,12 @@
 // start). Through the capsule's Service, kube-proxy spreads new connections over the pods.
 // The scripted provider runs in this process (its `hold` says when a request is in flight, and
 // lets the test decide when it ends: no sleeps), reached by the pods at the node's address too.
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { gate } from '../cli/serve-kit.ts';
+import { alive } from '../cluster/node/node.ts';
 import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { forwardIntoNode, hostServiceYaml, nodeAddress, startNodePostgres, type Forward, type NodePostgres } from './host-services.ts';
 import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, getJson, kubectl, waitFor } from './support.ts';
@@ -222,5 +225,14 @@ describe('a Capsule with replicas: 3 on the shared PostgreSQL store, on the real
     expect(where.every((i) => i >= 0), body).toBe(true);
     expect([...where].sort((a, b) => a - b)).toEqual(where);
     expect(body.split('remember the word harbour').length).toBe(2);
+  });
+
+  it('stopping the host-side server and forwarder leaves no process and no file of theirs behind', async () => {
+    const { pid, dir } = store.server;
+    await store.stop();
+    await forward.stop();
+    expect(alive(pid)).toBe(false);
+    expect(existsSync(dir)).toBe(false);
+    expect(readdirSync(join(dir, '..'))).toEqual([]);
   });
 });
