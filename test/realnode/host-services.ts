@@ -15,7 +15,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import { net, nodePaths } from '../cluster/node/config.ts';
@@ -72,8 +72,11 @@ export interface Forward {
 export async function forwardIntoNode(port: number, target: number, name = `fwd-${port}`): Promise<Forward> {
   const sock = join(hostDir(), `${name}.sock`);
   rmSync(sock, { force: true });
+  const open = new Set<Socket>();
   const pipe: Server = createServer((inner) => {
     const outer = connect(target, '127.0.0.1');
+    open.add(inner);
+    inner.once('close', () => { open.delete(inner); outer.destroy(); });
     inner.pipe(outer).pipe(inner);
     inner.on('error', () => outer.destroy());
     outer.on('error', () => inner.destroy());
@@ -97,7 +100,10 @@ export async function forwardIntoNode(port: number, target: number, name = `fwd-
       // its own process group: the listener and the children it forked per connection
       try { process.kill(-socat.pid!, 'SIGTERM'); } catch { /* gone */ }
       await exited;
-      await new Promise<void>((r) => pipe.close(() => r()));
+      // close() waits for open connections (a client's keep-alive ones): end them
+      const closed = new Promise<void>((r) => pipe.close(() => r()));
+      for (const s of open) s.destroy();
+      await closed;
       rmSync(sock, { force: true });
     },
   };

@@ -2,7 +2,7 @@
  * A real PostgreSQL server for tests (Debian's `postgresql` package; .ci/run installs it): a fresh
  * cluster in a temp folder, owned by the `postgres` user (initdb refuses root), trust
  * authentication for the test role over the server's Unix socket and loopback. Started as a child
- * process and ready when the server says so on stderr; stopped by its pid.
+ * process and ready when the server says so on stderr; stopped by its pid (fast shutdown).
  *
  * By default it listens on a free loopback port. With `netns` it runs inside that network
  * namespace (entered with nsenter, which then drops to the postgres user) listening on `listen`
@@ -119,7 +119,9 @@ export async function startPostgres(o: PostgresOptions = {}): Promise<Postgres> 
     },
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
+        // SIGINT: PostgreSQL's fast shutdown, which disconnects the clients (SIGTERM's smart
+        // shutdown waits for every client to leave: pods still connected would hold it forever).
+        proc.kill('SIGINT');
         await exited;
       }
       rmSync(dir, { recursive: true, force: true });
