@@ -83,8 +83,9 @@ EXPOSE 8080 9090
 # --max-semi-space-size=1: V8's young generation (semi-spaces of up to 16 MiB by default) grows
 # under the allocation of a task and stays resident, in every isolate of the process (the main
 # thread, each component's worker and its WASI I/O worker, the token counter): mur serve with a
-# driver and one tool idled at 189 MiB without the flag, 153 MiB with it, at no measurable cost per
-# task (bench/reference.ts runs the node flags of this line).
+# driver and one tool idled at 189 MiB without the flag, 153 MiB with it, and 30 tasks took no
+# longer (166 → 150 ms per task, one loaded run each; docs/runtime.md#memory-of-a-serving-process).
+# bench/reference.ts runs the node flags of this line.
 ENTRYPOINT ["node", "--max-semi-space-size=1", "/app/bin/mur"]
 
 # 6. The caches a start would otherwise fill, made by this image's own runtime as the pod runs it
