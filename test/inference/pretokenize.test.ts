@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
 import { buildCl100kCounter } from '../../runtime/inference/bpe-count.ts';
 import { CL100K_PATTERN, cl100kPieces } from '../../runtime/inference/pretokenize.ts';
-import { countTokensUnchunked } from '../../runtime/inference/tokens.ts';
+import { countTokensUnchunked } from '../../runtime/inference/tokens-unchunked.ts';
 
 /** Fragments the pattern treats differently, each alternative and each edge of it. */
 const FRAGMENTS = [
