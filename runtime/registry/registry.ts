@@ -46,6 +46,8 @@ export interface VerifiedArtifact {
   manifest: ArtifactManifest;
   /** Every file (murmur.yaml and the payload), verified. */
   files: ArtifactFile[];
+  /** Each file's SHA-256 as verified against the record (the payload's pins its load: loadComponent). */
+  fileSha256: Record<string, string>;
   /** Payload file name: `<name>.wasm`, or `skill.md` for skills. */
   payload: string;
   /** Where it was read from (a registry version dir or a remote-cache dir). */
@@ -150,7 +152,7 @@ export function readVerifiedDir(dir: string): VerifiedArtifact {
   }
   const payload = payloadName(rec.name, rec.runtime);
   if (!files.some((f) => f.name === payload)) throw corrupt(dir, `missing payload ${payload}`);
-  return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, manifest, files, payload, dir, ...(rec.package_sha256 ? { packageSha256: rec.package_sha256 } : {}) };
+  return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, manifest, files, fileSha256: actual, payload, dir, ...(rec.package_sha256 ? { packageSha256: rec.package_sha256 } : {}) };
 }
 
 /** Locates `name@version` in the registry (E-REG-001 when absent) and verifies it. */

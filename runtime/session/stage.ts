@@ -52,6 +52,11 @@ export interface StagedArtifact {
   dir: string;
   /** `<workdir>/tools/<name>/<name>.wasm`; undefined for skills. */
   wasmPath?: string;
+  /**
+   * SHA-256 of the component bytes staging verified and wrote to `wasmPath`: its load is pinned to
+   * it (loadComponent), so bytes changed in the workdir after staging are refused, never run.
+   */
+  wasmSha256?: string;
   /** `<workdir>/tools/<name>/skill.md`; skills only. */
   skillPath?: string;
   /** `<workdir>/tools/<name>/murmur.yaml` */
@@ -170,7 +175,7 @@ export function stagedArtifactOf(
     sha256: a.sha256,
     ...(a.packageSha256 ? { packageSha256: a.packageSha256 } : {}),
     dir,
-    ...(a.runtime === 'skill' ? { skillPath: path.join(dir, SKILL_FILE) } : { wasmPath: path.join(dir, a.payload) }),
+    ...(a.runtime === 'skill' ? { skillPath: path.join(dir, SKILL_FILE) } : { wasmPath: path.join(dir, a.payload), ...(a.fileSha256[a.payload] ? { wasmSha256: a.fileSha256[a.payload] } : {}) }),
     manifestPath: path.join(dir, ARTIFACT_MANIFEST),
     manifest: { ...a.manifest, file: path.join(dir, ARTIFACT_MANIFEST) },
     ...(entry ? { entry } : {}),

@@ -6,6 +6,7 @@ import { ComponentInstance, ComponentLoadError, IntegrityError, loadComponent, s
 import { readFileSync } from 'node:fs';
 import { fixture } from '../fixtures/build.ts';
 import { capMemory } from '../../runtime/host/memory-cap.ts';
+import { quietImports } from './probe.ts';
 
 describe('component loading', () => {
   it('transpiles once and serves the second load from the on-disk cache', async () => {
@@ -51,6 +52,40 @@ describe('component loading', () => {
     const err = await loadComponent(wasm, { sha256: '0'.repeat(64) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(IntegrityError);
     expect((err as IntegrityError).message).toMatch(/SHA-256 mismatch: expected 0{64}, file has [0-9a-f]{64}/);
+  });
+
+  it('a pinned load whose transpile is cached runs the pinned component, whatever the file holds now', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'jco-cache-'));
+    const dir = mkdtempSync(join(tmpdir(), 'pinned-'));
+    const file = join(dir, 'echo-tool.wasm');
+    copyFileSync(await fixture('echo-tool'), file);
+    const sha = sha256Hex(readFileSync(file));
+    const first = await loadComponent(file, { sha256: sha, cacheDir });
+    // The staged copy is overwritten after staging (a process in the workdir, say).
+    copyFileSync(await fixture('sandbox-probe'), file);
+    const again = await loadComponent(file, { sha256: sha, cacheDir });
+    expect(again).toMatchObject({ sha256: sha, dir: first.dir, transpiled: false });
+    // What runs is the pinned component: echo-tool answers (sandbox-probe would not echo).
+    const inst = new ComponentInstance(again, { grants: { env: {}, networkAllow: [] }, imports: quietImports, deadlineMs: 20_000, memoryBytes: 256 << 20 });
+    try {
+      const r = await inst.call<{ summary: string; data: string }>(['run', 'run'], [{ data: 'hi' }]);
+      expect(r.summary).toBe('echo #1');
+      expect(JSON.parse(r.data)).toMatchObject({ echo: 'hi' });
+    } finally {
+      await inst.close();
+    }
+  });
+
+  it('a pinned load without a cached transpile refuses a file changed after staging before transpiling it', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'jco-cache-'));
+    const dir = mkdtempSync(join(tmpdir(), 'pinned-'));
+    const file = join(dir, 'echo-tool.wasm');
+    const sha = sha256Hex(readFileSync(await fixture('echo-tool')));
+    copyFileSync(await fixture('sandbox-probe'), file);
+    const err = await loadComponent(file, { sha256: sha, cacheDir }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(IntegrityError);
+    expect((err as Error).message).toContain(`expected ${sha}`);
+    expect(readdirSync(cacheDir)).toEqual([]);
   });
 
   it('refuses a file that is not a component with a clear error', async () => {
