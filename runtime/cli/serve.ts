@@ -9,7 +9,7 @@ import { defaultWorkRoot, openSession, stage } from '../compose/open.ts';
 import { taskExecutor } from '../compose/a2a-bridge.ts';
 import { startA2AServer, skillsFromTools, createAuthenticator, type Authenticator } from '../a2a/server.ts';
 import { isLoopback, readApiKeys } from '../a2a/auth-config.ts';
-import { tokenReviewVerifier } from '../a2a/token-review.ts';
+import type { TokenVerifier } from '../a2a/auth.ts';
 import { printProgress } from './progress.ts';
 import { MurError } from '../errors.ts';
 import { instrumentSession } from '../telemetry/index.ts';
@@ -59,7 +59,10 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const host = String(flags.host);
   const port = Number(flags['a2a-port']);
   const publicUrl = (flags['public-url'] as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}/`;
-  const { auth, notice } = serveAuth(flags, host, publicUrl);
+  // The Kubernetes client (TokenReview) is loaded only under --token-review: evaluating it cost
+  // every start ≈ 100 ms of CPU (bench/images.ts), also for capsules served with API keys.
+  const reviewer = flags['token-review'] === true ? (await import('../a2a/token-review.ts')).tokenReviewVerifier : undefined;
+  const { auth, notice } = serveAuth(flags, host, publicUrl, reviewer);
   const grpcPort = Number(flags['grpc-port']);
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
   const m = staged.manifest;
@@ -240,10 +243,16 @@ async function startMetricsServer(host: string, port: number, ready: () => boole
  * (--token-review), anonymous callers only with --anonymous — except on a loopback address, which
  * stays open for local use and says so. Off loopback with no scheme and no --anonymous: refused.
  */
-export function serveAuth(flags: Record<string, unknown>, host: string, publicUrl: string): { auth: Authenticator; notice: string } {
+export function serveAuth(
+  flags: Record<string, unknown>,
+  host: string,
+  publicUrl: string,
+  tokenReviewVerifier?: (o: { audience: string }) => TokenVerifier,
+): { auth: Authenticator; notice: string } {
   const keysPath = (flags['api-keys'] as string | undefined) ?? process.env['MURMUR_A2A_API_KEYS'];
   const apiKeys = keysPath ? readApiKeys(keysPath) : [];
   const tokenReview = flags['token-review'] === true;
+  if (tokenReview && !tokenReviewVerifier) throw new Error('serveAuth: --token-review needs the TokenReview verifier (runtime/a2a/token-review.ts)');
   const trustedCallers = String(flags['trusted-callers'] ?? process.env['MURMUR_A2A_TRUSTED_CALLERS'] ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -266,7 +275,7 @@ export function serveAuth(flags: Record<string, unknown>, host: string, publicUr
   return {
     auth: createAuthenticator({
       apiKeys,
-      ...(tokenReview ? { serviceAccounts: tokenReviewVerifier({ audience: publicUrl }) } : {}),
+      ...(tokenReview && tokenReviewVerifier ? { serviceAccounts: tokenReviewVerifier({ audience: publicUrl }) } : {}),
       anonymous,
       trustedCallers,
     }),
