@@ -12,7 +12,7 @@ import { isLoopback, readApiKeys } from '../a2a/auth-config.ts';
 import type { TokenVerifier } from '../a2a/auth.ts';
 import { printProgress } from './progress.ts';
 import { MurError } from '../errors.ts';
-import { instrumentSession } from '../telemetry/index.ts';
+import { instrument } from '../telemetry/instrument.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
 import { runtimeMetrics } from '../telemetry/metrics.ts';
 import { failUnfinished, openStore, type DurableStore } from '../a2a/store.ts';
@@ -81,7 +81,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     const { ScriptSession } = await import('../script/run.ts');
     const { scriptTaskExecutor } = await import('../script/serve.ts');
     const script = await ScriptSession.open(staged);
-    const telemetry = instrumentSession(script);
+    const telemetry = await instrument(script);
     executor = scriptTaskExecutor(script);
     skills = skillsFromTools(staged.artifacts.filter((a) => a.runtime === 'tool' && a.name !== m.name).map((a) => ({ name: a.name, description: a.manifest.description })));
     close = async (status) => {
@@ -92,7 +92,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     const session = await openSession(staged, store ? { conversations: store.conversations } : {});
     // The components instantiate while the front door starts, not when the first task arrives.
     void session.components.prewarm(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath));
-    const telemetry = instrumentSession(session);
+    const telemetry = await instrument(session);
     if (!flags.quiet) printProgress(session.trace, out);
     executor = taskExecutor(session);
     skills = skillsFromTools(session.toolInventory());
