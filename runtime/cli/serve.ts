@@ -11,6 +11,7 @@ import { startA2AServer, skillsFromTools, createAuthenticator, type Authenticato
 import { isLoopback, readApiKeys } from '../a2a/auth-config.ts';
 import type { TokenVerifier } from '../a2a/auth.ts';
 import { printProgress } from './progress.ts';
+import { StartupClock } from './startup-clock.ts';
 import { MurError } from '../errors.ts';
 import { instrument } from '../telemetry/instrument.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
@@ -55,6 +56,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     out(SERVE_HELP);
     return 0;
   }
+  const clock = new StartupClock();
   if (!positionals[0]) throw new MurError('E-CLI-001', 'mur serve needs a capsule folder', { hint: 'mur serve /etc/murmur/capsule --a2a-port 8080' });
   const host = String(flags.host);
   const port = Number(flags['a2a-port']);
@@ -66,7 +68,9 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const grpcPort = Number(flags['grpc-port']);
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
   const m = staged.manifest;
+  clock.mark('stage');
   const opened = await openServeStore(flags, m.name, out);
+  clock.mark('store');
   const store = opened?.store;
   const bus = opened?.bus;
   let busLost: ((e: Error) => void) | undefined;
@@ -106,6 +110,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       await telemetry.shutdown();
     };
   }
+  clock.mark('session');
   const a2a = await startA2AServer({
     card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills },
     executor,
@@ -129,12 +134,14 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   // Ready while this pod can still take tasks: not after a single capsule's one task, nor once the
   // session has ended, so a Service stops routing to a pod that would only refuse.
   if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort, () => a2a.acceptsMore() && endedStatus === undefined);
+  clock.mark('servers');
   warmUp?.();
   // One write: whoever waits for the "serving" line also has the bindings and the authentication.
   out(
     `serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})\n` +
       `A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`,
   );
+  out(clock.line());
 
   const drainMs = Math.max(0, Number(flags['drain-secs'])) * 1000;
   const stopped = new Promise<string>((resolve) => {
