@@ -11,6 +11,7 @@ import { capMemory } from './memory-cap.ts';
 import { GROW_PROBE_VERSION, instrumentGrow } from './grow-probe.ts';
 import { ComponentLoadError, DeadlineExceeded, GuestError, GuestTrap, HostFault, HostImportFailed, MemoryLimitExceeded } from './errors.ts';
 import type { FromWorker, Grants, HostCallReply, HostCallRequest, ImportSpec, NetworkDenial } from './protocol.ts';
+import { shouldRetire } from './retire.ts';
 import { SPARES } from './spares.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 import { POOL, launch, type Launched } from './workers.ts';
@@ -30,6 +31,12 @@ export interface InstanceOptions {
   memoryBytes: number;
   /** Told of each outgoing request the network grant refused (for the trace). */
   onNetworkDenied?: (d: NetworkDenial) => void;
+  /**
+   * Retire the instance between calls once its linear memory has grown this many bytes past where
+   * it stood after its first call (host/retire.ts; drivers only: the next call starts fresh, so
+   * in-memory state is lost). Undefined or 0: never.
+   */
+  retireAfterGrowthBytes?: number;
 }
 
 /** Stops the idle pooled workers and spares (tests and shutdown). */
@@ -145,6 +152,11 @@ export class ComponentInstance {
   starts = 0;
   /** Whether the current worker was a pre-instantiated spare (runtime/host/spares.ts). */
   fromSpare = false;
+  /** Workers retired for memory growth (retireAfterGrowthBytes). */
+  retired = 0;
+  /** Largest linear memory of the current worker after its latest call, and after its first. */
+  memoryAfterCall = 0;
+  private memoryBaseline: number | undefined;
 
   constructor(component: LoadedComponent, opts: InstanceOptions) {
     this.component = component;
@@ -216,6 +228,7 @@ export class ComponentInstance {
     }
     this.worker = worker;
     this.starts++;
+    this.memoryBaseline = undefined;
     this.fromSpare = spare !== undefined;
     mainPort.on('message', (req: HostCallRequest) => void this.serveHostCall(req, mainPort, flag));
     worker.on('error', (e) => this.onWorkerGone(worker, e));
@@ -257,6 +270,16 @@ export class ComponentInstance {
     if (!p) return;
     this.pending.delete(m.id);
     clearTimeout(p.timer);
+    if (m.type !== 'trap') {
+      // Retired before the caller hears back: calls are serialized, so the next one (queued behind
+      // this answer) already finds the worker gone and starts a fresh one.
+      this.memoryAfterCall = m.memoryBytes;
+      this.memoryBaseline ??= m.memoryBytes;
+      if (shouldRetire(this.memoryBaseline, m.memoryBytes, this.opts.retireAfterGrowthBytes)) {
+        this.retired++;
+        this.kill();
+      }
+    }
     if (m.type === 'result') p.resolve(m.value);
     else if (m.type === 'guest-error') p.reject(new GuestError(this.component.name, p.fn, m.payload));
     else {

@@ -6,6 +6,7 @@
  */
 import { ComponentInstance, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
 import { heldInferenceKey } from '../host/inference-key.ts';
+import { driverRetireGrowth } from '../host/retire.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { grantsFor, logFileFor, guestEnv } from '../host/grants.ts';
@@ -106,6 +107,9 @@ export class SessionComponents {
           onNetworkDenied: this.denied('driver', d.name),
           deadlineMs: d.grant.limits.deadlineSeconds * 1000,
           memoryBytes: d.grant.limits.memoryBytes,
+          // A driver holds nothing between calls, so one whose memory keeps growing (a leaking guest)
+          // is retired between calls instead of growing until its cap fails a task (host/retire.ts).
+          retireAfterGrowthBytes: driverRetireGrowth(this.hostEnv),
         });
       })();
       this.driverInst.catch(() => {

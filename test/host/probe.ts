@@ -12,7 +12,7 @@ export const quietImports: HostImports = {
   'murmur:text/chunks': { emitChunk: () => {}, emitThinkingChunk: () => {} },
 };
 
-export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: number; memoryBytes?: number; imports?: HostImports; onNetworkDenied?: (d: NetworkDenial) => void } = {}): Promise<ComponentInstance> {
+export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: number; memoryBytes?: number; imports?: HostImports; onNetworkDenied?: (d: NetworkDenial) => void; retireAfterGrowthBytes?: number } = {}): Promise<ComponentInstance> {
   const c = await loadComponent(await fixture('sandbox-probe'));
   return new ComponentInstance(c, {
     grants: { env: {}, networkAllow: [], ...grants },
@@ -20,6 +20,7 @@ export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: n
     deadlineMs: opts.deadlineMs ?? 20_000,
     memoryBytes: opts.memoryBytes ?? 256 * 1048576,
     ...(opts.onNetworkDenied ? { onNetworkDenied: opts.onNetworkDenied } : {}),
+    ...(opts.retireAfterGrowthBytes !== undefined ? { retireAfterGrowthBytes: opts.retireAfterGrowthBytes } : {}),
   });
 }
 
