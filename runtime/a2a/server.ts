@@ -178,7 +178,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const url = opts.publicUrl ?? `http://${urlHost}:${port}/`;
   // gRPC (grpc-js, protobuf) is loaded only when asked for: evaluating it cost every start
-  // ≈ 40 ms of CPU for a binding most capsules do not serve.
+  // ≈ 30 ms of CPU (profiled) for a binding most capsules do not serve.
   const grpc: GrpcBinding | undefined = opts.grpcPort !== undefined ? await (await import('./grpc.ts')).startGrpc(host, opts.grpcPort, maxBody) : undefined;
   const endpoints: CardEndpoints = {
     jsonrpc: url,
