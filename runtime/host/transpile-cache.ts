@@ -5,7 +5,7 @@
  * into place, so a crash or a concurrent loader never leaves half an entry.
  */
 import { sha256Hex } from '../contracts/digest.ts';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PROJECT_ROOT } from '../wit/packages.ts';
@@ -63,18 +63,50 @@ interface Meta {
   jco: string;
 }
 
-export async function loadComponent(path: string, opts: { sha256?: string; name?: string; cacheDir?: string } = {}): Promise<LoadedComponent> {
+/**
+ * Which file, as `fs.statSync(path, { bigint: true })` saw it: device, inode, size and the change
+ * and modification times in nanoseconds.
+ */
+export interface FileIdentity {
+  dev: bigint;
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+export function fileIdentity(path: string): FileIdentity {
+  const st = statSync(path, { bigint: true });
+  return { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
+}
+
+function sameFile(path: string, id: FileIdentity): boolean {
+  try {
+    const now = fileIdentity(path);
+    return now.dev === id.dev && now.ino === id.ino && now.size === id.size && now.mtimeNs === id.mtimeNs && now.ctimeNs === id.ctimeNs;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `sha256`: the digest the file must have (a pin), else IntegrityError before anything is
+ * transpiled or run. `unchangedSince`: the file's identity when whoever pinned it had just
+ * verified and written those bytes (staging: StagedArtifact.wasmIdentity).
+ */
+export async function loadComponent(path: string, opts: { sha256?: string; name?: string; cacheDir?: string; unchangedSince?: FileIdentity } = {}): Promise<LoadedComponent> {
   const name = opts.name ?? basename(path).replace(/\.wasm$/, '');
   const pinned = opts.sha256?.toLowerCase().replace(/^sha256:/, '');
   const cacheDir = opts.cacheDir ?? defaultCacheDir();
-  // A pinned digest whose transpile is cached is served without reading or hashing the file (for a
-  // built-in driver: 12 MB, ≈ 25 ms of CPU at every pod start, after staging already hashed the
-  // same bytes against the registry record). This stays an integrity check: a cache entry is only
-  // ever written by transpileInto below, from bytes that hashed to the entry's name, so what runs
-  // is the component with the pinned digest whatever the file holds now. A file changed after
-  // staging is thus either not used at all (cache hit) or refused below (miss: hashed and
-  // compared before anything is transpiled or run).
-  if (pinned) {
+  // A pinned file still as it was when its pin was verified, whose transpile is cached, is served
+  // without reading or hashing it again (a built-in driver: 12 MB, ≈ 25 ms of CPU at every pod
+  // start, right after staging hashed the same bytes). "As it was": same device and inode (not
+  // replaced), same size, same mtime and ctime to the nanosecond. Any write to the file or its
+  // metadata sets its ctime to the current time, and no unprivileged call can set a ctime back
+  // (utimes sets mtime and atime only; ctime becomes now), so a file changed after staging shows
+  // another identity, is read and hashed below, and a mismatch is refused. The cache entry itself
+  // was written by transpileInto from bytes that hashed to its name.
+  if (pinned && opts.unchangedSince && sameFile(path, opts.unchangedSince)) {
     const hit = cached(name, pinned, cacheDir, opts.cacheDir !== undefined);
     if (hit) return hit;
   }

@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,7 +6,7 @@ import { ComponentInstance, ComponentLoadError, IntegrityError, loadComponent, s
 import { readFileSync } from 'node:fs';
 import { fixture } from '../fixtures/build.ts';
 import { capMemory } from '../../runtime/host/memory-cap.ts';
-import { quietImports } from './probe.ts';
+import { fileIdentity } from '../../runtime/host/transpile-cache.ts';
 
 describe('component loading', () => {
   it('transpiles once and serves the second load from the on-disk cache', async () => {
@@ -54,26 +54,27 @@ describe('component loading', () => {
     expect((err as IntegrityError).message).toMatch(/SHA-256 mismatch: expected 0{64}, file has [0-9a-f]{64}/);
   });
 
-  it('a pinned load whose transpile is cached runs the pinned component, whatever the file holds now', async () => {
+  it('a pinned load of a file unchanged since it was pinned is served from the cache; the same file changed since is refused, even at the same size with its mtime put back', async () => {
     const cacheDir = mkdtempSync(join(tmpdir(), 'jco-cache-'));
     const dir = mkdtempSync(join(tmpdir(), 'pinned-'));
     const file = join(dir, 'echo-tool.wasm');
     copyFileSync(await fixture('echo-tool'), file);
-    const sha = sha256Hex(readFileSync(file));
+    const bytes = readFileSync(file);
+    const sha = sha256Hex(bytes);
     const first = await loadComponent(file, { sha256: sha, cacheDir });
-    // The staged copy is overwritten after staging (a process in the workdir, say).
-    copyFileSync(await fixture('sandbox-probe'), file);
-    const again = await loadComponent(file, { sha256: sha, cacheDir });
+    const identity = fileIdentity(file);
+    const again = await loadComponent(file, { sha256: sha, cacheDir, unchangedSince: identity });
     expect(again).toMatchObject({ sha256: sha, dir: first.dir, transpiled: false });
-    // What runs is the pinned component: echo-tool answers (sandbox-probe would not echo).
-    const inst = new ComponentInstance(again, { grants: { env: {}, networkAllow: [] }, imports: quietImports, deadlineMs: 20_000, memoryBytes: 256 << 20 });
-    try {
-      const r = await inst.call<{ summary: string; data: string }>(['run', 'run'], [{ data: 'hi' }]);
-      expect(r.summary).toBe('echo #1');
-      expect(JSON.parse(r.data)).toMatchObject({ echo: 'hi' });
-    } finally {
-      await inst.close();
-    }
+    // Same size, its last byte flipped, its mtime put back: only the ctime tells.
+    const changed = Buffer.from(bytes);
+    changed[changed.length - 1] = changed[changed.length - 1]! ^ 0xff;
+    writeFileSync(file, changed);
+    const st = statSync(file);
+    utimesSync(file, new Date(Number(identity.mtimeNs / 1_000_000n)), new Date(Number(identity.mtimeNs / 1_000_000n)));
+    expect(statSync(file).size).toBe(st.size);
+    const err = await loadComponent(file, { sha256: sha, cacheDir, unchangedSince: identity }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(IntegrityError);
+    expect((err as Error).message).toContain(`expected ${sha}`);
   });
 
   it('a pinned load without a cached transpile refuses a file changed after staging before transpiling it', async () => {

@@ -7,6 +7,7 @@ import { readLock } from '../../runtime/registry/lock.ts';
 import { createWorkdir } from '../../runtime/session/workdir.ts';
 import { SESSION_ID_RE, isSessionId, newSessionId } from '../../runtime/session/id.ts';
 import { stageCapsule } from '../../runtime/session/stage.ts';
+import { fileIdentity } from '../../runtime/host/transpile-cache.ts';
 import type { MurError } from '../../runtime/errors.ts';
 import { artifactYaml, fakeComponent, makeCapsule, publishSpec, read, tmp, tree } from './helpers.ts';
 
@@ -133,6 +134,7 @@ describe('stageCapsule', () => {
     for (const a of s.artifacts) {
       expect(a.wasmSha256).toBe(createHash('sha256').update(readFileSync(path.join(reg, a.name, a.version, `${a.name}.wasm`))).digest('hex'));
       expect(createHash('sha256').update(readFileSync(a.wasmPath!)).digest('hex')).toBe(a.wasmSha256);
+      expect(a.wasmIdentity).toEqual(fileIdentity(a.wasmPath!));
     }
   });
 
