@@ -86,7 +86,13 @@ ENV NODE_ENV=production \
 USER 65532:65532
 WORKDIR /var/lib/murmur
 EXPOSE 8080 9090
-ENTRYPOINT ["node", "/app/bin/mur"]
+# --max-semi-space-size=1: V8's young generation (semi-spaces of up to 16 MiB by default) grows
+# under the allocation of a task and stays resident, in every isolate of the process (the main
+# thread, each component's worker and its WASI I/O worker, the token counter): mur serve with a
+# driver and one tool idled at 189 MiB without the flag, 153 MiB with it, and 30 tasks took no
+# longer (166 → 150 ms per task, one loaded run each; docs/runtime.md#memory-of-a-serving-process).
+# bench/reference.ts runs the node flags of this line.
+ENTRYPOINT ["node", "--max-semi-space-size=1", "/app/bin/mur"]
 
 # 6. The caches a start would otherwise fill, made by this image's own runtime as the pod runs it
 #    (UID 65532): the built-in drivers transpiled and memory-capped (≈ 1–2 s of CPU per start

@@ -3,7 +3,8 @@
  * comparison runs its arms alternating round by round in the same run and prints min / median /
  * max of each arm and of the paired ratio (bench/paired.ts; these machines are noisy, absolute
  * times are not comparable between runs). `stack` — the whole stack, `mur serve` with real
- * components — is the headline and runs first.
+ * components — is the headline and runs first. `reference` runs this runtime and the reference
+ * runtime (Murmur) side by side on the reference's own components (bench/reference.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,8 +21,14 @@ import { benchReplicaBus } from './replica-bus.ts';
 
 const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens(), 'healthz-count': () => benchHealthzCount(), store: () => benchStore(), 'replica-bus': () => benchReplicaBus() };
 // These run as their own processes (each starts servers or a cluster and exits when done).
-const scripts = ['stack', 'a2a', 'hooks', 'telemetry', 'operator', 'images', 'soak'];
-const names = process.argv.slice(2).length ? process.argv.slice(2) : ['stack', ...Object.keys(inProcess), ...scripts.filter((n) => n !== 'stack')];
+const scripts = ['stack', 'a2a', 'hooks', 'telemetry', 'operator', 'images', 'soak', 'reference'];
+// `reference` compares with the reference runtime built outside this repository: in the default
+// run only when MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES say where it is (named, it runs
+// and fails saying what to set).
+const haveReference = !!(process.env.MURMUR_REFERENCE_BIN && process.env.MURMUR_REFERENCE_FIXTURES);
+const defaults = ['stack', ...Object.keys(inProcess), ...scripts.filter((n) => n !== 'stack' && (n !== 'reference' || haveReference))];
+if (!process.argv.slice(2).length && !haveReference) console.log('(reference: not in this run: set MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES, see bench/reference.ts)\n');
+const names = process.argv.slice(2).length ? process.argv.slice(2) : defaults;
 // Every temp dir a bench makes (registries, capsules, workdirs, transpile caches) goes under one
 // folder for this run, removed at the end; the child benches inherit TMPDIR.
 const runTmp = mkdtempSync(join(tmpdir(), 'capsule-bench-'));

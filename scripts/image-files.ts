@@ -18,6 +18,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 
 interface Target {
   entries: string[];
+  /** Entry points traced where they are in the tree (not bundle outputs): packages loaded by a computed name. */
+  traced?: string[];
   /** Copied as they are (not reached through imports). */
   extra: string[];
   /**
@@ -47,6 +49,12 @@ const TARGETS: Record<string, Target> = {
       'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/token-worker.js', 'dist/runtime/worker-boot.mjs',
       'node_modules/@a2a-js/sdk/dist/cli/run.js',
     ],
+    // The migration runner loads the PostgreSQL driver by a computed specifier (`import(name)`,
+    // name 'pg' for a postgresql:// URL), which neither esbuild nor the tracer follows: without
+    // this the image had no `pg` package, and `spec.store.postgres` failed at start (E-STORE-002,
+    // found by test/realnode/replicas.test.ts). Traced from its own entry point, pg brings its
+    // dependencies (pg-pool, pg-protocol, pg-types, …).
+    traced: ['node_modules/pg/lib/index.js'],
     bundle: {
       entries: {
         'dist/runtime/cli/main.js': 'dist/runtime/cli/main.js',
@@ -214,7 +222,7 @@ if (target.bundle) {
   }
 }
 const { fileList, warnings } = await nodeFileTrace(
-  target.entries.map((e) => join(ROOT, prefix, e)),
+  [...target.entries.map((e) => join(ROOT, prefix, e)), ...(target.traced ?? []).map((e) => join(ROOT, e))],
   {
     base: ROOT,
     // Sources and caches are never part of an image: the bundled workers.ts still names the .ts

@@ -177,8 +177,8 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const port = (server.address() as AddressInfo).port;
   const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const url = opts.publicUrl ?? `http://${urlHost}:${port}/`;
-  // gRPC (grpc-js, protobuf) is loaded only when asked for: evaluating it cost every start
-  // ≈ 30 ms of CPU (profiled) for a binding most capsules do not serve.
+  // Imported only when a gRPC port is asked for: grpc-js and the SDK's gRPC service are heap a
+  // JSON-RPC-only pod would carry for nothing, and ≈ 30 ms of CPU (profiled) at every start.
   const grpc: GrpcBinding | undefined = opts.grpcPort !== undefined ? await (await import('./grpc.ts')).startGrpc(host, opts.grpcPort, maxBody) : undefined;
   const endpoints: CardEndpoints = {
     jsonrpc: url,

@@ -21,6 +21,7 @@ import { failOrphans } from './task-runners.ts';
 import { MurError } from '../errors.ts';
 import { conversationTable } from './conversation-table.ts';
 import { migrateMurmur } from './murmur-schema.ts';
+import { connectBudgetSecs, withConnectRetries, type RetryReport } from './store-connect.ts';
 import type { ConversationStore } from '../inference/conversation-store.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
@@ -102,18 +103,33 @@ async function sqliteEngine(): Promise<void> {
   }
 }
 
-async function migrationLock(url: string): Promise<() => Promise<void>> {
+async function migrationLock(url: string, budgetSecs: number, onRetry: (r: RetryReport) => void): Promise<() => Promise<void>> {
   const { default: pg } = await import('pg');
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
-  await c.connect();
+  const c = await withConnectRetries(async () => {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+    try {
+      await client.connect();
+      return client;
+    } catch (e) {
+      await client.end().catch(() => undefined);
+      throw e;
+    }
+  }, budgetSecs, onRetry);
   await c.query('SELECT pg_advisory_lock($1::int, 0)', [0x4d555232]);
   return async () => {
     await c.end().catch(() => undefined);
   };
 }
 
+export interface OpenStoreOptions {
+  /** Seconds to keep retrying a PostgreSQL server that is not reachable yet (default MURMUR_STORE_CONNECT_SECS or 30). */
+  connectSecs?: number;
+  /** Told of each retry of that first connection (mur serve prints it). */
+  onRetry?: (r: RetryReport) => void;
+}
+
 /** Open (creating and migrating as needed) the store `value` names. */
-export async function openStore(value: string, cwd?: string): Promise<DurableStore> {
+export async function openStore(value: string, cwd?: string, opts: OpenStoreOptions = {}): Promise<DurableStore> {
   const t0 = performance.now();
   const spec = parseStoreUrl(value, cwd);
   const fail = (what: string, e: unknown, hint: string): MurError =>
@@ -135,7 +151,13 @@ export async function openStore(value: string, cwd?: string): Promise<DurableSto
   const errors: string[] = [];
   // Replicas of one capsule start together on one PostgreSQL store: their migrations take turns
   // under one advisory lock ('MUR2', 0), held on a connection of its own for the migration's length.
-  const release = spec.kind === 'postgres' ? await migrationLock(spec.url).catch((e: unknown) => Promise.reject(fail('cannot connect', e, 'check the URL, the credentials and that the server is up'))) : async () => undefined;
+  const budget = opts.connectSecs ?? connectBudgetSecs();
+  const release = spec.kind === 'postgres'
+    ? await migrationLock(spec.url, budget, opts.onRetry ?? (() => undefined)).catch((e: unknown) => {
+      const n = (e as { attempts?: number }).attempts ?? 1;
+      return Promise.reject(fail(n > 1 ? `cannot connect (${n} attempts over ${budget} s)` : 'cannot connect', e, 'check the URL, the credentials and that the server is up (MURMUR_STORE_CONNECT_SECS sets how long to wait for it)'));
+    })
+    : async () => undefined;
   const rc = await migrate(['upgrade', '--url', spec.url], {}, {
     log: () => undefined,
     error: (...a) => errors.push(a.map((x) => errMessage(x)).join(' ')),

@@ -17,6 +17,7 @@ import { instrument } from '../telemetry/instrument.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
 import { runtimeMetrics } from '../telemetry/metrics.ts';
 import { failUnfinished, openStore, type DurableStore } from '../a2a/store.ts';
+import { describeConnectError } from '../a2a/store-connect.ts';
 import { ReplicaBus } from '../a2a/replica-bus.ts';
 import { claimingStore } from '../a2a/task-runners.ts';
 import { replicate } from '../a2a/replicas.ts';
@@ -198,7 +199,9 @@ async function openServeStore(flags: Record<string, unknown>, capsule: string, o
   if (value === 'memory') return undefined;
   let store: DurableStore;
   try {
-    store = await openStore(value);
+    store = await openStore(value, undefined, {
+      onRetry: (r) => out(`store: cannot connect yet (${describeConnectError(r.error)}); attempt ${r.attempt + 1} in ${(r.delayMs / 1000).toFixed(2)} s`),
+    });
   } catch (e) {
     // Only the default gives way, and says so: a store the operator asked for is never swapped.
     if (given !== undefined || !(e instanceof MurError) || e.code !== 'E-STORE-004') throw e;

@@ -62,9 +62,16 @@ function workerEntry(): string {
 }
 
 const LOADER_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
+/**
+ * V8 options the runtime is started with (the image's entrypoint sizes the heaps: Dockerfile). A
+ * worker refuses any V8 option in its execArgv ("invalid execArgv flags"), and needs none: V8's
+ * options are process-wide and already apply to every isolate (each worker's own heap limits are
+ * its resourceLimits).
+ */
+const V8_FLAGS = new Set(['--max-semi-space-size', '--min-semi-space-size', '--max-old-space-size', '--max-heap-size', '--optimize-for-size', '--stack-size', '--expose-gc', '--single-threaded-gc', '--lite-mode', '--jitless']);
 
 /**
- * The parent's Node flags minus module loaders. A worker inherits `--import tsx` (how benches and
+ * The parent's Node flags minus module loaders and V8 options. A worker inherits `--import tsx` (how benches and
  * scripts run), and on Node 24 it then routes every import through the tsx hooks: the component
  * glue's import went from ≈ 10 ms to ≈ 160 ms (measured). The worker runs plain JavaScript and
  * registers a loader itself when it needs one (worker-boot.mjs).
@@ -74,6 +81,8 @@ export function workerExecArgv(argv: readonly string[] = process.execArgv): stri
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const name = a.split('=', 1)[0]!;
+    const flag = name.replace(/_/g, '-');
+    if (V8_FLAGS.has(flag) || /^--(no-)?(wasm|liftoff|turbo)/.test(flag)) continue;
     if (LOADER_FLAGS.has(name)) {
       if (!a.includes('=')) i++; // its value is the next argument
       continue;
@@ -101,8 +110,11 @@ class WorkerPool {
   private boot(): { worker: Worker; booted: Promise<void>; expiry: NodeJS.Timeout | undefined } {
     const worker = new Worker(BOOT, {
       workerData: { entry: ENTRY },
-      // Bounds the JS glue's heap; wasm linear memory is capped in the module bytes instead.
-      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 },
+      // Bounds the JS glue's heap; wasm linear memory is capped in the module bytes instead. A
+      // young generation of 6 MiB (semi-spaces of 2 MiB; it was 32): what a task allocates in the
+      // glue is short-lived, and a young generation once grown stays resident in every idle
+      // component's worker (big strings and buffers go to the large-object space either way).
+      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 6 },
       stdout: true,
       stderr: true,
       env: {},

@@ -244,7 +244,17 @@ describe('spare pool', () => {
 
 describe('worker flags', () => {
   it('a component worker gets the parent’s Node flags without its module loaders (an inherited --import tsx made every glue import ≈ 16× slower on Node 24)', () => {
-    expect(workerExecArgv(['--import', 'tsx', '--enable-source-maps', '--import=./x.mjs', '-r', 'dotenv/config', '--stack-size=2000', '--experimental-loader', 'y', '--loader=z'])).toEqual(['--enable-source-maps', '--stack-size=2000']);
+    expect(workerExecArgv(['--import', 'tsx', '--enable-source-maps', '--import=./x.mjs', '-r', 'dotenv/config', '--no-warnings', '--experimental-loader', 'y', '--loader=z'])).toEqual(['--enable-source-maps', '--no-warnings']);
     expect(workerExecArgv([])).toEqual([]);
+  });
+
+  it('a runtime started with V8 heap options (the image entrypoint) still starts its workers: V8 options are left out of theirs', async () => {
+    const parent = ['--max-semi-space-size=1', '--optimize-for-size', '--max_old_space_size=200', '--stack-size=2000', '--wasm-lazy-compilation', '--no-liftoff', '--enable-source-maps'];
+    expect(() => new Worker('1', { eval: true, execArgv: parent })).toThrow(/invalid execArgv/);
+    const argv = workerExecArgv(parent);
+    expect(argv).toEqual(['--enable-source-maps']);
+    const w = new Worker('require("node:worker_threads").parentPort.postMessage("up")', { eval: true, execArgv: argv });
+    expect(await new Promise((r) => w.once('message', r))).toBe('up');
+    await w.terminate();
   });
 });

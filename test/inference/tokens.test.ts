@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { chunkText, countTokens, countTokensUnchunked, TokenCounter, type ChunkStats } from '../../runtime/inference/tokens.ts';
+import { chunkText, countTokens, TokenCounter, type ChunkStats } from '../../runtime/inference/tokens.ts';
+import { countTokensUnchunked } from '../../runtime/inference/tokens-unchunked.ts';
 import recorded from './token-counts.json' with { type: 'json' };
 import { tokenInputs } from './token-inputs.ts';
 

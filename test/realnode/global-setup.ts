@@ -45,7 +45,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const existing = process.env.REALNODE_KUBECONFIG;
   if (existing) {
     log(`using the running node of REALNODE_KUBECONFIG=${existing}`);
-    project.provide('realnode', { kubeconfig: existing, name: 'external', startupMs: 0, operatorMs: 0 });
+    // its name (REALNODE_NAME, default that of node:up) locates its network namespace and state
+    // directory, where host-side services (host-services.ts) run
+    project.provide('realnode', { kubeconfig: existing, name: process.env.REALNODE_NAME ?? 'realnode', startupMs: 0, operatorMs: 0 });
     return async () => {};
   }
   if (process.platform !== 'linux' || (typeof process.getuid === 'function' && process.getuid() !== 0)) {
@@ -54,8 +56,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await ensureBinaries();
   await run('bash', [nodeBuildScript]);
   await ensureImages(log);
-  // the fixture components the pods fetch as `source: {url, sha256}` (hook.test.ts, script-peering.test.ts); cached by hash
-  await run(process.execPath, ['--import', 'tsx', 'test/fixtures/build.ts', 'hook-deny-shell', 'script-capsule']);
+  // the fixture components the pods fetch as `source: {url, sha256}` (hook.test.ts, script-peering.test.ts,
+  // replicas.test.ts); cached by hash
+  await run(process.execPath, ['--import', 'tsx', 'test/fixtures/build.ts', 'hook-deny-shell', 'script-capsule', 'sandbox-probe']);
   const why = preflight();
   if (why) throw new Error(`realnode suite: the real node cannot start: ${why}`);
   const buildMs = Date.now() - t0;

@@ -1,0 +1,401 @@
+/**
+ * This runtime against the reference runtime (Murmur, Rust + Wasmtime), side by side: the SAME
+ * components in both arms — the reference's own prebuilt `murmur-driver-anthropic.wasm`,
+ * `echo-tool.wasm` and script capsule `capsule-allowlisted.wasm`, unchanged, packed into the same
+ * `.mur.zip` files and published with each runtime's own `mur publish` — against the same scripted
+ * provider (test/provider/, real HTTP, the Anthropic wire format), from the same client.
+ *
+ * Nothing of the reference is in this repository: the bench takes its CLI and its fixture folder
+ * from the environment and stops (exit 1) saying what to set when they are missing:
+ *   MURMUR_REFERENCE_BIN       the reference's `mur` binary (cargo build --release -p murmur-cli)
+ *   MURMUR_REFERENCE_FIXTURES  its crates/murmur-cli/tests/fixtures folder (holds the components)
+ * `--ours-only` runs this runtime's arm alone (still needs MURMUR_REFERENCE_FIXTURES).
+ *
+ * Arms: `ours` is `bin/mur` from compiled dist/ (`npm run build` first; MUR_FROM=dist) with the node
+ * flags of the runtime image's ENTRYPOINT (Dockerfile: V8 heap sizing, as a pod runs it), `mur serve`
+ * with --metrics-port 0 (no /metrics listener) and `mur run`; `reference` is the reference's
+ * `mur run --manifest … --json` (agent capsules serve A2A; `--lifecycle-after-task sleep` keeps it
+ * taking tasks) and `mur run --manifest` for the script capsule. The capsule manifest is the same
+ * text for both (the reference's format: inference.transport/endpoint/api_key, network.allow,
+ * lifecycle.task_acceptance: queue). Each task is two provider turns: a `tool_use` of echo-tool,
+ * then the answer. No hooks bound. A task is sent with JSON-RPC `message/send` on a fresh
+ * connection; it counts as done when the answer (ours: blocking send) or `tasks/get` polled every
+ * 2 ms (the reference answers `submitted`) says completed.
+ *
+ * Rows, per round and per arm (the arms alternate, the order reversing every other round; the
+ * paired ratio is ours / reference round by round):
+ * - first run ever: empty component caches (ours: a fresh MURMUR_COMPONENT_CACHE, so the transpile
+ *   runs; the reference keeps no cache and compiles every start) → first task completed: wall,
+ *   CPU (user + system of the process tree) and max RSS (VmHWM summed over the process tree);
+ * - warm start: process start → agent card URL printed (ready), → first task completed;
+ * - RSS idle after one task: RSS of the process tree 12 s after the first task completed (past the
+ *   10 s after which this runtime lets go of its booted spare worker);
+ * - throughput: then 100 tasks from 8 concurrent senders, wall / 100 = time per task;
+ * - RSS idle after 101 tasks: 12 s after the last one; max RSS: VmHWM of the warm process then;
+ * - script capsule end to end: `mur run` of capsule-allowlisted.wasm (invokes echo-tool once, writes
+ *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
+ *
+ *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours-only]
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { zipSync } from 'fflate';
+import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
+import { tmp } from '../test/loop/kit.ts';
+import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
+import { CLK, MUR } from './serving.ts';
+import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table } from './paired.ts';
+
+const arg = (name: string, def: number): number => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+};
+const ROUNDS = arg('rounds', 3);
+const TASKS = arg('tasks', 100);
+const SENDERS = arg('senders', 8);
+const OURS_ONLY = process.argv.includes('--ours-only');
+
+const REF_BIN = process.env.MURMUR_REFERENCE_BIN;
+const REF_FIX = process.env.MURMUR_REFERENCE_FIXTURES;
+const COMPONENTS = {
+  driver: 'drivers/anthropic/driver/murmur-driver-anthropic.wasm',
+  tool: 'run/components/echo-tool.wasm',
+  script: 'run/components/capsule-allowlisted.wasm',
+};
+
+function requireEnv(): void {
+  const missing: string[] = [];
+  if (!REF_FIX || !Object.values(COMPONENTS).every((c) => existsSync(join(REF_FIX, c)))) {
+    missing.push(`  MURMUR_REFERENCE_FIXTURES=<murmur checkout>/crates/murmur-cli/tests/fixtures   (must hold ${Object.values(COMPONENTS).join(', ')}; now ${REF_FIX ? `'${REF_FIX}'` : 'unset'})`);
+  }
+  if (!OURS_ONLY && (!REF_BIN || !existsSync(REF_BIN))) {
+    missing.push(`  MURMUR_REFERENCE_BIN=<murmur checkout>/target/release/mur   (cargo build --release -p murmur-cli in github.com/murmur-nexus/murmur; now ${REF_BIN ? `'${REF_BIN}' (no such file)` : 'unset'}; or pass --ours-only)`);
+  }
+  if (!existsSync(join(PROJECT_ROOT, 'dist/.built'))) missing.push('  dist/: run `npm run build` first (the `ours` arm runs compiled dist/)');
+  if (missing.length) {
+    console.error(`reference bench: cannot run; set:\n${missing.join('\n')}`);
+    process.exit(1);
+  }
+}
+
+// ------------------------------------------------------------------------------------ processes
+
+interface Tree {
+  rss: number;
+  hwm: number;
+  cpuMs: number;
+}
+
+/** RSS, VmHWM and CPU (own + reaped children) summed over a process and its descendants. */
+function treeStat(root: number): Tree {
+  const kids = new Map<number, number[]>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const s = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]);
+      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(d)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: Tree = { rss: 0, hwm: 0, cpuMs: 0 };
+  const visit = (pid: number): void => {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
+      const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      out.rss += kb('VmRSS');
+      out.hwm += kb('VmHWM');
+      out.cpuMs += ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / CLK) * 1000;
+    } catch {
+      return;
+    }
+    for (const k of kids.get(pid) ?? []) visit(k);
+  };
+  visit(root);
+  return out;
+}
+
+/**
+ * RSS once idle: 12 s after the last task, past MURMUR_WORKER_IDLE_MS (10 s), when this runtime lets
+ * go of the booted worker it keeps for the next instance start; a pod idles far longer than that.
+ * The peak before it is the max-RSS row.
+ */
+async function idleTree(pid: number): Promise<number> {
+  await new Promise((r) => setTimeout(r, 12_000));
+  return treeStat(pid).rss;
+}
+
+interface Served {
+  proc: ChildProcess;
+  t0: number;
+  /** The A2A JSON-RPC URL, once the process printed it. */
+  url: Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** Spawns a serving process; `parse` finds the A2A URL in its output so far. */
+function spawnServer(cmd: string, args: string[], env: Record<string, string>, parse: (out: string) => string | undefined): Served {
+  const t0 = performance.now();
+  const proc = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  const url = new Promise<string>((resolve, reject) => {
+    const on = (d: Buffer): void => {
+      out += d.toString();
+      const u = parse(out);
+      if (u) resolve(u);
+    };
+    proc.stdout!.on('data', on);
+    proc.stderr!.on('data', on);
+    void exited.then(() => reject(new Error(`${cmd} ${args.join(' ')} exited ${proc.exitCode}:\n${out}`)));
+  });
+  return {
+    proc, t0, url,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGTERM');
+        await exited;
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------- client
+
+function rpc(url: string, method: string, params: unknown): Promise<Record<string, unknown>> {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        try {
+          resolve(JSON.parse(text) as Record<string, unknown>);
+        } catch {
+          reject(new Error(`${method}: not JSON: ${text.slice(0, 400)}`));
+        }
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const TERMINAL = new Set(['completed', 'failed', 'canceled', 'rejected']);
+
+/** Sends one task and resolves when it completed (the answer or tasks/get says so). */
+async function sendTask(url: string, i: number): Promise<void> {
+  const message = { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] };
+  let r = await rpc(url, 'message/send', { message });
+  for (;;) {
+    const task = r.result as { id?: string; status?: { state?: string } } | undefined;
+    const state = task?.status?.state;
+    if (state === 'completed') return;
+    if (!task?.id || !state || TERMINAL.has(state)) throw new Error(`task ${i}: ${JSON.stringify(r).slice(0, 400)}`);
+    await new Promise((res) => setTimeout(res, 2));
+    r = await rpc(url, 'tasks/get', { id: task.id });
+  }
+}
+
+// ---------------------------------------------------------------------------------------- setup
+
+function zipOf(manifest: string, wasm: string): Uint8Array {
+  // The reference's package layout: murmur.yaml and the component at the root.
+  return zipSync({ 'murmur.yaml': Buffer.from(manifest), 'tool.wasm': readFileSync(wasm) });
+}
+
+const DRIVER = { name: 'murmur-driver-anthropic', version: '0.1.4' };
+const TOOL = { name: 'echo-tool', version: '0.1.0' };
+
+function packages(dir: string): string[] {
+  const driver = join(dir, `${DRIVER.name}-${DRIVER.version}.mur.zip`);
+  writeFileSync(driver, zipOf(`name: ${DRIVER.name}\nversion: ${DRIVER.version}\nruntime: driver\n`, join(REF_FIX!, COMPONENTS.driver)));
+  const tool = join(dir, `${TOOL.name}-${TOOL.version}.mur.zip`);
+  writeFileSync(tool, zipOf(`name: ${TOOL.name}\nversion: ${TOOL.version}\nruntime: wasm\ndescription: Echoes its input.\ninput_schema:\n  type: object\n  properties:\n    data:\n      type: string\n`, join(REF_FIX!, COMPONENTS.tool)));
+  return [driver, tool];
+}
+
+const API_KEY = 'test-key-not-secret';
+
+function agentYaml(endpoint: string): string {
+  return [
+    'name: ref-agent', 'version: 0.1.0',
+    'artifacts:',
+    `  - name: ${TOOL.name}`, `    version: ${TOOL.version}`, '    runtime: tool',
+    `  - name: ${DRIVER.name}`, `    version: ${DRIVER.version}`, '    runtime: driver',
+    'capabilities:', '  network:', '    allow:', `      - ${endpoint}`,
+    'inference:', '  transport: http', `  endpoint: ${endpoint}`, '  model: test-model', `  api_key: ${API_KEY}`, '  driver:', `    artifact: ${DRIVER.name}`,
+    'lifecycle:', '  task_acceptance: queue', `  queue_depth: ${TASKS + 8}`, '',
+  ].join('\n');
+}
+
+const SCRIPT_YAML = `name: capsule\nversion: 0.0.1\nartifacts:\n  - name: ${TOOL.name}\n    version: ${TOOL.version}\n`;
+
+const TASK_TURNS: ScriptTurn[] = [{ toolCalls: [{ name: TOOL.name, input: { data: 'tick' } }] }, { text: 'done' }];
+
+interface Subject {
+  name: string;
+  /** Starts a serving process for the capsule in `dir`; cold = with empty component caches. */
+  serve(dir: string, cold: boolean): Served;
+  /** `mur run` of the script capsule: wall ms and max RSS bytes. */
+  script(): { wall: number; hwm: number };
+}
+
+/** The node flags of the runtime image's ENTRYPOINT (Dockerfile), so arm `ours` runs node as a pod does. */
+function imageNodeFlags(): string[] {
+  const line = readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8').split('\n').find((l) => l.startsWith('ENTRYPOINT '));
+  if (!line) throw new Error('Dockerfile has no ENTRYPOINT line');
+  return (JSON.parse(line.slice('ENTRYPOINT '.length)) as string[]).slice(1).filter((a) => a.startsWith('--'));
+}
+
+function ours(): Subject {
+  const node = [...imageNodeFlags(), MUR];
+  const registry = tmp('ref-ours-reg-');
+  const cache = tmp('ref-ours-cache-');
+  for (const p of packages(tmp('ref-ours-pkg-'))) {
+    const r = spawnSync(process.execPath, [MUR, 'publish', p, '--registry', registry], { env: { PATH: process.env.PATH!, MUR_FROM: 'dist' } });
+    if (r.status !== 0) throw new Error(`mur publish ${p}: ${r.stderr}`);
+  }
+  const scriptDir = tmp('ref-ours-script-');
+  writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
+  copyFileSync(join(REF_FIX!, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
+  const env = (c: string): Record<string, string> => ({ PATH: process.env.PATH!, HOME: tmp('ref-ours-home-'), MUR_FROM: 'dist', MURMUR_COMPONENT_CACHE: c });
+  return {
+    name: 'ours',
+    serve(dir, cold) {
+      return spawnServer(process.execPath, [...node, 'serve', dir, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('ref-ours-work-'), '--quiet'], env(cold ? tmp('ref-ours-cold-') : cache), (out) => /serving \S+ \S+ at (http:\/\/\S+)/.exec(out)?.[1]);
+    },
+    script() {
+      const t = performance.now();
+      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', process.execPath, ...node, 'run', scriptDir, '--registry', registry, '--work-root', tmp('ref-ours-swork-'), '--quiet', '--task', 'run'], { env: env(cache) });
+      const wall = performance.now() - t;
+      if (r.status !== 0) throw new Error(`ours: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
+      return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };
+    },
+  };
+}
+
+function reference(bin: string): Subject {
+  const home = tmp('ref-ref-home-');
+  const env = { PATH: process.env.PATH!, HOME: home };
+  for (const p of packages(tmp('ref-ref-pkg-'))) {
+    const r = spawnSync(bin, ['publish', p], { env });
+    if (r.status !== 0) throw new Error(`reference mur publish ${p}: ${r.stdout}${r.stderr}`);
+  }
+  const scriptDir = tmp('ref-ref-script-');
+  writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
+  copyFileSync(join(REF_FIX!, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
+  return {
+    name: 'reference',
+    // The reference keeps no compiled-component cache: every start compiles, cold or not.
+    serve(dir) {
+      return spawnServer(bin, ['run', '--manifest', join(dir, 'murmur.yaml'), '--json', '--lifecycle-after-task', 'sleep', '--workdir', tmp('ref-ref-work-')], env, (out) => {
+        const m = /"url":"(?:localhost|127\.0\.0\.1):(\d+)"/.exec(out);
+        return m ? `http://127.0.0.1:${m[1]}/` : undefined;
+      });
+    },
+    script() {
+      const t = performance.now();
+      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', bin, 'run', '--manifest', join(scriptDir, 'murmur.yaml')], { env });
+      const wall = performance.now() - t;
+      if (r.status !== 0 || !/status:\s+ok/.test(r.stdout.toString())) throw new Error(`reference: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
+      return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------ main
+
+type Fig = { cold: Tree & { wall: number }; ready: number; firstTask: number; idle1: number; perTask: number; idle100: number; warmHwm: number; script: { wall: number; hwm: number } };
+
+async function round(s: Subject): Promise<Fig> {
+  const capsule = (endpoint: string): string => {
+    const dir = tmp(`ref-${s.name}-capsule-`);
+    writeFileSync(join(dir, 'murmur.yaml'), agentYaml(endpoint));
+    return dir;
+  };
+  // First run ever.
+  const p1 = await startScriptedProvider({ turns: TASK_TURNS, apiKey: API_KEY });
+  const cold = s.serve(capsule(p1.url), true);
+  await sendTask(await cold.url, 0);
+  const coldWall = performance.now() - cold.t0;
+  const cs = treeStat(cold.proc.pid!);
+  await cold.stop();
+  await p1.stop();
+
+  // Warm start, one task, idle; the throughput run, idle.
+  const p = await startScriptedProvider({ turns: Array.from({ length: 1 + TASKS }, () => TASK_TURNS).flat(), apiKey: API_KEY });
+  const sv = s.serve(capsule(p.url), false);
+  const url = await sv.url;
+  const ready = performance.now() - sv.t0;
+  await sendTask(url, 0);
+  const firstTask = performance.now() - sv.t0;
+  const idle1 = await idleTree(sv.proc.pid!);
+  let next = 1;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: SENDERS }, async () => {
+    while (next <= TASKS) await sendTask(url, next++);
+  }));
+  const perTask = (performance.now() - t0) / TASKS;
+  const idle100 = await idleTree(sv.proc.pid!);
+  const warmHwm = treeStat(sv.proc.pid!).hwm;
+  await sv.stop();
+  await p.stop();
+
+  return { cold: { ...cs, wall: coldWall }, ready, firstTask, idle1, perTask, idle100, warmHwm, script: s.script() };
+}
+
+/** One untimed task and script run per arm: fills our warm component cache (and the OS page cache for both). */
+async function prime(s: Subject): Promise<void> {
+  const p = await startScriptedProvider({ turns: TASK_TURNS, apiKey: API_KEY });
+  const dir = tmp(`ref-${s.name}-prime-`);
+  writeFileSync(join(dir, 'murmur.yaml'), agentYaml(p.url));
+  const sv = s.serve(dir, false);
+  await sendTask(await sv.url, 0);
+  await sv.stop();
+  await p.stop();
+  s.script();
+}
+
+async function main(): Promise<void> {
+  requireEnv();
+  const subjects = [ours(), ...(OURS_ONLY ? [] : [reference(REF_BIN!)])];
+  for (const s of subjects) await prime(s);
+  const figs = new Map<string, Fig[]>();
+  // The reference is the baseline: ratios read ours / reference.
+  const arms = [...subjects].reverse();
+  await paired(arms.map((s) => ({ name: s.name, run: async () => {
+    figs.set(s.name, [...(figs.get(s.name) ?? []), await round(s)]);
+    return 0;
+  } })), ROUNDS);
+
+  const rows: [string, string, string?][] = [];
+  const metric = (label: string, pick: (f: Fig) => number, fmt: (v: number) => string): void => {
+    rows.push(...pairedRows(summarize(arms.map((a) => `${label}, ${a.name}`), arms.map((a) => figs.get(a.name)!.map(pick))), fmt));
+  };
+  metric('RSS idle after one task', (f) => f.idle1, fmtMiB);
+  metric(`RSS idle after ${TASKS + 1} tasks`, (f) => f.idle100, fmtMiB);
+  metric(`max RSS over start, one task and ${TASKS} more`, (f) => f.warmHwm, fmtMiB);
+  metric(`time per task, ${TASKS} tasks, ${SENDERS} senders`, (f) => f.perTask, fmtTime);
+  metric('throughput', (f) => 1000 / f.perTask, fmtRate('tasks/s'));
+  metric('script capsule end to end (mur run), wall', (f) => f.script.wall, fmtTime);
+  metric('script capsule end to end (mur run), max RSS', (f) => f.script.hwm, fmtMiB);
+  metric('process start → agent card URL', (f) => f.ready, fmtTime);
+  metric('process start → first task completed', (f) => f.firstTask, fmtTime);
+  metric('first run ever: start → first task, wall', (f) => f.cold.wall, fmtTime);
+  metric('first run ever: CPU', (f) => f.cold.cpuMs, fmtTime);
+  metric('first run ever: max RSS', (f) => f.cold.hwm, fmtMiB);
+  console.log(`reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in both arms, scripted provider over HTTP, no hooks; ours = dist/ mur serve (no /metrics); ${ROUNDS} rounds`);
+  console.log(table(rows));
+  console.log(machineLine());
+}
+
+await main();
+process.exit(0);
