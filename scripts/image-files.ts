@@ -247,7 +247,9 @@ for (const f of fileList) {
   if (m && !target.tracedFilesOnly?.includes(m[1]!)) packages.add(m[1]!);
   else files.push(f);
 }
-const skip = (f: string) => /\.(map|d\.ts|d\.mts|d\.cts|md|markdown)$/i.test(f);
+// TypeScript sources too: packages copied whole (pg-protocol) ship their src/*.ts beside the
+// compiled lib/, which the image never loads (it runs JavaScript only; the image test checks).
+const skip = (f: string) => /\.(map|ts|mts|cts|md|markdown)$/i.test(f);
 let bytes = 0;
 let count = 0;
 const copy = (rel: string) => {
