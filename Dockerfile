@@ -75,7 +75,11 @@ COPY --from=registry /opt/murmur/registry /opt/murmur/registry
 RUN ld="$(readlink -f /lib64/ld-linux-x86-64.so.2)" && chmod 0711 "$ld" \
  && node -e "process.exit(require('fs').readFileSync('/proc/self/exe').indexOf('/lib64/ld-linux-x86-64.so.2') > 0 ? 0 : 1)"
 # (After the RUN above: its node would otherwise write a compile cache of its own, as root.)
+# MALLOC_ARENA_MAX=2: glibc gives every thread that allocates an arena of its own and keeps what it
+# frees there; the runtime runs a worker thread per component, each with an I/O thread. Measured
+# under the soak (bench/soak.ts, 400 tasks of 100 KiB from 32 clients): 42–64 MiB less RSS.
 ENV NODE_ENV=production \
+    MALLOC_ARENA_MAX=2 \
     MURMUR_WORK_ROOT=/var/lib/murmur \
     MURMUR_REGISTRY=/opt/murmur/registry \
     MURMUR_COMPONENT_CACHE=/var/lib/murmur/cache/components \

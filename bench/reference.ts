@@ -45,7 +45,7 @@ import { zipSync } from 'fflate';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
-import { CLK, MUR } from './serving.ts';
+import { CLK, MUR, imageProcess } from './serving.ts';
 import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table } from './paired.ts';
 
 const arg = (name: string, def: number): number => {
@@ -248,15 +248,9 @@ interface Subject {
   script(): { wall: number; hwm: number };
 }
 
-/** The node flags of the runtime image's ENTRYPOINT (Dockerfile), so arm `ours` runs node as a pod does. */
-function imageNodeFlags(): string[] {
-  const line = readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8').split('\n').find((l) => l.startsWith('ENTRYPOINT '));
-  if (!line) throw new Error('Dockerfile has no ENTRYPOINT line');
-  return (JSON.parse(line.slice('ENTRYPOINT '.length)) as string[]).slice(1).filter((a) => a.startsWith('--'));
-}
-
 function ours(): Subject {
-  const node = [...imageNodeFlags(), MUR];
+  const image = imageProcess();
+  const node = [...image.nodeFlags, MUR];
   const registry = tmp('ref-ours-reg-');
   const cache = tmp('ref-ours-cache-');
   for (const p of packages(tmp('ref-ours-pkg-'))) {
@@ -266,7 +260,7 @@ function ours(): Subject {
   const scriptDir = tmp('ref-ours-script-');
   writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
   copyFileSync(join(REF_FIX!, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
-  const env = (c: string): Record<string, string> => ({ PATH: process.env.PATH!, HOME: tmp('ref-ours-home-'), MUR_FROM: 'dist', MURMUR_COMPONENT_CACHE: c });
+  const env = (c: string): Record<string, string> => ({ ...image.env, PATH: process.env.PATH!, HOME: tmp('ref-ours-home-'), MUR_FROM: 'dist', MURMUR_COMPONENT_CACHE: c });
   return {
     name: 'ours',
     serve(dir, cold) {

@@ -31,6 +31,20 @@ export async function idleRss(pid: number): Promise<number> {
   return procStat(pid).rss;
 }
 
+/**
+ * How the runtime image starts node (Dockerfile): the ENTRYPOINT's node flags and the ENV's glibc
+ * malloc settings, so a bench can run `mur` as a pod does.
+ */
+export function imageProcess(): { nodeFlags: string[]; env: Record<string, string> } {
+  const text = readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
+  const entry = text.split('\n').find((l) => l.startsWith('ENTRYPOINT '));
+  if (!entry) throw new Error('Dockerfile has no ENTRYPOINT line');
+  const nodeFlags = (JSON.parse(entry.slice('ENTRYPOINT '.length)) as string[]).slice(1).filter((a) => a.startsWith('--'));
+  const env: Record<string, string> = {};
+  for (const m of text.matchAll(/^\s*(?:ENV\s+)?(MALLOC_[A-Z_]+)=(\S+?)\s*\\?$/gm)) env[m[1]!] = m[2]!;
+  return { nodeFlags, env };
+}
+
 export interface Serving {
   proc: ChildProcess;
   url: Promise<string>;
@@ -39,9 +53,11 @@ export interface Serving {
 }
 
 /** `bin/mur serve` as its own process on free ports, quiet; `url` resolves once it serves. */
-export function serve(from: 'src' | 'dist', capsule: string, registry: string, env: Record<string, string>, args: string[] = []): Serving {
+export function serve(from: 'src' | 'dist', capsule: string, registry: string, env: Record<string, string>, args: string[] = [], opts: { asImage?: boolean } = {}): Serving {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [MUR, 'serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet', ...args], {
+  const image = opts.asImage ? imageProcess() : { nodeFlags: [], env: {} };
+  env = { ...image.env, ...env };
+  const proc = spawn(process.execPath, [...image.nodeFlags, MUR, 'serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet', ...args], {
     env: { PATH: process.env.PATH, MUR_FROM: from, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,7 +1,8 @@
 /**
  * Bounded memory under load (issue: RSS rose to ≈1 GiB under 200 clients with no plateau, and a
  * 300 MB heap limit killed the process after 1 013 tasks of 100 KiB). Includes: `bin/mur serve`
- * (compiled dist/ when built, else the sources) as its own process with the real anthropic driver
+ * (compiled dist/ when built, else the sources) as its own process, started as the runtime image
+ * starts node (the Dockerfile's ENTRYPOINT flags and MALLOC_ARENA_MAX: serving.ts imageProcess), with the real anthropic driver
  * component and no tools, queue acceptance (depth 64), the default SQLite task store, the scripted
  * provider over real HTTP answering every turn with text; no hooks. Two phases:
  * - soak: C clients (default 200) each send `message/send` with a fresh 100 KiB text message in a
@@ -71,7 +72,7 @@ async function start(env: Record<string, string>): Promise<{ s: Serving; url: st
   const capsule = tmp('soak-capsule-');
   writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'soak', tools: [], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 64\n' }));
   const provider = await startScriptedProvider({ turns: [{ text: 'done' }], apiKey: API_KEY, onExhausted: 'repeat-last' }, { keep: 0 });
-  const s = serve(FROM, capsule, registry, { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: join(PROJECT_ROOT, '.cache/components'), ...env });
+  const s = serve(FROM, capsule, registry, { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: join(PROJECT_ROOT, '.cache/components'), ...env }, [], { asImage: true });
   const url = await s.url;
   return { s, url, async stop() { await s.stop(); await provider.stop(); } };
 }
