@@ -17,14 +17,20 @@ COPY package.json package-lock.json ./
 #   docker build --secret id=ca,src=/etc/ssl/certs/ca-certificates.crt ...
 RUN --mount=type=secret,id=ca NODE_EXTRA_CA_CERTS=/run/secrets/ca npm ci --ignore-scripts --no-audit --no-fund
 
-# 2. The built-in components (the inference drivers) from source, published into a registry the
-#    runtime finds through MURMUR_REGISTRY.
-FROM deps AS registry
+# 2. The built-in components (the inference drivers) built from source (componentize-js: minutes of
+#    CPU each) from only the files they are built from, so a change to the runtime reuses this
+#    layer; then published into a registry the runtime finds through MURMUR_REGISTRY (the publish
+#    finds the builds in .cache/fixtures under the same source key and only copies and records them).
+FROM deps AS drivers
 COPY tsconfig.json ./
-COPY runtime ./runtime
+COPY runtime/wit/packages.ts ./runtime/wit/packages.ts
 COPY wit ./wit
 COPY components ./components
 COPY test/fixtures/build.ts ./test/fixtures/build.ts
+RUN node --import tsx test/fixtures/build.ts $(cd components && for f in */fixture.json; do printf '%s ' "${f%/fixture.json}"; done)
+
+FROM drivers AS registry
+COPY runtime ./runtime
 COPY scripts/build-registry.ts ./scripts/build-registry.ts
 RUN node --import tsx scripts/build-registry.ts /opt/murmur/registry
 

@@ -9,8 +9,9 @@
  *   node --import tsx scripts/image-files.ts runtime|operator <out-dir>
  * Writes <out-dir>/app/{package.json, bin/, dist/…, node_modules/…} and prints its size.
  */
-import { cpSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { Plugin } from 'esbuild';
 import { nodeFileTrace } from '@vercel/nft';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -37,7 +38,7 @@ interface Target {
    * sit in one folder, dist/runtime/cli/, so the paths the runtime derives from import.meta.url
    * (worker.js beside workers.ts' code, worker-boot.mjs and PROJECT_ROOT one and two levels up) still hold.
    */
-  bundle?: { entries: Record<string, string>; copy: Record<string, string>; external: string[] };
+  bundle?: { entries: Record<string, string>; copy: Record<string, string>; external: string[]; split?: string[] };
 }
 
 const TARGETS: Record<string, Target> = {
@@ -66,6 +67,10 @@ const TARGETS: Record<string, Target> = {
         'node_modules/@a2a-js/sdk/dist/cli/run.js': 'node_modules/@a2a-js/sdk/dist/cli/run.js',
       },
       copy: { 'dist/runtime/worker-boot.mjs': 'dist/runtime/worker-boot.mjs' },
+      // main.js split at its dynamic imports: what `mur serve` does not load before it is ready
+      // (the other commands, the Kubernetes client behind --token-review, gRPC behind --grpc-port,
+      // the OTLP exporters behind an endpoint) is never read, compiled or evaluated at start.
+      split: ['dist/runtime/cli/main.js'],
       // Their files are found relative to their own modules (jco-transpile's core wasm,
       // preview2-shim's I/O worker, better-sqlite3's native addon through `bindings`), so they
       // stay packages.
@@ -125,6 +130,58 @@ const TARGETS: Record<string, Target> = {
   },
 };
 
+/**
+ * One copy of each package version in a bundle. npm nests a package under every dependant it
+ * cannot hoist for (express 5, accepts, type-is and send each hold their own mime-types 3.0.2 and
+ * mime-db 1.54.0, the top-level copies being older versions), and esbuild bundles each nested
+ * copy as a module of its own: four mime-db tables evaluated and indexed at every start. Every
+ * import that resolves into a package already seen at the same name and version (the same
+ * registry tarball) is pointed at the first copy's file instead.
+ */
+function dedupePackages(): Plugin {
+  // name@version → its copies' roots, sorted: the first is the one bundled (the same choice in
+  // every build, whatever order esbuild resolves in).
+  const copies = new Map<string, string[]>();
+  const scan = (nm: string): void => {
+    let entries: string[];
+    try {
+      entries = readdirSync(nm);
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const roots = e.startsWith('@') ? readdirSync(join(nm, e)).map((n) => join(nm, e, n)) : [join(nm, e)];
+      for (const root of roots) {
+        try {
+          const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name?: string; version?: string };
+          if (pkg.name && pkg.version) copies.set(`${pkg.name}@${pkg.version}`, [...(copies.get(`${pkg.name}@${pkg.version}`) ?? []), root]);
+        } catch { /* not a package */ }
+        scan(join(root, 'node_modules'));
+      }
+    }
+  };
+  scan(join(ROOT, 'node_modules'));
+  const canonical = new Map<string, string>(); // package root → the root bundled for it
+  for (const roots of copies.values()) {
+    roots.sort();
+    for (const r of roots) canonical.set(r, roots[0]!);
+  }
+  return {
+    name: 'dedupe-packages',
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, async (args) => {
+        if (args.pluginData?.dedupe || args.path.startsWith('node:')) return undefined;
+        const r = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: { dedupe: true } });
+        if (r.errors.length > 0 || r.external) return undefined;
+        const m = /^(.*\/node_modules\/(?:@[^/]+\/)?[^/]+)\/(.*)$/.exec(r.path);
+        const root = m ? canonical.get(m[1]!) : undefined;
+        if (!m || root === undefined || root === m[1]) return undefined;
+        return { path: join(root, m[2]!), sideEffects: r.sideEffects };
+      });
+    },
+  };
+}
+
 const [name, outArg] = process.argv.slice(2);
 const target = name ? TARGETS[name] : undefined;
 if (!target || !outArg) {
@@ -142,9 +199,13 @@ if (target.bundle) {
   mkdirSync(dir, { recursive: true });
   const { default: esbuild } = await import('esbuild');
   for (const [outFile, entry] of Object.entries(target.bundle.entries)) {
+    const split = target.bundle.split?.includes(outFile) ?? false;
     await esbuild.build({
       entryPoints: [join(ROOT, entry)],
-      outfile: join(dir, outFile),
+      // Split: each dynamic import() becomes a chunk of its own beside the entry, read only when
+      // the code that needs it runs (the path-from-import.meta.url rule above holds for chunks).
+      ...(split ? { outdir: dirname(join(dir, outFile)), splitting: true, entryNames: basename(outFile, '.js'), chunkNames: 'chunk-[name]-[hash]' } : { outfile: join(dir, outFile) }),
+      plugins: [dedupePackages()],
       bundle: true,
       format: 'esm',
       platform: 'node',
@@ -186,7 +247,9 @@ for (const f of fileList) {
   if (m && !target.tracedFilesOnly?.includes(m[1]!)) packages.add(m[1]!);
   else files.push(f);
 }
-const skip = (f: string) => /\.(map|d\.ts|d\.mts|d\.cts|md|markdown)$/i.test(f);
+// TypeScript sources too: packages copied whole (pg-protocol) ship their src/*.ts beside the
+// compiled lib/, which the image never loads (it runs JavaScript only; the image test checks).
+const skip = (f: string) => /\.(map|ts|mts|cts|md|markdown)$/i.test(f);
 let bytes = 0;
 let count = 0;
 const copy = (rel: string) => {

@@ -6,7 +6,7 @@ import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { openSession, stage } from '../compose/open.ts';
 import { printProgress } from './progress.ts';
 import { MurError, formatTaskFailure } from '../errors.ts';
-import { instrumentSession } from '../telemetry/index.ts';
+import { instrument } from '../telemetry/instrument.ts';
 
 export const RUN_FLAGS: FlagSpec = {
   task: { type: 'string', help: 'the task text (default: task.md in the capsule folder)' },
@@ -59,7 +59,7 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
     return runScriptCapsule(staged, text, { out, err, quiet });
   }
   const session = await openSession(staged);
-  const telemetry = instrumentSession(session);
+  const telemetry = await instrument(session);
   const stop = quiet ? () => {} : printProgress(session.trace, out);
   const abort = new AbortController();
   const onSigint = (): void => abort.abort(new MurError('E-RUN-020', 'interrupted'));

@@ -9,10 +9,11 @@ import { defaultWorkRoot, openSession, stage } from '../compose/open.ts';
 import { taskExecutor } from '../compose/a2a-bridge.ts';
 import { startA2AServer, skillsFromTools, createAuthenticator, type Authenticator } from '../a2a/server.ts';
 import { isLoopback, readApiKeys } from '../a2a/auth-config.ts';
-import { tokenReviewVerifier } from '../a2a/token-review.ts';
+import type { TokenVerifier } from '../a2a/auth.ts';
 import { printProgress } from './progress.ts';
+import { StartupClock } from './startup-clock.ts';
 import { MurError } from '../errors.ts';
-import { instrumentSession } from '../telemetry/index.ts';
+import { instrument } from '../telemetry/instrument.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
 import { runtimeMetrics } from '../telemetry/metrics.ts';
 import { failUnfinished, openStore, type DurableStore } from '../a2a/store.ts';
@@ -56,15 +57,21 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     out(SERVE_HELP);
     return 0;
   }
+  const clock = new StartupClock();
   if (!positionals[0]) throw new MurError('E-CLI-001', 'mur serve needs a capsule folder', { hint: 'mur serve /etc/murmur/capsule --a2a-port 8080' });
   const host = String(flags.host);
   const port = Number(flags['a2a-port']);
   const publicUrl = (flags['public-url'] as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}/`;
-  const { auth, notice } = serveAuth(flags, host, publicUrl);
+  // The Kubernetes client (TokenReview) is loaded only under --token-review: evaluating it cost
+  // every start (157 ms of a 1.6 s CPU profile of the image's start), also for capsules served with API keys.
+  const reviewer = flags['token-review'] === true ? (await import('../a2a/token-review.ts')).tokenReviewVerifier : undefined;
+  const { auth, notice } = serveAuth(flags, host, publicUrl, reviewer);
   const grpcPort = Number(flags['grpc-port']);
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
   const m = staged.manifest;
+  clock.mark('stage');
   const opened = await openServeStore(flags, m.name, out);
+  clock.mark('store');
   const store = opened?.store;
   const bus = opened?.bus;
   let busLost: ((e: Error) => void) | undefined;
@@ -75,11 +82,12 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   let skills;
   let close: (status: string) => Promise<void>;
   let onEnded: ((listener: (status: string) => void) => void) | undefined;
+  let warmUp: (() => void) | undefined;
   if (m.kind === 'script') {
     const { ScriptSession } = await import('../script/run.ts');
     const { scriptTaskExecutor } = await import('../script/serve.ts');
     const script = await ScriptSession.open(staged);
-    const telemetry = instrumentSession(script);
+    const telemetry = await instrument(script);
     executor = scriptTaskExecutor(script);
     skills = skillsFromTools(staged.artifacts.filter((a) => a.runtime === 'tool' && a.name !== m.name).map((a) => ({ name: a.name, description: a.manifest.description })));
     close = async (status) => {
@@ -87,10 +95,13 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       await telemetry.shutdown();
     };
   } else {
-    const session = await openSession(staged, store ? { conversations: store.conversations } : {});
-    // The components instantiate while the front door starts, not when the first task arrives.
-    void session.components.prewarm(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath));
-    const telemetry = instrumentSession(session);
+    const session = await openSession(staged, { deferWarmUp: true, ...(store ? { conversations: store.conversations } : {}) });
+    // The driver's and tools' workers and the token encoder are started once the servers listen,
+    // in the background, not when the first task arrives (which waits for whatever is still
+    // starting) and not before: on the pod's two or so cores they compete with the start itself
+    // (compiling a 12 MB driver, booting worker threads) and held up /readyz (docs/operator.md).
+    warmUp = () => void session.warmUp(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath));
+    const telemetry = await instrument(session);
     if (!flags.quiet) printProgress(session.trace, out);
     executor = taskExecutor(session);
     skills = skillsFromTools(session.toolInventory());
@@ -100,6 +111,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       await telemetry.shutdown();
     };
   }
+  clock.mark('session');
   const a2a = await startA2AServer({
     card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills },
     executor,
@@ -123,11 +135,14 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   // Ready while this pod can still take tasks: not after a single capsule's one task, nor once the
   // session has ended, so a Service stops routing to a pod that would only refuse.
   if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort, () => a2a.acceptsMore() && endedStatus === undefined);
+  clock.mark('servers');
+  warmUp?.();
   // One write: whoever waits for the "serving" line also has the bindings and the authentication.
   out(
     `serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})\n` +
       `A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`,
   );
+  out(clock.line());
 
   const drainMs = Math.max(0, Number(flags['drain-secs'])) * 1000;
   const stopped = new Promise<string>((resolve) => {
@@ -243,10 +258,16 @@ async function startMetricsServer(host: string, port: number, ready: () => boole
  * (--token-review), anonymous callers only with --anonymous — except on a loopback address, which
  * stays open for local use and says so. Off loopback with no scheme and no --anonymous: refused.
  */
-export function serveAuth(flags: Record<string, unknown>, host: string, publicUrl: string): { auth: Authenticator; notice: string } {
+export function serveAuth(
+  flags: Record<string, unknown>,
+  host: string,
+  publicUrl: string,
+  tokenReviewVerifier?: (o: { audience: string }) => TokenVerifier,
+): { auth: Authenticator; notice: string } {
   const keysPath = (flags['api-keys'] as string | undefined) ?? process.env['MURMUR_A2A_API_KEYS'];
   const apiKeys = keysPath ? readApiKeys(keysPath) : [];
   const tokenReview = flags['token-review'] === true;
+  if (tokenReview && !tokenReviewVerifier) throw new Error('serveAuth: --token-review needs the TokenReview verifier (runtime/a2a/token-review.ts)');
   const trustedCallers = String(flags['trusted-callers'] ?? process.env['MURMUR_A2A_TRUSTED_CALLERS'] ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -269,7 +290,7 @@ export function serveAuth(flags: Record<string, unknown>, host: string, publicUr
   return {
     auth: createAuthenticator({
       apiKeys,
-      ...(tokenReview ? { serviceAccounts: tokenReviewVerifier({ audience: publicUrl }) } : {}),
+      ...(tokenReview && tokenReviewVerifier ? { serviceAccounts: tokenReviewVerifier({ audience: publicUrl }) } : {}),
       anonymous,
       trustedCallers,
     }),

@@ -37,8 +37,8 @@ export async function stage(o: OpenOptions): Promise<StagedCapsule> {
   });
 }
 
-export async function openSession(staged: StagedCapsule, o: { hostEnv?: NodeJS.ProcessEnv; conversations?: ConversationStore } = {}): Promise<CapsuleSession> {
-  const opts: SessionOptions = { hostEnv: o.hostEnv, runtimeTools: runtimeToolsFor, ...(o.conversations ? { conversations: o.conversations } : {}) };
+export async function openSession(staged: StagedCapsule, o: { hostEnv?: NodeJS.ProcessEnv; conversations?: ConversationStore; deferWarmUp?: boolean } = {}): Promise<CapsuleSession> {
+  const opts: SessionOptions = { hostEnv: o.hostEnv, runtimeTools: runtimeToolsFor, ...(o.conversations ? { conversations: o.conversations } : {}), ...(o.deferWarmUp ? { deferWarmUp: true } : {}) };
   if (staged.hooks.length) opts.hooks = (services, trace) => loadHookBus(staged, services, trace, o.hostEnv);
   return CapsuleSession.open(staged, opts);
 }

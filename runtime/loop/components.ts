@@ -61,7 +61,7 @@ export class SessionComponents {
     if (!p) {
       p = (async () => {
         if (!a.wasmPath) throw new MurError('E-RUN-010', `artifact '${a.name}' has no component to run`);
-        const c = await loadComponent(a.wasmPath, { name: a.name });
+        const c = await loadComponent(a.wasmPath, { name: a.name, ...(a.wasmSha256 ? { sha256: a.wasmSha256 } : {}), ...(a.wasmIdentity ? { unchangedSince: a.wasmIdentity } : {}) });
         const wd = this.staged.workdir.dir;
         return new ComponentInstance(c, {
           grants: grantsFor(a.grant, wd, logFileFor(wd, 'tool', a.name), configEnv(a)),
@@ -83,7 +83,7 @@ export class SessionComponents {
       const inf = this.staged.manifest.inference;
       if (!d || !inf) throw new MurError('E-RUN-011', 'this capsule has no inference driver', { hint: 'add inference.driver.artifact to murmur.yaml' });
       this.driverInst = (async () => {
-        const c = await loadComponent(d.wasmPath!, { name: d.name });
+        const c = await loadComponent(d.wasmPath!, { name: d.name, ...(d.wasmSha256 ? { sha256: d.wasmSha256 } : {}), ...(d.wasmIdentity ? { unchangedSince: d.wasmIdentity } : {}) });
         const endpoint = inf.endpoint ?? this.hostEnv.MURMUR_INFERENCE_ENDPOINT;
         if (!endpoint) {
           throw new MurError('E-RUN-012', 'no inference endpoint: set inference.endpoint in murmur.yaml or MURMUR_INFERENCE_ENDPOINT in the environment', {

@@ -12,7 +12,7 @@ import { promptCacheKey } from '../inference/cache-key.ts';
 import { systemPrompt } from '../inference/capsule-block.ts';
 import { buildDriverRequest, parseDriverResponse, type ConversationMessage } from '../inference/wire.ts';
 import { parseToolResult } from '../tools/result.ts';
-import type { StagedCapsule } from '../session/stage.ts';
+import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { TraceWriter } from '../trace/writer.ts';
 import { MurError, failureInfo, type FailureInfo } from '../errors.ts';
 import { NO_HOOKS, type HookMessage, type HookPort, type HookServices } from '../hooks/port.ts';
@@ -85,6 +85,11 @@ export interface SessionOptions {
   hostEnv?: NodeJS.ProcessEnv;
   /** Durable conversation record and threaded histories (mur serve's store); default: this process only. */
   conversations?: ConversationStore;
+  /**
+   * Leave the token counter's encoder build to the caller's `warmUp()` (mur serve: once it is
+   * ready) instead of starting it as the session opens. Default false.
+   */
+  deferWarmUp?: boolean;
 }
 
 export class SpendRefusedError extends MurError {
@@ -133,7 +138,7 @@ export class CapsuleSession {
     if (!m.inference) throw new MurError('E-RUN-001', `${m.name} is a script capsule (no inference block); run it with the script runner`);
     // The encoder builds in the counting worker while hooks and components start, not on this
     // thread in front of the first provider request.
-    s.counter.prewarm();
+    if (!opts.deferWarmUp) s.counter.prewarm();
     if (opts.conversations) {
       s.conversations = opts.conversations;
       // The record of earlier launches: conversation/read is the capsule's, not one process's.
@@ -155,6 +160,15 @@ export class CapsuleSession {
       capabilities: [...m.capabilities.network.allow.map((n) => `network:${n}`), ...(m.capabilities.shell?.allow ?? []).map((b) => `shell:${b}`), `filesystem:${m.capabilities.filesystem.scope}`],
     });
     return s;
+  }
+
+  /**
+   * Starts, in the background, what the first task would otherwise wait for: the token counter's
+   * encoder and the driver's and tools' workers (SessionComponents.prewarm). Never rejects.
+   */
+  warmUp(tools: StagedArtifact[]): Promise<void> {
+    this.counter.prewarm();
+    return this.components.prewarm(tools);
   }
 
   /** Set once the session has ended on its own (an on-compaction error); see TaskReport. */

@@ -16,7 +16,7 @@ import { MurError } from '../errors.ts';
 import { parseArtifactManifest, type ArtifactManifest } from '../manifest/artifact.ts';
 import { RESERVED_VERSIONS } from '../manifest/checks.ts';
 import type { ArtifactRuntime } from '../manifest/schema.ts';
-import { artifactDigest, fileHashes, type ArtifactFile } from '../contracts/digest.ts';
+import { artifactDigest, digestOfHashes, fileHashes, type ArtifactFile } from '../contracts/digest.ts';
 import { componentHeader } from './component-check.ts';
 
 export const RECORD_FILE = 'artifact.json';
@@ -46,6 +46,8 @@ export interface VerifiedArtifact {
   manifest: ArtifactManifest;
   /** Every file (murmur.yaml and the payload), verified. */
   files: ArtifactFile[];
+  /** Each file's SHA-256 as verified against the record (the payload's pins its load: loadComponent). */
+  fileSha256: Record<string, string>;
   /** Payload file name: `<name>.wasm`, or `skill.md` for skills. */
   payload: string;
   /** Where it was read from (a registry version dir or a remote-cache dir). */
@@ -135,7 +137,9 @@ export function readVerifiedDir(dir: string): VerifiedArtifact {
       });
     }
   }
-  const digest = artifactDigest(files);
+  // From the per-file hashes just checked: hashing the files again (12 MB for a driver) would
+  // double the cost of every stage.
+  const digest = digestOfHashes(actual);
   if (digest !== rec.sha256) {
     throw new MurError('E-REG-002', `sha256 mismatch for ${rec.name} ${rec.version}: the files digest to ${digest} but the registry records ${rec.sha256}`, {
       hint: 'artifact.json was edited; republish the artifact',
@@ -150,7 +154,7 @@ export function readVerifiedDir(dir: string): VerifiedArtifact {
   }
   const payload = payloadName(rec.name, rec.runtime);
   if (!files.some((f) => f.name === payload)) throw corrupt(dir, `missing payload ${payload}`);
-  return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, manifest, files, payload, dir, ...(rec.package_sha256 ? { packageSha256: rec.package_sha256 } : {}) };
+  return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, manifest, files, fileSha256: actual, payload, dir, ...(rec.package_sha256 ? { packageSha256: rec.package_sha256 } : {}) };
 }
 
 /** Locates `name@version` in the registry (E-REG-001 when absent) and verifies it. */

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { MurError, failureInfo, formatTaskFailure, isMurError, type FailureInfo } from '../errors.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
-import { instrumentSession } from '../telemetry/index.ts';
+import { instrument } from '../telemetry/instrument.ts';
 import { ComponentInstance, HostFault } from '../host/index.ts';
 import { guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import type { TaskTrust } from '../a2a/executor.ts';
@@ -324,7 +324,7 @@ function progressLine(e: TraceEvent): string | undefined {
  */
 export async function runScriptCapsule(staged: StagedCapsule, taskText: string, o: { out(s: string): void; err(s: string): void; quiet?: boolean }): Promise<number> {
   const session = await ScriptSession.open(staged);
-  const telemetry = instrumentSession(session);
+  const telemetry = await instrument(session);
   const stop = o.quiet ? () => {} : session.trace.onEvent((e) => {
     const line = progressLine(e);
     if (line) o.out(line);

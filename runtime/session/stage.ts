@@ -27,6 +27,7 @@ import { ARTIFACT_MANIFEST, SKILL_FILE, resolveFromRegistry, type VerifiedArtifa
 import { resolveRemote } from '../registry/remote.ts';
 import { ociLockSource, resolveOci } from '../registry/oci-source.ts';
 import { newSessionId } from './id.ts';
+import { fileIdentity, type FileIdentity } from '../host/transpile-cache.ts';
 import { createWorkdir, toolDir, type WorkdirLayout } from './workdir.ts';
 
 export interface StageOptions {
@@ -52,6 +53,13 @@ export interface StagedArtifact {
   dir: string;
   /** `<workdir>/tools/<name>/<name>.wasm`; undefined for skills. */
   wasmPath?: string;
+  /**
+   * SHA-256 of the component bytes staging verified and wrote to `wasmPath`: its load is pinned to
+   * it (loadComponent), so bytes changed in the workdir after staging are refused, never run.
+   */
+  wasmSha256?: string;
+  /** `wasmPath`'s identity right after staging wrote it (loadComponent: unchanged since then). */
+  wasmIdentity?: FileIdentity;
   /** `<workdir>/tools/<name>/skill.md`; skills only. */
   skillPath?: string;
   /** `<workdir>/tools/<name>/murmur.yaml` */
@@ -170,7 +178,9 @@ export function stagedArtifactOf(
     sha256: a.sha256,
     ...(a.packageSha256 ? { packageSha256: a.packageSha256 } : {}),
     dir,
-    ...(a.runtime === 'skill' ? { skillPath: path.join(dir, SKILL_FILE) } : { wasmPath: path.join(dir, a.payload) }),
+    ...(a.runtime === 'skill'
+      ? { skillPath: path.join(dir, SKILL_FILE) }
+      : { wasmPath: path.join(dir, a.payload), ...(a.fileSha256[a.payload] ? { wasmSha256: a.fileSha256[a.payload], wasmIdentity: fileIdentity(path.join(dir, a.payload)) } : {}) }),
     manifestPath: path.join(dir, ARTIFACT_MANIFEST),
     manifest: { ...a.manifest, file: path.join(dir, ARTIFACT_MANIFEST) },
     ...(entry ? { entry } : {}),

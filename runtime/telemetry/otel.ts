@@ -18,23 +18,12 @@
  * (`k=v,k2=v2`, values URL-decoded). Protocol: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` /
  * `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf` default, `http/json`; `grpc` is not supported and
  * falls back to `http/protobuf` with a warning). Batch tuning: the SDK's `OTEL_BSP_*` variables.
+ *
+ * This module needs only the OpenTelemetry API; the SDK side (provider, processor, exporters) is
+ * otel-sdk.ts, loaded only when spans are exported (see `registerTelemetrySdk`).
  */
 import { trace, type Tracer } from '@opentelemetry/api';
-import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  SimpleSpanProcessor,
-  type BufferConfig,
-  type ReadableSpan,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import { OTLPTraceExporter as OTLPJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OTLPProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-
-export { InMemorySpanExporter, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { BufferConfig, SpanExporter } from '@opentelemetry/sdk-trace-base';
 
 export const INSTRUMENTATION_SCOPE = 'capsule-runtime';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 5_000;
@@ -177,103 +166,45 @@ export function resourceAttributes(o: Pick<TelemetryOptions, 'serviceName' | 'se
   return { ...attrs, ...(o.resource ?? {}) };
 }
 
+/**
+ * The SDK side of setupTelemetry (otel-sdk.ts: the tracer provider, batch processor and OTLP
+ * exporters), registered when that module is loaded. Kept out of this module so that a runtime
+ * with tracing off never loads the OpenTelemetry SDK and its exporters (≈ 1 MB of bundled code
+ * evaluated at every `mur serve` start otherwise): `instrument()` loads it only when spans would
+ * be exported; the telemetry barrel (index.ts) loads it for every other user.
+ */
+let sdk: ((o: TelemetryOptions, resolved: ResolvedEndpoint | undefined) => Telemetry) | undefined;
+
+/** Called by otel-sdk.ts when it loads. */
+export function registerTelemetrySdk(build: (o: TelemetryOptions, resolved: ResolvedEndpoint | undefined) => Telemetry): void {
+  sdk = build;
+}
+
+/** Loads the OpenTelemetry SDK side (idempotent). */
+export async function loadTelemetrySdk(): Promise<void> {
+  if (!sdk) await import('./otel-sdk.ts');
+}
+
+/** Whether setupTelemetry with these options would record spans (and so needs the SDK). */
+export function tracingWanted(o: Pick<TelemetryOptions, 'endpoint' | 'headers' | 'env' | 'protocol' | 'exporter'>): boolean {
+  return o.exporter !== undefined || resolveEndpoint(o) !== undefined;
+}
+
 /** Builds the tracer provider and (unless `current: false`) makes it the process-wide telemetry. */
 export function setupTelemetry(o: TelemetryOptions & { current?: boolean }): Telemetry {
-  const t = buildTelemetry(o);
+  const resolved = o.exporter ? undefined : resolveEndpoint(o);
+  let t: Telemetry = TELEMETRY_OFF;
+  if (o.exporter || resolved) {
+    if (!sdk) throw new Error('the OpenTelemetry SDK is not loaded (await loadTelemetrySdk() first, or import runtime/telemetry/index.ts)');
+    t = sdk(o, resolved);
+  }
   if (o.current !== false) current = t;
   return t;
 }
 
-function buildTelemetry(o: TelemetryOptions): Telemetry {
-  const resolved = o.exporter ? undefined : resolveEndpoint(o);
-  if (!o.exporter && !resolved) return TELEMETRY_OFF;
-  const warn = o.warn ?? ((m: string) => process.stderr.write(`telemetry: ${m}\n`));
-  if (resolved?.warning) warn(resolved.warning);
-  const timeoutMillis = o.exportTimeoutMs ?? 10_000;
-  let inner: SpanExporter;
-  try {
-    inner =
-      o.exporter ??
-      (resolved!.protocol === 'http/json'
-        ? new OTLPJsonExporter({ url: resolved!.url, headers: resolved!.headers, timeoutMillis })
-        : new OTLPProtoExporter({ url: resolved!.url, headers: resolved!.headers, timeoutMillis }));
-  } catch (e) {
-    // A malformed endpoint (from the environment: the manifest's is validated) turns tracing off.
-    warn(`tracing disabled: ${(e as Error).message} [E-OBS-003]`);
-    return TELEMETRY_OFF;
-  }
-  const exporter = new GuardedExporter(inner, warn, o.onExport, resolved?.url ?? 'the span exporter');
-  const processor: SpanProcessor = o.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter, o.batch);
-  const provider = new BasicTracerProvider({ resource: resourceFromAttributes(resourceAttributes(o)), spanProcessors: [processor] });
-  const tracer = provider.getTracer(INSTRUMENTATION_SCOPE);
-  let stopped: Promise<void> | undefined;
-  return {
-    enabled: true,
-    ...(resolved ? { url: resolved.url, protocol: resolved.protocol } : {}),
-    tracer,
-    flush: (timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS) => bounded(provider.forceFlush(), timeoutMs),
-    shutdown: (timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS) => {
-      stopped ??= bounded(provider.shutdown(), timeoutMs).then(() => {
-        if (current.tracer === tracer) current = TELEMETRY_OFF;
-      });
-      return stopped;
-    },
-  };
-}
-
-/** Never lets an export failure escape; warns once per failure streak; reports every attempt. */
-class GuardedExporter implements SpanExporter {
-  private failing = false;
-  constructor(
-    private readonly inner: SpanExporter,
-    private readonly warn: (m: string) => void,
-    private readonly onExport: ((spans: number, ok: boolean) => void) | undefined,
-    private readonly where: string,
-  ) {}
-
-  export(spans: ReadableSpan[], done: (r: ExportResult) => void): void {
-    const finish = (r: ExportResult): void => {
-      const ok = r.code === ExportResultCode.SUCCESS;
-      try {
-        this.onExport?.(spans.length, ok);
-      } catch {
-        // metrics must not break export
-      }
-      if (!ok && !this.failing) {
-        this.failing = true;
-        this.warn(`exporting ${spans.length} span(s) to ${this.where} failed (${r.error?.message ?? 'unknown error'}); spans are dropped until it recovers, the session goes on [E-OBS-001]`);
-      } else if (ok && this.failing) {
-        this.failing = false;
-        this.warn(`exporting to ${this.where} recovered`);
-      }
-      done(r);
-    };
-    try {
-      this.inner.export(spans, finish);
-    } catch (e) {
-      finish({ code: ExportResultCode.FAILED, error: e as Error });
-    }
-  }
-
-  shutdown(): Promise<void> {
-    return this.inner.shutdown().catch(() => {});
-  }
-
-  forceFlush(): Promise<void> {
-    return this.inner.forceFlush?.().catch(() => {}) ?? Promise.resolve();
-  }
-}
-
-async function bounded(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    p.catch(() => {}),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-      timer.unref?.();
-    }),
-  ]);
-  if (timer) clearTimeout(timer);
+/** Back to TELEMETRY_OFF when `tracer` is the current telemetry's (its provider has stopped). */
+export function clearCurrentTelemetry(tracer: Tracer): void {
+  if (current.tracer === tracer) current = TELEMETRY_OFF;
 }
 
 function nonEmpty(s: string | undefined): boolean {

@@ -13,6 +13,7 @@ import { sendMessage, getTask, cancelTask } from '../../runtime/a2a/client.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, openKit, tmp, type ArtifactDef, PROBE_TOOL } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { freePort, serve, type Served } from './serve-kit.ts';
+import { startOtlpReceiver } from '../telemetry/otlp-receiver.ts';
 import { demoYaml, program, scriptRegistry } from '../script/helpers.ts';
 
 
@@ -53,6 +54,26 @@ describe('mur serve', () => {
     expect((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status).toBe(200);
     // The A2A port does not serve metrics.
     expect((await fetch(new URL('/metrics', served.url))).status).not.toBe(200);
+  });
+
+  it('exports the task’s spans over OTLP when the environment names a collector (the SDK is loaded only then)', async () => {
+    const receiver = await startOtlpReceiver();
+    cleanup.push(() => receiver.close());
+    const provider = await startScriptedProvider({ turns: [{ text: 'traced answer' }] });
+    cleanup.push(() => provider.stop());
+    const registry = await makeRegistry([driverDef('anthropic')]);
+    const capsule = tmp('serve-traced-');
+    writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'traced', tools: [] }));
+    const served = await serve(capsule, {
+      registry,
+      workRoot: tmp('serve-work-'),
+      env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' },
+    });
+    cleanup.push(() => served.stop());
+    const done = await sendMessage({ peerUrl: served.url, text: 'trace me', allow: [served.url], wait: true });
+    expect(done.ok && done.state).toBe('completed');
+    const [task] = await receiver.waitFor(1, (sp) => sp.name.startsWith('invoke_agent'));
+    expect(task!.resource['service.name']).toBe('traced');
   });
 
   it('serves tasks over A2A to the official SDK client: the agent loop runs and the task completes', async () => {

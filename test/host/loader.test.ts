@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { ComponentInstance, ComponentLoadError, IntegrityError, loadComponent, s
 import { readFileSync } from 'node:fs';
 import { fixture } from '../fixtures/build.ts';
 import { capMemory } from '../../runtime/host/memory-cap.ts';
+import { fileIdentity } from '../../runtime/host/transpile-cache.ts';
 
 describe('component loading', () => {
   it('transpiles once and serves the second load from the on-disk cache', async () => {
@@ -51,6 +52,41 @@ describe('component loading', () => {
     const err = await loadComponent(wasm, { sha256: '0'.repeat(64) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(IntegrityError);
     expect((err as IntegrityError).message).toMatch(/SHA-256 mismatch: expected 0{64}, file has [0-9a-f]{64}/);
+  });
+
+  it('a pinned load of a file unchanged since it was pinned is served from the cache; the same file changed since is refused, even at the same size with its mtime put back', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'jco-cache-'));
+    const dir = mkdtempSync(join(tmpdir(), 'pinned-'));
+    const file = join(dir, 'echo-tool.wasm');
+    copyFileSync(await fixture('echo-tool'), file);
+    const bytes = readFileSync(file);
+    const sha = sha256Hex(bytes);
+    const first = await loadComponent(file, { sha256: sha, cacheDir });
+    const identity = fileIdentity(file);
+    const again = await loadComponent(file, { sha256: sha, cacheDir, unchangedSince: identity });
+    expect(again).toMatchObject({ sha256: sha, dir: first.dir, transpiled: false });
+    // Same size, its last byte flipped, its mtime put back: only the ctime tells.
+    const changed = Buffer.from(bytes);
+    changed[changed.length - 1] = changed[changed.length - 1]! ^ 0xff;
+    writeFileSync(file, changed);
+    const st = statSync(file);
+    utimesSync(file, new Date(Number(identity.mtimeNs / 1_000_000n)), new Date(Number(identity.mtimeNs / 1_000_000n)));
+    expect(statSync(file).size).toBe(st.size);
+    const err = await loadComponent(file, { sha256: sha, cacheDir, unchangedSince: identity }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(IntegrityError);
+    expect((err as Error).message).toContain(`expected ${sha}`);
+  });
+
+  it('a pinned load without a cached transpile refuses a file changed after staging before transpiling it', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'jco-cache-'));
+    const dir = mkdtempSync(join(tmpdir(), 'pinned-'));
+    const file = join(dir, 'echo-tool.wasm');
+    const sha = sha256Hex(readFileSync(await fixture('echo-tool')));
+    copyFileSync(await fixture('sandbox-probe'), file);
+    const err = await loadComponent(file, { sha256: sha, cacheDir }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(IntegrityError);
+    expect((err as Error).message).toContain(`expected ${sha}`);
+    expect(readdirSync(cacheDir)).toEqual([]);
   });
 
   it('refuses a file that is not a component with a clear error', async () => {

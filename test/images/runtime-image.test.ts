@@ -5,7 +5,7 @@
  * a task completed against the scripted provider, and only what it runs inside.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StartedTestContainer } from 'testcontainers';
+import { Wait, type StartedTestContainer } from 'testcontainers';
 import { sendMessage } from '../../runtime/a2a/client.ts';
 import { freePort } from '../cli/serve-kit.ts';
 import type { ScriptedProvider } from '../provider/scripted-provider.ts';
@@ -101,5 +101,25 @@ describe('the runtime image', () => {
     }
     const ts = await exec(container, ['sh', '-c', "find /app -name '*.ts' -not -name '*.d.ts' | head -5"]);
     expect(ts.output.trim()).toBe('');
+  });
+});
+
+describe('the runtime image at start', () => {
+  it('is ready only when it can run a task: the first task, sent the moment /readyz answers 200, completes', async () => {
+    const p = await providerOn(net, [{ text: 'answered at once' }]);
+    const a2aPort = await freePort();
+    // Started until /readyz on the metrics port (the pod's readiness probe) answers 200, not until
+    // the serving line: the task below goes out with nothing in between.
+    const c = await runtimeContainer({ net, provider: p, capsule: capsuleDir('first'), a2aPort })
+      .withWaitStrategy(Wait.forHttp('/readyz', 9090).forStatusCode(200).withReadTimeout(1000))
+      .start();
+    try {
+      const url = `http://127.0.0.1:${a2aPort}/`;
+      const r = await sendMessage({ peerUrl: url, text: 'first', allow: [url], wait: true });
+      expect(r).toMatchObject({ ok: true, state: 'completed', text: 'answered at once' });
+    } finally {
+      await c.stop();
+      await p.stop();
+    }
   });
 });

@@ -48,4 +48,17 @@ describe('pre-warmed session components', () => {
     expect(driver.starts).toBe(1);
     expect((await kit.session.components.tool(tools[0]!)).starts).toBe(1);
   });
+
+  it('warmUp (what mur serve runs once it is ready) starts the driver and the tool before any task, and the task reuses them', async () => {
+    const kit = await openKit({ yaml: capsuleYaml(), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'w' } }] }, { text: 'after warm-up' }] } });
+    kits.push(kit);
+    const tools = kit.session.staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath);
+    await kit.session.warmUp(tools);
+    const driver = await kit.session.components.driver();
+    const tool = await kit.session.components.tool(tools[0]!);
+    expect([driver.starts, tool.starts]).toEqual([1, 1]);
+    const r = await kit.session.runTask({ taskId: 't3', contextId: 'c3', text: 'go', source: 'task_md' });
+    expect(r.text).toBe('after warm-up');
+    expect([driver.starts, tool.starts]).toEqual([1, 1]);
+  });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { readLock } from '../../runtime/registry/lock.ts';
 import { createWorkdir } from '../../runtime/session/workdir.ts';
 import { SESSION_ID_RE, isSessionId, newSessionId } from '../../runtime/session/id.ts';
 import { stageCapsule } from '../../runtime/session/stage.ts';
+import { fileIdentity } from '../../runtime/host/transpile-cache.ts';
 import type { MurError } from '../../runtime/errors.ts';
 import { artifactYaml, fakeComponent, makeCapsule, publishSpec, read, tmp, tree } from './helpers.ts';
 
@@ -124,6 +126,16 @@ describe('stageCapsule', () => {
     expect(lock.artifacts.map((e) => e.name)).toEqual(['audit', 'drv', 'echo', 'guard']);
     expect(read(path.join(caps, 'murmur.lock')).indexOf('"audit"')).toBeLessThan(read(path.join(caps, 'murmur.lock')).indexOf('"drv"'));
     for (const a of s.artifacts) expect(lock.artifacts.find((e) => e.name === a.name)).toEqual({ name: a.name, version: a.version, sha256: a.sha256 });
+  });
+
+  it('pins each staged component to the SHA-256 of the bytes it verified and wrote (wasmSha256)', async () => {
+    const reg = registry();
+    const s = await stageCapsule({ capsuleDir: makeCapsule(CAPSULE), registryDir: reg, workRoot: tmp() });
+    for (const a of s.artifacts) {
+      expect(a.wasmSha256).toBe(createHash('sha256').update(readFileSync(path.join(reg, a.name, a.version, `${a.name}.wasm`))).digest('hex'));
+      expect(createHash('sha256').update(readFileSync(a.wasmPath!)).digest('hex')).toBe(a.wasmSha256);
+      expect(a.wasmIdentity).toEqual(fileIdentity(a.wasmPath!));
+    }
   });
 
   it('a second stage verifies against the lock and leaves it byte-identical; a new artifact is added to it', async () => {
