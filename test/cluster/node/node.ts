@@ -11,9 +11,9 @@
 //       run again at the next start, so a SIGKILLed run is cleaned up by the next one at the latest;
 //       a detached watcher (cli.ts watch) runs it as soon as the owner (the test runner) is gone.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, closeSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, closeSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, statfsSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { binariesBuilt, binDir as clusterBinDir } from '../harness.ts';
 import { nodeBinDir, nodeImagesDir, nodePaths, net, repoRoot, stateRoot, type NodePaths } from './config.ts';
 
@@ -67,7 +67,30 @@ export function preflight(): string | undefined {
   if (missingImages.length) return `node images missing in ${nodeImagesDir}: ${missingImages.join(', ')} (run test/cluster/node/build.sh images)`;
   if (!binariesBuilt()) return `control-plane binaries missing in ${clusterBinDir} (run test/cluster/build.sh)`;
   if (!existsSync('/sys/fs/cgroup/pids') && !existsSync('/sys/fs/cgroup/cgroup.controllers')) return 'no cgroup filesystem under /sys/fs/cgroup';
-  return undefined;
+  return diskShortage();
+}
+
+/** Room the node needs on top of the kubelet's eviction threshold: the images it imports, pods' layers and logs. */
+const NODE_DISK_BYTES = 4 * 1024 ** 3;
+
+/**
+ * The node shares the machine's disk, and its kubelet taints itself and evicts pods once the disk
+ * is below its threshold (config.ts evictionHard: 1% of the filesystem): the tests then time out
+ * waiting for pods that never schedule (seen when other work had filled the disk to 585 MB free).
+ * So a start with less than the threshold plus NODE_DISK_BYTES free is refused, saying so.
+ */
+export function diskShortage(dir = dirname(stateRoot)): string | undefined {
+  let st: { bavail: number; blocks: number; bsize: number };
+  try {
+    st = statfsSync(dir);
+  } catch {
+    return undefined; // nothing to measure yet: the start itself reports a missing folder
+  }
+  const free = st.bavail * st.bsize;
+  const need = 0.01 * st.blocks * st.bsize + NODE_DISK_BYTES;
+  if (free >= need) return undefined;
+  const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
+  return `only ${gib(free)} free on the filesystem of ${dir}; the node needs ${gib(need)} (its kubelet evicts pods below 1% free, plus ${gib(NODE_DISK_BYTES)} for images and pods): free some space first`;
 }
 
 function readRecord(p: NodePaths): NodeRecord | undefined {
