@@ -78,7 +78,7 @@ export function capsuleDir(name = 'probe'): string {
  * except authentication: `--anonymous`, as a Capsule with `a2a.auth.anonymous` renders it (the
  * default, `--token-review`, needs an API server; test/operator/pod-contract.test.ts covers it).
  */
-export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvider; capsule: string; a2aPort: number; workVolume?: string }): GenericContainer {
+export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvider; capsule: string; a2aPort: number; workVolume?: string; env?: Record<string, string> }): GenericContainer {
   const c = new ReadOnlyContainer(runtimeImage()).withNetwork(o.net.network);
   const capsule = { source: o.capsule, target: '/etc/murmur/capsule', mode: 'ro' as const };
   // The work root: a tmpfs (an emptyDir that dies with the container), or a host folder (a
@@ -87,7 +87,7 @@ export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvid
   if (o.workVolume) c.withBindMounts([capsule, { source: o.workVolume, target: '/var/lib/murmur', mode: 'rw' }]);
   else c.withBindMounts([capsule]).withTmpFs({ '/var/lib/murmur': 'rw,uid=65532,gid=65532,mode=0700' });
   return c
-    .withEnvironment({ MURMUR_INFERENCE_ENDPOINT: o.provider.url, MURMUR_INFERENCE_API_KEY: API_KEY })
+    .withEnvironment({ MURMUR_INFERENCE_ENDPOINT: o.provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, ...o.env })
     .withExposedPorts({ container: 8080, host: o.a2aPort }, 9090)
     .withCommand([
       'serve', '/etc/murmur/capsule', '--a2a-port', '8080', '--metrics-port', '9090', '--workdir', '/var/lib/murmur',

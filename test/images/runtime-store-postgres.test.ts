@@ -1,0 +1,60 @@
+/**
+ * The runtime image opens a shared PostgreSQL store (`spec.store.postgres` renders MURMUR_STORE):
+ * the image carries `pg`, which the A2A SDK's migration runner loads by a computed name that the
+ * image's file tracer once missed — every replicated Capsule then crash-looped with E-STORE-002,
+ * and only the real-node suite noticed. A real PostgreSQL server on the host's side of the test
+ * network (its gateway address) stands in for the database a cluster would run.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StartedTestContainer } from 'testcontainers';
+import { sendMessage } from '../../runtime/a2a/client.ts';
+import { freePort } from '../cli/serve-kit.ts';
+import type { ScriptedProvider } from '../provider/scripted-provider.ts';
+import { startPostgres, type Postgres } from '../support/postgres.ts';
+import { capsuleDir, logLines, providerOn, runtimeContainer, startNetwork, type TestNetwork } from './kit.ts';
+
+let net: TestNetwork;
+let provider: ScriptedProvider;
+let pg: Postgres;
+let container: StartedTestContainer;
+let a2aUrl = '';
+
+beforeAll(async () => {
+  net = await startNetwork();
+  provider = await providerOn(net, [{ text: 'stored in postgres', usage: { input: 7, output: 3 } }]);
+  // Only the test network's own subnet may connect (samenet: the subnets of the server's addresses).
+  pg = await startPostgres({ listen: net.gateway, hba: ['host all murmur samenet trust'] });
+  const store = await pg.url('capsule_store');
+  const a2aPort = await freePort();
+  container = await runtimeContainer({ net, provider, capsule: capsuleDir('shared'), a2aPort, env: { MURMUR_STORE: store } }).start();
+  a2aUrl = `http://127.0.0.1:${a2aPort}/`;
+}, 300_000);
+
+afterAll(async () => {
+  await container?.stop();
+  await pg?.stop();
+  await provider?.stop();
+  await net?.stop();
+});
+
+describe('the runtime image on a PostgreSQL store', () => {
+  it('opens the store on the server (migrated by the SDK), not memory', async () => {
+    const log = await logLines(container, /^store: /);
+    expect(log).not.toMatch(/E-STORE-00[24]/);
+    expect(log).toContain(`store: postgres postgresql://${net.gateway}:${pg.port}/capsule_store (opened in`);
+  });
+
+  it('keeps a completed task in the server\'s task table', async () => {
+    const done = await sendMessage({ peerUrl: a2aUrl, text: 'keep this', allow: [a2aUrl], wait: true });
+    expect(done).toMatchObject({ ok: true, state: 'completed', text: 'stored in postgres' });
+    const taskId = (done as { taskId: string }).taskId;
+    const c = await pg.admin('capsule_store');
+    try {
+      const rows = (await c.query('SELECT status_state FROM tasks WHERE id = $1', [taskId])).rows;
+      // The SDK stores the state in its protocol's enum spelling.
+      expect(rows).toEqual([{ status_state: 'TASK_STATE_COMPLETED' }]);
+    } finally {
+      await c.end();
+    }
+  });
+});
