@@ -1,9 +1,9 @@
 /**
  * `npm run check:spec`: holds the project's own WIT tables (wit/tables.json, which the tests hold
- * wit/ to) and wit/runtime/inference.wit to the spec documents, which live beside the repository
- * (../shared/spec, or $MURMUR_SPEC_DIR). A separate step, not a test: a clone elsewhere has no spec
- * documents, and `npm test` must pass there. CI runs it (.ci/run), where ../shared exists; when the
- * documents are missing it says so and fails.
+ * wit/ to) and wit/runtime/inference.wit to the spec documents, which are not part of the
+ * repository: $MURMUR_SPEC_DIR names their folder. A separate step, not a test: `npm test` needs
+ * nothing outside the repository. .ci/run runs it when MURMUR_SPEC_DIR is set and says it did not
+ * otherwise; unset or pointing at a folder without the documents, it says so and fails.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -72,11 +72,15 @@ export function checkSpec(specDir: string, root = PROJECT_ROOT): string[] {
 }
 
 export function main(env: NodeJS.ProcessEnv = process.env): number {
-  const specDir = resolve(env.MURMUR_SPEC_DIR ?? join(PROJECT_ROOT, '..', 'shared', 'spec'));
+  if (!env.MURMUR_SPEC_DIR) {
+    process.stderr.write('check:spec: MURMUR_SPEC_DIR is not set; set it to the folder holding the spec documents (wit-interfaces.md, runtime-inference.md)\n');
+    return 1;
+  }
+  const specDir = resolve(env.MURMUR_SPEC_DIR);
   const needed = ['wit-interfaces.md', 'runtime-inference.md'].map((f) => join(specDir, f));
   const missing = needed.filter((f) => !existsSync(f));
   if (missing.length) {
-    process.stderr.write(`check:spec: the spec documents are not there: ${missing.join(', ')}\n  they live beside the repository (../shared/spec); set MURMUR_SPEC_DIR to their folder\n`);
+    process.stderr.write(`check:spec: the spec documents are not there: ${missing.join(', ')}\n  set MURMUR_SPEC_DIR to the folder holding them\n`);
     return 1;
   }
   const problems = checkSpec(specDir);
