@@ -52,4 +52,12 @@ describe('check:spec', () => {
     expect(r.stderr).toContain(`check:spec: the spec documents are not there: ${join(missing, 'wit-interfaces.md')}`);
     expect(r.stderr).toContain('set MURMUR_SPEC_DIR');
   });
+
+  it('fails, saying what to set, when MURMUR_SPEC_DIR is not set (it looks nowhere beside the clone)', () => {
+    const env = { ...process.env };
+    delete env.MURMUR_SPEC_DIR;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'scripts/check-spec.ts')], { env, encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('check:spec: MURMUR_SPEC_DIR is not set');
+  });
 });
