@@ -51,7 +51,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
 COPY runtime ./runtime
 COPY operator ./operator
-COPY scripts/image-files.ts ./scripts/image-files.ts
+COPY scripts/image-files.ts scripts/build-worker.ts ./scripts/
 RUN npm run build && node --import tsx scripts/image-files.ts runtime /out \
  && mkdir -p /out/var/lib/murmur /out/etc/murmur/capsule
 

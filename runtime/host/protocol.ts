@@ -31,6 +31,9 @@ export interface WorkerInit {
   /** Int32Array over a SharedArrayBuffer: [0] = host-call reply flag. */
   flag: SharedArrayBuffer;
   hostPort: MessagePort;
+  /** The guest's outgoing HTTP to the main thread, and the counter bumped after each reply (wasi-io/net-protocol.ts). */
+  netPort: MessagePort;
+  netFlag: SharedArrayBuffer;
 }
 
 export type ToWorker = { type: 'call'; id: number; path: string[]; args: unknown[] } | { type: 'bind'; grants: Grants };

@@ -7,6 +7,7 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { lateBoundWasi, type LateBoundWasi } from './wasi.ts';
+import { connectNet } from './wasi-io/channel.ts';
 import { GROW_FAILED_EXPORT } from './grow-probe.ts';
 import type { FromWorker, HostCallReply, ToWorker, WorkerInit } from './protocol.ts';
 
@@ -52,6 +53,7 @@ function hostCall(iface: string, fn: string, args: unknown[]): unknown {
 
 async function main(): Promise<void> {
   flag = new Int32Array(init.flag);
+  connectNet(init.netPort, init.netFlag);
   // A spare is instantiated before it has grants; its instance binds them with the first message.
   wasi = lateBoundWasi(init.component, (d) => post({ type: 'network-denied', ...d }), init.grants);
   const imports: Record<string, unknown> = { ...wasi.imports };

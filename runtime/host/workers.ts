@@ -4,7 +4,7 @@
  * component and waits until the component is instantiated.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
@@ -12,12 +12,12 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { PROJECT_ROOT } from '../wit/packages.ts';
 import { ComponentLoadError, DeadlineExceeded } from './errors.ts';
 import type { FromWorker, Grants, ImportSpec, WorkerInit } from './protocol.ts';
+import { serveNet } from './wasi-io/net-relay.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 // The worker boot is shared with the token counter (runtime/inference/): it sits on layer 0.
 const BOOT = fileURLToPath(new URL('../worker-boot.mjs', import.meta.url));
-const ENTRY = workerEntry();
 
 /**
  * The worker's module. From compiled JavaScript (dist/) it is worker.js beside this file. From the
@@ -25,11 +25,15 @@ const ENTRY = workerEntry();
  * through the tsx loader instead would route every import in the worker through the loader, which
  * costs ≈ 180 ms per component glue module (measured) against ≈ 10 ms for a plain import.
  */
-function workerEntry(): string {
+async function workerEntry(): Promise<string> {
   if (!import.meta.url.endsWith('.ts')) return new URL('./worker.js', import.meta.url).href;
-  const sources = ['worker.ts', 'wasi.ts', 'protocol.ts', '../net/allowlist.ts'].map((f) => readFileSync(join(here, f)));
+  // Every source the bundle can contain: this folder, its wasi-io/, the modules they import, and
+  // the WASI shim's version (the bundle includes it).
   const hash = createHash('sha256');
-  for (const b of sources) hash.update(b);
+  hash.update(readFileSync(join(dirname(createRequire(import.meta.url).resolve('@bytecodealliance/preview2-shim')), '../../package.json')));
+  for (const dir of [here, join(here, 'wasi-io'), join(here, '../net'), join(here, '../contracts')]) {
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts')).sort()) hash.update(f).update(readFileSync(join(dir, f)));
+  }
   // Beside the component cache, which is writable wherever the runtime runs (a read-only image sets
   // MURMUR_COMPONENT_CACHE under its writable volume).
   const base = process.env.MURMUR_COMPONENT_CACHE ? dirname(process.env.MURMUR_COMPONENT_CACHE) : join(PROJECT_ROOT, '.cache');
@@ -37,22 +41,10 @@ function workerEntry(): string {
   if (!existsSync(out)) {
     const tmp = `${out}.${process.pid}.tmp.mjs`;
     mkdirSync(dirname(out), { recursive: true });
-    // Loaded here, not imported at the top: compiled JavaScript (the runtime image) never bundles,
-    // and its image carries no esbuild.
-    const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
-    const built = esbuild.buildSync({
-      entryPoints: [join(here, 'worker.ts')],
-      bundle: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
-      packages: 'external',
-      write: false,
-      logLevel: 'error',
-    });
-    // Packages stay external but are pinned to absolute file URLs, so the bundle runs wherever the
-    // cache lives (it may sit outside the project, with no node_modules above it).
-    const code = built.outputFiles[0]!.text.replace(/(from\s*|import\s*\(\s*)"((?:@[^"/]+\/)?[^".][^"]*)"/g, (m, pre: string, spec: string) =>
+    const { bundleWorker } = await import('./wasi-io/bundle.ts');
+    // Packages the bundle keeps as imports are pinned to absolute file URLs, so it runs wherever
+    // the cache lives (it may sit outside the project, with no node_modules above it).
+    const code = (await bundleWorker(join(here, 'worker.ts'), WORKER_EXTERNAL)).replace(/(from\s*|import\s*\(\s*)"((?:@[^"/]+\/)?[^".][^"]*)"/g, (m, pre: string, spec: string) =>
       spec.startsWith('node:') ? m : `${pre}${JSON.stringify(import.meta.resolve(spec))}`,
     );
     writeFileSync(tmp, code);
@@ -60,6 +52,10 @@ function workerEntry(): string {
   }
   return pathToFileURL(out).href;
 }
+
+/** Packages the worker bundle leaves as imports (none today: the WASI shim must be inside it). */
+const WORKER_EXTERNAL: string[] = [];
+const ENTRY = await workerEntry();
 
 const LOADER_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
 /**
@@ -202,10 +198,17 @@ export interface Launched {
 export async function launch(c: LoadedComponent, modules: Record<string, WebAssembly.Module>, importSpec: ImportSpec, grants: Grants | undefined, deadlineMs: number): Promise<Launched> {
   const flagBuf = new SharedArrayBuffer(4);
   const { port1: mainPort, port2: hostPort } = new MessageChannel();
-  const init: WorkerInit = { jsPath: c.jsPath, component: c.name, modules, grants, importSpec, flag: flagBuf, hostPort };
+  // The guest's outgoing HTTP, performed here (wasi-io/net-relay.ts).
+  const netFlag = new SharedArrayBuffer(4);
+  const { port1: netMain, port2: netPort } = new MessageChannel();
+  serveNet(netMain, new Int32Array(netFlag));
+  const init: WorkerInit = { jsPath: c.jsPath, component: c.name, modules, grants, importSpec, flag: flagBuf, hostPort, netPort, netFlag };
   const worker = await POOL.take();
-  worker.postMessage({ type: 'init', init }, [hostPort]);
-  worker.once('exit', () => mainPort.close());
+  worker.postMessage({ type: 'init', init }, [hostPort, netPort]);
+  worker.once('exit', () => {
+    mainPort.close();
+    netMain.close();
+  });
   const ready = new Promise<string[]>((resolve, reject) => {
     const done = (): void => {
       clearTimeout(timer);

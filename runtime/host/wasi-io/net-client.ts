@@ -1,0 +1,78 @@
+/**
+ * The guest thread's side of outgoing HTTP (net-protocol.ts): sends a request to the main thread,
+ * collects what comes back, and blocks the thread (Atomics.wait on the shared counter) when the
+ * guest blocks on a response that has not arrived.
+ */
+import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import type { HttpErrorCode, NetRequest, ToGuest } from './net-protocol.ts';
+
+export interface Exchange {
+  head?: { status: number; headers: [string, string][] };
+  /** Body bytes received and not read yet. */
+  chunks: Uint8Array[];
+  ended: boolean;
+  error?: { code: HttpErrorCode; message: string };
+}
+
+export class NetClient {
+  readonly #port: MessagePort;
+  readonly #flag: Int32Array;
+  readonly #live = new Map<number, Exchange>();
+  #next = 0;
+
+  constructor(port: MessagePort, flag: Int32Array) {
+    this.#port = port;
+    this.#flag = flag;
+  }
+
+  send(r: Omit<NetRequest, 'op' | 'rid'>): { rid: number; exchange: Exchange } {
+    const rid = ++this.#next;
+    const exchange: Exchange = { chunks: [], ended: false };
+    this.#live.set(rid, exchange);
+    this.#port.postMessage({ op: 'request', rid, ...r } satisfies NetRequest);
+    return { rid, exchange };
+  }
+
+  /** Stops a request the guest let go of before its end (its response is dropped). */
+  abort(rid: number): void {
+    if (!this.#live.delete(rid)) return;
+    this.#port.postMessage({ op: 'abort', rid });
+  }
+
+  /** Applies every message the main thread has sent so far. */
+  drain(): void {
+    for (;;) {
+      const got = receiveMessageOnPort(this.#port);
+      if (!got) return;
+      const m = got.message as ToGuest;
+      const x = this.#live.get(m.rid);
+      if (!x) continue; // aborted meanwhile
+      if (m.kind === 'head') x.head = { status: m.status, headers: m.headers };
+      else if (m.kind === 'chunk') x.chunks.push(m.data);
+      else if (m.kind === 'end') {
+        x.ended = true;
+        this.#live.delete(m.rid);
+      } else {
+        x.error = { code: m.code, message: m.message };
+        this.#live.delete(m.rid);
+      }
+    }
+  }
+
+  /** Whether anything can still arrive (a wait with no timer and nothing in flight would never end). */
+  get inFlight(): boolean {
+    return this.#live.size > 0;
+  }
+
+  /**
+   * Drains, and if `ready()` is still false, sleeps until the main thread sends something or
+   * `timeoutMs` passes; returns after one wake-up (the caller loops).
+   */
+  waitOnce(ready: () => boolean, timeoutMs: number): void {
+    const seen = Atomics.load(this.#flag, 0);
+    this.drain();
+    if (ready()) return;
+    Atomics.wait(this.#flag, 0, seen, timeoutMs);
+    this.drain();
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * The main thread's side of a component's outgoing HTTP (net-protocol.ts): performs each request
+ * the guest's thread sends with Node's http client on a keep-alive agent, and forwards the
+ * response's head, body chunks and end. One hop per request instead of preview2-shim's I/O worker,
+ * which took 16 synchronous round trips of 0.3–2.5 ms each per provider request (measured in
+ * `mur serve` under load: 11 ms per request against 0.8 ms for a plain Node request).
+ *
+ * The allowlist is checked in the guest's thread before a request is sent (runtime/host/wasi.ts).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { MessagePort } from 'node:worker_threads';
+import type { HttpErrorCode, NetRequest, ToGuest, ToMain } from './net-protocol.ts';
+
+const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+
+/** The wasi:http error code for a failure of Node's client (the mapping preview2-shim uses). */
+export function errorCode(e: NodeJS.ErrnoException): HttpErrorCode {
+  switch (e.code) {
+    case 'ECONNRESET':
+      return { tag: 'HTTP-protocol-error' };
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return { tag: 'DNS-error', val: { rcode: e.code, infoCode: typeof e.errno === 'number' ? Math.abs(e.errno) : undefined } };
+    case 'ECONNREFUSED':
+      return { tag: 'connection-refused' };
+    case 'ETIMEDOUT':
+      return { tag: 'connection-timeout' };
+    default:
+      return { tag: 'internal-error', val: String(e.message ?? e) };
+  }
+}
+
+const ms = (ns: bigint | undefined): number | undefined => (ns === undefined ? undefined : Math.max(1, Number(ns / 1_000_000n)));
+
+/** Serves one component thread's requests until its port closes (the worker ended). */
+export function serveNet(port: MessagePort, flag: Int32Array): void {
+  const live = new Map<number, http.ClientRequest>();
+  const send = (m: ToGuest): void => {
+    port.postMessage(m);
+    Atomics.add(flag, 0, 1);
+    Atomics.notify(flag, 0);
+  };
+  const start = (r: NetRequest): void => {
+    const [host, portText] = splitAuthority(r.authority);
+    const secure = r.scheme === 'https:';
+    let done = false;
+    const fail = (code: HttpErrorCode, message: string): void => {
+      if (done) return;
+      done = true;
+      live.delete(r.rid);
+      send({ rid: r.rid, kind: 'error', code, message });
+    };
+    const req = (secure ? https : http).request({
+      agent: secure ? agents.https : agents.http,
+      method: r.method,
+      host,
+      port: portText ? Number(portText) : secure ? 443 : 80,
+      path: r.pathWithQuery || '/',
+      headers: groupHeaders(r.headers),
+      setHost: !r.headers.some(([k]) => k.toLowerCase() === 'host'),
+    });
+    live.set(r.rid, req);
+    const firstByte = ms(r.connectTimeoutNs) ?? ms(r.firstByteTimeoutNs);
+    if (firstByte !== undefined) {
+      req.setTimeout(firstByte, () => {
+        fail({ tag: 'connection-timeout' }, `no response within ${firstByte} ms`);
+        req.destroy();
+      });
+    }
+    req.on('error', (e: NodeJS.ErrnoException) => fail(errorCode(e), e.message));
+    req.on('response', (res) => {
+      req.setTimeout(0);
+      const headers: [string, string][] = [];
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!]);
+      send({ rid: r.rid, kind: 'head', status: res.statusCode ?? 0, headers });
+      const between = ms(r.betweenBytesTimeoutNs);
+      if (between !== undefined) {
+        res.setTimeout(between, () => {
+          fail({ tag: 'HTTP-response-timeout' }, `no body bytes within ${between} ms`);
+          res.destroy();
+        });
+      }
+      res.on('data', (c: Buffer) => {
+        if (!done) send({ rid: r.rid, kind: 'chunk', data: new Uint8Array(c.buffer, c.byteOffset, c.byteLength) });
+      });
+      res.on('end', () => {
+        if (done) return;
+        done = true;
+        live.delete(r.rid);
+        send({ rid: r.rid, kind: 'end' });
+      });
+      res.on('error', (e: NodeJS.ErrnoException) => fail(errorCode(e), e.message));
+      res.on('aborted', () => fail({ tag: 'HTTP-protocol-error' }, 'the response was cut before its end'));
+    });
+    req.end(r.body && r.body.byteLength ? Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) : undefined);
+  };
+  port.on('message', (m: ToMain) => {
+    if (m.op === 'request') start(m);
+    else if (m.op === 'abort') {
+      live.get(m.rid)?.destroy();
+      live.delete(m.rid);
+    }
+  });
+  // The worker ended (finished, retired or terminated at a deadline): drop what it left running.
+  port.on('close', () => {
+    for (const req of live.values()) req.destroy();
+    live.clear();
+  });
+  port.unref();
+}
+
+function splitAuthority(a: string): [string, string | undefined] {
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(a);
+  if (!m) return [a, undefined];
+  const host = m[1]!.startsWith('[') ? m[1]!.slice(1, -1) : m[1]!;
+  return [host, m[2]];
+}
+
+/** Header pairs as Node's request options take them (a repeated name as an array, in order). */
+function groupHeaders(pairs: [string, string][]): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of pairs) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}
