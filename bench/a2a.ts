@@ -15,15 +15,11 @@ import { taskExecutor } from '../runtime/compose/a2a-bridge.ts';
 import { endTurn, openReplay } from '../test/loop/replay-kit.ts';
 import express from 'express';
 import { startA2AServer } from '../runtime/a2a/server.ts';
-import { fmtRate, machineLine, paired, pairedRows, table, type Arm } from './paired.ts';
+import { fmtRate, machineLine, paired, pairedRows, table, type Arm, numArg } from './paired.ts';
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-};
-const SECONDS = arg('seconds', 2);
-const CONCURRENCY = arg('concurrency', 32);
-const ROUNDS = arg('rounds', 5);
+const SECONDS = numArg('seconds', 2);
+const CONCURRENCY = numArg('concurrency', 32);
+const ROUNDS = numArg('rounds', 5);
 
 function body(method: string, i: number): string {
   const message =

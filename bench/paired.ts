@@ -93,3 +93,18 @@ export function machineLine(): string {
   const [a, b, c] = loadavg();
   return `  (median (min – max); load average ${a!.toFixed(2)} ${b!.toFixed(2)} ${c!.toFixed(2)}, up ${(uptime() / 60).toFixed(0)} min, node ${process.version})`;
 }
+
+/**
+ * A numeric `--name value` option of a bench's command line, or `def`. A value that is not a
+ * positive number stops the bench saying which option and what it got.
+ */
+export function numArg(name: string, def: number, argv: readonly string[] = process.argv): number {
+  const i = argv.indexOf(`--${name}`);
+  if (i < 0) return def;
+  const v = Number(argv[i + 1]);
+  if (!Number.isFinite(v) || v <= 0) {
+    console.error(`--${name}: expected a positive number, got ${argv[i + 1] === undefined ? 'nothing' : `'${argv[i + 1]}'`}`);
+    process.exit(2);
+  }
+  return v;
+}

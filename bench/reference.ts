@@ -46,15 +46,11 @@ import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
 import { CLK, MUR, imageProcess } from './serving.ts';
-import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table } from './paired.ts';
+import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
 
-const arg = (name: string, def: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-};
-const ROUNDS = arg('rounds', 3);
-const TASKS = arg('tasks', 100);
-const SENDERS = arg('senders', 8);
+const ROUNDS = numArg('rounds', 3);
+const TASKS = numArg('tasks', 100);
+const SENDERS = numArg('senders', 8);
 const OURS_ONLY = process.argv.includes('--ours-only');
 
 const REF_BIN = process.env.MURMUR_REFERENCE_BIN;

@@ -13,16 +13,12 @@
 import pg from 'pg';
 import { ReplicaBus } from '../runtime/a2a/replica-bus.ts';
 import { startPostgres } from '../test/support/postgres.ts';
-import { fmtTime, machineLine, paired, pairedRows, table } from './paired.ts';
+import { fmtTime, machineLine, paired, pairedRows, table, numArg } from './paired.ts';
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-};
 
 export async function benchReplicaBus(): Promise<string> {
-  const rounds = arg('rounds', 9);
-  const ops = arg('ops', 200);
+  const rounds = numArg('rounds', 9);
+  const ops = numArg('ops', 200);
   const server = await startPostgres();
   try {
     const url = await server.url('murmur_bench_bus');

@@ -21,16 +21,12 @@ import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { API_KEY, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
 import { startScriptedProvider } from '../test/provider/scripted-provider.ts';
-import { fmtMiB, machineLine } from './paired.ts';
+import { fmtMiB, machineLine, numArg } from './paired.ts';
 import { procStat, serve, type Serving } from './serving.ts';
 
-const arg = (name: string, def: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-};
-const CLIENTS = arg('clients', 200);
-const SECS = arg('secs', 360);
-const TASKS = arg('tasks', 10_000);
+const CLIENTS = numArg('clients', 200);
+const SECS = numArg('secs', 360);
+const TASKS = numArg('tasks', 10_000);
 const FROM: 'src' | 'dist' = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'dist' : 'src';
 const MESSAGE_BYTES = 100 * 1024;
 

@@ -24,15 +24,11 @@ import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '.
 import { MUR, idleRss, procStat, serve } from './serving.ts';
 import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
 import { demoYaml, program, scriptRegistry } from '../test/script/helpers.ts';
-import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table } from './paired.ts';
+import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
 
-const arg = (name: string, def: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-};
-const ROUNDS = arg('rounds', 3);
-const TASKS = arg('tasks', 100);
-const SENDERS = arg('senders', 8);
+const ROUNDS = numArg('rounds', 3);
+const TASKS = numArg('tasks', 100);
+const SENDERS = numArg('senders', 8);
 const agent = new http.Agent({ keepAlive: true, maxSockets: SENDERS });
 function send(url: string, i: number): Promise<void> {
   const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'message/send', params: { message: { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] } } });

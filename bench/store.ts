@@ -16,12 +16,8 @@ import type { Task } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
 import { openStore } from '../runtime/a2a/store.ts';
 import { agentMessage, artifact, textPart, toCoreState } from '../runtime/a2a/wire.ts';
-import { fmtTime, fmtSpread, machineLine, paired, pairedRows, spread, table } from './paired.ts';
+import { fmtTime, fmtSpread, machineLine, paired, pairedRows, spread, table, numArg } from './paired.ts';
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-};
 
 async function oneTask(store: TaskStore, ctx: ServerCallContext, i: number): Promise<void> {
   const id = `task-${i}-${Math.random().toString(36).slice(2)}`;
@@ -38,8 +34,8 @@ async function oneTask(store: TaskStore, ctx: ServerCallContext, i: number): Pro
 }
 
 export async function benchStore(): Promise<string> {
-  const rounds = arg('rounds', 7);
-  const tasks = arg('tasks', 200);
+  const rounds = numArg('rounds', 7);
+  const tasks = numArg('tasks', 200);
   const dir = mkdtempSync(join(tmpdir(), 'store-bench-'));
   try {
     const fresh: number[] = [];

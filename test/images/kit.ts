@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GenericContainer, Network, Wait, getContainerRuntimeClient, type StartedNetwork, type StartedTestContainer } from 'testcontainers';
 import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';
+import { freePort } from '../cli/serve-kit.ts';
 
 export const API_KEY = 'test-key-not-secret';
 
@@ -96,6 +97,30 @@ export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvid
     // The line mur serve prints once both servers listen (runtime/cli/serve.ts).
     .withWaitStrategy(Wait.forLogMessage(/serving \S+ \S+ at /))
     .withStartupTimeout(120_000);
+}
+
+/** A runtime container serving a capsule against a scripted provider of its own, both on `net`. */
+export interface RunningRuntime {
+  container: StartedTestContainer;
+  provider: ScriptedProvider;
+  /** The A2A URL, on the host's published port. */
+  a2aUrl: string;
+  stop(): Promise<void>;
+}
+
+export async function startRuntime(o: { net: TestNetwork; turns: ScriptTurn[]; capsule: string; workVolume?: string; env?: Record<string, string> }): Promise<RunningRuntime> {
+  const provider = await providerOn(o.net, o.turns);
+  const a2aPort = await freePort();
+  const container = await runtimeContainer({ net: o.net, provider, capsule: o.capsule, a2aPort, workVolume: o.workVolume, env: o.env }).start();
+  return {
+    container,
+    provider,
+    a2aUrl: `http://127.0.0.1:${a2aPort}/`,
+    async stop() {
+      await container.stop();
+      await provider.stop();
+    },
+  };
 }
 
 /** A folder for the container's work root, owned by its user (65532) as an emptyDir would be. */

@@ -6,46 +6,37 @@
  * network (its gateway address) stands in for the database a cluster would run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StartedTestContainer } from 'testcontainers';
 import { sendMessage } from '../../runtime/a2a/client.ts';
-import { freePort } from '../cli/serve-kit.ts';
-import type { ScriptedProvider } from '../provider/scripted-provider.ts';
 import { startPostgres, type Postgres } from '../support/postgres.ts';
-import { capsuleDir, logLines, providerOn, runtimeContainer, startNetwork, type TestNetwork } from './kit.ts';
+import { capsuleDir, logLines, startNetwork, startRuntime, type RunningRuntime, type TestNetwork } from './kit.ts';
 
 let net: TestNetwork;
-let provider: ScriptedProvider;
 let pg: Postgres;
-let container: StartedTestContainer;
-let a2aUrl = '';
+let rt: RunningRuntime;
 
 beforeAll(async () => {
   net = await startNetwork();
-  provider = await providerOn(net, [{ text: 'stored in postgres', usage: { input: 7, output: 3 } }]);
   // Only the test network's own subnet may connect (samenet: the subnets of the server's addresses).
   pg = await startPostgres({ listen: net.gateway, hba: ['host all murmur samenet trust'] });
   const store = await pg.url('capsule_store');
-  const a2aPort = await freePort();
-  container = await runtimeContainer({ net, provider, capsule: capsuleDir('shared'), a2aPort, env: { MURMUR_STORE: store } }).start();
-  a2aUrl = `http://127.0.0.1:${a2aPort}/`;
+  rt = await startRuntime({ net, turns: [{ text: 'stored in postgres', usage: { input: 7, output: 3 } }], capsule: capsuleDir('shared'), env: { MURMUR_STORE: store } });
 }, 300_000);
 
 afterAll(async () => {
-  await container?.stop();
+  await rt?.stop();
   await pg?.stop();
-  await provider?.stop();
   await net?.stop();
 });
 
 describe('the runtime image on a PostgreSQL store', () => {
   it('opens the store on the server (migrated by the SDK), not memory', async () => {
-    const log = await logLines(container, /^store: /);
+    const log = await logLines(rt.container, /^store: /);
     expect(log).not.toMatch(/E-STORE-00[24]/);
     expect(log).toContain(`store: postgres postgresql://${net.gateway}:${pg.port}/capsule_store (opened in`);
   });
 
   it('keeps a completed task in the server\'s task table', async () => {
-    const done = await sendMessage({ peerUrl: a2aUrl, text: 'keep this', allow: [a2aUrl], wait: true });
+    const done = await sendMessage({ peerUrl: rt.a2aUrl, text: 'keep this', allow: [rt.a2aUrl], wait: true });
     expect(done).toMatchObject({ ok: true, state: 'completed', text: 'stored in postgres' });
     const taskId = (done as { taskId: string }).taskId;
     const c = await pg.admin('capsule_store');

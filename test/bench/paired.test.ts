@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { numArg } from '../../bench/paired.ts';
+
+describe('bench options', () => {
+  it('reads a numeric option, or gives the default when it is absent', () => {
+    expect(numArg('rounds', 3, ['node', 'b.ts', '--rounds', '7'])).toBe(7);
+    expect(numArg('rounds', 3, ['node', 'b.ts', '--tasks', '7'])).toBe(3);
+  });
+
+  it('stops with exit 2 naming the option when its value is not a positive number', () => {
+    const code = `import { numArg } from './bench/paired.ts'; numArg('rounds', 3, ['x', '--rounds', 'many']);`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("--rounds: expected a positive number, got 'many'");
+  });
+});
