@@ -54,8 +54,8 @@ function hashOf(b: Uint8Array, i: number, n: number, head: number): number {
  * all token bytes.
  */
 class Ranks {
-  readonly pair = new Int32Array(65536).fill(NONE);
-  readonly single = new Int32Array(256).fill(NONE);
+  readonly pair: Int32Array;
+  readonly single: Int32Array;
   readonly maxLen: number;
   private readonly pool: Uint8Array;
   /** Slot k: [2k] bytes 0–3 packed, [2k+1] length << 17 | rank (-1: empty). */
@@ -65,34 +65,15 @@ class Ranks {
   private readonly shift: number;
   private readonly mask: number;
 
-  constructor(tokens: Uint8Array[]) {
-    let bits = 1;
-    while (1 << bits < tokens.length * 2.5) bits++;
-    this.shift = 32 - bits;
-    this.mask = (1 << bits) - 1;
-    const slots = new Int32Array(2 << bits);
-    for (let k = 1; k < slots.length; k += 2) slots[k] = -1;
-    this.offsets = new Int32Array(1 << bits);
-    let total = 0;
-    let maxLen = 0;
-    for (const t of tokens) { total += t.length; maxLen = Math.max(maxLen, t.length); }
-    if (tokens.length > 1 << 17 || maxLen > 255) throw new Error('rank table too large for its slot layout');
-    this.maxLen = maxLen;
-    this.pool = new Uint8Array(total);
-    let o = 0;
-    tokens.forEach((t, r) => {
-      if (t.length === 1) this.single[t[0]!] = r;
-      else if (t.length === 2) this.pair[(t[0]! << 8) | t[1]!] = r;
-      else {
-        this.pool.set(t, o);
-        const head = pack4(t, 0, t.length);
-        let s = hashOf(t, 0, t.length, head) >>> this.shift;
-        while (slots[2 * s + 1] !== -1) s = (s + 1) & this.mask;
-        slots[2 * s] = head; slots[2 * s + 1] = (t.length << 17) | r; this.offsets[s] = o;
-        o += t.length;
-      }
-    });
-    this.slots = slots;
+  constructor(t: Cl100kTables) {
+    this.pair = t.pair;
+    this.single = t.single;
+    this.pool = t.pool;
+    this.slots = t.slots;
+    this.offsets = t.offsets;
+    this.maxLen = t.maxLen;
+    this.shift = 32 - t.bits;
+    this.mask = (1 << t.bits) - 1;
   }
 
   /** Rank of the n bytes at b[i..] (3 ≤ n ≤ maxLen) with head `head` and hash `h`, or NONE. */
@@ -123,7 +104,25 @@ class Ranks {
   }
 }
 
-function loadRanks(): Ranks {
+/**
+ * The rank tables: typed arrays over SharedArrayBuffers (≈ 4 MiB), so the thread that builds them
+ * (a worker: parsing the 100 k ranks allocates ≈ 40 MB on the way) can hand them to others, which
+ * count with them without building or copying anything (runtime/inference/tokens.ts).
+ */
+export interface Cl100kTables {
+  pair: Int32Array;
+  single: Int32Array;
+  pool: Uint8Array;
+  slots: Int32Array;
+  offsets: Int32Array;
+  maxLen: number;
+  bits: number;
+}
+
+const shared = <T>(make: (b: SharedArrayBuffer) => T, bytes: number): T => make(new SharedArrayBuffer(bytes));
+
+/** Builds the tables from js-tiktoken's cl100k ranks (≈ 100–200 ms). Build them off the main thread. */
+export function buildCl100kTables(): Cl100kTables {
   const tokens: Uint8Array[] = [];
   for (const line of cl100k_base.bpe_ranks.split('\n')) {
     if (!line) continue;
@@ -133,7 +132,35 @@ function loadRanks(): Ranks {
     // (a Buffer here made them polymorphic for good, measured as a deopt and slower code).
     for (let i = 2; i < parts.length; i++) tokens[offset + i - 2] = new Uint8Array(Buffer.from(parts[i]!, 'base64'));
   }
-  return new Ranks(tokens);
+  let bits = 1;
+  while (1 << bits < tokens.length * 2.5) bits++;
+  const shift = 32 - bits;
+  const mask = (1 << bits) - 1;
+  let total = 0;
+  let maxLen = 0;
+  for (const t of tokens) { total += t.length; maxLen = Math.max(maxLen, t.length); }
+  if (tokens.length > 1 << 17 || maxLen > 255) throw new Error('rank table too large for its slot layout');
+  const pair = shared((b) => new Int32Array(b), 65536 * 4).fill(NONE);
+  const single = shared((b) => new Int32Array(b), 256 * 4).fill(NONE);
+  const slots = shared((b) => new Int32Array(b), (2 << bits) * 4);
+  for (let k = 1; k < slots.length; k += 2) slots[k] = -1;
+  const offsets = shared((b) => new Int32Array(b), (1 << bits) * 4);
+  const pool = shared((b) => new Uint8Array(b), total);
+  let o = 0;
+  tokens.forEach((t, r) => {
+    if (t.length === 1) single[t[0]!] = r;
+    else if (t.length === 2) pair[(t[0]! << 8) | t[1]!] = r;
+    else {
+      pool.set(t, o);
+      const head = pack4(t, 0, t.length);
+      let s = hashOf(t, 0, t.length, head) >>> shift;
+      while (slots[2 * s + 1] !== -1) s = (s + 1) & mask;
+      slots[2 * s] = head; slots[2 * s + 1] = (t.length << 17) | r; offsets[s] = o;
+      o += t.length;
+    }
+  });
+  for (let b = 0; b < 256; b++) if (single[b] === NONE) throw new Error(`cl100k_base has no rank for byte ${b}`);
+  return { pair, single, pool, slots, offsets, maxLen, bits };
 }
 
 /** Pieces up to this many bytes merge by the linear rank scan, longer ones through the heap. */
@@ -145,12 +172,19 @@ const SLOT_BITS = 12;
 /** Cache lookups per hit-rate window; under one hit in 16, the next 16 windows' pieces skip it. */
 const CACHE_WINDOW = 1024;
 
-/** Builds the counter (≈100 ms: parses 100 k ranks). Build it off the main thread. */
+/** Builds the tables and a counter over them (≈ 100–200 ms). Build it off the main thread. */
 export function buildCl100kCounter(): BpeCounter {
-  const ranks = loadRanks();
+  return cl100kCounter(buildCl100kTables());
+}
+
+/**
+ * A counter over built tables (shared or not). Its scratch space and piece cache are its own
+ * (≈ 160 KiB), so any number of threads count over one set of tables.
+ */
+export function cl100kCounter(tables: Cl100kTables): BpeCounter {
+  const ranks = new Ranks(tables);
   const { pair, single } = ranks;
   const maxLen = ranks.maxLen;
-  for (let b = 0; b < 256; b++) if (single[b] === NONE) throw new Error(`cl100k_base has no rank for byte ${b}`);
 
   const cacheBytes = new Uint8Array(SLOT_BYTES << SLOT_BITS);
   const cacheHash = new Int32Array(1 << SLOT_BITS);

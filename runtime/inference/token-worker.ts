@@ -1,5 +1,7 @@
 /**
- * The token-counting thread: builds the cl100k counter (≈ 0.1–0.5 s), warms it, and counts chunk by chunk,
+ * The token-counting thread: builds the cl100k tables (≈ 0.1–0.5 s) and hands them to the main
+ * thread (shared memory), warms its counter, and counts chunk by chunk the texts too large to count
+ * in place (runtime/inference/tokens.ts),
  * off the runtime's event loop, so neither the build nor a 10 MiB tool result ever stalls
  * `/healthz`, sockets or timers.
  *
@@ -9,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
-import { buildCl100kCounter } from './bpe-count.ts';
+import { buildCl100kTables, cl100kCounter, type Cl100kTables } from './bpe-count.ts';
 import { chunkText, type ChunkOptions } from './chunk.ts';
 
 export interface CountRequest {
@@ -17,14 +19,20 @@ export interface CountRequest {
   texts: string[];
 }
 export interface CountReply {
+  /** 0: built and warmed (ready); -1: the tables just built (`tables`), for the main thread to keep. */
   id: number;
   counts?: number[];
   error?: string;
+  tables?: Cl100kTables;
 }
 
 const opts = (workerData?.chunk ?? {}) as ChunkOptions;
 const memoEntries: number = workerData?.memoEntries ?? 32_768;
-const counter = buildCl100kCounter();
+// A worker started again after an idle stop gets the tables the first one built (shared memory).
+const given = workerData?.tables as Cl100kTables | undefined;
+const tables = given ?? buildCl100kTables();
+if (!given) parentPort!.postMessage({ id: -1, tables } satisfies CountReply);
+const counter = cl100kCounter(tables);
 const memo = new Map<string, number>();
 
 function countChunk(chunk: string): number {

@@ -1,25 +1,59 @@
 /**
- * Host-side token counting (cl100k_base), off the event loop.
+ * Host-side token counting (cl100k_base), never stalling the event loop.
  *
- * Counting runs in one worker thread (token-worker.ts): the text is cut into chunks (chunk.ts,
- * linear, defines the count) and each chunk is counted by the count-only BPE encoder
- * (bpe-count.ts, exact against js-tiktoken). The worker is started on the first count or by
- * {@link TokenCounter.prewarm} when a session opens, so building the encoder never costs the first
- * provider request time on the main thread, and a 10 MiB tool result is counted while `/healthz`,
- * sockets and timers keep running.
+ * The text is cut into chunks (chunk.ts, linear, defines the count) and each chunk is counted by
+ * the count-only BPE encoder (bpe-count.ts, exact against js-tiktoken). Its rank tables are built
+ * once, in a worker thread (token-worker.ts: parsing the ranks costs ≈ 0.1–0.5 s and ≈ 40 MB of
+ * short-lived allocations that would stay in the main thread's heap), started on the first count or
+ * by {@link TokenCounter.prewarm} when a session opens; the worker hands them back in shared memory.
+ * Then:
+ * - a request of at most {@link INLINE_MAX_CHARS} characters (a turn's messages, a tool call, an
+ *   answer: nearly all of them) is counted here, in place: a few milliseconds at most, no round trip;
+ * - a larger one (a 10 MiB tool result) goes to the worker, so `/healthz`, sockets and timers keep
+ *   running while it is counted. The worker is let go after `MURMUR_TOKEN_WORKER_IDLE_MS` (10 s)
+ *   without work — an isolate of its own is ≈ 17 MiB of a pod's RSS (measured) — and started again,
+ *   with the same tables and nothing to build, when the next large text comes.
+ * Both paths count the same chunks with the same encoder, so a text counts the same either way.
  *
- * The main thread keeps no counted text: a request is posted (a copy) and only numbers come back.
+ * The main thread keeps no counted text: a request to the worker is posted (a copy) and only
+ * numbers come back.
  */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import type { ChunkOptions } from './chunk.ts';
+import { MurError } from '../errors.ts';
+import { cl100kCounter, type BpeCounter, type Cl100kTables } from './bpe-count.ts';
+import { chunkText, type ChunkOptions } from './chunk.ts';
 import type { CountReply, CountRequest } from './token-worker.ts';
 
 export { chunkText, DEFAULT_MAX_CHUNK, DEFAULT_MAX_RUN, type ChunkOptions, type ChunkStats } from './chunk.ts';
 
+/**
+ * Requests up to this many characters (all texts together) are counted on the calling thread:
+ * at the counter's slowest measured rate (≈ 2 MiB/s of UTF-8, random code points, unwarmed code)
+ * that is under 10 ms of the event loop.
+ */
+export const INLINE_MAX_CHARS = 16 * 1024;
+
 export interface TokenCounterOptions extends ChunkOptions {
   /** Chunk counts the worker memoises (by digest; default 32 768). 0 disables the memo. */
   memoEntries?: number;
+  /** The worker is let go after this long without a count (ms; default 10 000; 0 = keep it). */
+  idleMs?: number;
+  /** Called when an idle worker has been let go (diagnostics, tests). */
+  onIdleStop?: () => void;
+}
+
+/** MURMUR_TOKEN_WORKER_IDLE_MS, or the default; anything but a number of ms ≥ 0 is refused by name. */
+export function tokenWorkerIdleMs(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env.MURMUR_TOKEN_WORKER_IDLE_MS;
+  if (v === undefined || v === '') return 10_000;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) {
+    throw new MurError('E-RUN-032', `MURMUR_TOKEN_WORKER_IDLE_MS must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`, {
+      hint: 'set how long the token-counting worker may sit idle before it is let go (default 10000), or 0 to keep it',
+    });
+  }
+  return n;
 }
 
 // The generic worker boot (registers tsx when running from sources), on layer 0 beside errors.ts:
@@ -33,9 +67,28 @@ export class TokenCounter {
   #ready: Promise<void> | undefined;
   #next = 1;
   readonly #pending = new Map<number, { resolve: (n: number[]) => void; reject: (e: Error) => void }>();
+  /** The rank tables, once the first worker built them (shared memory), and a counter over them here. */
+  #tables: Cl100kTables | undefined;
+  #inline: BpeCounter | undefined;
+  #idle: NodeJS.Timeout | undefined;
+  readonly #idleMs: number;
+  /** Workers started so far, and rank tables built so far (tests: a restart builds nothing). */
+  workersStarted = 0;
+  tablesBuilt = 0;
 
   constructor(opts: TokenCounterOptions = {}) {
     this.#opts = opts;
+    this.#idleMs = opts.idleMs ?? 10_000;
+  }
+
+  /** Whether a worker is running now (tests, diagnostics). */
+  get workerRunning(): boolean {
+    return this.#worker !== undefined;
+  }
+
+  /** Whether small requests are counted here (the tables have arrived). */
+  get countsInline(): boolean {
+    return this.#inline !== undefined;
   }
 
   /** Starts the worker and its encoder build now (a session calls this when it opens). */
@@ -44,9 +97,11 @@ export class TokenCounter {
   }
 
   #start(): Worker {
+    clearTimeout(this.#idle);
     if (this.#worker) return this.#worker;
+    this.workersStarted++;
     const w = new Worker(BOOT, {
-      workerData: { entry: ENTRY, chunk: { maxChunk: this.#opts.maxChunk, maxRun: this.#opts.maxRun }, memoEntries: this.#opts.memoEntries ?? 32_768 },
+      workerData: { entry: ENTRY, chunk: { maxChunk: this.#opts.maxChunk, maxRun: this.#opts.maxRun }, memoEntries: this.#opts.memoEntries ?? 32_768, tables: this.#tables },
       // Bounds the worker's heap: a chunked 10 MiB text and the rank table fit well inside. The
       // young generation is held to 6 MiB: building the encoder grew V8's default one to ≈ 16 MiB
       // that then stayed resident for the life of the process (heap 30 → 18 MiB measured).
@@ -57,15 +112,27 @@ export class TokenCounter {
     let ready!: () => void;
     this.#ready = new Promise<void>((r) => (ready = r));
     w.on('message', (m: CountReply) => {
-      if (m.id === 0) return ready();
+      if (m.id === -1) {
+        this.tablesBuilt++;
+        this.#tables = m.tables!;
+        this.#inline = cl100kCounter(this.#tables);
+        return;
+      }
+      if (m.id === 0) {
+        ready();
+        this.#idleCheck(w);
+        return;
+      }
       const p = this.#pending.get(m.id);
       if (!p) return;
       this.#pending.delete(m.id);
       if (m.error !== undefined) p.reject(new Error(`token counting failed: ${m.error}`));
       else p.resolve(m.counts!);
       if (this.#pending.size === 0) w.unref();
+      this.#idleCheck(w);
     });
     const fail = (e: Error) => {
+      if (this.#worker !== w) return; // a worker let go on purpose
       this.#worker = undefined;
       for (const p of this.#pending.values()) p.reject(new Error(`token counting worker stopped: ${e.message}`));
       this.#pending.clear();
@@ -86,9 +153,37 @@ export class TokenCounter {
     if (this.#pending.size === 0) w.unref();
   }
 
-  /** Tokens in each text, in order (one round trip). */
+  /**
+   * Lets the worker go once it has had nothing to do for the idle time, if the tables are here
+   * (a worker stopped before it built them would only have to build them again).
+   */
+  #idleCheck(w: Worker): void {
+    if (this.#pending.size || !this.#tables || this.#idleMs <= 0 || this.#worker !== w) return;
+    clearTimeout(this.#idle);
+    this.#idle = setTimeout(() => {
+      if (this.#worker !== w || this.#pending.size) return;
+      this.#worker = undefined;
+      this.#ready = undefined;
+      void w.terminate().then(() => this.#opts.onIdleStop?.());
+    }, this.#idleMs);
+    this.#idle.unref();
+  }
+
+  /** Tokens in each text, in order. */
   countMany(texts: string[]): Promise<number[]> {
     if (texts.every((t) => t === '')) return Promise.resolve(texts.map(() => 0));
+    const inline = this.#inline;
+    if (inline) {
+      let chars = 0;
+      for (const t of texts) chars += t.length;
+      if (chars <= INLINE_MAX_CHARS) {
+        try {
+          return Promise.resolve(texts.map((t) => this.#countHere(inline, t)));
+        } catch (e) {
+          return Promise.reject(new Error(`token counting failed: ${e instanceof Error ? e.message : String(e)}`));
+        }
+      }
+    }
     const w = this.#start();
     const id = this.#next++;
     return new Promise<number[]>((resolve, reject) => {
@@ -96,6 +191,13 @@ export class TokenCounter {
       w.ref();
       w.postMessage({ id, texts } satisfies CountRequest);
     });
+  }
+
+  /** The worker's count of one text (token-worker.ts), without its memo: small texts only. */
+  #countHere(counter: BpeCounter, text: string): number {
+    let n = 0;
+    for (const c of chunkText(text, this.#opts)) n += counter.count(c);
+    return n;
   }
 
   /** Tokens in `text`. */
@@ -110,6 +212,7 @@ export class TokenCounter {
 
   /** Stops the worker (pending counts reject). */
   async close(): Promise<void> {
+    clearTimeout(this.#idle);
     const w = this.#worker;
     this.#worker = undefined;
     if (w) await w.terminate();
@@ -119,7 +222,7 @@ export class TokenCounter {
 let sharedCounter: TokenCounter | undefined;
 /** The process-wide counter with the default options and memo. */
 export function tokenCounter(): TokenCounter {
-  sharedCounter ??= new TokenCounter();
+  sharedCounter ??= new TokenCounter({ idleMs: tokenWorkerIdleMs() });
   return sharedCounter;
 }
 

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { chunkText, countTokens, TokenCounter, type ChunkStats } from '../../runtime/inference/tokens.ts';
+import { chunkText, countTokens, INLINE_MAX_CHARS, TokenCounter, tokenWorkerIdleMs, type ChunkStats } from '../../runtime/inference/tokens.ts';
 import { countTokensUnchunked } from '../../runtime/inference/tokens-unchunked.ts';
 import recorded from './token-counts.json' with { type: 'json' };
 import { tokenInputs } from './token-inputs.ts';
@@ -131,5 +131,48 @@ describe('token counting (cl100k_base, chunked, in a worker)', () => {
   it('countJson counts the JSON serialisation', async () => {
     const v = { role: 'user', content: [{ type: 'text', text: 'hi there' }] };
     expect(await counter.countJson(v)).toBe(countTokensUnchunked(JSON.stringify(v)));
+  });
+});
+
+describe('where counting runs: in place for small requests, in the worker for large ones', () => {
+  it('once the worker has built the tables, a small request is counted in place, equal to the worker’s count of the same text', async () => {
+    const c = new TokenCounter({ idleMs: 0 });
+    try {
+      await c.ready();
+      expect(c.countsInline).toBe(true);
+      const texts = [prose, 'x'.repeat(3000), '😀 héllo 日本語'.repeat(200)];
+      const here = await c.countMany(texts);
+      // The same texts with a filler past INLINE_MAX_CHARS: the whole request goes to the worker.
+      const there = await c.countMany([...texts, 'y'.repeat(INLINE_MAX_CHARS + 1)]);
+      expect(there.slice(0, texts.length)).toEqual(here);
+      expect(here).toEqual(texts.map((t) => countTokensUnchunked(t)));
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('lets an idle worker go, and starts it again for a large text with the tables it already has (nothing rebuilt)', async () => {
+    let stopped!: () => void;
+    const stop = new Promise<void>((r) => (stopped = r));
+    const c = new TokenCounter({ idleMs: 20, onIdleStop: () => stopped() });
+    try {
+      await c.ready();
+      await stop;
+      expect(c.workerRunning).toBe(false);
+      expect(await c.count(prose)).toBe(countTokensUnchunked(prose)); // in place: no worker needed
+      expect(c.workerRunning).toBe(false);
+      const big = prose.repeat(Math.ceil((INLINE_MAX_CHARS * 2) / prose.length));
+      expect(await c.count(big)).toBe(countTokensUnchunked(big));
+      expect({ started: c.workersStarted, built: c.tablesBuilt }).toEqual({ started: 2, built: 1 });
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('refuses a MURMUR_TOKEN_WORKER_IDLE_MS that is not a number of milliseconds (E-RUN-032), naming the variable', () => {
+    expect(tokenWorkerIdleMs({})).toBe(10_000);
+    expect(tokenWorkerIdleMs({ MURMUR_TOKEN_WORKER_IDLE_MS: '0' })).toBe(0);
+    expect(() => tokenWorkerIdleMs({ MURMUR_TOKEN_WORKER_IDLE_MS: 'soon' })).toThrow(/MURMUR_TOKEN_WORKER_IDLE_MS must be a number of milliseconds/);
+    expect(() => tokenWorkerIdleMs({ MURMUR_TOKEN_WORKER_IDLE_MS: '-5' })).toThrow(expect.objectContaining({ code: 'E-RUN-032' }));
   });
 });
