@@ -26,7 +26,9 @@
  * paired ratio is ours / reference round by round):
  * - first run ever: empty component caches (ours: a fresh MURMUR_COMPONENT_CACHE, so the transpile
  *   runs; the reference keeps no cache and compiles every start) → first task completed: wall,
- *   CPU (user + system of the process tree) and max RSS (VmHWM summed over the process tree);
+ *   CPU (user + system of the process tree), max RSS (VmHWM summed over the process tree when the
+ *   task completed: children that have exited by then, such as ours' transpile processes, are not
+ *   in it) and the tree's peak RSS sampled every 20 ms while it ran (they are);
  * - warm start: process start → agent card URL printed (ready), → first task completed;
  * - RSS idle after one task: RSS of the process tree 12 s after the first task completed (past the
  *   10 s after which this runtime lets go of its booted spare worker);
@@ -303,7 +305,7 @@ function reference(bin: string): Subject {
 
 // ------------------------------------------------------------------------------------------ main
 
-type Fig = { cold: Tree & { wall: number }; ready: number; firstTask: number; idle1: number; perTask: number; idle100: number; warmHwm: number; script: { wall: number; hwm: number } };
+type Fig = { cold: Tree & { wall: number; peak: number }; ready: number; firstTask: number; idle1: number; perTask: number; idle100: number; warmHwm: number; script: { wall: number; hwm: number } };
 
 async function round(s: Subject): Promise<Fig> {
   const capsule = (endpoint: string): string => {
@@ -314,9 +316,14 @@ async function round(s: Subject): Promise<Fig> {
   // First run ever.
   const p1 = await startScriptedProvider({ turns: TASK_TURNS, apiKey: API_KEY });
   const cold = s.serve(capsule(p1.url), true);
+  // The tree's RSS sampled meanwhile: VmHWM read at the end misses children that have exited by
+  // then (ours transpiles in short-lived child processes).
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, treeStat(cold.proc.pid!).rss)), 20);
   await sendTask(await cold.url, 0);
+  clearInterval(sampler);
   const coldWall = performance.now() - cold.t0;
-  const cs = treeStat(cold.proc.pid!);
+  const cs = { ...treeStat(cold.proc.pid!), peak };
   await cold.stop();
   await p1.stop();
 
@@ -382,6 +389,7 @@ async function main(): Promise<void> {
   metric('first run ever: start → first task, wall', (f) => f.cold.wall, fmtTime);
   metric('first run ever: CPU', (f) => f.cold.cpuMs, fmtTime);
   metric('first run ever: max RSS', (f) => f.cold.hwm, fmtMiB);
+  metric('first run ever: peak RSS of the process tree, sampled every 20 ms', (f) => f.cold.peak, fmtMiB);
   console.log(`reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in both arms, scripted provider over HTTP, no hooks; ours = dist/ mur serve (no /metrics); ${ROUNDS} rounds`);
   console.log(table(rows));
   console.log(machineLine());

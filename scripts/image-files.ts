@@ -46,7 +46,7 @@ const TARGETS: Record<string, Target> = {
     // The token-counting worker (runtime/inference/tokens.ts) is found from the bundled main.js's
     // own URL: ./token-worker.js beside it; both workers are booted by ../worker-boot.mjs.
     entries: [
-      'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/token-worker.js', 'dist/runtime/worker-boot.mjs',
+      'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/token-worker.js', 'dist/runtime/cli/transpile-child.js', 'dist/runtime/worker-boot.mjs',
       'node_modules/@a2a-js/sdk/dist/cli/run.js',
     ],
     // The migration runner loads the PostgreSQL driver by a computed specifier (`import(name)`,
@@ -60,6 +60,9 @@ const TARGETS: Record<string, Target> = {
         'dist/runtime/cli/main.js': 'dist/runtime/cli/main.js',
         'dist/runtime/cli/worker.js': 'dist/runtime/host/worker.js',
         'dist/runtime/cli/token-worker.js': 'dist/runtime/inference/token-worker.js',
+        // The component transpiler's own process (runtime/host/transpile-child-run.ts), found
+        // beside the bundle that starts it.
+        'dist/runtime/cli/transpile-child.js': 'dist/runtime/host/transpile-child.js',
         // The SDK's schema migrations (its `a2a-db` runner), which the store runs at open
         // (runtime/a2a/store.ts finds it beside the SDK's database entry point). Bundled: loaded
         // from the package it imports all of kysely file by file (≈ 200–300 ms of every start);

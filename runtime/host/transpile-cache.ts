@@ -1,15 +1,16 @@
 /**
- * Loads a component: verifies its SHA-256 (when a pin is given), transpiles it with jco ONCE and
+ * Loads a component: verifies its SHA-256 (when a pin is given), transpiles it with jco ONCE (in a child process: transpile-child-run.ts) and
  * caches the JS glue + core modules on disk keyed by that hash, so every later load — in this
  * process or the next — skips the transpile (and, when pinned, the read and hash of the file). The cache entry is written to a temp folder and renamed
  * into place, so a crash or a concurrent loader never leaves half an entry.
  */
 import { sha256Hex } from '../contracts/digest.ts';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { PROJECT_ROOT } from '../wit/packages.ts';
 import { ComponentLoadError, IntegrityError } from './errors.ts';
+import { JCO_VERSION, type Meta } from './transpile-jco.ts';
+import { transpileInChild } from './transpile-child-run.ts';
 
 export interface LoadedComponent {
   /** Display name (file name without .wasm unless given). */
@@ -45,23 +46,6 @@ export function seedCacheDirs(env: NodeJS.ProcessEnv = process.env): string[] {
   return (env.MURMUR_COMPONENT_CACHE_SEED ?? '').split(':').filter((d) => d !== '');
 }
 
-// Resolved from this module, not from PROJECT_ROOT: compiled to dist/, PROJECT_ROOT is dist/ and
-// has no node_modules beside it (the runtime image), and the version would read 'unknown'.
-const JCO_VERSION = (() => {
-  try {
-    const api = fileURLToPath(import.meta.resolve('@bytecodealliance/jco')); // <pkg>/dist/api.js
-    return (JSON.parse(readFileSync(join(dirname(api), '..', 'package.json'), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'unknown';
-  }
-})();
-
-interface Meta {
-  imports: string[];
-  exports: string[];
-  coreFiles: string[];
-  jco: string;
-}
 
 /**
  * Which file, as `fs.statSync(path, { bigint: true })` saw it: device, inode, size and the change
@@ -123,7 +107,7 @@ export async function loadComponent(path: string, opts: { sha256?: string; name?
   const hit = cached(name, sha, cacheDir, opts.cacheDir !== undefined);
   if (hit) return hit;
   const dir = join(cacheDir, `${sha}-jco${JCO_VERSION}`);
-  const meta = await transpileInto(name, bytes, dir);
+  const meta = await transpileInChild(name, bytes, dir);
   return { name, sha256: sha, dir, jsPath: join(dir, 'component.js'), coreFiles: meta.coreFiles, imports: meta.imports, exports: meta.exports, transpiled: true };
 }
 
@@ -141,49 +125,3 @@ function cached(name: string, sha: string, cacheDir: string, explicit: boolean):
   return undefined;
 }
 
-async function transpileInto(name: string, bytes: Uint8Array, dir: string): Promise<Meta> {
-  const { transpile } = await import('@bytecodealliance/jco');
-  let out: { files: Record<string, Uint8Array>; imports: string[]; exports: [string, string][] };
-  try {
-    out = (await transpile(bytes, {
-      name: 'component',
-      instantiation: 'async',
-      // `hybrid` skips jco's per-call `process.env.JCO_DEBUG` read (35 % of a trivial call).
-      importBindings: 'hybrid',
-      noTypescript: true,
-      quiet: true,
-    })) as unknown as typeof out;
-  } catch (e) {
-    throw new ComponentLoadError(name, `is not a loadable WebAssembly component: ${(e as Error).message}`,
-      'build it for wasm32-wasip2 / the component model (a core module is not enough)', e);
-  }
-  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
-  mkdirSync(tmp, { recursive: true });
-  const coreFiles: string[] = [];
-  for (const [file, content] of Object.entries(out.files)) {
-    let data = content;
-    if (file.endsWith('.js')) {
-      // Belt and braces for the non-hybrid paths of the glue.
-      data = Buffer.from(Buffer.from(content).toString('utf8').replaceAll('if (!globalThis?.process?.env?.JCO_DEBUG) { return; }', 'return;'));
-    }
-    if (file.endsWith('.wasm')) coreFiles.push(file);
-    mkdirSync(join(tmp, file, '..'), { recursive: true });
-    writeFileSync(join(tmp, file), data);
-  }
-  // The glue is ESM; make sure Node reads it as such wherever the cache lives.
-  writeFileSync(join(tmp, 'package.json'), '{"type":"module"}');
-  const meta: Meta = {
-    imports: out.imports.map((i) => i.replace(/@[^/]*$/, '')),
-    exports: out.exports.map(([n]) => n),
-    coreFiles: coreFiles.sort(),
-    jco: JCO_VERSION,
-  };
-  writeFileSync(join(tmp, 'meta.json'), JSON.stringify(meta, null, 2));
-  try {
-    renameSync(tmp, dir);
-  } catch {
-    // Another loader won the race; its entry is identical.
-    rmSync(tmp, { recursive: true, force: true });
-  }
-  return meta;
-}

@@ -126,14 +126,30 @@ export class SessionComponents {
    * answer. Never rejects: a component that cannot start fails the call that needs it, with its
    * own error, exactly as without pre-warming.
    */
+  /**
+   * Loads the driver and the tools now (no instance starts): a component not transpiled yet is
+   * transpiled in a child process (host/transpile-child-run.ts), so `mur serve` calls this before
+   * it opens its store and listens, and a first run's transpiles overlap its start-up on the other
+   * core. From a warm cache a load is a stat and a small read. Never rejects: a load that fails
+   * fails the call that needs the component, with its own error.
+   */
+  preload(tools: StagedArtifact[]): void {
+    if (this.staged.driver && this.staged.manifest.inference) this.driver().catch(() => undefined);
+    for (const t of tools) if (t.wasmPath) this.tool(t).catch(() => undefined);
+  }
+
   async prewarm(tools: StagedArtifact[]): Promise<void> {
     // One after another, the driver first (the first task needs it first): compiling two 12 MB
     // modules at once doubles V8's compile-time peak, and glibc keeps those freed pages in its
     // per-thread arenas — measured 471 MiB RSS after one task against 335 MiB one at a time.
-    const starts: (() => Promise<unknown>)[] = [];
-    if (this.staged.driver && this.staged.manifest.inference) starts.push(() => this.driver().then((d) => d.start()));
-    for (const t of tools) if (t.wasmPath) starts.push(() => this.tool(t).then((i) => i.start()));
-    for (const start of starts) await start().catch(() => undefined);
+    // Their loads, though, all at once: a component not transpiled yet is transpiled in a child
+    // process of its own (host/transpile-child-run.ts), so on a first run the transpiles use the
+    // other core while this thread serves, and none of their memory is this process's.
+    const loads: Promise<ComponentInstance>[] = [];
+    if (this.staged.driver && this.staged.manifest.inference) loads.push(this.driver());
+    for (const t of tools) if (t.wasmPath) loads.push(this.tool(t));
+    for (const l of loads) l.catch(() => undefined);
+    for (const l of loads) await l.then((i) => i.start()).catch(() => undefined);
   }
 
   /** Stops a running driver call (cancel): its worker is terminated; the next call starts fresh. */

@@ -139,6 +139,9 @@ export class CapsuleSession {
     // The encoder builds in the counting worker while hooks and components start, not on this
     // thread in front of the first provider request.
     if (!opts.deferWarmUp) s.counter.prewarm();
+    // Serving (warm-up deferred until the front door listens): load the components now, so a first
+    // run's transpiles (child processes) overlap the rest of the start.
+    else s.components.preload(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath));
     if (opts.conversations) {
       s.conversations = opts.conversations;
       // The record of earlier launches: conversation/read is the capsule's, not one process's.

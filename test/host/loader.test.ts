@@ -1,6 +1,7 @@
 import { copyFileSync, mkdtempSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { ComponentInstance, ComponentLoadError, IntegrityError, loadComponent, sha256Hex } from '../../runtime/host/index.ts';
 import { readFileSync } from 'node:fs';
@@ -87,6 +88,25 @@ describe('component loading', () => {
     expect(err).toBeInstanceOf(IntegrityError);
     expect((err as Error).message).toContain(`expected ${sha}`);
     expect(readdirSync(cacheDir)).toEqual([]);
+  });
+
+  it('transpiles in a process of its own: this one keeps serving (an HTTP round trip completes while a 12 MB component transpiles)', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'jco-child-'));
+    const server = createServer((_q, r) => r.end('pong'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const events: string[] = [];
+    try {
+      const loading = loadComponent(await fixture('sandbox-probe'), { cacheDir }).then((c) => {
+        events.push('transpiled');
+        return c;
+      });
+      const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
+      events.push(`answered ${await res.text()}`);
+      expect((await loading).transpiled).toBe(true);
+      expect(events).toEqual(['answered pong', 'transpiled']);
+    } finally {
+      server.close();
+    }
   });
 
   it('refuses a file that is not a component with a clear error', async () => {
