@@ -112,6 +112,33 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
     response(request('GET', a.url as string));
     return {};
   },
+  /** A request whose body is never finished, polled with ready() only (no blocking call). */
+  pollReady(a) {
+    const u = new URL(a.url as string);
+    const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, undefined) as number;
+    const f = call(c.HTTP_CREATE_REQUEST!, null, { method: 'GET', scheme: u.protocol, authority: u.host, pathWithQuery: u.pathname, headers: [], body: out }) as number;
+    const p = call(c.FUTURE_SUBSCRIBE! | c.HTTP!, f) as number;
+    while (!(call(c.POLL_POLLABLE_READY!, p) as boolean)) {
+      // Yield the thread briefly between polls, as a guest doing other work would.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+    }
+    const r = call(c.FUTURE_TAKE_VALUE! | c.HTTP!, f) as { val: { val: { status: number } } };
+    return { status: r.val.val.status };
+  },
+  /** Drops the response future while its request still waits for its body, then finishes the body. */
+  dropBeforeSend(a) {
+    const u = new URL(a.url as string);
+    const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, undefined) as number;
+    const f = call(c.HTTP_CREATE_REQUEST!, null, { method: 'POST', scheme: u.protocol, authority: u.host, pathWithQuery: '/never', headers: [], body: out }) as number;
+    call(c.OUTPUT_STREAM_WRITE! | c.HTTP!, out, enc.encode('late'));
+    call(c.FUTURE_DISPOSE! | c.HTTP!, f);
+    call(c.HTTP_OUTPUT_STREAM_FINISH!, out);
+    call(c.HTTP_OUTGOING_BODY_DISPOSE!, out);
+    // Then a request that is sent: the server sees it, and it alone.
+    const g = request('GET', `${u.origin}/after`);
+    const head = response(g).val.val as { status: number };
+    return { status: head.status };
+  },
   clock() {
     const p = call(c.CLOCKS_DURATION_SUBSCRIBE!, null, 30_000_000n) as number;
     const before = call(c.POLL_POLLABLE_READY!, p);

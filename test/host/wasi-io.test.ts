@@ -146,6 +146,16 @@ describe('outgoing HTTP from a component thread', () => {
     await slowClosed;
   });
 
+  it('a guest that only polls ready() on its response (body never finished) still gets its request sent and answered', async () => {
+    expect(await h.run('pollReady', { url: `${base}/plain` })).toEqual({ status: 200 });
+  });
+
+  it('a response future dropped while its request waits for its body is never sent', async () => {
+    const before = seen.length;
+    expect(await h.run('dropBeforeSend', { url: base })).toEqual({ status: 200 });
+    expect(seen.slice(before).map((s) => s.method)).toEqual(['GET']);
+  });
+
   it('a worker stopped while it waits for a response leaves no request running', async () => {
     const other = await harness();
     slowClosed = new Promise((r) => (onSlowClosed = r));

@@ -133,15 +133,21 @@ export class IoBackend {
         const f = this.#future(id!);
         this.#futures.delete(id!);
         if (f.rid !== undefined && !f.taken) this.#net()?.abort(f.rid);
+        // A request still waiting for its body is never sent: nobody would read its response.
+        if (f.body) f.body.request = undefined;
         return undefined;
       }
       case c.CLOCKS_DURATION_SUBSCRIBE!:
         return this.#addPoll({ kind: 'timer', at: hrtime.bigint() + BigInt(payload as bigint) });
       case c.CLOCKS_INSTANT_SUBSCRIBE!:
         return this.#addPoll({ kind: 'timer', at: BigInt(payload as bigint) });
-      case c.POLL_POLLABLE_READY!:
+      case c.POLL_POLLABLE_READY!: {
+        const p = this.#poll(id!);
+        // A guest that polls for its response without blocking still gets its request sent.
+        if (p.kind === 'future') this.#flushPending(p.future);
         this.#net()?.drain();
-        return this.#ready(this.#poll(id!));
+        return this.#ready(p);
+      }
       case c.POLL_POLLABLE_BLOCK!:
         return this.#block([id!]);
       case c.POLL_POLL_LIST!:
