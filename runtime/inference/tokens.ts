@@ -215,6 +215,8 @@ export class TokenCounter {
     clearTimeout(this.#idle);
     const w = this.#worker;
     this.#worker = undefined;
+    for (const p of this.#pending.values()) p.reject(new Error('token counting worker stopped: the counter was closed'));
+    this.#pending.clear();
     if (w) await w.terminate();
   }
 }

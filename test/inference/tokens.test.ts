@@ -169,6 +169,14 @@ describe('where counting runs: in place for small requests, in the worker for la
     }
   });
 
+  it('closing the counter rejects a count still running in the worker, saying so', async () => {
+    const c = new TokenCounter({ idleMs: 0 });
+    const big = 'q'.repeat(4 * 1048576);
+    const pending = c.count(big);
+    await c.close();
+    await expect(pending).rejects.toThrow(/token counting worker stopped: the counter was closed/);
+  });
+
   it('refuses a MURMUR_TOKEN_WORKER_IDLE_MS that is not a number of milliseconds (E-RUN-032), naming the variable', () => {
     expect(tokenWorkerIdleMs({})).toBe(10_000);
     expect(tokenWorkerIdleMs({ MURMUR_TOKEN_WORKER_IDLE_MS: '0' })).toBe(0);
