@@ -148,6 +148,9 @@ export class ReplicaBus {
       throw new MurError('E-STORE-005', 'the replica bus found no free replica id in 8 tries', { hint: 'this should not happen: check pg_locks for stale advisory locks in namespace 1297437233' });
     }
     const pool = new pgm.Pool({ connectionString: url, max: 2, application_name: 'murmur-replica-liveness' });
+    // An idle connection the server ends is an 'error' on the pool (unheard, it stops the process);
+    // the pool drops it and opens another for the next query.
+    pool.on('error', (e) => process.stderr.write(`replica bus: an idle PostgreSQL connection ended (${e.message}); the next query opens another\n`));
     const bus = new ReplicaBus(client, pool, id, o);
     client.on('notification', (n) => {
       if (n.channel === channelOf(bus.id) && n.payload !== undefined) bus.onChunk(n.payload);

@@ -182,7 +182,12 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
       db = new Kysely({ dialect: new SqliteDialect({ database: file }) });
     } else {
       const { default: pg } = await import('pg');
-      db = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: spec.url, max: 10, connectionTimeoutMillis: 10_000 }) }) });
+      const pool = new pg.Pool({ connectionString: spec.url, max: 10, connectionTimeoutMillis: 10_000 });
+      // An idle connection the server ends (a restart, a failover, pg_terminate_backend) is an
+      // 'error' event on the pool; unheard, it would stop the process. The pool drops that
+      // connection and the next query opens another.
+      pool.on('error', (e) => process.stderr.write(`store: an idle PostgreSQL connection ended (${e.message}); the next query opens another\n`));
+      db = new Kysely({ dialect: new PostgresDialect({ pool }) });
     }
     await db.selectFrom(TASK_TABLE).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
   } catch (e) {

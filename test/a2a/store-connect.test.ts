@@ -84,3 +84,32 @@ describe('opening a PostgreSQL store', () => {
     expect((err as Error).message).toContain('ECONNREFUSED');
   });
 });
+
+describe('a PostgreSQL store whose connections the server ends', () => {
+  it('keeps the process up when the server ends its idle connections, says so on stderr, and the next query opens another', async () => {
+    const pg = await startPostgres();
+    cleanup.push(() => pg.stop());
+    const url = await pg.url('murmur_store_idle_end');
+    const store = await openStore(url);
+    cleanup.push(() => store.close());
+    await sql`SELECT 1`.execute(store.db);
+    let heard!: (line: string) => void;
+    const saidSo = new Promise<string>((r) => (heard = r));
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      if (/^store: an idle PostgreSQL connection ended/.test(String(chunk))) heard(String(chunk));
+      return write(chunk, ...rest);
+    }) as typeof process.stderr.write;
+    try {
+      const admin = await pg.admin('murmur_store_idle_end');
+      const ended = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'murmur_store_idle_end' AND pid <> pg_backend_pid()");
+      await admin.end();
+      expect(ended.rowCount).toBeGreaterThan(0);
+      // The pool hears the end (its 'error' event) and drops that connection; the next query works.
+      expect(await saidSo).toMatch(/terminating connection due to administrator command\); the next query opens another/);
+      expect((await sql<{ n: number }>`SELECT 2 AS n`.execute(store.db)).rows).toEqual([{ n: 2 }]);
+    } finally {
+      process.stderr.write = write;
+    }
+  }, 120_000);
+});
