@@ -172,9 +172,10 @@ describe('where counting runs: in place for small requests, in the worker for la
   it('closing the counter rejects a count still running in the worker, saying so', async () => {
     const c = new TokenCounter({ idleMs: 0 });
     const big = 'q'.repeat(4 * 1048576);
-    const pending = c.count(big);
+    // The outcome is awaited from the start: the rejection happens inside close().
+    const outcome = expect(c.count(big)).rejects.toThrow(/token counting worker stopped: the counter was closed/);
     await c.close();
-    await expect(pending).rejects.toThrow(/token counting worker stopped: the counter was closed/);
+    await outcome;
   });
 
   it('refuses a MURMUR_TOKEN_WORKER_IDLE_MS that is not a number of milliseconds (E-RUN-032), naming the variable', () => {
