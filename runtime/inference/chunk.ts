@@ -158,3 +158,14 @@ export function chunkText(text: string, opts: ChunkOptions = {}, stats?: ChunkSt
   return out;
 }
 
+
+/**
+ * Tokens of `text`: the sum of `countChunk` over its chunks. The one definition of a text's count,
+ * used by the counting worker and by the main thread's in-place count (runtime/inference/tokens.ts),
+ * so both always agree.
+ */
+export function countChunked(text: string, opts: ChunkOptions, countChunk: (chunk: string) => number): number {
+  let n = 0;
+  for (const c of chunkText(text, opts)) n += countChunk(c);
+  return n;
+}

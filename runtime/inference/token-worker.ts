@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { buildCl100kTables, cl100kCounter, type Cl100kTables } from './bpe-count.ts';
-import { chunkText, type ChunkOptions } from './chunk.ts';
+import { chunkText, countChunked, type ChunkOptions } from './chunk.ts';
 
 export interface CountRequest {
   id: number;
@@ -47,9 +47,7 @@ function countChunk(chunk: string): number {
 }
 
 function count(text: string): number {
-  let n = 0;
-  for (const c of chunkText(text, opts)) n += countChunk(c);
-  return n;
+  return countChunked(text, opts, countChunk);
 }
 
 parentPort!.on('message', (req: CountRequest) => {

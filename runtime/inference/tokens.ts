@@ -22,7 +22,7 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { MurError } from '../errors.ts';
 import { cl100kCounter, type BpeCounter, type Cl100kTables } from './bpe-count.ts';
-import { chunkText, type ChunkOptions } from './chunk.ts';
+import { countChunked, type ChunkOptions } from './chunk.ts';
 import type { CountReply, CountRequest } from './token-worker.ts';
 
 export { chunkText, DEFAULT_MAX_CHUNK, DEFAULT_MAX_RUN, type ChunkOptions, type ChunkStats } from './chunk.ts';
@@ -195,9 +195,7 @@ export class TokenCounter {
 
   /** The worker's count of one text (token-worker.ts), without its memo: small texts only. */
   #countHere(counter: BpeCounter, text: string): number {
-    let n = 0;
-    for (const c of chunkText(text, this.#opts)) n += counter.count(c);
-    return n;
+    return countChunked(text, this.#opts, (c) => counter.count(c));
   }
 
   /** Tokens in `text`. */
