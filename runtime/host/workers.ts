@@ -41,20 +41,16 @@ async function workerEntry(): Promise<string> {
   if (!existsSync(out)) {
     const tmp = `${out}.${process.pid}.tmp.mjs`;
     mkdirSync(dirname(out), { recursive: true });
+    // Self-contained (every package inside it), so it runs wherever the cache lives, with no
+    // node_modules above it.
     const { bundleWorker } = await import('./wasi-io/bundle.ts');
-    // Packages the bundle keeps as imports are pinned to absolute file URLs, so it runs wherever
-    // the cache lives (it may sit outside the project, with no node_modules above it).
-    const code = (await bundleWorker(join(here, 'worker.ts'), WORKER_EXTERNAL)).replace(/(from\s*|import\s*\(\s*)"((?:@[^"/]+\/)?[^".][^"]*)"/g, (m, pre: string, spec: string) =>
-      spec.startsWith('node:') ? m : `${pre}${JSON.stringify(import.meta.resolve(spec))}`,
-    );
+    const code = await bundleWorker(join(here, 'worker.ts'));
     writeFileSync(tmp, code);
     renameSync(tmp, out);
   }
   return pathToFileURL(out).href;
 }
 
-/** Packages the worker bundle leaves as imports (none today: the WASI shim must be inside it). */
-const WORKER_EXTERNAL: string[] = [];
 const ENTRY = await workerEntry();
 
 const LOADER_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);

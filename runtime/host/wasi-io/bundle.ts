@@ -30,11 +30,8 @@ export function wasiIoPlugin(): Plugin {
   };
 }
 
-/**
- * The worker module's code. `external` packages stay imports; the caller pins their specifiers
- * when the output lives outside the project (workers.ts).
- */
-export async function bundleWorker(entry: string, external: string[] = []): Promise<string> {
+/** The worker module's code: one ES module, every package inside it (only Node's built-ins imported). */
+export async function bundleWorker(entry: string): Promise<string> {
   // Loaded here: compiled JavaScript (the runtime image) never bundles, and its image has no esbuild.
   const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
   // build, not buildSync: esbuild runs plugins only in its asynchronous API.
@@ -44,7 +41,6 @@ export async function bundleWorker(entry: string, external: string[] = []): Prom
     format: 'esm',
     platform: 'node',
     target: 'node20',
-    external,
     plugins: [wasiIoPlugin()],
     write: false,
     logLevel: 'error',
