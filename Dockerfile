@@ -76,10 +76,17 @@ RUN ld="$(readlink -f /lib64/ld-linux-x86-64.so.2)" && chmod 0711 "$ld" \
  && node -e "process.exit(require('fs').readFileSync('/proc/self/exe').indexOf('/lib64/ld-linux-x86-64.so.2') > 0 ? 0 : 1)"
 # (After the RUN above: its node would otherwise write a compile cache of its own, as root.)
 # MALLOC_ARENA_MAX=2: glibc gives every thread that allocates an arena of its own and keeps what it
-# frees there; the runtime runs a worker thread per component, each with an I/O thread. Measured
-# under the soak (bench/soak.ts, 400 tasks of 100 KiB from 32 clients): 42–64 MiB less RSS.
+# frees there; the runtime runs a worker thread per component. Measured under the soak
+# (bench/soak.ts, 400 tasks of 100 KiB from 32 clients): 42–64 MiB less RSS.
+# NODE_OPTIONS=--max-old-space-size=512: V8 lets the main heap grow to a multiple of what a full GC
+# kept alive, and the multiple follows the heap limit: up to 4 with the limit V8 derives from a
+# large machine (no pod limit), 1.4 at 512 MiB. Under the soak (200 clients, 100 KiB messages) the
+# main heap held 111 MiB of pages for 52 MiB live, and RSS went 400–460 MiB without this, 250–310
+# with it, with as many tasks completed. An env, not an ENTRYPOINT flag, so the operator's
+# NODE_OPTIONS (sized to the pod's memory limit: docs/operator.md) replaces it.
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
+    NODE_OPTIONS=--max-old-space-size=512 \
     MURMUR_WORK_ROOT=/var/lib/murmur \
     MURMUR_REGISTRY=/opt/murmur/registry \
     MURMUR_COMPONENT_CACHE=/var/lib/murmur/cache/components \
@@ -92,10 +99,10 @@ WORKDIR /var/lib/murmur
 EXPOSE 8080 9090
 # --max-semi-space-size=1: V8's young generation (semi-spaces of up to 16 MiB by default) grows
 # under the allocation of a task and stays resident, in every isolate of the process (the main
-# thread, each component's worker and its WASI I/O worker, the token counter): mur serve with a
+# thread, each component's worker, the token counter): mur serve with a
 # driver and one tool idled at 189 MiB without the flag, 153 MiB with it, and 30 tasks took no
 # longer (166 → 150 ms per task, one loaded run each; docs/runtime.md#memory-of-a-serving-process).
-# bench/reference.ts runs the node flags of this line.
+# bench/serving.ts imageProcess() reads the node flags of this line and the ENV above.
 ENTRYPOINT ["node", "--max-semi-space-size=1", "/app/bin/mur"]
 
 # 6. The caches a start would otherwise fill, made by this image's own runtime as the pod runs it

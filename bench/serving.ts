@@ -33,7 +33,7 @@ export async function idleRss(pid: number): Promise<number> {
 
 /**
  * How the runtime image starts node (Dockerfile): the ENTRYPOINT's node flags and the ENV's glibc
- * malloc settings, so a bench can run `mur` as a pod does.
+ * malloc settings and NODE_OPTIONS (the heap limit), so a bench can run `mur` as a pod does.
  */
 export function imageProcess(): { nodeFlags: string[]; env: Record<string, string> } {
   const text = readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
@@ -41,7 +41,7 @@ export function imageProcess(): { nodeFlags: string[]; env: Record<string, strin
   if (!entry) throw new Error('Dockerfile has no ENTRYPOINT line');
   const nodeFlags = (JSON.parse(entry.slice('ENTRYPOINT '.length)) as string[]).slice(1).filter((a) => a.startsWith('--'));
   const env: Record<string, string> = {};
-  for (const m of text.matchAll(/^\s*(?:ENV\s+)?(MALLOC_[A-Z_]+)=(\S+?)\s*\\?$/gm)) env[m[1]!] = m[2]!;
+  for (const m of text.matchAll(/^\s*(?:ENV\s+)?(MALLOC_[A-Z_]+|NODE_OPTIONS)=(\S+?)\s*\\?$/gm)) env[m[1]!] = m[2]!;
   return { nodeFlags, env };
 }
 

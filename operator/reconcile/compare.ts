@@ -7,18 +7,7 @@
  * so a field we stop setting is applied away rather than hidden by the tolerance for extras.
  * This is what keeps the steady state free of writes: an up-to-date object is not even patched.
  */
-const SUFFIX: Record<string, number> = {
-  n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
-};
-
-function quantity(v: unknown): number | undefined {
-  if (typeof v === 'number') return v;
-  if (typeof v !== 'string') return undefined;
-  const m = /^([+-]?\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$/.exec(v);
-  if (!m) return undefined;
-  return Number(m[1]) * SUFFIX[m[2] ?? '']!;
-}
+import { quantity } from '../api/quantity.ts';
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 

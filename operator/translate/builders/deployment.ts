@@ -7,6 +7,7 @@
 import type { Capsule, Hook, KubeObject } from '../../api/types.ts';
 import type { TranslateOptions } from '../options.ts';
 import { a2aAuth, type A2AAuthFragments } from './a2a-auth.ts';
+import { heapEnv } from './heap.ts';
 import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, labels, meta, names, selectorLabels } from './common.ts';
 
 export const RUNTIME_UID = 65532;
@@ -15,6 +16,9 @@ export const RUNTIME_UID = 65532;
 export const DRAIN_SECS = 25;
 /** The pod's grace period: above the drain budget, so the kubelet never SIGKILLs a draining runtime. */
 export const TERMINATION_GRACE_SECS = DRAIN_SECS + 15;
+
+/** The runtime container's resources when the Capsule sets none (docs/operator.md). */
+export const DEFAULT_RESOURCES = { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } };
 
 /** Where OCI artifacts are mounted: `<dir>/<artifact name>/` (the runtime reads MURMUR_OCI_MOUNT_DIR). */
 export const OCI_MOUNT_DIR = '/var/run/murmur/oci';
@@ -71,6 +75,8 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
     { name: 'MURMUR_CACHE_DIR', value: `${WORKDIR}/cache` },
   ];
   env.push(...storeEnv);
+  const resources = c.spec.resources ?? DEFAULT_RESOURCES;
+  env.push(...heapEnv(resources));
   const oci = ociVolumes(c, hooks);
   if (oci.volumes.length) env.push({ name: 'MURMUR_OCI_MOUNT_DIR', value: OCI_MOUNT_DIR });
   const key = c.spec.inference?.apiKeySecretRef;
@@ -134,7 +140,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
                 { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
               ],
               env,
-              resources: c.spec.resources ?? { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } },
+              resources,
               readinessProbe: probe('/readyz', 5, 3),
               livenessProbe: { ...probe('/healthz', 10, 6), initialDelaySeconds: 5 },
               securityContext: {
