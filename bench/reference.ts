@@ -11,8 +11,11 @@
  *   MURMUR_REFERENCE_FIXTURES  its crates/murmur-cli/tests/fixtures folder (holds the components)
  * `--ours-only` runs this runtime's arm alone (still needs MURMUR_REFERENCE_FIXTURES).
  *
- * Arms: `ours` is `bin/mur` from compiled dist/ (`npm run build` first; MUR_FROM=dist) with the node
- * flags of the runtime image's ENTRYPOINT (Dockerfile: V8 heap sizing, as a pod runs it), `mur serve`
+ * Arms: `ours (image)` is the runtime image itself — its Node (24), /app, ENV and ENTRYPOINT, run in a
+ * chroot of its unpacked files (image-root.ts; test/images/build.sh builds the image first when its
+ * inputs changed) — what a pod runs; `ours` is `bin/mur` from compiled dist/ (`npm run build` first;
+ * MUR_FROM=dist) on this machine's node with the node flags of the image's ENTRYPOINT and its malloc
+ * settings (`--ours image|dist|both`, default both); both run `mur serve`
  * with --metrics-port 0 (no /metrics listener) and `mur run`; `reference` is the reference's
  * `mur run --manifest … --json` (agent capsules serve A2A; `--lifecycle-after-task sleep` keeps it
  * taking tasks) and `mur run --manifest` for the script capsule. The capsule manifest is the same
@@ -30,30 +33,39 @@
  *   task completed: children that have exited by then, such as ours' transpile processes, are not
  *   in it) and the tree's peak RSS sampled every 20 ms while it ran (they are);
  * - warm start: process start → agent card URL printed (ready), → first task completed;
- * - RSS idle after one task: RSS of the process tree 12 s after the first task completed (past the
+ * - RSS idle after one task: RSS of the process tree 20 s after the first task completed (past the
  *   10 s after which this runtime lets go of its booted spare worker);
  * - throughput: then 100 tasks from 8 concurrent senders, wall / 100 = time per task;
- * - RSS idle after 101 tasks: 12 s after the last one; max RSS: VmHWM of the warm process then;
+ * - RSS idle after 101 tasks: 20 s after the last one; max RSS: VmHWM of the warm process then;
  * - script capsule end to end: `mur run` of capsule-allowlisted.wasm (invokes echo-tool once, writes
  *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
  *
- *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours-only]
+ *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours image|dist|both] [--ours-only]
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { zipSync } from 'fflate';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
-import { CLK, MUR, imageProcess } from './serving.ts';
+import { MUR, imageProcess } from './serving.ts';
+import { spawnServer, treeStat, type Served, type Tree } from './proc-tree.ts';
+import { imageCommand, imageRoot, type ImageRoot } from './image-root.ts';
 import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
 const TASKS = numArg('tasks', 100);
 const SENDERS = numArg('senders', 8);
 const OURS_ONLY = process.argv.includes('--ours-only');
+/** Which of this runtime's arms run: the runtime image's files (what a pod runs), dist/ on this machine's node, or both. */
+const OURS_ARG = process.argv.includes('--ours') ? process.argv[process.argv.indexOf('--ours') + 1] : 'both';
+if (!['image', 'dist', 'both'].includes(OURS_ARG ?? '')) {
+  console.error(`reference bench: --ours takes image, dist or both, not ${JSON.stringify(OURS_ARG)}`);
+  process.exit(1);
+}
+const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('image' | 'dist')[];
 
 const REF_BIN = process.env.MURMUR_REFERENCE_BIN;
 const REF_FIX = process.env.MURMUR_REFERENCE_FIXTURES;
@@ -78,89 +90,16 @@ function requireEnv(): void {
   }
 }
 
-// ------------------------------------------------------------------------------------ processes
-
-interface Tree {
-  rss: number;
-  hwm: number;
-  cpuMs: number;
-}
-
-/** RSS, VmHWM and CPU (own + reaped children) summed over a process and its descendants. */
-function treeStat(root: number): Tree {
-  const kids = new Map<number, number[]>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const s = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]);
-      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(d)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: Tree = { rss: 0, hwm: 0, cpuMs: 0 };
-  const visit = (pid: number): void => {
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
-      const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-      out.rss += kb('VmRSS');
-      out.hwm += kb('VmHWM');
-      out.cpuMs += ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / CLK) * 1000;
-    } catch {
-      return;
-    }
-    for (const k of kids.get(pid) ?? []) visit(k);
-  };
-  visit(root);
-  return out;
-}
-
 /**
- * RSS once idle: 12 s after the last task, past MURMUR_WORKER_IDLE_MS (10 s), when this runtime lets
- * go of the booted worker it keeps for the next instance start; a pod idles far longer than that.
- * The peak before it is the max-RSS row.
+ * RSS once idle: 20 s after the last task. This runtime lets go of the booted worker it keeps for
+ * the next instance start (and the token counter's worker) after 10 s idle, and Node 24's V8 keeps
+ * an ended worker's heap pages in a process-wide pool for 8 s more before it returns them (measured:
+ * a worker's 30 MiB stayed resident 2 s after terminate(), gone 9.5 s after); a pod idles far
+ * longer. The peak before it is the max-RSS row.
  */
 async function idleTree(pid: number): Promise<number> {
-  await new Promise((r) => setTimeout(r, 12_000));
+  await new Promise((r) => setTimeout(r, 20_000));
   return treeStat(pid).rss;
-}
-
-interface Served {
-  proc: ChildProcess;
-  t0: number;
-  /** The A2A JSON-RPC URL, once the process printed it. */
-  url: Promise<string>;
-  stop(): Promise<void>;
-}
-
-/** Spawns a serving process; `parse` finds the A2A URL in its output so far. */
-function spawnServer(cmd: string, args: string[], env: Record<string, string>, parse: (out: string) => string | undefined): Served {
-  const t0 = performance.now();
-  const proc = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  const url = new Promise<string>((resolve, reject) => {
-    const on = (d: Buffer): void => {
-      out += d.toString();
-      const u = parse(out);
-      if (u) resolve(u);
-    };
-    proc.stdout!.on('data', on);
-    proc.stderr!.on('data', on);
-    void exited.then(() => reject(new Error(`${cmd} ${args.join(' ')} exited ${proc.exitCode}:\n${out}`)));
-  });
-  return {
-    proc, t0, url,
-    async stop() {
-      if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
-        await exited;
-      }
-    },
-  };
 }
 
 // ---------------------------------------------------------------------------------------- client
@@ -246,11 +185,15 @@ interface Subject {
   script(): { wall: number; hwm: number };
 }
 
-function ours(): Subject {
+/**
+ * This runtime: `dist` = the checkout's compiled dist/ on this machine's node with the image's node
+ * flags and malloc settings; `image` = the runtime image's own files (its Node, /app, ENV and
+ * ENTRYPOINT) in a chroot (image-root.ts) — what a pod runs.
+ */
+function ours(kind: 'dist' | 'image', img?: ImageRoot): Subject {
   const image = imageProcess();
-  const node = [...image.nodeFlags, MUR];
   const registry = tmp('ref-ours-reg-');
-  const cache = tmp('ref-ours-cache-');
+  const cache = tmp(`ref-ours-${kind}-cache-`);
   for (const p of packages(tmp('ref-ours-pkg-'))) {
     const r = spawnSync(process.execPath, [MUR, 'publish', p, '--registry', registry], { env: { PATH: process.env.PATH!, MUR_FROM: 'dist' } });
     if (r.status !== 0) throw new Error(`mur publish ${p}: ${r.stderr}`);
@@ -258,17 +201,25 @@ function ours(): Subject {
   const scriptDir = tmp('ref-ours-script-');
   writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
   copyFileSync(join(REF_FIX!, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
-  const env = (c: string): Record<string, string> => ({ ...image.env, PATH: process.env.PATH!, HOME: tmp('ref-ours-home-'), MUR_FROM: 'dist', MURMUR_COMPONENT_CACHE: c });
+  const home = tmp('ref-ours-home-');
+  const env = (c: string): Record<string, string> => (kind === 'image'
+    ? { ...img!.env, HOME: home, MURMUR_COMPONENT_CACHE: c }
+    : { ...image.env, PATH: process.env.PATH!, HOME: home, MUR_FROM: 'dist', MURMUR_COMPONENT_CACHE: c });
+  const command = (args: string[]): { cmd: string; args: string[] } => (kind === 'image'
+    ? imageCommand(img!, args)
+    : { cmd: process.execPath, args: [...image.nodeFlags, MUR, ...args] });
   return {
-    name: 'ours',
+    name: kind === 'image' ? 'ours (image)' : 'ours',
     serve(dir, cold) {
-      return spawnServer(process.execPath, [...node, 'serve', dir, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('ref-ours-work-'), '--quiet'], env(cold ? tmp('ref-ours-cold-') : cache), (out) => /serving \S+ \S+ at (http:\/\/\S+)/.exec(out)?.[1]);
+      const c = command(['serve', dir, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('ref-ours-work-'), '--quiet']);
+      return spawnServer(c.cmd, c.args, env(cold ? tmp('ref-ours-cold-') : cache), (out) => /serving \S+ \S+ at (http:\/\/\S+)/.exec(out)?.[1]);
     },
     script() {
+      const c = command(['run', scriptDir, '--registry', registry, '--work-root', tmp('ref-ours-swork-'), '--quiet', '--task', 'run']);
       const t = performance.now();
-      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', process.execPath, ...node, 'run', scriptDir, '--registry', registry, '--work-root', tmp('ref-ours-swork-'), '--quiet', '--task', 'run'], { env: env(cache) });
+      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', c.cmd, ...c.args], { env: env(cache) });
       const wall = performance.now() - t;
-      if (r.status !== 0) throw new Error(`ours: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
+      if (r.status !== 0) throw new Error(`${kind}: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
       return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };
     },
   };
@@ -363,7 +314,8 @@ async function prime(s: Subject): Promise<void> {
 
 async function main(): Promise<void> {
   requireEnv();
-  const subjects = [ours(), ...(OURS_ONLY ? [] : [reference(REF_BIN!)])];
+  const img = OURS_KINDS.includes('image') ? imageRoot() : undefined;
+  const subjects = [...OURS_KINDS.map((k) => ours(k, img)), ...(OURS_ONLY ? [] : [reference(REF_BIN!)])];
   for (const s of subjects) await prime(s);
   const figs = new Map<string, Fig[]>();
   // The reference is the baseline: ratios read ours / reference.
@@ -390,7 +342,7 @@ async function main(): Promise<void> {
   metric('first run ever: CPU', (f) => f.cold.cpuMs, fmtTime);
   metric('first run ever: max RSS', (f) => f.cold.hwm, fmtMiB);
   metric('first run ever: peak RSS of the process tree, sampled every 20 ms', (f) => f.cold.peak, fmtMiB);
-  console.log(`reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in both arms, scripted provider over HTTP, no hooks; ours = dist/ mur serve (no /metrics); ${ROUNDS} rounds`);
+  console.log(`reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP, no hooks; mur serve without /metrics; ${[img ? `ours (image) = the runtime image's files in a chroot (node ${img.nodeVersion}, its ENV and ENTRYPOINT)` : '', OURS_KINDS.includes('dist') ? `ours = dist/ on node ${process.version} with the image's node flags` : ''].filter(Boolean).join('; ')}; ${ROUNDS} rounds`);
   console.log(table(rows));
   console.log(machineLine());
 }

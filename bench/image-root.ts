@@ -1,0 +1,111 @@
+/**
+ * The runtime image's own files run as a process on this machine, so a bench measures what a pod
+ * runs — the image's Node (24), its /app (the compiled runtime and the node_modules files it
+ * loads, better-sqlite3 built for that Node), its ENV (MALLOC_ARENA_MAX, NODE_COMPILE_CACHE, the
+ * seeded component cache) and its ENTRYPOINT flags — and not the checkout's dist/ on the machine's
+ * Node 20, which idles 40 MiB lower than Node 24 with the same code (measured: docs/runtime.md).
+ *
+ * The image comes from test/images/build.sh (built, or found current by the hash of its inputs);
+ * its `docker save` archive is unpacked layer by layer (whiteouts applied) into
+ * .cache/bench/runtime-root-<hash>/ once per image. The process runs in a chroot of it, in a mount
+ * namespace of its own (`unshare -m`, so nothing stays mounted when it ends) with /proc, /dev and
+ * /tmp bound from the host: paths under /tmp (capsules, registries, caches a bench makes) are the
+ * same inside and out, and the process has the host's PID and network (loopback). It runs as root,
+ * not as the image's UID 65532 (the bench's folders are root's); no cgroup limit, as on the host.
+ * `unshare` and `sh` exec in place, so the PID returned is the runtime's own (RSS from /proc).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
+
+const TAR = join(PROJECT_ROOT, '.cache/images/capsule-runtime.tar');
+const ROOTS = join(PROJECT_ROOT, '.cache/bench');
+
+export interface ImageRoot {
+  /** The unpacked root filesystem. */
+  root: string;
+  /** The image's ENTRYPOINT (e.g. node --max-semi-space-size=1 /app/bin/mur). */
+  entrypoint: string[];
+  /** The image's ENV. */
+  env: Record<string, string>;
+  /** NODE_VERSION from the image's ENV, for the report. */
+  nodeVersion: string;
+}
+
+function sh(cmd: string, what: string): string {
+  const r = spawnSync('sh', ['-c', cmd], { encoding: 'utf8', maxBuffer: 64 * 1048576 });
+  if (r.status !== 0) throw new Error(`${what} failed (exit ${r.status}): ${r.stderr.trim().slice(-2000)}`);
+  return r.stdout;
+}
+
+const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** Unpacks one layer over `root`: its whiteouts first remove what lower layers put there. */
+function unpackLayer(root: string, layer: string): void {
+  const entries = sh(`tar -xOf ${q(TAR)} ${q(layer)} | tar -t`, `listing ${layer}`).split('\n').filter(Boolean);
+  for (const e of entries) {
+    const name = e.replace(/^\.\//, '').replace(/\/$/, '');
+    const base = name.split('/').pop()!;
+    if (!base.startsWith('.wh.')) continue;
+    const dir = join(root, dirname(name));
+    if (base === '.wh..wh..opq') {
+      if (existsSync(dir)) for (const f of readdirSync(dir)) rmSync(join(dir, f), { recursive: true, force: true });
+    } else {
+      rmSync(join(dir, base.slice(4)), { recursive: true, force: true });
+    }
+  }
+  // Device nodes are not needed (the host's /dev is bound over it).
+  sh(`tar -xOf ${q(TAR)} ${q(layer)} | tar -x -C ${q(root)} --exclude='.wh.*' --exclude='dev/*'`, `unpacking ${layer}`);
+}
+
+/**
+ * Builds the runtime image if its inputs changed (test/images/build.sh, which starts and stops its
+ * own Docker engine), then unpacks it once per image hash. Prints what it does: a build takes
+ * minutes.
+ */
+export function imageRoot(log: (line: string) => void = (l) => console.error(l)): ImageRoot {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) throw new Error('running the runtime image as a process needs Linux and root (a chroot in a mount namespace of its own)');
+  log('[image-root] test/images/build.sh (builds the images only when their inputs changed)');
+  const b = spawnSync('bash', [join(PROJECT_ROOT, 'test/images/build.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (b.status !== 0) throw new Error(`test/images/build.sh failed (exit ${b.status}); its output is above`);
+  const hash = readFileSync(`${TAR}.hash`, 'utf8').trim();
+  const root = join(ROOTS, `runtime-root-${hash}`);
+  const manifest = JSON.parse(sh(`tar -xOf ${q(TAR)} manifest.json`, 'reading the image manifest')) as { Config: string; Layers: string[] }[];
+  const config = JSON.parse(sh(`tar -xOf ${q(TAR)} ${q(manifest[0]!.Config)}`, 'reading the image config')) as { config: { Env?: string[]; Entrypoint?: string[] } };
+  if (!existsSync(join(root, '.unpacked'))) {
+    mkdirSync(ROOTS, { recursive: true });
+    // One unpacked image at a time: an older one is only disk.
+    for (const f of readdirSync(ROOTS)) if (f.startsWith('runtime-root-')) rmSync(join(ROOTS, f), { recursive: true, force: true });
+    const t = performance.now();
+    mkdirSync(root, { recursive: true });
+    for (const layer of manifest[0]!.Layers) unpackLayer(root, layer);
+    writeFileSync(join(root, '.unpacked'), hash);
+    log(`[image-root] unpacked ${manifest[0]!.Layers.length} layers into ${root} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  }
+  const env: Record<string, string> = {};
+  for (const kv of config.config.Env ?? []) {
+    const i = kv.indexOf('=');
+    env[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  const entrypoint = config.config.Entrypoint ?? [];
+  if (!entrypoint.length) throw new Error('the runtime image has no ENTRYPOINT');
+  return { root, entrypoint, env, nodeVersion: env.NODE_VERSION ?? 'unknown' };
+}
+
+/**
+ * The command that runs `<ENTRYPOINT> ...args` of the image in its chroot (spawn it with the
+ * image's ENV overlaid by the caller's: `{ ...img.env, ...env }`). Paths in args and env must be
+ * under /tmp (bound from the host) or inside the image.
+ */
+export function imageCommand(img: ImageRoot, args: string[]): { cmd: string; args: string[] } {
+  const r = q(img.root);
+  const script = [
+    `mount --rbind /proc ${r}/proc`,
+    `mount --rbind /dev ${r}/dev`,
+    `mount --bind /tmp ${r}/tmp`,
+    `mount -t tmpfs tmpfs ${r}/var/lib/murmur`,
+    `exec chroot ${r} ${[...img.entrypoint, ...args].map(q).join(' ')}`,
+  ].join(' && ');
+  return { cmd: 'unshare', args: ['-m', '--propagation', 'private', 'sh', '-c', script] };
+}
