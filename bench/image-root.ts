@@ -42,8 +42,8 @@ function sh(cmd: string, what: string): string {
 const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** Unpacks one layer over `root`: its whiteouts first remove what lower layers put there. */
-function unpackLayer(root: string, layer: string): void {
-  const entries = sh(`tar -xOf ${q(TAR)} ${q(layer)} | tar -t`, `listing ${layer}`).split('\n').filter(Boolean);
+function unpackLayer(tar: string, root: string, layer: string): void {
+  const entries = sh(`tar -xOf ${q(tar)} ${q(layer)} | tar -t`, `listing ${layer}`).split('\n').filter(Boolean);
   for (const e of entries) {
     const name = e.replace(/^\.\//, '').replace(/\/$/, '');
     const base = name.split('/').pop()!;
@@ -56,7 +56,26 @@ function unpackLayer(root: string, layer: string): void {
     }
   }
   // Device nodes are not needed (the host's /dev is bound over it).
-  sh(`tar -xOf ${q(TAR)} ${q(layer)} | tar -x -C ${q(root)} --exclude='.wh.*' --exclude='dev/*'`, `unpacking ${layer}`);
+  sh(`tar -xOf ${q(tar)} ${q(layer)} | tar -x -C ${q(root)} --exclude='.wh.*' --exclude='dev/*'`, `unpacking ${layer}`);
+}
+
+function manifestOf(tar: string): { Config: string; Layers: string[] } {
+  const m = JSON.parse(sh(`tar -xOf ${q(tar)} manifest.json`, 'reading the image manifest')) as { Config: string; Layers: string[] }[];
+  if (m.length !== 1) throw new Error(`${tar} holds ${m.length} images; one was expected`);
+  return m[0]!;
+}
+
+/** The image's config (ENV, ENTRYPOINT) from a `docker save` archive. */
+export function imageConfig(tar: string): { Env?: string[]; Entrypoint?: string[] } {
+  return (JSON.parse(sh(`tar -xOf ${q(tar)} ${q(manifestOf(tar).Config)}`, 'reading the image config')) as { config: { Env?: string[]; Entrypoint?: string[] } }).config;
+}
+
+/** Unpacks a `docker save` archive's layers, lowest first, into `root`; returns how many. */
+export function unpackImage(tar: string, root: string): number {
+  const { Layers } = manifestOf(tar);
+  mkdirSync(root, { recursive: true });
+  for (const layer of Layers) unpackLayer(tar, root, layer);
+  return Layers.length;
 }
 
 /**
@@ -71,24 +90,22 @@ export function imageRoot(log: (line: string) => void = (l) => console.error(l))
   if (b.status !== 0) throw new Error(`test/images/build.sh failed (exit ${b.status}); its output is above`);
   const hash = readFileSync(`${TAR}.hash`, 'utf8').trim();
   const root = join(ROOTS, `runtime-root-${hash}`);
-  const manifest = JSON.parse(sh(`tar -xOf ${q(TAR)} manifest.json`, 'reading the image manifest')) as { Config: string; Layers: string[] }[];
-  const config = JSON.parse(sh(`tar -xOf ${q(TAR)} ${q(manifest[0]!.Config)}`, 'reading the image config')) as { config: { Env?: string[]; Entrypoint?: string[] } };
   if (!existsSync(join(root, '.unpacked'))) {
     mkdirSync(ROOTS, { recursive: true });
     // One unpacked image at a time: an older one is only disk.
     for (const f of readdirSync(ROOTS)) if (f.startsWith('runtime-root-')) rmSync(join(ROOTS, f), { recursive: true, force: true });
     const t = performance.now();
-    mkdirSync(root, { recursive: true });
-    for (const layer of manifest[0]!.Layers) unpackLayer(root, layer);
+    const layers = unpackImage(TAR, root);
     writeFileSync(join(root, '.unpacked'), hash);
-    log(`[image-root] unpacked ${manifest[0]!.Layers.length} layers into ${root} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    log(`[image-root] unpacked ${layers} layers into ${root} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
+  const config = imageConfig(TAR);
   const env: Record<string, string> = {};
-  for (const kv of config.config.Env ?? []) {
+  for (const kv of config.Env ?? []) {
     const i = kv.indexOf('=');
     env[kv.slice(0, i)] = kv.slice(i + 1);
   }
-  const entrypoint = config.config.Entrypoint ?? [];
+  const entrypoint = config.Entrypoint ?? [];
   if (!entrypoint.length) throw new Error('the runtime image has no ENTRYPOINT');
   return { root, entrypoint, env, nodeVersion: env.NODE_VERSION ?? 'unknown' };
 }
