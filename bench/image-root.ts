@@ -16,6 +16,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 
@@ -113,14 +114,18 @@ export function imageRoot(log: (line: string) => void = (l) => console.error(l))
 /**
  * The command that runs `<ENTRYPOINT> ...args` of the image in its chroot (spawn it with the
  * image's ENV overlaid by the caller's: `{ ...img.env, ...env }`). Paths in args and env must be
- * under /tmp (bound from the host) or inside the image.
+ * under /tmp or TMPDIR (bound from the host) or inside the image.
  */
 export function imageCommand(img: ImageRoot, args: string[]): { cmd: string; args: string[] } {
   const r = q(img.root);
+  // The bench's temp folders: /tmp, and TMPDIR when it is elsewhere.
+  const t = tmpdir();
+  const extra = t === '/tmp' || t.startsWith('/tmp/') ? [] : [`mkdir -p ${r}${q(t)}`, `mount --bind ${q(t)} ${r}${q(t)}`];
   const script = [
     `mount --rbind /proc ${r}/proc`,
     `mount --rbind /dev ${r}/dev`,
     `mount --bind /tmp ${r}/tmp`,
+    ...extra,
     `mount -t tmpfs tmpfs ${r}/var/lib/murmur`,
     `exec chroot ${r} ${[...img.entrypoint, ...args].map(q).join(' ')}`,
   ].join(' && ');

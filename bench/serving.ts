@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
+import { imageCommand, type ImageRoot } from './image-root.ts';
 
 export const MUR = join(PROJECT_ROOT, 'bin/mur');
 export const CLK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
@@ -53,14 +54,24 @@ export interface Serving {
 }
 
 /** `bin/mur serve` as its own process on free ports, quiet; `url` resolves once it serves. */
-export function serve(from: 'src' | 'dist', capsule: string, registry: string, env: Record<string, string>, args: string[] = [], opts: { asImage?: boolean } = {}): Serving {
+/**
+ * `asImage`: node started with the image's flags and ENV (on this machine's node, from `from`);
+ * `image`: the runtime image itself (its Node, /app, ENV; image-root.ts), where `from` is moot.
+ */
+export function serve(from: 'src' | 'dist', capsule: string, registry: string, env: Record<string, string>, args: string[] = [], opts: { asImage?: boolean; image?: ImageRoot } = {}): Serving {
   const t0 = performance.now();
-  const image = opts.asImage ? imageProcess() : { nodeFlags: [], env: {} };
-  env = { ...image.env, ...env };
-  const proc = spawn(process.execPath, [...image.nodeFlags, MUR, 'serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet', ...args], {
-    env: { PATH: process.env.PATH, MUR_FROM: from, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const serveArgs = ['serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet', ...args];
+  let proc: ChildProcess;
+  if (opts.image) {
+    const c = imageCommand(opts.image, serveArgs);
+    proc = spawn(c.cmd, c.args, { env: { ...opts.image.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  } else {
+    const image = opts.asImage ? imageProcess() : { nodeFlags: [], env: {} };
+    proc = spawn(process.execPath, [...image.nodeFlags, MUR, ...serveArgs], {
+      env: { PATH: process.env.PATH, MUR_FROM: from, ...image.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  }
   let out = '';
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   const url = new Promise<string>((resolve, reject) => {

@@ -1,8 +1,11 @@
 /**
  * Bounded memory under load (issue: RSS rose to ≈1 GiB under 200 clients with no plateau, and a
- * 300 MB heap limit killed the process after 1 013 tasks of 100 KiB). Includes: `bin/mur serve`
- * (compiled dist/ when built, else the sources) as its own process, started as the runtime image
- * starts node (the Dockerfile's ENTRYPOINT flags and MALLOC_ARENA_MAX: serving.ts imageProcess), with the real anthropic driver
+ * 300 MB heap limit killed the process after 1 013 tasks of 100 KiB). Includes: `mur serve` as its own
+ * process — with `--runtime image` (the default) the runtime image itself, its Node 24, /app and
+ * ENV in a chroot (image-root.ts: what a pod runs; needs root, builds the image when its inputs
+ * changed); with `--runtime dist` `bin/mur` from compiled dist/ (else the sources) on this
+ * machine's node, started as the image starts it (the ENTRYPOINT flags, MALLOC_ARENA_MAX and
+ * NODE_OPTIONS: serving.ts imageProcess) — with the real anthropic driver
  * component and no tools, queue acceptance (depth 64), the default SQLite task store, the scripted
  * provider over real HTTP answering every turn with text; no hooks. Two phases:
  * - soak: C clients (default 200) each send `message/send` with a fresh 100 KiB text message in a
@@ -13,7 +16,7 @@
  * - heap limit: a fresh process under NODE_OPTIONS=--max-old-space-size=300 runs N tasks (default
  *   10 000) of 100 KiB from 32 clients; prints how many completed, failed, and whether it lived.
  *
- *   node --import tsx bench/soak.ts [--clients 200] [--secs 360] [--tasks 10000]
+ *   node --import tsx bench/soak.ts [--clients 200] [--secs 360] [--tasks 10000] [--runtime image|dist]
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -23,11 +26,18 @@ import { API_KEY, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop
 import { startScriptedProvider } from '../test/provider/scripted-provider.ts';
 import { fmtMiB, machineLine, numArg } from './paired.ts';
 import { procStat, serve, type Serving } from './serving.ts';
+import { imageRoot } from './image-root.ts';
 
 const CLIENTS = numArg('clients', 200);
 const SECS = numArg('secs', 360);
 const TASKS = numArg('tasks', 10_000);
 const FROM: 'src' | 'dist' = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'dist' : 'src';
+const RUNTIME = process.argv.includes('--runtime') ? process.argv[process.argv.indexOf('--runtime') + 1] : 'image';
+if (RUNTIME !== 'image' && RUNTIME !== 'dist') {
+  console.error(`soak: --runtime takes image or dist, not ${JSON.stringify(RUNTIME)}`);
+  process.exit(1);
+}
+const IMAGE = RUNTIME === 'image' ? imageRoot() : undefined;
 const MESSAGE_BYTES = 100 * 1024;
 
 const WORDS = 'agent capsule runtime token budget hook policy driver tool trace stream replica queue task context'.split(' ');
@@ -68,7 +78,9 @@ async function start(env: Record<string, string>): Promise<{ s: Serving; url: st
   const capsule = tmp('soak-capsule-');
   writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'soak', tools: [], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 64\n' }));
   const provider = await startScriptedProvider({ turns: [{ text: 'done' }], apiKey: API_KEY, onExhausted: 'repeat-last' }, { keep: 0 });
-  const s = serve(FROM, capsule, registry, { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: join(PROJECT_ROOT, '.cache/components'), ...env }, [], { asImage: true });
+  // The image's chroot sees /tmp only: its transpile cache is one of its own (the first start transpiles the driver).
+  const cache = IMAGE ? tmp('soak-image-cache-') : join(PROJECT_ROOT, '.cache/components');
+  const s = serve(FROM, capsule, registry, { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: cache, ...env }, [], IMAGE ? { image: IMAGE } : { asImage: true });
   const url = await s.url;
   return { s, url, async stop() { await s.stop(); await provider.stop(); } };
 }
@@ -130,7 +142,7 @@ async function heapLimited(): Promise<string[]> {
   return [`  heap limit (--max-old-space-size=300): ${TASKS} tasks of 100 KiB from 32 clients: ${counts.completed} completed, ${counts.failed} failed, ${counts.rejected} rejected then retried; process ${lived ? `alive, max RSS ${fmtMiB(hwm)}` : 'DIED'}`];
 }
 
-const lines = [`soak: bounded memory under load (mur serve from ${FROM === 'dist' ? 'compiled dist/' : 'sources via tsx'}, real driver component, no tools, SQLite store)`];
+const lines = [`soak: bounded memory under load (mur serve ${IMAGE ? `as the runtime image runs it (node ${IMAGE.nodeVersion}, its ENV)` : `from ${FROM === 'dist' ? 'compiled dist/' : 'sources via tsx'} on node ${process.version}`}, real driver component, no tools, SQLite store)`];
 lines.push(...(await soak()));
 lines.push(...(await heapLimited()));
 lines.push(machineLine());
