@@ -53,8 +53,8 @@ export interface Serving {
   stop(): Promise<void>;
 }
 
-/** `bin/mur serve` as its own process on free ports, quiet; `url` resolves once it serves. */
 /**
+ * `mur serve` as its own process on free ports, quiet; `url` resolves once it serves.
  * `asImage`: node started with the image's flags and ENV (on this machine's node, from `from`);
  * `image`: the runtime image itself (its Node, /app, ENV; image-root.ts), where `from` is moot.
  */
