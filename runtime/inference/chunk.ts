@@ -158,7 +158,6 @@ export function chunkText(text: string, opts: ChunkOptions = {}, stats?: ChunkSt
   return out;
 }
 
-
 /**
  * Tokens of `text`: the sum of `countChunk` over its chunks. The one definition of a text's count,
  * used by the counting worker and by the main thread's in-place count (runtime/inference/tokens.ts),

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { buildCl100kTables, cl100kCounter, type Cl100kTables } from './bpe-count.ts';
-import { chunkText, countChunked, type ChunkOptions } from './chunk.ts';
+import { countChunked, type ChunkOptions } from './chunk.ts';
 
 export interface CountRequest {
   id: number;
@@ -90,7 +90,7 @@ const warmStep = (k: number): void => {
     parentPort!.postMessage({ id: 0, counts: [] } satisfies CountReply); // ready
     return;
   }
-  for (const c of chunkText(warm[k]!, opts)) counter.count(c);
+  countChunked(warm[k]!, opts, (c) => counter.count(c));
   setImmediate(warmStep, k + 1);
 };
 setImmediate(warmStep, 0);
