@@ -8,14 +8,15 @@
  * The image comes from test/images/build.sh (built, or found current by the hash of its inputs);
  * its `docker save` archive is unpacked layer by layer (whiteouts applied) into
  * .cache/bench/runtime-root-<hash>/ once per image. The process runs in a chroot of it, in a mount
- * namespace of its own (`unshare -m`, so nothing stays mounted when it ends) with /proc, /dev and
- * /tmp bound from the host: paths under /tmp (capsules, registries, caches a bench makes) are the
+ * namespace of its own (`unshare -m`, so nothing stays mounted when it ends): the root read-only
+ * and /var/lib/murmur a tmpfs, as a pod has them, with /proc, /dev and /tmp bound from the host:
+ * paths under /tmp (capsules, registries, caches a bench makes) are the
  * same inside and out, and the process has the host's PID and network (loopback). It runs as root,
  * not as the image's UID 65532 (the bench's folders are root's); no cgroup limit, as on the host.
  * `unshare` and `sh` exec in place, so the PID returned is the runtime's own (RSS from /proc).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
@@ -42,9 +43,9 @@ function sh(cmd: string, what: string): string {
 
 const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** Unpacks one layer over `root`: its whiteouts first remove what lower layers put there. */
-function unpackLayer(tar: string, root: string, layer: string): void {
-  const entries = sh(`tar -xOf ${q(tar)} ${q(layer)} | tar -t`, `listing ${layer}`).split('\n').filter(Boolean);
+/** Unpacks one layer (a tar file) over `root`: its whiteouts first remove what lower layers put there. */
+function unpackLayer(layerTar: string, root: string): void {
+  const entries = sh(`tar -tf ${q(layerTar)}`, `listing ${layerTar}`).split('\n').filter(Boolean);
   for (const e of entries) {
     const name = e.replace(/^\.\//, '').replace(/\/$/, '');
     const base = name.split('/').pop()!;
@@ -57,26 +58,39 @@ function unpackLayer(tar: string, root: string, layer: string): void {
     }
   }
   // Device nodes are not needed (the host's /dev is bound over it).
-  sh(`tar -xOf ${q(tar)} ${q(layer)} | tar -x -C ${q(root)} --exclude='.wh.*' --exclude='dev/*'`, `unpacking ${layer}`);
+  sh(`tar -xf ${q(layerTar)} -C ${q(root)} --exclude='.wh.*' --exclude='dev/*'`, `unpacking ${layerTar}`);
 }
 
-function manifestOf(tar: string): { Config: string; Layers: string[] } {
-  const m = JSON.parse(sh(`tar -xOf ${q(tar)} manifest.json`, 'reading the image manifest')) as { Config: string; Layers: string[] }[];
-  if (m.length !== 1) throw new Error(`${tar} holds ${m.length} images; one was expected`);
-  return m[0]!;
+export interface ImageConfig {
+  Env?: string[];
+  Entrypoint?: string[];
 }
 
-/** The image's config (ENV, ENTRYPOINT) from a `docker save` archive. */
-export function imageConfig(tar: string): { Env?: string[]; Entrypoint?: string[] } {
-  return (JSON.parse(sh(`tar -xOf ${q(tar)} ${q(manifestOf(tar).Config)}`, 'reading the image config')) as { config: { Env?: string[]; Entrypoint?: string[] } }).config;
-}
-
-/** Unpacks a `docker save` archive's layers, lowest first, into `root`; returns how many. */
-export function unpackImage(tar: string, root: string): number {
-  const { Layers } = manifestOf(tar);
-  mkdirSync(root, { recursive: true });
-  for (const layer of Layers) unpackLayer(tar, root, layer);
-  return Layers.length;
+/**
+ * Unpacks a `docker save` archive's layers, lowest first, into `root`, and returns the image's
+ * config (ENV, ENTRYPOINT). The archive is read once, into a temporary folder removed after.
+ */
+export function unpackImage(tar: string, root: string): { layers: number; config: ImageConfig } {
+  const work = mkdtempSync(join(tmpdir(), 'image-archive-'));
+  try {
+    sh(`tar -xf ${q(tar)} -C ${q(work)}`, `reading ${tar}`);
+    const read = (f: string, what: string): string => {
+      try {
+        return readFileSync(join(work, f), 'utf8');
+      } catch {
+        throw new Error(`${what} failed: ${tar} has no ${f} (not a docker save archive)`);
+      }
+    };
+    const m = JSON.parse(read('manifest.json', 'reading the image manifest')) as { Config: string; Layers: string[] }[];
+    if (m.length !== 1) throw new Error(`${tar} holds ${m.length} images; one was expected`);
+    const { Config, Layers } = m[0]!;
+    const config = (JSON.parse(read(Config, 'reading the image config')) as { config: ImageConfig }).config;
+    mkdirSync(root, { recursive: true });
+    for (const layer of Layers) unpackLayer(join(work, layer), root);
+    return { layers: Layers.length, config };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -91,16 +105,18 @@ export function imageRoot(log: (line: string) => void = (l) => console.error(l))
   if (b.status !== 0) throw new Error(`test/images/build.sh failed (exit ${b.status}); its output is above`);
   const hash = readFileSync(`${TAR}.hash`, 'utf8').trim();
   const root = join(ROOTS, `runtime-root-${hash}`);
-  if (!existsSync(join(root, '.unpacked'))) {
+  // The config is kept beside the files: a later start reads neither the archive nor its layers.
+  const marker = join(root, '.unpacked.json');
+  if (!existsSync(marker)) {
     mkdirSync(ROOTS, { recursive: true });
     // One unpacked image at a time: an older one is only disk.
     for (const f of readdirSync(ROOTS)) if (f.startsWith('runtime-root-')) rmSync(join(ROOTS, f), { recursive: true, force: true });
     const t = performance.now();
-    const layers = unpackImage(TAR, root);
-    writeFileSync(join(root, '.unpacked'), hash);
+    const { layers, config } = unpackImage(TAR, root);
+    writeFileSync(marker, JSON.stringify({ hash, config }));
     log(`[image-root] unpacked ${layers} layers into ${root} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
-  const config = imageConfig(TAR);
+  const { config } = JSON.parse(readFileSync(marker, 'utf8')) as { config: ImageConfig };
   const env: Record<string, string> = {};
   for (const kv of config.Env ?? []) {
     const i = kv.indexOf('=');
@@ -122,6 +138,10 @@ export function imageCommand(img: ImageRoot, args: string[]): { cmd: string; arg
   const t = tmpdir();
   const extra = t === '/tmp' || t.startsWith('/tmp/') ? [] : [`mkdir -p ${r}${q(t)}`, `mount --bind ${q(t)} ${r}${q(t)}`];
   const script = [
+    // Read-only, as the operator's pods run it: nothing a run writes (a compile cache under
+    // /opt/murmur, say) reaches the next run.
+    `mount --bind ${r} ${r}`,
+    `mount -o remount,bind,ro ${r}`,
     `mount --rbind /proc ${r}/proc`,
     `mount --rbind /dev ${r}/dev`,
     `mount --bind /tmp ${r}/tmp`,

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { imageConfig, unpackImage } from '../../bench/image-root.ts';
+import { unpackImage } from '../../bench/image-root.ts';
 import { tmp } from '../loop/kit.ts';
 
 /** Entries named without a leading ./, as `docker save` writes them. */
@@ -45,14 +45,15 @@ describe('unpacking the runtime image for the reference bench', () => {
       { 'app/.wh.gone.txt': '', 'opt/cache/.wh..wh..opq': '', 'opt/cache/new.bin': 'new', 'etc/conf': 'v2' },
     ], { Env: ['A=1'], Entrypoint: ['node', '/app/x'] });
     const root = tmp('img-root-');
-    expect(unpackImage(tar, root)).toBe(2);
+    const { layers, config } = unpackImage(tar, root);
+    expect(layers).toBe(2);
     expect(readFileSync(join(root, 'app/keep.txt'), 'utf8')).toBe('one');
     expect(existsSync(join(root, 'app/gone.txt'))).toBe(false);
     expect(existsSync(join(root, 'app/.wh.gone.txt'))).toBe(false);
     expect(existsSync(join(root, 'opt/cache/old.bin'))).toBe(false);
     expect(readFileSync(join(root, 'opt/cache/new.bin'), 'utf8')).toBe('new');
     expect(readFileSync(join(root, 'etc/conf'), 'utf8')).toBe('v2');
-    expect(imageConfig(tar)).toEqual({ Env: ['A=1'], Entrypoint: ['node', '/app/x'] });
+    expect(config).toEqual({ Env: ['A=1'], Entrypoint: ['node', '/app/x'] });
   });
 
   it('names the archive when it is not a docker save archive', () => {
