@@ -108,3 +108,18 @@ export function numArg(name: string, def: number, argv: readonly string[] = proc
   }
   return v;
 }
+
+/**
+ * A `--name value` option of a bench's command line that takes one of `choices`, or `def`. Any
+ * other value stops the bench saying which option, what it takes and what it got.
+ */
+export function choiceArg<T extends string>(name: string, choices: readonly T[], def: T, argv: readonly string[] = process.argv): T {
+  const i = argv.indexOf(`--${name}`);
+  if (i < 0) return def;
+  const v = argv[i + 1];
+  if (!choices.includes(v as T)) {
+    console.error(`--${name}: expected ${choices.join(', ')}, got ${v === undefined ? 'nothing' : `'${v}'`}`);
+    process.exit(2);
+  }
+  return v as T;
+}

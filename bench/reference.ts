@@ -50,21 +50,17 @@ import { zipSync } from 'fflate';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
-import { MUR, imageProcess } from './serving.ts';
+import { MUR, murCommand } from './serving.ts';
 import { spawnServer, treeStat, type Served, type Tree } from './proc-tree.ts';
 import { imageCommand, imageRoot, type ImageRoot } from './image-root.ts';
-import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
+import { choiceArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
 const TASKS = numArg('tasks', 100);
 const SENDERS = numArg('senders', 8);
 const OURS_ONLY = process.argv.includes('--ours-only');
 /** Which of this runtime's arms run: the runtime image's files (what a pod runs), dist/ on this machine's node, or both. */
-const OURS_ARG = process.argv.includes('--ours') ? process.argv[process.argv.indexOf('--ours') + 1] : 'both';
-if (!['image', 'dist', 'both'].includes(OURS_ARG ?? '')) {
-  console.error(`reference bench: --ours takes image, dist or both, not ${JSON.stringify(OURS_ARG)}`);
-  process.exit(1);
-}
+const OURS_ARG = choiceArg('ours', ['image', 'dist', 'both'] as const, 'both');
 const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('image' | 'dist')[];
 
 const REF_BIN = process.env.MURMUR_REFERENCE_BIN;
@@ -191,7 +187,6 @@ interface Subject {
  * ENTRYPOINT) in a chroot (image-root.ts) — what a pod runs.
  */
 function ours(kind: 'dist' | 'image', img?: ImageRoot): Subject {
-  const image = imageProcess();
   const registry = tmp('ref-ours-reg-');
   const cache = tmp(`ref-ours-${kind}-cache-`);
   for (const p of packages(tmp('ref-ours-pkg-'))) {
@@ -202,22 +197,17 @@ function ours(kind: 'dist' | 'image', img?: ImageRoot): Subject {
   writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
   copyFileSync(join(REF_FIX!, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
   const home = tmp('ref-ours-home-');
-  const env = (c: string): Record<string, string> => (kind === 'image'
-    ? { ...img!.env, HOME: home, MURMUR_COMPONENT_CACHE: c }
-    : { ...image.env, PATH: process.env.PATH!, HOME: home, MUR_FROM: 'dist', MURMUR_COMPONENT_CACHE: c });
-  const command = (args: string[]): { cmd: string; args: string[] } => (kind === 'image'
-    ? imageCommand(img!, args)
-    : { cmd: process.execPath, args: [...image.nodeFlags, MUR, ...args] });
+  const command = (args: string[], cache: string) => murCommand(args, { HOME: home, MURMUR_COMPONENT_CACHE: cache }, kind === 'image' ? { from: 'dist', image: img! } : { from: 'dist', asImage: true });
   return {
     name: kind === 'image' ? 'ours (image)' : 'ours',
     serve(dir, cold) {
-      const c = command(['serve', dir, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('ref-ours-work-'), '--quiet']);
-      return spawnServer(c.cmd, c.args, env(cold ? tmp('ref-ours-cold-') : cache), (out) => /serving \S+ \S+ at (http:\/\/\S+)/.exec(out)?.[1]);
+      const c = command(['serve', dir, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('ref-ours-work-'), '--quiet'], cold ? tmp('ref-ours-cold-') : cache);
+      return spawnServer(c.cmd, c.args, c.env, (out) => /serving \S+ \S+ at (http:\/\/\S+)/.exec(out)?.[1]);
     },
     script() {
-      const c = command(['run', scriptDir, '--registry', registry, '--work-root', tmp('ref-ours-swork-'), '--quiet', '--task', 'run']);
+      const c = command(['run', scriptDir, '--registry', registry, '--work-root', tmp('ref-ours-swork-'), '--quiet', '--task', 'run'], cache);
       const t = performance.now();
-      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', c.cmd, ...c.args], { env: env(cache) });
+      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', c.cmd, ...c.args], { env: c.env });
       const wall = performance.now() - t;
       if (r.status !== 0) throw new Error(`${kind}: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
       return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };

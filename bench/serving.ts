@@ -46,6 +46,17 @@ export function imageProcess(): { nodeFlags: string[]; env: Record<string, strin
   return { nodeFlags, env };
 }
 
+/**
+ * The command and environment that run `mur <args>` as a bench's subject: the runtime image itself
+ * (`image`: its Node, /app and ENV in its chroot, image-root.ts), or bin/mur on this machine's node
+ * from `from`, with the image's node flags and ENV when `asImage`. `env` is laid over either.
+ */
+export function murCommand(args: string[], env: Record<string, string>, opts: { from: 'src' | 'dist'; asImage?: boolean; image?: ImageRoot }): { cmd: string; args: string[]; env: Record<string, string> } {
+  if (opts.image) return { ...imageCommand(opts.image, args), env: { ...opts.image.env, ...env } };
+  const image = opts.asImage ? imageProcess() : { nodeFlags: [], env: {} };
+  return { cmd: process.execPath, args: [...image.nodeFlags, MUR, ...args], env: { PATH: process.env.PATH!, MUR_FROM: opts.from, ...image.env, ...env } };
+}
+
 export interface Serving {
   proc: ChildProcess;
   url: Promise<string>;
@@ -60,18 +71,8 @@ export interface Serving {
  */
 export function serve(from: 'src' | 'dist', capsule: string, registry: string, env: Record<string, string>, args: string[] = [], opts: { asImage?: boolean; image?: ImageRoot } = {}): Serving {
   const t0 = performance.now();
-  const serveArgs = ['serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet', ...args];
-  let proc: ChildProcess;
-  if (opts.image) {
-    const c = imageCommand(opts.image, serveArgs);
-    proc = spawn(c.cmd, c.args, { env: { ...opts.image.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  } else {
-    const image = opts.asImage ? imageProcess() : { nodeFlags: [], env: {} };
-    proc = spawn(process.execPath, [...image.nodeFlags, MUR, ...serveArgs], {
-      env: { PATH: process.env.PATH, MUR_FROM: from, ...image.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-  }
+  const c = murCommand(['serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet', ...args], env, { from, ...opts });
+  const proc = spawn(c.cmd, c.args, { env: c.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   const url = new Promise<string>((resolve, reject) => {

@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { API_KEY, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
 import { startScriptedProvider } from '../test/provider/scripted-provider.ts';
-import { fmtMiB, machineLine, numArg } from './paired.ts';
+import { choiceArg, fmtMiB, machineLine, numArg } from './paired.ts';
 import { procStat, serve, type Serving } from './serving.ts';
 import { imageRoot } from './image-root.ts';
 
@@ -32,11 +32,7 @@ const CLIENTS = numArg('clients', 200);
 const SECS = numArg('secs', 360);
 const TASKS = numArg('tasks', 10_000);
 const FROM: 'src' | 'dist' = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'dist' : 'src';
-const RUNTIME = process.argv.includes('--runtime') ? process.argv[process.argv.indexOf('--runtime') + 1] : 'image';
-if (RUNTIME !== 'image' && RUNTIME !== 'dist') {
-  console.error(`soak: --runtime takes image or dist, not ${JSON.stringify(RUNTIME)}`);
-  process.exit(1);
-}
+const RUNTIME = choiceArg('runtime', ['image', 'dist'] as const, 'image');
 const IMAGE = RUNTIME === 'image' ? imageRoot() : undefined;
 const MESSAGE_BYTES = 100 * 1024;
 

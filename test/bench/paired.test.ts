@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { numArg } from '../../bench/paired.ts';
+import { choiceArg, numArg } from '../../bench/paired.ts';
 
 describe('bench options', () => {
   it('reads a numeric option, or gives the default when it is absent', () => {
@@ -13,5 +13,17 @@ describe('bench options', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("--rounds: expected a positive number, got 'many'");
+  });
+
+  it('reads an option with a fixed set of values, or gives the default when it is absent', () => {
+    expect(choiceArg('runtime', ['image', 'dist'], 'image', ['node', 'b.ts', '--runtime', 'dist'])).toBe('dist');
+    expect(choiceArg('runtime', ['image', 'dist'], 'image', ['node', 'b.ts'])).toBe('image');
+  });
+
+  it('stops with exit 2 naming the option and its values when it gets another', () => {
+    const code = `import { choiceArg } from './bench/paired.ts'; choiceArg('runtime', ['image', 'dist'], 'image', ['x', '--runtime', 'pod']);`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("--runtime: expected image, dist, got 'pod'");
   });
 });
