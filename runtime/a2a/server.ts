@@ -9,7 +9,8 @@
  * The SDK's express `jsonRpcHandler` (with `legacyCompat`) does method dispatch, 0.3 ⇄ 1.0 shape
  * translation, error envelopes and SSE framing. See docs/a2a.md.
  */
-import http from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { http } from '../builtins.ts';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
@@ -153,7 +154,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   });
   // The SDK passes the request's headers object on in ServerCallContext; the front door maps it to
   // the response, so a stream subscriber can watch the bytes buffered in it.
-  const resOf = new WeakMap<object, http.ServerResponse>();
+  const resOf = new WeakMap<object, ServerResponse>();
 
   const app = express();
   app.disable('x-powered-by');

@@ -3,7 +3,8 @@
  * a cluster). A2A JSON-RPC on --a2a-port; /metrics on --metrics-port (a separate port, so a
  * NetworkPolicy can open one and not the other); /healthz and /readyz on both.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { http } from '../builtins.ts';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { defaultWorkRoot, openSession, stage } from '../compose/open.ts';
 import { taskExecutor } from '../compose/a2a-bridge.ts';
@@ -224,7 +225,7 @@ async function openServeStore(flags: Record<string, unknown>, capsule: string, o
 
 /** Prometheus /metrics (runtime/telemetry) and health endpoints, on their own port. */
 async function startMetricsServer(host: string, port: number, ready: () => boolean): Promise<Server> {
-  const srv = createServer(async (req, res) => {
+  const srv = http.createServer(async (req, res) => {
     if (req.url === '/healthz') {
       res.end('ok');
       return;

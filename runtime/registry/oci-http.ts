@@ -6,8 +6,8 @@
  * their storage), dropping `authorization` when the redirect leaves the origin, as fetch does.
  * Answers are returned as a standard `Response` so the client reads them like fetch's.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
+import { http, https } from '../builtins.ts';
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 
@@ -41,7 +41,7 @@ export function isNotTls(e: unknown): boolean {
   return code === 'EPROTO' || code === 'ERR_SSL_WRONG_VERSION_NUMBER' || /wrong version number|packet length too long/i.test((e as Error)?.message ?? '');
 }
 
-function once(url: URL, init: HttpInit): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function once(url: URL, init: HttpInit): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
   const mod = url.protocol === 'https:' ? https : http;
   const ca = url.protocol === 'https:' ? extraCa() : undefined;
   return new Promise((resolve, reject) => {

@@ -7,8 +7,8 @@
  *
  * The allowlist is checked in the guest's thread before a request is sent (runtime/host/wasi.ts).
  */
-import http from 'node:http';
-import https from 'node:https';
+import type { ClientRequest } from 'node:http';
+import { http, https } from '../../builtins.ts';
 import type { MessagePort } from 'node:worker_threads';
 import type { HttpErrorCode, NetRequest, ToGuest, ToMain } from './net-protocol.ts';
 
@@ -35,7 +35,7 @@ const ms = (ns: bigint | undefined): number | undefined => (ns === undefined ? u
 
 /** Serves one component thread's requests until its port closes (the worker ended). */
 export function serveNet(port: MessagePort, flag: Int32Array): void {
-  const live = new Map<number, http.ClientRequest>();
+  const live = new Map<number, ClientRequest>();
   const send = (m: ToGuest): void => {
     port.postMessage(m);
     Atomics.add(flag, 0, 1);
