@@ -13,6 +13,7 @@ import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from '
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Plugin } from 'esbuild';
 import { nodeFileTrace } from '@vercel/nft';
+import { lazyBuiltinsPlugin } from '../runtime/host/wasi-io/bundle.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -208,7 +209,8 @@ if (target.bundle) {
       // Split: each dynamic import() becomes a chunk of its own beside the entry, read only when
       // the code that needs it runs (the path-from-import.meta.url rule above holds for chunks).
       ...(split ? { outdir: dirname(join(dir, outFile)), splitting: true, entryNames: basename(outFile, '.js'), chunkNames: 'chunk-[name]-[hash]' } : { outfile: join(dir, outFile) }),
-      plugins: [dedupePackages()],
+      // Built-ins through process.getBuiltinModule, not ES imports (why: runtime/host/wasi-io/bundle.ts).
+      plugins: [dedupePackages(), lazyBuiltinsPlugin()],
       bundle: true,
       format: 'esm',
       platform: 'node',

@@ -107,13 +107,13 @@ describe('the runtime image', () => {
     // An ES import of node:http runs every lazy export on Node 24 (undici among them): 6 MiB more
     // RSS in every component worker. The worker bundle takes built-ins through getBuiltinModule.
     const probe = [
-      "import { Worker } from 'node:worker_threads';",
+      "const { Worker } = require('node:worker_threads');",
       'const w = new Worker(`const { parentPort } = require("node:worker_threads"); const before = new Set(process.moduleLoadList);',
-      'import("file:///app/dist/runtime/host/worker.js").then(() => parentPort.postMessage({ loaded: process.moduleLoadList.filter((m) => !before.has(m)) }));`, { eval: true, env: {} });',
+      'import("file:///app/dist/runtime/cli/worker.js").then(() => parentPort.postMessage({ loaded: process.moduleLoadList.filter((m) => !before.has(m)) }));`, { eval: true, env: {} });',
       "w.on('message', (m) => { if (m.loaded) { console.log(JSON.stringify({ node: process.version, loaded: m.loaded })); process.exit(0); } });",
     ].join('\n');
-    const r = await exec(container, ['node', '--input-type=module', '-e', probe]);
-    expect(r.exitCode).toBe(0);
+    const r = await exec(container, ['node', '-e', probe]);
+    expect(r.exitCode, r.output).toBe(0);
     const { node, loaded } = JSON.parse(r.output.trim().split('\n').pop()!) as { node: string; loaded: string[] };
     expect(node).toMatch(/^v24\./);
     // The probe sees what the module loads: the HTTP module the WASI shim's header checks use…

@@ -6,7 +6,7 @@
  * (scripts/build-worker.ts writes dist/runtime/host/worker.js), so every way the runtime runs loads
  * the same worker.
  */
-import { createRequire } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'esbuild';
@@ -29,10 +29,12 @@ function shimRoot(): string {
  * properties on use, so nothing lazy runs until a component needs it.
  */
 export function lazyBuiltinsPlugin(): Plugin {
+  const names = builtinModules.filter((m) => !m.startsWith('_')).map((m) => m.replace(/[/\\]/g, '\\$&'));
+  const filter = new RegExp(`^(node:)?(${names.join('|')})$`);
   return {
     name: 'murmur-lazy-builtins',
     setup(b) {
-      b.onResolve({ filter: /^node:/ }, (a) => ({ path: a.path, namespace: 'murmur-builtin' }));
+      b.onResolve({ filter }, (a) => ({ path: a.path.startsWith('node:') ? a.path : `node:${a.path}`, namespace: 'murmur-builtin' }));
       b.onLoad({ filter: /.*/, namespace: 'murmur-builtin' }, (a) => ({ contents: `module.exports = process.getBuiltinModule(${JSON.stringify(a.path)});`, loader: 'js' }));
     },
   };
