@@ -1,8 +1,10 @@
 /**
- * A component instance running in its own worker thread, with its own grants. Calls are serialized
- * (a component instance is single-threaded), each with a deadline; a guest that runs past it, traps
- * or outgrows its memory cap has its worker terminated and the call rejected with a typed HostFault.
- * The next call starts a fresh worker (the component's in-memory state is lost, by design).
+ * A component instance running in a worker thread, with its own grants: a thread of its own, or a
+ * slot in a session's shared thread (thread.ts). Calls are serialized (a component instance is
+ * single-threaded), each with a deadline; a guest that runs past it, traps or outgrows its memory
+ * cap is discarded and the call rejected with a typed HostFault: its own worker is terminated, or
+ * in a shared thread its slot dropped (a deadline stops the shared thread: nothing else can stop
+ * a running guest). The next call starts a fresh instance (its in-memory state is lost, by design).
  */
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +17,7 @@ import { shouldRetire } from './retire.ts';
 import { SPARES } from './spares.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 import { POOL, launch, type Launched } from './workers.ts';
+import type { ComponentThread } from './thread.ts';
 
 export type HostFn = (...args: any[]) => unknown | Promise<unknown>;
 /** Host imports by unversioned interface name, functions by jco's camelCase name. */
@@ -37,6 +40,8 @@ export interface InstanceOptions {
    * in-memory state is lost). Undefined or 0: never.
    */
   retireAfterGrowthBytes?: number;
+  /** Run in this shared thread (a session's driver and tools) instead of a worker of its own; no spares. */
+  thread?: ComponentThread;
 }
 
 /** Stops the idle pooled workers and spares (tests and shutdown). */
@@ -143,6 +148,9 @@ export class ComponentInstance {
   readonly component: LoadedComponent;
   readonly opts: InstanceOptions;
   private worker: Worker | undefined;
+  /** The current slot, and how to stop listening to its worker (a shared worker outlives it). */
+  private launched: Launched | undefined;
+  private unlisten: (() => void) | undefined;
   private ready: Promise<void> | undefined;
   private pending = new Map<number, Pending>();
   private nextId = 1;
@@ -164,9 +172,15 @@ export class ComponentInstance {
     importSpecFor(component, opts.imports ?? {}); // fail fast, before any worker starts
   }
 
+  /** The worker thread the instance runs in now (tests, diagnostics: instances of a shared thread share it). */
+  get threadId(): number | undefined {
+    return this.worker?.threadId;
+  }
+
   /** Starts the worker now instead of on the first call. */
   async start(): Promise<void> {
-    await this.ensureWorker();
+    const t = this.opts.thread;
+    await (t ? t.serial(() => this.ensureWorker()) : this.ensureWorker());
   }
 
   /**
@@ -174,7 +188,9 @@ export class ComponentInstance {
    * Resolves with the value; rejects with GuestError (a WIT `err`) or a HostFault.
    */
   call<T = unknown>(path: string[], args: unknown[], opts: { deadlineMs?: number } = {}): Promise<T> {
-    const run = this.queue.then(() => this.callNow(path, args, opts.deadlineMs ?? this.opts.deadlineMs));
+    const deadlineMs = opts.deadlineMs ?? this.opts.deadlineMs;
+    const t = this.opts.thread;
+    const run = this.queue.then(() => (t ? t.serial(() => this.callNow(path, args, deadlineMs)) : this.callNow(path, args, deadlineMs)));
     this.queue = run.catch(() => undefined);
     return run as Promise<T>;
   }
@@ -190,15 +206,17 @@ export class ComponentInstance {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        this.kill();
+        this.kill('deadline');
         reject(new DeadlineExceeded(this.component.name, fn, deadlineMs, this.opts.deadlineField));
       }, remaining);
       this.pending.set(id, { resolve, reject, fn, timer });
-      worker.postMessage({ type: 'call', id, path, args });
+      worker.postMessage({ type: 'call', slot: this.launched!.slot, id, path, args });
     });
   }
 
   private ensureWorker(deadlineMs = this.opts.deadlineMs): Promise<void> {
+    // The shared thread was stopped (another instance's deadline): this slot went with it.
+    if (this.worker && this.opts.thread && !this.opts.thread.holds(this.worker)) this.forget();
     // `ready` is set from the moment a spawn begins until the worker is gone: a call arriving while
     // start() (a session's pre-warm) is still instantiating waits for that worker, not a second one.
     if (this.ready) return this.ready;
@@ -215,27 +233,47 @@ export class ComponentInstance {
     const modules = await compiledModules(c, memoryBytes);
     const importSpec = importSpecFor(c, this.opts.imports ?? {});
     const key = `${c.sha256}:${memoryBytes}:${JSON.stringify(importSpec)}`;
-    const spare = await SPARES.take(key);
+    const thread = this.opts.thread;
+    const spare = thread ? undefined : await SPARES.take(key);
     // A spare is already instantiated: it gets this instance's grants before any call can reach it
     // (messages to a worker arrive in order).
-    if (spare) spare.worker.postMessage({ type: 'bind', grants });
-    const started: Launched = spare ?? (await launch(c, modules, importSpec, grants, deadlineMs));
-    const { worker, mainPort, flag } = started;
+    if (spare) spare.worker.postMessage({ type: 'bind', slot: spare.slot, grants });
+    const started: Launched = spare ?? (thread ? await thread.attach(c, modules, importSpec, grants, deadlineMs) : await launch(c, modules, importSpec, grants, deadlineMs));
+    const { worker, mainPort, flag, slot } = started;
     if (this.closed) {
       // Closed while it was starting (a pre-warm outlived its session): nobody will call it.
-      void worker.terminate();
+      if (thread) thread.detach(started);
+      else void worker.terminate();
       throw new HostFault('crashed', 'E-HOST-007', c.name, 'instance is closed');
     }
     this.worker = worker;
+    this.launched = started;
     this.starts++;
     this.memoryBaseline = undefined;
     this.fromSpare = spare !== undefined;
     mainPort.on('message', (req: HostCallRequest) => void this.serveHostCall(req, mainPort, flag));
-    worker.on('error', (e) => this.onWorkerGone(worker, e));
-    worker.on('exit', () => this.onWorkerGone(worker, undefined));
-    await started.ready;
-    worker.on('message', (msg: FromWorker) => this.onWorkerMessage(msg));
-    SPARES.started(key, () => launch(c, modules, importSpec, undefined, deadlineMs), spare !== undefined);
+    const onError = (e: unknown): void => this.onWorkerGone(worker, e);
+    const onExit = (): void => this.onWorkerGone(worker, undefined);
+    // A shared worker carries other instances' messages too: this instance reads its own slot's.
+    const onMessage = (msg: FromWorker): void => {
+      if (msg.type !== 'booted' && msg.slot === slot) this.onWorkerMessage(msg);
+    };
+    worker.on('error', onError);
+    worker.on('exit', onExit);
+    this.unlisten = () => {
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+      worker.off('message', onMessage);
+    };
+    try {
+      await started.ready;
+    } catch (e) {
+      // Failed to instantiate: in a shared thread the worker lives on, without this slot.
+      if (this.forget() && thread) started.release();
+      throw e;
+    }
+    worker.on('message', onMessage);
+    if (!thread) SPARES.started(key, () => launch(c, modules, importSpec, undefined, deadlineMs), spare !== undefined);
   }
 
   private async serveHostCall(req: HostCallRequest, port: MessagePort, flag: Int32Array): Promise<void> {
@@ -261,7 +299,7 @@ export class ComponentInstance {
 
   private onWorkerMessage(m: FromWorker): void {
     if (m.type === 'network-denied') {
-      const { type: _t, ...d } = m;
+      const { type: _t, slot: _s, ...d } = m;
       this.opts.onNetworkDenied?.(d);
       return;
     }
@@ -277,14 +315,14 @@ export class ComponentInstance {
       this.memoryBaseline ??= m.memoryBytes;
       if (shouldRetire(this.memoryBaseline, m.memoryBytes, this.opts.retireAfterGrowthBytes)) {
         this.retired++;
-        this.kill();
+        this.kill('discard');
       }
     }
     if (m.type === 'result') p.resolve(m.value);
     else if (m.type === 'guest-error') p.reject(new GuestError(this.component.name, p.fn, m.payload));
     else {
       // A trapped instance is poisoned for good: discard it.
-      this.kill();
+      this.kill('discard');
       p.reject(this.classifyTrap(p.fn, m.message, m.memoryBytes, m.growFailedPages));
     }
   }
@@ -296,8 +334,7 @@ export class ComponentInstance {
 
   private onWorkerGone(worker: Worker, error: unknown): void {
     if (this.worker !== worker) return;
-    this.worker = undefined;
-    this.ready = undefined;
+    this.forget();
     for (const [id, p] of this.pending) {
       this.pending.delete(id);
       clearTimeout(p.timer);
@@ -305,24 +342,46 @@ export class ComponentInstance {
     }
   }
 
-  private kill(): void {
-    const w = this.worker;
+  /** Stops listening to the current worker: the next call starts a fresh instance. */
+  private forget(): Launched | undefined {
+    const l = this.launched;
+    this.unlisten?.();
+    this.unlisten = undefined;
+    this.launched = undefined;
     this.worker = undefined;
     this.ready = undefined;
-    if (w) void w.terminate();
+    return l;
+  }
+
+  /**
+   * Discards the instance: its own worker is terminated; in a shared thread its slot is dropped,
+   * unless a guest is running past its deadline, which only stopping the thread can end.
+   */
+  private kill(why: 'deadline' | 'discard'): void {
+    const thread = this.opts.thread;
+    const l = this.forget();
+    if (!l) return;
+    if (!thread) void l.worker.terminate();
+    else if (why === 'deadline') thread.kill();
+    else thread.detach(l);
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    const w = this.worker;
-    this.worker = undefined;
-    this.ready = undefined;
+    const running = this.pending.size > 0;
+    const thread = this.opts.thread;
+    const l = this.forget();
+    const w = l?.worker;
     // A call still running when the instance closes is answered now, not at its deadline.
     for (const [id, p] of this.pending) {
       this.pending.delete(id);
       clearTimeout(p.timer);
       p.reject(new HostFault('crashed', 'E-HOST-007', this.component.name, `${p.fn} was stopped: the instance closed`));
     }
-    if (w) await w.terminate();
+    if (!l) return;
+    if (!thread) await w!.terminate();
+    // A call still running in a shared thread (a cancelled driver turn) can only be stopped with it.
+    else if (running) thread.kill();
+    else thread.detach(l);
   }
 }

@@ -22,6 +22,8 @@ export type { NetworkDenial };
 export type ImportSpec = Record<string, string[]>;
 
 export interface WorkerInit {
+  /** The instance's slot in its thread (host/thread.ts); every message about it names it. */
+  slot: number;
   jsPath: string;
   component: string;
   modules: Record<string, WebAssembly.Module>;
@@ -31,23 +33,31 @@ export interface WorkerInit {
   /** Int32Array over a SharedArrayBuffer: [0] = host-call reply flag. */
   flag: SharedArrayBuffer;
   hostPort: MessagePort;
-  /** The guest's outgoing HTTP to the main thread, and the counter bumped after each reply (wasi-io/net-protocol.ts). */
-  netPort: MessagePort;
-  netFlag: SharedArrayBuffer;
+  /**
+   * The thread's outgoing HTTP to the main thread, and the counter bumped after each reply
+   * (wasi-io/net-protocol.ts): with a thread's first slot only, shared by the slots after it.
+   */
+  netPort?: MessagePort;
+  netFlag?: SharedArrayBuffer;
 }
 
-export type ToWorker = { type: 'call'; id: number; path: string[]; args: unknown[] } | { type: 'bind'; grants: Grants };
+export type ToWorker =
+  | { type: 'call'; slot: number; id: number; path: string[]; args: unknown[] }
+  | { type: 'bind'; slot: number; grants: Grants }
+  /** The slot's instance is gone (trapped, retired, closed): the thread lets go of it. */
+  | { type: 'drop'; slot: number };
 
+/** Every message but `booted` names the slot it is about. */
 export type FromWorker =
   | { type: 'booted' }
   /** readBeforeBind: grant-reading WASI calls a spare made while instantiating (it is then discarded). */
-  | { type: 'ready'; readBeforeBind: string[] }
-  | { type: 'init-error'; message: string }
-  | ({ type: 'network-denied' } & NetworkDenial)
-  | { type: 'result'; id: number; value: unknown; memoryBytes: number }
-  | { type: 'guest-error'; id: number; payload: unknown; memoryBytes: number }
+  | { type: 'ready'; slot: number; readBeforeBind: string[] }
+  | { type: 'init-error'; slot: number; message: string }
+  | ({ type: 'network-denied'; slot: number } & NetworkDenial)
+  | { type: 'result'; slot: number; id: number; value: unknown; memoryBytes: number }
+  | { type: 'guest-error'; slot: number; id: number; payload: unknown; memoryBytes: number }
   /** growFailedPages: pages a `memory.grow` asked for and did not get during this call (0 = none; runtime/host/grow-probe.ts). */
-  | { type: 'trap'; id: number; message: string; memoryBytes: number; growFailedPages: number };
+  | { type: 'trap'; slot: number; id: number; message: string; memoryBytes: number; growFailedPages: number };
 
 export type HostCallRequest = { iface: string; fn: string; args: unknown[] };
 export type HostCallReply = { ok: unknown } | { err: unknown } | { fault: string };

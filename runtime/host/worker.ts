@@ -1,8 +1,12 @@
 /**
- * Runs inside a component's own worker thread: instantiates the transpiled component with a
- * per-instance WASI (one preopen or none, an explicit environment, stdout/stderr to a log file,
- * HTTP only to allowlisted destinations, no raw sockets) and bridges its synchronous host imports to
- * async functions on the main thread with Atomics.wait.
+ * Runs inside a component worker thread: instantiates transpiled components, each in a slot of
+ * its own with a per-instance WASI (one preopen or none, an explicit environment, stdout/stderr to
+ * a log file, HTTP only to allowlisted destinations, no raw sockets), and bridges their synchronous
+ * host imports to async functions on the main thread with Atomics.wait.
+ *
+ * A thread holds one instance, or several of one session (host/thread.ts): the driver and the
+ * tools, whose calls the agent loop makes one at a time anyway. Slots share nothing but the thread:
+ * each has its own glue instance, linear memories, grants and host-call channel.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
@@ -11,30 +15,37 @@ import { connectNet } from './wasi-io/channel.ts';
 import { GROW_FAILED_EXPORT } from './grow-probe.ts';
 import type { FromWorker, HostCallReply, ToWorker, WorkerInit } from './protocol.ts';
 
-// The worker boots (this module and the WASI shim load) before it knows which component it will
-// run, so a pool can keep booted workers ready; `init` arrives as the first message.
-let init!: WorkerInit;
-let flag!: Int32Array;
-let wasi!: LateBoundWasi;
+// The worker boots (this module and the WASI shim load) before it knows which components it will
+// run, so a pool can keep booted workers ready; each `init` message then fills a slot.
 const port = parentPort!;
 void workerData;
-const memories: WebAssembly.Memory[] = [];
-/** One per instrumented core module: pages of the last failed memory.grow (grow-probe.ts). */
-const growFailed: WebAssembly.Global[] = [];
 
-function growFailedPages(): number {
+interface Slot {
+  init: WorkerInit;
+  flag: Int32Array;
+  wasi: LateBoundWasi;
+  memories: WebAssembly.Memory[];
+  /** One per instrumented core module: pages of the last failed memory.grow (grow-probe.ts). */
+  growFailed: WebAssembly.Global[];
+  instance?: Record<string, unknown>;
+}
+
+const slots = new Map<number, Slot>();
+
+function growFailedPages(s: Slot): number {
   let max = 0;
-  for (const g of growFailed) max = Math.max(max, (g.value as number) >>> 0);
+  for (const g of s.growFailed) max = Math.max(max, (g.value as number) >>> 0);
   return max;
 }
 
-function memoryBytes(): number {
+function memoryBytes(s: Slot): number {
   let max = 0;
-  for (const m of memories) max = Math.max(max, m.buffer.byteLength);
+  for (const m of s.memories) max = Math.max(max, m.buffer.byteLength);
   return max;
 }
 
-function hostCall(iface: string, fn: string, args: unknown[]): unknown {
+function hostCall(s: Slot, iface: string, fn: string, args: unknown[]): unknown {
+  const { wasi, flag, init } = s;
   // A spare being pre-instantiated has no instance on the main thread to answer yet (and is
   // discarded even if the guest swallows this error).
   if (!wasi.bound) wasi.noteEarly(`${iface}#${fn}`);
@@ -51,21 +62,24 @@ function hostCall(iface: string, fn: string, args: unknown[]): unknown {
   throw new Error(`host import ${iface}#${fn} failed: ${reply.fault}`);
 }
 
-async function main(): Promise<void> {
-  flag = new Int32Array(init.flag);
-  connectNet(init.netPort, init.netFlag);
+async function start(init: WorkerInit): Promise<void> {
+  // The thread's route for outgoing HTTP comes with its first slot.
+  if (init.netPort && init.netFlag) connectNet(init.netPort, init.netFlag);
+  const slot = init.slot;
   // A spare is instantiated before it has grants; its instance binds them with the first message.
-  wasi = lateBoundWasi(init.component, (d) => post({ type: 'network-denied', ...d }), init.grants);
+  const wasi = lateBoundWasi(init.component, (d) => post({ type: 'network-denied', slot, ...d }), init.grants);
+  const s: Slot = { init, flag: new Int32Array(init.flag), wasi, memories: [], growFailed: [] };
+  slots.set(slot, s);
   const imports: Record<string, unknown> = { ...wasi.imports };
   for (const [iface, fns] of Object.entries(init.importSpec)) {
     const obj: Record<string, (...a: unknown[]) => unknown> = {};
-    for (const fn of fns) obj[fn] = (...args: unknown[]) => hostCall(iface, fn, args);
+    for (const fn of fns) obj[fn] = (...args: unknown[]) => hostCall(s, iface, fn, args);
     imports[iface] = obj;
   }
   const { instantiate } = (await import(pathToFileURL(init.jsPath).href)) as {
     instantiate(get: (n: string) => WebAssembly.Module, imports: unknown, inst: (m: WebAssembly.Module, i: WebAssembly.Imports) => Promise<WebAssembly.Instance>): Promise<Record<string, unknown>>;
   };
-  const instance = await instantiate(
+  s.instance = await instantiate(
     (name) => {
       const m = init.modules[name];
       if (!m) throw new Error(`missing core module ${name}`);
@@ -74,54 +88,66 @@ async function main(): Promise<void> {
     imports,
     async (module, imp) => {
       const inst = await WebAssembly.instantiate(module, imp);
-      for (const v of Object.values(inst.exports)) if (v instanceof WebAssembly.Memory) memories.push(v);
+      for (const v of Object.values(inst.exports)) if (v instanceof WebAssembly.Memory) s.memories.push(v);
       const g = inst.exports[GROW_FAILED_EXPORT];
-      if (g instanceof WebAssembly.Global) growFailed.push(g);
+      if (g instanceof WebAssembly.Global) s.growFailed.push(g);
       return inst;
     },
   );
+  post({ type: 'ready', slot, readBeforeBind: wasi.bound ? [] : wasi.readBeforeBind });
+}
 
-  port.on('message', async (msg: ToWorker) => {
-    if (msg.type === 'bind') {
-      wasi.bind(msg.grants);
-      return;
+async function call(s: Slot, msg: Extract<ToWorker, { type: 'call' }>): Promise<void> {
+  const slot = msg.slot;
+  let target: unknown = s.instance;
+  let fn: unknown;
+  let self: unknown;
+  for (const p of msg.path) {
+    self = target;
+    target = (target as Record<string, unknown> | undefined)?.[p];
+  }
+  fn = target;
+  // Grow failures count per call: one an earlier call recovered from is no evidence now.
+  for (const g of s.growFailed) g.value = 0;
+  if (typeof fn !== 'function') {
+    post({ type: 'trap', slot, id: msg.id, message: `the component has no export ${msg.path.join('.')}`, memoryBytes: memoryBytes(s), growFailedPages: 0 });
+    return;
+  }
+  try {
+    const value = await (fn as (...a: unknown[]) => unknown).apply(self, msg.args);
+    post({ type: 'result', slot, id: msg.id, value, memoryBytes: memoryBytes(s) });
+  } catch (e) {
+    const err = e as { payload?: unknown; message?: string; name?: string };
+    if (err && typeof err === 'object' && 'payload' in err) {
+      post({ type: 'guest-error', slot, id: msg.id, payload: err.payload, memoryBytes: memoryBytes(s) });
+    } else {
+      post({ type: 'trap', slot, id: msg.id, message: String(err?.message ?? e), memoryBytes: memoryBytes(s), growFailedPages: growFailedPages(s) });
     }
-    if (msg.type !== 'call') return;
-    let target: unknown = instance;
-    let fn: unknown;
-    let self: unknown;
-    for (const p of msg.path) {
-      self = target;
-      target = (target as Record<string, unknown> | undefined)?.[p];
-    }
-    fn = target;
-    // Grow failures count per call: one an earlier call recovered from is no evidence now.
-    for (const g of growFailed) g.value = 0;
-    if (typeof fn !== 'function') {
-      post({ type: 'trap', id: msg.id, message: `the component has no export ${msg.path.join('.')}`, memoryBytes: memoryBytes(), growFailedPages: 0 });
-      return;
-    }
-    try {
-      const value = await (fn as (...a: unknown[]) => unknown).apply(self, msg.args);
-      post({ type: 'result', id: msg.id, value, memoryBytes: memoryBytes() });
-    } catch (e) {
-      const err = e as { payload?: unknown; message?: string; name?: string };
-      if (err && typeof err === 'object' && 'payload' in err) {
-        post({ type: 'guest-error', id: msg.id, payload: err.payload, memoryBytes: memoryBytes() });
-      } else {
-        post({ type: 'trap', id: msg.id, message: String(err?.message ?? e), memoryBytes: memoryBytes(), growFailedPages: growFailedPages() });
-      }
-    }
-  });
-  post({ type: 'ready', readBeforeBind: wasi.bound ? [] : wasi.readBeforeBind });
+  }
 }
 
 function post(m: FromWorker): void {
   port.postMessage(m);
 }
 
-port.once('message', (msg: { type: 'init'; init: WorkerInit }) => {
-  init = msg.init;
-  main().catch((e: Error) => post({ type: 'init-error', message: e?.message ?? String(e) }));
+port.on('message', (msg: { type: 'init'; init: WorkerInit } | ToWorker) => {
+  if (msg.type === 'init') {
+    const slot = msg.init.slot;
+    start(msg.init).catch((e: Error) => {
+      slots.delete(slot);
+      post({ type: 'init-error', slot, message: e?.message ?? String(e) });
+    });
+    return;
+  }
+  // A dropped slot (its instance trapped, retired or closed) lets go of everything it held: the
+  // next garbage collection frees its linear memories.
+  if (msg.type === 'drop') {
+    slots.delete(msg.slot);
+    return;
+  }
+  const s = slots.get(msg.slot);
+  if (!s) return;
+  if (msg.type === 'bind') s.wasi.bind(msg.grants);
+  else if (msg.type === 'call') void call(s, msg);
 });
 post({ type: 'booted' });

@@ -172,9 +172,11 @@ class WorkerPool {
 
 export const POOL = new WorkerPool(Number(process.env.MURMUR_WORKER_POOL ?? 1), Number(process.env.MURMUR_WORKER_IDLE_MS ?? 10_000));
 
-/** A worker with a component instantiated in it (or instantiating). */
+/** A component instantiated (or instantiating) in a slot of a worker. */
 export interface Launched {
   worker: Worker;
+  /** Its slot in the worker: every message about it names it (protocol.ts). */
+  slot: number;
   /** Host-import requests from the guest arrive here. */
   mainPort: MessagePort;
   /** Int32Array over shared memory: [0] = host-call reply flag. */
@@ -185,44 +187,55 @@ export interface Launched {
    * instantiation fails or outlives the deadline.
    */
   ready: Promise<string[]>;
+  /** Lets go of what the main thread holds for the slot (its host-call port, its listeners): it was dropped. */
+  release(): void;
 }
 
 /**
- * Instantiates a component in a booted worker: with its grants, or with none yet (a spare, whose
- * instance binds them later with a `bind` message).
+ * Instantiates a component in a slot of a booted worker: with its grants, or with none yet (a
+ * spare, whose instance binds them later with a `bind` message). `withNet`: this is the worker's
+ * first slot, which brings the thread its route for outgoing HTTP (the slots after it share it);
+ * `ownWorker`: the worker is this instance's alone, and goes when its instantiation fails.
  */
-export async function launch(c: LoadedComponent, modules: Record<string, WebAssembly.Module>, importSpec: ImportSpec, grants: Grants | undefined, deadlineMs: number): Promise<Launched> {
+export function instantiateIn(worker: Worker, slot: number, c: LoadedComponent, modules: Record<string, WebAssembly.Module>, importSpec: ImportSpec, grants: Grants | undefined, deadlineMs: number, o: { withNet: boolean; ownWorker: boolean }): Launched {
+  const { withNet, ownWorker } = o;
   const flagBuf = new SharedArrayBuffer(4);
   const { port1: mainPort, port2: hostPort } = new MessageChannel();
-  // The guest's outgoing HTTP, performed here (wasi-io/net-relay.ts).
-  const netFlag = new SharedArrayBuffer(4);
-  const { port1: netMain, port2: netPort } = new MessageChannel();
-  serveNet(netMain, new Int32Array(netFlag));
-  const init: WorkerInit = { jsPath: c.jsPath, component: c.name, modules, grants, importSpec, flag: flagBuf, hostPort, netPort, netFlag };
-  const worker = await POOL.take();
-  worker.postMessage({ type: 'init', init }, [hostPort, netPort]);
-  worker.once('exit', () => {
-    mainPort.close();
-    netMain.close();
-  });
+  const init: WorkerInit = { slot, jsPath: c.jsPath, component: c.name, modules, grants, importSpec, flag: flagBuf, hostPort };
+  const transfer: MessagePort[] = [hostPort];
+  if (withNet) {
+    // The guest's outgoing HTTP, performed here (wasi-io/net-relay.ts).
+    const netFlag = new SharedArrayBuffer(4);
+    const { port1: netMain, port2: netPort } = new MessageChannel();
+    serveNet(netMain, new Int32Array(netFlag));
+    Object.assign(init, { netPort, netFlag });
+    transfer.push(netPort);
+    worker.once('exit', () => netMain.close());
+  }
+  worker.postMessage({ type: 'init', init }, transfer);
+  const onGone = (): void => void mainPort.close();
+  worker.once('exit', onGone);
   const ready = new Promise<string[]>((resolve, reject) => {
     const done = (): void => {
       clearTimeout(timer);
       worker.off('message', onMsg);
       worker.off('exit', onExit);
     };
+    // A hung instantiation stops the thread it hangs in (for a shared thread, its other slots too).
     const timer = setTimeout(() => {
       done();
       void worker.terminate();
       reject(new DeadlineExceeded(c.name, 'instantiate', deadlineMs));
     }, deadlineMs);
     const onMsg = (m: FromWorker): void => {
+      if (m.type === 'booted' || m.slot !== slot) return;
       if (m.type === 'ready') {
         done();
         resolve(m.readBeforeBind);
       } else if (m.type === 'init-error') {
         done();
-        void worker.terminate();
+        // A shared thread's other slots are not hurt by a component that failed to instantiate.
+        if (ownWorker) void worker.terminate();
         reject(new ComponentLoadError(c.name, `failed to instantiate: ${m.message}`));
       }
     };
@@ -234,5 +247,15 @@ export async function launch(c: LoadedComponent, modules: Record<string, WebAsse
     worker.on('exit', onExit);
   });
   ready.catch(() => {});
-  return { worker, mainPort, flag: new Int32Array(flagBuf), ready };
+  const release = (): void => {
+    worker.off('exit', onGone);
+    mainPort.close();
+  };
+  return { worker, slot, mainPort, flag: new Int32Array(flagBuf), ready, release };
+}
+
+/** Instantiates a component in a booted worker of its own (slot 0). */
+export async function launch(c: LoadedComponent, modules: Record<string, WebAssembly.Module>, importSpec: ImportSpec, grants: Grants | undefined, deadlineMs: number): Promise<Launched> {
+  const worker = await POOL.take();
+  return instantiateIn(worker, 0, c, modules, importSpec, grants, deadlineMs, { withNet: true, ownWorker: true });
 }

@@ -1,10 +1,11 @@
 /**
  * The session's WASM components: one ComponentInstance per tool and one for the driver, each with
- * its own grant, started lazily and kept for the session (a fault restarts the worker on the next
- * call). Host imports wired per world: tools get `murmur:task/task` and `murmur:text/chunks`, the
- * driver gets `murmur:text/chunks`; both are routed to whatever task is current.
+ * its own grant, started lazily and kept for the session (a fault restarts the instance on the next
+ * call), all in one worker thread of the session's (host/thread.ts; MURMUR_COMPONENT_THREADS).
+ * Host imports wired per world: tools get `murmur:task/task` and `murmur:text/chunks`, the driver
+ * gets `murmur:text/chunks`; both are routed to whatever task is current.
  */
-import { ComponentInstance, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
+import { ComponentInstance, ComponentThread, componentThreads, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
 import { heldInferenceKey } from '../host/inference-key.ts';
 import { driverRetireGrowth } from '../host/retire.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
@@ -26,6 +27,8 @@ export const NO_TASK_IO: TaskIo = { textChunk: () => {}, thinkingChunk: () => {}
 export class SessionComponents {
   private tools = new Map<string, Promise<ComponentInstance>>();
   private driverInst: Promise<ComponentInstance> | undefined;
+  /** The one thread the driver and the tools run in; none: a thread each (MURMUR_COMPONENT_THREADS=instance). */
+  private readonly thread: ComponentThread | undefined;
   io: TaskIo = NO_TASK_IO;
 
   constructor(
@@ -33,7 +36,14 @@ export class SessionComponents {
     private readonly hostEnv: NodeJS.ProcessEnv = process.env,
     /** Where refused outgoing requests are reported (the session's trace). */
     private readonly denied: (kind: ComponentKind, name: string) => ((d: NetworkDenial) => void) | undefined = () => undefined,
-  ) {}
+  ) {
+    this.thread = componentThreads(hostEnv) === 'session' ? new ComponentThread() : undefined;
+  }
+
+  /** Whether the session's shared thread has a worker now (tests, diagnostics). */
+  get threadRunning(): boolean | undefined {
+    return this.thread?.running;
+  }
 
   private chunks(): Record<string, (s: string) => void> {
     return {
@@ -69,6 +79,7 @@ export class SessionComponents {
           onNetworkDenied: this.denied('tool', a.name),
           deadlineMs: a.grant.limits.deadlineSeconds * 1000,
           memoryBytes: a.grant.limits.memoryBytes,
+          ...(this.thread ? { thread: this.thread } : {}),
         });
       })();
       this.tools.set(a.name, p);
@@ -110,6 +121,7 @@ export class SessionComponents {
           // A driver holds nothing between calls, so one whose memory keeps growing (a leaking guest)
           // is retired between calls instead of growing until its cap fails a task (host/retire.ts).
           retireAfterGrowthBytes: driverRetireGrowth(this.hostEnv),
+          ...(this.thread ? { thread: this.thread } : {}),
         });
       })();
       this.driverInst.catch(() => {
@@ -170,6 +182,7 @@ export class SessionComponents {
     this.tools.clear();
     this.driverInst = undefined;
     await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.close()));
+    await this.thread?.close();
   }
 }
 

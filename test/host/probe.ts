@@ -1,5 +1,5 @@
 /** Helpers for the host tests: a sandbox-probe instance and a typed call. */
-import { ComponentInstance, loadComponent, type Grants, type HostImports, type NetworkDenial } from '../../runtime/host/index.ts';
+import { ComponentInstance, loadComponent, type ComponentThread, type Grants, type HostImports, type NetworkDenial } from '../../runtime/host/index.ts';
 import { fixture } from '../fixtures/build.ts';
 
 export interface ProbeReply {
@@ -12,7 +12,7 @@ export const quietImports: HostImports = {
   'murmur:text/chunks': { emitChunk: () => {}, emitThinkingChunk: () => {} },
 };
 
-export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: number; memoryBytes?: number; imports?: HostImports; onNetworkDenied?: (d: NetworkDenial) => void; retireAfterGrowthBytes?: number } = {}): Promise<ComponentInstance> {
+export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: number; memoryBytes?: number; imports?: HostImports; onNetworkDenied?: (d: NetworkDenial) => void; retireAfterGrowthBytes?: number; thread?: ComponentThread } = {}): Promise<ComponentInstance> {
   const c = await loadComponent(await fixture('sandbox-probe'));
   return new ComponentInstance(c, {
     grants: { env: {}, networkAllow: [], ...grants },
@@ -21,6 +21,7 @@ export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: n
     memoryBytes: opts.memoryBytes ?? 256 * 1048576,
     ...(opts.onNetworkDenied ? { onNetworkDenied: opts.onNetworkDenied } : {}),
     ...(opts.retireAfterGrowthBytes !== undefined ? { retireAfterGrowthBytes: opts.retireAfterGrowthBytes } : {}),
+    ...(opts.thread ? { thread: opts.thread } : {}),
   });
 }
 

@@ -162,7 +162,7 @@ describe('spare pool', () => {
       workers.push(worker);
       worker.once('exit', () => exited.add(worker));
       const { port1 } = new (await import('node:worker_threads')).MessageChannel();
-      return { worker, mainPort: port1, flag: new Int32Array(new SharedArrayBuffer(4)), ready: readBeforeBind instanceof Error ? Promise.reject(readBeforeBind) : Promise.resolve(readBeforeBind) };
+      return { worker, slot: 0, release: () => port1.close(), mainPort: port1, flag: new Int32Array(new SharedArrayBuffer(4)), ready: readBeforeBind instanceof Error ? Promise.reject(readBeforeBind) : Promise.resolve(readBeforeBind) };
     };
   }
   const exitOf = (w: Worker): Promise<void> => (exited.has(w) ? Promise.resolve() : new Promise((r) => w.once('exit', () => r())));

@@ -74,7 +74,7 @@ export interface Kit {
   close(status?: string): Promise<void>;
 }
 
-export async function openKit(o: { script: Script; yaml: string; artifacts: ArtifactDef[]; api?: 'anthropic' | 'openai'; files?: Record<string, string> }): Promise<Kit> {
+export async function openKit(o: { script: Script; yaml: string; artifacts: ArtifactDef[]; api?: 'anthropic' | 'openai'; files?: Record<string, string>; env?: Record<string, string> }): Promise<Kit> {
   const provider = await startScriptedProvider(o.script);
   const registry = await makeRegistry(o.artifacts);
   const capsuleDir = tmp('capsule-');
@@ -89,6 +89,7 @@ export async function openKit(o: { script: Script; yaml: string; artifacts: Arti
     PATH: process.env.PATH,
     MURMUR_INFERENCE_ENDPOINT: api === 'anthropic' ? provider.url : `${provider.url}/v1`,
     MURMUR_INFERENCE_API_KEY: API_KEY,
+    ...o.env,
   };
   const staged = await stage({ capsuleDir, registryDir: registry, workRoot, hostEnv });
   const session = await openSession(staged, { hostEnv });

@@ -1,0 +1,148 @@
+/**
+ * A shared component thread (runtime/host/thread.ts): several instances in one worker, each with
+ * its own slot — grants, memory, state — calls one at a time, deadlines counted from each call's
+ * own start; a trap drops one slot, a deadline stops the thread.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { ComponentThread, DeadlineExceeded, GuestTrap, HostFault, componentThreads, type ComponentInstance } from '../../runtime/host/index.ts';
+import { MurError } from '../../runtime/errors.ts';
+import { op, probe, quietImports } from './probe.ts';
+
+const open: ComponentInstance[] = [];
+const threads: ComponentThread[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((i) => i.close()));
+  await Promise.all(threads.splice(0).map((t) => t.close()));
+});
+
+function thread(): ComponentThread {
+  const t = new ComponentThread();
+  threads.push(t);
+  return t;
+}
+
+async function member(t: ComponentThread | undefined, env: Record<string, string>, opts: Parameters<typeof probe>[1] = {}): Promise<ComponentInstance> {
+  const i = await probe({ env }, { ...opts, ...(t ? { thread: t } : {}) });
+  open.push(i);
+  return i;
+}
+
+describe('a shared component thread', () => {
+  it("runs its instances in one worker, each with its own grants and its own state", async () => {
+    const t = thread();
+    const a = await member(t, { WHO: 'a' });
+    const b = await member(t, { WHO: 'b' });
+    const alone = await member(undefined, { WHO: 'alone' });
+    expect((await op(a, { op: 'env', name: 'WHO' })).body.value).toBe('a');
+    expect((await op(b, { op: 'env', name: 'WHO' })).body.value).toBe('b');
+    expect((await op(alone, { op: 'env', name: 'WHO' })).body.value).toBe('alone');
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    expect((await op(a, { op: 'count' })).body.value).toBe(2);
+    expect((await op(b, { op: 'count' })).body.value).toBe(1);
+    expect(a.threadId).toBeDefined();
+    expect(b.threadId).toBe(a.threadId);
+    expect(alone.threadId).not.toBe(a.threadId);
+    expect(t.starts).toBe(1);
+  });
+
+  it("drops only a trapped instance's slot: the others keep their state, and the thread goes on", async () => {
+    const t = thread();
+    const a = await member(t, {});
+    const b = await member(t, {});
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    expect((await op(b, { op: 'count' })).body.value).toBe(1);
+    await expect(op(b, { op: 'trap' })).rejects.toBeInstanceOf(GuestTrap);
+    expect((await op(a, { op: 'count' })).body.value).toBe(2);
+    // The trapped one starts afresh, in the same thread.
+    expect((await op(b, { op: 'count' })).body.value).toBe(1);
+    expect(b.starts).toBe(2);
+    expect(b.threadId).toBe(a.threadId);
+    expect(t.starts).toBe(1);
+  });
+
+  it('stops the thread at a deadline: every instance in it starts afresh on its next call', async () => {
+    const t = thread();
+    const a = await member(t, {});
+    const b = await member(t, {});
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    const before = a.threadId;
+    const err = await op(b, { op: 'spin' }, 1000).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeadlineExceeded);
+    // a lost its count with the thread; both run again, together, in a new one.
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    expect((await op(b, { op: 'count' })).body.value).toBe(1);
+    expect(t.starts).toBe(2);
+    expect(a.threadId).not.toBe(before);
+    expect(b.threadId).toBe(a.threadId);
+  });
+
+  it("counts a call's deadline from its own start, not from when it was queued behind another instance's call", async () => {
+    const t = thread();
+    let release!: (v: string) => void;
+    let asked!: () => void;
+    const askedP = new Promise<void>((r) => (asked = r));
+    // a's call waits in the thread on a host call the test answers only once b's call has been
+    // queued for longer than b's own deadline.
+    const a = await member(t, {}, { imports: { ...quietImports, 'murmur:task/task': { requestInput: () => { asked(); return new Promise<string>((r) => (release = r)); } } } });
+    const b = await member(t, {}, { deadlineMs: 1000 });
+    await b.start();
+    const first = op(a, { op: 'ask', prompt: 'hold' });
+    await askedP;
+    const second = op(b, { op: 'count' });
+    await new Promise((r) => setTimeout(r, 1500)); // b's whole deadline passes while it waits its turn
+    release('answered');
+    expect((await first).body.value).toBe('answered');
+    expect((await second).body.value).toBe(1);
+  });
+
+  it('closing an instance whose call is running stops that call; the thread restarts for the others', async () => {
+    const t = thread();
+    let asked!: () => void;
+    const askedP = new Promise<void>((r) => (asked = r));
+    const a = await member(t, {}, { imports: { ...quietImports, 'murmur:task/task': { requestInput: () => { asked(); return new Promise<string>(() => {}); } } } });
+    const b = await member(t, {});
+    expect((await op(b, { op: 'count' })).body.value).toBe(1);
+    const running = op(a, { op: 'ask' }).catch((e: unknown) => e);
+    await askedP;
+    await a.close();
+    const err = await running;
+    expect(err).toBeInstanceOf(HostFault);
+    expect((err as HostFault).message).toMatch(/was stopped: the instance closed/);
+    expect((await op(b, { op: 'count' })).body.value).toBe(1);
+    expect(t.starts).toBe(2);
+  });
+
+  it('a closed thread stops its worker and takes no more instances', async () => {
+    const t = thread();
+    const a = await member(t, {});
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    expect(t.running).toBe(true);
+    await t.close();
+    expect(t.running).toBe(false);
+    await expect(op(a, { op: 'count' })).rejects.toThrow(/component thread is closed/);
+  });
+});
+
+describe('MURMUR_COMPONENT_THREADS', () => {
+  it.each([
+    [undefined, 'session'],
+    ['', 'session'],
+    ['session', 'session'],
+    ['instance', 'instance'],
+  ])('%j is %s', (v, want) => {
+    expect(componentThreads(v === undefined ? {} : { MURMUR_COMPONENT_THREADS: v })).toBe(want);
+  });
+
+  it('refuses anything else, naming the variable and the choices (E-RUN-033)', () => {
+    const e = (() => {
+      try {
+        componentThreads({ MURMUR_COMPONENT_THREADS: 'shared' });
+      } catch (x) {
+        return x;
+      }
+    })() as MurError;
+    expect(e).toBeInstanceOf(MurError);
+    expect(e.code).toBe('E-RUN-033');
+    expect(e.message).toMatch(/MURMUR_COMPONENT_THREADS must be session or instance, not "shared"/);
+  });
+});
