@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { buildCl100kCounter } from '../runtime/inference/bpe-count.ts';
+import { buildCl100kCounter } from '../runtime/inference/bpe-tables.ts';
 import { chunkText } from '../runtime/inference/chunk.ts';
 import { TokenCounter } from '../runtime/inference/tokens.ts';
 

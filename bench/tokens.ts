@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
 import { get_encoding } from 'tiktoken';
-import { buildCl100kCounter } from '../runtime/inference/bpe-count.ts';
+import { buildCl100kCounter } from '../runtime/inference/bpe-tables.ts';
 import { chunkText } from '../runtime/inference/chunk.ts';
 import { CL100K_PATTERN, cl100kPieceEnd } from '../runtime/inference/pretokenize.ts';
 import { TokenCounter } from '../runtime/inference/tokens.ts';

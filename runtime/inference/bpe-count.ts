@@ -22,7 +22,6 @@
  *   while it misses (measured paired: without the skip it cost 9–14% on base64; on prose and JSON
  *   it saves 5–30%).
  */
-import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
 import { cl100kPieceEnd } from './pretokenize.ts';
 
 export interface BpeCounter {
@@ -31,16 +30,16 @@ export interface BpeCounter {
 }
 
 /** "No rank": larger than every rank, so it loses every min and fits an Int32Array. */
-const NONE = 0x7fffffff;
+export const NONE = 0x7fffffff;
 
 /** The first (up to) four of the n ≥ 3 bytes at b[i..], packed little-endian. */
-function pack4(b: Uint8Array, i: number, n: number): number {
+export function pack4(b: Uint8Array, i: number, n: number): number {
   const v = b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16);
   return n > 3 ? v | (b[i + 3]! << 24) : v;
 }
 
 /** Hash of the n ≥ 3 bytes at b[i..] whose first four are `head` (no loop for 3–4 bytes). */
-function hashOf(b: Uint8Array, i: number, n: number, head: number): number {
+export function hashOf(b: Uint8Array, i: number, n: number, head: number): number {
   let h = Math.imul(head ^ Math.imul(n, 0x7feb352d), 0x9e3779b1);
   for (let k = i + 4, j = i + n; k < j; k++) h = Math.imul(h ^ b[k]!, 0x01000193);
   return Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
@@ -119,50 +118,6 @@ export interface Cl100kTables {
   bits: number;
 }
 
-const shared = <T>(make: (b: SharedArrayBuffer) => T, bytes: number): T => make(new SharedArrayBuffer(bytes));
-
-/** Builds the tables from js-tiktoken's cl100k ranks (≈ 100–200 ms). Build them off the main thread. */
-export function buildCl100kTables(): Cl100kTables {
-  const tokens: Uint8Array[] = [];
-  for (const line of cl100k_base.bpe_ranks.split('\n')) {
-    if (!line) continue;
-    const parts = line.split(' ');
-    const offset = Number.parseInt(parts[1]!, 10);
-    // Plain Uint8Arrays, not Buffers: the hot helpers (pack4, hashOf) then only ever see one map
-    // (a Buffer here made them polymorphic for good, measured as a deopt and slower code).
-    for (let i = 2; i < parts.length; i++) tokens[offset + i - 2] = new Uint8Array(Buffer.from(parts[i]!, 'base64'));
-  }
-  let bits = 1;
-  while (1 << bits < tokens.length * 2.5) bits++;
-  const shift = 32 - bits;
-  const mask = (1 << bits) - 1;
-  let total = 0;
-  let maxLen = 0;
-  for (const t of tokens) { total += t.length; maxLen = Math.max(maxLen, t.length); }
-  if (tokens.length > 1 << 17 || maxLen > 255) throw new Error('rank table too large for its slot layout');
-  const pair = shared((b) => new Int32Array(b), 65536 * 4).fill(NONE);
-  const single = shared((b) => new Int32Array(b), 256 * 4).fill(NONE);
-  const slots = shared((b) => new Int32Array(b), (2 << bits) * 4);
-  for (let k = 1; k < slots.length; k += 2) slots[k] = -1;
-  const offsets = shared((b) => new Int32Array(b), (1 << bits) * 4);
-  const pool = shared((b) => new Uint8Array(b), total);
-  let o = 0;
-  tokens.forEach((t, r) => {
-    if (t.length === 1) single[t[0]!] = r;
-    else if (t.length === 2) pair[(t[0]! << 8) | t[1]!] = r;
-    else {
-      pool.set(t, o);
-      const head = pack4(t, 0, t.length);
-      let s = hashOf(t, 0, t.length, head) >>> shift;
-      while (slots[2 * s + 1] !== -1) s = (s + 1) & mask;
-      slots[2 * s] = head; slots[2 * s + 1] = (t.length << 17) | r; offsets[s] = o;
-      o += t.length;
-    }
-  });
-  for (let b = 0; b < 256; b++) if (single[b] === NONE) throw new Error(`cl100k_base has no rank for byte ${b}`);
-  return { pair, single, pool, slots, offsets, maxLen, bits };
-}
-
 /** Pieces up to this many bytes merge by the linear rank scan, longer ones through the heap. */
 const SCAN_MAX = 128;
 /** The piece cache: direct-mapped, SLOTS × SLOT_BYTES bytes of piece copies (128 KiB). */
@@ -171,11 +126,6 @@ const SLOT_BYTES = 32;
 const SLOT_BITS = 12;
 /** Cache lookups per hit-rate window; under one hit in 16, the next 16 windows' pieces skip it. */
 const CACHE_WINDOW = 1024;
-
-/** Builds the tables and a counter over them (≈ 100–200 ms). Build it off the main thread. */
-export function buildCl100kCounter(): BpeCounter {
-  return cl100kCounter(buildCl100kTables());
-}
 
 /**
  * A counter over built tables (shared or not). Its scratch space and piece cache are its own

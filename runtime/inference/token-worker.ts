@@ -11,7 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
-import { buildCl100kTables, cl100kCounter, type Cl100kTables } from './bpe-count.ts';
+import { cl100kCounter, type Cl100kTables } from './bpe-count.ts';
+import { buildCl100kTables } from './bpe-tables.ts';
 import { countChunked, type ChunkOptions } from './chunk.ts';
 
 export interface CountRequest {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
-import { buildCl100kCounter } from '../../runtime/inference/bpe-count.ts';
+import { buildCl100kCounter } from '../../runtime/inference/bpe-tables.ts';
 import { CL100K_PATTERN, cl100kPieces } from '../../runtime/inference/pretokenize.ts';
 import { countTokensUnchunked } from '../../runtime/inference/tokens-unchunked.ts';
 
