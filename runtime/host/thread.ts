@@ -6,7 +6,7 @@
  * with a driver and one tool paid for two. The agent loop calls them one at a time (a driver turn,
  * then its tool calls in order), so sharing a thread costs them no concurrency. Hooks keep threads
  * of their own: an async hook runs beside the loop, and its in-memory state must outlive anything
- * another component does (docs/runtime.md).
+ * another component does (the spec, hooks.md: "an async hook is one reused instance per session").
  *
  * What is shared is the thread, not state: each instance has its own slot (glue instance, linear
  * memories, grants, host-call channel; worker.ts). Calls and instantiations into the thread run one

@@ -40,11 +40,6 @@ export class SessionComponents {
     this.thread = componentThreads(hostEnv) === 'session' ? new ComponentThread() : undefined;
   }
 
-  /** Whether the session's shared thread has a worker now (tests, diagnostics). */
-  get threadRunning(): boolean | undefined {
-    return this.thread?.running;
-  }
-
   private chunks(): Record<string, (s: string) => void> {
     return {
       emitChunk: (s: string) => this.io.textChunk(s),
