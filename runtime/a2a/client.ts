@@ -10,7 +10,7 @@
  * All functions return a result object instead of throwing: `{ok: true, ...}` or
  * `{ok: false, error}`, mirroring the WIT `result<task-result, string>`.
  */
-import { isUrlAllowed } from '../net/allowlist.ts';
+import { isUrlAllowed, networkPolicyError } from '../net/allowlist.ts';
 import { randomUUID } from 'node:crypto';
 import { Role } from '@a2a-js/sdk';
 import type { AgentCard, Message, Task } from '@a2a-js/sdk';
@@ -69,10 +69,8 @@ export interface PeerTask {
   statusText?: string;
 }
 
-/** The exact refusal string of `murmur:message/send` for a URL outside the allowlist. */
-export function policyError(url: string): string {
-  return `network policy: '${url}' not in capabilities.network.allow`;
-}
+/** The exact refusal string of `murmur:message/send` for a URL outside the allowlist (net/allowlist.ts). */
+export const policyError = networkPolicyError;
 
 // ---------------------------------------------------------------------------------------------
 // Allowlist: one implementation for every network grant (runtime/net/allowlist.ts).

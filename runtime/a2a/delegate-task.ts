@@ -6,7 +6,7 @@
  * canceled (best effort) and the tool returns an error result.
  */
 import { destinationOf, isAllowed } from '../net/allowlist.ts';
-import { cancelTask, followTask, sendMessage, type PeerTask } from './client.ts';
+import type { PeerTask } from './client.ts';
 import { isTerminal, type TaskState, type TaskTrust } from './executor.ts';
 
 export const DELEGATE_TASK_TOOL = 'delegate-task';
@@ -112,6 +112,9 @@ export async function runDelegateTask(input: unknown, ctx: DelegateContext): Pro
     ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}),
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   };
+  // The SDK's client loads with the first delegation, not with every serving process (its bundle
+  // is ≈ 0.5 MiB of source on the main heap; the image's bundle keeps it in a chunk of its own).
+  const { cancelTask, followTask, sendMessage } = await import('./client.ts');
   const sent = await sendMessage({ ...common, text: i['task'], timeoutMs: callTimeout() });
   if (!sent.ok) return { isError: true, text: sent.error };
   if (isTerminal(sent.state) || sent.state === 'input-required') return outcome(peerUrl, sent);

@@ -93,3 +93,11 @@ export function isUrlAllowed(url: string, allow: readonly string[]): boolean {
   const d = destinationOf(url);
   return d !== undefined && isAllowed(allow, d);
 }
+
+/**
+ * The exact refusal string for a URL outside the allowlist (`murmur:message/send`, push
+ * notification URLs): one wording wherever a capsule's network grant refuses a peer.
+ */
+export function networkPolicyError(url: string): string {
+  return `network policy: '${url}' not in capabilities.network.allow`;
+}

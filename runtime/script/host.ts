@@ -20,7 +20,6 @@ import { readFileSync } from 'node:fs';
 import { ComponentInstance, loadComponent, sha256Hex, type HostImports } from '../host/index.ts';
 import { httpAllow, guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import { describe } from '../loop/tools.ts';
-import { sendMessage } from '../a2a/client.ts';
 import { peerTokens } from '../a2a/credentials.ts';
 import type { TaskTrust } from '../a2a/executor.ts';
 import { ArtifactManager, type Result } from '../session/artifact-manager.ts';
@@ -356,6 +355,8 @@ export class ScriptHost {
     // This capsule's own credential for the peer (a projected ServiceAccount token in a pod): without
     // it the peer serves the call anonymously, if at all, and ignores the trust it is stamped with.
     const bearer = peerTokens()(peerUrl);
+    // The SDK's client loads with the first send (delegate-task.ts says why).
+    const { sendMessage } = await import('../a2a/client.ts');
     const r = await sendMessage({
       peerUrl,
       allow: httpAllow(this.capsule.grant.network.allow),
