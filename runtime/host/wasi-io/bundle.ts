@@ -34,7 +34,10 @@ export function lazyBuiltinsPlugin(): Plugin {
   return {
     name: 'murmur-lazy-builtins',
     setup(b) {
-      b.onResolve({ filter }, (a) => ({ path: a.path.startsWith('node:') ? a.path : `node:${a.path}`, namespace: 'murmur-builtin' }));
+      // A dynamic import() stays Node's own: it is lazy already, and a split bundle would give it
+      // only a default export (esbuild's CommonJS interop), where Node's has the named ones too
+      // (OpenTelemetry's `const { Agent } = await import('http')` got undefined).
+      b.onResolve({ filter }, (a) => (a.kind === 'dynamic-import' ? undefined : { path: a.path.startsWith('node:') ? a.path : `node:${a.path}`, namespace: 'murmur-builtin' }));
       b.onLoad({ filter: /.*/, namespace: 'murmur-builtin' }, (a) => ({ contents: `module.exports = process.getBuiltinModule(${JSON.stringify(a.path)});`, loader: 'js' }));
     },
   };
