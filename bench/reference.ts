@@ -52,7 +52,7 @@ import { tmp } from '../test/loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
 import { MUR, murCommand } from './serving.ts';
 import { spawnServer, treeStat, type Served, type Tree } from './proc-tree.ts';
-import { imageCommand, imageRoot, type ImageRoot } from './image-root.ts';
+import { imageRoot, type ImageRoot } from './image-root.ts';
 import { choiceArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);

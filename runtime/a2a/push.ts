@@ -15,7 +15,7 @@ import { SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import type { StreamResponse, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { InMemoryPushNotificationStore, V1PushNotificationSerializer, type PushNotificationStore, type ServerCallContext } from '@a2a-js/sdk/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import { isUrlAllowed as isAllowed, networkPolicyError as policyError } from '../net/allowlist.ts';
+import { isUrlAllowed, networkPolicyError } from '../net/allowlist.ts';
 
 export interface PushOptions {
   /** The capsule's `capabilities.network.allow`: webhooks may only go where the capsule may connect. */
@@ -66,7 +66,7 @@ export function createPush(o: PushOptions): Push {
       throw new RequestMalformedError(`push notification url '${url}' is not a URL`);
     }
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new RequestMalformedError(`push notification url must be http or https, got '${u.protocol}'`);
-    if (!isAllowed(url, o.allow)) throw new RequestMalformedError(`push notification url refused: ${policyError(url)}`);
+    if (!isUrlAllowed(url, o.allow)) throw new RequestMalformedError(`push notification url refused: ${networkPolicyError(url)}`);
   }
 
   async function post(config: TaskPushNotificationConfig, body: string, contentType: string): Promise<void> {
@@ -80,7 +80,7 @@ export function createPush(o: PushOptions): Push {
         span.setAttribute('a2a.task.id', config.taskId);
         span.setAttribute('murmur.push.attempt', attempt);
         try {
-          if (!isAllowed(config.url, o.allow)) throw new Error(policyError(config.url));
+          if (!isUrlAllowed(config.url, o.allow)) throw new Error(networkPolicyError(config.url));
           const r = await fetch(config.url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
           await r.arrayBuffer().catch(() => undefined);
           span.setAttribute('http.response.status_code', r.status);

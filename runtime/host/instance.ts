@@ -147,8 +147,7 @@ interface Pending {
 export class ComponentInstance {
   readonly component: LoadedComponent;
   readonly opts: InstanceOptions;
-  private worker: Worker | undefined;
-  /** The current slot, and how to stop listening to its worker (a shared worker outlives it). */
+  /** The current slot (its worker, its ports), and how to stop listening to its worker (a shared worker outlives it). */
   private launched: Launched | undefined;
   private unlisten: (() => void) | undefined;
   private ready: Promise<void> | undefined;
@@ -170,6 +169,10 @@ export class ComponentInstance {
     this.component = component;
     this.opts = opts;
     importSpecFor(component, opts.imports ?? {}); // fail fast, before any worker starts
+  }
+
+  private get worker(): Worker | undefined {
+    return this.launched?.worker;
   }
 
   /** The worker thread the instance runs in now (tests, diagnostics: instances of a shared thread share it). */
@@ -246,7 +249,6 @@ export class ComponentInstance {
       else void worker.terminate();
       throw new HostFault('crashed', 'E-HOST-007', c.name, 'instance is closed');
     }
-    this.worker = worker;
     this.launched = started;
     this.starts++;
     this.memoryBaseline = undefined;
@@ -348,7 +350,6 @@ export class ComponentInstance {
     this.unlisten?.();
     this.unlisten = undefined;
     this.launched = undefined;
-    this.worker = undefined;
     this.ready = undefined;
     return l;
   }

@@ -4,9 +4,16 @@
  * import of one builds its whole namespace (on Node 24 `node:http` then loads undici, http2, tls,
  * zlib: 6 MiB in every worker; the runtime image's own test checks what its Node loads).
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { bundleWorker } from '../../runtime/host/wasi-io/bundle.ts';
+import { bundleWorker, lazyBuiltinsPlugin } from '../../runtime/host/wasi-io/bundle.ts';
+
+const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
 
 const ENTRY = fileURLToPath(new URL('../../runtime/host/worker.ts', import.meta.url));
 
@@ -21,13 +28,6 @@ describe('the component worker bundle', () => {
 
 describe('built-ins in a split bundle (the image bundles main.js split at its dynamic imports)', () => {
   it("keeps a dynamically imported built-in's named exports, and takes static ones lazily", async () => {
-    const { mkdtempSync, writeFileSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const { execFileSync } = await import('node:child_process');
-    const { createRequire } = await import('node:module');
-    const { lazyBuiltinsPlugin } = await import('../../runtime/host/wasi-io/bundle.ts');
-    const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
     const dir = mkdtempSync(join(tmpdir(), 'split-builtins-'));
     writeFileSync(join(dir, 'entry.mjs'), [
       "import { createHash } from 'node:crypto';",
