@@ -8,10 +8,11 @@
  * of memory goes with that process instead of staying in the runtime's heap, and the event loop
  * keeps serving meanwhile.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ComponentLoadError } from './errors.ts';
 import type { Meta } from './transpile-jco.ts';
+import { frameJob, type TranspileJob } from './transpile-jobs.ts';
 
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const CHILD = fileURLToPath(new URL(FROM_SOURCES ? './transpile-child.ts' : './transpile-child.js', import.meta.url));
@@ -19,44 +20,130 @@ const CHILD = fileURLToPath(new URL(FROM_SOURCES ? './transpile-child.ts' : './t
 export const TRANSPILE_NODE_FLAGS = ['--liftoff-only'];
 
 /**
- * One transpile at a time: each child peaks at ≈ 100 MB (measured, either component), and a pod's
- * memory limit counts every process in it, so two at once would raise a first run's peak by that
- * much again. The queue keeps a first run's peak where an in-process transpile had it.
+ * One transpile at a time: each peaks at ≈ 100 MB (measured, either component), and a pod's memory
+ * limit counts every process in it, so two at once would raise a first run's peak by that much
+ * again. The jobs queue for one transpiler process, which takes them one after another and is
+ * ended (its stdin closed) once the queue is empty; a job that arrives later starts a new one.
  */
-let queue: Promise<unknown> = Promise.resolve();
-
-export function transpileInChild(name: string, bytes: Uint8Array, dir: string): Promise<Meta> {
-  const run = queue.then(() => runChild(name, bytes, dir));
-  queue = run.catch(() => undefined);
-  return run;
+interface Queued extends TranspileJob {
+  resolve(meta: Meta): void;
+  reject(e: Error): void;
 }
 
-function runChild(name: string, bytes: Uint8Array, dir: string): Promise<Meta> {
-  // From the TypeScript sources the child needs tsx, by absolute URL (the cwd may be anywhere).
-  const loader = FROM_SOURCES ? ['--import', import.meta.resolve('tsx')] : [];
+const queue: Queued[] = [];
+let current: Transpiler | undefined;
+let started = 0;
+
+/** How many transpiler processes this process has started (tests: jobs queued together share one). */
+export function transpilerStarts(): number {
+  return started;
+}
+
+/** The PID of the transpiler process now running, if one is (tests: a process that dies mid-job). */
+export function transpilerPid(): number | undefined {
+  return current && !current.exited ? current.pid : undefined;
+}
+
+export function transpileInChild(name: string, bytes: Uint8Array, dir: string): Promise<Meta> {
   return new Promise<Meta>((resolve, reject) => {
-    const child = spawn(process.execPath, [...TRANSPILE_NODE_FLAGS, ...loader, CHILD, dir, name], {
+    queue.push({ name, bytes, dir, resolve, reject });
+    pump();
+  });
+}
+
+function pump(): void {
+  if (current?.busy) return;
+  const job = queue.shift();
+  if (!job) {
+    current?.end();
+    current = undefined;
+    return;
+  }
+  if (!current || current.exited) current = new Transpiler();
+  const t = current;
+  t.run(job).then(job.resolve, job.reject).finally(() => {
+    if (current === t && t.exited) current = undefined;
+    pump();
+  });
+}
+
+/** One transpiler process: a job at a time, its reply the next line on stdout (transpile-child.ts). */
+class Transpiler {
+  busy = false;
+  exited = false;
+  private readonly child: ChildProcessWithoutNullStreams;
+  private out = '';
+  private err = '';
+  private waiting: { name: string; settle(reply: Reply | Error): void } | undefined;
+
+  constructor() {
+    started++;
+    // From the TypeScript sources the child needs tsx, by absolute URL (the cwd may be anywhere).
+    const loader = FROM_SOURCES ? ['--import', import.meta.resolve('tsx')] : [];
+    this.child = spawn(process.execPath, [...TRANSPILE_NODE_FLAGS, ...loader, CHILD], {
       stdio: ['pipe', 'pipe', 'pipe'],
       // Nothing of the runtime's environment (secrets, NODE_OPTIONS) reaches the transpiler.
       env: { PATH: process.env.PATH ?? '' },
     });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', (e) => reject(new ComponentLoadError(name, `cannot start the transpiler process (${process.execPath}): ${e.message}`, undefined, e)));
-    child.on('close', (code, signal) => {
-      let reply: { meta?: Meta; error?: string; hint?: string } | undefined;
+    this.child.stdout.on('data', (d: Buffer) => {
+      this.out += d.toString();
+      const nl = this.out.indexOf('\n');
+      if (nl < 0 || !this.waiting) return;
+      const line = this.out.slice(0, nl);
+      this.out = this.out.slice(nl + 1);
+      let reply: Reply | Error;
       try {
-        reply = JSON.parse(out.trim().split('\n').pop() ?? '') as typeof reply;
+        reply = JSON.parse(line) as Reply;
       } catch {
-        reply = undefined;
+        reply = new Error(`the transpiler process wrote a line that is not JSON: ${line.slice(0, 200)}`);
       }
-      if (code === 0 && reply?.meta) return resolve(reply.meta);
-      if (reply?.error !== undefined) return reject(new ComponentLoadError(name, reply.error, reply.hint));
-      reject(new ComponentLoadError(name, `the transpiler process ended with ${signal ?? `exit code ${code}`}${err.trim() ? `: ${err.trim().split('\n').slice(-3).join(' | ')}` : ''}`));
+      this.settle(reply);
     });
-    child.stdin.on('error', () => {}); // a child that failed early closes its stdin; its exit says why
-    child.stdin.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-  });
+    this.child.stderr.on('data', (d: Buffer) => (this.err = (this.err + d.toString()).slice(-4000)));
+    this.child.on('error', (e) => {
+      this.exited = true;
+      this.settle(new ComponentLoadError(this.waiting?.name ?? 'component', `cannot start the transpiler process (${process.execPath}): ${e.message}`, undefined, e));
+    });
+    this.child.on('close', (code, signal) => {
+      this.exited = true;
+      const why = `the transpiler process ended with ${signal ?? `exit code ${code}`}`;
+      this.settle(new Error(`${why}${this.err.trim() ? `: ${this.err.trim().split('\n').slice(-3).join(' | ')}` : ''}`));
+    });
+    this.child.stdin.on('error', () => {}); // a child that failed early closes its stdin; its exit says why
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  run(job: TranspileJob): Promise<Meta> {
+    this.busy = true;
+    return new Promise<Meta>((resolve, reject) => {
+      this.waiting = {
+        name: job.name,
+        settle: (reply) => {
+          this.busy = false;
+          if (reply instanceof ComponentLoadError) return reject(reply);
+          if (reply instanceof Error) return reject(new ComponentLoadError(job.name, reply.message));
+          if (reply.meta) return resolve(reply.meta);
+          reject(new ComponentLoadError(job.name, reply.error ?? 'the transpiler replied without a result', reply.hint));
+        },
+      };
+      if (this.exited) return this.settle(new Error('the transpiler process had already ended'));
+      for (const part of frameJob(job)) this.child.stdin.write(part);
+    });
+  }
+
+  /** No more jobs: the child ends when its stdin closes. */
+  end(): void {
+    this.child.stdin.end();
+  }
+
+  private settle(reply: Reply | Error): void {
+    const w = this.waiting;
+    this.waiting = undefined;
+    w?.settle(reply);
+  }
 }
+
+type Reply = { meta?: Meta; error?: string; hint?: string };

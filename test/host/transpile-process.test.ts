@@ -1,0 +1,78 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ComponentLoadError, loadComponent } from '../../runtime/host/index.ts';
+import { transpilerPid, transpilerStarts } from '../../runtime/host/transpile-child-run.ts';
+import { JobReader, frameJob } from '../../runtime/host/transpile-jobs.ts';
+import { fixture } from '../fixtures/build.ts';
+
+const freshCache = () => mkdtempSync(join(tmpdir(), 'jco-batch-'));
+
+describe('the transpiler process', () => {
+  it('components queued together are transpiled one after another by one transpiler process', async () => {
+    const cacheDir = freshCache();
+    const before = transpilerStarts();
+    const [a, b] = await Promise.all([loadComponent(await fixture('echo-tool'), { cacheDir }), loadComponent(await fixture('sandbox-probe'), { cacheDir })]);
+    expect([a.transpiled, b.transpiled]).toEqual([true, true]);
+    expect(a.exports).toContain('run');
+    expect(transpilerStarts() - before).toBe(1);
+    expect(transpilerPid()).toBeUndefined(); // ended once its queue was empty
+  });
+
+  it('a component the transpiler refuses fails alone: the one queued behind it in the same process still transpiles', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bad-batch-'));
+    writeFileSync(join(dir, 'junk.wasm'), Buffer.from([0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0, 9, 9, 9]));
+    const before = transpilerStarts();
+    const [bad, good] = await Promise.allSettled([loadComponent(join(dir, 'junk.wasm'), { cacheDir: freshCache() }), loadComponent(await fixture('echo-tool'), { cacheDir: freshCache() })]);
+    expect(bad.status).toBe('rejected');
+    expect((bad as PromiseRejectedResult).reason).toBeInstanceOf(ComponentLoadError);
+    expect(String((bad as PromiseRejectedResult).reason.message)).toMatch(/^junk: /);
+    expect(good.status).toBe('fulfilled');
+    expect((good as PromiseFulfilledResult<{ transpiled: boolean }>).value.transpiled).toBe(true);
+    expect(transpilerStarts() - before).toBe(1);
+  });
+
+  it('a transpiler process that dies mid-job fails that job with how it ended, and the job queued behind it gets a fresh process', async () => {
+    const before = transpilerStarts();
+    const first = loadComponent(await fixture('sandbox-probe'), { cacheDir: freshCache() });
+    const second = loadComponent(await fixture('echo-tool'), { cacheDir: freshCache() });
+    // loadComponent reads and hashes before it queues: wait for the process its job started.
+    const pid = await new Promise<number>((resolve) => {
+      const look = (): void => {
+        const p = transpilerPid();
+        if (p) resolve(p);
+        else setImmediate(look);
+      };
+      look();
+    });
+    process.kill(pid, 'SIGKILL');
+    const err = await first.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ComponentLoadError);
+    expect((err as Error).message).toMatch(/sandbox-probe: the transpiler process ended with SIGKILL/);
+    expect((await second).transpiled).toBe(true);
+    expect(transpilerStarts() - before).toBe(2);
+  });
+
+  it('job framing survives any chunking of the stream, and a malformed header is named', () => {
+    const jobs = [
+      { dir: '/c/a', name: 'a', bytes: new Uint8Array([1, 2, 3, 10, 10]) },
+      { dir: '/c/b', name: 'b\nc', bytes: new Uint8Array(0) },
+      { dir: '/c/ü', name: 'd', bytes: new Uint8Array(70000).fill(10) },
+    ];
+    const stream = Buffer.concat(jobs.flatMap(frameJob));
+    for (const size of [1, 7, 4096, stream.length]) {
+      const r = new JobReader();
+      const got: { dir: string; name: string; bytes: number[] }[] = [];
+      for (let i = 0; i < stream.length; i += size) {
+        r.push(stream.subarray(i, i + size));
+        for (let j = r.next(); j; j = r.next()) got.push({ dir: j.dir, name: j.name, bytes: [...j.bytes] });
+      }
+      expect(got).toEqual(jobs.map((j) => ({ dir: j.dir, name: j.name, bytes: [...j.bytes] })));
+      expect(r.pending()).toBe(0);
+    }
+    const r = new JobReader();
+    r.push(Buffer.from('{"dir":"/x","bytes":-1}\n'));
+    expect(() => r.next()).toThrow(/transpile job header must be .*got \{"dir":"\/x","bytes":-1\}/);
+  });
+});
