@@ -24,6 +24,13 @@ describe('the component worker bundle', () => {
     const taken = [...code.matchAll(/process\.getBuiltinModule\("([^"]+)"\)/g)].map((m) => m[1]).sort();
     expect(taken).toEqual(expect.arrayContaining(['node:fs', 'node:http', 'node:worker_threads']));
   });
+
+  it('is ASCII without comments, so V8 keeps its source at one byte per character in every worker', async () => {
+    const code = await bundleWorker(ENTRY);
+    const wide = [...code].findIndex((c) => c.charCodeAt(0) > 0x7f);
+    expect(wide === -1 ? '' : code.slice(Math.max(0, wide - 40), wide + 5)).toBe('');
+    expect(code).not.toMatch(/\/\*\*|^\s*\/\/ /m);
+  });
 });
 
 describe('built-ins in a split bundle (the image bundles main.js split at its dynamic imports)', () => {
