@@ -17,6 +17,8 @@
  *   10 000) of 100 KiB from 32 clients; prints how many completed, failed, and whether it lived.
  *
  *   node --import tsx bench/soak.ts [--clients 200] [--secs 360] [--tasks 10000] [--runtime image|dist]
+ *     [--env NAME=VALUE]…   (laid over the serving process's environment in both phases, e.g.
+ *                           MURMUR_DRIVER_RETIRE_GROWTH_MIB=16; printed in the report)
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -35,6 +37,17 @@ const FROM: 'src' | 'dist' = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'di
 const RUNTIME = choiceArg('runtime', ['image', 'dist'] as const, 'image');
 const IMAGE = RUNTIME === 'image' ? imageRoot() : undefined;
 const MESSAGE_BYTES = 100 * 1024;
+/** `--env NAME=VALUE`, repeatable: what an experiment changes in the serving process. */
+const EXTRA_ENV: Record<string, string> = {};
+for (let i = 0; i < process.argv.length; i++) {
+  if (process.argv[i] !== '--env') continue;
+  const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(process.argv[i + 1] ?? '');
+  if (!m) {
+    console.error(`--env: expected NAME=VALUE, got ${process.argv[i + 1] === undefined ? 'nothing' : `'${process.argv[i + 1]}'`}`);
+    process.exit(2);
+  }
+  EXTRA_ENV[m[1]!] = m[2]!;
+}
 
 const WORDS = 'agent capsule runtime token budget hook policy driver tool trace stream replica queue task context'.split(' ');
 function message(): string {
@@ -76,7 +89,7 @@ async function start(env: Record<string, string>): Promise<{ s: Serving; url: st
   const provider = await startScriptedProvider({ turns: [{ text: 'done' }], apiKey: API_KEY, onExhausted: 'repeat-last' }, { keep: 0 });
   // The image's chroot sees /tmp only: its transpile cache is one of its own (the first start transpiles the driver).
   const cache = IMAGE ? tmp('soak-image-cache-') : join(PROJECT_ROOT, '.cache/components');
-  const s = serve(FROM, capsule, registry, { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: cache, ...env }, [], IMAGE ? { image: IMAGE } : { asImage: true });
+  const s = serve(FROM, capsule, registry, { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: cache, ...EXTRA_ENV, ...env }, [], IMAGE ? { image: IMAGE } : { asImage: true });
   const url = await s.url;
   return { s, url, async stop() { await s.stop(); await provider.stop(); } };
 }
@@ -138,7 +151,7 @@ async function heapLimited(): Promise<string[]> {
   return [`  heap limit (--max-old-space-size=300): ${TASKS} tasks of 100 KiB from 32 clients: ${counts.completed} completed, ${counts.failed} failed, ${counts.rejected} rejected then retried; process ${lived ? `alive, max RSS ${fmtMiB(hwm)}` : 'DIED'}`];
 }
 
-const lines = [`soak: bounded memory under load (mur serve ${IMAGE ? `as the runtime image runs it (node ${IMAGE.nodeVersion}, its ENV)` : `from ${FROM === 'dist' ? 'compiled dist/' : 'sources via tsx'} on node ${process.version}`}, real driver component, no tools, SQLite store)`];
+const lines = [`soak: bounded memory under load (mur serve ${IMAGE ? `as the runtime image runs it (node ${IMAGE.nodeVersion}, its ENV)` : `from ${FROM === 'dist' ? 'compiled dist/' : 'sources via tsx'} on node ${process.version}`}, real driver component, no tools, SQLite store${Object.keys(EXTRA_ENV).length ? `; env ${Object.entries(EXTRA_ENV).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''})`];
 lines.push(...(await soak()));
 lines.push(...(await heapLimited()));
 lines.push(machineLine());
