@@ -78,6 +78,13 @@ RUN ld="$(readlink -f /lib64/ld-linux-x86-64.so.2)" && chmod 0711 "$ld" \
 # MALLOC_ARENA_MAX=2: glibc gives every thread that allocates an arena of its own and keeps what it
 # frees there; the runtime runs a worker thread per component. Measured under the soak
 # (bench/soak.ts, 400 tasks of 100 KiB from 32 clients): 42–64 MiB less RSS.
+# MALLOC_MMAP_THRESHOLD_=65536: glibc serves an allocation under its mmap threshold from the main
+# heap, and raises that threshold (up to 32 MiB) each time it frees a mapped chunk, so the request
+# bodies, Buffers and parser memory of a loaded runtime end up in a heap that only ever shrinks
+# from its top: under the soak (200 clients, 100 KiB messages) it held 98 MiB for the run. Fixed
+# at 64 KiB (which also ends the raising), larger blocks are mapped and unmapped whole: the heap
+# 45 MiB, RSS by minute 273–283 MiB against 325–358, as many tasks completed (180-s soaks
+# alternating, docs/runtime.md).
 # NODE_OPTIONS=--max-old-space-size=512: V8 lets the main heap grow to a multiple of what a full GC
 # kept alive, and the multiple follows the heap limit: up to 4 with the limit V8 derives from a
 # large machine (no pod limit), 1.4 at 512 MiB. Under the soak (200 clients, 100 KiB messages) the
@@ -86,6 +93,7 @@ RUN ld="$(readlink -f /lib64/ld-linux-x86-64.so.2)" && chmod 0711 "$ld" \
 # NODE_OPTIONS (sized to the pod's memory limit: docs/operator.md) replaces it.
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=65536 \
     NODE_OPTIONS=--max-old-space-size=512 \
     MURMUR_WORK_ROOT=/var/lib/murmur \
     MURMUR_REGISTRY=/opt/murmur/registry \
