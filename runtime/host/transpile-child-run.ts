@@ -87,17 +87,15 @@ class Transpiler {
     });
     this.child.stdout.on('data', (d: Buffer) => {
       this.out += d.toString();
-      const nl = this.out.indexOf('\n');
-      if (nl < 0 || !this.waiting) return;
-      const line = this.out.slice(0, nl);
-      this.out = this.out.slice(nl + 1);
-      let reply: Reply | Error;
-      try {
-        reply = JSON.parse(line) as Reply;
-      } catch {
-        reply = new Error(`the transpiler process wrote a line that is not JSON: ${line.slice(0, 200)}`);
+      for (let nl = this.out.indexOf('\n'); nl >= 0; nl = this.out.indexOf('\n')) {
+        const line = this.out.slice(0, nl);
+        this.out = this.out.slice(nl + 1);
+        // A reply is a JSON object with `meta` or `error`; anything else a library printed is kept
+        // with stderr's tail for the error message, never taken for a job's answer.
+        const reply = parseReply(line);
+        if (reply) this.settle(reply);
+        else this.err = (this.err + line + '\n').slice(-4000);
       }
-      this.settle(reply);
     });
     this.child.stderr.on('data', (d: Buffer) => (this.err = (this.err + d.toString()).slice(-4000)));
     this.child.on('error', (e) => {
@@ -146,4 +144,14 @@ class Transpiler {
   }
 }
 
-type Reply = { meta?: Meta; error?: string; hint?: string };
+export type Reply = { meta?: Meta; error?: string; hint?: string };
+
+/** A job's answer from one stdout line of the transpiler process, or undefined for any other line. */
+export function parseReply(line: string): Reply | undefined {
+  try {
+    const r = JSON.parse(line) as Reply | null;
+    return r && typeof r === 'object' && (r.meta !== undefined || typeof r.error === 'string') ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -19,7 +19,7 @@ export function frameJob(job: TranspileJob): Buffer[] {
 /** Reassembles jobs from stdin's chunks, whatever their boundaries. */
 export class JobReader {
   private buf: Buffer = Buffer.alloc(0);
-  private header: { dir: string; name: string; bytes: number } | undefined;
+  private header: { dir: string; name: string; bytes: number; lineBytes: number } | undefined;
 
   push(chunk: Buffer): void {
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
@@ -35,7 +35,7 @@ export class JobReader {
       if (typeof h.dir !== 'string' || typeof h.name !== 'string' || !Number.isSafeInteger(h.bytes) || (h.bytes as number) < 0) {
         throw new Error(`transpile job header must be {"dir": string, "name": string, "bytes": integer}, got ${line.slice(0, 200)}`);
       }
-      this.header = { dir: h.dir, name: h.name, bytes: h.bytes as number };
+      this.header = { dir: h.dir, name: h.name, bytes: h.bytes as number, lineBytes: nl + 1 };
       this.buf = this.buf.subarray(nl + 1);
     }
     if (this.buf.length < this.header.bytes) return undefined;
@@ -46,8 +46,8 @@ export class JobReader {
     return job;
   }
 
-  /** Bytes received and not yet part of a complete job. */
+  /** Bytes received and not yet part of a complete job (a header already read included). */
   pending(): number {
-    return this.buf.length + (this.header ? 1 : 0);
+    return this.buf.length + (this.header?.lineBytes ?? 0);
   }
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ComponentLoadError, loadComponent } from '../../runtime/host/index.ts';
-import { transpilerPid, transpilerStarts } from '../../runtime/host/transpile-child-run.ts';
+import { parseReply, transpilerPid, transpilerStarts } from '../../runtime/host/transpile-child-run.ts';
 import { JobReader, frameJob } from '../../runtime/host/transpile-jobs.ts';
 import { fixture } from '../fixtures/build.ts';
 
@@ -71,8 +71,19 @@ describe('the transpiler process', () => {
       expect(got).toEqual(jobs.map((j) => ({ dir: j.dir, name: j.name, bytes: [...j.bytes] })));
       expect(r.pending()).toBe(0);
     }
+    const part = new JobReader();
+    const one = Buffer.concat(frameJob(jobs[0]!));
+    part.push(one.subarray(0, one.length - 2));
+    expect(part.next()).toBeUndefined();
+    expect(part.pending()).toBe(one.length - 2);
     const r = new JobReader();
     r.push(Buffer.from('{"dir":"/x","bytes":-1}\n'));
     expect(() => r.next()).toThrow(/transpile job header must be .*got \{"dir":"\/x","bytes":-1\}/);
+  });
+
+  it("a line something else printed on the transpiler's stdout is never taken for a job's answer", () => {
+    expect(parseReply('{"meta":{"imports":[],"exports":["run"],"coreFiles":["a.wasm"]}}')).toEqual({ meta: { imports: [], exports: ['run'], coreFiles: ['a.wasm'] } });
+    expect(parseReply('{"error":"is not a component","hint":"check it"}')).toEqual({ error: 'is not a component', hint: 'check it' });
+    for (const other of ['(node:1) ExperimentalWarning: something', '{"level":"warn"}', 'null', '[1]', '']) expect(parseReply(other)).toBeUndefined();
   });
 });
