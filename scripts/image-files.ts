@@ -186,7 +186,6 @@ function dedupePackages(): Plugin {
   };
 }
 
-const [name, outArg] = process.argv.slice(2);
 /**
  * Every bundled module is ASCII, so V8 holds its source one byte per character (above). esbuild
  * escapes non-ASCII in strings and identifiers itself (charset ascii); a legal comment it keeps
@@ -202,6 +201,7 @@ function assertOneByteSources(dir: string): void {
   }
 }
 
+const [name, outArg] = process.argv.slice(2);
 const target = name ? TARGETS[name] : undefined;
 if (!target || !outArg) {
   console.error(`usage: node --import tsx scripts/image-files.ts ${Object.keys(TARGETS).join('|')} <out-dir>`);

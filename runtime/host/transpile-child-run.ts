@@ -60,16 +60,12 @@ function pump(): void {
     return;
   }
   if (!current || current.exited) current = new Transpiler();
-  const t = current;
-  t.run(job).then(job.resolve, job.reject).finally(() => {
-    if (current === t && t.exited) current = undefined;
-    pump();
-  });
+  // The next job goes to the same process, or a fresh one if this one has ended (checked above).
+  current.run(job).then(job.resolve, job.reject).finally(pump);
 }
 
 /** One transpiler process: a job at a time, its reply the next line on stdout (transpile-child.ts). */
 class Transpiler {
-  busy = false;
   exited = false;
   private readonly child: ChildProcessWithoutNullStreams;
   private out = '';
@@ -110,24 +106,26 @@ class Transpiler {
     this.child.stdin.on('error', () => {}); // a child that failed early closes its stdin; its exit says why
   }
 
+  /** A job is out: its answer (or the process's end) has not come yet. */
+  get busy(): boolean {
+    return this.waiting !== undefined;
+  }
+
   get pid(): number | undefined {
     return this.child.pid;
   }
 
   run(job: TranspileJob): Promise<Meta> {
-    this.busy = true;
     return new Promise<Meta>((resolve, reject) => {
       this.waiting = {
         name: job.name,
         settle: (reply) => {
-          this.busy = false;
           if (reply instanceof ComponentLoadError) return reject(reply);
           if (reply instanceof Error) return reject(new ComponentLoadError(job.name, reply.message));
           if (reply.meta) return resolve(reply.meta);
           reject(new ComponentLoadError(job.name, reply.error ?? 'the transpiler replied without a result', reply.hint));
         },
       };
-      if (this.exited) return this.settle(new Error('the transpiler process had already ended'));
       for (const part of frameJob(job)) this.child.stdin.write(part);
     });
   }

@@ -16,17 +16,20 @@ import { bundleWorker, lazyBuiltinsPlugin } from '../../runtime/host/wasi-io/bun
 const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
 
 const ENTRY = fileURLToPath(new URL('../../runtime/host/worker.ts', import.meta.url));
+/** Bundled once for the tests below (each reads the same output). */
+let bundled: Promise<string> | undefined;
+const workerBundle = (): Promise<string> => (bundled ??= bundleWorker(ENTRY));
 
 describe('the component worker bundle', () => {
   it('imports no Node built-in as an ES module: each comes through process.getBuiltinModule', async () => {
-    const code = await bundleWorker(ENTRY);
+    const code = await workerBundle();
     expect(code.match(/(?:from|import)\s*\(?\s*["'](?:node:)?[a-z_/]+["']/g) ?? []).toEqual([]);
     const taken = [...code.matchAll(/process\.getBuiltinModule\("([^"]+)"\)/g)].map((m) => m[1]).sort();
     expect(taken).toEqual(expect.arrayContaining(['node:fs', 'node:http', 'node:worker_threads']));
   });
 
   it('is ASCII without comments, so V8 keeps its source at one byte per character in every worker', async () => {
-    const code = await bundleWorker(ENTRY);
+    const code = await workerBundle();
     const wide = [...code].findIndex((c) => c.charCodeAt(0) > 0x7f);
     expect(wide === -1 ? '' : code.slice(Math.max(0, wide - 40), wide + 5)).toBe('');
     expect(code).not.toMatch(/\/\*\*|^\s*\/\/ /m);
