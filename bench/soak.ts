@@ -122,7 +122,7 @@ async function soak(): Promise<string[]> {
   const perMinute = samples.filter((x, i) => i === samples.length - 1 || Math.floor(x.t / 60) !== Math.floor((samples[i + 1]?.t ?? 0) / 60));
   const growth = ((last.rss - minuteAgo.rss) / minuteAgo.rss) * 100;
   // The plateau criterion, fixed before the runs it judges: the median of the last minute's samples
-  // against the median of the minute before (12 samples each at 5 s), so one sample taken during a
+  // against the median of the minute before (about 12 samples each at 5 s; a soak shorter than 2 minutes has no minute before, and says so), so one sample taken during a
   // garbage collection or a burst of parses neither fails nor passes a run; the two single samples
   // a minute apart are printed too.
   const inMinute = (from: number, to: number): number[] => samples.filter((x) => x.t > from && x.t <= to).map((x) => x.rss);
@@ -133,7 +133,9 @@ async function soak(): Promise<string[]> {
     `  soak: ${CLIENTS} clients, ${SECS} s, 100 KiB messages: ${counts.completed} completed, ${counts.rejected} rejected (queue full), ${counts.failed} failed`,
     `    RSS by minute: ${perMinute.map((x) => `${(x.t / 60).toFixed(1)} min ${fmtMiB(x.rss)}`).join(', ')}`,
     `    RSS max ${fmtMiB(max)}; last minute ${fmtMiB(minuteAgo.rss)} → ${fmtMiB(last.rss)} (${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%)`,
-    `    median RSS of the minute before the last ${fmtMiB(prevMin)} → of the last minute ${fmtMiB(lastMin)} (${medGrowth >= 0 ? '+' : ''}${medGrowth.toFixed(1)}%; plateau criterion: under 5%, below 300 MiB)`,
+    Number.isFinite(medGrowth)
+      ? `    median RSS of the minute before the last ${fmtMiB(prevMin)} → of the last minute ${fmtMiB(lastMin)} (${medGrowth >= 0 ? '+' : ''}${medGrowth.toFixed(1)}%; plateau criterion: under 5%, below 300 MiB)`
+      : `    median RSS by minute: not judged (a soak of ${SECS} s has no full minute before its last; the criterion needs --secs 120 or more)`,
   ];
 }
 
