@@ -120,21 +120,25 @@ async function soak(): Promise<string[]> {
   const minuteAgo = samples.reduce((best, x) => (Math.abs(x.t - (last.t - 60)) < Math.abs(best.t - (last.t - 60)) ? x : best), samples[0]!);
   const max = Math.max(...samples.map((x) => x.rss));
   const perMinute = samples.filter((x, i) => i === samples.length - 1 || Math.floor(x.t / 60) !== Math.floor((samples[i + 1]?.t ?? 0) / 60));
-  const growth = ((last.rss - minuteAgo.rss) / minuteAgo.rss) * 100;
+  /** The change from `a` to `b` in percent, signed ("+2.0%", "-1.5%"). */
+  const change = (a: number, b: number): string => {
+    const pct = ((b - a) / a) * 100;
+    return `${pct >= 0 ? '+' : ''}${pct.toFixed(1)}%`;
+  };
   // The plateau criterion, fixed before the runs it judges: the median of the last minute's samples
-  // against the median of the minute before (about 12 samples each at 5 s; a soak shorter than 2 minutes has no minute before, and says so), so one sample taken during a
-  // garbage collection or a burst of parses neither fails nor passes a run; the two single samples
-  // a minute apart are printed too.
+  // against the median of the minute before (about 12 samples each at 5 s), so one sample taken
+  // during a garbage collection or a burst of parses neither fails nor passes a run; the two single
+  // samples a minute apart are printed too. A soak shorter than 2 minutes has no minute before, and
+  // says so.
   const inMinute = (from: number, to: number): number[] => samples.filter((x) => x.t > from && x.t <= to).map((x) => x.rss);
   const lastMin = median(inMinute(last.t - 60, last.t));
   const prevMin = median(inMinute(last.t - 120, last.t - 60));
-  const medGrowth = ((lastMin - prevMin) / prevMin) * 100;
   return [
     `  soak: ${CLIENTS} clients, ${SECS} s, 100 KiB messages: ${counts.completed} completed, ${counts.rejected} rejected (queue full), ${counts.failed} failed`,
     `    RSS by minute: ${perMinute.map((x) => `${(x.t / 60).toFixed(1)} min ${fmtMiB(x.rss)}`).join(', ')}`,
-    `    RSS max ${fmtMiB(max)}; last minute ${fmtMiB(minuteAgo.rss)} → ${fmtMiB(last.rss)} (${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%)`,
-    Number.isFinite(medGrowth)
-      ? `    median RSS of the minute before the last ${fmtMiB(prevMin)} → of the last minute ${fmtMiB(lastMin)} (${medGrowth >= 0 ? '+' : ''}${medGrowth.toFixed(1)}%; plateau criterion: under 5%, below 300 MiB)`
+    `    RSS max ${fmtMiB(max)}; last minute ${fmtMiB(minuteAgo.rss)} → ${fmtMiB(last.rss)} (${change(minuteAgo.rss, last.rss)})`,
+    Number.isFinite(lastMin) && Number.isFinite(prevMin)
+      ? `    median RSS of the minute before the last ${fmtMiB(prevMin)} → of the last minute ${fmtMiB(lastMin)} (${change(prevMin, lastMin)}; plateau criterion: under 5%, below 300 MiB)`
       : `    median RSS by minute: not judged (a soak of ${SECS} s has no full minute before its last; the criterion needs --secs 120 or more)`,
   ];
 }
