@@ -34,9 +34,13 @@
  *   in it) and the tree's peak RSS sampled every 20 ms while it ran (they are);
  * - warm start: process start → agent card URL printed (ready), → first task completed;
  * - RSS idle after one task: RSS of the process tree 20 s after the first task completed (past the
- *   10 s after which this runtime lets go of its booted spare worker);
+ *   10 s after which this runtime lets go of its booted spare worker), and again 45 s after it (past
+ *   the 30 s after which it lets go of the session's component thread, MURMUR_COMPONENT_IDLE_MS);
+ * - a task after that idle: the next task's time from send to completed (ours starts its component
+ *   thread and instances afresh for it; the reference has nothing to restart);
  * - throughput: then 100 tasks from 8 concurrent senders, wall / 100 = time per task;
- * - RSS idle after 101 tasks: 20 s after the last one; max RSS: VmHWM of the warm process then;
+ * - RSS idle after 102 tasks: 20 s and 45 s after the last one; max RSS: VmHWM of the warm process
+ *   at 20 s;
  * - script capsule end to end: `mur run` of capsule-allowlisted.wasm (invokes echo-tool once, writes
  *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
  *
@@ -91,10 +95,16 @@ function requireEnv(): void {
  * the next instance start (and the token counter's worker) after 10 s idle, and Node 24's V8 keeps
  * an ended worker's heap pages in a process-wide pool for 8 s more before it returns them (measured:
  * a worker's 30 MiB stayed resident 2 s after terminate(), gone 9.5 s after); a pod idles far
- * longer. The peak before it is the max-RSS row.
+ * longer. The peak before it is the max-RSS row. The second reading is 45 s after: the session's
+ * component thread is let go after 30 s without a call (MURMUR_COMPONENT_IDLE_MS), and its heap
+ * pages 8 s after that.
  */
-async function idleTree(pid: number): Promise<number> {
-  await new Promise((r) => setTimeout(r, 20_000));
+const IDLE_EARLY_MS = 20_000;
+const IDLE_LATE_MS = 45_000;
+
+/** RSS of the tree once `ms` have passed since `since` (a performance.now() reading). */
+async function treeAt(pid: number, since: number, ms: number): Promise<number> {
+  await new Promise((r) => setTimeout(r, Math.max(0, since + ms - performance.now())));
   return treeStat(pid).rss;
 }
 
@@ -246,7 +256,7 @@ function reference(bin: string): Subject {
 
 // ------------------------------------------------------------------------------------------ main
 
-type Fig = { cold: Tree & { wall: number; peak: number }; ready: number; firstTask: number; idle1: number; perTask: number; idle100: number; warmHwm: number; script: { wall: number; hwm: number } };
+type Fig = { cold: Tree & { wall: number; peak: number }; ready: number; firstTask: number; idle1: number; idle1Late: number; afterIdle: number; perTask: number; idle100: number; idle100Late: number; warmHwm: number; script: { wall: number; hwm: number } };
 
 async function round(s: Subject): Promise<Fig> {
   const capsule = (endpoint: string): string => {
@@ -269,25 +279,33 @@ async function round(s: Subject): Promise<Fig> {
   await p1.stop();
 
   // Warm start, one task, idle; the throughput run, idle.
-  const p = await startScriptedProvider({ turns: Array.from({ length: 1 + TASKS }, () => TASK_TURNS).flat(), apiKey: API_KEY });
+  const p = await startScriptedProvider({ turns: Array.from({ length: 2 + TASKS }, () => TASK_TURNS).flat(), apiKey: API_KEY });
   const sv = s.serve(capsule(p.url), false);
   const url = await sv.url;
   const ready = performance.now() - sv.t0;
   await sendTask(url, 0);
-  const firstTask = performance.now() - sv.t0;
-  const idle1 = await idleTree(sv.proc.pid!);
-  let next = 1;
+  const firstDone = performance.now();
+  const firstTask = firstDone - sv.t0;
+  const pid = sv.proc.pid!;
+  const idle1 = await treeAt(pid, firstDone, IDLE_EARLY_MS);
+  const idle1Late = await treeAt(pid, firstDone, IDLE_LATE_MS);
+  const a0 = performance.now();
+  await sendTask(url, 1);
+  const afterIdle = performance.now() - a0;
+  let next = 2;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: SENDERS }, async () => {
-    while (next <= TASKS) await sendTask(url, next++);
+    while (next <= TASKS + 1) await sendTask(url, next++);
   }));
-  const perTask = (performance.now() - t0) / TASKS;
-  const idle100 = await idleTree(sv.proc.pid!);
-  const warmHwm = treeStat(sv.proc.pid!).hwm;
+  const lastDone = performance.now();
+  const perTask = (lastDone - t0) / TASKS;
+  const idle100 = await treeAt(pid, lastDone, IDLE_EARLY_MS);
+  const warmHwm = treeStat(pid).hwm;
+  const idle100Late = await treeAt(pid, lastDone, IDLE_LATE_MS);
   await sv.stop();
   await p.stop();
 
-  return { cold: { ...cs, wall: coldWall }, ready, firstTask, idle1, perTask, idle100, warmHwm, script: s.script() };
+  return { cold: { ...cs, wall: coldWall }, ready, firstTask, idle1, idle1Late, afterIdle, perTask, idle100, idle100Late, warmHwm, script: s.script() };
 }
 
 /** One untimed task and script run per arm: fills our warm component cache (and the OS page cache for both). */
@@ -319,8 +337,11 @@ async function main(): Promise<void> {
   const metric = (label: string, pick: (f: Fig) => number, fmt: (v: number) => string): void => {
     rows.push(...pairedRows(summarize(arms.map((a) => `${label}, ${a.name}`), arms.map((a) => figs.get(a.name)!.map(pick))), fmt));
   };
-  metric('RSS idle after one task', (f) => f.idle1, fmtMiB);
-  metric(`RSS idle after ${TASKS + 1} tasks`, (f) => f.idle100, fmtMiB);
+  metric('RSS idle 20 s after one task', (f) => f.idle1, fmtMiB);
+  metric('RSS idle 45 s after one task', (f) => f.idle1Late, fmtMiB);
+  metric(`RSS idle 20 s after ${TASKS + 2} tasks`, (f) => f.idle100, fmtMiB);
+  metric(`RSS idle 45 s after ${TASKS + 2} tasks`, (f) => f.idle100Late, fmtMiB);
+  metric('a task after 45 s idle, send → completed', (f) => f.afterIdle, fmtTime);
   metric(`max RSS over start, one task and ${TASKS} more`, (f) => f.warmHwm, fmtMiB);
   metric(`time per task, ${TASKS} tasks, ${SENDERS} senders`, (f) => f.perTask, fmtTime);
   metric('throughput', (f) => 1000 / f.perTask, fmtRate('tasks/s'));

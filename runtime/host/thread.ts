@@ -14,12 +14,28 @@
  * when its own work does. A trap, a retirement or a close drops only that instance's slot. A
  * deadline, though, can only be enforced by stopping the thread: the thread's other instances then
  * lose their in-memory state too, and each starts afresh on its next call.
+ *
+ * Idle: a thread with no call or instantiation for `idleMs` (MURMUR_COMPONENT_IDLE_MS, default
+ * 30 000) lets its worker go, as a deadline does, and the next call starts a fresh one. Why: the
+ * worker is the largest part of an idle `mur serve` that can go (an isolate of 15.6 MiB on Node 24
+ * before any component runs, plus the instances' linear memories), and a pod idles far longer than
+ * it works. The price is a fresh instance on the first call after a pause (docs/runtime.md gives
+ * the measured cost); nothing a driver or tool keeps between calls is promised to survive (only an
+ * async hook's state is, hooks.md, and hooks never run here). A call waiting on the host (a tool's
+ * request-input) is a call in progress: the thread is not idle while it waits.
  */
 import type { Worker } from 'node:worker_threads';
 import { MurError } from '../errors.ts';
 import type { Grants, ImportSpec } from './protocol.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 import { POOL, instantiateIn, type Launched } from './workers.ts';
+
+export interface ThreadOptions {
+  /** Lets the worker go after this long without a call (ms; 0 = keep it; default 30 000). */
+  idleMs?: number;
+  /** Called when an idle worker has been let go (diagnostics, tests). */
+  onIdleStop?: () => void;
+}
 
 export class ComponentThread {
   private worker: Promise<Worker> | undefined;
@@ -28,17 +44,62 @@ export class ComponentThread {
   private nextSlot = 1;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
-  /** Workers started for this thread (1 + restarts after a deadline stopped one). */
+  /** Workers started for this thread (1 + restarts after a deadline or an idle stop). */
   starts = 0;
+  /** Workers let go for being idle. */
+  idleStops = 0;
+  /** Calls and instantiations queued or running: the thread is idle only at 0. */
+  private inFlight = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly idleMs: number;
+
+  constructor(private readonly opts: ThreadOptions = {}) {
+    this.idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
+  }
 
   /**
    * Runs `fn` once everything queued before it has finished: one guest runs in the thread at a
    * time, so a call's deadline does not count another instance's time.
    */
   serial<T>(fn: () => Promise<T>): Promise<T> {
+    this.inFlight++;
+    this.disarmIdle();
     const run = this.queue.then(fn);
-    this.queue = run.catch(() => undefined);
+    this.queue = run.catch(() => undefined).then(() => {
+      if (--this.inFlight === 0) this.armIdle();
+    });
     return run;
+  }
+
+  private readonly idleWaiters: (() => void)[] = [];
+
+  /** Resolves at the next idle stop (tests, diagnostics). */
+  nextIdleStop(): Promise<void> {
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  /** Whether an idle stop is scheduled (nothing in flight, a worker running, idleMs > 0). */
+  get idleStopPending(): boolean {
+    return this.idleTimer !== undefined;
+  }
+
+  private armIdle(): void {
+    if (this.idleMs <= 0 || this.closed || !this.worker) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.inFlight > 0 || this.closed || !this.worker) return;
+      this.idleStops++;
+      this.kill();
+      this.opts.onIdleStop?.();
+      for (const w of this.idleWaiters.splice(0)) w();
+    }, this.idleMs);
+    // An idle thread's timer must not keep a finished process alive.
+    this.idleTimer.unref();
+  }
+
+  private disarmIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
   }
 
   /** Instantiates a component in a new slot (in the thread's worker, started if there is none). */
@@ -75,7 +136,7 @@ export class ComponentThread {
     } catch { /* the worker is gone already */ }
   }
 
-  /** Stops the thread (a deadline passed in it): every instance in it starts afresh on its next call. */
+  /** Stops the thread (a deadline passed in it, or it sat idle): every instance in it starts afresh on its next call. */
   kill(): void {
     const w = this.worker;
     this.worker = undefined;
@@ -99,11 +160,27 @@ export class ComponentThread {
   /** The session is over: the thread stops, and attaches no more. */
   async close(): Promise<void> {
     this.closed = true;
+    this.disarmIdle();
     const w = this.worker;
     this.worker = undefined;
     this.current = undefined;
     if (w) await w.then((worker) => worker.terminate(), () => undefined);
   }
+}
+
+const DEFAULT_IDLE_MS = 30_000;
+
+/** MURMUR_COMPONENT_IDLE_MS, or the default; anything but a number of ms ≥ 0 is refused by name. */
+export function componentIdleMs(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env.MURMUR_COMPONENT_IDLE_MS;
+  if (v === undefined || v === '') return DEFAULT_IDLE_MS;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) {
+    throw new MurError('E-RUN-034', `MURMUR_COMPONENT_IDLE_MS must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`, {
+      hint: `set how long the session's component thread may sit idle before its worker is let go (default ${DEFAULT_IDLE_MS}), or 0 to keep it`,
+    });
+  }
+  return n;
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
  * The session's WASM components: one ComponentInstance per tool and one for the driver, each with
  * its own grant, started lazily and kept for the session (a fault restarts the instance on the next
- * call), all in one worker thread of the session's (host/thread.ts; MURMUR_COMPONENT_THREADS).
+ * call), all in one worker thread of the session's (host/thread.ts; MURMUR_COMPONENT_THREADS), which
+ * is let go after MURMUR_COMPONENT_IDLE_MS without a call and started again by the next one.
  * Host imports wired per world: tools get `murmur:task/task` and `murmur:text/chunks`, the driver
  * gets `murmur:text/chunks`; both are routed to whatever task is current.
  */
-import { ComponentInstance, ComponentThread, componentThreads, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
+import { ComponentInstance, ComponentThread, componentIdleMs, componentThreads, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
 import { heldInferenceKey } from '../host/inference-key.ts';
 import { driverRetireGrowth } from '../host/retire.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
@@ -28,7 +29,7 @@ export class SessionComponents {
   private tools = new Map<string, Promise<ComponentInstance>>();
   private driverInst: Promise<ComponentInstance> | undefined;
   /** The one thread the driver and the tools run in; none: a thread each (MURMUR_COMPONENT_THREADS=instance). */
-  private readonly thread: ComponentThread | undefined;
+  readonly thread: ComponentThread | undefined;
   io: TaskIo = NO_TASK_IO;
 
   constructor(
@@ -37,7 +38,7 @@ export class SessionComponents {
     /** Where refused outgoing requests are reported (the session's trace). */
     private readonly denied: (kind: ComponentKind, name: string) => ((d: NetworkDenial) => void) | undefined = () => undefined,
   ) {
-    this.thread = componentThreads(hostEnv) === 'session' ? new ComponentThread() : undefined;
+    this.thread = componentThreads(hostEnv) === 'session' ? new ComponentThread({ idleMs: componentIdleMs(hostEnv) }) : undefined;
   }
 
   private chunks(): Record<string, (s: string) => void> {

@@ -249,7 +249,7 @@ describe('worker flags', () => {
   });
 
   it('a runtime started with V8 heap options (the image entrypoint) still starts its workers: V8 options are left out of theirs', async () => {
-    const parent = ['--max-semi-space-size=1', '--optimize-for-size', '--max_old_space_size=200', '--stack-size=2000', '--wasm-lazy-compilation', '--no-liftoff', '--enable-source-maps'];
+    const parent = ['--max-semi-space-size=1', '--optimize-for-size', '--max_old_space_size=200', '--stack-size=2000', '--wasm-lazy-compilation', '--no-liftoff', '--no-maglev', '--no-opt', '--max-opt=2', '--no-sparkplug', '--flush-baseline-code', '--bytecode-old-age=2', '--enable-source-maps'];
     expect(() => new Worker('1', { eval: true, execArgv: parent })).toThrow(/invalid execArgv/);
     const argv = workerExecArgv(parent);
     expect(argv).toEqual(['--enable-source-maps']);

@@ -4,7 +4,8 @@
  * own start; a trap drops one slot, a deadline stops the thread.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ComponentThread, DeadlineExceeded, GuestTrap, HostFault, componentThreads, type ComponentInstance } from '../../runtime/host/index.ts';
+import { ComponentThread, DeadlineExceeded, GuestTrap, HostFault, componentIdleMs, componentThreads, type ComponentInstance } from '../../runtime/host/index.ts';
+import type { ThreadOptions } from '../../runtime/host/thread.ts';
 import { MurError } from '../../runtime/errors.ts';
 import { op, probe, quietImports } from './probe.ts';
 
@@ -15,8 +16,8 @@ afterEach(async () => {
   await Promise.all(threads.splice(0).map((t) => t.close()));
 });
 
-function thread(): ComponentThread {
-  const t = new ComponentThread();
+function thread(opts: ThreadOptions = { idleMs: 0 }): ComponentThread {
+  const t = new ComponentThread(opts);
   threads.push(t);
   return t;
 }
@@ -120,6 +121,102 @@ describe('a shared component thread', () => {
     await t.close();
     expect(t.running).toBe(false);
     await expect(op(a, { op: 'count' })).rejects.toThrow(/component thread is closed/);
+  });
+});
+
+describe('an idle component thread', () => {
+  /** A thread that lets its worker go after `idleMs`, and a promise of its next idle stop. */
+  function idleThread(idleMs: number): { t: ComponentThread; stopped: () => Promise<void> } {
+    const t = thread({ idleMs });
+    return { t, stopped: () => t.nextIdleStop() };
+  }
+
+  it('lets its worker go after the idle time without a call; the next call starts a fresh instance in a new worker', async () => {
+    const { t, stopped } = idleThread(50);
+    const a = await member(t, {});
+    const b = await member(t, {});
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    const stop = stopped();
+    expect((await op(b, { op: 'count' })).body.value).toBe(1);
+    const before = a.threadId;
+    await stop;
+    expect(t.running).toBe(false);
+    expect(t.idleStops).toBe(1);
+    // Both start afresh (their counts begin again), together, in one new worker.
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    expect((await op(b, { op: 'count' })).body.value).toBe(1);
+    expect(t.starts).toBe(2);
+    expect(a.threadId).not.toBe(before);
+    expect(b.threadId).toBe(a.threadId);
+  });
+
+  it('is not idle while a call waits on the host (a request-input): the stop is scheduled only once it returns', async () => {
+    const { t, stopped } = idleThread(20);
+    let release!: (v: string) => void;
+    let asked!: () => void;
+    const askedP = new Promise<void>((r) => (asked = r));
+    const a = await member(t, {}, { imports: { ...quietImports, 'murmur:task/task': { requestInput: () => { asked(); return new Promise<string>((r) => (release = r)); } } } });
+    const waiting = op(a, { op: 'ask', prompt: 'hold' });
+    await askedP;
+    expect(t.idleStopPending).toBe(false);
+    expect(t.running).toBe(true);
+    const stop = stopped();
+    release('answered');
+    expect((await waiting).body.value).toBe('answered');
+    await stop;
+    expect(t.running).toBe(false);
+    expect(t.starts).toBe(1);
+  });
+
+  it('calls closer together than the idle time keep the instance and its state; the stop is scheduled again after each', async () => {
+    const { t } = idleThread(60_000);
+    const a = await member(t, {});
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    expect(t.idleStopPending).toBe(true);
+    expect((await op(a, { op: 'count' })).body.value).toBe(2);
+    expect(t.idleStopPending).toBe(true);
+    expect(t.idleStops).toBe(0);
+    expect(t.starts).toBe(1);
+  });
+
+  it('with 0 keeps its worker: no stop is ever scheduled', async () => {
+    const t = thread({ idleMs: 0 });
+    const a = await member(t, {});
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    expect(t.idleStopPending).toBe(false);
+    expect(t.running).toBe(true);
+  });
+
+  it('a closed thread schedules no stop', async () => {
+    const { t } = idleThread(60_000);
+    const a = await member(t, {});
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    expect(t.idleStopPending).toBe(true);
+    await t.close();
+    expect(t.idleStopPending).toBe(false);
+  });
+});
+
+describe('MURMUR_COMPONENT_IDLE_MS', () => {
+  it.each([
+    [undefined, 30_000],
+    ['', 30_000],
+    ['0', 0],
+    ['1500', 1500],
+  ])('%j is %d ms', (v, want) => {
+    expect(componentIdleMs(v === undefined ? {} : { MURMUR_COMPONENT_IDLE_MS: v })).toBe(want);
+  });
+
+  it.each(['-1', 'soon', '10s'])('refuses %j, naming the variable and the default (E-RUN-034)', (v) => {
+    let e: unknown;
+    try {
+      componentIdleMs({ MURMUR_COMPONENT_IDLE_MS: v });
+    } catch (x) {
+      e = x;
+    }
+    expect(e).toBeInstanceOf(MurError);
+    expect((e as MurError).code).toBe('E-RUN-034');
+    expect((e as MurError).message).toContain(`MURMUR_COMPONENT_IDLE_MS must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`);
   });
 });
 
