@@ -55,11 +55,11 @@ const ENTRY = await workerEntry();
 
 const LOADER_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
 /**
- * V8 options the runtime is started with (the image's entrypoint sizes the heaps: Dockerfile; an operator may
- * choose compiler tiers, --no-maglev, --max-opt=N). A
- * worker refuses any V8 option in its execArgv ("invalid execArgv flags"), and needs none: V8's
- * options are process-wide and already apply to every isolate (each worker's own heap limits are
- * its resourceLimits).
+ * V8 options the runtime is started with (the image's entrypoint sizes the heaps: Dockerfile; an
+ * operator may also choose compiler tiers: --no-maglev, --no-opt, --max-opt=N). A worker refuses any
+ * V8 option in its execArgv ("invalid execArgv flags"), and needs none: V8's options are
+ * process-wide and already apply to every isolate (each worker's own heap limits are its
+ * resourceLimits).
  */
 const V8_FLAGS = new Set(['--max-semi-space-size', '--min-semi-space-size', '--max-old-space-size', '--max-heap-size', '--optimize-for-size', '--stack-size', '--expose-gc', '--single-threaded-gc', '--lite-mode', '--jitless']);
 
