@@ -12,7 +12,7 @@
  * the whole conversation; continuations are the host's). Tools and hooks may keep in-memory state
  * for their session (the spec's async hooks do), so they are never retired for growth.
  */
-import { MurError } from '../errors.ts';
+import { envNonNegative } from '../env-number.ts';
 
 /** Default growth past the first call's memory that retires a driver: 32 MiB. */
 export const DEFAULT_RETIRE_GROWTH_BYTES = 32 * 1048576;
@@ -32,13 +32,10 @@ export function shouldRetire(baseline: number | undefined, now: number, growth: 
  * default. A value that is not a number of MiB ≥ 0 is refused with the variable's name.
  */
 export function driverRetireGrowth(env: NodeJS.ProcessEnv = process.env): number {
-  const v = env.MURMUR_DRIVER_RETIRE_GROWTH_MIB;
-  if (v === undefined || v === '') return DEFAULT_RETIRE_GROWTH_BYTES;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) {
-    throw new MurError('E-RUN-031', `MURMUR_DRIVER_RETIRE_GROWTH_MIB must be a number of MiB ≥ 0, not ${JSON.stringify(v)}`, {
-      hint: 'set it to the growth of the driver\'s memory that retires its instance (default 32), or 0 to never retire it',
-    });
-  }
-  return Math.round(n * 1048576);
+  const mib = envNonNegative(env, 'MURMUR_DRIVER_RETIRE_GROWTH_MIB', DEFAULT_RETIRE_GROWTH_BYTES / 1048576, {
+    code: 'E-RUN-031',
+    unit: 'MiB',
+    hint: 'set it to the growth of the driver\'s memory that retires its instance (default 32), or 0 to never retire it',
+  });
+  return Math.round(mib * 1048576);
 }

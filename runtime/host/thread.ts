@@ -26,6 +26,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { MurError } from '../errors.ts';
+import { envNonNegative } from '../env-number.ts';
 import type { Grants, ImportSpec } from './protocol.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 import { POOL, instantiateIn, type Launched } from './workers.ts';
@@ -172,15 +173,11 @@ const DEFAULT_IDLE_MS = 30_000;
 
 /** MURMUR_COMPONENT_IDLE_MS, or the default; anything but a number of ms ≥ 0 is refused by name. */
 export function componentIdleMs(env: NodeJS.ProcessEnv = process.env): number {
-  const v = env.MURMUR_COMPONENT_IDLE_MS;
-  if (v === undefined || v === '') return DEFAULT_IDLE_MS;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) {
-    throw new MurError('E-RUN-034', `MURMUR_COMPONENT_IDLE_MS must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`, {
-      hint: `set how long the session's component thread may sit idle before its worker is let go (default ${DEFAULT_IDLE_MS}), or 0 to keep it`,
-    });
-  }
-  return n;
+  return envNonNegative(env, 'MURMUR_COMPONENT_IDLE_MS', DEFAULT_IDLE_MS, {
+    code: 'E-RUN-034',
+    unit: 'milliseconds',
+    hint: `set how long the session's component thread may sit idle before its worker is let go (default ${DEFAULT_IDLE_MS}), or 0 to keep it`,
+  });
 }
 
 /**

@@ -20,7 +20,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { MurError } from '../errors.ts';
+import { envNonNegative } from '../env-number.ts';
 import { cl100kCounter, type BpeCounter, type Cl100kTables } from './bpe-count.ts';
 import { countChunked, type ChunkOptions } from './chunk.ts';
 import type { CountReply, CountRequest } from './token-worker.ts';
@@ -45,15 +45,11 @@ export interface TokenCounterOptions extends ChunkOptions {
 
 /** MURMUR_TOKEN_WORKER_IDLE_MS, or the default; anything but a number of ms ≥ 0 is refused by name. */
 export function tokenWorkerIdleMs(env: NodeJS.ProcessEnv = process.env): number {
-  const v = env.MURMUR_TOKEN_WORKER_IDLE_MS;
-  if (v === undefined || v === '') return 10_000;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) {
-    throw new MurError('E-RUN-032', `MURMUR_TOKEN_WORKER_IDLE_MS must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`, {
-      hint: 'set how long the token-counting worker may sit idle before it is let go (default 10000), or 0 to keep it',
-    });
-  }
-  return n;
+  return envNonNegative(env, 'MURMUR_TOKEN_WORKER_IDLE_MS', 10_000, {
+    code: 'E-RUN-032',
+    unit: 'milliseconds',
+    hint: 'set how long the token-counting worker may sit idle before it is let go (default 10000), or 0 to keep it',
+  });
 }
 
 // The generic worker boot (registers tsx when running from sources), on layer 0 beside errors.ts:
