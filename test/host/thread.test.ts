@@ -132,7 +132,7 @@ describe('an idle component thread', () => {
   }
 
   it('lets its worker go after the idle time without a call; the next call starts a fresh instance in a new worker', async () => {
-    const { t, stopped } = idleThread(50);
+    const { t, stopped } = idleThread(300);
     const a = await member(t, {});
     const b = await member(t, {});
     expect((await op(a, { op: 'count' })).body.value).toBe(1);
