@@ -34,8 +34,6 @@ import { POOL, instantiateIn, type Launched } from './workers.ts';
 export interface ThreadOptions {
   /** Lets the worker go after this long without a call (ms; 0 = keep it; default 30 000). */
   idleMs?: number;
-  /** Called when an idle worker has been let go (diagnostics, tests). */
-  onIdleStop?: () => void;
 }
 
 export class ComponentThread {
@@ -52,9 +50,10 @@ export class ComponentThread {
   /** Calls and instantiations queued or running: the thread is idle only at 0. */
   private inFlight = 0;
   private idleTimer: NodeJS.Timeout | undefined;
+  private readonly idleWaiters: (() => void)[] = [];
   private readonly idleMs: number;
 
-  constructor(private readonly opts: ThreadOptions = {}) {
+  constructor(opts: ThreadOptions = {}) {
     this.idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
   }
 
@@ -71,8 +70,6 @@ export class ComponentThread {
     });
     return run;
   }
-
-  private readonly idleWaiters: (() => void)[] = [];
 
   /** Resolves at the next idle stop (tests, diagnostics). */
   nextIdleStop(): Promise<void> {
@@ -91,7 +88,6 @@ export class ComponentThread {
       if (this.inFlight > 0 || this.closed || !this.worker) return;
       this.idleStops++;
       this.kill();
-      this.opts.onIdleStop?.();
       for (const w of this.idleWaiters.splice(0)) w();
     }, this.idleMs);
     // An idle thread's timer must not keep a finished process alive.

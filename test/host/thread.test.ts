@@ -28,6 +28,22 @@ async function member(t: ComponentThread | undefined, env: Record<string, string
   return i;
 }
 
+/**
+ * A member whose `ask` call waits on the host until the test releases it; `asked` resolves once the
+ * guest has made the host call.
+ */
+async function heldMember(t: ComponentThread): Promise<{ inst: ComponentInstance; asked: Promise<void>; release: (v: string) => void }> {
+  let release: (v: string) => void = () => {};
+  let onAsk!: () => void;
+  const asked = new Promise<void>((r) => (onAsk = r));
+  const requestInput = (): Promise<string> => {
+    onAsk();
+    return new Promise<string>((r) => (release = r));
+  };
+  const inst = await member(t, {}, { imports: { ...quietImports, 'murmur:task/task': { requestInput } } });
+  return { inst, asked, release: (v) => release(v) };
+}
+
 describe('a shared component thread', () => {
   it("runs its instances in one worker, each with its own grants and its own state", async () => {
     const t = thread();
@@ -79,16 +95,13 @@ describe('a shared component thread', () => {
 
   it("counts a call's deadline from its own start, not from when it was queued behind another instance's call", async () => {
     const t = thread();
-    let release!: (v: string) => void;
-    let asked!: () => void;
-    const askedP = new Promise<void>((r) => (asked = r));
     // a's call waits in the thread on a host call the test answers only once b's call has been
     // queued for longer than b's own deadline.
-    const a = await member(t, {}, { imports: { ...quietImports, 'murmur:task/task': { requestInput: () => { asked(); return new Promise<string>((r) => (release = r)); } } } });
+    const { inst: a, asked, release } = await heldMember(t);
     const b = await member(t, {}, { deadlineMs: 1000 });
     await b.start();
     const first = op(a, { op: 'ask', prompt: 'hold' });
-    await askedP;
+    await asked;
     const second = op(b, { op: 'count' });
     await new Promise((r) => setTimeout(r, 1500)); // b's whole deadline passes while it waits its turn
     release('answered');
@@ -98,13 +111,11 @@ describe('a shared component thread', () => {
 
   it('closing an instance whose call is running stops that call; the thread restarts for the others', async () => {
     const t = thread();
-    let asked!: () => void;
-    const askedP = new Promise<void>((r) => (asked = r));
-    const a = await member(t, {}, { imports: { ...quietImports, 'murmur:task/task': { requestInput: () => { asked(); return new Promise<string>(() => {}); } } } });
+    const { inst: a, asked } = await heldMember(t); // never answered
     const b = await member(t, {});
     expect((await op(b, { op: 'count' })).body.value).toBe(1);
     const running = op(a, { op: 'ask' }).catch((e: unknown) => e);
-    await askedP;
+    await asked;
     await a.close();
     const err = await running;
     expect(err).toBeInstanceOf(HostFault);
@@ -152,12 +163,9 @@ describe('an idle component thread', () => {
 
   it('is not idle while a call waits on the host (a request-input): the stop is scheduled only once it returns', async () => {
     const { t, stopped } = idleThread(20);
-    let release!: (v: string) => void;
-    let asked!: () => void;
-    const askedP = new Promise<void>((r) => (asked = r));
-    const a = await member(t, {}, { imports: { ...quietImports, 'murmur:task/task': { requestInput: () => { asked(); return new Promise<string>((r) => (release = r)); } } } });
+    const { inst: a, asked, release } = await heldMember(t);
     const waiting = op(a, { op: 'ask', prompt: 'hold' });
-    await askedP;
+    await asked;
     expect(t.idleStopPending).toBe(false);
     expect(t.running).toBe(true);
     const stop = stopped();
