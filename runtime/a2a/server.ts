@@ -68,6 +68,8 @@ export interface A2AServerOptions {
   maxBodyBytes?: number;
   /** Finished tasks kept live in memory (oldest dropped first; the task store keeps them). Default 1000. */
   maxStoredTasks?: number;
+  /** Bytes of content (text, files, data) those finished tasks keep in memory at most. Default 4 MiB (live-tasks.ts). */
+  maxStoredTaskBytes?: number;
   /**
    * Where tasks are saved (the SDK's `TaskStore`: `InMemoryTaskStore`, or `DatabaseTaskStore` from
    * `@a2a-js/sdk/server/database`). It scopes tasks by caller. Default: a new InMemoryTaskStore.
@@ -144,6 +146,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     queueDepth: opts.queueDepth ?? 16,
     ...(opts.inputTimeoutSecs !== undefined ? { inputTimeoutSecs: opts.inputTimeoutSecs } : {}),
     maxLiveTasks: opts.maxStoredTasks ?? 1000,
+    ...(opts.maxStoredTaskBytes !== undefined ? { maxLiveBytes: opts.maxStoredTaskBytes } : {}),
     store: opts.taskStore ?? new InMemoryTaskStore(),
     stream: {
       maxQueued: opts.stream?.maxQueuedEvents ?? 256,

@@ -30,6 +30,7 @@ import {
 } from './executor.ts';
 import { agentMessage, artifact as mkArtifact, dataPart, messageText, textPart, toCoreState } from './wire.ts';
 import { Subscriber, type StreamSink, type SubscriberBounds } from './stream.ts';
+import { DEFAULT_MAX_LIVE_BYTES, evictions, retainedBytes } from './live-tasks.ts';
 
 export type TaskAcceptance = 'none' | 'single' | 'queue';
 
@@ -42,6 +43,8 @@ export interface TaskMachineOptions {
   inputTimeoutSecs?: number;
   /** Finished tasks kept live in memory (oldest dropped first; the store still has them). */
   maxLiveTasks: number;
+  /** Bytes of content those finished tasks keep at most (live-tasks.ts; default DEFAULT_MAX_LIVE_BYTES). */
+  maxLiveBytes?: number;
   store: TaskStore;
   stream: SubscriberBounds;
   /** Every event of every task, after subscribers got it (push notifications hook in here). */
@@ -85,6 +88,8 @@ export interface TaskRecord {
   input: { resolve: (s: string) => void; reject: (e: Error) => void; timer?: NodeJS.Timeout } | undefined;
   abort: AbortController;
   final: boolean;
+  /** What it keeps in memory once final (live-tasks.ts retainedBytes); 0 before. */
+  retained: number;
   artifactSeq: number;
   saving: Promise<void>;
 }
@@ -227,6 +232,7 @@ export class TaskMachine {
       input: undefined,
       abort: new AbortController(),
       final: false,
+      retained: 0,
       artifactSeq: 0,
       saving: Promise.resolve(),
     };
@@ -492,16 +498,14 @@ export class TaskMachine {
       if (full !== undefined) this.emitArtifact(rec, this.setResponse(rec, full), false, true, false);
     }
     this.setState(rec, state, text);
+    rec.retained = retainedBytes(rec);
     rec.waiters.clear();
     this.evict();
   }
 
   private evict(): void {
-    if (this.live.size <= this.o.maxLiveTasks) return;
-    for (const [id, r] of this.live) {
-      if (this.live.size <= this.o.maxLiveTasks) break;
-      if (r.final && r.subs.size === 0) this.live.delete(id);
-    }
+    const entries = [...this.live.values()].map((r) => ({ id: r.id, final: r.final, subscribers: r.subs.size, bytes: r.retained }));
+    for (const id of evictions(entries, { maxTasks: this.o.maxLiveTasks, maxBytes: this.o.maxLiveBytes ?? DEFAULT_MAX_LIVE_BYTES })) this.live.delete(id);
   }
 
   private checkIdle(): void {
