@@ -65,23 +65,33 @@ export interface LiveEntry {
  * The ids to drop, oldest first (`live` in insertion order), until at most `maxTasks` finished
  * tasks keeping at most `maxBytes` remain. Running, queued and waiting tasks are never dropped and
  * do not count against either bound; a finished task with a subscriber is kept and counts.
+ * `totals` (the finished tasks' count and bytes, as finishedTotals would sum them) spares the scan;
+ * without them `live` is read twice (pass an array, not a generator).
  */
-export function evictions(live: Iterable<LiveEntry>, b: LiveBounds): string[] {
-  const entries = [...live];
-  let tasks = 0;
-  let bytes = 0;
-  for (const e of entries) {
-    if (!e.final) continue;
-    tasks++;
-    bytes += e.bytes;
-  }
+export function evictions(live: Iterable<LiveEntry>, b: LiveBounds, totals?: { tasks: number; bytes: number }): string[] {
+  let { tasks, bytes } = totals ?? finishedTotals(live);
   const out: string[] = [];
-  for (const e of entries) {
-    if (tasks <= b.maxTasks && bytes <= b.maxBytes) break;
+  const within = (): boolean => tasks <= b.maxTasks && bytes <= b.maxBytes;
+  if (within()) return out;
+  // Lazily, oldest first: with the totals given, a caller's iterator is read only as far as needed.
+  for (const e of live) {
     if (!e.final || e.subscribers > 0) continue;
     out.push(e.id);
     tasks--;
     bytes -= e.bytes;
+    if (within()) break;
   }
   return out;
+}
+
+/** The finished entries' count and bytes. */
+export function finishedTotals(live: Iterable<LiveEntry>): { tasks: number; bytes: number } {
+  let tasks = 0;
+  let bytes = 0;
+  for (const e of live) {
+    if (!e.final) continue;
+    tasks++;
+    bytes += e.bytes;
+  }
+  return { tasks, bytes };
 }

@@ -113,6 +113,8 @@ export class TaskMachine {
   /** Set by drain(): no new task is taken, the accepted ones run to their end. */
   private draining = false;
   private laggedDrops = 0;
+  /** Finished tasks in `live` and the content they keep (retainedBytes), kept as they change. */
+  private readonly finished = { tasks: 0, bytes: 0 };
   private idleWaiters: Array<() => void> = [];
   /** Listeners told after every task event and subscriber change (tests wait on these, not on timers). */
   private readonly changeListeners = new Set<() => void>();
@@ -499,13 +501,24 @@ export class TaskMachine {
     }
     this.setState(rec, state, text);
     rec.retained = retainedBytes(rec);
+    this.finished.tasks++;
+    this.finished.bytes += rec.retained;
     rec.waiters.clear();
     this.evict();
   }
 
+  /** Drops finished tasks past the live bounds (live-tasks.ts); the running totals keep the common case free of a scan. */
   private evict(): void {
-    const entries = [...this.live.values()].map((r) => ({ id: r.id, final: r.final, subscribers: r.subs.size, bytes: r.retained }));
-    for (const id of evictions(entries, { maxTasks: this.o.maxLiveTasks, maxBytes: this.o.maxLiveBytes ?? DEFAULT_MAX_LIVE_BYTES })) this.live.delete(id);
+    const bounds = { maxTasks: this.o.maxLiveTasks, maxBytes: this.o.maxLiveBytes ?? DEFAULT_MAX_LIVE_BYTES };
+    if (this.finished.tasks <= bounds.maxTasks && this.finished.bytes <= bounds.maxBytes) return;
+    const entries = (function* (live) {
+      for (const r of live.values()) yield { id: r.id, final: r.final, subscribers: r.subs.size, bytes: r.retained };
+    })(this.live);
+    for (const id of evictions(entries, bounds, { ...this.finished })) {
+      this.finished.tasks--;
+      this.finished.bytes -= this.live.get(id)!.retained;
+      this.live.delete(id);
+    }
   }
 
   private checkIdle(): void {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { Role, TaskState, type Message } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext } from '@a2a-js/sdk/server';
-import { evictions, partBytes, retainedBytes, type LiveEntry } from '../../runtime/a2a/live-tasks.ts';
+import { evictions, finishedTotals, partBytes, retainedBytes, type LiveEntry } from '../../runtime/a2a/live-tasks.ts';
 import { TaskMachine } from '../../runtime/a2a/tasks.ts';
 import { artifact, dataPart, textPart } from '../../runtime/a2a/wire.ts';
 
@@ -23,6 +23,19 @@ describe('finished tasks kept in memory', () => {
     { why: 'when only subscribed ones remain over the bound, they stay', live: [fin('a', 80, 1), fin('b', 80, 2)], maxTasks: 10, maxBytes: 100, out: [] },
   ])('$why', ({ live, maxTasks, maxBytes, out }) => {
     expect(evictions(live, { maxTasks, maxBytes })).toEqual(out);
+  });
+
+  it('with the totals given, reads the live table only as far as it must', () => {
+    const live = [fin('a', 10), fin('b', 10), fin('c', 10), fin('d', 10)];
+    let read = 0;
+    const lazy = (function* () {
+      for (const e of live) {
+        read++;
+        yield e;
+      }
+    })();
+    expect(evictions(lazy, { maxTasks: 3, maxBytes: 100 }, finishedTotals(live))).toEqual(['a']);
+    expect(read).toBe(1);
   });
 
   it('sizes text, URLs, raw bytes and data by what they hold', () => {
