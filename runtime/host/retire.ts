@@ -14,8 +14,14 @@
  */
 import { envNonNegative } from '../env-number.ts';
 
-/** Default growth past the first call's memory that retires a driver: 32 MiB. */
-export const DEFAULT_RETIRE_GROWTH_BYTES = 32 * 1048576;
+/**
+ * Default growth past the first call's memory that retires a driver: 16 MiB. Measured under
+ * bench/soak.ts (200 clients, 100 KiB messages, the image; 180-s runs alternating, session 13): at
+ * 32 MiB the driver's linear memory swung 21–52 MiB and the process's last-minute median RSS was
+ * 294.9 / 274.9 MiB (max 304.3 / 293.8); at 16 MiB it swung 21–35 MiB, 269.4 / 274.2 (max 274.4 /
+ * 284.5), with as many tasks completed (5 784 / 6 151 against 6 003 / 6 065).
+ */
+export const DEFAULT_RETIRE_GROWTH_BYTES = 16 * 1048576;
 
 /**
  * Whether an instance whose linear memory measured `baseline` bytes after its first call and
@@ -35,7 +41,7 @@ export function driverRetireGrowth(env: NodeJS.ProcessEnv = process.env): number
   const mib = envNonNegative(env, 'MURMUR_DRIVER_RETIRE_GROWTH_MIB', DEFAULT_RETIRE_GROWTH_BYTES / 1048576, {
     code: 'E-RUN-031',
     unit: 'MiB',
-    hint: 'set it to the growth of the driver\'s memory that retires its instance (default 32), or 0 to never retire it',
+    hint: 'set it to the growth of the driver\'s memory that retires its instance (default 16), or 0 to never retire it',
   });
   return Math.round(mib * 1048576);
 }

@@ -25,9 +25,9 @@ describe('retire policy (table)', () => {
     expect(shouldRetire(baseline, now, growth)).toBe(want);
   });
 
-  it('takes the driver allowance from MURMUR_DRIVER_RETIRE_GROWTH_MIB, 32 MiB by default, 0 to turn it off', () => {
+  it('takes the driver allowance from MURMUR_DRIVER_RETIRE_GROWTH_MIB, 16 MiB by default, 0 to turn it off', () => {
     expect(driverRetireGrowth({})).toBe(DEFAULT_RETIRE_GROWTH_BYTES);
-    expect(DEFAULT_RETIRE_GROWTH_BYTES).toBe(32 * MiB);
+    expect(DEFAULT_RETIRE_GROWTH_BYTES).toBe(16 * MiB);
     expect(driverRetireGrowth({ MURMUR_DRIVER_RETIRE_GROWTH_MIB: '8' })).toBe(8 * MiB);
     expect(driverRetireGrowth({ MURMUR_DRIVER_RETIRE_GROWTH_MIB: '0' })).toBe(0);
   });
