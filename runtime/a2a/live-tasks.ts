@@ -42,13 +42,13 @@ export function partBytes(p: Part): number {
   return 0;
 }
 
-const messageBytes = (m: Message | undefined): number => (m ? m.parts.reduce((n, p) => n + partBytes(p), 0) : 0);
+const partsBytes = (parts: readonly Part[]): number => parts.reduce((n, p) => n + partBytes(p), 0);
 
 /** What a finished task keeps: its history, its artifacts and its status message. */
 export function retainedBytes(t: { history: readonly Message[]; artifacts: readonly Artifact[]; statusMessage: Message | undefined }): number {
-  let n = messageBytes(t.statusMessage);
-  for (const m of t.history) n += messageBytes(m);
-  for (const a of t.artifacts) n += a.parts.reduce((s, p) => s + partBytes(p), 0);
+  let n = t.statusMessage ? partsBytes(t.statusMessage.parts) : 0;
+  for (const m of t.history) n += partsBytes(m.parts);
+  for (const a of t.artifacts) n += partsBytes(a.parts);
   return n;
 }
 
@@ -65,15 +65,15 @@ export interface LiveEntry {
  * The ids to drop, oldest first (`live` in insertion order), until at most `maxTasks` finished
  * tasks keeping at most `maxBytes` remain. Running, queued and waiting tasks are never dropped and
  * do not count against either bound; a finished task with a subscriber is kept and counts.
- * `totals` (the finished tasks' count and bytes, as finishedTotals would sum them) spares the scan;
- * without them `live` is read twice (pass an array, not a generator).
+ * `totals` are the finished tasks' count and bytes (what finishedTotals sums; the task machine
+ * keeps them as tasks finish and leave), so `live` is read once, and only as far as needed.
  */
-export function evictions(live: Iterable<LiveEntry>, b: LiveBounds, totals?: { tasks: number; bytes: number }): string[] {
-  let { tasks, bytes } = totals ?? finishedTotals(live);
+export function evictions(live: Iterable<LiveEntry>, b: LiveBounds, totals: { tasks: number; bytes: number }): string[] {
+  let { tasks, bytes } = totals;
   const out: string[] = [];
   const within = (): boolean => tasks <= b.maxTasks && bytes <= b.maxBytes;
   if (within()) return out;
-  // Lazily, oldest first: with the totals given, a caller's iterator is read only as far as needed.
+  // Oldest first, stopping as soon as both bounds hold: the caller's iterator can be lazy.
   for (const e of live) {
     if (!e.final || e.subscribers > 0) continue;
     out.push(e.id);

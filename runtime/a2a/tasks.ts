@@ -514,7 +514,7 @@ export class TaskMachine {
     const entries = (function* (live) {
       for (const r of live.values()) yield { id: r.id, final: r.final, subscribers: r.subs.size, bytes: r.retained };
     })(this.live);
-    for (const id of evictions(entries, bounds, { ...this.finished })) {
+    for (const id of evictions(entries, bounds, this.finished)) {
       this.finished.tasks--;
       this.finished.bytes -= this.live.get(id)!.retained;
       this.live.delete(id);
