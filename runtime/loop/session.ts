@@ -21,6 +21,7 @@ import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ToolDispatcher, type RuntimeTool } from './tools.ts';
 import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
 import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
+import { BoundedHistories, BoundedRecord } from './conversation-bounds.ts';
 import { userText, textOf } from '../inference/messages.ts';
 import type { ConversationStore } from '../inference/conversation-store.ts';
 
@@ -53,17 +54,6 @@ export const RECORD_LIMIT = 5000;
 export const RECORD_MAX_BYTES = 16 * 1024 * 1024;
 /** Bytes the threaded histories of all contexts keep at most; the least recently used context goes first. */
 export const HISTORIES_MAX_BYTES = 32 * 1024 * 1024;
-
-/** Approximate bytes a message holds (its content as JSON), memoised per message object. */
-const sizes = new WeakMap<ConversationMessage, number>();
-export function messageBytes(m: ConversationMessage): number {
-  let n = sizes.get(m);
-  if (n === undefined) {
-    n = Buffer.byteLength(JSON.stringify(m.content) ?? '') + 64;
-    sizes.set(m, n);
-  }
-  return n;
-}
 
 /** Why a session ended on its own, and the `exit_status` its `session_end` carries. */
 export interface SessionEnd {
@@ -113,13 +103,13 @@ export class CapsuleSession {
   private system = '';
   private compactionPrompt: string | undefined;
   private startedAt = Date.now();
-  private histories = new Map<string, ConversationMessage[]>();
+  private histories = new BoundedHistories(HISTORIES_MAX_BYTES);
   private current: { input: TaskInput; asGiven: string; output?: string; history: ConversationMessage[] } | undefined;
   private readonly hostEnv: NodeJS.ProcessEnv;
   private closed = false;
   private endedBy: SessionEnd | undefined;
   /** The session's conversation record: every message of its finished tasks, oldest first. */
-  private record: ConversationMessage[] = [];
+  private record = new BoundedRecord(RECORD_LIMIT, RECORD_MAX_BYTES);
   private recorded = new WeakSet<ConversationMessage>();
   private endListeners: Array<(e: SessionEnd) => void> = [];
   private conversations: ConversationStore | undefined;
@@ -145,8 +135,9 @@ export class CapsuleSession {
     if (opts.conversations) {
       s.conversations = opts.conversations;
       // The record of earlier launches: conversation/read is the capsule's, not one process's.
-      s.record = await opts.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES);
-      for (const msg of s.record) s.recorded.add(msg);
+      const stored = await opts.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES);
+      for (const msg of stored) s.recorded.add(msg);
+      s.record.push(stored);
     }
     s.system = systemPrompt(m.name, m.version, manifestPrompt(staged));
     s.compactionPrompt = compactionPrompt(staged);
@@ -220,11 +211,8 @@ export class CapsuleSession {
     // A shared store has other writers (replicas): their tasks join this session's record first.
     if (this.conversations?.shared && this.conversations.othersSince) {
       const others = await this.conversations.othersSince(RECORD_LIMIT, RECORD_MAX_BYTES).catch(() => []);
-      for (const msg of others) {
-        this.recorded.add(msg);
-        this.record.push(msg);
-      }
-      this.trimRecord();
+      for (const msg of others) this.recorded.add(msg);
+      this.record.push(others);
     }
     const threaded = m.lifecycle.conversation === 'threaded';
     // A shared store has other writers (replicas): the history held here may miss their tasks.
@@ -275,7 +263,7 @@ export class CapsuleSession {
       this.current.asGiven = `${input.text}\n\n${note}`;
       this.current.output = undefined;
     }
-    if (threaded && !this.conversations?.shared) this.keepHistory(input.contextId, history);
+    if (threaded && !this.conversations?.shared) this.histories.keep(input.contextId, history);
     const added = this.keepInRecord(history);
     if (this.conversations && added.length > 0) {
       await this.conversations.append(input.contextId, added).catch((e: unknown) => {
@@ -326,20 +314,10 @@ export class CapsuleSession {
     for (const m of history) {
       if (this.recorded.has(m)) continue;
       this.recorded.add(m);
-      this.record.push(m);
       added.push(m);
     }
-    this.trimRecord();
+    this.record.push(added);
     return added;
-  }
-
-  /** A long-running capsule serves many tasks: keep the newest messages, bounded by count and bytes. */
-  private trimRecord(): void {
-    if (this.record.length > RECORD_LIMIT) this.record.splice(0, this.record.length - RECORD_LIMIT);
-    let bytes = 0;
-    let keepFrom = this.record.length;
-    while (keepFrom > 0 && bytes + messageBytes(this.record[keepFrom - 1]!) <= RECORD_MAX_BYTES) bytes += messageBytes(this.record[--keepFrom]!);
-    if (keepFrom > 0) this.record.splice(0, keepFrom);
   }
 
   /** A threaded context this process holds no history of: the store's (after a restart), else none. */
@@ -351,19 +329,6 @@ export class CapsuleSession {
     return h;
   }
 
-  /** Stores a threaded context's history, evicting the least recently used contexts past the byte bound. */
-  private keepHistory(contextId: string, history: ConversationMessage[]): void {
-    this.histories.delete(contextId);
-    this.histories.set(contextId, history); // Map order = recency
-    let total = 0;
-    for (const h of this.histories.values()) for (const m of h) total += messageBytes(m);
-    for (const [id, h] of this.histories) {
-      if (total <= HISTORIES_MAX_BYTES || id === contextId) break;
-      for (const m of h) total -= messageBytes(m);
-      this.histories.delete(id);
-    }
-  }
-
   /**
    * `murmur:conversation/read`: the record of the session's finished tasks, then the running task's
    * messages not in it yet. Tool calls and results keep their structure (the same encoding a
@@ -371,7 +336,7 @@ export class CapsuleSession {
    */
   private conversationRecord(): ConversationMessage[] {
     const current = (this.current?.history ?? []).filter((m) => !this.recorded.has(m));
-    return [...this.record, ...current];
+    return [...this.record.messages, ...current];
   }
 
   private services(): HookServices {
