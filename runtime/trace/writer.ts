@@ -2,9 +2,9 @@
  * `trace.jsonl`: one JSON object per line, each with `event_type`, `session_id`, `timestamp` (ms) and
  * a per-session `seq`. Lines are appended synchronously, so a crash loses at most the line being
  * written and readers (`mur trace`) can follow a live session. The file stays open for the writer's
-life (opened on the first line, in append mode): opening and closing it for every line was a third
-of the writer's time on the main thread in a CPU profile of `mur serve` (issue 18). Listeners see every event as it is
- * written (metrics and spans hang off this).
+ * life (opened on the first line, in append mode): opening and closing it for every line was a
+ * third of the writer's time on the main thread in a CPU profile of `mur serve` (issue 18).
+ * Listeners see every event as it is written (metrics and spans hang off this).
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 
@@ -36,7 +36,9 @@ export class TraceWriter {
     if (this.closed) return;
     const line = { event_type: eventType, session_id: this.sessionId, timestamp: Date.now(), seq: ++this.seq, ...dropUndefined(fields) };
     this.fd ??= openSync(this.path, 'a');
-    writeSync(this.fd, JSON.stringify(line) + '\n');
+    const bytes = Buffer.from(JSON.stringify(line) + '\n');
+    // A write to a regular file may be short (a full disk): the rest goes after it, or the error is thrown.
+    for (let off = 0; off < bytes.length; ) off += writeSync(this.fd, bytes, off);
     for (const l of this.listeners) {
       try {
         l(line);
