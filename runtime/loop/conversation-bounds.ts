@@ -26,12 +26,13 @@ export function messageBytes(m: ConversationMessage): number {
 /**
  * How many of the oldest messages must go so that at most `maxCount` remain and the rest hold at
  * most `maxBytes`: the longest suffix within both bounds is kept (a single message over
- * `maxBytes` is not kept at all). Pure: `sizes` oldest first, `total` their sum.
+ * `maxBytes` is not kept at all). Pure: `count` messages, `sizeAt(i)` the size of the i-th oldest,
+ * `total` their sum; only the sizes of the messages that go are read.
  */
-export function dropFromFront(sizes: readonly number[], total: number, maxCount: number, maxBytes: number): { drop: number; total: number } {
-  let drop = Math.max(0, sizes.length - maxCount);
-  for (let i = 0; i < drop; i++) total -= sizes[i]!;
-  while (drop < sizes.length && total > maxBytes) total -= sizes[drop++]!;
+export function dropFromFront(count: number, sizeAt: (i: number) => number, total: number, maxCount: number, maxBytes: number): { drop: number; total: number } {
+  let drop = Math.max(0, count - maxCount);
+  for (let i = 0; i < drop; i++) total -= sizeAt(i);
+  while (drop < count && total > maxBytes) total -= sizeAt(drop++);
   return { drop, total };
 }
 
@@ -49,7 +50,9 @@ export class BoundedRecord {
       this.bytes += messageBytes(m);
     }
     if (this.items.length <= this.maxCount && this.bytes <= this.maxBytes) return;
-    const { drop, total } = dropFromFront(this.items.map(messageBytes), this.bytes, this.maxCount, this.maxBytes);
+    // Only the messages that go are sized again (memoised): a record at its count bound would
+    // otherwise map all 5 000 on every task, the scan the running total is there to avoid.
+    const { drop, total } = dropFromFront(this.items.length, (i) => messageBytes(this.items[i]!), this.bytes, this.maxCount, this.maxBytes);
     this.items.splice(0, drop);
     this.bytes = total;
   }

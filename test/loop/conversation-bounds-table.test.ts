@@ -30,7 +30,14 @@ describe('dropFromFront: how many of the oldest go', () => {
     { sizes: [9, 1, 1, 1], maxCount: 2, maxBytes: 10, drop: 2, total: 2 },
   ])('sizes $sizes within $maxCount messages and $maxBytes bytes: drop $drop, keep $total bytes', ({ sizes, maxCount, maxBytes, drop, total }) => {
     const all = sizes.reduce((n, s) => n + s, 0);
-    expect(dropFromFront(sizes, all, maxCount, maxBytes)).toEqual({ drop, total });
+    const read: number[] = [];
+    const sizeAt = (i: number): number => {
+      read.push(i);
+      return sizes[i]!;
+    };
+    expect(dropFromFront(sizes.length, sizeAt, all, maxCount, maxBytes)).toEqual({ drop, total });
+    // Only the sizes of the messages that go are read.
+    expect(read).toEqual(Array.from({ length: drop }, (_, i) => i));
   });
 });
 
