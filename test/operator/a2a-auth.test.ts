@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Capsule } from '../../operator/api/types.ts';
 import { ANNOTATION_CONFIG_HASH } from '../../operator/translate/builders/common.ts';
 import type { Operator } from '../../operator/operator.ts';
-import { client, cluster, deleteNamespace, ensureCrds, eventually, kubectl, newNamespace, operator } from './helpers.ts';
+import { client, cluster, deleteNamespace, ensureCrds, eventually, kubectl, kubectlOk, newNamespace, operator } from './helpers.ts';
 
 let ns = '';
 let op: Operator;
@@ -51,7 +51,7 @@ spec:
     expect(ready(blocked)!.message).toContain("Secret 'gateway-keys' (a2a.auth.apiKeys) not found");
     expect(await deployment('gateway')).toBeUndefined();
 
-    await kubectl(['create', 'secret', 'generic', 'gateway-keys', '-n', ns, '--from-literal=ci-bot=0123456789abcdef0123']);
+    await kubectlOk(['create', 'secret', 'generic', 'gateway-keys', '-n', ns, '--from-literal=ci-bot=0123456789abcdef0123']);
     const dep = await eventually('Deployment', () => deployment('gateway'));
     const pod = dep.spec.template.spec;
     const args: string[] = pod.containers[0].args;
@@ -61,8 +61,8 @@ spec:
     expect(pod.containers[0].env.find((e: any) => e.name === 'MURMUR_A2A_TRUSTED_CALLERS').value).toBe('apikey:ci-bot');
 
     const hash = dep.spec.template.metadata.annotations[ANNOTATION_CONFIG_HASH];
-    await kubectl(['create', 'secret', 'generic', 'gateway-keys', '-n', ns, '--from-literal=ci-bot=fedcba9876543210fedc', '--dry-run=client', '-o', 'yaml'])
-      .then((r) => kubectl(['apply', '-n', ns, '-f', '-'], r.stdout));
+    await kubectlOk(['create', 'secret', 'generic', 'gateway-keys', '-n', ns, '--from-literal=ci-bot=fedcba9876543210fedc', '--dry-run=client', '-o', 'yaml'])
+      .then((yaml) => kubectlOk(['apply', '-n', ns, '-f', '-'], yaml));
     await eventually('rolled on rotation', async () => (await deployment('gateway'))?.spec.template.metadata.annotations[ANNOTATION_CONFIG_HASH] !== hash);
   });
 
@@ -104,7 +104,7 @@ spec:
   });
 
   it('when the peer stops taking ServiceAccount tokens, its callers stop presenting one (it would be refused)', async () => {
-    await kubectl(['-n', ns, 'patch', 'capsule', 'callee', '--type=merge', '-p', JSON.stringify({ spec: { a2a: { auth: { serviceAccounts: false, anonymous: true } } } })]);
+    await kubectlOk(['-n', ns, 'patch', 'capsule', 'callee', '--type=merge', '-p', JSON.stringify({ spec: { a2a: { auth: { serviceAccounts: false, anonymous: true } } } })]);
     await eventually('the caller drops the projection', async () => {
       const d = await deployment('caller');
       return d && !d.spec.template.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens');
@@ -112,7 +112,7 @@ spec:
     // The callee itself re-renders in its own reconcile (not ordered with its caller's).
     await eventually('the callee drops --token-review', async () => (await deployment('callee'))?.spec.template.spec.containers[0].args.includes('--anonymous'));
     expect((await deployment('callee')).spec.template.spec.containers[0].args).not.toContain('--token-review');
-    await kubectl(['-n', ns, 'patch', 'capsule', 'callee', '--type=json', '-p', JSON.stringify([{ op: 'remove', path: '/spec/a2a' }])]);
+    await kubectlOk(['-n', ns, 'patch', 'capsule', 'callee', '--type=json', '-p', JSON.stringify([{ op: 'remove', path: '/spec/a2a' }])]);
     await eventually('and projects it again', async () => (await deployment('caller'))?.spec.template.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens'));
   });
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { KubeClient } from '../../operator/kube/client.ts';
-import { client, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, newNamespace, operator, repoRoot } from './helpers.ts';
+import { client, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, kubectlOk, newNamespace, operator, repoRoot } from './helpers.ts';
 
 const chart = join(repoRoot, 'charts', 'capsule-operator');
 let ns = '';
@@ -133,7 +133,7 @@ describe('helm chart', () => {
     });
     try {
       await eventually('leads with the chart RBAC', () => op.isLeader() && op.ready(), 30_000);
-      await kubectl(['create', 'secret', 'generic', 'k', '-n', watched, '--from-literal=api-key=x']);
+      await kubectlOk(['create', 'secret', 'generic', 'k', '-n', watched, '--from-literal=api-key=x']);
       const r = await kubectl(['apply', '-n', watched, '-f', '-'], `apiVersion: murmur.io/v1alpha1
 kind: Capsule
 metadata: { name: rbac }
@@ -149,7 +149,7 @@ spec:
         const ev = await client.list<any>(`/api/v1/namespaces/${watched}/events`, { fieldSelector: 'involvedObject.name=rbac' });
         return c?.status?.conditions?.some((x: any) => x.reason === 'MissingHook') && ev.items.length > 0;
       });
-      await kubectl(['apply', '-n', watched, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Hook\nmetadata: { name: absent }\nspec: { artifact: { name: absent, version: 1.0.0 } }\n');
+      await kubectlOk(['apply', '-n', watched, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Hook\nmetadata: { name: absent }\nspec: { artifact: { name: absent, version: 1.0.0 } }\n');
       await eventually('objects applied as the ServiceAccount', async () => (await client.get(`/apis/apps/v1/namespaces/${watched}/deployments/rbac`)) !== undefined);
       await eventually('Hook status as the ServiceAccount', async () => (await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${watched}/hooks/absent`))?.status?.usedBy?.[0] === 'rbac');
       expect(await op.metrics.total('capsule_operator_reconcile_errors_total')).toBe(0);
@@ -260,7 +260,7 @@ spec:
       // manager owns nothing that changed, the plain apply already worked).
       if (plain.code !== 0) expect(plain.stderr).toMatch(/conflict/i);
       await helm(['uninstall', release, '-n', ns]);
-      await kubectl(['delete', 'crd', name, '--wait=false']);
+      await kubectlOk(['delete', 'crd', name, '--wait=false']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { inject } from 'vitest';
+import { beforeEach, inject } from 'vitest';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { startOperator, type Operator, type OperatorConfig } from '../../operator/operator.ts';
 import { defaultOptions } from '../../operator/translate/options.ts';
@@ -27,6 +27,13 @@ export async function kubectl(args: string[], input?: string): Promise<{ stdout:
   });
 }
 
+/** kubectl that must succeed: a refused or failed command throws with its arguments and stderr. */
+export async function kubectlOk(args: string[], input?: string): Promise<string> {
+  const r = await kubectl(args, input);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (exit ${r.code}): ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
 export async function helm(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
     const { stdout, stderr } = await run(helmPath(), args, { env: { ...process.env, KUBECONFIG: kubeconfig }, maxBuffer: 32 << 20 });
@@ -38,22 +45,62 @@ export async function helm(args: string[]): Promise<{ stdout: string; stderr: st
 }
 
 /**
+ * What the running test is waiting for, and the operator's last log lines: printed when a test
+ * fails, because a 60-s test timeout alone names neither the wait that never came true nor why
+ * (the operator's log is silent unless OPERATOR_TEST_LOG is set).
+ */
+let waitingFor: { what: string; since: number; last?: unknown } | undefined;
+const operatorLog: string[] = [];
+const OPERATOR_LOG_KEPT = 200;
+beforeEach(({ onTestFailed, task }) => {
+  onTestFailed(() => {
+    const lines = [`--- ${task.name}`];
+    if (waitingFor) lines.push(`waiting for: ${waitingFor.what} (for ${Date.now() - waitingFor.since} ms${waitingFor.last ? `; last error: ${String(waitingFor.last)}` : ''})`);
+    if (operatorLog.length) lines.push(`operator log, last ${operatorLog.length} lines:`, ...operatorLog);
+    process.stderr.write(lines.join('\n') + '\n');
+  });
+});
+
+/** Awaits `p`, recorded as what the test waits for (see above). */
+export async function waiting<T>(what: string, p: Promise<T>): Promise<T> {
+  const mine = { what, since: Date.now() };
+  waitingFor = mine;
+  try {
+    return await p;
+  } finally {
+    if (waitingFor === mine) waitingFor = undefined;
+  }
+}
+
+/** `passes` full resync passes of a controller, one after another (each resolves when every key was reconciled once). */
+export async function resynced(ctrl: { resyncNow(): Promise<number> }, passes = 1): Promise<void> {
+  await waiting(`${passes} resync pass${passes === 1 ? '' : 'es'}`, (async () => {
+    for (let i = 0; i < passes; i++) await ctrl.resyncNow();
+  })());
+}
+
+/**
  * Polls `fn` until it returns a truthy value (returned) or throws past the deadline. `undefined`,
  * `null`, `false`, `0` and `''` all mean "not yet": a check that wants a count of zero returns
  * `n === 0`, not `n`.
  */
 export async function eventually<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 60_000, stepMs = 150): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as T;
-    } catch (e) {
-      last = e;
+  const mine: { what: string; since: number; last?: unknown } = { what, since: Date.now() };
+  waitingFor = mine;
+  try {
+    for (;;) {
+      try {
+        const v = await fn();
+        if (v) return v as T;
+      } catch (e) {
+        mine.last = e;
+      }
+      if (Date.now() > deadline) throw new Error(`timed out: ${what}${mine.last ? ` (last error: ${String(mine.last)})` : ''}`);
+      await new Promise((r) => setTimeout(r, stepMs));
     }
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}${last ? ` (last error: ${String(last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, stepMs));
+  } finally {
+    if (waitingFor === mine) waitingFor = undefined;
   }
 }
 
@@ -100,7 +147,12 @@ export async function operator(ns: string[], over: Partial<OperatorConfig> = {})
     workers: 4,
     resyncMs: 0,
     defaultMetrics: false,
-    log: process.env.OPERATOR_TEST_LOG ? (m) => process.stderr.write(`[op] ${m}\n`) : () => {},
+    log: (m) => {
+      const line = `[op ${new Date().toISOString()}] ${m}`;
+      if (process.env.OPERATOR_TEST_LOG) process.stderr.write(line + '\n');
+      operatorLog.push(line);
+      if (operatorLog.length > OPERATOR_LOG_KEPT) operatorLog.shift();
+    },
     ...over,
   });
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Capsule } from '../../operator/api/types.ts';
 import type { Operator } from '../../operator/operator.ts';
 import { parseAllow } from '../../operator/translate/network.ts';
-import { client, cluster, deleteNamespace, ensureCrds, eventually, kubectl, newNamespace, operator } from './helpers.ts';
+import { client, cluster, deleteNamespace, ensureCrds, eventually, kubectl, kubectlOk, newNamespace, operator, resynced } from './helpers.ts';
 
 let ns = '';
 let op: Operator;
@@ -189,7 +189,7 @@ describe('failures are conditions and events', () => {
     expect(condition(c, 'Ready')).toMatchObject({ status: 'False' });
     expect(condition(c, 'Ready')!.message).toMatch(/ConfigMap .*big-manifest/);
     expect((await events('big')).some((e) => e.reason === 'WriteRefused' && e.type === 'Warning')).toBe(true);
-    await kubectl(['delete', 'capsule', 'big', '-n', ns, '--wait=false']);
+    await kubectlOk(['delete', 'capsule', 'big', '-n', ns, '--wait=false']);
   });
 
   it('the watched namespaces are said loudly at start-up', () => {
@@ -213,7 +213,7 @@ describe('scale', () => {
     });
     expect(scale.spec.replicas).toBe(3);
     expect(scale.status.selector).toBe('app.kubernetes.io/name=capsule,murmur.io/capsule=scaled');
-    await ctrl().resyncNow();
+    await resynced(ctrl());
     expect((await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/scaled`)).spec.replicas).toBe(3);
   });
 
@@ -235,7 +235,7 @@ describe('scale', () => {
     // Below minReplicas the HPA scales without metrics: 3 → 4 on the Capsule, carried to the Deployment.
     await eventually('HPA scaled the Capsule', async () => (await client.get<Capsule>(capsulePath('scaled')))?.spec.replicas === 4, 90_000);
     await eventually('Deployment follows', async () => (await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/scaled`))?.spec.replicas === 4);
-    await ctrl().resyncNow();
+    await resynced(ctrl());
     expect((await client.get<Capsule>(capsulePath('scaled')))!.spec.replicas).toBe(4);
     expect((await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/scaled`)).spec.replicas).toBe(4);
   }, 120_000);
@@ -252,16 +252,16 @@ describe('no write loops', () => {
     // then count writes over full resync passes.
     const rv = Number(r.stdout);
     await eventually('cache has the hand-made version', () => Number(ctrl().owned.get('Deployment')!.get(`${ns}/handmade`)?.metadata.resourceVersion) >= rv);
-    await ctrl().resyncNow();
+    await resynced(ctrl());
     const applies = () => op.metrics.total('capsule_operator_writes_total', { verb: 'apply' });
     const before = await applies();
-    for (let i = 0; i < 3; i++) await ctrl().resyncNow();
+    await resynced(ctrl(), 3);
     expect(await applies()).toBe(before);
     const dep = await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/handmade`);
     expect(dep.spec.template.spec.containers.map((c: any) => c.name).sort()).toEqual(['runtime', 'sidecar']);
     expect(dep.spec.template.spec.containers.find((c: any) => c.name === 'runtime').env.some((e: any) => e.name === 'DEBUG')).toBe(true);
     // A field of ours changed by hand is still repaired.
-    await kubectl(['patch', 'deployment', 'handmade', '-n', ns, '--type', 'merge', '-p', '{"spec":{"revisionHistoryLimit":9}}']);
+    await kubectlOk(['patch', 'deployment', 'handmade', '-n', ns, '--type', 'merge', '-p', '{"spec":{"revisionHistoryLimit":9}}']);
     await eventually('drift repaired', async () => (await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/handmade`))?.spec.revisionHistoryLimit === 3);
   });
 });

@@ -11,7 +11,7 @@ import type { Operator } from '../../operator/operator.ts';
 import { covers } from '../../operator/reconcile/compare.ts';
 import { translate } from '../../operator/translate/index.ts';
 import { defaultOptions } from '../../operator/translate/options.ts';
-import { client, cluster, deleteNamespace, ensureCrds, eventually, example, kubectl, newNamespace, operator } from './helpers.ts';
+import { client, cluster, deleteNamespace, ensureCrds, eventually, example, kubectl, kubectlOk, newNamespace, operator, resynced } from './helpers.ts';
 
 let ns = '';
 let op: Operator;
@@ -143,7 +143,7 @@ describe('reconcile on a real API server', () => {
     // Quiet = a full resync pass (every Capsule and Hook reconciled once) that wrote nothing.
     await eventually('quiet', async () => {
       const a = await writes();
-      await op.controller()!.resyncNow();
+      await resynced(op.controller()!);
       return (await writes()) === a;
     }, 60_000, 10);
     const byVerb = async () => Object.fromEntries(await Promise.all(['apply', 'delete', 'status', 'event'].map(async (v) => [v, await op.metrics.total('capsule_operator_writes_total', { verb: v })])));
@@ -168,7 +168,7 @@ describe('reconcile on a real API server', () => {
 
   it('a spec change rolls the pods', async () => {
     const h0 = await templateHash('researcher');
-    await kubectl(['patch', 'capsule', 'researcher', '-n', ns, '--type', 'merge', '-p', '{"spec":{"inference":{"model":"claude-opus-4-1"}}}']);
+    await kubectlOk(['patch', 'capsule', 'researcher', '-n', ns, '--type', 'merge', '-p', '{"spec":{"inference":{"model":"claude-opus-4-1"}}}']);
     const h1 = await eventually('new hash', async () => {
       const h = await templateHash('researcher');
       return h && h !== h0 ? h : undefined;
@@ -181,17 +181,17 @@ describe('reconcile on a real API server', () => {
       });
     }
     // Scaling does not roll (to 0 and back: more than one replica needs the shared store).
-    await kubectl(['patch', 'capsule', 'researcher', '-n', ns, '--type', 'merge', '-p', '{"spec":{"replicas":0}}']);
+    await kubectlOk(['patch', 'capsule', 'researcher', '-n', ns, '--type', 'merge', '-p', '{"spec":{"replicas":0}}']);
     await eventually('scaled', async () => (await deployment('researcher'))?.spec.replicas === 0);
     expect(await templateHash('researcher')).toBe(h1);
-    await kubectl(['patch', 'capsule', 'researcher', '-n', ns, '--type', 'merge', '-p', '{"spec":{"replicas":1}}']);
+    await kubectlOk(['patch', 'capsule', 'researcher', '-n', ns, '--type', 'merge', '-p', '{"spec":{"replicas":1}}']);
     await eventually('scaled back', async () => (await deployment('researcher'))?.spec.replicas === 1);
     expect(await templateHash('researcher')).toBe(h1);
   });
 
   it('rotating the API key Secret rolls the pods', async () => {
     const h0 = await templateHash('researcher');
-    await kubectl(['patch', 'secret', 'anthropic-key', '-n', ns, '--type', 'merge', '-p', '{"stringData":{"api-key":"rotated"}}']);
+    await kubectlOk(['patch', 'secret', 'anthropic-key', '-n', ns, '--type', 'merge', '-p', '{"stringData":{"api-key":"rotated"}}']);
     await eventually('new hash after rotation', async () => {
       const h = await templateHash('researcher');
       return h && h !== h0;
@@ -200,7 +200,7 @@ describe('reconcile on a real API server', () => {
 
   it('a Hook change rolls the capsules that use it', async () => {
     const h0 = await templateHash('researcher');
-    await kubectl(['patch', 'hook', 'summarizer', '-n', ns, '--type', 'merge', '-p', '{"spec":{"artifact":{"version":"1.3.0"}}}']);
+    await kubectlOk(['patch', 'hook', 'summarizer', '-n', ns, '--type', 'merge', '-p', '{"spec":{"artifact":{"version":"1.3.0"}}}']);
     await eventually('new hash after hook change', async () => {
       const h = await templateHash('researcher');
       return h && h !== h0;
@@ -232,11 +232,11 @@ spec:
     // be rolling out from the tests above, so the global write counter is not the measure here).
     const rv = (await get(capsulePath('orphan'))).metadata.resourceVersion;
     const nEvents = events.length;
-    for (let i = 0; i < 3; i++) await op.controller()!.resyncNow();
+    await resynced(op.controller()!, 3);
     expect((await get(capsulePath('orphan'))).metadata.resourceVersion).toBe(rv);
     expect((await client.list<any>(`/api/v1/namespaces/${ns}/events`, { fieldSelector: 'involvedObject.name=orphan' })).items.length).toBe(nEvents);
 
-    await kubectl(['create', 'secret', 'generic', 'later-key', '-n', ns, '--from-literal=k=v']);
+    await kubectlOk(['create', 'secret', 'generic', 'later-key', '-n', ns, '--from-literal=k=v']);
     await eventually('only the hook is missing now', async () => condition(await get(capsulePath('orphan')), 'Ready')?.reason === 'MissingHook');
     await apply(`apiVersion: murmur.io/v1alpha1
 kind: Hook
@@ -281,15 +281,15 @@ spec:
     expect(used.status!.conditions!.find((c) => c.type === 'Accepted')!.lastTransitionTime).toBe(unused.status!.conditions!.find((c) => c.type === 'Accepted')!.lastTransitionTime);
 
     // A spec change is observed (generation), a status-only resync writes nothing.
-    await kubectl(['patch', 'hook', 'audit', '-n', ns, '--type', 'merge', '-p', '{"spec":{"artifact":{"version":"1.1.0"}}}']);
+    await kubectlOk(['patch', 'hook', 'audit', '-n', ns, '--type', 'merge', '-p', '{"spec":{"artifact":{"version":"1.1.0"}}}']);
     const patched = await eventually('new generation observed', async () => {
       const h = (await get(hookPath('audit'))) as Hook;
       return h.status?.observedGeneration === h.metadata.generation && h.metadata.generation! > unused.metadata.generation! ? h : undefined;
     });
-    for (let i = 0; i < 3; i++) await op.controller()!.resyncNow();
+    await resynced(op.controller()!, 3);
     expect(((await get(hookPath('audit'))) as Hook).metadata.resourceVersion).toBe(patched.metadata.resourceVersion);
 
-    await kubectl(['delete', 'capsule', 'user-a', 'user-b', '-n', ns, '--wait=false']);
+    await kubectlOk(['delete', 'capsule', 'user-a', 'user-b', '-n', ns, '--wait=false']);
     await eventually('unreferenced again', async () => {
       const h = (await get(hookPath('audit'))) as Hook;
       return h.status?.usedByCount === 0 && h.status.conditions?.find((c) => c.type === 'InUse')?.status === 'False';
@@ -314,15 +314,15 @@ spec:
   });
 
   it('repairs drift on fields it owns', async () => {
-    await kubectl(['scale', 'deployment', 'orphan', '-n', ns, '--replicas=4']);
-    await kubectl(['annotate', 'networkpolicy', 'orphan-egress', '-n', ns, 'x=y']);
-    await kubectl(['patch', 'networkpolicy', 'orphan-egress', '-n', ns, '--type', 'merge', '-p', '{"spec":{"policyTypes":["Ingress","Egress"]}}']);
+    await kubectlOk(['scale', 'deployment', 'orphan', '-n', ns, '--replicas=4']);
+    await kubectlOk(['annotate', 'networkpolicy', 'orphan-egress', '-n', ns, 'x=y']);
+    await kubectlOk(['patch', 'networkpolicy', 'orphan-egress', '-n', ns, '--type', 'merge', '-p', '{"spec":{"policyTypes":["Ingress","Egress"]}}']);
     await eventually('replicas restored', async () => (await deployment('orphan')).spec.replicas === 1);
     await eventually('policy restored', async () => (await get(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/orphan-egress`)).spec.policyTypes.join() === 'Egress');
   });
 
   it('deleting a Capsule removes everything it owned', async () => {
-    await kubectl(['delete', 'capsule', 'orphan', '-n', ns, '--wait=true']);
+    await kubectlOk(['delete', 'capsule', 'orphan', '-n', ns, '--wait=true']);
     await eventually('all gone', async () => (await ownedObjects('orphan')).length === 0);
   });
 });

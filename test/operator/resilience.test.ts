@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../operator/api/types.ts';
 import type { Operator } from '../../operator/operator.ts';
-import { client, deleteNamespace, ensureCrds, eventually, kubeconfig, kubectl, newNamespace, operator, repoRoot } from './helpers.ts';
+import { client, deleteNamespace, ensureCrds, eventually, kubeconfig, kubectl, kubectlOk, newNamespace, operator, repoRoot } from './helpers.ts';
 
 const N = 12;
 let ns = '';
@@ -112,7 +112,7 @@ describe('leader election', () => {
     expect(l.spec.holderIdentity).toBe('replica-a');
 
     // The leader reconciles a new capsule; the standby writes nothing.
-    await kubectl(['apply', '-n', ns, '-f', '-'], `apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: led }\nspec: {}\n`);
+    await kubectlOk(['apply', '-n', ns, '-f', '-'], `apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: led }\nspec: {}\n`);
     await eventually('led reconciled', async () => (await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/led`)) !== undefined);
     expect(await b.metrics.total('capsule_operator_writes_total')).toBe(0);
 
@@ -127,7 +127,7 @@ describe('leader election', () => {
     // In the Lease's own record b took it well inside the 15 s a crashed holder would have kept it.
     const took = await client.get<any>(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/capsule-operator-test`);
     expect(Date.parse(took.spec.acquireTime) - Date.parse(held.spec.renewTime)).toBeLessThan(lease.leaseDurationMs);
-    await kubectl(['apply', '-n', ns, '-f', '-'], `apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: led2 }\nspec: {}\n`);
+    await kubectlOk(['apply', '-n', ns, '-f', '-'], `apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: led2 }\nspec: {}\n`);
     await eventually('led2 reconciled by b', async () => (await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/led2`)) !== undefined);
     expect(await b.metrics.total('capsule_operator_writes_total')).toBeGreaterThan(0);
     const l2 = await client.get<any>(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/capsule-operator-test`);
