@@ -64,11 +64,12 @@ beforeEach(({ onTestFailed, task }) => {
 /** Awaits `p`, recorded as what the test waits for (see above). */
 export async function waiting<T>(what: string, p: Promise<T>): Promise<T> {
   const mine = { what, since: Date.now() };
+  const outer = waitingFor;
   waitingFor = mine;
   try {
     return await p;
   } finally {
-    if (waitingFor === mine) waitingFor = undefined;
+    if (waitingFor === mine) waitingFor = outer;
   }
 }
 
@@ -87,6 +88,7 @@ export async function resynced(ctrl: { resyncNow(): Promise<number> }, passes = 
 export async function eventually<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 60_000, stepMs = 150): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   const mine: { what: string; since: number; last?: unknown } = { what, since: Date.now() };
+  const outer = waitingFor; // a wait inside a waiting(...) hands the record back when it is done
   waitingFor = mine;
   try {
     for (;;) {
@@ -100,7 +102,7 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
       await new Promise((r) => setTimeout(r, stepMs));
     }
   } finally {
-    if (waitingFor === mine) waitingFor = undefined;
+    if (waitingFor === mine) waitingFor = outer;
   }
 }
 
