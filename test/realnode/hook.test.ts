@@ -7,7 +7,7 @@
 // went through).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
+import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, policyAdmits, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
 
 const ns = 'rn-hook';
 const component = 'hook-deny-shell.wasm';
@@ -38,6 +38,7 @@ describe('a policy Hook in a real pod', () => {
     }));
     await waitFor(ns, 'capsule/guarded', 'condition=Ready', '180s');
     exec = await clientPod(ns, 'client', { role: 'client' });
+    await policyAdmits(ns, 'client');
   });
   afterAll(async () => {
     await deleteNamespace(ns);

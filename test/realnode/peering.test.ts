@@ -7,7 +7,7 @@
 // so, serves anonymous callers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, otlpPod, providerPod, recordedRequests, spansUntil, waitFor, wgetPost, type PodSpan } from './support.ts';
+import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, otlpPod, policyAdmits, providerPod, recordedRequests, spansUntil, type PodSpan, waitFor, wgetPost } from './support.ts';
 
 const ns = 'rn-peering';
 // C lives in a namespace of its own: A's egress opens its own namespace on 8080 for the provider
@@ -77,6 +77,7 @@ describe('peering between capsules on the real node', () => {
       clientPod(ns, 'outsider', { role: 'outsider' }),
       clientPod(ns, 'client-sa', { role: 'client' }, { apiToken: true }),
     ]);
+    await Promise.all([policyAdmits(ns, 'client'), policyAdmits(ns, 'client-sa')]);
   });
   afterAll(async () => {
     await Promise.all([deleteNamespace(ns), deleteNamespace(nsC)]);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { operatorImage, operatorNamespace, releaseName, runtimeImage } from '../cluster/node/operator.ts';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, providerPod, readExample, waitFor, wgetPost } from './support.ts';
+import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, policyAdmits, providerPod, readExample, waitFor, wgetPost } from './support.ts';
 
 describe('operator installed by helm on the real node', () => {
   it('runs as a pod under the chart ServiceAccount, not cluster-admin, and holds its Lease', async () => {
@@ -63,6 +63,7 @@ describe('quickstart Capsule on the real node', () => {
     const c = await getJson(ns, 'capsule/assistant');
     expect(c.status.a2aUrl).toBe(`http://assistant.${ns}.svc.cluster.local:8080`);
     const exec = await clientPod(ns, 'client', { role: 'client' });
+    await policyAdmits(ns, 'client'); // the capsule's ingress rule names role=client
     // The quickstart Capsule says nothing about a2a.auth: callers prove who they are with a
     // ServiceAccount token for its URL (as `kubectl create token` makes one by hand); none: 401.
     const refused = await exec(wgetPost(`${c.status.a2aUrl}/`, messageSend('What day is it?', 'm-anon')));

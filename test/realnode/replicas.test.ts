@@ -17,7 +17,7 @@ import { gate } from '../cli/serve-kit.ts';
 import { alive } from '../cluster/node/node.ts';
 import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { forwardIntoNode, hostServiceYaml, nodeAddress, startNodePostgres, type Forward, type NodePostgres } from './host-services.ts';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, getJson, kubectl, waitFor } from './support.ts';
+import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, getJson, kubectl, policyAdmits, waitFor } from './support.ts';
 
 const ns = 'rn-replicas';
 const PG_PORT = 5432;
@@ -90,6 +90,7 @@ beforeAll(async () => {
   exec = await clientPod(ns, 'client', { role: 'client' });
   token = await callerToken(ns, `${serviceUrl}/`);
   await Promise.all(['many', 'outsider'].map((c) => waitFor(ns, `capsule/${c}`, 'condition=Ready', '300s')));
+  await policyAdmits(ns, 'client');
 }, 420_000);
 
 afterAll(async () => {

@@ -5,7 +5,7 @@
 // the scripted provider) completes it: its task span reaches the OTLP receiver and tasks/get says so.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, otlpPod, providerPod, recordedRequests, spansUntil, waitFor, wgetPost } from './support.ts';
+import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, otlpPod, policyAdmits, providerPod, recordedRequests, spansUntil, waitFor, wgetPost } from './support.ts';
 
 const ns = 'rn-script';
 const url = (name: string) => `http://${name}.${ns}.svc.cluster.local:8080`;
@@ -48,6 +48,7 @@ describe('peering through a script capsule\'s message/send on the real node', ()
     }));
     await Promise.all(['cap-b', 'script-a'].map((c) => waitFor(ns, `capsule/${c}`, 'condition=Ready', '180s')));
     exec = await clientPod(ns, 'client', { role: 'client' });
+    await policyAdmits(ns, 'client');
   });
   afterAll(async () => {
     await deleteNamespace(ns);

@@ -1,6 +1,6 @@
 // Helpers of the real-node e2e tests: kubectl against the node, a busybox client pod to act from
 // inside the cluster, the scripted provider as a pod. Every wait is `kubectl wait` (a watch on
-// the API server), never a sleep.
+// the API server) or a poll of the very state waited for (policyAdmits), never a sleep.
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -78,6 +78,26 @@ spec:
       throw e;
     }
   };
+}
+
+/**
+ * Resolves once the NetworkPolicy engine admits `pod` as a source: kube-router has put its IP into
+ * one of the source-pod ipsets (`KUBE-SRC-*`) it keeps for ingress rules, in the node's network
+ * namespace. A pod is Ready before that happens (kube-router syncs on the pod's event, on its own
+ * schedule), and until then its connections to a policy-protected pod are rejected ("No route to
+ * host"); real clients retry through that window, a test waits it out here instead.
+ */
+export async function policyAdmits(ns: string, pod: string, timeoutMs = 90_000): Promise<void> {
+  const ip = (await getJson(ns, `pod/${pod}`)).status.podIP as string;
+  const netns = `capsule-${inject('realnode').name}`;
+  const member = new RegExp(`^add KUBE-SRC-\\S+ ${ip.replaceAll('.', '\\.')}(\\s|$)`, 'm');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const sets = await new Promise<string>((res, rej) => execFile('ip', ['netns', 'exec', netns, 'ipset', 'save'], { maxBuffer: 32 << 20 }, (err, out, errOut) => (err ? rej(new Error(`ipset save in ${netns}: ${String(errOut).trim() || err.message}`)) : res(String(out)))));
+    if (member.test(sets)) return;
+    if (Date.now() > deadline) throw new Error(`pod ${ns}/${pod} (${ip}) is in no kube-router source ipset after ${timeoutMs} ms: no NetworkPolicy admits it as a client`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /** JSON-RPC message/send body (A2A). */
