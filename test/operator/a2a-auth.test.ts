@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Capsule } from '../../operator/api/types.ts';
 import { ANNOTATION_CONFIG_HASH } from '../../operator/translate/builders/common.ts';
 import type { Operator } from '../../operator/operator.ts';
-import { client, cluster, deleteNamespace, ensureCrds, eventually, kubectl, kubectlOk, newNamespace, operator } from './helpers.ts';
+import { client, cluster, deleteNamespace, ensureCrds, eventually, kubectlOk, newNamespace, operator } from './helpers.ts';
 
 let ns = '';
 let op: Operator;
@@ -20,8 +20,7 @@ const deployment = (name: string) => get(`/apis/apps/v1/namespaces/${ns}/deploym
 const ready = (c: Capsule | undefined) => c?.status?.conditions?.find((x) => x.type === 'Ready');
 
 async function apply(yaml: string): Promise<void> {
-  const r = await kubectl(['apply', '-n', ns, '-f', '-'], yaml);
-  if (r.code !== 0) throw new Error(`kubectl apply failed: ${r.stderr}`);
+  await kubectlOk(['apply', '-n', ns, '-f', '-'], yaml);
 }
 
 beforeAll(async () => {

@@ -49,7 +49,8 @@ export async function helm(args: string[]): Promise<{ stdout: string; stderr: st
  * fails, because a 60-s test timeout alone names neither the wait that never came true nor why
  * (the operator's log is silent unless OPERATOR_TEST_LOG is set).
  */
-let waitingFor: { what: string; since: number; last?: unknown } | undefined;
+interface Waiting { what: string; since: number; last?: unknown }
+let waitingFor: Waiting | undefined;
 const operatorLog: string[] = [];
 const OPERATOR_LOG_KEPT = 200;
 beforeEach(({ onTestFailed, task }) => {
@@ -61,13 +62,16 @@ beforeEach(({ onTestFailed, task }) => {
   });
 });
 
-/** Awaits `p`, recorded as what the test waits for (see above). */
-export async function waiting<T>(what: string, p: Promise<T>): Promise<T> {
-  const mine = { what, since: Date.now() };
+/**
+ * Runs `wait`, recorded as what the test waits for (see above); `wait` may note its last error on
+ * the record. A wait inside another hands the record back to the outer one when it ends.
+ */
+export async function waiting<T>(what: string, wait: (record: Waiting) => Promise<T>): Promise<T> {
+  const mine: Waiting = { what, since: Date.now() };
   const outer = waitingFor;
   waitingFor = mine;
   try {
-    return await p;
+    return await wait(mine);
   } finally {
     if (waitingFor === mine) waitingFor = outer;
   }
@@ -75,9 +79,9 @@ export async function waiting<T>(what: string, p: Promise<T>): Promise<T> {
 
 /** `passes` full resync passes of a controller, one after another (each resolves when every key was reconciled once). */
 export async function resynced(ctrl: { resyncNow(): Promise<number> }, passes = 1): Promise<void> {
-  await waiting(`${passes} resync pass${passes === 1 ? '' : 'es'}`, (async () => {
+  await waiting(`${passes} resync pass${passes === 1 ? '' : 'es'}`, async () => {
     for (let i = 0; i < passes; i++) await ctrl.resyncNow();
-  })());
+  });
 }
 
 /**
@@ -87,23 +91,18 @@ export async function resynced(ctrl: { resyncNow(): Promise<number> }, passes = 
  */
 export async function eventually<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 60_000, stepMs = 150): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  const mine: { what: string; since: number; last?: unknown } = { what, since: Date.now() };
-  const outer = waitingFor; // a wait inside a waiting(...) hands the record back when it is done
-  waitingFor = mine;
-  try {
+  return waiting(what, async (record) => {
     for (;;) {
       try {
         const v = await fn();
         if (v) return v as T;
       } catch (e) {
-        mine.last = e;
+        record.last = e;
       }
-      if (Date.now() > deadline) throw new Error(`timed out: ${what}${mine.last ? ` (last error: ${String(mine.last)})` : ''}`);
+      if (Date.now() > deadline) throw new Error(`timed out: ${what}${record.last ? ` (last error: ${String(record.last)})` : ''}`);
       await new Promise((r) => setTimeout(r, stepMs));
     }
-  } finally {
-    if (waitingFor === mine) waitingFor = outer;
-  }
+  });
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

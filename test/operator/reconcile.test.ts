@@ -23,8 +23,7 @@ const templateHash = async (name: string): Promise<string | undefined> => (await
 const condition = (c: Capsule | undefined, type: string) => c?.status?.conditions?.find((x) => x.type === type);
 
 async function apply(yaml: string): Promise<void> {
-  const r = await kubectl(['apply', '-n', ns, '-f', '-'], yaml);
-  if (r.code !== 0) throw new Error(`kubectl apply failed: ${r.stderr}`);
+  await kubectlOk(['apply', '-n', ns, '-f', '-'], yaml);
 }
 
 async function ownedObjects(name: string): Promise<KubeObject[]> {

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import { kubectlPath } from '../cluster/harness.ts';
-import { images, repoRoot } from '../cluster/node/config.ts';
+import { images, nodePaths, repoRoot } from '../cluster/node/config.ts';
 import { runtimeImage } from '../cluster/node/operator.ts';
 import type { Script } from '../provider/scripted-provider.ts';
 
@@ -89,7 +89,7 @@ spec:
  */
 export async function policyAdmits(ns: string, pod: string, timeoutMs = 90_000): Promise<void> {
   const ip = (await getJson(ns, `pod/${pod}`)).status.podIP as string;
-  const netns = `capsule-${inject('realnode').name}`;
+  const netns = nodePaths(inject('realnode').name).netns;
   const member = new RegExp(`^add KUBE-SRC-\\S+ ${ip.replaceAll('.', '\\.')}(\\s|$)`, 'm');
   const deadline = Date.now() + timeoutMs;
   for (;;) {
