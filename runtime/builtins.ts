@@ -10,4 +10,12 @@
  * built-ins (host/wasi-io/bundle.ts).
  */
 export const http = process.getBuiltinModule('node:http');
-export const https = process.getBuiltinModule('node:https');
+/**
+ * node:https on first use, not at import: it loads tls and OpenSSL's TLS state, ≈ 3 MiB of a
+ * serving process's RSS on Node 24 (measured: a bare process loading http, crypto, zlib, … and
+ * https idles at 56.3 MiB, without https at 53.1), which a runtime whose provider and registry are
+ * plain http (a loopback proxy, the bench's scripted provider) never needs.
+ */
+export function https(): typeof import('node:https') {
+  return process.getBuiltinModule('node:https');
+}

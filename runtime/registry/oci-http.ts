@@ -9,7 +9,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { http, https } from '../builtins.ts';
 import { readFileSync } from 'node:fs';
-import { rootCertificates } from 'node:tls';
 
 export interface HttpInit {
   method?: string;
@@ -23,7 +22,7 @@ let caCache: { file: string; ca: string[] } | undefined;
 function extraCa(): string[] | undefined {
   const file = process.env.MURMUR_OCI_CA_FILE;
   if (!file) return undefined;
-  if (caCache?.file !== file) caCache = { file, ca: [...rootCertificates, readFileSync(file, 'utf8')] };
+  if (caCache?.file !== file) caCache = { file, ca: [...process.getBuiltinModule('node:tls').rootCertificates, readFileSync(file, 'utf8')] };
   return caCache.ca;
 }
 
@@ -42,7 +41,7 @@ export function isNotTls(e: unknown): boolean {
 }
 
 function once(url: URL, init: HttpInit): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
-  const mod = url.protocol === 'https:' ? https : http;
+  const mod = url.protocol === 'https:' ? https() : http;
   const ca = url.protocol === 'https:' ? extraCa() : undefined;
   return new Promise((resolve, reject) => {
     const req = mod.request(url, { method: init.method ?? 'GET', headers: { ...(init.headers ?? {}), ...(init.body ? { 'content-length': String(init.body.byteLength) } : {}) }, ...(ca ? { ca } : {}), timeout: init.timeoutMs ?? 60_000 }, (res) => {

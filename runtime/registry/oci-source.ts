@@ -11,7 +11,7 @@ import path from 'node:path';
 import { MurError } from '../errors.ts';
 import type { ArtifactEntry } from '../manifest/capsule.ts';
 import { componentHeader } from './component-check.ts';
-import { parseOciRef, pullWasm } from './oci.ts';
+import { parseOciRef } from './oci-ref.ts';
 import { readVerifiedDir, writeArtifactDir, type VerifiedArtifact } from './registry.ts';
 import { remoteCacheDir, unpackRemote } from './remote.ts';
 
@@ -46,7 +46,8 @@ export async function resolveOci(entry: ArtifactEntry, cacheDir: string): Promis
   if (!ref?.digest) throw new MurError('E-MAN-025', `source.oci '${entry.oci}' is not pinned by digest`, { hint: 'append @sha256:<manifest digest>' });
   const dir = ociCacheDir(cacheDir, entry);
   if (!existsSync(dir)) {
-    const component = fromMount(entry) ?? (await pullWasm(ref)).component;
+    // The client (and the TLS stack it loads) only when a pull is needed: oci-ref.ts.
+    const component = fromMount(entry) ?? (await (await import('./oci.ts')).pullWasm(ref)).component;
     componentHeader(component, `oci://${entry.oci}`);
     const u = unpackRemote(entry, `oci://${entry.oci}`, component);
     writeArtifactDir(dir, u);

@@ -23,33 +23,14 @@ import { createHash } from 'node:crypto';
 import { MurError } from '../errors.ts';
 import { credentialsFor, dockerConfigPath, helperNote, type Credentials } from './oci-auth.ts';
 import { httpRequest, isCertError, isNotTls } from './oci-http.ts';
+import { formatOciRef, type OciRef } from './oci-ref.ts';
+
+export { formatOciRef, parseOciRef, type OciRef } from './oci-ref.ts';
 
 export const WASM_CONFIG_MEDIA_TYPE = 'application/vnd.wasm.config.v0+json';
 export const WASM_LAYER_MEDIA_TYPE = 'application/wasm';
 export const OCI_MANIFEST_MEDIA_TYPE = 'application/vnd.oci.image.manifest.v1+json';
 const MAX_BYTES = 256 * 1024 * 1024;
-
-export interface OciRef {
-  registry: string;
-  repository: string;
-  tag?: string;
-  /** `sha256:<hex>` of the manifest. */
-  digest?: string;
-  raw: string;
-}
-
-const REF_RE = /^([a-zA-Z0-9.-]+(?::[0-9]+)?|\[[0-9a-fA-F:]+\](?::[0-9]+)?)\/([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)(?::([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(?:@(sha256:[0-9a-f]{64}))?$/;
-
-/** Parses `<registry>/<repo>[:<tag>][@sha256:<hex>]`; undefined when malformed. */
-export function parseOciRef(raw: string): OciRef | undefined {
-  const m = REF_RE.exec(raw.replace(/^oci:\/\//, ''));
-  if (!m) return undefined;
-  return { registry: m[1]!, repository: m[2]!, ...(m[3] ? { tag: m[3] } : {}), ...(m[4] ? { digest: m[4] } : {}), raw };
-}
-
-export function formatOciRef(r: OciRef): string {
-  return `${r.registry}/${r.repository}${r.tag ? `:${r.tag}` : ''}${r.digest ? `@${r.digest}` : ''}`;
-}
 
 function isLoopback(host: string): boolean {
   const h = host.replace(/:[0-9]+$/, '').replace(/^\[|\]$/g, '');

@@ -10,7 +10,7 @@
  * semconv bucket boundaries, so dashboards written for OTel exporters keep working.
  */
 import { basename } from 'node:path';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom-client-parts.ts';
 import type { TraceEvent, TraceWriter } from '../trace/writer.ts';
 import { normaliseUsage } from './usage.ts';
 

@@ -12,7 +12,9 @@ import { http, https } from '../../builtins.ts';
 import type { MessagePort } from 'node:worker_threads';
 import type { HttpErrorCode, NetRequest, ToGuest, ToMain } from './net-protocol.ts';
 
-const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+const httpAgent = new http.Agent({ keepAlive: true });
+// Made with the first https request (builtins.ts: node:https is loaded only then).
+let httpsAgent: import('node:https').Agent | undefined;
 
 /** The wasi:http error code for a failure of Node's client (the mapping preview2-shim uses). */
 export function errorCode(e: NodeJS.ErrnoException): HttpErrorCode {
@@ -51,8 +53,8 @@ export function serveNet(port: MessagePort, flag: Int32Array): void {
       live.delete(r.rid);
       send({ rid: r.rid, kind: 'error', code, message });
     };
-    const req = (secure ? https : http).request({
-      agent: secure ? agents.https : agents.http,
+    const req = (secure ? https() : http).request({
+      agent: secure ? (httpsAgent ??= new (https().Agent)({ keepAlive: true })) : httpAgent,
       method: r.method,
       host,
       port: portText ? Number(portText) : secure ? 443 : 80,
