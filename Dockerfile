@@ -34,15 +34,20 @@ COPY runtime ./runtime
 COPY scripts/build-registry.ts ./scripts/build-registry.ts
 RUN node --import tsx scripts/build-registry.ts /opt/murmur/registry
 
-# 3. better-sqlite3's native addon (the embedded task store, runtime/a2a/store.ts), compiled for the
-#    image's Node with node-gyp (npm's own copy) against the headers the Node install carries
-#    (/usr/local/include/node): no download. node:24-bookworm has python3, make and g++.
+# 3. The native addons, compiled for the image's Node against the headers the Node install carries
+#    (/usr/local/include/node): no download. node:24-bookworm has python3, make and gcc/g++.
+#    better-sqlite3's (the embedded task store, runtime/a2a/store.ts) with node-gyp (npm's own
+#    copy); the runtime's own memory.node (runtime/memory.ts: freed memory returned to the kernel
+#    when idle) from its one C file, as scripts/build-native.ts builds it.
 FROM node:24-bookworm AS sqlite
 WORKDIR /src
 COPY --from=deps /src/node_modules/better-sqlite3 ./node_modules/better-sqlite3
 RUN cd node_modules/better-sqlite3 \
  && node /usr/local/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js rebuild --release --nodedir=/usr/local --jobs=max
 RUN node -e "require('/src/node_modules/better-sqlite3/build/Release/better_sqlite3.node')"
+COPY runtime/native/memory.c ./memory.c
+RUN cc -O2 -shared -fPIC -I/usr/local/include/node -o /src/memory.node memory.c \
+ && node -e "if (typeof require('/src/memory.node').trim() !== 'boolean') process.exit(1)"
 
 # 4. The runtime compiled (npm run build) and the files it loads.
 FROM deps AS app
@@ -50,8 +55,9 @@ COPY --from=sqlite /src/node_modules/better-sqlite3/build/Release/better_sqlite3
 COPY tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
 COPY runtime ./runtime
+COPY --from=sqlite /src/memory.node ./runtime/native/memory.node
 COPY operator ./operator
-COPY scripts/image-files.ts scripts/build-worker.ts ./scripts/
+COPY scripts/image-files.ts scripts/build-worker.ts scripts/build-native.ts ./scripts/
 RUN npm run build && node --import tsx scripts/image-files.ts runtime /out \
  && mkdir -p /out/var/lib/murmur /out/etc/murmur/capsule
 

@@ -88,6 +88,8 @@ const TARGETS: Record<string, Target> = {
       'package.json', 'bin/mur', 'bin/scrub-key.mjs', 'node_modules/@bytecodealliance/jco/package.json',
       'node_modules/@a2a-js/sdk/package.json', 'node_modules/@a2a-js/sdk/dist/server/database/index.cjs',
       'node_modules/better-sqlite3/package.json', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
+      // The runtime's own addon (runtime/memory.ts finds it one folder up from the bundles).
+      'dist/runtime/native/memory.node',
     ],
     // The migration runner loads kysely's Migrator by a computed specifier ('kysely/migration').
     packages: ['node_modules/kysely'],

@@ -14,6 +14,7 @@ import type { TokenVerifier } from '../a2a/auth.ts';
 import { printProgress } from './progress.ts';
 import { StartupClock } from './startup-clock.ts';
 import { MurError } from '../errors.ts';
+import { describeRelease, onReleased } from '../memory.ts';
 import { instrument } from '../telemetry/instrument.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
 import { runtimeMetrics } from '../telemetry/metrics.ts';
@@ -144,6 +145,10 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       `A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`,
   );
   out(clock.line());
+  // Once per idle period (runtime/memory.ts): what went idle, and what the process gave back.
+  if (!flags.quiet) {
+    onReleased((r) => out(describeRelease(r)));
+  }
 
   const drainMs = Math.max(0, Number(flags['drain-secs'])) * 1000;
   const stopped = new Promise<string>((resolve) => {

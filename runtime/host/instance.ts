@@ -363,7 +363,7 @@ export class ComponentInstance {
     const l = this.forget();
     if (!l) return;
     if (!thread) void l.worker.terminate();
-    else if (why === 'deadline') thread.kill();
+    else if (why === 'deadline') void thread.kill();
     else thread.detach(l);
   }
 
@@ -382,7 +382,7 @@ export class ComponentInstance {
     if (!l) return;
     if (!thread) await w!.terminate();
     // A call still running in a shared thread (a cancelled driver turn) can only be stopped with it.
-    else if (running) thread.kill();
+    else if (running) void thread.kill();
     else thread.detach(l);
   }
 }

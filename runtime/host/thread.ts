@@ -27,6 +27,7 @@
 import type { Worker } from 'node:worker_threads';
 import { MurError } from '../errors.ts';
 import { envNonNegative } from '../env-number.ts';
+import { releaseWhenSettled } from '../memory.ts';
 import type { Grants, ImportSpec } from './protocol.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 import { POOL, instantiateIn, type Launched } from './workers.ts';
@@ -87,7 +88,9 @@ export class ComponentThread {
       this.idleTimer = undefined;
       if (this.inFlight > 0 || this.closed || !this.worker) return;
       this.idleStops++;
-      this.kill();
+      // Its allocations are freed once the thread has ended: handed back to the kernel then
+      // (runtime/memory.ts), with whatever else goes idle about now.
+      void this.kill().then(() => releaseWhenSettled('component thread'));
       for (const w of this.idleWaiters.splice(0)) w();
     }, this.idleMs);
     // An idle thread's timer must not keep a finished process alive.
@@ -134,11 +137,11 @@ export class ComponentThread {
   }
 
   /** Stops the thread (a deadline passed in it, or it sat idle): every instance in it starts afresh on its next call. */
-  kill(): void {
+  kill(): Promise<void> {
     const w = this.worker;
     this.worker = undefined;
     this.current = undefined;
-    void w?.then((worker) => worker.terminate(), () => undefined);
+    return w ? w.then((worker) => worker.terminate().then(() => undefined), () => undefined) : Promise.resolve();
   }
 
   /**

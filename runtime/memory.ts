@@ -1,0 +1,134 @@
+/**
+ * Giving memory back when the process goes idle.
+ *
+ * glibc keeps what a process frees in its arenas and returns only the top of each heap to the
+ * kernel; everything freed below a live allocation stays resident. A serving runtime frees most of
+ * what a burst of tasks used when it goes idle — the session's component thread ends after
+ * `MURMUR_COMPONENT_IDLE_MS` (its malloc arena is left nearly empty but resident), the token worker
+ * after `MURMUR_TOKEN_WORKER_IDLE_MS`, the booted spare after `MURMUR_WORKER_IDLE_MS` — and a pod
+ * pays for that memory until the next burst reuses it. Measured on the runtime image, `mur serve`
+ * idle 45 s after one task: RSS 99.7 MiB, 92.0 MiB after `malloc_trim(0)` (docs/runtime.md).
+ *
+ * So each part that lets something go calls {@link releaseWhenSettled}; once nothing else has
+ * been let go for {@link SETTLE_MS}:
+ * 1. the main isolate runs V8's last-resort collection (what `LowMemoryNotification` does: full
+ *    GCs until nothing more is freed, compacting, and dropping the bytecode of functions not
+ *    running; they compile again from source when next called). Dropped objects holding memory
+ *    outside the heap (the token tables' shared buffers) are freed here: an idle process allocates
+ *    nothing, so no GC would come by itself. Measured on Node 24, `mur serve` idle after one task:
+ *    heap used 20.4 → 18.5 MiB, RSS −2.7 MiB. Node exposes no API for it; V8's `gc` extension,
+ *    switched on here with `v8.setFlagsFromString('--expose-gc')` and taken from a fresh vm
+ *    context (the global scope of the process stays without a `gc`), is the one way in;
+ * 2. the freed memory goes back to the kernel in one call of the native addon
+ *    (runtime/native/memory.c: `malloc_trim(0)`, which Node does not expose). Without the addon
+ *    (not built: no C compiler; not glibc) this step is skipped and nothing fails: the runtime is
+ *    the same, with the higher idle RSS. The addon is looked for beside this module
+ *    (`native/memory.node`, sources and dist/) and one folder up (the image's bundle in
+ *    dist/runtime/cli/).
+ * Both run on the main thread while the process is idle (≈ 20–60 ms, once per idle period).
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** What one release did, and the process's RSS around it. */
+export interface Released {
+  /** Whether the native addon was there to return freed memory to the kernel. */
+  addon: boolean;
+  /** Whether the allocator returned any (malloc_trim's answer; false without the addon). */
+  returned: boolean;
+  rssBefore: number;
+  rssAfter: number;
+  /** What had gone idle since the last release (`component thread`, `token worker`, …). */
+  after: string[];
+}
+
+/** A release runs this long after the last part let something go (several stop within a moment of one another). */
+export const SETTLE_MS = 1000;
+
+interface Addon {
+  trim(): boolean;
+}
+
+let addon: Addon | null | undefined;
+
+/** The addon's path, or undefined when it is not built. */
+export function addonPath(): string | undefined {
+  const here = dirname(fileURLToPath(import.meta.url));
+  return [join(here, 'native', 'memory.node'), join(here, '..', 'native', 'memory.node')].find((p) => existsSync(p));
+}
+
+function load(): Addon | null {
+  if (addon !== undefined) return addon;
+  const path = addonPath();
+  try {
+    addon = path ? (createRequire(import.meta.url)(path) as Addon) : null;
+  } catch {
+    addon = null; // built for another platform or C library: run without it
+  }
+  return addon;
+}
+
+/** Whether freed memory can be returned here (the addon is built and loads). */
+export function canRelease(): boolean {
+  return load() !== null;
+}
+
+type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
+let gc: Gc | undefined;
+
+/** Collects everything collectable in this isolate now, as V8 does under memory pressure. */
+function lastResortGc(): void {
+  if (!gc) {
+    const v8 = process.getBuiltinModule('node:v8');
+    v8.setFlagsFromString('--expose-gc');
+    gc = process.getBuiltinModule('node:vm').runInNewContext('gc') as Gc;
+    // Off again for every context made after this one (the component workers' among them).
+    v8.setFlagsFromString('--no-expose-gc');
+  }
+  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+/** Collects garbage and returns the memory the process has freed to the kernel, now. */
+export function releaseFreedMemory(after: string[] = []): Released {
+  const rssBefore = process.memoryUsage.rss();
+  lastResortGc();
+  const a = load();
+  const returned = a?.trim() ?? false;
+  return { addon: a !== null, returned, rssBefore, rssAfter: process.memoryUsage.rss(), after };
+}
+
+/** One line for a release: what went idle, and the RSS before and after. */
+export function describeRelease(r: Released): string {
+  const mib = (n: number): string => (n / 1048576).toFixed(1);
+  const kept = r.addon ? '' : ' (freed memory kept: runtime/native/memory.node is not built, scripts/build-native.ts)';
+  return `idle (${r.after.join(', ') || 'nothing'} let go): RSS ${mib(r.rssBefore)} → ${mib(r.rssAfter)} MiB${kept}`;
+}
+
+const listeners = new Set<(r: Released) => void>();
+let timer: NodeJS.Timeout | undefined;
+let pending: string[] = [];
+
+/** Called with each release {@link releaseWhenSettled} makes (serve's log line, tests). Returns an unsubscribe. */
+export function onReleased(listener: (r: Released) => void): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+/**
+ * `what` has just been let go (a thread ended, tables dropped): return the freed memory once no
+ * other part has let anything go for {@link SETTLE_MS}. Never keeps the process alive.
+ */
+export function releaseWhenSettled(what: string): void {
+  if (!pending.includes(what)) pending.push(what);
+  clearTimeout(timer);
+  timer = setTimeout(() => {
+    const after = pending;
+    pending = [];
+    timer = undefined;
+    const r = releaseFreedMemory(after);
+    for (const l of listeners) l(r);
+  }, SETTLE_MS);
+  timer.unref();
+}

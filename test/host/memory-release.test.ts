@@ -1,0 +1,74 @@
+/**
+ * Freed memory given back when the runtime goes idle (runtime/memory.ts and its addon,
+ * runtime/native/memory.c): glibc keeps freed heap memory resident below a live allocation; the
+ * release collects garbage and hands that memory back to the kernel.
+ */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { addonPath, canRelease, describeRelease, onReleased, releaseFreedMemory, releaseWhenSettled, type Released } from '../../runtime/memory.ts';
+import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
+import { tmp } from '../loop/kit.ts';
+
+const MiB = 1048576;
+
+describe('giving freed memory back', () => {
+  it('has its addon built and loading (scripts/build-native.ts, run by npm test)', () => {
+    if (!canRelease()) throw new Error(`runtime/native/memory.node is ${addonPath() ? 'there but does not load' : 'not built'}: run node --import tsx scripts/build-native.ts (needs a C compiler and Node's headers)`);
+    expect(canRelease()).toBe(true);
+  });
+
+  it('returns heap memory freed below a live allocation, which a GC alone leaves resident', () => {
+    // In a process of its own: 64 MiB of 16-KiB buffers (malloc'd from glibc's heap, under its mmap
+    // threshold), every 50th and the last kept alive so the heap cannot shrink from its top.
+    const script = join(tmp('release-'), 'probe.mts');
+    writeFileSync(script, `
+      import { releaseFreedMemory } from ${JSON.stringify(join(PROJECT_ROOT, 'runtime/memory.ts'))};
+      const rss = () => process.memoryUsage.rss();
+      const keep = [];
+      let all = [];
+      for (let i = 0; i < 4096; i++) { const b = Buffer.alloc(16384, i & 255); all.push(b); if (i % 50 === 0 || i === 4095) keep.push(b); }
+      const filled = rss();
+      all = null;
+      globalThis.gc();
+      const afterGc = rss();
+      const r = releaseFreedMemory(['probe']);
+      console.log(JSON.stringify({ filled, afterGc, afterRelease: rss(), r, kept: keep.length }));
+    `);
+    const p = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', script], { cwd: PROJECT_ROOT, encoding: 'utf8', env: { PATH: process.env.PATH } });
+    expect(p.stderr).toBe('');
+    const out = JSON.parse(p.stdout) as { filled: number; afterGc: number; afterRelease: number; r: Released };
+    expect(out.afterGc).toBeGreaterThan(out.filled - 16 * MiB); // the GC freed the buffers, glibc kept the pages
+    expect(out.r).toMatchObject({ addon: true, returned: true, after: ['probe'] });
+    expect(out.afterGc - out.afterRelease).toBeGreaterThan(32 * MiB);
+    expect(out.r.rssBefore - out.r.rssAfter).toBeGreaterThan(32 * MiB);
+  });
+
+  it('makes one release for the parts that go idle within a moment of one another, naming them', async () => {
+    const released = new Promise<Released>((resolve) => {
+      const off = onReleased((r) => {
+        off();
+        resolve(r);
+      });
+    });
+    releaseWhenSettled('component thread');
+    releaseWhenSettled('token tables');
+    releaseWhenSettled('component thread');
+    const r = await released;
+    expect(r.after).toEqual(['component thread', 'token tables']);
+    expect(describeRelease(r)).toMatch(/^idle \(component thread, token tables let go\): RSS \d+\.\d → \d+\.\d MiB$/);
+  });
+
+  it('leaves no gc function in contexts made after it (the one it takes is its own)', () => {
+    releaseFreedMemory();
+    expect(runInNewContext('typeof gc')).toBe('undefined');
+    expect((globalThis as { gc?: unknown }).gc).toBeUndefined();
+  });
+
+  it('says when the addon is missing that freed memory is kept', () => {
+    expect(describeRelease({ addon: false, returned: false, rssBefore: 100 * MiB, rssAfter: 98 * MiB, after: ['spare worker'] }))
+      .toBe('idle (spare worker let go): RSS 100.0 → 98.0 MiB (freed memory kept: runtime/native/memory.node is not built, scripts/build-native.ts)');
+  });
+});
