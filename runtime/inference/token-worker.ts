@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { cl100kCounter, type Cl100kTables } from './bpe-count.ts';
 import { buildCl100kTables } from './bpe-tables.ts';
+import { checkTablesFile, writeTablesFile } from './bpe-table-file.ts';
 import { countChunked, type ChunkOptions } from './chunk.ts';
 
 export interface CountRequest {
@@ -32,7 +33,13 @@ const memoEntries: number = workerData?.memoEntries ?? 32_768;
 // A worker started again after an idle stop gets the tables the first one built (shared memory).
 const given = workerData?.tables as Cl100kTables | undefined;
 const tables = given ?? buildCl100kTables();
-if (!given) parentPort!.postMessage({ id: -1, tables } satisfies CountReply);
+if (!given) {
+  parentPort!.postMessage({ id: -1, tables } satisfies CountReply);
+  // Kept for the next process (and for this one, after it lets them go while idle): tokens.ts reads
+  // the file instead of building. A write that fails (a read-only volume) only means they are kept.
+  const file = workerData?.tablesFile as string | undefined;
+  if (file && checkTablesFile(file) !== undefined) writeTablesFile(file, tables);
+}
 const counter = cl100kCounter(tables);
 const memo = new Map<string, number>();
 

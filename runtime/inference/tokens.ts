@@ -17,11 +17,19 @@
  *
  * The main thread keeps no counted text: a request to the worker is posted (a copy) and only
  * numbers come back.
+ *
+ * The tables are kept in a file too (bpe-table-file.ts; the worker writes it once it has built
+ * them): a counter whose file is there reads it on the main thread (one 3.9 MiB read and a digest,
+ * milliseconds) instead of starting a worker to build them, and lets go of the tables after
+ * `MURMUR_TOKEN_TABLES_IDLE_MS` (30 s) without a count — they are ≈ 4 MiB of an idle pod's RSS —
+ * reading them back with the next count.
  */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { envNonNegative } from '../env-number.ts';
+import { releaseWhenSettled } from '../memory.ts';
 import { cl100kCounter, type BpeCounter, type Cl100kTables } from './bpe-count.ts';
+import { checkTablesFile, readTablesFile, tablesFile } from './bpe-table-file.ts';
 import { countChunked, type ChunkOptions } from './chunk.ts';
 import type { CountReply, CountRequest } from './token-worker.ts';
 
@@ -41,6 +49,19 @@ export interface TokenCounterOptions extends ChunkOptions {
   idleMs?: number;
   /** Called when an idle worker has been let go (diagnostics, tests). */
   onIdleStop?: () => void;
+  /**
+   * The rank-table file (bpe-table-file.ts): read instead of building, written by the worker that
+   * builds. Default: none (tables are built by a worker and kept); the process-wide counter uses
+   * `tablesFile()`.
+   */
+  tablesFile?: string;
+  /**
+   * With a tables file: the tables are let go after this long without a count (ms; default 30 000;
+   * 0 = keep them), and read from the file again by the next count.
+   */
+  tablesIdleMs?: number;
+  /** Called when the tables' idle time ran out: `dropped`, or kept (no sound file to read them back from). Diagnostics, tests. */
+  onTablesIdle?: (dropped: boolean) => void;
 }
 
 /** MURMUR_TOKEN_WORKER_IDLE_MS, or the default; anything but a number of ms ≥ 0 is refused by name. */
@@ -49,6 +70,15 @@ export function tokenWorkerIdleMs(env: NodeJS.ProcessEnv = process.env): number 
     code: 'E-RUN-032',
     unit: 'milliseconds',
     hint: 'set how long the token-counting worker may sit idle before it is let go (default 10000), or 0 to keep it',
+  });
+}
+
+/** MURMUR_TOKEN_TABLES_IDLE_MS, or the default; anything but a number of ms ≥ 0 is refused by name. */
+export function tokenTablesIdleMs(env: NodeJS.ProcessEnv = process.env): number {
+  return envNonNegative(env, 'MURMUR_TOKEN_TABLES_IDLE_MS', 30_000, {
+    code: 'E-RUN-035',
+    unit: 'milliseconds',
+    hint: 'set how long the token counter may keep its rank tables without a count before it lets them go (default 30000; they are read back from their file by the next count), or 0 to keep them',
   });
 }
 
@@ -68,13 +98,19 @@ export class TokenCounter {
   #inline: BpeCounter | undefined;
   #idle: NodeJS.Timeout | undefined;
   readonly #idleMs: number;
-  /** Workers started so far, and rank tables built so far (tests: a restart builds nothing). */
+  #tablesIdle: NodeJS.Timeout | undefined;
+  readonly #tablesIdleMs: number;
+  /** Workers started so far, rank tables built so far (tests: a restart builds nothing), and read from the file. */
   workersStarted = 0;
   tablesBuilt = 0;
+  tablesRead = 0;
+  /** Times idle tables were let go. */
+  tablesDropped = 0;
 
   constructor(opts: TokenCounterOptions = {}) {
     this.#opts = opts;
     this.#idleMs = opts.idleMs ?? 10_000;
+    this.#tablesIdleMs = opts.tablesIdleMs ?? 30_000;
   }
 
   /** Whether a worker is running now (tests, diagnostics). */
@@ -87,9 +123,53 @@ export class TokenCounter {
     return this.#inline !== undefined;
   }
 
-  /** Starts the worker and its encoder build now (a session calls this when it opens). */
+  /**
+   * Gets the tables ready now (a session calls this when it opens): read from the tables file when
+   * it is there, else built by the worker, started now.
+   */
   prewarm(): void {
-    this.#start();
+    if (!this.#inline && !this.#readTables()) this.#start();
+  }
+
+  /** Takes the tables from the file (when there is one and it is sound); whether it did. */
+  #readTables(): boolean {
+    if (this.#inline || !this.#opts.tablesFile) return this.#inline !== undefined;
+    const t = readTablesFile(this.#opts.tablesFile);
+    if (typeof t === 'string') return false;
+    this.tablesRead++;
+    this.#useTables(t);
+    return true;
+  }
+
+  #useTables(t: Cl100kTables): void {
+    this.#tables = t;
+    this.#inline = cl100kCounter(t);
+    this.#armTablesIdle();
+  }
+
+  /**
+   * With a tables file to read them back from: lets the tables go after the idle time without a
+   * count (not while a worker, which holds them too, runs or counts).
+   */
+  #armTablesIdle(): void {
+    if (!this.#opts.tablesFile || this.#tablesIdleMs <= 0) return;
+    clearTimeout(this.#tablesIdle);
+    this.#tablesIdle = setTimeout(() => {
+      this.#tablesIdle = undefined;
+      if (this.#worker || this.#pending.size) return this.#armTablesIdle();
+      if (!this.#readable()) return this.#opts.onTablesIdle?.(false);
+      this.#tables = undefined;
+      this.#inline = undefined;
+      this.tablesDropped++;
+      this.#opts.onTablesIdle?.(true);
+      releaseWhenSettled('token tables');
+    }, this.#tablesIdleMs);
+    this.#tablesIdle.unref();
+  }
+
+  /** Whether the tables file is there to read the tables back from (else they are kept). */
+  #readable(): boolean {
+    return this.#opts.tablesFile !== undefined && checkTablesFile(this.#opts.tablesFile) === undefined;
   }
 
   #start(): Worker {
@@ -97,7 +177,7 @@ export class TokenCounter {
     if (this.#worker) return this.#worker;
     this.workersStarted++;
     const w = new Worker(BOOT, {
-      workerData: { entry: ENTRY, chunk: { maxChunk: this.#opts.maxChunk, maxRun: this.#opts.maxRun }, memoEntries: this.#opts.memoEntries ?? 32_768, tables: this.#tables },
+      workerData: { entry: ENTRY, chunk: { maxChunk: this.#opts.maxChunk, maxRun: this.#opts.maxRun }, memoEntries: this.#opts.memoEntries ?? 32_768, tables: this.#tables, tablesFile: this.#opts.tablesFile },
       // Bounds the worker's heap: a chunked 10 MiB text and the rank table fit well inside. The
       // young generation is held to 6 MiB: building the encoder grew V8's default one to ≈ 16 MiB
       // that then stayed resident for the life of the process (heap 30 → 18 MiB measured).
@@ -110,8 +190,7 @@ export class TokenCounter {
     w.on('message', (m: CountReply) => {
       if (m.id === -1) {
         this.tablesBuilt++;
-        this.#tables = m.tables!;
-        this.#inline = cl100kCounter(this.#tables);
+        this.#useTables(m.tables!);
         return;
       }
       if (m.id === 0) {
@@ -160,7 +239,10 @@ export class TokenCounter {
       if (this.#worker !== w || this.#pending.size) return;
       this.#worker = undefined;
       this.#ready = undefined;
-      void w.terminate().then(() => this.#opts.onIdleStop?.());
+      void w.terminate().then(() => {
+        this.#opts.onIdleStop?.();
+        releaseWhenSettled('token worker');
+      });
     }, this.#idleMs);
     this.#idle.unref();
   }
@@ -168,8 +250,11 @@ export class TokenCounter {
   /** Tokens in each text, in order. */
   countMany(texts: string[]): Promise<number[]> {
     if (texts.every((t) => t === '')) return Promise.resolve(texts.map(() => 0));
+    // Tables let go while idle come back from their file (or, without it, from the worker below).
+    if (!this.#inline && !this.#worker) this.#readTables();
     const inline = this.#inline;
     if (inline) {
+      this.#armTablesIdle();
       let chars = 0;
       for (const t of texts) chars += t.length;
       if (chars <= INLINE_MAX_CHARS) {
@@ -207,6 +292,7 @@ export class TokenCounter {
   /** Stops the worker (pending counts reject). */
   async close(): Promise<void> {
     clearTimeout(this.#idle);
+    clearTimeout(this.#tablesIdle);
     const w = this.#worker;
     this.#worker = undefined;
     for (const p of this.#pending.values()) p.reject(new Error('token counting worker stopped: the counter was closed'));
@@ -218,7 +304,7 @@ export class TokenCounter {
 let sharedCounter: TokenCounter | undefined;
 /** The process-wide counter with the default options and memo. */
 export function tokenCounter(): TokenCounter {
-  sharedCounter ??= new TokenCounter({ idleMs: tokenWorkerIdleMs() });
+  sharedCounter ??= new TokenCounter({ idleMs: tokenWorkerIdleMs(), tablesFile: tablesFile(), tablesIdleMs: tokenTablesIdleMs() });
   return sharedCounter;
 }
 
