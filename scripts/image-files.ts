@@ -90,6 +90,10 @@ const TARGETS: Record<string, Target> = {
       'node_modules/better-sqlite3/package.json', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
       // The runtime's own addon (runtime/memory.ts finds it one folder up from the bundles).
       'dist/runtime/native/memory.node',
+      // iconv-lite's code-page tables, left out of the bundles (lazyCodePageTables below) and
+      // required by their package path: the require is esbuild's, which the tracer does not read.
+      'node_modules/iconv-lite/package.json',
+      ...readdirSync(join(ROOT, 'node_modules/iconv-lite/encodings/tables')).map((f) => `node_modules/iconv-lite/encodings/tables/${f}`),
     ],
     // The migration runner loads kysely's Migrator by a computed specifier ('kysely/migration').
     packages: ['node_modules/kysely'],
@@ -189,6 +193,26 @@ function dedupePackages(): Plugin {
 }
 
 /**
+ * iconv-lite's code-page tables (CJK: cp936, cp949, cp950, eucjp, shiftjis, big5, gb18030; ≈ 400 KB
+ * of JSON) left as files of the package, required when a codec first needs one — not inlined into
+ * the serve chunk, whose source V8 keeps whole in the heap of every serving process (≈ 0.4 MiB of
+ * it for tables express's body parser reads only for a request body in one of those charsets).
+ * The require names the package (one copy of iconv-lite in the lockfile), so it resolves from the
+ * bundle's folder in the image as from the build tree, and the tracer copies the package.
+ */
+function lazyCodePageTables(): Plugin {
+  return {
+    name: 'lazy-code-page-tables',
+    setup(build) {
+      build.onResolve({ filter: /^\.\/tables\/[\w-]+\.json$/ }, (args) => {
+        if (!/[\\/]node_modules[\\/]iconv-lite[\\/]encodings$/.test(args.resolveDir)) return undefined;
+        return { path: `iconv-lite/encodings/tables/${args.path.slice('./tables/'.length)}`, external: true };
+      });
+    },
+  };
+}
+
+/**
  * Every bundled module is ASCII, so V8 holds its source one byte per character (above). esbuild
  * escapes non-ASCII in strings and identifiers itself (charset ascii); a legal comment it keeps
  * could still bring one, and is named here rather than doubling a module's heap.
@@ -227,7 +251,7 @@ if (target.bundle) {
       // the code that needs it runs (the path-from-import.meta.url rule above holds for chunks).
       ...(split ? { outdir: dirname(join(dir, outFile)), splitting: true, entryNames: basename(outFile, '.js'), chunkNames: 'chunk-[name]-[hash]' } : { outfile: join(dir, outFile) }),
       // Built-ins through process.getBuiltinModule, not ES imports (why: runtime/host/wasi-io/bundle.ts).
-      plugins: [dedupePackages(), lazyBuiltinsPlugin()],
+      plugins: [dedupePackages(), lazyCodePageTables(), lazyBuiltinsPlugin()],
       bundle: true,
       format: 'esm',
       platform: 'node',

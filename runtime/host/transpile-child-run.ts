@@ -8,7 +8,7 @@
  * of memory goes with that process instead of staying in the runtime's heap, and the event loop
  * keeps serving meanwhile.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ComponentLoadError } from './errors.ts';
 import type { Meta } from './transpile-jco.ts';
@@ -76,7 +76,8 @@ class Transpiler {
     started++;
     // From the TypeScript sources the child needs tsx, by absolute URL (the cwd may be anywhere).
     const loader = FROM_SOURCES ? ['--import', import.meta.resolve('tsx')] : [];
-    this.child = spawn(process.execPath, [...TRANSPILE_NODE_FLAGS, ...loader, CHILD], {
+    // node:child_process when a transpile is due (a warm cache never starts one).
+    this.child = process.getBuiltinModule('node:child_process').spawn(process.execPath, [...TRANSPILE_NODE_FLAGS, ...loader, CHILD], {
       stdio: ['pipe', 'pipe', 'pipe'],
       // Nothing of the runtime's environment (secrets, NODE_OPTIONS) reaches the transpiler.
       env: { PATH: process.env.PATH ?? '' },

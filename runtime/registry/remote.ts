@@ -10,7 +10,6 @@
  * holding `murmur.yaml` and one `*.wasm` (skills: `skill.md`) at its root.
  */
 import { existsSync, mkdirSync } from 'node:fs';
-import { gunzipSync } from 'node:zlib';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { MurError } from '../errors.ts';
@@ -125,7 +124,8 @@ export function unpackRemote(entry: ArtifactEntry, url: string, bytes: Uint8Arra
   let tarBytes = bytes;
   if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
     try {
-      tarBytes = new Uint8Array(gunzipSync(bytes));
+      // node:zlib only for a gzipped remote artifact (a serving process otherwise never loads it).
+      tarBytes = new Uint8Array(process.getBuiltinModule('node:zlib').gunzipSync(bytes));
     } catch (e) {
       throw bundleError(url, `bad gzip data (${(e as Error).message})`);
     }

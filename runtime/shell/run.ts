@@ -20,7 +20,6 @@
  * `logs/shell-<unix-ms>[-k].log` under the workdir: a header line with the command and exit code,
  * then `--- stdout (N bytes) ---`, the full stdout, `--- stderr (N bytes) ---`, the full stderr.
  */
-import { spawn } from 'node:child_process';
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, open, rm, stat } from 'node:fs/promises';
 import { constants as osc } from 'node:os';
@@ -38,7 +37,7 @@ export const PIPE_GRACE_MS = 2000;
 /** ...but never longer than this after the exit (a background process that keeps printing). */
 export const PIPE_DRAIN_MAX_MS = 10_000;
 
-function killGroup(child: ReturnType<typeof spawn>): void {
+function killGroup(child: import('node:child_process').ChildProcess): void {
   if (child.pid === undefined) return;
   try {
     process.kill(-child.pid, 'SIGKILL');
@@ -146,7 +145,8 @@ export async function runShell(opts: RunShellOptions): Promise<ShellResult> {
 
   const child = (() => {
     try {
-      return spawn(identity.binary, identity.argv, {
+      // node:child_process on first use: a capsule without the shell tool never loads it.
+      return process.getBuiltinModule('node:child_process').spawn(identity.binary, identity.argv, {
         argv0: opts.binary,
         cwd: workdir,
         env,

@@ -123,6 +123,47 @@ describe('the runtime image', () => {
   });
 });
 
+describe('the runtime image idle (issue 18: what a pod pays per capsule)', () => {
+  it('carries its memory addon, built for its Node, and keeps iconv-lite’s code-page tables out of the serve chunk', async () => {
+    const addon = await exec(container, ['node', '-e', "console.log(typeof require('/app/dist/runtime/native/memory.node').trim())"]);
+    expect(addon.output.trim()).toBe('boolean');
+    // esbuild names each inlined module's wrapper require_<file>: none for the tables, which stay
+    // files of the package, required from the bundle's folder when a codec needs one.
+    const inlined = await exec(container, ['sh', '-c', 'grep -l -E "require_(cp936|cp949|cp950|eucjp|shiftjis)\\b" /app/dist/runtime/cli/*.js | wc -l']);
+    expect(inlined.output.trim()).toBe('0');
+    const table = await exec(container, ['node', '-e', "console.log(require(require.resolve('iconv-lite/encodings/tables/cp936.json', { paths: ['/app/dist/runtime/cli'] })).length > 100)"]);
+    expect(table.output.trim()).toBe('true');
+  });
+
+  it('lets go of its component thread and token tables when idle and returns the freed memory, then serves the next task', async () => {
+    const p = await providerOn(net, [{ text: 'before the idle' }, { text: 'after the idle' }]);
+    const a2aPort = await freePort();
+    const c = await runtimeContainer({ net, provider: p, capsule: capsuleDir('idle'), a2aPort, env: { MURMUR_COMPONENT_IDLE_MS: '300', MURMUR_TOKEN_TABLES_IDLE_MS: '300', MURMUR_TOKEN_WORKER_IDLE_MS: '100' } }).start();
+    try {
+      const url = `http://127.0.0.1:${a2aPort}/`;
+      const first = await sendMessage({ peerUrl: url, text: 'one', allow: [url], wait: true });
+      expect(first).toMatchObject({ ok: true, text: 'before the idle' });
+      // The container's own log line, once both have gone (one release or two).
+      const lines = await new Promise<string[]>((resolve, reject) => {
+        const seen: string[] = [];
+        void c.logs().then((stream) => {
+          stream.on('data', (d: Buffer | string) => {
+            for (const l of String(d).split('\n')) if (l.startsWith('idle (')) seen.push(l);
+            if (seen.some((l) => l.includes('component thread')) && seen.some((l) => l.includes('token tables'))) resolve(seen);
+          });
+          stream.on('end', () => reject(new Error(`the container's log ended without the idle lines: ${seen.join(' | ')}`)));
+        }, reject);
+      });
+      for (const l of lines) expect(l).toMatch(/^idle \([^)]+ let go\): RSS \d+\.\d → \d+\.\d MiB$/);
+      const second = await sendMessage({ peerUrl: url, text: 'two', allow: [url], wait: true });
+      expect(second).toMatchObject({ ok: true, text: 'after the idle' });
+    } finally {
+      await c.stop();
+      await p.stop();
+    }
+  });
+});
+
 describe('the runtime image at start', () => {
   it('is ready only when it can run a task: the first task, sent the moment /readyz answers 200, completes', async () => {
     const p = await providerOn(net, [{ text: 'answered at once' }]);
