@@ -9,8 +9,10 @@
  * pays for that memory until the next burst reuses it. Measured on the runtime image, `mur serve`
  * idle 45 s after one task: RSS 99.7 MiB, 92.0 MiB after `malloc_trim(0)` (docs/runtime.md).
  *
- * So each part that lets something go calls {@link releaseWhenSettled}; once nothing else has
- * been let go for {@link SETTLE_MS}:
+ * So the parts whose letting go means the process is idle — the session's component thread (no
+ * component call for 30 s) and the token tables (no count for 30 s, so no inference turn) — call
+ * {@link releaseWhenSettled}; the others (the token worker, the spare), which go while tasks may be
+ * running, only {@link noteLetGo}. Once nothing else has been let go for {@link SETTLE_MS}:
  * 1. the main isolate runs V8's last-resort collection (what `LowMemoryNotification` does: full
  *    GCs until nothing more is freed, compacting, and dropping the bytecode of functions not
  *    running; they compile again from source when next called). Dropped objects holding memory
@@ -117,11 +119,21 @@ export function onReleased(listener: (r: Released) => void): () => void {
 }
 
 /**
- * `what` has just been let go (a thread ended, tables dropped): return the freed memory once no
+ * `what` has been let go, which says nothing of the rest of the process (the token worker after
+ * 10 s without a large text, a booted spare no instance took: both while tasks may be running):
+ * freed at the next release, named in it, but no release for it — a last-resort GC drops the
+ * bytecode of every function not running, which a busy process would compile again at once.
+ */
+export function noteLetGo(what: string): void {
+  if (!pending.includes(what)) pending.push(what);
+}
+
+/**
+ * `what` has just been let go and the process is idle (see above): return the freed memory once no
  * other part has let anything go for {@link SETTLE_MS}. Never keeps the process alive.
  */
 export function releaseWhenSettled(what: string): void {
-  if (!pending.includes(what)) pending.push(what);
+  noteLetGo(what);
   clearTimeout(timer);
   timer = setTimeout(() => {
     const after = pending;

@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { PROJECT_ROOT } from '../wit/packages.ts';
-import { releaseWhenSettled } from '../memory.ts';
+import { noteLetGo } from '../memory.ts';
 import { ComponentLoadError, DeadlineExceeded } from './errors.ts';
 import type { FromWorker, Grants, ImportSpec, WorkerInit } from './protocol.ts';
 import { serveNet } from './wasi-io/net-relay.ts';
@@ -141,7 +141,7 @@ class WorkerPool {
         const i = this.idle.indexOf(entry);
         if (i < 0) return;
         this.idle.splice(i, 1);
-        void entry.worker.terminate().then(() => releaseWhenSettled('spare worker'));
+        void entry.worker.terminate().then(() => noteLetGo('spare worker'));
       }, this.idleMs);
       entry.expiry.unref();
       this.idle.push(entry);

@@ -27,7 +27,7 @@
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { envNonNegative } from '../env-number.ts';
-import { releaseWhenSettled } from '../memory.ts';
+import { noteLetGo, releaseWhenSettled } from '../memory.ts';
 import { cl100kCounter, type BpeCounter, type Cl100kTables } from './bpe-count.ts';
 import { checkTablesFile, readTablesFile, tablesFile } from './bpe-table-file.ts';
 import { countChunked, type ChunkOptions } from './chunk.ts';
@@ -241,7 +241,7 @@ export class TokenCounter {
       this.#ready = undefined;
       void w.terminate().then(() => {
         this.#opts.onIdleStop?.();
-        releaseWhenSettled('token worker');
+        noteLetGo('token worker');
       });
     }, this.#idleMs);
     this.#idle.unref();

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { addonPath, canRelease, describeRelease, onReleased, releaseFreedMemory, releaseWhenSettled, type Released } from '../../runtime/memory.ts';
+import { addonPath, canRelease, describeRelease, noteLetGo, onReleased, releaseFreedMemory, releaseWhenSettled, type Released } from '../../runtime/memory.ts';
 import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 import { tmp } from '../loop/kit.ts';
 
@@ -59,6 +59,18 @@ describe('giving freed memory back', () => {
     const r = await released;
     expect(r.after).toEqual(['component thread', 'token tables']);
     expect(describeRelease(r)).toMatch(/^idle \(component thread, token tables let go\): RSS \d+\.\d → \d+\.\d MiB$/);
+  });
+
+  it('names a part let go while tasks may run (noteLetGo) in the next release, which only an idle part starts', async () => {
+    const released = new Promise<Released>((resolve) => {
+      const off = onReleased((r) => {
+        off();
+        resolve(r);
+      });
+    });
+    noteLetGo('token worker');
+    releaseWhenSettled('component thread');
+    expect((await released).after).toEqual(['token worker', 'component thread']);
   });
 
   it('leaves no gc function in contexts made after it (the one it takes is its own)', () => {
