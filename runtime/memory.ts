@@ -11,8 +11,10 @@
  *
  * So the parts whose letting go means the process is idle — the session's component thread (no
  * component call for 30 s) and the token tables (no count for 30 s, so no inference turn) — call
- * {@link releaseWhenSettled}; the others (the token worker, the spare), which go while tasks may be
- * running, only {@link noteLetGo}. Once nothing else has been let go for {@link SETTLE_MS}:
+ * {@link releaseWhenSettled} (the one busy case: a provider answer slower than that, whose turn's
+ * code then compiles again when the answer comes); the others (the token worker, the spare),
+ * which go while tasks may be running, only {@link noteLetGo}. Once nothing else has been let go
+ * for {@link SETTLE_MS}:
  * 1. the main isolate runs V8's last-resort collection (what `LowMemoryNotification` does: full
  *    GCs until nothing more is freed, compacting, and dropping the bytecode of functions not
  *    running; they compile again from source when next called). Dropped objects holding memory
