@@ -12,7 +12,7 @@
  *   node --import tsx scripts/build-native.ts [--dist]
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -34,7 +34,7 @@ function build(): string | undefined {
   if (r.error) return `no C compiler (${cc}: ${r.error.message}); install one (Debian: apt-get install gcc) or set CC`;
   if (r.status !== 0) return `${cc} failed (exit ${r.status}):\n${r.stderr.trim()}`;
   // Renamed into place: a process loading the addon meanwhile never sees half a file.
-  spawnSync('mv', ['-f', `${OUT}.tmp`, OUT]);
+  renameSync(`${OUT}.tmp`, OUT);
   return undefined;
 }
 

@@ -195,10 +195,11 @@ function dedupePackages(): Plugin {
 /**
  * iconv-lite's code-page tables (CJK: cp936, cp949, cp950, eucjp, shiftjis, big5, gb18030; ≈ 400 KB
  * of JSON) left as files of the package, required when a codec first needs one — not inlined into
- * the serve chunk, whose source V8 keeps whole in the heap of every serving process (≈ 0.4 MiB of
- * it for tables express's body parser reads only for a request body in one of those charsets).
+ * the serve chunk, whose source V8 keeps whole in memory for the life of every serving process
+ * (≈ 0.4 MiB of it for tables that express's body parser would read only for a body in one of
+ * those charsets, and the JSON parser the A2A server uses refuses non-UTF charsets before that).
  * The require names the package (one copy of iconv-lite in the lockfile), so it resolves from the
- * bundle's folder in the image as from the build tree, and the tracer copies the package.
+ * bundle's folder in the image as from the build tree; the table files are listed in `extra`.
  */
 function lazyCodePageTables(): Plugin {
   return {
