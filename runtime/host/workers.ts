@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import { PROJECT_ROOT } from '../wit/packages.ts';
+import { cacheRoot } from '../wit/packages.ts';
 import { noteLetGo } from '../memory.ts';
 import { ComponentLoadError, DeadlineExceeded } from './errors.ts';
 import type { FromWorker, Grants, ImportSpec, WorkerInit } from './protocol.ts';
@@ -35,10 +35,8 @@ async function workerEntry(): Promise<string> {
   for (const dir of [here, join(here, 'wasi-io'), join(here, '../net'), join(here, '../contracts')]) {
     for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts')).sort()) hash.update(f).update(readFileSync(join(dir, f)));
   }
-  // Beside the component cache, which is writable wherever the runtime runs (a read-only image sets
-  // MURMUR_COMPONENT_CACHE under its writable volume).
-  const base = process.env.MURMUR_COMPONENT_CACHE ? dirname(process.env.MURMUR_COMPONENT_CACHE) : join(PROJECT_ROOT, '.cache');
-  const out = join(base, 'host', `worker-${hash.digest('hex').slice(0, 16)}.mjs`);
+  // Beside the component cache, which is writable wherever the runtime runs.
+  const out = join(cacheRoot(), 'host', `worker-${hash.digest('hex').slice(0, 16)}.mjs`);
   if (!existsSync(out)) {
     const tmp = `${out}.${process.pid}.tmp.mjs`;
     mkdirSync(dirname(out), { recursive: true });

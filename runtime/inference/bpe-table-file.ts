@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { PROJECT_ROOT } from '../wit/packages.ts';
+import { cacheRoot } from '../wit/packages.ts';
 import type { Cl100kTables } from './bpe-count.ts';
 
 /** Bumped whenever bpe-tables.ts lays the tables out differently: an older file is then not read. */
@@ -34,8 +34,7 @@ const HEADER = 80;
  * else under the checkout's .cache/.
  */
 export function tablesFile(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.MURMUR_COMPONENT_CACHE ? dirname(env.MURMUR_COMPONENT_CACHE) : join(PROJECT_ROOT, '.cache');
-  return join(base, 'tokens', `cl100k_base.v${TABLE_FORMAT}.tables`);
+  return join(cacheRoot(env), 'tokens', `cl100k_base.v${TABLE_FORMAT}.tables`);
 }
 
 /** The file's bytes for built tables. */

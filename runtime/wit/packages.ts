@@ -13,6 +13,15 @@ const up2 = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const PROJECT_ROOT = basename(up2) === 'dist' && !existsSync(join(up2, 'package.json')) ? dirname(up2) : up2;
 export const WIT_ROOT = join(PROJECT_ROOT, 'wit');
 
+/**
+ * The folder the runtime's writable caches sit in besides the component cache (the bundled
+ * component worker, the token tables): MURMUR_COMPONENT_CACHE's parent, which is writable wherever
+ * the runtime runs (a read-only image sets it under its writable volume), else the checkout's .cache/.
+ */
+export function cacheRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return env.MURMUR_COMPONENT_CACHE ? dirname(env.MURMUR_COMPONENT_CACHE) : join(PROJECT_ROOT, '.cache');
+}
+
 export interface WitPackage {
   /** Folder under wit/. */
   folder: string;
