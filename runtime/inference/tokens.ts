@@ -153,7 +153,11 @@ export class TokenCounter {
    */
   #armTablesIdle(): void {
     if (!this.#opts.tablesFile || this.#tablesIdleMs <= 0) return;
-    clearTimeout(this.#tablesIdle);
+    // Every inline count comes here: a running timer is restarted in place, not made anew.
+    if (this.#tablesIdle) {
+      this.#tablesIdle.refresh();
+      return;
+    }
     this.#tablesIdle = setTimeout(() => {
       this.#tablesIdle = undefined;
       if (this.#worker || this.#pending.size) return this.#armTablesIdle();
