@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { sendMessage } from '../../runtime/a2a/client.ts';
 import { API_KEY, ECHO_TOOL, PROBE_TOOL, capsuleYaml, driverDef, makeRegistry, tmp, type ArtifactDef } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../provider/scripted-provider.ts';
-import { freePort, gate, serve, type Served } from './serve-kit.ts';
+import { freePort, gate, printed, serve, type Served } from './serve-kit.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -24,20 +24,6 @@ async function served(turns: ScriptTurn[], args: string[] = [], tool: ArtifactDe
   const s = await serve(capsule, { registry, workRoot: tmp('drain-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args });
   cleanup.push(() => s.stop(), () => provider.stop());
   return s;
-}
-
-/** Resolves when the process has printed a line matching `re`. */
-function printed(s: Served, re: RegExp): Promise<void> {
-  if (re.test(s.output())) return Promise.resolve();
-  return new Promise((resolve) => {
-    const check = () => {
-      if (re.test(s.output())) {
-        s.proc.stdout!.off('data', check);
-        resolve();
-      }
-    };
-    s.proc.stdout!.on('data', check);
-  });
 }
 
 describe('graceful drain (SIGTERM)', () => {

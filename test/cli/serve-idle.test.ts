@@ -11,7 +11,7 @@ import { sendMessage } from '../../runtime/a2a/client.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider } from '../provider/scripted-provider.ts';
-import { serve, type Served } from './serve-kit.ts';
+import { printed, serve, type Served } from './serve-kit.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -31,22 +31,6 @@ async function served(name: string, env: Record<string, string>): Promise<{ s: S
   return { s, workRoot };
 }
 
-/** Resolves once the output has lines matching every pattern (the process's own events; no sleep). */
-function outputHas(s: Served, ...patterns: RegExp[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const check = (): void => {
-      const out = s.output();
-      if (patterns.every((p) => p.test(out))) {
-        s.proc.stdout!.off('data', check);
-        resolve(out);
-      }
-    };
-    s.proc.stdout!.on('data', check);
-    void s.exited.then(() => reject(new Error(`mur serve exited:\n${s.output()}`)));
-    check();
-  });
-}
-
 /** input/output tokens the runtime counted for each inference turn, in order. */
 function countedTurns(s: Served, workRoot: string): [number, number][] {
   const id = /session (ses_[0-9a-f]{32})/.exec(s.output())![1]!;
@@ -60,7 +44,7 @@ describe('an idle mur serve', () => {
     const { s, workRoot } = await served('idler', { MURMUR_COMPONENT_IDLE_MS: '200', MURMUR_TOKEN_TABLES_IDLE_MS: '200', MURMUR_TOKEN_WORKER_IDLE_MS: '100' });
     const first = await sendMessage({ peerUrl: s.url, text: 'count me', allow: [s.url], wait: true });
     expect(first.ok && first.state).toBe('completed');
-    const out = await outputHas(s, /^idle \([^)]*component thread[^)]*\): RSS/m, /^idle \([^)]*token tables[^)]*\): RSS/m);
+    const out = await printed(s, /^idle \([^)]*component thread[^)]*\): RSS/m, /^idle \([^)]*token tables[^)]*\): RSS/m);
     const idleLines = out.split('\n').filter((l) => l.startsWith('idle ('));
     for (const line of idleLines) {
       expect(line).not.toMatch(/not built/);

@@ -47,6 +47,27 @@ export async function serve(capsuleDir: string, o: { registry: string; workRoot:
   };
 }
 
+/**
+ * Resolves with the output once it matches every pattern (the process's own lines, no sleep);
+ * rejects, saying what it printed, when its output ends without them.
+ */
+export function printed(s: Served, ...patterns: RegExp[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const check = (): boolean => {
+      if (!patterns.every((p) => p.test(s.output()))) return false;
+      s.proc.stdout!.off('data', check);
+      resolve(s.output());
+      return true;
+    };
+    if (check()) return;
+    s.proc.stdout!.on('data', check);
+    // 'close', not 'exit': the last lines may still be in the pipe when the process has exited.
+    s.proc.once('close', () => {
+      if (!check()) reject(new Error(`mur serve ended without printing ${patterns.join(' and ')}:\n${s.output()}`));
+    });
+  });
+}
+
 /** A port free on 127.0.0.1 right now (for a server started in another process). */
 export async function freePort(): Promise<number> {
   const srv = createServer();

@@ -14,6 +14,16 @@ import { tmp } from '../loop/kit.ts';
 
 const MiB = 1048576;
 
+/** The next release {@link releaseWhenSettled} makes. */
+function nextRelease(): Promise<Released> {
+  return new Promise((resolve) => {
+    const off = onReleased((r) => {
+      off();
+      resolve(r);
+    });
+  });
+}
+
 describe('giving freed memory back', () => {
   it('has its addon built and loading (scripts/build-native.ts, run by npm test)', () => {
     if (!canRelease()) throw new Error(`runtime/native/memory.node is ${addonPath() ? 'there but does not load' : 'not built'}: run node --import tsx scripts/build-native.ts (needs a C compiler and Node's headers)`);
@@ -47,12 +57,7 @@ describe('giving freed memory back', () => {
   });
 
   it('makes one release for the parts that go idle within a moment of one another, naming them', async () => {
-    const released = new Promise<Released>((resolve) => {
-      const off = onReleased((r) => {
-        off();
-        resolve(r);
-      });
-    });
+    const released = nextRelease();
     releaseWhenSettled('component thread');
     releaseWhenSettled('token tables');
     releaseWhenSettled('component thread');
@@ -62,12 +67,7 @@ describe('giving freed memory back', () => {
   });
 
   it('names a part let go while tasks may run (noteLetGo) in the next release, which only an idle part starts', async () => {
-    const released = new Promise<Released>((resolve) => {
-      const off = onReleased((r) => {
-        off();
-        resolve(r);
-      });
-    });
+    const released = nextRelease();
     noteLetGo('token worker');
     releaseWhenSettled('component thread');
     expect((await released).after).toEqual(['token worker', 'component thread']);
