@@ -1,7 +1,8 @@
 /**
  * Component host costs, measured in one run (2-core machine, noisy: read the paired ratios):
  * transpile (first vs cached), instantiate (cold vs warm), a trivial export call through the
- * isolating worker vs the same export called in-process without isolation, a bridged host call,
+ * isolating worker (with and without the threads polling for each other, host/doorbell.ts) vs the
+ * same export called in-process without isolation, a bridged host call,
  * and a 100 KB argument round trip.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -76,24 +77,39 @@ export async function benchComponents(): Promise<string> {
   // host's own cost per call.
   const wat = await loadComponent(await watFixture('script-wat-tool'), { cacheDir });
   const watInst = new ComponentInstance(wat, { grants, imports: {}, deadlineMs: 60_000, memoryBytes: 64 * 1048576 });
+  // The same, with neither thread polling for the other (host/doorbell.ts): each hand-off sleeps.
+  const watSleeps = new ComponentInstance(wat, { grants, imports: {}, deadlineMs: 60_000, memoryBytes: 64 * 1048576, spinUs: 0 });
   const watArgs = [{ data: 'x' }];
   const watMods: Record<string, WebAssembly.Module> = {};
   for (const f of wat.coreFiles) watMods[f] = await WebAssembly.compile(readFileSync(join(wat.dir, f)));
   const watLocal = await ((await import(pathToFileURL(wat.jsPath).href)) as { instantiate: (g: (n: string) => WebAssembly.Module, i: unknown) => Promise<{ run: { run(x: unknown): unknown } }> }).instantiate((n) => watMods[n]!, {});
-  await timeIt(200, () => watInst.call(['run', 'run'], watArgs), 0);
-  await timeIt(200, () => watLocal.run.run(watArgs[0]), 0);
+  await timeIt(2000, () => watInst.call(['run', 'run'], watArgs), 0);
+  await timeIt(2000, () => watSleeps.call(['run', 'run'], watArgs), 0);
+  await timeIt(2000, () => watLocal.run.run(watArgs[0]), 0);
   await timeIt(200, () => call({ op: 'ping' }), 0);
   await timeIt(200, () => local.run.run({ data: '{"op":"ping"}' }), 0);
   // In-process against isolated, alternating round by round; each round is the median of a batch.
+  let watCalls = 0;
+  const before = { calls: watInst.callsPolled, answers: watInst.answersPolled };
   const ROUNDS = 10;
   const batchMedian = async (fn: () => unknown) => median(await timeIt(200, fn, 0));
   const watRes = await paired(
     [
       { name: 'trivial call, in-process (no isolation): WAT tool, no JS engine', run: () => batchMedian(() => watLocal.run.run(watArgs[0])) },
-      { name: 'trivial call, isolated (worker): WAT tool, no JS engine', run: () => batchMedian(() => watInst.call(['run', 'run'], watArgs)) },
+      {
+        name: 'trivial call, isolated (worker): WAT tool, no JS engine',
+        run: () =>
+          batchMedian(() => {
+            watCalls++;
+            return watInst.call(['run', 'run'], watArgs);
+          }),
+      },
+      { name: 'trivial call, isolated, no polling (spinUs 0): every hand-off sleeps', run: () => batchMedian(() => watSleeps.call(['run', 'run'], watArgs)) },
     ],
     ROUNDS,
   );
+  const pct = (n: number): string => `${n}/${watCalls} (${Math.round((n / watCalls) * 100)}%)`;
+  const polledRow: [string, string, string] = ['  isolated calls read by a polling worker / answers read by a polling main thread', `${pct(watInst.callsPolled - before.calls)} / ${pct(watInst.answersPolled - before.answers)}`, 'host/doorbell.ts'];
   const probeRes = await paired(
     [
       { name: 'probe ping, in-process (no isolation): SpiderMonkey', run: () => batchMedian(() => local.run.run({ data: '{"op":"ping"}' })) },
@@ -102,6 +118,7 @@ export async function benchComponents(): Promise<string> {
     ROUNDS,
   );
   await watInst.close();
+  await watSleeps.close();
   await first.close();
   const watIsoS = watRes.arms[1]!.spread;
   const hostAdds = spread(watRes.arms[1]!.samples.map((v, r) => v - watRes.arms[0]!.samples[r]!));
@@ -117,6 +134,7 @@ export async function benchComponents(): Promise<string> {
       ['instantiate, warm (compiled modules, booted worker; spares off)', fmtMs(median(warmPool))],
       ['instantiate, warm (pre-instantiated spare binds grants)', fmtMs(median(warm)), `target ≤ 20 ms; ${spared}/${warm.length} from a spare; ${(median(warm) / median(warmPool)).toFixed(3)} of the booted-worker start`],
       ...pairedRows(watRes, fmtMs),
+      polledRow,
       ['host cost per trivial call (isolated − in-process, paired)', fmtSpread(hostAdds, fmtMs), `target: isolated ≤ 50 µs median (${fmtMs(watIsoS.median)})`],
       ...pairedRows(probeRes, fmtMs),
       ['bridged host call (guest→async host fn)', fmtMs(Math.max(0, bridgeCost)), 'over the same call in-process'],

@@ -16,8 +16,10 @@ import type { FromWorker, Grants, HostCallReply, HostCallRequest, ImportSpec, Ne
 import { shouldRetire } from './retire.ts';
 import { SPARES } from './spares.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
-import { POOL, launch, type Launched } from './workers.ts';
-import type { ComponentThread } from './thread.ts';
+import { POOL, launch, linkOf, send, type Launched } from './workers.ts';
+import { RecentTimes, mainPolls } from './doorbell.ts';
+import type { CallMessage } from './worker-link.ts';
+import { componentSpinUs, type ComponentThread } from './thread.ts';
 
 export type HostFn = (...args: any[]) => unknown | Promise<unknown>;
 /** Host imports by unversioned interface name, functions by jco's camelCase name. */
@@ -42,7 +44,15 @@ export interface InstanceOptions {
   retireAfterGrowthBytes?: number;
   /** Run in this shared thread (a session's driver and tools) instead of a worker of its own; no spares. */
   thread?: ComponentThread;
+  /**
+   * After answering a call, how long the worker polls for the next one before it sleeps (µs;
+   * host/doorbell.ts). Default: MURMUR_COMPONENT_SPIN_US, else 50.
+   */
+  spinUs?: number;
 }
+
+/** Component calls posted and not yet answered, across every instance (host/doorbell.ts: mainPolls). */
+let callsInFlight = 0;
 
 /** Stops the idle pooled workers and spares (tests and shutdown). */
 export async function drainWorkerPool(): Promise<void> {
@@ -161,14 +171,22 @@ export class ComponentInstance {
   fromSpare = false;
   /** Workers retired for memory growth (retireAfterGrowthBytes). */
   retired = 0;
+  /** Calls that reached the worker while it polled after its previous answer (host/doorbell.ts). */
+  callsPolled = 0;
+  /** Answers the main thread read while polling for them, not after sleeping (host/doorbell.ts). */
+  answersPolled = 0;
   /** Largest linear memory of the current worker after its latest call, and after its first. */
   memoryAfterCall = 0;
   private memoryBaseline: number | undefined;
+  private readonly spinUs: number;
+  /** How long recent calls ran in the worker: whether the next one is worth polling for. */
+  private readonly guestTimes = new RecentTimes();
 
   constructor(component: LoadedComponent, opts: InstanceOptions) {
     this.component = component;
     this.opts = opts;
     importSpecFor(component, opts.imports ?? {}); // fail fast, before any worker starts
+    this.spinUs = opts.spinUs ?? componentSpinUs();
   }
 
   private get worker(): Worker | undefined {
@@ -205,16 +223,30 @@ export class ComponentInstance {
     await this.ensureWorker(deadlineMs);
     const remaining = Math.max(1, deadlineMs - (Date.now() - started));
     const worker = this.worker!;
+    const link = linkOf(worker);
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        this.kill('deadline');
-        reject(new DeadlineExceeded(this.component.name, fn, deadlineMs, this.opts.deadlineField));
-      }, remaining);
-      this.pending.set(id, { resolve, reject, fn, timer });
-      worker.postMessage({ type: 'call', slot: this.launched!.slot, id, path, args });
-    });
+    callsInFlight++;
+    try {
+      return await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          this.pending.delete(id);
+          this.kill('deadline');
+          reject(new DeadlineExceeded(this.component.name, fn, deadlineMs, this.opts.deadlineField));
+        }, remaining);
+        this.pending.set(id, { resolve, reject, fn, timer });
+        const poll = mainPolls(this.spinUs, this.guestTimes.fastest(), callsInFlight);
+        const seen = link.seen();
+        send(worker, { type: 'call', slot: this.launched!.slot, id, path, args, spinUs: link.callPollUs(this.spinUs) });
+        // A call expected back within microseconds, with nothing else waiting on a component: the
+        // answer is read as it comes instead of after this thread has slept (host/doorbell.ts).
+        if (poll) {
+          link.pollAnswers(seen, this.spinUs);
+          if (!this.pending.has(id)) this.answersPolled++;
+        }
+      });
+    } finally {
+      callsInFlight--;
+    }
   }
 
   private ensureWorker(deadlineMs = this.opts.deadlineMs): Promise<void> {
@@ -240,7 +272,7 @@ export class ComponentInstance {
     const spare = thread ? undefined : await SPARES.take(key);
     // A spare is already instantiated: it gets this instance's grants before any call can reach it
     // (messages to a worker arrive in order).
-    if (spare) spare.worker.postMessage({ type: 'bind', slot: spare.slot, grants });
+    if (spare) send(spare.worker, { type: 'bind', slot: spare.slot, grants });
     const started: Launched = spare ?? (thread ? await thread.attach(c, modules, importSpec, grants, deadlineMs) : await launch(c, modules, importSpec, grants, deadlineMs));
     const { worker, mainPort, flag, slot } = started;
     if (this.closed) {
@@ -256,16 +288,15 @@ export class ComponentInstance {
     mainPort.on('message', (req: HostCallRequest) => void this.serveHostCall(req, mainPort, flag));
     const onError = (e: unknown): void => this.onWorkerGone(worker, e);
     const onExit = (): void => this.onWorkerGone(worker, undefined);
-    // A shared worker carries other instances' messages too: this instance reads its own slot's.
-    const onMessage = (msg: FromWorker): void => {
-      if (msg.type !== 'booted' && msg.slot === slot) this.onWorkerMessage(msg);
-    };
+    // A shared worker carries other instances' calls too: this instance hears its own slot's.
+    const link = linkOf(worker);
+    const onMessage = (msg: CallMessage): void => this.onWorkerMessage(msg);
     worker.on('error', onError);
     worker.on('exit', onExit);
     this.unlisten = () => {
       worker.off('error', onError);
       worker.off('exit', onExit);
-      worker.off('message', onMessage);
+      link.unroute(slot, onMessage);
     };
     try {
       await started.ready;
@@ -274,7 +305,7 @@ export class ComponentInstance {
       if (this.forget() && thread) started.release();
       throw e;
     }
-    worker.on('message', onMessage);
+    link.route(slot, onMessage);
     if (!thread) SPARES.started(key, () => launch(c, modules, importSpec, undefined, deadlineMs), spare !== undefined);
   }
 
@@ -299,17 +330,18 @@ export class ComponentInstance {
     Atomics.notify(flag, 0);
   }
 
-  private onWorkerMessage(m: FromWorker): void {
+  private onWorkerMessage(m: CallMessage): void {
     if (m.type === 'network-denied') {
       const { type: _t, slot: _s, ...d } = m;
       this.opts.onNetworkDenied?.(d);
       return;
     }
-    if (m.type !== 'result' && m.type !== 'guest-error' && m.type !== 'trap') return;
     const p = this.pending.get(m.id);
     if (!p) return;
     this.pending.delete(m.id);
     clearTimeout(p.timer);
+    this.guestTimes.note(m.guestUs);
+    if (m.polled) this.callsPolled++;
     if (m.type !== 'trap') {
       // Retired before the caller hears back: calls are serialized, so the next one (queued behind
       // this answer) already finds the worker gone and starts a fresh one.

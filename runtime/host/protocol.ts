@@ -42,22 +42,36 @@ export interface WorkerInit {
 }
 
 export type ToWorker =
-  | { type: 'call'; slot: number; id: number; path: string[]; args: unknown[] }
+  /** spinUs: after answering, how long the worker polls its doorbell for the next message (host/doorbell.ts). */
+  | { type: 'call'; slot: number; id: number; path: string[]; args: unknown[]; spinUs: number }
   | { type: 'bind'; slot: number; grants: Grants }
   /** The slot's instance is gone (trapped, retired, closed): the thread lets go of it. */
   | { type: 'drop'; slot: number };
 
-/** Every message but `booted` names the slot it is about. */
+/**
+ * Every message but `booted` names the slot it is about. `booted`, `ready` and `init-error` come on
+ * the worker's own channel; everything about a call (its answer, the network requests refused
+ * during it) on the worker's call channel (host/worker-link.ts), in the order sent.
+ */
 export type FromWorker =
   | { type: 'booted' }
   /** readBeforeBind: grant-reading WASI calls a spare made while instantiating (it is then discarded). */
   | { type: 'ready'; slot: number; readBeforeBind: string[] }
   | { type: 'init-error'; slot: number; message: string }
   | ({ type: 'network-denied'; slot: number } & NetworkDenial)
-  | { type: 'result'; slot: number; id: number; value: unknown; memoryBytes: number }
-  | { type: 'guest-error'; slot: number; id: number; payload: unknown; memoryBytes: number }
+  /**
+   * guestUs: how long the call ran in the worker (µs): whether the next one is worth polling for;
+   * polled: the call reached a worker still polling after its previous answer (host/doorbell.ts).
+   */
+  | ({ type: 'result'; slot: number; id: number; value: unknown; memoryBytes: number } & CallTiming)
+  | ({ type: 'guest-error'; slot: number; id: number; payload: unknown; memoryBytes: number } & CallTiming)
   /** growFailedPages: pages a `memory.grow` asked for and did not get during this call (0 = none; runtime/host/grow-probe.ts). */
-  | { type: 'trap'; slot: number; id: number; message: string; memoryBytes: number; growFailedPages: number };
+  | ({ type: 'trap'; slot: number; id: number; message: string; memoryBytes: number; growFailedPages: number } & CallTiming);
+
+export interface CallTiming {
+  guestUs: number;
+  polled: boolean;
+}
 
 export type HostCallRequest = { iface: string; fn: string; args: unknown[] };
 export type HostCallReply = { ok: unknown } | { err: unknown } | { fault: string };

@@ -30,7 +30,7 @@ import { envNonNegative } from '../env-number.ts';
 import { releaseWhenSettled } from '../memory.ts';
 import type { Grants, ImportSpec } from './protocol.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
-import { POOL, instantiateIn, type Launched } from './workers.ts';
+import { POOL, instantiateIn, send, type Launched } from './workers.ts';
 
 export interface ThreadOptions {
   /** Lets the worker go after this long without a call (ms; 0 = keep it; default 30 000). */
@@ -132,7 +132,7 @@ export class ComponentThread {
   detach(l: Launched): void {
     l.release();
     try {
-      l.worker.postMessage({ type: 'drop', slot: l.slot });
+      send(l.worker, { type: 'drop', slot: l.slot });
     } catch { /* the worker is gone already */ }
   }
 
@@ -176,6 +176,23 @@ export function componentIdleMs(env: NodeJS.ProcessEnv = process.env): number {
     code: 'E-RUN-034',
     unit: 'milliseconds',
     hint: `set how long the session's component thread may sit idle before its worker is let go (default ${DEFAULT_IDLE_MS}), or 0 to keep it`,
+  });
+}
+
+export const DEFAULT_SPIN_US = 50;
+export const MAX_SPIN_US = 10_000;
+
+/**
+ * MURMUR_COMPONENT_SPIN_US, or the default: how long a component's worker polls its doorbell for the
+ * next call after answering one (host/doorbell.ts says why); anything but a number of µs from 0 to
+ * 10 000 is refused by name.
+ */
+export function componentSpinUs(env: NodeJS.ProcessEnv = process.env): number {
+  return envNonNegative(env, 'MURMUR_COMPONENT_SPIN_US', DEFAULT_SPIN_US, {
+    code: 'E-RUN-036',
+    unit: 'microseconds',
+    max: MAX_SPIN_US,
+    hint: `set how long a component's worker polls for the next call after answering one before it sleeps (default ${DEFAULT_SPIN_US}), or 0 to let it sleep at once`,
   });
 }
 

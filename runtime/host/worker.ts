@@ -8,17 +8,22 @@
  * tools, whose calls the agent loop makes one at a time anyway. Slots share nothing but the thread:
  * each has its own glue instance, linear memories, grants and host-call channel.
  */
-import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { lateBoundWasi, type LateBoundWasi } from './wasi.ts';
 import { connectNet } from './wasi-io/channel.ts';
 import { GROW_FAILED_EXPORT } from './grow-probe.ts';
+import { TO_MAIN, TO_WORKER, pollDoorbell, ring, rings } from './doorbell.ts';
 import type { FromWorker, HostCallReply, ToWorker, WorkerInit } from './protocol.ts';
 
 // The worker boots (this module and the WASI shim load) before it knows which components it will
 // run, so a pool can keep booted workers ready; each `init` message then fills a slot.
 const port = parentPort!;
-void workerData;
+// The call channel (host/worker-link.ts): answers go back on a port of their own, and each side
+// rings the other's doorbell after posting (host/doorbell.ts).
+const link = workerData as { bells: SharedArrayBuffer; answers: MessagePort };
+const bells = new Int32Array(link.bells);
+const answers = link.answers;
 
 interface Slot {
   init: WorkerInit;
@@ -52,6 +57,8 @@ function hostCall(s: Slot, iface: string, fn: string, args: unknown[]): unknown 
   if (!wasi.bound) throw new Error(`host import ${iface}#${fn} failed: called before the instance's grants were bound`);
   Atomics.store(flag, 0, 0);
   init.hostPort.postMessage({ iface, fn, args });
+  // A main thread polling for this call's answer stops and serves the host call instead.
+  ring(bells, TO_MAIN);
   // The main thread enforces the call's deadline (it terminates this worker), so wait unbounded.
   Atomics.wait(flag, 0, 0);
   const msg = receiveMessageOnPort(init.hostPort);
@@ -67,7 +74,7 @@ async function start(init: WorkerInit): Promise<void> {
   if (init.netPort && init.netFlag) connectNet(init.netPort, init.netFlag);
   const slot = init.slot;
   // A spare is instantiated before it has grants; its instance binds them with the first message.
-  const wasi = lateBoundWasi(init.component, (d) => post({ type: 'network-denied', slot, ...d }), init.grants);
+  const wasi = lateBoundWasi(init.component, (d) => answer({ type: 'network-denied', slot, ...d }), init.grants);
   const s: Slot = { init, flag: new Int32Array(init.flag), wasi, memories: [], growFailed: [] };
   slots.set(slot, s);
   const imports: Record<string, unknown> = { ...wasi.imports };
@@ -97,8 +104,13 @@ async function start(init: WorkerInit): Promise<void> {
   post({ type: 'ready', slot, readBeforeBind: wasi.bound ? [] : wasi.readBeforeBind });
 }
 
-async function call(s: Slot, msg: Extract<ToWorker, { type: 'call' }>): Promise<void> {
+/** Whether the message being handled rang the bell while this thread polled for it. */
+let pollRang = false;
+
+async function call(s: Slot, msg: Extract<ToWorker, { type: 'call' }>, polled: boolean): Promise<void> {
   const slot = msg.slot;
+  const started = performance.now();
+  const guestUs = (): number => Math.round((performance.now() - started) * 1000);
   let target: unknown = s.instance;
   let fn: unknown;
   let self: unknown;
@@ -109,28 +121,45 @@ async function call(s: Slot, msg: Extract<ToWorker, { type: 'call' }>): Promise<
   fn = target;
   // Grow failures count per call: one an earlier call recovered from is no evidence now.
   for (const g of s.growFailed) g.value = 0;
+  let out: FromWorker;
   if (typeof fn !== 'function') {
-    post({ type: 'trap', slot, id: msg.id, message: `the component has no export ${msg.path.join('.')}`, memoryBytes: memoryBytes(s), growFailedPages: 0 });
-    return;
-  }
-  try {
-    const value = await (fn as (...a: unknown[]) => unknown).apply(self, msg.args);
-    post({ type: 'result', slot, id: msg.id, value, memoryBytes: memoryBytes(s) });
-  } catch (e) {
-    const err = e as { payload?: unknown; message?: string; name?: string };
-    if (err && typeof err === 'object' && 'payload' in err) {
-      post({ type: 'guest-error', slot, id: msg.id, payload: err.payload, memoryBytes: memoryBytes(s) });
-    } else {
-      post({ type: 'trap', slot, id: msg.id, message: String(err?.message ?? e), memoryBytes: memoryBytes(s), growFailedPages: growFailedPages(s) });
+    out = { type: 'trap', slot, id: msg.id, message: `the component has no export ${msg.path.join('.')}`, memoryBytes: memoryBytes(s), growFailedPages: 0, guestUs: 0, polled };
+  } else {
+    try {
+      const value = await (fn as (...a: unknown[]) => unknown).apply(self, msg.args);
+      out = { type: 'result', slot, id: msg.id, value, memoryBytes: memoryBytes(s), guestUs: guestUs(), polled };
+    } catch (e) {
+      const err = e as { payload?: unknown; message?: string; name?: string };
+      if (err && typeof err === 'object' && 'payload' in err) {
+        out = { type: 'guest-error', slot, id: msg.id, payload: err.payload, memoryBytes: memoryBytes(s), guestUs: guestUs(), polled };
+      } else {
+        out = { type: 'trap', slot, id: msg.id, message: String(err?.message ?? e), memoryBytes: memoryBytes(s), growFailedPages: growFailedPages(s), guestUs: guestUs(), polled };
+      }
     }
   }
+  // Counted before the answer goes, so a next call posted in reply to it shows as a ring.
+  const seen = rings(bells, TO_WORKER);
+  answer(out);
+  // Rung or not, the next message is read by the event loop once this returns: the poll only keeps
+  // the thread awake for it (host/doorbell.ts).
+  pollRang = pollDoorbell(bells, TO_WORKER, seen, msg.spinUs) && msg.spinUs > 0;
 }
 
+/** On the worker's own channel: booted, ready, init-error. */
 function post(m: FromWorker): void {
   port.postMessage(m);
 }
 
+/** On the call channel, with the main thread's bell rung: a call's answer, a refused request. */
+function answer(m: FromWorker): void {
+  answers.postMessage(m);
+  ring(bells, TO_MAIN);
+}
+
 port.on('message', (msg: { type: 'init'; init: WorkerInit } | ToWorker) => {
+  // Only the first message after a poll that rang is the one the poll caught.
+  const polled = pollRang;
+  pollRang = false;
   if (msg.type === 'init') {
     const slot = msg.init.slot;
     start(msg.init).catch((e: Error) => {
@@ -148,6 +177,6 @@ port.on('message', (msg: { type: 'init'; init: WorkerInit } | ToWorker) => {
   const s = slots.get(msg.slot);
   if (!s) return;
   if (msg.type === 'bind') s.wasi.bind(msg.grants);
-  else if (msg.type === 'call') void call(s, msg);
+  else if (msg.type === 'call') void call(s, msg, polled);
 });
 post({ type: 'booted' });

@@ -12,7 +12,8 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { cacheRoot } from '../wit/packages.ts';
 import { noteLetGo } from '../memory.ts';
 import { ComponentLoadError, DeadlineExceeded } from './errors.ts';
-import type { FromWorker, Grants, ImportSpec, WorkerInit } from './protocol.ts';
+import type { FromWorker, Grants, ImportSpec, ToWorker, WorkerInit } from './protocol.ts';
+import { WorkerLink } from './worker-link.ts';
 import { serveNet } from './wasi-io/net-relay.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 
@@ -100,8 +101,10 @@ class WorkerPool {
   constructor(private readonly target: number, private readonly idleMs: number) {}
 
   private boot(): { worker: Worker; booted: Promise<void>; expiry: NodeJS.Timeout | undefined } {
+    const { link, workerData, transfer } = WorkerLink.create();
     const worker = new Worker(BOOT, {
-      workerData: { entry: ENTRY },
+      workerData: { entry: ENTRY, ...workerData },
+      transferList: transfer,
       // Bounds the JS glue's heap; wasm linear memory is capped in the module bytes instead. A
       // young generation of 6 MiB (semi-spaces of 2 MiB; it was 32): what a task allocates in the
       // glue is short-lived, and a young generation once grown stays resident in every idle
@@ -112,6 +115,8 @@ class WorkerPool {
       env: {},
       execArgv: workerExecArgv(),
     });
+    LINKS.set(worker, link);
+    worker.once('exit', () => link.close());
     worker.stdout.resume();
     worker.stderr.resume();
     // An idle pooled worker must not keep the process alive.
@@ -170,6 +175,24 @@ class WorkerPool {
   }
 }
 
+/** Each component worker's call channel (host/worker-link.ts). */
+const LINKS = new WeakMap<Worker, WorkerLink>();
+
+/** A component worker's call channel: every worker this module starts has one. */
+export function linkOf(worker: Worker): WorkerLink {
+  const link = LINKS.get(worker);
+  if (!link) throw new Error(`worker ${worker.threadId} is not a component worker`);
+  return link;
+}
+
+/**
+ * Posts a message to a component worker and rings its doorbell (host/doorbell.ts): every message to
+ * a component worker goes through here, so the bell counts them all.
+ */
+export function send(worker: Worker, msg: ToWorker | { type: 'init'; init: WorkerInit }, transfer?: readonly MessagePort[]): void {
+  linkOf(worker).send(worker, msg, transfer);
+}
+
 export const POOL = new WorkerPool(Number(process.env.MURMUR_WORKER_POOL ?? 1), Number(process.env.MURMUR_WORKER_IDLE_MS ?? 10_000));
 
 /** A component instantiated (or instantiating) in a slot of a worker. */
@@ -212,7 +235,7 @@ export function instantiateIn(worker: Worker, slot: number, c: LoadedComponent, 
     transfer.push(netPort);
     worker.once('exit', () => netMain.close());
   }
-  worker.postMessage({ type: 'init', init }, transfer);
+  send(worker, { type: 'init', init }, transfer);
   const onGone = (): void => void mainPort.close();
   worker.once('exit', onGone);
   const ready = new Promise<string[]>((resolve, reject) => {

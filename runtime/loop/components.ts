@@ -6,7 +6,7 @@
  * Host imports wired per world: tools get `murmur:task/task` and `murmur:text/chunks`, the driver
  * gets `murmur:text/chunks`; both are routed to whatever task is current.
  */
-import { ComponentInstance, ComponentThread, componentIdleMs, componentThreads, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
+import { ComponentInstance, ComponentThread, componentIdleMs, componentSpinUs, componentThreads, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
 import { heldInferenceKey } from '../host/inference-key.ts';
 import { driverRetireGrowth } from '../host/retire.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
@@ -30,6 +30,8 @@ export class SessionComponents {
   private driverInst: Promise<ComponentInstance> | undefined;
   /** The one thread the driver and the tools run in; none: a thread each (MURMUR_COMPONENT_THREADS=instance). */
   readonly thread: ComponentThread | undefined;
+  /** MURMUR_COMPONENT_SPIN_US, read (and refused if wrong) as the session opens. */
+  private readonly spinUs: number;
   io: TaskIo = NO_TASK_IO;
 
   constructor(
@@ -39,6 +41,7 @@ export class SessionComponents {
     private readonly denied: (kind: ComponentKind, name: string) => ((d: NetworkDenial) => void) | undefined = () => undefined,
   ) {
     this.thread = componentThreads(hostEnv) === 'session' ? new ComponentThread({ idleMs: componentIdleMs(hostEnv) }) : undefined;
+    this.spinUs = componentSpinUs(hostEnv);
   }
 
   private chunks(): Record<string, (s: string) => void> {
@@ -75,6 +78,7 @@ export class SessionComponents {
           onNetworkDenied: this.denied('tool', a.name),
           deadlineMs: a.grant.limits.deadlineSeconds * 1000,
           memoryBytes: a.grant.limits.memoryBytes,
+          spinUs: this.spinUs,
           ...(this.thread ? { thread: this.thread } : {}),
         });
       })();
@@ -117,6 +121,7 @@ export class SessionComponents {
           // A driver holds nothing between calls, so one whose memory keeps growing (a leaking guest)
           // is retired between calls instead of growing until its cap fails a task (host/retire.ts).
           retireAfterGrowthBytes: driverRetireGrowth(this.hostEnv),
+          spinUs: this.spinUs,
           ...(this.thread ? { thread: this.thread } : {}),
         });
       })();

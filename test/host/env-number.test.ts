@@ -33,3 +33,12 @@ describe('a numeric tuning variable', () => {
     expect((e as MurError).hint).toBe('set it');
   });
 });
+
+describe('a numeric tuning variable with a bound', () => {
+  const BOUNDED = { ...REFUSAL, max: 100 };
+  it('reads up to its bound and refuses past it, naming the range', () => {
+    expect(envNonNegative({ X: '100' }, 'X', 7, BOUNDED)).toBe(100);
+    expect(() => envNonNegative({ X: '100.5' }, 'X', 7, BOUNDED)).toThrow('X must be a number of milliseconds from 0 to 100, not "100.5"');
+    expect(() => envNonNegative({ X: '-1' }, 'X', 7, BOUNDED)).toThrow('X must be a number of milliseconds from 0 to 100, not "-1"');
+  });
+});

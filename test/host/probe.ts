@@ -12,7 +12,7 @@ export const quietImports: HostImports = {
   'murmur:text/chunks': { emitChunk: () => {}, emitThinkingChunk: () => {} },
 };
 
-export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: number; memoryBytes?: number; imports?: HostImports; onNetworkDenied?: (d: NetworkDenial) => void; retireAfterGrowthBytes?: number; thread?: ComponentThread } = {}): Promise<ComponentInstance> {
+export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: number; memoryBytes?: number; imports?: HostImports; onNetworkDenied?: (d: NetworkDenial) => void; retireAfterGrowthBytes?: number; thread?: ComponentThread; spinUs?: number } = {}): Promise<ComponentInstance> {
   const c = await loadComponent(await fixture('sandbox-probe'));
   return new ComponentInstance(c, {
     grants: { env: {}, networkAllow: [], ...grants },
@@ -22,6 +22,7 @@ export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: n
     ...(opts.onNetworkDenied ? { onNetworkDenied: opts.onNetworkDenied } : {}),
     ...(opts.retireAfterGrowthBytes !== undefined ? { retireAfterGrowthBytes: opts.retireAfterGrowthBytes } : {}),
     ...(opts.thread ? { thread: opts.thread } : {}),
+    ...(opts.spinUs !== undefined ? { spinUs: opts.spinUs } : {}),
   });
 }
 
