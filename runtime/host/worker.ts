@@ -71,7 +71,7 @@ function hostCall(s: Slot, iface: string, fn: string, args: unknown[]): unknown 
 
 async function start(init: WorkerInit): Promise<void> {
   // The thread's route for outgoing HTTP comes with its first slot.
-  if (init.netPort && init.netFlag) connectNet(init.netPort, init.netFlag);
+  if (init.netPort && init.netFlag) connectNet(init.netPort, init.netFlag, () => ring(bells, TO_MAIN));
   const slot = init.slot;
   // A spare is instantiated before it has grants; its instance binds them with the first message.
   const wasi = lateBoundWasi(init.component, (d) => answer({ type: 'network-denied', slot, ...d }), init.grants);

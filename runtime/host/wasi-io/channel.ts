@@ -7,8 +7,9 @@ import { NetClient } from './net-client.ts';
 
 let net: NetClient | undefined;
 
-export function connectNet(port: MessagePort, flag: SharedArrayBuffer): void {
-  net = new NetClient(port, new Int32Array(flag));
+/** `sent`: told after each request is posted (the worker rings the main thread's doorbell, host/doorbell.ts). */
+export function connectNet(port: MessagePort, flag: SharedArrayBuffer, sent?: () => void): void {
+  net = new NetClient(port, new Int32Array(flag), sent);
 }
 
 export function currentNet(): NetClient | undefined {

@@ -17,12 +17,15 @@ export interface Exchange {
 export class NetClient {
   readonly #port: MessagePort;
   readonly #flag: Int32Array;
+  readonly #sent: () => void;
   readonly #live = new Map<number, Exchange>();
   #next = 0;
 
-  constructor(port: MessagePort, flag: Int32Array) {
+  /** `sent` is told after each request is posted: a main thread polling for the call's answer stops and serves it. */
+  constructor(port: MessagePort, flag: Int32Array, sent: () => void = () => {}) {
     this.#port = port;
     this.#flag = flag;
+    this.#sent = sent;
   }
 
   send(r: Omit<NetRequest, 'op' | 'rid'>): { rid: number; exchange: Exchange } {
@@ -30,6 +33,7 @@ export class NetClient {
     const exchange: Exchange = { chunks: [], ended: false };
     this.#live.set(rid, exchange);
     this.#port.postMessage({ op: 'request', rid, ...r } satisfies NetRequest);
+    this.#sent();
     return { rid, exchange };
   }
 
