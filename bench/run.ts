@@ -21,7 +21,7 @@ import { benchReplicaBus } from './replica-bus.ts';
 
 const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens(), 'healthz-count': () => benchHealthzCount(), store: () => benchStore(), 'replica-bus': () => benchReplicaBus() };
 // These run as their own processes (each starts servers or a cluster and exits when done).
-const scripts = ['stack', 'a2a', 'hooks', 'telemetry', 'operator', 'images', 'soak', 'reference'];
+const scripts = ['stack', 'a2a', 'hooks', 'polling', 'telemetry', 'operator', 'images', 'soak', 'reference'];
 // `reference` compares with the reference runtime built outside this repository: in the default
 // run only when MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES say where it is (named, it runs
 // and fails saying what to set).

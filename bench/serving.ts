@@ -4,6 +4,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
@@ -94,4 +95,23 @@ export function serve(from: 'src' | 'dist', capsule: string, registry: string, e
       }
     },
   };
+}
+
+/** One A2A `message/send` of a text task to a serving capsule; resolves once it answers completed. */
+export function sendTask(url: string, i: number, agent: http.Agent): Promise<void> {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'message/send', params: { message: { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] } } });
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } } };
+        if (j.result?.status?.state === 'completed') resolve();
+        else reject(new Error(`task ${i}: ${Buffer.concat(chunks).toString().slice(0, 400)}`));
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }

@@ -21,7 +21,7 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
-import { MUR, idleRss, procStat, serve } from './serving.ts';
+import { MUR, idleRss, procStat, sendTask, serve } from './serving.ts';
 import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
 import { demoYaml, program, scriptRegistry } from '../test/script/helpers.ts';
 import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
@@ -30,23 +30,7 @@ const ROUNDS = numArg('rounds', 3);
 const TASKS = numArg('tasks', 100);
 const SENDERS = numArg('senders', 8);
 const agent = new http.Agent({ keepAlive: true, maxSockets: SENDERS });
-function send(url: string, i: number): Promise<void> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'message/send', params: { message: { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] } } });
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } } };
-        if (j.result?.status?.state === 'completed') resolve();
-        else reject(new Error(`task ${i}: ${Buffer.concat(chunks).toString().slice(0, 400)}`));
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const send = (url: string, i: number): Promise<void> => sendTask(url, i, agent);
 
 const TASK_TURNS: ScriptTurn[] = [{ toolCalls: [{ name: 'echo', input: { text: 'tick' } }] }, { text: 'done' }];
 

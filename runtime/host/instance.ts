@@ -45,8 +45,9 @@ export interface InstanceOptions {
   /** Run in this shared thread (a session's driver and tools) instead of a worker of its own; no spares. */
   thread?: ComponentThread;
   /**
-   * After answering a call, how long the worker polls for the next one before it sleeps (µs;
-   * host/doorbell.ts). Default: MURMUR_COMPONENT_SPIN_US, else 50.
+   * How long the worker polls for the next call after answering one, and the main thread for a
+   * short call's answer, before either sleeps (µs; each only when its recent times say the message
+   * is that close: host/doorbell.ts). Default: MURMUR_COMPONENT_SPIN_US, else 50; 0 = never.
    */
   spinUs?: number;
 }
