@@ -45,11 +45,13 @@ export function rings(bells: Int32Array, which: number): number {
   return Atomics.load(bells, which);
 }
 
+const clock = (): number => performance.now();
+
 /**
  * Polls until the bell has rung past `seen` or `us` microseconds have passed: true if it rang.
  * `now` is milliseconds with a fraction (performance.now), passed in so tests can drive the clock.
  */
-export function pollDoorbell(bells: Int32Array, which: number, seen: number, us: number, now: () => number = () => performance.now()): boolean {
+export function pollDoorbell(bells: Int32Array, which: number, seen: number, us: number, now: () => number = clock): boolean {
   if (Atomics.load(bells, which) !== seen) return true;
   if (us <= 0) return false;
   const until = now() + us / 1000;

@@ -183,16 +183,16 @@ export const DEFAULT_SPIN_US = 50;
 export const MAX_SPIN_US = 10_000;
 
 /**
- * MURMUR_COMPONENT_SPIN_US, or the default: how long a component's worker polls its doorbell for the
- * next call after answering one (host/doorbell.ts says why); anything but a number of µs from 0 to
- * 10 000 is refused by name.
+ * MURMUR_COMPONENT_SPIN_US, or the default: how long a component's worker polls for the next call
+ * after answering one, and the main thread for a short call's answer, before either sleeps
+ * (host/doorbell.ts says why and when); anything but a number of µs from 0 to 10 000 is refused by name.
  */
 export function componentSpinUs(env: NodeJS.ProcessEnv = process.env): number {
   return envNonNegative(env, 'MURMUR_COMPONENT_SPIN_US', DEFAULT_SPIN_US, {
     code: 'E-RUN-036',
     unit: 'microseconds',
     max: MAX_SPIN_US,
-    hint: `set how long a component's worker polls for the next call after answering one before it sleeps (default ${DEFAULT_SPIN_US}), or 0 to let it sleep at once`,
+    hint: `set how long the component threads poll for each other's next message before they sleep (default ${DEFAULT_SPIN_US}), or 0 to let them sleep at once`,
   });
 }
 

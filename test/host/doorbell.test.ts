@@ -143,7 +143,7 @@ describe('MURMUR_COMPONENT_SPIN_US', () => {
     expect(e).toBeInstanceOf(MurError);
     expect((e as MurError).code).toBe('E-RUN-036');
     expect((e as MurError).message).toBe(`MURMUR_COMPONENT_SPIN_US must be a number of microseconds from 0 to ${MAX_SPIN_US}, not ${JSON.stringify(v)}`);
-    expect((e as MurError).hint).toContain('0 to let it sleep at once');
+    expect((e as MurError).hint).toContain('0 to let them sleep at once');
   });
 });
 
