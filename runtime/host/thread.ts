@@ -28,6 +28,7 @@ import type { Worker } from 'node:worker_threads';
 import { MurError } from '../errors.ts';
 import { envNonNegative } from '../env-number.ts';
 import { releaseWhenSettled } from '../memory.ts';
+import { IdleTimer } from '../idle-timer.ts';
 import type { Grants, ImportSpec } from './protocol.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 import { POOL, instantiateIn, send, type Launched } from './workers.ts';
@@ -50,12 +51,11 @@ export class ComponentThread {
   idleStops = 0;
   /** Calls and instantiations queued or running: the thread is idle only at 0. */
   private inFlight = 0;
-  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly idle: IdleTimer;
   private readonly idleWaiters: (() => void)[] = [];
-  private readonly idleMs: number;
 
   constructor(opts: ThreadOptions = {}) {
-    this.idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
+    this.idle = new IdleTimer(opts.idleMs ?? DEFAULT_IDLE_MS, () => this.onIdle());
   }
 
   /**
@@ -64,10 +64,10 @@ export class ComponentThread {
    */
   serial<T>(fn: () => Promise<T>): Promise<T> {
     this.inFlight++;
-    this.disarmIdle();
+    this.idle.cancel();
     const run = this.queue.then(fn);
     this.queue = run.catch(() => undefined).then(() => {
-      if (--this.inFlight === 0) this.armIdle();
+      if (--this.inFlight === 0 && !this.closed && this.worker) this.idle.touch();
     });
     return run;
   }
@@ -79,27 +79,16 @@ export class ComponentThread {
 
   /** Whether an idle stop is scheduled (nothing in flight, a worker running, idleMs > 0). */
   get idleStopPending(): boolean {
-    return this.idleTimer !== undefined;
+    return this.idle.running;
   }
 
-  private armIdle(): void {
-    if (this.idleMs <= 0 || this.closed || !this.worker) return;
-    this.idleTimer = setTimeout(() => {
-      this.idleTimer = undefined;
-      if (this.inFlight > 0 || this.closed || !this.worker) return;
-      this.idleStops++;
-      // Its allocations are freed once the thread has ended: handed back to the kernel then
-      // (runtime/memory.ts), with whatever else goes idle about now.
-      void this.kill().then(() => releaseWhenSettled('component thread'));
-      for (const w of this.idleWaiters.splice(0)) w();
-    }, this.idleMs);
-    // An idle thread's timer must not keep a finished process alive.
-    this.idleTimer.unref();
-  }
-
-  private disarmIdle(): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = undefined;
+  private onIdle(): void {
+    if (this.inFlight > 0 || this.closed || !this.worker) return;
+    this.idleStops++;
+    // Its allocations are freed once the thread has ended: handed back to the kernel then
+    // (runtime/memory.ts), with whatever else goes idle about now.
+    void this.kill().then(() => releaseWhenSettled('component thread'));
+    for (const w of this.idleWaiters.splice(0)) w();
   }
 
   /** Instantiates a component in a new slot (in the thread's worker, started if there is none). */
@@ -160,7 +149,7 @@ export class ComponentThread {
   /** The session is over: the thread stops, and attaches no more. */
   async close(): Promise<void> {
     this.closed = true;
-    this.disarmIdle();
+    this.idle.cancel();
     const w = this.worker;
     this.worker = undefined;
     this.current = undefined;

@@ -28,6 +28,7 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { envNonNegative } from '../env-number.ts';
 import { noteLetGo, releaseWhenSettled } from '../memory.ts';
+import { IdleTimer } from '../idle-timer.ts';
 import { cl100kCounter, type BpeCounter, type Cl100kTables } from './bpe-count.ts';
 import { checkTablesFile, readTablesFile, tablesFile } from './bpe-table-file.ts';
 import { countChunked, type ChunkOptions } from './chunk.ts';
@@ -96,10 +97,10 @@ export class TokenCounter {
   /** The rank tables, once the first worker built them (shared memory), and a counter over them here. */
   #tables: Cl100kTables | undefined;
   #inline: BpeCounter | undefined;
-  #idle: NodeJS.Timeout | undefined;
-  readonly #idleMs: number;
-  #tablesIdle: NodeJS.Timeout | undefined;
-  readonly #tablesIdleMs: number;
+  /** Lets the worker go after the idle time with nothing to count (once the tables are here). */
+  readonly #idle: IdleTimer;
+  /** Lets the tables go after the idle time without a count (with a file to read them back from). */
+  readonly #tablesIdle: IdleTimer;
   /** Workers started so far, rank tables built so far (tests: a restart builds nothing), and read from the file. */
   workersStarted = 0;
   tablesBuilt = 0;
@@ -109,8 +110,8 @@ export class TokenCounter {
 
   constructor(opts: TokenCounterOptions = {}) {
     this.#opts = opts;
-    this.#idleMs = opts.idleMs ?? 10_000;
-    this.#tablesIdleMs = opts.tablesIdleMs ?? 30_000;
+    this.#idle = new IdleTimer(opts.idleMs ?? 10_000, () => this.#workerIdle());
+    this.#tablesIdle = new IdleTimer(opts.tablesFile ? (opts.tablesIdleMs ?? 30_000) : 0, () => this.#tablesIdled());
   }
 
   /** Whether a worker is running now (tests, diagnostics). */
@@ -152,23 +153,18 @@ export class TokenCounter {
    * count (not while a worker, which holds them too, runs or counts).
    */
   #armTablesIdle(): void {
-    if (!this.#opts.tablesFile || this.#tablesIdleMs <= 0) return;
-    // Every inline count comes here: a running timer is restarted in place, not made anew.
-    if (this.#tablesIdle) {
-      this.#tablesIdle.refresh();
-      return;
-    }
-    this.#tablesIdle = setTimeout(() => {
-      this.#tablesIdle = undefined;
-      if (this.#worker || this.#pending.size) return this.#armTablesIdle();
-      if (!this.#readable()) return this.#opts.onTablesIdle?.(false);
-      this.#tables = undefined;
-      this.#inline = undefined;
-      this.tablesDropped++;
-      this.#opts.onTablesIdle?.(true);
-      releaseWhenSettled('token tables');
-    }, this.#tablesIdleMs);
-    this.#tablesIdle.unref();
+    // Every inline count comes here: a running countdown is restarted in place.
+    this.#tablesIdle.touch();
+  }
+
+  #tablesIdled(): void {
+    if (this.#worker || this.#pending.size) return this.#tablesIdle.touch();
+    if (!this.#readable()) return this.#opts.onTablesIdle?.(false);
+    this.#tables = undefined;
+    this.#inline = undefined;
+    this.tablesDropped++;
+    this.#opts.onTablesIdle?.(true);
+    releaseWhenSettled('token tables');
   }
 
   /** Whether the tables file is there to read the tables back from (else they are kept). */
@@ -177,7 +173,7 @@ export class TokenCounter {
   }
 
   #start(): Worker {
-    clearTimeout(this.#idle);
+    this.#idle.cancel();
     if (this.#worker) return this.#worker;
     this.workersStarted++;
     const w = new Worker(BOOT, {
@@ -237,18 +233,19 @@ export class TokenCounter {
    * (a worker stopped before it built them would only have to build them again).
    */
   #idleCheck(w: Worker): void {
-    if (this.#pending.size || !this.#tables || this.#idleMs <= 0 || this.#worker !== w) return;
-    clearTimeout(this.#idle);
-    this.#idle = setTimeout(() => {
-      if (this.#worker !== w || this.#pending.size) return;
-      this.#worker = undefined;
-      this.#ready = undefined;
-      void w.terminate().then(() => {
-        this.#opts.onIdleStop?.();
-        noteLetGo('token worker');
-      });
-    }, this.#idleMs);
-    this.#idle.unref();
+    if (this.#pending.size || !this.#tables || this.#worker !== w) return;
+    this.#idle.touch();
+  }
+
+  #workerIdle(): void {
+    const w = this.#worker;
+    if (!w || this.#pending.size) return;
+    this.#worker = undefined;
+    this.#ready = undefined;
+    void w.terminate().then(() => {
+      this.#opts.onIdleStop?.();
+      noteLetGo('token worker');
+    });
   }
 
   /** Tokens in each text, in order. */
@@ -295,8 +292,8 @@ export class TokenCounter {
 
   /** Stops the worker (pending counts reject). */
   async close(): Promise<void> {
-    clearTimeout(this.#idle);
-    clearTimeout(this.#tablesIdle);
+    this.#idle.cancel();
+    this.#tablesIdle.cancel();
     const w = this.#worker;
     this.#worker = undefined;
     for (const p of this.#pending.values()) p.reject(new Error('token counting worker stopped: the counter was closed'));
