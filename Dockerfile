@@ -124,7 +124,8 @@ ENTRYPOINT ["node", "--max-semi-space-size=1", "/app/bin/mur"]
 
 # 6. The caches a start would otherwise fill, made by this image's own runtime as the pod runs it
 #    (UID 65532): the built-in drivers transpiled and memory-capped (≈ 1–2 s of CPU per start
-#    otherwise), and Node's compile cache of the runtime's code (V8 code for the 7 MB main.js).
+#    otherwise), Node's compile cache of the runtime's code (V8 code for the 7 MB main.js), and
+#    the token counter's rank tables (built in a worker by every pod's first count otherwise).
 FROM runtime AS caches
 USER root
 RUN mkdir -p /seed && chown 65532:65532 /seed
@@ -137,6 +138,9 @@ FROM runtime
 # Root-owned and read-only to the runtime's user: no tool can plant code in them.
 COPY --from=caches --chown=0:0 /seed/components /opt/murmur/components
 COPY --from=caches --chown=0:0 /seed/compile-cache /opt/murmur/compile-cache
+# The token counter's rank tables: a pod's first count reads them instead of building them in a
+# worker (a seed root beside the components' seed: runtime/inference/bpe-table-file.ts).
+COPY --from=caches --chown=0:0 /seed/tokens /opt/murmur/tokens
 # --anonymous as the operator renders it: the Service is fenced by NetworkPolicy (docs/a2a.md);
 # mur serve refuses a non-loopback address without authentication unless told.
 CMD ["serve", "/etc/murmur/capsule", "--a2a-port", "8080", "--metrics-port", "9090", "--workdir", "/var/lib/murmur", "--host", "0.0.0.0", "--anonymous"]

@@ -5,12 +5,15 @@
 //                            (the image serves them through MURMUR_COMPONENT_CACHE_SEED)
 //   $NODE_COMPILE_CACHE      V8's code cache of what the start compiled (main.js, the store's
 //                            migration runner, …), written by Node when each `mur serve` exits
+//   <cache's parent>/tokens  the token counter's rank tables (runtime/inference/bpe-table-file.ts),
+//                            built by the first start's counting worker (the image serves them
+//                            from /opt/murmur/tokens, a seed root beside /opt/murmur/components)
 // Plain JavaScript: it runs on the image's Node, which has no TypeScript loader.
 //
 //   node seed-image-caches.mjs      (env: MURMUR_REGISTRY, MURMUR_COMPONENT_CACHE, NODE_COMPILE_CACHE)
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const registry = process.env.MURMUR_REGISTRY;
 const cache = process.env.MURMUR_COMPONENT_CACHE;
@@ -43,6 +46,12 @@ function prepared() {
   return n;
 }
 
+/** Whether the counting worker has written the rank tables (written whole: a rename, no .tmp left). */
+const tokensDir = join(dirname(cache), 'tokens');
+function tablesWritten() {
+  return existsSync(tokensDir) && readdirSync(tokensDir).some((f) => f.endsWith('.tables'));
+}
+
 const work = mkdtempSync('/tmp/seed-work-');
 const list = drivers();
 if (list.length === 0) {
@@ -68,10 +77,10 @@ for (const d of list) {
   void exited.then(() => (done = true));
   // The driver is prewarmed once the front door listens; its capped module is the last file it
   // writes. A build script may poll: there is no event to wait for across processes.
-  while (!done && prepared() === before) {
+  while (!done && (prepared() === before || !tablesWritten())) {
     if (performance.now() - t0 > 300_000) {
       child.kill('SIGKILL');
-      console.error(`seed-image-caches: ${d.name} not prepared within 300 s`);
+      console.error(`seed-image-caches: ${d.name} not prepared${tablesWritten() ? '' : ' (or the token tables not written)'} within 300 s`);
       process.exit(1);
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -94,3 +103,4 @@ if (tags.length === 0) {
   process.exit(1);
 }
 console.log(`seed-image-caches: compile cache ${tags.join(', ')} (${readdirSync(join(compileCache, tags[0])).length} entries)`);
+console.log(`seed-image-caches: token tables ${readdirSync(tokensDir).filter((f) => f.endsWith('.tables')).join(', ')}`);

@@ -7,7 +7,7 @@
 import { sha256Hex } from '../contracts/digest.ts';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { PROJECT_ROOT } from '../wit/packages.ts';
+import { PROJECT_ROOT, seedCacheDirs } from '../wit/packages.ts';
 import { ComponentLoadError, IntegrityError } from './errors.ts';
 import { JCO_VERSION, type Meta } from './transpile-jco.ts';
 import { transpileInChild } from './transpile-child-run.ts';
@@ -35,16 +35,14 @@ export function defaultCacheDir(): string {
 }
 
 /**
- * Read-only caches consulted before the writable one (`MURMUR_COMPONENT_CACHE_SEED`, a
- * `:`-separated list): the runtime image carries its built-in components already transpiled
+ * Read-only caches consulted before the writable one (`MURMUR_COMPONENT_CACHE_SEED`, parsed in
+ * runtime/wit/packages.ts): the runtime image carries its built-in components already transpiled
  * (made at image build time by the image's own runtime), so a pod's start never transpiles them
  * (≈ 1–2 s of main-thread CPU for a 12 MB SpiderMonkey component). An entry is keyed by the
  * component's verified SHA-256 and the jco version, like the writable cache's, so a seed made by
  * another jco or for other bytes is simply never found.
  */
-export function seedCacheDirs(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env.MURMUR_COMPONENT_CACHE_SEED ?? '').split(':').filter((d) => d !== '');
-}
+export { seedCacheDirs };
 
 
 /**

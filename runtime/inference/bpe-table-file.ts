@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { cacheRoot } from '../wit/packages.ts';
+import { cacheRoot, seedRoots } from '../wit/packages.ts';
 import type { Cl100kTables } from './bpe-count.ts';
 
 /** Bumped whenever bpe-tables.ts lays the tables out differently: an older file is then not read. */
@@ -34,7 +34,19 @@ const HEADER = 80;
  * else under the checkout's .cache/.
  */
 export function tablesFile(env: NodeJS.ProcessEnv = process.env): string {
-  return join(cacheRoot(env), 'tokens', `cl100k_base.v${TABLE_FORMAT}.tables`);
+  return join(cacheRoot(env), 'tokens', TABLES_NAME);
+}
+
+const TABLES_NAME = `cl100k_base.v${TABLE_FORMAT}.tables`;
+
+/**
+ * Read-only tables made ahead of time, read when the writable file is not there yet: the same name
+ * under each seed root (runtime/wit/packages.ts; /opt/murmur/tokens in the runtime image, made by
+ * its build), so a pod's first count reads them instead of building them in a worker. A seed of
+ * another format has another name and is never found; a damaged one is refused like any file.
+ */
+export function seedTablesFiles(env: NodeJS.ProcessEnv = process.env): string[] {
+  return seedRoots(env).map((r) => join(r, 'tokens', TABLES_NAME));
 }
 
 /** The file's bytes for built tables. */

@@ -30,7 +30,7 @@ import { envNonNegative } from '../env-number.ts';
 import { noteLetGo, releaseWhenSettled } from '../memory.ts';
 import { IdleTimer } from '../idle-timer.ts';
 import { cl100kCounter, type BpeCounter, type Cl100kTables } from './bpe-count.ts';
-import { checkTablesFile, readTablesFile, tablesFile } from './bpe-table-file.ts';
+import { checkTablesFile, readTablesFile, seedTablesFiles, tablesFile } from './bpe-table-file.ts';
 import { countChunked, type ChunkOptions } from './chunk.ts';
 import type { CountReply, CountRequest } from './token-worker.ts';
 
@@ -56,6 +56,8 @@ export interface TokenCounterOptions extends ChunkOptions {
    * `tablesFile()`.
    */
   tablesFile?: string;
+  /** Read-only tables files tried after `tablesFile` (bpe-table-file.ts: seedTablesFiles); never written. */
+  seedTablesFiles?: string[];
   /**
    * With a tables file: the tables are let go after this long without a count (ms; default 30 000;
    * 0 = keep them), and read from the file again by the next count.
@@ -101,6 +103,8 @@ export class TokenCounter {
   readonly #idle: IdleTimer;
   /** Lets the tables go after the idle time without a count (with a file to read them back from). */
   readonly #tablesIdle: IdleTimer;
+  /** Where the tables can be read from: the writable file, then the seeds. */
+  readonly #files: string[];
   /** Workers started so far, rank tables built so far (tests: a restart builds nothing), and read from the file. */
   workersStarted = 0;
   tablesBuilt = 0;
@@ -111,7 +115,8 @@ export class TokenCounter {
   constructor(opts: TokenCounterOptions = {}) {
     this.#opts = opts;
     this.#idle = new IdleTimer(opts.idleMs ?? 10_000, () => this.#workerIdle());
-    this.#tablesIdle = new IdleTimer(opts.tablesFile ? (opts.tablesIdleMs ?? 30_000) : 0, () => this.#tablesIdled());
+    this.#files = [...(opts.tablesFile ? [opts.tablesFile] : []), ...(opts.seedTablesFiles ?? [])];
+    this.#tablesIdle = new IdleTimer(this.#files.length ? (opts.tablesIdleMs ?? 30_000) : 0, () => this.#tablesIdled());
   }
 
   /** Whether a worker is running now (tests, diagnostics). */
@@ -132,14 +137,17 @@ export class TokenCounter {
     if (!this.#inline && !this.#readTables()) this.#start();
   }
 
-  /** Takes the tables from the file (when there is one and it is sound); whether it did. */
+  /** Takes the tables from the first sound file (the writable one, then the seeds); whether it did. */
   #readTables(): boolean {
-    if (this.#inline || !this.#opts.tablesFile) return this.#inline !== undefined;
-    const t = readTablesFile(this.#opts.tablesFile);
-    if (typeof t === 'string') return false;
-    this.tablesRead++;
-    this.#useTables(t);
-    return true;
+    if (this.#inline) return true;
+    for (const f of this.#files) {
+      const t = readTablesFile(f);
+      if (typeof t === 'string') continue;
+      this.tablesRead++;
+      this.#useTables(t);
+      return true;
+    }
+    return false;
   }
 
   #useTables(t: Cl100kTables): void {
@@ -167,9 +175,9 @@ export class TokenCounter {
     releaseWhenSettled('token tables');
   }
 
-  /** Whether the tables file is there to read the tables back from (else they are kept). */
+  /** Whether a tables file is there to read the tables back from (else they are kept). */
   #readable(): boolean {
-    return this.#opts.tablesFile !== undefined && checkTablesFile(this.#opts.tablesFile) === undefined;
+    return this.#files.some((f) => checkTablesFile(f) === undefined);
   }
 
   #start(): Worker {
@@ -305,7 +313,7 @@ export class TokenCounter {
 let sharedCounter: TokenCounter | undefined;
 /** The process-wide counter with the default options and memo. */
 export function tokenCounter(): TokenCounter {
-  sharedCounter ??= new TokenCounter({ idleMs: tokenWorkerIdleMs(), tablesFile: tablesFile(), tablesIdleMs: tokenTablesIdleMs() });
+  sharedCounter ??= new TokenCounter({ idleMs: tokenWorkerIdleMs(), tablesFile: tablesFile(), seedTablesFiles: seedTablesFiles(), tablesIdleMs: tokenTablesIdleMs() });
   return sharedCounter;
 }
 

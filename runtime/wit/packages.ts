@@ -22,6 +22,23 @@ export function cacheRoot(env: NodeJS.ProcessEnv = process.env): string {
   return env.MURMUR_COMPONENT_CACHE ? dirname(env.MURMUR_COMPONENT_CACHE) : join(PROJECT_ROOT, '.cache');
 }
 
+/**
+ * Read-only caches consulted before the writable one (`MURMUR_COMPONENT_CACHE_SEED`, a
+ * `:`-separated list of component-cache folders): the runtime image carries what its build made
+ * (host/transpile-cache.ts says why).
+ */
+export function seedCacheDirs(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.MURMUR_COMPONENT_CACHE_SEED ?? '').split(':').filter((d) => d !== '');
+}
+
+/**
+ * The read-only counterparts of cacheRoot(): the folder each seeded component cache sits in, laid
+ * out as the writable one (the image's token tables: /opt/murmur/tokens beside /opt/murmur/components).
+ */
+export function seedRoots(env: NodeJS.ProcessEnv = process.env): string[] {
+  return seedCacheDirs(env).map((d) => dirname(d));
+}
+
 export interface WitPackage {
   /** Folder under wit/. */
   folder: string;

@@ -42,8 +42,8 @@ describe('the runtime image', () => {
     // …while its work root (the pod's emptyDir) takes the session workdir and transpile cache.
     const work = await exec(container, ['sh', '-c', 'ls /var/lib/murmur']);
     expect(work.output).toMatch(/ses_/);
-    // The seeded caches (components, Node's compile cache) are root's: no tool can plant code there.
-    const seeds = await exec(container, ['sh', '-c', 'ls /opt/murmur/components /opt/murmur/compile-cache | grep -c . ; find /opt/murmur ! -user 0 | head -3']);
+    // The seeded caches (components, Node's compile cache, token tables) are root's: no tool can plant code there.
+    const seeds = await exec(container, ['sh', '-c', 'ls /opt/murmur/components /opt/murmur/compile-cache /opt/murmur/tokens | grep -c . ; find /opt/murmur ! -user 0 | head -3']);
     expect(Number(seeds.output.trim().split('\n')[0])).toBeGreaterThan(2);
     expect(seeds.output.trim().split('\n').slice(1)).toEqual([]);
   });
@@ -86,6 +86,10 @@ describe('the runtime image', () => {
     // start and the task transpiled nothing into the writable cache.
     const transpiled = await exec(container, ['sh', '-c', 'ls -A /var/lib/murmur/cache/components 2>/dev/null | wc -l']);
     expect(transpiled.output.trim()).toBe('0');
+    // …and the token counter's rank tables too: read from the image's seed, not built by a worker
+    // (which would have written them into the writable cache).
+    const seeded = await exec(container, ['sh', '-c', 'head -c 7 /opt/murmur/tokens/cl100k_base.v1.tables; echo; ls -A /var/lib/murmur/cache/tokens 2>/dev/null | wc -l']);
+    expect(seeded.output.trim().split('\n')).toEqual(['MURBPE1', '0']);
     // The driver inside the container called the provider with the key from the environment.
     expect(provider.requests).toHaveLength(1);
     expect(provider.requests[0]!.headers['x-api-key']).toBe(API_KEY);

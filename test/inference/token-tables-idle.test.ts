@@ -3,11 +3,11 @@
  * built once by a worker and written, read by every later counter instead of building, let go
  * while idle and read back by the next count — with the counts unchanged throughout.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TokenCounter, tokenTablesIdleMs } from '../../runtime/inference/tokens.ts';
-import { checkTablesFile } from '../../runtime/inference/bpe-table-file.ts';
+import { checkTablesFile, seedTablesFiles, tablesFile } from '../../runtime/inference/bpe-table-file.ts';
 import { countTokensUnchunked } from '../../runtime/inference/tokens-unchunked.ts';
 import { tmp } from '../loop/kit.ts';
 
@@ -86,6 +86,44 @@ describe('the token counter’s tables file', () => {
     await c.ready();
     expect(c.tablesBuilt).toBe(1);
     await expect.poll(() => checkTablesFile(file)).toBeUndefined();
+  });
+
+  it('reads seeded tables when its own file is not there yet: no worker, the same counts, nothing written anywhere', async () => {
+    const seed = join(tmp('tables-seed-'), 'tokens', 'cl100k.tables');
+    await counter({ tablesFile: seed, tablesIdleMs: 0 }).ready();
+    await expect.poll(() => checkTablesFile(seed)).toBeUndefined();
+    const seedBytes = readFileSync(seed);
+    const damagedSeed = join(tmp('tables-seed-'), 'cl100k.tables');
+    writeFileSync(damagedSeed, 'not tables');
+    const own = join(tmp('tables-own-'), 'tokens', 'cl100k.tables');
+
+    const c = counter({ tablesFile: own, seedTablesFiles: [damagedSeed, seed], tablesIdleMs: 0 });
+    c.prewarm();
+    expect({ inline: c.countsInline, read: c.tablesRead, workers: c.workersStarted }).toEqual({ inline: true, read: 1, workers: 0 });
+    expect(await c.count(text)).toBe(countTokensUnchunked(text));
+    expect(c.workersStarted).toBe(0);
+    expect(existsSync(own)).toBe(false);
+    expect(readFileSync(seed).equals(seedBytes)).toBe(true);
+    expect(readFileSync(damagedSeed, 'utf8')).toBe('not tables');
+  });
+
+  it('lets seeded tables go while idle and reads them back from the seed', async () => {
+    const seed = join(tmp('tables-seed-'), 'cl100k.tables');
+    await counter({ tablesFile: seed, tablesIdleMs: 0 }).ready();
+    await expect.poll(() => checkTablesFile(seed)).toBeUndefined();
+    const idle = idleOutcome();
+    const c = counter({ tablesFile: join(tmp('tables-own-'), 'cl100k.tables'), seedTablesFiles: [seed], tablesIdleMs: 30, ...idle.opts });
+    const dropped = idle.next();
+    const before = await c.count(text);
+    expect(await dropped).toBe(true);
+    expect(await c.count(text)).toBe(before);
+    expect({ read: c.tablesRead, workers: c.workersStarted }).toEqual({ read: 2, workers: 0 });
+  });
+
+  it('finds seeds under each seed root, laid out as the writable cache', () => {
+    expect(tablesFile({ MURMUR_COMPONENT_CACHE: '/var/lib/murmur/cache/components' })).toBe('/var/lib/murmur/cache/tokens/cl100k_base.v1.tables');
+    expect(seedTablesFiles({ MURMUR_COMPONENT_CACHE_SEED: '/opt/murmur/components::/srv/seed/c' })).toEqual(['/opt/murmur/tokens/cl100k_base.v1.tables', '/srv/seed/tokens/cl100k_base.v1.tables']);
+    expect(seedTablesFiles({})).toEqual([]);
   });
 
   it('refuses a MURMUR_TOKEN_TABLES_IDLE_MS that is not a number of milliseconds (E-RUN-035), naming the variable', () => {
