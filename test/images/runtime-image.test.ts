@@ -111,9 +111,11 @@ describe('the runtime image', () => {
     // An ES import of node:http runs every lazy export on Node 24 (undici among them): 6 MiB more
     // RSS in every component worker. The worker bundle takes built-ins through getBuiltinModule.
     const probe = [
-      "const { Worker } = require('node:worker_threads');",
+      "const { MessageChannel, Worker } = require('node:worker_threads');",
+      // What the pool gives every component worker (host/worker-link.ts): its doorbells and call port.
+      'const { port2: answers } = new MessageChannel();',
       'const w = new Worker(`const { parentPort } = require("node:worker_threads"); const before = new Set(process.moduleLoadList);',
-      'import("file:///app/dist/runtime/cli/worker.js").then(() => parentPort.postMessage({ loaded: process.moduleLoadList.filter((m) => !before.has(m)) }));`, { eval: true, env: {} });',
+      'import("file:///app/dist/runtime/cli/worker.js").then(() => parentPort.postMessage({ loaded: process.moduleLoadList.filter((m) => !before.has(m)) }));`, { eval: true, env: {}, workerData: { bells: new SharedArrayBuffer(8), answers }, transferList: [answers] });',
       "w.on('message', (m) => { if (m.loaded) { console.log(JSON.stringify({ node: process.version, loaded: m.loaded })); process.exit(0); } });",
     ].join('\n');
     const r = await exec(container, ['node', '-e', probe]);
