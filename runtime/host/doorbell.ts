@@ -9,7 +9,8 @@
  * threads: 78–124 µs median; Atomics.wait/notify: 60 µs; with both sides polling: 2–4 µs; Node 20
  * and 24; docs/component-host.md). A trivial call's cost was mostly those two wake-ups.
  *
- * Who polls, and for how long (MURMUR_COMPONENT_SPIN_US, default 50 µs, at most 10 000; 0 = never):
+ * Who polls, and for how long (MURMUR_COMPONENT_SPIN_US, default 50 µs — 0 on a single CPU, where
+ * the polling thread would hold the CPU the other needs —, at most 10 000; 0 = never; host/thread.ts):
  * - the worker, after answering a call, when the main thread recently posted its next call to this
  *   worker within the budget of getting an answer (a script's tool loop, hooks fired back to back),
  *   not when calls come milliseconds apart (a driver's turns): it returns to its event loop as soon

@@ -24,6 +24,7 @@
  * async hook's state is, hooks.md, and hooks never run here). A call waiting on the host (a tool's
  * request-input) is a call in progress: the thread is not idle while it waits.
  */
+import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { MurError } from '../errors.ts';
 import { envNonNegative } from '../env-number.ts';
@@ -175,9 +176,14 @@ export const MAX_SPIN_US = 10_000;
  * MURMUR_COMPONENT_SPIN_US, or the default: how long a component's worker polls for the next call
  * after answering one, and the main thread for a short call's answer, before either sleeps
  * (host/doorbell.ts says why and when); anything but a number of µs from 0 to 10 000 is refused by name.
+ *
+ * The default is 50 µs where the process may run on two CPUs or more, and 0 where it may run on
+ * one (`cpus`: os.availableParallelism(), which follows the CPU affinity a container's cpuset
+ * gives): on one CPU the thread that polls holds the CPU the other needs to answer, so polling
+ * can only delay the hand-off. A value set in the environment is used as given.
  */
-export function componentSpinUs(env: NodeJS.ProcessEnv = process.env): number {
-  return envNonNegative(env, 'MURMUR_COMPONENT_SPIN_US', DEFAULT_SPIN_US, {
+export function componentSpinUs(env: NodeJS.ProcessEnv = process.env, cpus: number = availableParallelism()): number {
+  return envNonNegative(env, 'MURMUR_COMPONENT_SPIN_US', cpus > 1 ? DEFAULT_SPIN_US : 0, {
     code: 'E-RUN-036',
     unit: 'microseconds',
     max: MAX_SPIN_US,

@@ -3,6 +3,8 @@
  * sleeping at once (runtime/host/doorbell.ts): the rules as tables, the bell across real threads,
  * and the counters of a real component instance called back to back.
  */
+import { spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_SPIN_US, MAX_SPIN_US, componentSpinUs } from '../../runtime/host/thread.ts';
@@ -130,13 +132,33 @@ describe('MURMUR_COMPONENT_SPIN_US', () => {
     ['200', 200],
     [String(MAX_SPIN_US), MAX_SPIN_US],
   ])('%j is %d µs', (v, want) => {
-    expect(componentSpinUs(v === undefined ? {} : { MURMUR_COMPONENT_SPIN_US: v })).toBe(want);
+    expect(componentSpinUs(v === undefined ? {} : { MURMUR_COMPONENT_SPIN_US: v }, 2)).toBe(want);
+  });
+
+  it.each([
+    // the variable, CPUs the process may run on, µs
+    [undefined, 1, 0],
+    [undefined, 2, DEFAULT_SPIN_US],
+    [undefined, 64, DEFAULT_SPIN_US],
+    ['80', 1, 80],
+    ['0', 8, 0],
+  ] as const)('%j with %d CPU(s) is %d µs: no polling by default where one thread polling holds the only CPU', (v, cpus, want) => {
+    expect(componentSpinUs(v === undefined ? {} : { MURMUR_COMPONENT_SPIN_US: v }, cpus)).toBe(want);
+  });
+
+  it('defaults to no polling in a process pinned to one CPU (its affinity, as a cpuset gives it)', () => {
+    const script = "const { componentSpinUs } = await import('./runtime/host/thread.ts'); console.log(componentSpinUs({}));";
+    const one = spawnSync('taskset', ['-c', '0', process.execPath, '--import', 'tsx', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(one.status, one.stderr).toBe(0);
+    expect(one.stdout.trim()).toBe('0');
+    const all = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(all.stdout.trim()).toBe(String(availableParallelism() > 1 ? DEFAULT_SPIN_US : 0));
   });
 
   it.each(['-1', 'fast', '50us', String(MAX_SPIN_US + 1)])('refuses %j, naming the variable and its range (E-RUN-036)', (v) => {
     let e: unknown;
     try {
-      componentSpinUs({ MURMUR_COMPONENT_SPIN_US: v });
+      componentSpinUs({ MURMUR_COMPONENT_SPIN_US: v }, 2);
     } catch (x) {
       e = x;
     }
