@@ -237,7 +237,7 @@ export class ComponentInstance {
         this.pending.set(id, { resolve, reject, fn, timer });
         const poll = mainPolls(this.spinUs, this.guestTimes.fastest(), callsInFlight);
         const seen = link.seen();
-        send(worker, { type: 'call', slot: this.launched!.slot, id, path, args, spinUs: link.callPollUs(this.spinUs) });
+        link.send(worker, { type: 'call', slot: this.launched!.slot, id, path, args, spinUs: link.callPollUs(this.spinUs) });
         // A call expected back within microseconds, with nothing else waiting on a component: the
         // answer is read as it comes instead of after this thread has slept (host/doorbell.ts).
         if (poll) {

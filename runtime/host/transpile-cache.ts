@@ -34,15 +34,6 @@ export function defaultCacheDir(): string {
   return process.env.MURMUR_COMPONENT_CACHE ?? join(PROJECT_ROOT, '.cache', 'components');
 }
 
-/**
- * Read-only caches consulted before the writable one (`MURMUR_COMPONENT_CACHE_SEED`, parsed in
- * runtime/wit/packages.ts): the runtime image carries its built-in components already transpiled
- * (made at image build time by the image's own runtime), so a pod's start never transpiles them
- * (≈ 1–2 s of main-thread CPU for a 12 MB SpiderMonkey component). An entry is keyed by the
- * component's verified SHA-256 and the jco version, like the writable cache's, so a seed made by
- * another jco or for other bytes is simply never found.
- */
-export { seedCacheDirs };
 
 
 /**
@@ -113,6 +104,11 @@ export async function loadComponent(path: string, opts: { sha256?: string; name?
 function cached(name: string, sha: string, cacheDir: string, explicit: boolean): LoadedComponent | undefined {
   const entry = `${sha}-jco${JCO_VERSION}`;
   // An explicit cacheDir (tests, benches) means exactly that cache; the seeds serve the default.
+  // Seeds (`MURMUR_COMPONENT_CACHE_SEED`): the runtime image carries its built-in components
+  // already transpiled (made at image build time by the image's own runtime), so a pod's start
+  // never transpiles them (≈ 1–2 s of main-thread CPU for a 12 MB SpiderMonkey component). An
+  // entry is keyed by the component's verified SHA-256 and the jco version, like the writable
+  // cache's, so a seed made by another jco or for other bytes is simply never found.
   for (const d of [...(explicit ? [] : seedCacheDirs().map((s) => join(s, entry))), join(cacheDir, entry)]) {
     const metaPath = join(d, 'meta.json');
     if (existsSync(metaPath)) {

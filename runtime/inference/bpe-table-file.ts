@@ -27,6 +27,7 @@ export const TABLE_FORMAT = 1;
 const MAGIC = Buffer.from('MURBPE1\n', 'latin1');
 const ORDER = 0x01020304;
 const HEADER = 80;
+const TABLES_NAME = `cl100k_base.v${TABLE_FORMAT}.tables`;
 
 /**
  * Where the tables are kept: `tokens/cl100k_base.v<format>.tables` beside the component cache
@@ -36,8 +37,6 @@ const HEADER = 80;
 export function tablesFile(env: NodeJS.ProcessEnv = process.env): string {
   return join(cacheRoot(env), 'tokens', TABLES_NAME);
 }
-
-const TABLES_NAME = `cl100k_base.v${TABLE_FORMAT}.tables`;
 
 /**
  * Read-only tables made ahead of time, read when the writable file is not there yet: the same name

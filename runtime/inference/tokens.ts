@@ -153,18 +153,10 @@ export class TokenCounter {
   #useTables(t: Cl100kTables): void {
     this.#tables = t;
     this.#inline = cl100kCounter(t);
-    this.#armTablesIdle();
-  }
-
-  /**
-   * With a tables file to read them back from: lets the tables go after the idle time without a
-   * count (not while a worker, which holds them too, runs or counts).
-   */
-  #armTablesIdle(): void {
-    // Every inline count comes here: a running countdown is restarted in place.
     this.#tablesIdle.touch();
   }
 
+  /** The tables' idle time ran out: let them go, unless a worker (which holds them too) runs or counts. */
   #tablesIdled(): void {
     if (this.#worker || this.#pending.size) return this.#tablesIdle.touch();
     if (!this.#readable()) return this.#opts.onTablesIdle?.(false);
@@ -263,7 +255,8 @@ export class TokenCounter {
     if (!this.#inline && !this.#worker) this.#readTables();
     const inline = this.#inline;
     if (inline) {
-      this.#armTablesIdle();
+      // Every inline count restarts the running countdown in place.
+      this.#tablesIdle.touch();
       let chars = 0;
       for (const t of texts) chars += t.length;
       if (chars <= INLINE_MAX_CHARS) {
