@@ -47,7 +47,8 @@ export interface InstanceOptions {
   /**
    * How long the worker polls for the next call after answering one, and the main thread for a
    * short call's answer, before either sleeps (µs; each only when its recent times say the message
-   * is that close: host/doorbell.ts). Default: MURMUR_COMPONENT_SPIN_US, else 50; 0 = never.
+   * is that close: host/doorbell.ts). Default: MURMUR_COMPONENT_SPIN_US, else 50 (0 in a process
+   * that may run on one CPU only: host/thread.ts, componentSpinUs); 0 = never.
    */
   spinUs?: number;
 }
