@@ -128,6 +128,8 @@ export interface CapsuleSpec {
   store?: StoreSpec;
   replicas?: number;
   resources?: { limits?: Record<string, string>; requests?: Record<string, string> };
+  /** sizeLimit of the session `workdir` emptyDir (SQLite store, caches); default 1Gi (translate/builders/storage.ts). */
+  workdirSizeLimit?: string;
   image?: string;
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   servicePort?: number;

@@ -162,10 +162,11 @@ export function capsuleSpecSchema(): Schema {
       ),
       store: storeSchema(),
       replicas: int('Pods running this capsule (default 1). More than one needs the shared store (store.postgres).', { minimum: 0, maximum: 100, default: 1 }),
-      resources: obj('Container resources (default requests cpu 100m, memory 256Mi; limit memory 1Gi).', {
+      resources: obj('Container resources (default requests cpu 100m, memory 256Mi; limit memory 1Gi). ephemeral-storage, when not given, is requested 256Mi and limited to workdirSizeLimit + 512Mi: past it the kubelet evicts the pod.', {
         limits: map('Resource limits.', quantity('A quantity.')),
         requests: map('Resource requests.', quantity('A quantity.')),
       }),
+      workdirSizeLimit: str('Size limit of the session workdir volume (an emptyDir holding the embedded SQLite store, the artifact cache and conversations), e.g. 1Gi (the default) or 500Mi. Past it the kubelet evicts the pod.', { pattern: '^[1-9][0-9]*(\\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$', maxLength: 32 }),
       image: str('Runtime image override (default: the operator-wide runtime image).', { maxLength: 512 }),
       imagePullPolicy: enm('Image pull policy.', ['Always', 'IfNotPresent', 'Never']),
       servicePort: int('A2A Service port (default 8080).', { minimum: 1, maximum: 65535, default: 8080 }),

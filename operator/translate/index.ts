@@ -9,6 +9,7 @@ import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
 import { sha256, stableJson } from './builders/common.ts';
 import { buildConfigMap } from './builders/configmap.ts';
 import { buildDeployment } from './builders/deployment.ts';
+import { buildDisruptionBudget } from './builders/disruption.ts';
 import { renderManifest } from './builders/manifest.ts';
 import { buildEgressPolicy, buildIngressPolicy } from './builders/networkpolicy.ts';
 import { buildService } from './builders/service.ts';
@@ -239,6 +240,8 @@ export function translate(input: TranslateInput): TranslateResult {
     buildIngressPolicy(capsule, input.callers, options),
     buildDeployment(capsule, options, configHash, `${url}/`, hooks, a2aAuth(capsule, [...peerTokens.values()].sort((a, b) => (a.host < b.host ? -1 : 1)), input.callers), store.env),
   ];
+  const budget = buildDisruptionBudget(capsule);
+  if (budget) objects.push(budget);
   return { objects, problems, a2aUrl: url, configHash };
 }
 

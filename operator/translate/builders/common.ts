@@ -20,6 +20,7 @@ export const names = (c: Capsule) => ({
   configMap: `${c.metadata.name}-manifest`,
   egress: `${c.metadata.name}-egress`,
   ingress: `${c.metadata.name}-ingress`,
+  disruptionBudget: c.metadata.name,
 });
 
 export function selectorLabels(c: Capsule): Record<string, string> {

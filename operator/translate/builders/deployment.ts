@@ -7,7 +7,9 @@
 import type { Capsule, Hook, KubeObject } from '../../api/types.ts';
 import type { TranslateOptions } from '../options.ts';
 import { a2aAuth, type A2AAuthFragments } from './a2a-auth.ts';
+import { topologySpread } from './disruption.ts';
 import { heapEnv } from './heap.ts';
+import { TMP_SIZE, withEphemeralStorage, workdirSize } from './storage.ts';
 import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, labels, meta, names, selectorLabels } from './common.ts';
 
 export const RUNTIME_UID = 65532;
@@ -75,7 +77,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
     { name: 'MURMUR_CACHE_DIR', value: `${WORKDIR}/cache` },
   ];
   env.push(...storeEnv);
-  const resources = c.spec.resources ?? DEFAULT_RESOURCES;
+  const resources = withEphemeralStorage(c, c.spec.resources ?? DEFAULT_RESOURCES);
   env.push(...heapEnv(resources));
   const oci = ociVolumes(c, hooks);
   if (oci.volumes.length) env.push({ name: 'MURMUR_OCI_MOUNT_DIR', value: OCI_MOUNT_DIR });
@@ -120,6 +122,7 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
           // No preStop: /readyz turns 503 and new tasks get a retryable 503 the moment SIGTERM lands.
           terminationGracePeriodSeconds: TERMINATION_GRACE_SECS,
           enableServiceLinks: false,
+          topologySpreadConstraints: topologySpread(c),
           securityContext: {
             runAsNonRoot: true,
             runAsUser: RUNTIME_UID,
@@ -162,8 +165,8 @@ export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: 
           ],
           volumes: [
             { name: 'manifest', configMap: { name: n.configMap, items: [{ key: 'murmur.yaml', path: 'murmur.yaml' }] } },
-            { name: 'workdir', emptyDir: {} },
-            { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+            { name: 'workdir', emptyDir: { sizeLimit: workdirSize(c) } },
+            { name: 'tmp', emptyDir: { sizeLimit: TMP_SIZE } },
             ...oci.volumes,
             ...auth.volumes,
           ],
