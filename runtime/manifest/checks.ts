@@ -3,6 +3,8 @@
  * `undefined` when the value is fine, else a problem with a stable code, a message and a hint.
  */
 
+import { grantCovers, isGrantProblem, parseGrant, type NetworkGrant } from '../contracts/network-grant.ts';
+
 export interface Problem {
   code: string;
   message: string;
@@ -38,22 +40,8 @@ export function checkSha256(v: string): Problem | undefined {
   return undefined;
 }
 
-/** A parsed `network.allow` entry. `capsule` entries are kept verbatim. */
-export type NetworkEntry =
-  | { kind: 'host'; scheme?: 'http' | 'https'; host: string; port?: number; raw: string }
-  | { kind: 'capsule'; raw: string };
-
-const HOST_LABEL = '[a-z0-9]([a-z0-9-]*[a-z0-9])?';
-const HOSTNAME_RE = new RegExp(`^${HOST_LABEL}(\\.${HOST_LABEL})*$`, 'i');
-const IPV4_RE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-const CAPSULE_RE = /^capsule:\/\/[a-z0-9]([a-z0-9-]*[a-z0-9])?\/[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/;
-
-function validHost(h: string): boolean {
-  if (h.startsWith('[') && h.endsWith(']')) return /^[0-9a-f:.]+$/i.test(h.slice(1, -1)) && h.includes(':');
-  const m = IPV4_RE.exec(h);
-  if (m) return m.slice(1).every((o) => Number(o) <= 255);
-  return HOSTNAME_RE.test(h) && h.length <= 253;
-}
+/** A parsed `network.allow` entry (the one grammar: runtime/contracts/network-grant.ts). */
+export type NetworkEntry = NetworkGrant;
 
 /** `inference.api_key`: `${UPPER_SNAKE}` (resolved from the host environment at launch) or a literal. */
 export function checkApiKey(v: string): Problem | undefined {
@@ -76,42 +64,17 @@ export function checkOciRef(v: string): Problem | undefined {
   };
 }
 
+/**
+ * One `network.allow` entry of murmur.yaml, as the one grammar reads it. A CIDR is refused here:
+ * it is a NetworkPolicy grant, which the operator takes from a Capsule and leaves out of the
+ * murmur.yaml it renders; the runtime's allowlist matches hosts and addresses.
+ */
 export function parseNetworkEntry(raw: string): NetworkEntry | Problem {
-  const bad = (why: string, hint?: string): Problem => ({
-    code: 'E-MAN-008',
-    message: `invalid network.allow entry '${raw}': ${why}`,
-    hint: hint ?? "use 'host', 'host:port' or an 'http(s)://host[:port][/path]' URL (the path is ignored), or 'capsule://<namespace>/<name>'",
-  });
-  if (raw.startsWith('capsule://')) {
-    return CAPSULE_RE.test(raw) ? { kind: 'capsule', raw } : bad('a capsule reference is capsule://<namespace>/<name>', "e.g. 'capsule://default/reviewer'");
-  }
-  let rest = raw;
-  let scheme: 'http' | 'https' | undefined;
-  const sm = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(raw);
-  if (sm) {
-    const s = sm[1]!.toLowerCase();
-    if (s !== 'http' && s !== 'https') return bad(`scheme '${s}' is not allowed; only http and https`);
-    scheme = s;
-    rest = raw.slice(sm[0].length);
-    // A URL with a path (an endpoint copied from inference.endpoint, e.g. https://api.openai.com/v1)
-    // grants its scheme, host and port: a grant is per destination, never per path.
-    if (!/[?#@]/.test(rest)) rest = rest.split('/')[0]!;
-  }
-  if (/[/?#@]/.test(rest)) {
-    return bad('an entry names a host, not a URL path, query, fragment or credentials', `drop everything after the host and port: '${scheme ? scheme + '://' : ''}${rest.split(/[/?#]/)[0]!.split('@').pop()}'`);
-  }
-  let host = rest;
-  let port: number | undefined;
-  const pm = /^(.*):(\d+)$/.exec(rest);
-  if (pm && !(rest.startsWith('[') && !rest.includes(']:'))) {
-    host = pm[1]!;
-    port = Number(pm[2]);
-    if (!(port >= 1 && port <= 65535)) return bad(`port ${pm[2]} is out of range 1-65535`);
-  } else if (/:/.test(rest) && !(rest.startsWith('[') && rest.endsWith(']'))) {
-    return bad('the port must be a number');
-  }
-  if (host === '' || !validHost(host)) return bad(`'${host}' is not a valid host name or IP address`);
-  return { kind: 'host', ...(scheme ? { scheme } : {}), host: host.toLowerCase(), ...(port !== undefined ? { port } : {}), raw };
+  const g = parseGrant(raw);
+  const bad = (why: string, hint: string): Problem => ({ code: 'E-MAN-008', message: `invalid network.allow entry '${raw}': ${why}`, hint });
+  if (isGrantProblem(g)) return bad(g.reason, g.hint);
+  if (g.kind === 'cidr') return bad("a CIDR is a NetworkPolicy grant (a Capsule's spec takes it); the runtime's allowlist holds hosts and IP addresses", `grant the addresses the capsule calls ('${g.cidr.split('/')[0]}'), or give the CIDR in the Capsule resource`);
+  return g;
 }
 
 export function isProblem(x: unknown): x is Problem {
@@ -119,16 +82,7 @@ export function isProblem(x: unknown): x is Problem {
 }
 
 /** Does the capsule-wide entry `ceiling` admit everything the narrower entry `e` admits? */
-export function networkCovers(ceiling: NetworkEntry, e: NetworkEntry): boolean {
-  if (ceiling.kind === 'capsule' || e.kind === 'capsule') return ceiling.raw === e.raw;
-  if (ceiling.host !== e.host) return false;
-  if (ceiling.scheme !== undefined && ceiling.scheme !== e.scheme) return false;
-  if (ceiling.port !== undefined) {
-    const ePort = e.port ?? (e.scheme === 'https' ? 443 : e.scheme === 'http' ? 80 : undefined);
-    if (ePort !== ceiling.port) return false;
-  }
-  return true;
-}
+export const networkCovers = grantCovers;
 
 /** Workdir-relative scope or file path: relative, no `..`, no backslashes. */
 export function checkRelativePath(v: string, what: string): Problem | undefined {
