@@ -320,6 +320,15 @@ describe('capsule manifest: each error kind names file, line, column, field and 
     expect(errorAt(l, 'capabilities.network.allow[4]').location?.line).toBe(10);
   });
 
+  it('E-MAN-008 a network.allow entry with port 0 is refused, as host:0 and as a URL', () => {
+    const l = errorsOf(`${MINIMAL}capabilities:\n  network:\n    allow:\n      - "api.example.com:0"\n      - "https://api.example.com:0"\n`);
+    for (const i of [0, 1]) {
+      const p = errorAt(l, `capabilities.network.allow[${i}]`);
+      expect(p.code).toBe('E-MAN-008');
+      expect(p.message).toMatch(/port 0 is out of range/);
+    }
+  });
+
   it('accepts every documented network.allow form', () => {
     const m = parseManifest(`${MINIMAL}capabilities:\n  network:\n    allow: [example.com, "example.com:8443", "https://example.com", "http://127.0.0.1:8080", "https://example.com/", "[::1]:80", "capsule://ns/name"]\n`);
     expect(m.capabilities.network.allow).toHaveLength(7);
