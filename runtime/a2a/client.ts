@@ -73,14 +73,6 @@ export interface PeerTask {
 export const policyError = networkPolicyError;
 
 // ---------------------------------------------------------------------------------------------
-// Allowlist: one implementation for every network grant (runtime/net/allowlist.ts).
-
-/** Whether `url` is allowed by `allow` (see runtime/net/allowlist.ts). */
-export function isAllowed(url: string, allow: readonly string[]): boolean {
-  return isUrlAllowed(url, allow);
-}
-
-// ---------------------------------------------------------------------------------------------
 // SDK client plumbing
 
 class PolicyRefusal extends Error {}
@@ -118,7 +110,7 @@ async function connect(o: PeerCallOptions): Promise<CallSetup> {
   if (o.bearer) headers['authorization'] = `Bearer ${o.bearer}`;
   const fetchImpl: typeof fetch = async (input, init) => {
     const target = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if (!isAllowed(target, o.allow)) throw new PolicyRefusal(policyError(target));
+    if (!isUrlAllowed(target, o.allow)) throw new PolicyRefusal(policyError(target));
     const h = new Headers(init?.headers);
     for (const [k, v] of Object.entries(headers)) h.set(k, v);
     return fetch(input, { ...init, headers: h, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
@@ -164,7 +156,7 @@ export function toPeerTask(t: Task | Message): PeerTask {
 }
 
 async function call<T>(o: PeerCallOptions, fn: (s: CallSetup) => Promise<T>): Promise<PeerResult<T>> {
-  if (!isAllowed(o.peerUrl, o.allow)) return { ok: false, error: policyError(o.peerUrl) };
+  if (!isUrlAllowed(o.peerUrl, o.allow)) return { ok: false, error: policyError(o.peerUrl) };
   const timeoutMs = o.timeoutMs ?? 30_000;
   try {
     const setup = await connect(o);
@@ -233,7 +225,7 @@ export interface FollowOptions extends PeerCallOptions {
  * passes. Each poll is bounded by `timeoutMs` (and by what is left of the deadline).
  */
 export async function followTask(o: FollowOptions): Promise<PeerResult<PeerTask & { timedOut: boolean }>> {
-  if (!isAllowed(o.peerUrl, o.allow)) return { ok: false, error: policyError(o.peerUrl) };
+  if (!isUrlAllowed(o.peerUrl, o.allow)) return { ok: false, error: policyError(o.peerUrl) };
   const end = Date.now() + o.deadlineMs;
   let interval = o.pollIntervalMs ?? 25;
   let last: PeerTask | undefined;

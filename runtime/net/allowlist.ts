@@ -1,57 +1,18 @@
 /**
- * `capabilities.network.allow` matching — the one implementation behind every network grant: a
- * WASM component's outgoing HTTP, `murmur:message/send`, the A2A client and `delegate-task`.
+ * `capabilities.network.allow` enforcement in the runtime — every network grant goes through here:
+ * a WASM component's outgoing HTTP (host/wasi.ts), `murmur:message/send`, the A2A client,
+ * `delegate-task` and push notification URLs. The grammar and the matching rule themselves are
+ * runtime/contracts/network-grant.ts (shared with the manifest validator and the operator); this
+ * file turns a URL or a WASI request's authority into the destination that is matched.
  *
- * Entries: `host`, `host:port`, `scheme://host[:port]` (http/https), with an optional `*.` prefix on
- * the host matching subdomains. A bare host allows any port and both schemes; `host:port` pins the
- * port; `scheme://host` pins the scheme and means its default port unless one is given. Hosts
- * compare case-insensitively; IPv6 literals are written in brackets. Only http and https URLs are
- * ever allowed, and never one carrying credentials.
+ * Only http and https URLs are ever allowed, and never one carrying credentials.
  */
-export interface Destination {
-  scheme: string;
-  host: string;
-  port: number;
-}
+import { DEFAULT_PORT, allowsDestination, type Destination } from '../contracts/network-grant.ts';
 
-interface AllowEntry {
-  scheme?: string;
-  host: string;
-  /** Undefined = any port. */
-  port?: number;
-  wildcard: boolean;
-}
-
-const DEFAULT_PORT: Record<string, number> = { http: 80, https: 443 };
+export type { Destination } from '../contracts/network-grant.ts';
 
 export function defaultPort(scheme: string): number {
-  return DEFAULT_PORT[scheme] ?? 0;
-}
-
-function parseEntry(raw: string): AllowEntry | undefined {
-  const e = raw.trim().toLowerCase();
-  if (e === '') return undefined;
-  if (e.includes('://')) {
-    let u: URL;
-    try {
-      u = new URL(e);
-    } catch {
-      return undefined;
-    }
-    const scheme = u.protocol.slice(0, -1);
-    let host = u.hostname.replace(/^\[|\]$/g, '');
-    const wildcard = e.includes('://*.');
-    if (wildcard) host = host.replace(/^\*\./, '');
-    const port = u.port ? Number(u.port) : DEFAULT_PORT[scheme];
-    return { scheme, host, ...(port !== undefined ? { port } : {}), wildcard };
-  }
-  if (e.includes('/')) return undefined;
-  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(e) ?? /^([^:]+)(?::(\d+))?$/.exec(e);
-  if (!m) return undefined;
-  let host = m[1]!;
-  const wildcard = host.startsWith('*.');
-  if (wildcard) host = host.slice(2);
-  return { host, ...(m[2] !== undefined ? { port: Number(m[2]) } : {}), wildcard };
+  return DEFAULT_PORT[scheme as keyof typeof DEFAULT_PORT] ?? 0;
 }
 
 /** Scheme, host and port of a URL; undefined when it is not a URL. */
@@ -67,18 +28,7 @@ export function destinationOf(url: string): Destination | undefined {
 
 /** Whether `dest` is allowed by `allow`. */
 export function isAllowed(allow: readonly string[], dest: Destination): boolean {
-  if (dest.scheme !== 'http' && dest.scheme !== 'https') return false;
-  const host = dest.host.toLowerCase().replace(/^\[|\]$/g, '');
-  for (const raw of allow) {
-    const e = parseEntry(raw);
-    if (!e) continue;
-    if (e.scheme !== undefined && e.scheme !== dest.scheme) continue;
-    const hostOk = e.wildcard ? host.endsWith('.' + e.host) : host === e.host;
-    if (!hostOk) continue;
-    if (e.port !== undefined && e.port !== dest.port) continue;
-    return true;
-  }
-  return false;
+  return allowsDestination(allow, dest);
 }
 
 /** Whether `url` is allowed by `allow`. */
@@ -91,7 +41,7 @@ export function isUrlAllowed(url: string, allow: readonly string[]): boolean {
   }
   if (u.username || u.password) return false;
   const d = destinationOf(url);
-  return d !== undefined && isAllowed(allow, d);
+  return d !== undefined && allowsDestination(allow, d);
 }
 
 /**

@@ -35,4 +35,17 @@ describe('network allowlist (one implementation for every grant)', () => {
     expect(isAllowed(allow, { scheme: 'http', host: '[::1]', port: 9000 })).toBe(true);
     expect(isAllowed([], { scheme: 'https', host: 'api.example.com', port: 443 })).toBe(false);
   });
+
+  it('an entry with port 0 is refused by the grammar and so allows nothing, not a request the host reports as port 0', () => {
+    expect(isAllowed(['api.example.com:0'], { scheme: 'http', host: 'api.example.com', port: 0 })).toBe(false);
+  });
+
+  it('a wildcard allows the names below its domain at any depth, never the domain itself', () => {
+    expect(isUrlAllowed('https://x.googleapis.com/v1', ['*.googleapis.com'])).toBe(true);
+    expect(isUrlAllowed('https://a.b.googleapis.com/', ['*.googleapis.com'])).toBe(true);
+    expect(isUrlAllowed('https://googleapis.com/', ['*.googleapis.com'])).toBe(false);
+    // Bad wildcards allow nothing: '*' is not "everything", '*.com' not a whole top-level domain.
+    expect(isUrlAllowed('https://x.example.com/', ['*'])).toBe(false);
+    expect(isUrlAllowed('https://example.com/', ['*.com'])).toBe(false);
+  });
 });

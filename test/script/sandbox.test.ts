@@ -128,6 +128,17 @@ describe('network', () => {
     expect(hits).toBe(before + 1);
     expect(traceOf(allowed.staged).some((e) => e.event_type === 'network_denied')).toBe(false);
   });
+
+  it('a wildcard grant lets a request to a name below its domain through, and refuses the domain itself', async () => {
+    const s = await session('  network:\n    allow: ["*.example.test"]');
+    const t = task(program({ op: 'fetch', url: 'http://api.example.test/' }, { op: 'fetch', url: 'http://example.test/' }));
+    const [below, domain] = results((await s.runTask(t)).text);
+    // Only the domain itself is refused by the grant; the name below it passed the grant and went
+    // on to DNS, where nothing answers for .test.
+    expect(traceOf(s.staged).filter((e) => e.event_type === 'network_denied').map((e) => e.destination)).toEqual(['http://example.test:80']);
+    expect(below!.ok).toBe(false);
+    expect(domain!.ok).toBe(false);
+  });
 });
 
 describe('limits', () => {
