@@ -4,10 +4,10 @@
  * table (checkHookContract) here — at parse time, so staging refuses a bad contract before any
  * component is compiled.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { MurError } from '../errors.ts';
+import { MurError, isMurError } from '../errors.ts';
 import { COMMIT_TABLE, checkHookContract, handlersFor, type CommitPolicy, type ExecutionMode, type Handler } from '../contracts/commit-table.ts';
+import { manifestBound, readBoundedFile } from './bounded-file.ts';
 import { ErrorCollector } from './errors.ts';
 import { ARTIFACT_SCHEMA, type ArtifactRuntime } from './schema.ts';
 import { walkYaml } from './validate.ts';
@@ -114,8 +114,9 @@ export function loadArtifactManifest(dir: string): ArtifactManifest {
   const file = path.join(path.resolve(dir), 'murmur.yaml');
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readBoundedFile(file, manifestBound('artifact', file));
   } catch (e) {
+    if (isMurError(e)) throw e;
     throw new MurError('E-MAN-021', `cannot read artifact manifest ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, {
       hint: 'an artifact directory holds its own murmur.yaml (name, version, runtime, ...) next to its .wasm',
       location: { file },

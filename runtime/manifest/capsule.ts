@@ -5,12 +5,12 @@
  * (`maxTurns`), converted key by key. Opaque mappings (`config`, `driver.config`, `otel_headers`)
  * keep their keys exactly as written. Every default is applied, so consumers never re-default.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { MurError } from '../errors.ts';
+import { MurError, isMurError } from '../errors.ts';
 import { CONTRACT_FIELDS, checkHookContract, type CommitPolicy, type ExecutionMode, type Handler } from '../contracts/commit-table.ts';
 import { isProblem, networkCovers, parseNetworkEntry, scopeCovers, type NetworkEntry } from './checks.ts';
 import { contractHint } from './artifact.ts';
+import { checkBoundedFile, manifestBound, promptFileBound, readBoundedFile } from './bounded-file.ts';
 import { ErrorCollector } from './errors.ts';
 import { CAPSULE_REFERENCE_KEYS } from './reference-keys.ts';
 import { CAPSULE_SCHEMA, type ArtifactRuntime } from './schema.ts';
@@ -149,16 +149,18 @@ export function parseManifest(text: string, file: string = MANIFEST_FILE): Capsu
 }
 
 /**
- * Reads `<dir>/murmur.yaml`, validates it, and checks files it names (system prompt files) exist
- * inside `dir`. Throws E-MAN-021 when the manifest is missing, MurErrorList E-MAN-000 otherwise.
+ * Reads `<dir>/murmur.yaml`, validates it, and checks files it names (system prompt files) are
+ * regular files within their bound inside `dir`. Throws E-MAN-021 when the manifest is missing,
+ * E-MAN-030/031 when it is not a regular file or too large, MurErrorList E-MAN-000 otherwise.
  */
 export function loadManifest(dir: string): CapsuleManifest {
   const abs = path.resolve(dir);
   const file = path.join(abs, MANIFEST_FILE);
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readBoundedFile(file, manifestBound('capsule', file));
   } catch (e) {
+    if (isMurError(e)) throw e;
     throw new MurError('E-MAN-021', `cannot read capsule manifest ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, {
       hint: `create ${MANIFEST_FILE} in ${abs} (a capsule directory holds its murmur.yaml), or point at the right directory`,
       location: { file },
@@ -345,14 +347,12 @@ function fileChecks(w: WalkResult, dir: string, file: string, errors: ErrorColle
       : (w.value as unknown as CapsuleManifest).inference?.compaction?.systemPromptFile;
     if (typeof rel !== 'string') continue;
     const target = path.join(dir, rel);
-    let ok = false;
-    try {
-      ok = existsSync(target) && statSync(target).isFile();
-    } catch {
-      ok = false;
-    }
-    if (!ok) {
-      errors.add('E-MAN-022', `${field.split('.').pop()} '${rel}' does not exist (looked for ${target})`, `create the file, or fix the path (it is relative to ${dir})`, { file, line: p.line, column: p.column, field });
+    const problem = checkBoundedFile(target, promptFileBound(rel, target));
+    const at = { file, line: p.line, column: p.column, field };
+    if (problem === 'missing') {
+      errors.add('E-MAN-022', `${field.split('.').pop()} '${rel}' does not exist (looked for ${target})`, `create the file, or fix the path (it is relative to ${dir})`, at);
+    } else if (problem) {
+      errors.add(problem.code, problem.message, problem.hint, at);
     }
   }
 }

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CAPSULE_REFERENCE_KEYS } from './reference-keys.ts';
-import { ARTIFACT_SCHEMA, CAPSULE_SCHEMA, type FieldSpec } from './schema.ts';
+import { ARTIFACT_SCHEMA, CAPSULE_SCHEMA, MAX_MANIFEST_BYTES, MAX_SYSTEM_PROMPT_BYTES, MAX_TIMER_SECS, type FieldSpec } from './schema.ts';
 
 function cell(s: string): string {
   return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
@@ -57,6 +57,20 @@ Error codes (\`E-MAN-*\`) are listed in [errors.md](errors.md).
   their keys as written.
 - An unquoted number where a version is expected (\`version: 1.0\`) is taken exactly as written.
 - Byte sizes accept an integer or a string with a binary suffix: \`512Mi\`, \`1GiB\`, \`64K\`.
+- An integer is written in digits (or \`0x\`/\`0o\`): \`2.0\`, \`1e3\` and \`.inf\` are refused where an
+  integer is expected (\`E-MAN-003\`), and the value is compared exactly as written, so
+  \`18446744073709551616\` is out of range rather than rounded (\`E-MAN-006\`). Every integer has an
+  upper bound: the row's, else 9007199254740991 (2^53 - 1, the largest integer the runtime holds
+  exactly). Deadlines and timeouts in seconds stop at ${MAX_TIMER_SECS} (24.8 days: a longer timer
+  would fire at once), \`memory_bytes\` at 4 GiB. A \`number\` row takes fractions and exponents
+  within its range.
+- A repeated key in one mapping is refused (\`E-MAN-001\`) naming the key, its field and the line
+  it was first given at.
+- \`murmur.yaml\` is read only when it is a regular file (a FIFO, a device or a directory is
+  refused, \`E-MAN-030\`, without being read) of at most ${MAX_MANIFEST_BYTES} bytes (1 MiB,
+  \`E-MAN-031\`); an artifact's \`murmur.yaml\` too. A system prompt, inline or in the file
+  \`system_prompt_file\` names, is at most ${MAX_SYSTEM_PROMPT_BYTES} bytes (1 MiB, \`E-MAN-032\`), a
+  bound that admits every prompt the Capsule CRD admits; the file must be a regular file too.
 - A capsule with no \`inference:\` block is a **script capsule**; with one, an **agent capsule**.
 
 ## Capsule manifest (\`<capsule>/murmur.yaml\`)

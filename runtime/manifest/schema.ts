@@ -78,6 +78,34 @@ export type ArtifactRuntime = (typeof ARTIFACT_RUNTIMES)[number];
 
 export const MIB = 1024 * 1024;
 
+/** A manifest is a few KiB; past this murmur.yaml is refused before it is parsed (E-MAN-031). */
+export const MAX_MANIFEST_BYTES = MIB;
+/**
+ * A system prompt, inline or in its file (E-MAN-032): sent with every turn, so it is kept to what a
+ * prompt can be. 1 MiB admits every `system_prompt` the Capsule CRD admits (262144 characters of
+ * up to 4 bytes each), so a Capsule is never refused here for a prompt the API server took.
+ */
+export const MAX_SYSTEM_PROMPT_BYTES = MIB;
+/** Components have 32-bit linear memories: 65536 pages of 64 KiB are all one can address. */
+export const MAX_MEMORY_BYTES = 4 * 1024 * MIB;
+/**
+ * The longest deadline or timeout in seconds: Node's timers hold at most 2^31 - 1 ms (24.8 days),
+ * and a longer delay fires at once instead of late.
+ */
+export const MAX_TIMER_SECS = Math.floor((2 ** 31 - 1) / 1000);
+/**
+ * lifecycle.input_timeout_secs when the manifest gives none: a task waiting for input fails after
+ * an hour instead of holding its place (and every task queued behind it) for ever. The operator
+ * renders the same value into every Capsule's murmur.yaml.
+ */
+export const DEFAULT_INPUT_TIMEOUT_SECS = 3600;
+
+const promptCheck = (field: string) => (v: unknown): Problem | undefined => {
+  const bytes = Buffer.byteLength(v as string, 'utf8');
+  if (bytes <= MAX_SYSTEM_PROMPT_BYTES) return undefined;
+  return { code: 'E-MAN-032', message: `'${field}' is ${bytes} bytes, over the limit of ${MAX_SYSTEM_PROMPT_BYTES} bytes (1 MiB)`, hint: 'shorten the prompt; it is sent with every turn' };
+};
+
 /** Capability rows, relative to a `capabilities` block (capsule-wide or per artifact). */
 const CAPABILITY_ROWS: FieldSpec[] = [
   { path: 'network', type: 'object', materialize: true, validation: 'mapping', description: 'Outgoing network grant.' },
@@ -96,9 +124,9 @@ const CAPABILITY_ROWS: FieldSpec[] = [
   { path: 'env.allow', type: 'list', default: [], validation: 'list of env names', description: 'Host env vars a guest may see (credential-shaped names are still stripped).' },
   { path: 'env.allow[]', type: 'string', check: str(checkEnvName), validation: 'env var name', description: 'One env var name.' },
   { path: 'limits', type: 'object', materialize: true, validation: 'mapping', description: 'Per-component resource limits.' },
-  { path: 'limits.memory_bytes', type: 'bytes', default: 512 * MIB, defaultText: '536870912 (512 MiB)', min: 1, validation: 'integer > 0, or a string like `512Mi` / `1GiB`', description: 'Linear memory ceiling of each component instance.' },
-  { path: 'limits.deadline_seconds', type: 'integer', default: 600, min: 1, validation: 'integer > 0', description: 'Wall-clock deadline of one tool or driver call.' },
-  { path: 'limits.hook_deadline_seconds', type: 'integer', default: 30, min: 1, validation: 'integer > 0', description: 'Wall-clock deadline of one hook handler call.' },
+  { path: 'limits.memory_bytes', type: 'bytes', default: 512 * MIB, defaultText: '536870912 (512 MiB)', min: 1, max: MAX_MEMORY_BYTES, validation: 'integer from 1 to 4294967296 (4 GiB: a 32-bit linear memory), or a string like `512Mi` / `4GiB`', description: 'Linear memory ceiling of each component instance.' },
+  { path: 'limits.deadline_seconds', type: 'integer', default: 600, min: 1, max: MAX_TIMER_SECS, validation: `integer 1-${MAX_TIMER_SECS} (24.8 days)`, description: 'Wall-clock deadline of one tool or driver call.' },
+  { path: 'limits.hook_deadline_seconds', type: 'integer', default: 30, min: 1, max: MAX_TIMER_SECS, validation: `integer 1-${MAX_TIMER_SECS} (24.8 days)`, description: 'Wall-clock deadline of one hook handler call.' },
 ];
 
 function capabilityRows(prefix: string, perArtifact: boolean): FieldSpec[] {
@@ -160,13 +188,13 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
   { path: 'inference.max_turns', type: 'integer', default: 10, min: 1, validation: 'integer >= 1', description: 'Inference turns per task attempt.' },
   { path: 'inference.max_tokens', type: 'integer', default: 8192, min: 1, validation: 'integer >= 1', description: 'Output token cap of one turn.' },
   { path: 'inference.max_session_tokens', type: 'integer', min: 1, validation: 'integer >= 1', description: 'Spend ceiling: tokens a session may spend; a call that would exceed it is refused before dispatch.' },
-  { path: 'inference.system_prompt', type: 'string', validation: 'exclusive with `system_prompt_file`', description: 'System prompt text (after the runtime\'s `[Capsule]` block).' },
-  { path: 'inference.system_prompt_file', type: 'string', check: str((v) => checkRelativePath(v, 'system_prompt_file')), validation: 'relative to the capsule dir, no `..`, must exist; exclusive with `system_prompt`', description: 'File holding the system prompt.' },
+  { path: 'inference.system_prompt', type: 'string', check: promptCheck('system_prompt'), validation: 'at most 1 MiB (1048576 bytes of UTF-8); exclusive with `system_prompt_file`', description: 'System prompt text (after the runtime\'s `[Capsule]` block).' },
+  { path: 'inference.system_prompt_file', type: 'string', check: str((v) => checkRelativePath(v, 'system_prompt_file')), validation: 'relative to the capsule dir, no `..`; a regular file of at most 1 MiB; exclusive with `system_prompt`', description: 'File holding the system prompt.' },
   { path: 'inference.compaction', type: 'object', materialize: true, validation: 'mapping', description: 'History compaction.' },
   { path: 'inference.compaction.threshold', type: 'number', default: 0.98, min: 0, minExclusive: true, max: 1, validation: 'number in (0, 1]', description: 'Fraction of `context.max_tokens` at which compaction fires.' },
   { path: 'inference.compaction.model', type: 'string', validation: 'non-empty', description: 'Model for the compaction summary (default: `inference.model`).' },
-  { path: 'inference.compaction.system_prompt', type: 'string', validation: 'exclusive with `system_prompt_file`', description: 'System prompt of the compaction call.' },
-  { path: 'inference.compaction.system_prompt_file', type: 'string', check: str((v) => checkRelativePath(v, 'system_prompt_file')), validation: 'relative, no `..`, must exist; exclusive with `system_prompt`', description: 'File holding the compaction system prompt.' },
+  { path: 'inference.compaction.system_prompt', type: 'string', check: promptCheck('system_prompt'), validation: 'at most 1 MiB; exclusive with `system_prompt_file`', description: 'System prompt of the compaction call.' },
+  { path: 'inference.compaction.system_prompt_file', type: 'string', check: str((v) => checkRelativePath(v, 'system_prompt_file')), validation: 'relative, no `..`; a regular file of at most 1 MiB; exclusive with `system_prompt`', description: 'File holding the compaction system prompt.' },
   { path: 'inference.compaction.dump_summaries', type: 'boolean', default: false, validation: 'boolean', description: 'Append each summary to `out/compaction-summaries.jsonl`.' },
 
   { path: 'context', type: 'object', materialize: true, validation: 'mapping', description: 'Context window.' },
@@ -178,10 +206,10 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
   { path: 'lifecycle.task_acceptance', type: 'enum', values: ['none', 'single', 'queue'], default: 'single', validation: '`none` | `single` | `queue`', description: 'How many A2A tasks the capsule accepts.' },
   { path: 'lifecycle.after_task', type: 'enum', values: ['exit', 'sleep'], defaultText: '`exit`', check: (v) => (v === 'sleep' ? referenceValue("'after_task: sleep' cannot be honoured: `mur run` ends with its task, and `mur serve` serves until it is stopped whatever after_task says", 'remove the key (or write `exit`); to keep a capsule taking tasks, run it with `mur serve` and `task_acceptance: queue`') : undefined), validation: '`exit` (`sleep` is refused)', description: 'Reference runtime: what the capsule does after its task. `exit`: `mur run` ends with its task (`mur serve` serves until stopped).' },
   { path: 'lifecycle.queue_depth', type: 'integer', default: 1, min: 1, validation: 'integer >= 1', description: 'Pending tasks held in `queue` mode.' },
-  { path: 'lifecycle.input_timeout_secs', type: 'integer', min: 1, defaultText: 'wait forever', validation: 'integer >= 1', description: 'Timeout of `request-input`.' },
+  { path: 'lifecycle.input_timeout_secs', type: 'integer', default: DEFAULT_INPUT_TIMEOUT_SECS, defaultText: `${DEFAULT_INPUT_TIMEOUT_SECS} (1 hour)`, min: 1, max: MAX_TIMER_SECS, validation: `integer 1-${MAX_TIMER_SECS} (24.8 days)`, description: 'Timeout of `request-input`: a task given no reply within it fails (`E-A2A-010`), so it never holds the queue for ever. The reference runtime waits for ever when the key is absent.' },
   { path: 'lifecycle.conversation', type: 'enum', values: ['stateless', 'threaded'], default: 'stateless', validation: '`stateless` | `threaded`', description: 'Whether tasks sharing a context id continue one conversation.' },
   { path: 'lifecycle.max_task_reopens', type: 'integer', default: 1, min: 0, validation: 'integer >= 0 (0 disables reopening)', description: 'How often an `on-task-end` hook may reopen a task.' },
-  { path: 'lifecycle.delegation_deadline_secs', type: 'integer', default: 600, min: 1, validation: 'integer >= 1', description: 'Deadline of a delegated task.' },
+  { path: 'lifecycle.delegation_deadline_secs', type: 'integer', default: 600, min: 1, max: MAX_TIMER_SECS, validation: `integer 1-${MAX_TIMER_SECS} (24.8 days)`, description: 'Deadline of a delegated task.' },
 
   { path: 'observability', type: 'object', materialize: true, validation: 'mapping', description: 'Telemetry.' },
   { path: 'observability.otel_endpoint', type: 'string', check: (v) => ((v as string) === '' ? undefined : checkHttpUrl(v as string)), validation: 'http(s) URL; empty = absent', description: 'OTLP/HTTP endpoint.' },

@@ -6,8 +6,11 @@
 import { LineCounter, isAlias, isMap, isScalar, isSeq, parseDocument, type Document, type Node, type Pair, type YAMLMap, type YAMLSeq } from 'yaml';
 import type { ErrorLocation } from '../errors.ts';
 import type { Problem } from './checks.ts';
+import { duplicateKeys } from './duplicates.ts';
 import { ErrorCollector, nearest } from './errors.ts';
+import { inRangeOf, integerLiteral, parseBytes, rangeHint, rangeText } from './numbers.ts';
 import { referenceRefusal, type ReferenceKey } from './reference-keys.ts';
+import { indexOf, leafKey, type Index } from './schema-index.ts';
 import { snakeToCamel, type FieldSpec } from './schema.ts';
 
 export interface Position {
@@ -22,45 +25,6 @@ export interface WalkResult {
   locs: Map<string, Position>;
   /** Location of each present field's key. */
   keyLocs: Map<string, Position>;
-}
-
-interface Index {
-  byPattern: Map<string, FieldSpec>;
-  children: Map<string, FieldSpec[]>;
-  leafPaths: Map<string, string[]>;
-}
-
-const indexCache = new WeakMap<readonly FieldSpec[], Index>();
-
-function parentPattern(p: string): string {
-  if (p.endsWith('[]')) return p; // handled by caller
-  const i = p.lastIndexOf('.');
-  return i < 0 ? '' : p.slice(0, i);
-}
-
-export function leafKey(p: string): string {
-  const i = p.lastIndexOf('.');
-  return i < 0 ? p : p.slice(i + 1);
-}
-
-function indexOf(schema: readonly FieldSpec[]): Index {
-  let idx = indexCache.get(schema);
-  if (idx) return idx;
-  idx = { byPattern: new Map(), children: new Map(), leafPaths: new Map() };
-  for (const f of schema) {
-    idx.byPattern.set(f.path, f);
-    if (f.path.endsWith('[]')) continue;
-    const parent = parentPattern(f.path);
-    const list = idx.children.get(parent) ?? [];
-    list.push(f);
-    idx.children.set(parent, list);
-    const leaf = leafKey(f.path);
-    const lp = idx.leafPaths.get(leaf) ?? [];
-    lp.push(f.path);
-    idx.leafPaths.set(leaf, lp);
-  }
-  indexCache.set(schema, idx);
-  return idx;
 }
 
 const TYPE_NAMES: Record<FieldSpec['type'], string> = {
@@ -89,16 +53,6 @@ function describeNode(n: Node | null | undefined): string {
     return `${typeof v} ${String(v)}`;
   }
   return 'an unsupported node';
-}
-
-const BYTES_RE = /^(\d+)\s*(k|ki|kib|m|mi|mib|g|gi|gib|t|ti|tib)?$/i;
-const BYTE_UNITS: Record<string, number> = { k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40 };
-
-export function parseBytes(s: string): number | undefined {
-  const m = BYTES_RE.exec(s.trim());
-  if (!m) return undefined;
-  const unit = m[2] ? BYTE_UNITS[m[2][0]!.toLowerCase()]! : 1;
-  return Number(m[1]) * unit;
 }
 
 export class SchemaWalker {
@@ -136,15 +90,7 @@ export class SchemaWalker {
   /** Parses and walks. Returns undefined when the text is not YAML or not a mapping. */
   run(): WalkResult | undefined {
     this.doc = parseDocument(this.text, { lineCounter: this.lc, prettyErrors: false, uniqueKeys: true });
-    for (const e of this.doc.errors) {
-      const p = this.lc.linePos(e.pos[0]);
-      const msg = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
-      const hint =
-        e.code === 'DUPLICATE_KEY'
-          ? 'each key may appear once per mapping; remove or merge the duplicate'
-          : 'fix the YAML syntax at this position (check indentation, colons and quoting)';
-      this.errors.add('E-MAN-001', `YAML syntax error: ${msg}`, hint, { file: this.file, line: p.line, column: p.col });
-    }
+    this.syntaxErrors();
     if (this.doc.errors.length > 0) return undefined;
     const root = this.doc.contents;
     if (root === null || (isScalar(root) && (root.value === null || root.value === ''))) {
@@ -157,6 +103,26 @@ export class SchemaWalker {
     }
     const value = this.walkObject(root, '', '', { line: 1, column: 1 });
     return { value, locs: this.locs, keyLocs: this.keyLocs };
+  }
+
+  /** The parser's errors, each at its line; a repeated key named with its field and first line. */
+  private syntaxErrors(): void {
+    const dups = this.doc.errors.some((e) => e.code === 'DUPLICATE_KEY') ? duplicateKeys(this.doc) : new Map();
+    for (const e of this.doc.errors) {
+      const p = this.lc.linePos(e.pos[0]);
+      const dup = e.code === 'DUPLICATE_KEY' ? dups.get(e.pos[0]) : undefined;
+      if (dup) {
+        const where = dup.parent === '' ? 'the manifest' : `'${dup.parent}'`;
+        this.errors.add('E-MAN-001', `duplicate key '${dup.key}' in ${where} (first given at line ${this.lc.linePos(dup.firstOffset).line})`, 'each key may appear once per mapping; remove or merge the duplicate', this.loc(dup.field, { line: p.line, column: p.col }));
+        continue;
+      }
+      const msg = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+      const hint =
+        e.code === 'DUPLICATE_KEY'
+          ? 'each key may appear once per mapping; remove or merge the duplicate'
+          : 'fix the YAML syntax at this position (check indentation, colons and quoting)';
+      this.errors.add('E-MAN-001', `YAML syntax error: ${msg}`, hint, { file: this.file, line: p.line, column: p.col });
+    }
   }
 
   private resolve(n: unknown): Node | null {
@@ -259,7 +225,7 @@ export class SchemaWalker {
     this.report(path, n ? this.pos(n) : keyPos, {
       code: 'E-MAN-003',
       message: `'${leafKey(path)}' must be ${TYPE_NAMES[spec.type]}, found ${describeNode(n)}`,
-      hint: `give ${TYPE_NAMES[spec.type]}${quoteHint}${spec.type === 'enum' && spec.values ? `: ${spec.values.join(', ')}` : ''}`,
+      hint: spec.type === 'integer' || spec.type === 'bytes' ? rangeHint(spec) : `give ${TYPE_NAMES[spec.type]}${quoteHint}${spec.type === 'enum' && spec.values ? `: ${spec.values.join(', ')}` : ''}`,
     });
     return undefined;
   }
@@ -311,11 +277,17 @@ export class SchemaWalker {
         }
         break;
       }
-      case 'integer':
+      case 'integer': {
+        if (!isScalar(n) || typeof n.value !== 'number') return this.typeError(spec, path, n, keyPos);
+        // Exactly as written: 2.0, 1e3 and 2^64 are not the integers they read as.
+        const exact = integerLiteral(n);
+        if (exact === undefined) return this.notDigits(spec, path, n);
+        if (!this.inRange(spec, path, p, exact, n.source)) return undefined;
+        value = Number(exact);
+        break;
+      }
       case 'number': {
-        if (!isScalar(n) || typeof n.value !== 'number' || !Number.isFinite(n.value) || (spec.type === 'integer' && !Number.isInteger(n.value))) {
-          return this.typeError(spec, path, n, keyPos);
-        }
+        if (!isScalar(n) || typeof n.value !== 'number' || !Number.isFinite(n.value)) return this.typeError(spec, path, n, keyPos);
         value = n.value;
         if (!this.inRange(spec, path, p, n.value)) return undefined;
         break;
@@ -325,11 +297,11 @@ export class SchemaWalker {
         value = n.value;
         break;
       case 'bytes': {
-        if (!isScalar(n)) return this.typeError(spec, path, n, keyPos);
-        const b = typeof n.value === 'number' && Number.isInteger(n.value) ? n.value : typeof n.value === 'string' ? parseBytes(n.value) : undefined;
-        if (b === undefined) return this.typeError(spec, path, n, keyPos);
-        value = b;
-        if (!this.inRange(spec, path, p, b)) return undefined;
+        if (!isScalar(n) || (typeof n.value !== 'number' && typeof n.value !== 'string')) return this.typeError(spec, path, n, keyPos);
+        const b = typeof n.value === 'number' ? integerLiteral(n) : parseBytes(n.value);
+        if (b === undefined) return typeof n.value === 'number' ? this.notDigits(spec, path, n) : this.typeError(spec, path, n, keyPos);
+        if (!this.inRange(spec, path, p, b, typeof n.value === 'string' ? n.value : n.source)) return undefined;
+        value = Number(b);
         break;
       }
       case 'object':
@@ -410,12 +382,19 @@ export class SchemaWalker {
     return out;
   }
 
-  private inRange(spec: FieldSpec, path: string, p: Position, v: number): boolean {
-    const lowOk = spec.min === undefined || (spec.minExclusive ? v > spec.min : v >= spec.min);
-    const highOk = spec.max === undefined || v <= spec.max;
-    if (lowOk && highOk) return true;
-    this.report(path, p, { code: 'E-MAN-006', message: `'${leafKey(path)}' is ${v}, out of range (${spec.validation})`, hint: `give ${spec.validation.replace(/^integer /, 'an integer ').replace(/^number /, 'a number ')}` });
+  /** Within the row's range; integers and byte sizes compared exactly, `written` as in the file. */
+  private inRange(spec: FieldSpec, path: string, p: Position, v: number | bigint, written?: string): boolean {
+    if (inRangeOf(spec, v)) return true;
+    this.report(path, p, { code: 'E-MAN-006', message: `'${leafKey(path)}' is ${written ?? String(v)}, out of range (${rangeText(spec)})`, hint: rangeHint(spec) });
     return false;
+  }
+
+  /** A number where an integer is expected that is not written as one (a fraction, an exponent). */
+  private notDigits(spec: FieldSpec, path: string, n: Node): undefined {
+    const src = isScalar(n) ? (n.source ?? String(n.value)) : '?';
+    const bytes = spec.type === 'bytes' ? ' (or a string like `512Mi`)' : '';
+    this.report(path, this.pos(n), { code: 'E-MAN-003', message: `'${leafKey(path)}' must be an integer written in digits${bytes}, found ${src}`, hint: rangeHint(spec) });
+    return undefined;
   }
 }
 

@@ -33,7 +33,7 @@ describe('capsule manifest: defaults', () => {
         limits: { memoryBytes: 512 * 1024 * 1024, deadlineSeconds: 600, hookDeadlineSeconds: 30 },
       },
       context: { seedBudget: 0.1, seedOverflowMargin: 0.1 },
-      lifecycle: { taskAcceptance: 'single', queueDepth: 1, conversation: 'stateless', maxTaskReopens: 1, delegationDeadlineSecs: 600 },
+      lifecycle: { taskAcceptance: 'single', queueDepth: 1, inputTimeoutSecs: 3600, conversation: 'stateless', maxTaskReopens: 1, delegationDeadlineSecs: 600 },
       observability: { otelHeaders: {} },
       trace: { includeToolOutput: false },
       kind: 'script',
@@ -189,7 +189,8 @@ describe('capsule manifest: each error kind names file, line, column, field and 
     const l = errorsOf('name: demo\nversion: 1\nname: again\n');
     const e = l.errors[0]!;
     expect(e.code).toBe('E-MAN-001');
-    expect(e.message).toContain('Map keys must be unique');
+    expect(e.message).toBe("duplicate key 'name' in the manifest (first given at line 1)");
+    expect(e.location?.field).toBe('name');
     expect(e.location?.line).toBe(3);
     expect(e.hint).toContain('each key may appear once');
   });
@@ -294,7 +295,7 @@ describe('capsule manifest: each error kind names file, line, column, field and 
     const l = errorsOf(`${MINIMAL}inference:\n  driver: {artifact: d}\n  model: m\n  max_turns: 0\n  compaction:\n    threshold: 1.5\ncontext:\n  seed_budget: -0.1\n`);
     const t = errorAt(l, 'inference.max_turns');
     expect(t.code).toBe('E-MAN-006');
-    expect(t.message).toBe("'max_turns' is 0, out of range (integer >= 1)");
+    expect(t.message).toBe("'max_turns' is 0, out of range (integer from 1 to 9007199254740991)");
     expect(t.location?.line).toBe(6);
     expect(errorAt(l, 'inference.compaction.threshold').message).toBe("'threshold' is 1.5, out of range (number in (0, 1])");
     expect(errorAt(l, 'context.seed_budget').location?.line).toBe(10);
