@@ -188,7 +188,7 @@ export function parseGrant(raw: string): NetworkGrant | GrantProblem {
   const sm = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(raw);
   if (sm) {
     const s = sm[1]!.toLowerCase();
-    if (s !== 'http' && s !== 'https') return problem(raw, `scheme '${s}' is not allowed; only http and https`);
+    if (s !== 'http' && s !== 'https') return problem(raw, `scheme '${s}' is not allowed; only http and https`, "write 'http://' or 'https://' before the host, or the host alone");
     scheme = s;
     rest = raw.slice(sm[0].length);
     // A URL with a path (an endpoint copied from inference.endpoint, e.g. https://api.openai.com/v1)

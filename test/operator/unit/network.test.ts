@@ -22,10 +22,42 @@ describe('network.allow classification', () => {
     ['api.example.com:8443', { kind: 'host', host: 'api.example.com', ports: [8443] }],
     ['https://API.example.com', { kind: 'host', host: 'api.example.com', ports: [443] }],
     ['http://x.example.com', { kind: 'host', host: 'x.example.com', ports: [80] }],
+    ['*.googleapis.com', { kind: 'host', host: '*.googleapis.com', ports: [80, 443] }],
+    ['https://*.googleapis.com', { kind: 'host', host: '*.googleapis.com', ports: [443] }],
+    ['*.example.com:8443', { kind: 'host', host: '*.example.com', ports: [8443] }],
   ])('%s', (raw, want) => expect(p(raw)).toMatchObject(want));
 
-  it.each(['ftp://x.com', 'https://x.com/path', 'x.com:99999', 'capsule://UPPER/x', '10.0.0.0/99', 'a b'])('refuses %s', (raw) => {
+  it.each(['ftp://x.com', 'https://x.com/path?q', 'x.com:99999', 'x.com:0', 'capsule://UPPER/x', '10.0.0.0/99', 'a b', '*', '*.com', 'a.*.example.com'])('refuses %s', (raw) => {
     expect(p(raw).kind).toBe('invalid');
+  });
+});
+
+describe('a wildcard grant renders like a hostname grant', () => {
+  it('kept as written in murmur.yaml, its ports opened to public addresses, named in the annotation', () => {
+    const r = translate({
+      capsule: { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'c', namespace: 'ns', uid: 'u' }, spec: {
+        artifacts: [{ name: 'd', version: '1.0.0', runtime: 'driver' as const }],
+        inference: { driver: { artifact: 'd' }, model: 'm', endpoint: 'https://api.anthropic.com' },
+        capabilities: { network: { allow: ['*.googleapis.com', 'https://*.storage.example.com:8443'] } },
+      } },
+      hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options: defaultOptions(),
+    });
+    expect(r.problems.filter((p) => p.fatal)).toEqual([]);
+    const cm = r.objects.find((o) => o.kind === 'ConfigMap') as any;
+    expect(cm.data['murmur.yaml']).toContain('allow:\n      - "*.googleapis.com"\n      - https://*.storage.example.com:8443\n');
+    const egress = r.objects.find((o) => o.metadata.name === 'c-egress') as any;
+    expect(egress.metadata.annotations['murmur.io/hostnames-enforced-by-runtime']).toBe('*.googleapis.com,https://*.storage.example.com:8443,https://api.anthropic.com');
+    const anyRule = egress.spec.egress.find((x: any) => x.to.some((t: any) => t.ipBlock?.cidr === '0.0.0.0/0'));
+    expect(anyRule.ports).toEqual([80, 443, 8443].map((port) => ({ protocol: 'TCP', port })));
+  });
+
+  it('a bad wildcard is a fatal InvalidNetworkAllow naming the field and index', () => {
+    const r = translate({
+      capsule: { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'c', namespace: 'ns', uid: 'u' }, spec: { capabilities: { network: { allow: ['ok.example.com', '*.com'] } } } },
+      hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options: defaultOptions(),
+    });
+    expect(r.problems).toContainEqual(expect.objectContaining({ reason: 'InvalidNetworkAllow', fatal: true, field: 'spec.capabilities.network.allow[1]' }));
+    expect(r.problems.find((p) => p.reason === 'InvalidNetworkAllow')!.message).toContain("a wildcard is '*.' before a domain of at least two labels");
   });
 });
 
