@@ -8,7 +8,7 @@
 import type http from 'node:http';
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
-import { RequestMalformedError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { ContentTypeNotSupportedError, RequestMalformedError, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { AuthError, type Authenticator, type Caller } from './auth.ts';
 import { METHODS_0_3, METHODS_1_0, VERSION_HEADER, normaliseVersion } from './wire.ts';
 
@@ -224,18 +224,49 @@ function jsonType(v: unknown): string {
 
 const REST_TYPES = ['application/json', 'application/a2a+json'];
 
+/** What is wrong with a path whose percent-escapes do not decode (the SDK's router would throw a 500). */
+export function badPathEscape(path: string): string | undefined {
+  for (const seg of path.split('/')) {
+    try {
+      decodeURIComponent(seg);
+    } catch {
+      const at = /%(?![0-9a-fA-F]{2})/.exec(seg)?.index;
+      const what = at !== undefined ? `'${seg.slice(at, at + 3)}' is not a percent-escape` : `the bytes of '${seg.slice(0, 80)}' are not UTF-8`;
+      return `path '${path.slice(0, 200)}' does not decode: ${what} (write a byte as %XX with two hex digits, text as UTF-8) [E-A2A-043]`;
+    }
+  }
+  return undefined;
+}
+
+/** A REST error body (the SDK's shape: `{error: {code, status, message, details}}`) with its status. */
+export function restFail(res: Response, status: number, error: Error): void {
+  res.setHeader('Content-Type', 'application/a2a+json');
+  res.status(status).json(toRestErrorBody(error, status));
+}
+
 /**
  * The HTTP+JSON front door, before the SDK's `restHandler`: the same body limit as JSON-RPC
  * (the SDK's own `express.json()` stops at 100 KB), the `A2A-Version` query parameter, and the
- * raw-message checks the SDK's decoder would skip. Errors are the SDK's REST error bodies.
+ * raw-message checks the SDK's decoder would skip. Errors are the SDK's REST error bodies. Two
+ * answers differ from the SDK's, to follow A2A 1.0's HTTP mapping: an unsupported Content-Type
+ * is 415 (the SDK says 400), and a path whose percent-escapes do not decode is 400 (the SDK's
+ * router throws, which reached express's error handler as a 500).
  */
 export function restDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>) {
   const parse = express.json({ limit: maxBody, type: REST_TYPES, strict: false });
   return (req: Request, res: Response, next: NextFunction) => {
-    const fail = (status: number, message: string) => {
-      res.setHeader('Content-Type', 'application/a2a+json');
-      res.status(status).json(toRestErrorBody(new RequestMalformedError(message), status));
-    };
+    const fail = (status: number, message: string) => restFail(res, status, new RequestMalformedError(message));
+    const badPath = badPathEscape(req.originalUrl.split('?', 1)[0]!);
+    if (badPath) {
+      req.resume();
+      return fail(400, badPath);
+    }
+    const rawType = req.header('content-type');
+    if (rawType !== undefined && !REST_TYPES.includes(rawType.split(';', 1)[0]!.trim().toLowerCase())) {
+      req.resume();
+      const message = `Content-Type '${rawType.slice(0, 100)}' is not supported: send the body as application/json or application/a2a+json [E-A2A-044]`;
+      return restFail(res, 415, new ContentTypeNotSupportedError(message));
+    }
     const v = requestedVersion(req);
     const version = normaliseVersion(v);
     if (v !== undefined && version) req.headers['a2a-version'] = version;
@@ -257,6 +288,22 @@ export function restDoor(maxBody: number, resOf: WeakMap<object, http.ServerResp
       resOf.set(req.headers, res);
       next();
     });
+  };
+}
+
+/**
+ * Errors thrown under /rest that the SDK's REST handler did not answer itself (its router's own,
+ * express's): answered in the REST binding's shape, never the JSON-RPC one. A client error keeps
+ * its status (400 for what the router could not read); anything else is a 500 without detail.
+ */
+export function restErrors() {
+  return (err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(err);
+    const status = (err as { status?: unknown }).status;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      return restFail(res, status, new RequestMalformedError(errMessage(err)));
+    }
+    restFail(res, 500, new Error('internal error'));
   };
 }
 

@@ -6,8 +6,10 @@
 import * as grpc from '@grpc/grpc-js';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { A2AService, grpcService, type UserBuilder } from '@a2a-js/sdk/server/grpc';
+import { GrpcVersionNotSupportedError, buildGrpcErrorMetadata } from '@a2a-js/sdk/errors/grpc';
 import { MurError } from '../errors.ts';
 import { ANONYMOUS, AuthError, type Authenticator, type Caller } from './auth.ts';
+import { normaliseVersion } from './wire.ts';
 
 export interface GrpcBinding {
   readonly port: number;
@@ -25,24 +27,48 @@ function metadataHeaders(md: grpc.Metadata): Record<string, string> {
 type AnyCall = grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>;
 
 /**
- * Every method of the SDK's service, behind authentication: a refused call ends UNAUTHENTICATED
- * before the SDK sees it (the SDK's user builder cannot refuse with that status); an accepted
- * call's caller is what the user builder hands the SDK.
+ * The refusal of a call whose `A2A-Version` this binding does not serve, or undefined when it is
+ * served (its spelling normalised in place: "1", "1.0.1" → "1.0", as on the HTTP bindings). The
+ * SDK refuses with FAILED_PRECONDITION; A2A 1.0's gRPC mapping of VersionNotSupportedError is
+ * UNIMPLEMENTED, which is what this answers (with the SDK's ErrorInfo details). Only 1.0 is served
+ * over gRPC; no header means 0.3.
+ */
+export function versionRefusal(md: grpc.Metadata): grpc.ServiceError | undefined {
+  const raw = md.get('a2a-version')[0]?.toString();
+  if (normaliseVersion(raw) === '1.0') {
+    md.set('a2a-version', '1.0');
+    return undefined;
+  }
+  const asked = raw === undefined ? 'no A2A-Version (= 0.3)' : `A2A-Version '${raw.slice(0, 40)}'`;
+  const error = new GrpcVersionNotSupportedError({
+    message: `${asked} is not served over gRPC: this binding speaks A2A 1.0 (send the metadata 'a2a-version: 1.0'); 0.3 is served over JSON-RPC [E-A2A-045]`,
+    status: grpc.status.UNIMPLEMENTED,
+  });
+  const metadata = buildGrpcErrorMetadata(grpc.Metadata, error) ?? new grpc.Metadata();
+  return Object.assign(new Error(error.message), { code: grpc.status.UNIMPLEMENTED, details: error.message, metadata });
+}
+
+/**
+ * Every method of the SDK's service, behind authentication and the version check: a refused
+ * call ends UNAUTHENTICATED (or UNIMPLEMENTED) before the SDK sees it (the SDK's user builder
+ * cannot refuse with that status); an accepted call's caller is what the user builder hands the SDK.
  */
 function guarded(impl: grpc.UntypedServiceImplementation, auth: Authenticator, callers: WeakMap<object, Caller>): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   for (const [name, fn] of Object.entries(impl)) {
     out[name] = ((call: AnyCall, callback?: grpc.sendUnaryData<unknown>) => {
+      const refuse = (err: Partial<grpc.ServiceError>) => {
+        if (callback) callback(err, null);
+        else (call as grpc.ServerWritableStream<unknown, unknown>).emit('error', err);
+      };
       auth.authenticate(metadataHeaders(call.metadata)).then(
         (caller) => {
+          const wrongVersion = versionRefusal(call.metadata);
+          if (wrongVersion) return refuse(wrongVersion);
           callers.set(call, caller);
           (fn as (c: AnyCall, cb?: grpc.sendUnaryData<unknown>) => void)(call, callback);
         },
-        (e: unknown) => {
-          const err = { code: grpc.status.UNAUTHENTICATED, details: e instanceof AuthError ? e.message : 'invalid credentials' };
-          if (callback) callback(err, null);
-          else (call as grpc.ServerWritableStream<unknown, unknown>).emit('error', err);
-        },
+        (e: unknown) => refuse({ code: grpc.status.UNAUTHENTICATED, details: e instanceof AuthError ? e.message : 'invalid credentials' }),
       );
     }) as grpc.UntypedHandleCall;
   }

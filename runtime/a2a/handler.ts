@@ -36,6 +36,7 @@ import type { TaskOrigin, TaskTrust } from './executor.ts';
 import { messageText, parseOriginTrust, validTraceparent } from './wire.ts';
 import type { StreamSink } from './stream.ts';
 import type { Push } from './push.ts';
+import { PushQuota } from './push-limits.ts';
 import { TaskMachine, ownerKey, taskNotFound, type TaskRecord } from './tasks.ts';
 import type { RemoteTasks } from './replicas.ts';
 import { fromCoreState } from './wire.ts';
@@ -53,6 +54,8 @@ export interface HandlerOptions {
   sinkOf?: (context: ServerCallContext) => StreamSink | undefined;
   /** Push notifications (push.ts); without it every push method is PushNotificationNotSupported. */
   push?: Push;
+  /** Bounds on push configs (push-limits.ts). Default: the default bounds. */
+  pushQuota?: PushQuota;
   /**
    * Replicas on a shared store (replicas.ts): a task not live here may run on another replica,
    * which then takes its cancel, its input reply and its streams. Without it, a task not live here
@@ -144,6 +147,7 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
   const { machine } = o;
   const originTrust = o.originTrust ?? ((c: ServerCallContext) => parseOriginTrust(headersOf(c)));
   const sinkOf = o.sinkOf ?? (() => undefined);
+  const quota = o.pushQuota ?? new PushQuota();
 
   /** The caller's own live task, or the A2A not-found error. */
   function liveRec(id: string, context: ServerCallContext): TaskRecord {
@@ -193,7 +197,9 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
     const pushConfig = params.configuration?.taskPushNotificationConfig;
     if (pushConfig) {
       if (!o.push) throw new PushNotificationNotSupportedError('push notifications are not supported; use message/stream or tasks/get');
+      quota.checkUrl(pushConfig.url);
       o.push.check(pushConfig);
+      quota.checkCaller(ownerKey(context));
     }
     const { origin, trust } = originTrust(context);
     const rec = machine.create({ message: m, origin, trust, traceparent: validTraceparent(headersOf(context)['traceparent']), caller: context });
@@ -203,7 +209,10 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
       return {
         rec,
         go: () => {
-          void o.push!.store.save(rec.id, context, cfg).then(() => machine.admit(rec));
+          void o.push!.store.save(rec.id, context, cfg).then(() => {
+            quota.count(rec.owner, rec.id, 1);
+            machine.admit(rec);
+          });
         },
       };
     }
@@ -213,6 +222,21 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
   function pushOf(): Push {
     if (!o.push) throw new PushNotificationNotSupportedError('push notifications are not supported; use message/stream or tasks/get');
     return o.push;
+  }
+
+  /** Whether a task of the caller's still runs here, so its push configs may still be used. */
+  function pushes(taskId: string, context: ServerCallContext): boolean {
+    const rec = machine.find(taskId, context);
+    return rec !== undefined && !rec.final;
+  }
+
+  /**
+   * A config id, or the default one: under A2A 0.3 a config set, read or deleted without an id
+   * has the task's id (the 0.3 SDKs and TCK do so; 1.0 leaves the id to the server, which the
+   * store makes a UUID).
+   */
+  function configId(id: string | undefined, taskId: string, context: ServerCallContext): string | undefined {
+    return !id && context.requestedVersion === '0.3' ? taskId : id;
   }
 
   /** The caller's own task (live or stored), or not found: a config is only set on one's own task. */
@@ -322,16 +346,19 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
     async createTaskPushNotificationConfig(params, context): Promise<TaskPushNotificationConfig> {
       const push = pushOf();
       await ownTask(params.taskId, context);
+      quota.checkUrl(params.url);
       push.check(params);
-      const cfg = { ...params };
-      await push.store.save(params.taskId, context, cfg); // assigns cfg.id when empty
+      const cfg = { ...params, id: configId(params.id, params.taskId, context) ?? '' };
+      // The store assigns cfg.id when it is still empty.
+      await quota.save(push.store, cfg, context, ownerKey(context), pushes(params.taskId, context));
       return cfg;
     },
     async getTaskPushNotificationConfig(params, context): Promise<TaskPushNotificationConfig> {
       const push = pushOf();
       await ownTask(params.taskId, context);
-      const found = (await push.store.load(params.taskId, context)).find((c) => c.id === params.id);
-      if (!found) throw new TaskNotFoundError({ message: `no push notification config '${params.id}' on task '${params.taskId}'`, metadata: { taskId: params.taskId } });
+      const id = configId(params.id, params.taskId, context);
+      const found = (await push.store.load(params.taskId, context)).find((c) => c.id === id);
+      if (!found) throw new TaskNotFoundError({ message: `no push notification config '${id}' on task '${params.taskId}'`, metadata: { taskId: params.taskId } });
       return found;
     },
     async listTaskPushNotificationConfigs(params, context): Promise<ListTaskPushNotificationConfigsResponse> {
@@ -342,7 +369,8 @@ export function createHandler(o: HandlerOptions): A2ARequestHandler {
     async deleteTaskPushNotificationConfig(params, context): Promise<void> {
       const push = pushOf();
       await ownTask(params.taskId, context);
-      await push.store.delete(params.taskId, context, params.id);
+      const id = configId(params.id, params.taskId, context);
+      await quota.delete(push.store, params.taskId, id, context, ownerKey(context), pushes(params.taskId, context));
     },
   };
 }

@@ -19,13 +19,15 @@ import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { MurError } from '../errors.ts';
 import type { TaskExecutor } from './executor.ts';
 import { buildCardJson, buildCoreCard, cardVariants, etagMatches, type AgentCardInput, type CardEndpoints } from './card.ts';
-import { authDoor, frontDoor, requestedVersion, restDoor, rpcErrorBody } from './front-door.ts';
+import { authDoor, frontDoor, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
 import type { GrpcBinding } from './grpc.ts';
 import { normaliseVersion } from './wire.ts';
 import { createHandler, headersOf } from './handler.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
 import { TaskMachine, type TaskAcceptance, type TaskRecord } from './tasks.ts';
 import { createPush, type PushOptions } from './push.ts';
+import { PushQuota, type PushLimits } from './push-limits.ts';
+import { applyConnectionLimits, resolveLimits, serverOptions, type ConnectionLimits } from './connection-limits.ts';
 import type { RemoteTasks } from './replicas.ts';
 import type { StreamResponse } from '@a2a-js/sdk';
 
@@ -61,11 +63,17 @@ export interface A2AServerOptions {
   auth?: Authenticator;
   /**
    * Push notifications: webhooks may only point where `allow` (the capsule's
-   * capabilities.network.allow) lets the capsule connect. Default: not supported (-32003).
+   * capabilities.network.allow) lets the capsule connect; `limits` bounds the configs
+   * (push-limits.ts: 10 per task, 100 per caller, URLs of 2048 characters). Default: not supported (-32003).
    */
-  push?: PushOptions;
+  push?: PushOptions & { limits?: PushLimits };
   /** Largest accepted request body. Default 1 MiB. */
   maxBodyBytes?: number;
+  /**
+   * Budgets of the HTTP connections (connection-limits.ts): headers 10 s, whole request 30 s,
+   * keep-alive 65 s, 256 connections per remote address.
+   */
+  limits?: ConnectionLimits;
   /** Finished tasks kept live in memory (oldest dropped first; the task store keeps them). Default 1000. */
   maxStoredTasks?: number;
   /** Bytes of content (text, files, data) those finished tasks keep in memory at most. Default 4 MiB (live-tasks.ts). */
@@ -138,9 +146,15 @@ function errMessage(e: unknown): string {
 export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer> {
   const host = opts.host ?? '127.0.0.1';
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
+  const limits = resolveLimits(opts.limits);
   const push = opts.push ? createPush(opts.push) : undefined;
+  const pushQuota = new PushQuota(opts.push?.limits);
+  const onEvent = (rec: TaskRecord, resp: StreamResponse) => {
+    push!.deliver(rec.id, rec.ownerContext, resp);
+    if (rec.final) pushQuota.ended(rec.owner, rec.id);
+  };
   const machine = new TaskMachine({
-    ...(push ? { onEvent: (rec: TaskRecord, resp: StreamResponse) => push.deliver(rec.id, rec.ownerContext, resp) } : {}),
+    ...(push ? { onEvent } : {}),
     executor: opts.executor,
     acceptance: opts.acceptance,
     queueDepth: opts.queueDepth ?? 16,
@@ -162,8 +176,8 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  const server = http.createServer(app);
-  server.keepAliveTimeout = 65_000;
+  const server = http.createServer(serverOptions(limits), app);
+  const dropRefused = applyConnectionLimits(server, limits);
   await new Promise<void>((resolve, reject) => {
     const onErr = (e: NodeJS.ErrnoException) =>
       reject(
@@ -199,7 +213,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     machine,
     ...(remote ? { remote } : {}),
     card: buildCoreCard(cardInput, endpoints),
-    ...(push ? { push } : {}),
+    ...(push ? { push, pushQuota } : {}),
     originTrust: (context) => auth.originTrust(context.user as Caller | undefined, headersOf(context)),
     sinkOf: (context) => resOf.get(context.state.get('headers') as object),
   });
@@ -237,6 +251,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       rest ??= restHandler({ requestHandler: handler, userBuilder });
       rest(req, res, next);
     });
+    app.use('/rest', restErrors());
   }
   app.post('/', authDoor(auth, callers, 'jsonrpc'), frontDoor(maxBody, resOf, () => machine.isDraining()));
   app.use(jsonRpcHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
@@ -275,6 +290,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       await new Promise<void>((r) => {
         server.close(() => r());
         server.closeAllConnections();
+        dropRefused();
       });
     },
   };

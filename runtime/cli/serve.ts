@@ -23,6 +23,9 @@ import { describeConnectError } from '../a2a/store-connect.ts';
 import { ReplicaBus } from '../a2a/replica-bus.ts';
 import { claimingStore } from '../a2a/task-runners.ts';
 import { replicate } from '../a2a/replicas.ts';
+import { LIMIT_DEFAULTS, type ConnectionLimits } from '../a2a/connection-limits.ts';
+import { PUSH_LIMIT_DEFAULTS, type PushLimits } from '../a2a/push-limits.ts';
+import { envNonNegative } from '../env-number.ts';
 
 const RESTARTED = 'the runtime restarted (mur serve stopped without finishing this task: killed, crashed or its node lost); send the message again';
 
@@ -69,6 +72,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const reviewer = flags['token-review'] === true ? (await import('../a2a/token-review.ts')).tokenReviewVerifier : undefined;
   const { auth, notice } = serveAuth(flags, host, publicUrl, reviewer);
   const grpcPort = Number(flags['grpc-port']);
+  // Read before staging: a bad value is refused at once, not after the capsule is opened.
+  const limits = a2aLimitsFromEnv(process.env);
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
   const m = staged.manifest;
   clock.mark('stage');
@@ -125,7 +130,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     publicUrl: flags['public-url'] as string | undefined,
     auth,
     // Webhooks may only go where the capsule itself may connect.
-    push: { allow: m.capabilities.network.allow, ...(store ? { store: store.push } : {}) },
+    push: { allow: m.capabilities.network.allow, limits: limits.push, ...(store ? { store: store.push } : {}) },
+    limits: limits.connections,
     ...(store ? { taskStore: bus ? claimingStore(store.tasks, store.db, bus.id) : store.tasks } : {}),
     ...(store && bus ? { replicate: (machine) => replicate(machine, bus, store.db, RESTARTED) } : {}),
     ...(grpcPort > 0 ? { grpcPort } : {}),
@@ -301,5 +307,24 @@ export function serveAuth(
       trustedCallers,
     }),
     notice,
+  };
+}
+
+/** The A2A server's connection and push limits from the environment (docs/a2a.md "Limits"); unset = the default. */
+export function a2aLimitsFromEnv(env: NodeJS.ProcessEnv): { connections: ConnectionLimits; push: PushLimits } {
+  const n = (name: string, def: number, unit: string) =>
+    envNonNegative(env, name, def, { code: 'E-A2A-040', unit, hint: `unset ${name} for the default (${def}), or give a whole number; 0 turns it off` });
+  return {
+    connections: {
+      headersTimeoutMs: n('MURMUR_A2A_HEADERS_TIMEOUT_MS', LIMIT_DEFAULTS.headersTimeoutMs, 'milliseconds'),
+      requestTimeoutMs: n('MURMUR_A2A_REQUEST_TIMEOUT_MS', LIMIT_DEFAULTS.requestTimeoutMs, 'milliseconds'),
+      keepAliveTimeoutMs: n('MURMUR_A2A_KEEPALIVE_TIMEOUT_MS', LIMIT_DEFAULTS.keepAliveTimeoutMs, 'milliseconds'),
+      maxConnectionsPerClient: n('MURMUR_A2A_MAX_CONNECTIONS_PER_CLIENT', LIMIT_DEFAULTS.maxConnectionsPerClient, 'connections'),
+    },
+    push: {
+      maxConfigsPerTask: n('MURMUR_A2A_PUSH_MAX_CONFIGS_PER_TASK', PUSH_LIMIT_DEFAULTS.maxConfigsPerTask, 'configs'),
+      maxConfigsPerCaller: n('MURMUR_A2A_PUSH_MAX_CONFIGS_PER_CALLER', PUSH_LIMIT_DEFAULTS.maxConfigsPerCaller, 'configs'),
+      maxUrlLength: n('MURMUR_A2A_PUSH_MAX_URL_LENGTH', PUSH_LIMIT_DEFAULTS.maxUrlLength, 'characters'),
+    },
   };
 }
