@@ -26,15 +26,12 @@
  * 2. the freed memory goes back to the kernel in one call of the native addon
  *    (runtime/native/memory.c: `malloc_trim(0)`, which Node does not expose). Without the addon
  *    (not built: no C compiler; not glibc) this step is skipped and nothing fails: the runtime is
- *    the same, with the higher idle RSS. The addon is looked for beside this module
- *    (`native/memory.node`, sources and dist/) and one folder up (the image's bundle in
- *    dist/runtime/cli/).
+ *    the same, with the higher idle RSS (runtime/native-addon.ts loads it).
  * Both run on the main thread while the process is idle (≈ 20–60 ms, once per idle period).
  */
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { nativeAddon } from './native-addon.ts';
+
+export { addonPath } from './native-addon.ts';
 
 /** What one release did, and the process's RSS around it. */
 export interface Released {
@@ -51,32 +48,9 @@ export interface Released {
 /** A release runs this long after the last part let something go (several stop within a moment of one another). */
 export const SETTLE_MS = 1000;
 
-interface Addon {
-  trim(): boolean;
-}
-
-let addon: Addon | null | undefined;
-
-/** The addon's path, or undefined when it is not built. */
-export function addonPath(): string | undefined {
-  const here = dirname(fileURLToPath(import.meta.url));
-  return [join(here, 'native', 'memory.node'), join(here, '..', 'native', 'memory.node')].find((p) => existsSync(p));
-}
-
-function load(): Addon | null {
-  if (addon !== undefined) return addon;
-  const path = addonPath();
-  try {
-    addon = path ? (createRequire(import.meta.url)(path) as Addon) : null;
-  } catch {
-    addon = null; // built for another platform or C library: run without it
-  }
-  return addon;
-}
-
 /** Whether freed memory can be returned here (the addon is built and loads). */
 export function canRelease(): boolean {
-  return load() !== null;
+  return nativeAddon() !== null;
 }
 
 type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
@@ -98,7 +72,7 @@ function lastResortGc(): void {
 export function releaseFreedMemory(after: string[] = []): Released {
   const rssBefore = process.memoryUsage.rss();
   lastResortGc();
-  const a = load();
+  const a = nativeAddon();
   const returned = a?.trim() ?? false;
   return { addon: a !== null, returned, rssBefore, rssAfter: process.memoryUsage.rss(), after };
 }
