@@ -16,6 +16,7 @@ import type { StreamResponse, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { InMemoryPushNotificationStore, V1PushNotificationSerializer, type PushNotificationStore, type ServerCallContext } from '@a2a-js/sdk/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { isUrlAllowed, networkPolicyError } from '../net/allowlist.ts';
+import { holdSecret } from '../secrets.ts';
 
 export interface PushOptions {
   /** The capsule's `capabilities.network.allow`: webhooks may only go where the capsule may connect. */
@@ -73,6 +74,16 @@ export function createPush(o: PushOptions): Push {
     const headers: Record<string, string> = { 'content-type': contentType };
     if (config.authentication?.scheme) headers['authorization'] = `${config.authentication.scheme} ${config.authentication.credentials ?? ''}`.trim();
     else if (config.token) headers['x-a2a-notification-token'] = config.token;
+    // Held for redaction (secrets.ts) while it is sent, its attempts' spans ending meanwhile.
+    const release = holdSecret(config.authentication?.credentials ?? config.token);
+    try {
+      await attemptAll(config, headers, body);
+    } finally {
+      release();
+    }
+  }
+
+  async function attemptAll(config: TaskPushNotificationConfig, headers: Record<string, string>, body: string): Promise<void> {
     let wait = backoffMs;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       const outcome = await tracer.startActiveSpan('a2a.push.deliver', async (span) => {

@@ -19,6 +19,7 @@ import type { PushNotificationStore, TaskStore } from '@a2a-js/sdk/server';
 import { DatabasePushNotificationStore, DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
 import { failOrphans } from './task-runners.ts';
 import { MurError } from '../errors.ts';
+import { holdSecret } from '../secrets.ts';
 import { conversationTable } from './conversation-table.ts';
 import { migrateMurmur } from './murmur-schema.ts';
 import { connectBudgetSecs, withConnectRetries, type RetryReport } from './store-connect.ts';
@@ -50,6 +51,13 @@ export function parseStoreUrl(value: string, cwd = process.cwd()): { kind: Store
       u = new URL(v);
     } catch {
       throw new MurError('E-STORE-001', `store URL is not a URL: ${redact(v)}`, { hint: 'postgresql://user:password@host:5432/database' });
+    }
+    // Held for redaction (secrets.ts): a driver error quoting the URL reaches no output.
+    holdSecret(u.password);
+    try {
+      holdSecret(decodeURIComponent(u.password));
+    } catch {
+      // a stray % stays as written: the verbatim form is held
     }
     return { kind: 'postgres', url: v, where: `postgresql://${u.host}${u.pathname}` };
   }

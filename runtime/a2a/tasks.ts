@@ -28,6 +28,7 @@ import {
   type TaskState,
   type TaskTrust,
 } from './executor.ts';
+import { redactedEvents, redactedOutcome } from './redaction.ts';
 import { agentMessage, artifact as mkArtifact, dataPart, messageText, textPart, toCoreState } from './wire.ts';
 import { Subscriber, type StreamSink, type SubscriberBounds } from './stream.ts';
 import { DEFAULT_MAX_LIVE_BYTES, evictions, retainedBytes } from './live-tasks.ts';
@@ -633,13 +634,14 @@ export class TaskMachine {
     };
     let outcome: TaskOutcome;
     try {
-      outcome = await this.o.executor(ctx, this.events_(rec));
+      outcome = await this.o.executor(ctx, redactedEvents(this.events_(rec)));
       if (!outcome || !['completed', 'failed', 'canceled', 'rejected'].includes(outcome.state)) {
         outcome = { state: 'failed', reason: `executor returned an invalid outcome: ${JSON.stringify(outcome)}` };
       }
     } catch (e) {
       outcome = { state: 'failed', reason: errMessage(e) };
     }
+    outcome = redactedOutcome(outcome);
     if (!rec.final) this.finalize(rec, outcome.state, outcome.state === 'completed' ? outcome.text : (outcome.reason ?? outcome.text));
     this.running = undefined;
     if (this.o.acceptance === 'single') this.resolveDone();

@@ -3,6 +3,8 @@ import { isMurError } from '../errors.ts';
 import { takeInferenceKey } from '../host/inference-key.ts';
 import { isMurErrorList } from '../manifest/errors.ts';
 import { UsageError } from './args.ts';
+import { redactProcessOutput } from './redacted-output.ts';
+import { protectStartupSecrets } from './startup-secrets.ts';
 
 // Each command's module is imported when that command runs: `mur --help` or `mur trace` must not
 // load the agent loop, the A2A server and OpenTelemetry (≈ 200 modules) to print a page.
@@ -73,9 +75,12 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
 
 const invokedDirectly = process.argv[1] && /[\\/](main\.(ts|js)|mur)$/.test(process.argv[1]);
 if (invokedDirectly || process.env.MUR_CLI === '1') {
-  // First of all: the provider key leaves process.env before anything can be spawned.
+  // First of all: the provider key leaves process.env before anything can be spawned, and every
+  // secret the process was started with leaves what the kernel shows of it (process-guard.ts).
+  redactProcessOutput();
   try {
-    takeInferenceKey();
+    const warnings = protectStartupSecrets(takeInferenceKey());
+    if (process.argv[2] === 'run' || process.argv[2] === 'serve') for (const w of warnings) console.error(`mur: ${w}`);
   } catch (e) {
     console.error(`mur: ${e instanceof Error ? e.message : String(e)}`);
     process.exit(1);

@@ -14,6 +14,8 @@ export interface Grants {
   logFile?: string | undefined;
   /** Stop writing the log past this size (bytes). */
   logLimitBytes?: number;
+  /** Secrets the guest is given (the driver's provider key): redacted from its log file (runtime/secrets.ts). */
+  secrets?: string[];
 }
 
 export type { NetworkDenial };

@@ -12,6 +12,7 @@ import * as filesystem from '@bytecodealliance/preview2-shim/filesystem';
 import * as sockets from '@bytecodealliance/preview2-shim/sockets';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';
 import { isAllowed } from '../net/allowlist.ts';
+import { holdSecret, holdsSecrets, redact } from '../secrets.ts';
 import type { Grants, NetworkDenial } from './protocol.ts';
 
 /** Grants a pre-instantiated spare runs under until its instance binds the real ones: nothing. */
@@ -93,6 +94,8 @@ let wallClock: ReturnType<typeof plainWallClock> | undefined;
 export function wasiImports(g: Grants, component: string, onDenied?: (d: NetworkDenial) => void): Record<string, unknown> {
   allowRustWrites();
   wallClock ??= plainWallClock();
+  // This thread's redactor learns the secrets its guests were given (each thread has its own).
+  for (const secret of g.secrets ?? []) holdSecret(secret);
   const out = logStream(g.logFile, g.logLimitBytes ?? 10 * 1048576);
   const shim = new WASIShim({
     sandbox: {
@@ -120,8 +123,9 @@ function logStream(file: string | undefined, limit: number): unknown {
       return 0;
     }
   })();
-  const write = (buf: Uint8Array): void => {
+  const write = (given: Uint8Array): void => {
     if (!file || written >= limit) return;
+    const buf = redactedBytes(given);
     const room = limit - written;
     const chunk = buf.length > room ? buf.subarray(0, room) : buf;
     appendFileSync(file, chunk);
@@ -139,6 +143,17 @@ function logStream(file: string | undefined, limit: number): unknown {
     subscribe: () => real.subscribe(),
   });
   return s;
+}
+
+/**
+ * A guest's log write with the secrets this thread holds redacted. A write is one guest print (a
+ * secret split across two writes is not seen); unchanged output stays the very bytes written.
+ */
+function redactedBytes(buf: Uint8Array): Uint8Array {
+  if (!holdsSecrets()) return buf;
+  const text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString('utf8');
+  const safe = redact(text);
+  return safe === text ? buf : Buffer.from(safe);
 }
 
 /**

@@ -8,6 +8,7 @@
  */
 import { ComponentInstance, ComponentThread, componentIdleMs, componentSpinUs, componentThreads, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
 import { heldInferenceKey } from '../host/inference-key.ts';
+import { holdSecret } from '../secrets.ts';
 import { driverRetireGrowth } from '../host/retire.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
@@ -108,12 +109,14 @@ export class SessionComponents {
         // as in the reference runtime), else the runtime's environment (or the key file) — never
         // from a file in the workdir; `mur` takes it out of process.env at start (host/inference-key.ts).
         const key = inf.apiKey !== undefined ? resolveApiKey(inf.apiKey, this.hostEnv, this.staged.manifest.file) : this.hostEnv.MURMUR_INFERENCE_API_KEY ?? heldInferenceKey();
+        // Held for redaction (secrets.ts): a provider quoting it in an error body reaches no trace or answer.
+        holdSecret(key);
         if (key) env.MURMUR_INFERENCE_API_KEY = key;
         if (inf.driver.config) env.MURMUR_INFERENCE_DRIVER_CONFIG = JSON.stringify(inf.driver.config);
         const wd = this.staged.workdir.dir;
         return new ComponentInstance(c, {
           // The driver alone may reach the provider, and nothing else; it sees no files.
-          grants: { preopen: undefined, env: { ...guestEnv(d.grant.env.allow, this.hostEnv), ...env }, networkAllow: [`${dest.scheme}://${dest.host.includes(":") ? `[${dest.host}]` : dest.host}:${dest.port}`], logFile: logFileFor(wd, 'driver', d.name) },
+          grants: { preopen: undefined, env: { ...guestEnv(d.grant.env.allow, this.hostEnv), ...env }, ...(key ? { secrets: [key] } : {}), networkAllow: [`${dest.scheme}://${dest.host.includes(":") ? `[${dest.host}]` : dest.host}:${dest.port}`], logFile: logFileFor(wd, 'driver', d.name) },
           imports: { 'murmur:text/chunks': this.chunks() },
           onNetworkDenied: this.denied('driver', d.name),
           deadlineMs: d.grant.limits.deadlineSeconds * 1000,

@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MurError } from '../errors.ts';
+import { holdSecret } from '../secrets.ts';
 
 export interface Credentials {
   username: string;
@@ -39,6 +40,17 @@ function matches(key: string, registry: string): boolean {
 }
 
 export function credentialsFor(registry: string, env: NodeJS.ProcessEnv = process.env): Credentials | undefined {
+  const c = readCredentials(registry, env);
+  // Held for redaction (secrets.ts), the password and the Basic header value made of it: a registry
+  // quoting either in an error body reaches no output.
+  if (c) {
+    holdSecret(c.password);
+    holdSecret(Buffer.from(`${c.username}:${c.password}`).toString('base64'));
+  }
+  return c;
+}
+
+function readCredentials(registry: string, env: NodeJS.ProcessEnv): Credentials | undefined {
   if (env.MURMUR_OCI_USERNAME !== undefined && env.MURMUR_OCI_PASSWORD !== undefined) {
     return { username: env.MURMUR_OCI_USERNAME, password: env.MURMUR_OCI_PASSWORD, from: 'MURMUR_OCI_USERNAME/MURMUR_OCI_PASSWORD' };
   }

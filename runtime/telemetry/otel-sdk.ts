@@ -21,6 +21,7 @@ import {
   type Telemetry,
   type TelemetryOptions,
 } from './otel.ts';
+import { holdsSecrets, redact, redactDeep } from '../secrets.ts';
 
 export { InMemorySpanExporter, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 
@@ -41,7 +42,7 @@ function buildTelemetry(o: TelemetryOptions, resolved: ResolvedEndpoint | undefi
     return TELEMETRY_OFF;
   }
   const exporter = new GuardedExporter(inner, warn, o.onExport, resolved?.url ?? 'the span exporter');
-  const processor: SpanProcessor = o.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter, o.batch);
+  const processor: SpanProcessor = new RedactingProcessor(o.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter, o.batch));
   const provider = new BasicTracerProvider({ resource: resourceFromAttributes(resourceAttributes(o)), spanProcessors: [processor] });
   const tracer = provider.getTracer(INSTRUMENTATION_SCOPE);
   let stopped: Promise<void> | undefined;
@@ -100,6 +101,49 @@ class GuardedExporter implements SpanExporter {
   forceFlush(): Promise<void> {
     return this.inner.forceFlush?.().catch(() => {}) ?? Promise.resolve();
   }
+}
+
+/**
+ * Redacts each span as it ends, before the batch holds it (runtime/secrets.ts): a secret held only
+ * while it is used (a push webhook's token) is still known then, not at the export seconds later.
+ */
+class RedactingProcessor implements SpanProcessor {
+  constructor(private readonly inner: SpanProcessor) {}
+  onStart(...a: Parameters<SpanProcessor['onStart']>): void {
+    this.inner.onStart(...a);
+  }
+  onEnd(span: ReadableSpan): void {
+    this.inner.onEnd(holdsSecrets() ? redactedSpan(span) : span);
+  }
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush();
+  }
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+}
+
+/**
+ * The span as exported, with every secret the runtime holds redacted from its name, attributes,
+ * events, links and status message (runtime/secrets.ts). A view over the ended span (its methods,
+ * resource and scope come through the prototype), so the SDK's own object is left as it was.
+ */
+function redactedSpan(span: ReadableSpan): ReadableSpan {
+  // Events and links are the SDK's plain objects: redactDeep returns the very same one when it holds no secret.
+  const name = redact(span.name);
+  const attributes = redactDeep(span.attributes);
+  const events = redactDeep(span.events);
+  const links = redactDeep(span.links);
+  const status = span.status.message === undefined ? span.status : { ...span.status, message: redact(span.status.message) };
+  const same = name === span.name && attributes === span.attributes && events === span.events && links === span.links && status.message === span.status.message;
+  if (same) return span;
+  return Object.create(span, {
+    name: { value: name },
+    attributes: { value: attributes },
+    events: { value: events },
+    links: { value: links },
+    status: { value: status },
+  }) as ReadableSpan;
 }
 
 async function bounded(p: Promise<unknown>, ms: number): Promise<void> {

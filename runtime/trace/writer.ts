@@ -4,9 +4,12 @@
  * written and readers (`mur trace`) can follow a live session. The file stays open for the writer's
  * life (opened on the first line, in append mode): opening and closing it for every line was a
  * third of the writer's time on the main thread in a CPU profile of `mur serve` (issue 18).
- * Listeners see every event as it is written (metrics and spans hang off this).
+ * Listeners see every event as it is written (metrics and spans hang off this). Every secret the
+ * runtime holds is redacted from a line before it is written or handed to a listener
+ * (runtime/secrets.ts): a provider's error body quoting the key reaches the trace as `[redacted]`.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
+import { redact, redactDeep } from '../secrets.ts';
 
 export type TraceEvent = Record<string, unknown> & { event_type: string };
 export type TraceListener = (e: TraceEvent & { session_id: string; timestamp: number; seq: number }) => void;
@@ -34,9 +37,15 @@ export class TraceWriter {
 
   write(eventType: string, fields: Record<string, unknown> = {}): void {
     if (this.closed) return;
-    const line = { event_type: eventType, session_id: this.sessionId, timestamp: Date.now(), seq: ++this.seq, ...dropUndefined(fields) };
+    let line = { event_type: eventType, session_id: this.sessionId, timestamp: Date.now(), seq: ++this.seq, ...dropUndefined(fields) };
+    let text = JSON.stringify(line);
+    // One search of the serialized line; the event is rebuilt only when it holds a secret.
+    if (redact(text) !== text) {
+      line = redactDeep(line);
+      text = JSON.stringify(line);
+    }
     this.fd ??= openSync(this.path, 'a');
-    const bytes = Buffer.from(JSON.stringify(line) + '\n');
+    const bytes = Buffer.from(text + '\n');
     // A write to a regular file may be short (a full disk): the rest goes after it, or the error is thrown.
     for (let off = 0; off < bytes.length; ) off += writeSync(this.fd, bytes, off);
     for (const l of this.listeners) {

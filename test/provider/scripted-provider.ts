@@ -62,8 +62,11 @@ export interface ScriptTurn {
   /** Anthropic terms; default `tool_use` with tool calls, else `end_turn`. OpenAI: stop/tool_calls/length/content_filter. */
   stop?: StopKind;
   usage?: ScriptUsage;
-  /** Answer with an HTTP error in the API's own error shape. */
-  error?: { status: number; type?: string; message?: string; retryAfter?: number };
+  /**
+   * Answer with an HTTP error in the API's own error shape. `echoKey`: the message ends with the key
+   * the request carried (`x-api-key` or the bearer token), as some providers quote it back.
+   */
+  error?: { status: number; type?: string; message?: string; retryAfter?: number; echoKey?: boolean };
   /** Streaming only: send the opening event(s), then an error event (Anthropic `event: error`; OpenAI `data: {"error":…}`). */
   streamError?: { type?: string; message?: string };
   /** Streaming: send every content event, then end the response without the final ones (Anthropic `message_delta`/`message_stop`; OpenAI the `finish_reason` chunk and `[DONE]`), as a dropped connection does. */
@@ -542,7 +545,9 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
       const e = turn.error;
       const type = e.type ?? ERROR_TYPE_BY_STATUS[e.status] ?? 'api_error';
       const extra: Record<string, string> = e.retryAfter !== undefined ? { 'retry-after': String(e.retryAfter) } : {};
-      return sendError(api, reject(e.status, type, e.message ?? `scripted ${e.status} ${type}`, null, api === 'openai' ? type : null), extra);
+      const sent = headers['x-api-key'] ?? headers.authorization?.replace(/^Bearer /, '') ?? '';
+      const message = `${e.message ?? `scripted ${e.status} ${type}`}${e.echoKey ? `: ${sent}` : ''}`;
+      return sendError(api, reject(e.status, type, message, null, api === 'openai' ? type : null), extra);
     }
 
     const b = body as Record<string, unknown>;

@@ -54,7 +54,7 @@ function elfInterpreter(file: string): string {
   throw new Error(`${file} names no ELF interpreter (statically linked?): the image's protection needs a dynamically linked node`);
 }
 
-function runtimeStandIn(loaderMode: number): Promise<Report> {
+function runtimeStandIn(loaderMode: number, guard = false): Promise<Report> {
   const node = path.join(dir, 'node');
   copyFileSync(process.execPath, node);
   chmodSync(node, 0o755);
@@ -78,7 +78,7 @@ function runtimeStandIn(loaderMode: number): Promise<Report> {
       loaderCopy, loader, node, FIXTURE],
     {
       cwd: REPO,
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: workdir, MURMUR_INFERENCE_API_KEY: KEY, KEYLEAK_WORKDIR: workdir },
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: workdir, MURMUR_INFERENCE_API_KEY: KEY, KEYLEAK_WORKDIR: workdir, ...(guard ? { KEYLEAK_GUARD: '1' } : {}) },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -98,6 +98,27 @@ describe('provider key leak', () => {
     expect(process.getuid?.(), 'run this suite as root: it starts the runtime stand-in as uid 65534').toBe(0);
   });
 
+  /** Every attempt's output is free of the key; on a failure, says which /proc entry gave it away. */
+  function expectNoKey(r: Report): void {
+    for (const a of r.results) {
+      for (const text of [a.stdout, a.stderr]) {
+        const at = text.indexOf(KEY);
+        // The loop prints "== <file>" before each file.
+        const where = at < 0 ? '' : text.slice(0, at).split('== ').at(-1)!.split('\n')[0];
+        expect(at, `${a.cmd}: key found in ${where} (stand-in pid ${r.pid})`).toBe(-1);
+      }
+    }
+  }
+
+  it('mur guards itself where the image does not: with a readable loader, its start-up guard (non-dumpable, start-up blocks scrubbed) keeps the key from every attempt', async () => {
+    const r = await runtimeStandIn(0o755, true);
+    expect(r.uid).toBe(NOBODY);
+    expect(r.keyTaken).toBe(true);
+    expectNoKey(r);
+    const environ = r.results.find((a) => a.cmd === `cat /proc/${r.pid}/environ`)!;
+    expect(environ.stderr).toMatch(/Permission denied/);
+  });
+
   it('no process a tool starts can read the key: not from /proc/<runtime pid>/environ, cmdline, fd, mem, nor its own env', async () => {
     const r = await runtimeStandIn(0o711);
     // The same uid as the tool, and no more privilege: only the kernel's non-dumpable mark stops it.
@@ -105,14 +126,7 @@ describe('provider key leak', () => {
     expect(r.keyTaken).toBe(true);
     expect(r.keyDigest).toBe(createHash('sha256').update(KEY).digest('hex'));
     expect(r.envStillHasKey).toBe(false);
-    for (const a of r.results) {
-      for (const text of [a.stdout, a.stderr]) {
-        const at = text.indexOf(KEY);
-        // On a failure, say which /proc entry gave the key away (the loop prints "== <file>" first).
-        const where = at < 0 ? '' : text.slice(0, at).split('== ').at(-1)!.split('\n')[0];
-        expect(at, `${a.cmd}: key found in ${where} (stand-in pid ${r.pid})`).toBe(-1);
-      }
-    }
+    expectNoKey(r);
     const environ = r.results.find((a) => a.cmd === `cat /proc/${r.pid}/environ`)!;
     expect(environ.stderr).toMatch(/Permission denied/);
   });
