@@ -1,7 +1,9 @@
 /**
  * The conversation record in the store's database, next to the SDK's tables and through the same
  * Kysely instance: one row per message (`murmur_conversation`, schema in murmur-schema.ts), ordered
- * by `seq`.
+ * by `seq`, each with its owner (`tenant`, `owner`: the caller whose task produced it, the SDK task
+ * table's owner scope). A threaded history is read by owner and context id together, so a caller
+ * never continues another caller's conversation by sending its context id.
  *
  * Several writers (replicas on one PostgreSQL store): each append takes the next numbers under a
  * transaction-scoped advisory lock, reads `max(seq)` and inserts, so numbers are unique, gap-free
@@ -15,7 +17,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { ConversationMessage } from '../inference/wire.ts';
-import type { ConversationStore } from '../inference/conversation-store.ts';
+import type { ConversationOwner, ConversationStore, OwnedMessage } from '../inference/conversation-store.ts';
 import { CONVERSATION_TABLE } from './murmur-schema.ts';
 
 export { CONVERSATION_TABLE } from './murmur-schema.ts';
@@ -27,19 +29,26 @@ interface Row {
   seq: number | string;
   bytes: number;
   message: string;
+  tenant?: string;
+  owner?: string;
 }
 
+const RECORD_COLUMNS = ['seq', 'bytes', 'message', 'tenant', 'owner'] as const;
+
 /** Keep the newest rows (rows come newest first) within the byte bound; returns them oldest first. */
-function newestWithin(rows: Row[], maxBytes: number): ConversationMessage[] {
-  const out: ConversationMessage[] = [];
+function newestWithin(rows: Row[], maxBytes: number): Row[] {
+  const out: Row[] = [];
   let bytes = 0;
   for (const r of rows) {
     if (bytes + r.bytes > maxBytes) break;
     bytes += r.bytes;
-    out.push(JSON.parse(r.message) as ConversationMessage);
+    out.push(r);
   }
   return out.reverse();
 }
+
+const parsed = (r: Row) => JSON.parse(r.message) as ConversationMessage;
+const owned = (r: Row): OwnedMessage => ({ owner: { tenant: r.tenant ?? '', user: r.owner ?? '' }, message: parsed(r) });
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' = 'sqlite'): ConversationStore {
@@ -57,25 +66,27 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
   return {
     shared: kind === 'postgres',
     async loadRecord(maxMessages, maxBytes) {
-      const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message']).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
+      const rows = (await db.selectFrom(CONVERSATION_TABLE).select([...RECORD_COLUMNS]).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
       watermark = Math.max(watermark, rows.length ? Number(rows[0]!.seq) : 0);
-      return newestWithin(rows, maxBytes);
+      return newestWithin(rows, maxBytes).map(owned);
     },
     othersSince(maxMessages, maxBytes) {
       return serial(async () => {
-        const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message']).where('seq', '>', watermark).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
+        const rows = (await db.selectFrom(CONVERSATION_TABLE).select([...RECORD_COLUMNS]).where('seq', '>', watermark).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
         if (rows.length === 0) return [];
         watermark = Math.max(watermark, Number(rows[0]!.seq));
         const others = rows.filter((r) => !own.has(Number(r.seq)));
         for (const n of [...own]) if (n <= watermark) own.delete(n);
-        return newestWithin(others, maxBytes);
+        return newestWithin(others, maxBytes).map(owned);
       });
     },
-    async loadContext(contextId, maxBytes) {
-      const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message']).where('context_id', '=', contextId).orderBy('seq', 'desc').execute()) as Row[];
-      return newestWithin(rows, maxBytes);
+    async loadContext(owner: ConversationOwner, contextId, maxBytes) {
+      const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message'])
+        .where('tenant', '=', owner.tenant).where('owner', '=', owner.user).where('context_id', '=', contextId)
+        .orderBy('seq', 'desc').execute()) as Row[];
+      return newestWithin(rows, maxBytes).map(parsed);
     },
-    append(contextId, messages) {
+    append(owner: ConversationOwner, contextId, messages) {
       if (messages.length === 0) return Promise.resolve();
       // This process's appends stay in the order its tasks finished; other writers wait on the lock.
       return serial(async () => {
@@ -85,7 +96,7 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
           let seq = Number(r?.m ?? 0) + 1;
           const rows = messages.map((m) => {
             const message = JSON.stringify(m);
-            return { seq: seq++, context_id: contextId, bytes: Buffer.byteLength(message), message };
+            return { seq: seq++, tenant: owner.tenant, owner: owner.user, context_id: contextId, bytes: Buffer.byteLength(message), message };
           });
           await tx.insertInto(CONVERSATION_TABLE).values(rows).execute();
           return rows.map((r) => r.seq);

@@ -5,6 +5,7 @@
  * happens on the way. See docs/a2a.md ("Executor interface").
  */
 import { MurError } from '../errors.ts';
+import type { ConversationOwner } from '../inference/conversation-store.ts';
 
 /** Where a task came from, as read from `x-murmur-task-origin` (absent header = `user`). */
 export type TaskOrigin = 'user' | 'peer' | 'completion' | 'event';
@@ -32,6 +33,11 @@ export interface TaskContext {
   readonly taskId: string;
   /** The client's contextId when it sent one, else server-minted (uuid). */
   readonly contextId: string;
+  /**
+   * The caller who sent the task, as the task store scopes it (tenant and user). A conversation
+   * is the owner's and the context id's together: another caller's same contextId is another one.
+   */
+  readonly owner: ConversationOwner;
   /** The sender's messageId of the message that created the task. */
   readonly messageId: string;
   /** Text parts of the first message, joined with "\n". */

@@ -1,18 +1,45 @@
 /**
  * The tables of ours next to the SDK's in the store's database, created by Kysely migrations with
  * their own ledger (`murmur_migrations`), as the SDK does for its own tables:
- * - `murmur_conversation`: the conversation record, one row per message (conversation-table.ts);
+ * - `murmur_conversation`: the conversation record, one row per message (conversation-table.ts),
+ *   each the message of one caller (`tenant`, `owner`: the SDK task table's owner scope);
  * - `murmur_task_runner`: which replica runs each task (task-runners.ts), so another replica knows
  *   where to send a cancel, an input reply or a resubscribe, and whether that replica is alive.
  * Migrations are append-only: a database migrated by an older runtime moves forward unchanged.
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
+import { TASK_TABLE } from '@a2a-js/sdk/server/database';
 
 export const CONVERSATION_TABLE = 'murmur_conversation';
 export const RUNNER_TABLE = 'murmur_task_runner';
 
-const MIGRATIONS: Record<string, Migration> = {
+export type StoreDialect = 'sqlite' | 'postgres';
+
+/** Byte-exact comparison of names, as the SDK's own tables compare theirs (its COLLATION table). */
+const COLLATE: Record<StoreDialect, string> = { postgres: 'collate "C"', sqlite: 'collate binary' };
+
+/**
+ * Existing rows get the owner of the SDK's tasks in their context when those tasks all have one
+ * owner (tenant and user), the caller who ran them. A context whose tasks had several owners
+ * (callers shared it while conversations were keyed by context alone: its rows cannot be told
+ * apart) or has no task left is the NO_CALLER owner ('', ''), which no A2A caller ever is: those
+ * rows stay in the record and no caller's threaded task continues them.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function attributeRows(db: Kysely<any>, dialect: StoreDialect): Promise<void> {
+  const c = sql.raw(COLLATE[dialect]);
+  const conv = sql.table(CONVERSATION_TABLE);
+  const tasks = sql.table(TASK_TABLE);
+  const same = sql`t.context_id ${c} = ${conv}.context_id ${c}`;
+  await sql`UPDATE ${conv} SET
+      tenant = (SELECT min(t.tenant) FROM ${tasks} t WHERE ${same}),
+      owner = (SELECT min(t.owner) FROM ${tasks} t WHERE ${same})
+    WHERE (SELECT count(DISTINCT t.tenant) FROM ${tasks} t WHERE ${same}) = 1
+      AND (SELECT count(DISTINCT t.owner) FROM ${tasks} t WHERE ${same}) = 1`.execute(db);
+}
+
+const migrations = (dialect: StoreDialect): Record<string, Migration> => ({
   '0001_create_conversation': {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     async up(db: Kysely<any>) {
@@ -36,16 +63,30 @@ const MIGRATIONS: Record<string, Migration> = {
         .execute();
     },
   },
-};
+  '0003_conversation_owner': {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    async up(db: Kysely<any>) {
+      const name = sql.raw(`varchar(255) ${COLLATE[dialect]}`);
+      for (const col of ['tenant', 'owner']) {
+        await db.schema.alterTable(CONVERSATION_TABLE).addColumn(col, name, (c) => c.notNull().defaultTo('')).execute();
+      }
+      await attributeRows(db, dialect);
+      // A threaded history is read by owner and context: the index leads with both.
+      await db.schema.dropIndex(`${CONVERSATION_TABLE}_context_idx`).execute();
+      await db.schema.createIndex(`${CONVERSATION_TABLE}_owner_context_idx`).on(CONVERSATION_TABLE).columns(['tenant', 'owner', 'context_id', 'seq']).execute();
+    },
+  },
+});
 
+/** Migrate to the latest schema, or up to `target` (a migration's name: tests build a store as an older runtime left it). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function migrateMurmur(db: Kysely<any>): Promise<void> {
+export async function migrateMurmur(db: Kysely<any>, dialect: StoreDialect, target?: string): Promise<void> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => MIGRATIONS },
+    provider: { getMigrations: async () => migrations(dialect) },
     migrationTableName: 'murmur_migrations',
     migrationLockTableName: 'murmur_migrations_lock',
   });
-  const { error } = await migrator.migrateToLatest();
+  const { error } = target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
   if (error) throw error instanceof Error ? error : new Error(String(error));
 }

@@ -202,7 +202,7 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
     throw fail('first query failed', e, 'the store must have been migrated (a2a-db upgrade) and be readable');
   }
   try {
-    await migrateMurmur(db);
+    await migrateMurmur(db, spec.kind);
   } catch (e) {
     await db.destroy().catch(() => undefined);
     throw fail('conversation table migration failed', e, 'the store must be writable');

@@ -15,6 +15,7 @@ import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk'
 import { ServerCallContext, resolveUserScope, type TaskStore } from '@a2a-js/sdk/server';
 import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { MurError } from '../errors.ts';
+import type { ConversationOwner } from '../inference/conversation-store.ts';
 import {
   InputTimeoutError,
   TaskCanceledError,
@@ -98,6 +99,11 @@ export interface TaskRecord {
 /** Owner scope of a call, the way the SDK's in-memory and database stores scope it. */
 export function ownerKey(ctx: ServerCallContext): string {
   return `${ctx.tenant ?? ''}\u0000${resolveUserScope(ctx)}`;
+}
+
+/** The same owner scope as the conversation store keeps it: the SDK task table's tenant and owner. */
+export function callerOwner(ctx: ServerCallContext): ConversationOwner {
+  return { tenant: ctx.tenant ?? '', user: resolveUserScope(ctx) };
 }
 
 function errMessage(e: unknown): string {
@@ -625,6 +631,7 @@ export class TaskMachine {
     const ctx: TaskContext = {
       taskId: rec.id,
       contextId: rec.contextId,
+      owner: callerOwner(rec.ownerContext),
       messageId: rec.messageId,
       text: rec.text,
       origin: rec.origin,

@@ -14,7 +14,7 @@ export function taskExecutor(session: CapsuleSession): TaskExecutor {
   return (ctx, ev) => {
     const run = chain.then(async () => {
       const report: TaskReport = await session.runTask(
-        { taskId: ctx.taskId, contextId: ctx.contextId, text: ctx.text, source: 'a2a', origin: ctx.origin, trust: ctx.trust, messageId: ctx.messageId, traceparent: ctx.traceparent },
+        { taskId: ctx.taskId, contextId: ctx.contextId, owner: ctx.owner, text: ctx.text, source: 'a2a', origin: ctx.origin, trust: ctx.trust, messageId: ctx.messageId, traceparent: ctx.traceparent },
         {
           status: (m) => ev.status(m),
           artifact: (a) => ev.artifact(a),

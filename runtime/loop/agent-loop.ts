@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { boundedError, buildDriverRequest, parseDriverResponse, type ConversationMessage, type ToolSpec } from '../inference/wire.ts';
 import { parseToolResult } from '../tools/result.ts';
 import type { ContinuationState } from '../inference/continuation.ts';
+import { NO_CALLER, threadKey, type ConversationOwner } from '../inference/conversation-store.ts';
 import { failureInfo, type FailureInfo } from '../errors.ts';
 import type { SpendMeter } from '../inference/spend.ts';
 import type { TokenCounter } from '../inference/tokens.ts';
@@ -100,7 +101,7 @@ export async function historyTokens(counter: TokenCounter, history: readonly Con
 
 export async function runAttempt(
   d: LoopDeps,
-  task: { taskId: string; contextId: string },
+  task: { taskId: string; contextId: string; owner?: ConversationOwner },
   history: ConversationMessage[],
   maxTurns: number,
   ev: LoopEvents,
@@ -109,13 +110,15 @@ export async function runAttempt(
   const inf = d.manifest.inference!;
   const tools = d.tools.inventory();
   let turns = 0;
+  // A held continuation is the caller's thread's: another caller's same contextId never continues it.
+  const thread = threadKey(task.owner ?? NO_CALLER, task.contextId);
   while (turns < maxTurns) {
     if (signal.aborted) return { ...abortedExit(signal, 'between turns'), turns };
     const turn = ++turns;
     d.totals.turns++;
     // The length sent before the reply: what a continuation id returned this turn covers.
     const sentLength = history.length;
-    const plan = d.continuation.plan(task.contextId, history);
+    const plan = d.continuation.plan(thread, history);
     const request = buildDriverRequest({
       model: inf.model, maxTokens: inf.maxTokens, system: d.system, messages: plan.messages, tools,
       promptCacheKey: d.promptCacheKey, continuationId: plan.continuationId,
@@ -217,7 +220,7 @@ export async function runAttempt(
     // A replace-context committed this turn drops the held id, including one the driver just
     // returned: the provider's state no longer matches the history, so the next turn resends it.
     if (replaced) d.continuation.replaceContext();
-    else d.continuation.acknowledge(task.contextId, continuationId, history, sentLength);
+    else d.continuation.acknowledge(thread, continuationId, history, sentLength);
 
     if (resp.stop_reason === 'tool_call' && toolCalls.length) {
       for (const call of toolCalls) {

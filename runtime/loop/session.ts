@@ -23,11 +23,16 @@ import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type Task
 import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
 import { BoundedHistories, BoundedRecord } from './conversation-bounds.ts';
 import { userText, textOf } from '../inference/messages.ts';
-import type { ConversationStore } from '../inference/conversation-store.ts';
+import { NO_CALLER, ownerId, threadKey, type ConversationOwner, type ConversationStore, type OwnedMessage } from '../inference/conversation-store.ts';
 
 export interface TaskInput {
   taskId: string;
   contextId: string;
+  /**
+   * The A2A caller who sent it (default NO_CALLER: `mur run`'s task). Its threaded history, its
+   * held continuation and what `murmur:conversation/read` shows during it are this owner's only.
+   */
+  owner?: ConversationOwner;
   text: string;
   source: 'a2a' | 'task_md';
   origin?: string;
@@ -111,6 +116,10 @@ export class CapsuleSession {
   /** The session's conversation record: every message of its finished tasks, oldest first. */
   private record = new BoundedRecord(RECORD_LIMIT, RECORD_MAX_BYTES);
   private recorded = new WeakSet<ConversationMessage>();
+  /** The owner (ownerId) of each message in the record: conversation/read shows a task its own owner's. */
+  private ownerOf = new WeakMap<ConversationMessage, string>();
+  /** The owner of the task being run, from its on-task-start to its on-task-end (conversation/read's scope). */
+  private serving: ConversationOwner | undefined;
   private endListeners: Array<(e: SessionEnd) => void> = [];
   private conversations: ConversationStore | undefined;
 
@@ -135,9 +144,7 @@ export class CapsuleSession {
     if (opts.conversations) {
       s.conversations = opts.conversations;
       // The record of earlier launches: conversation/read is the capsule's, not one process's.
-      const stored = await opts.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES);
-      for (const msg of stored) s.recorded.add(msg);
-      s.record.push(stored);
+      s.joinRecord(await opts.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES));
     }
     s.system = systemPrompt(m.name, m.version, manifestPrompt(staged));
     s.compactionPrompt = compactionPrompt(staged);
@@ -210,14 +217,17 @@ export class CapsuleSession {
     const before = { ...this.totals };
     // A shared store has other writers (replicas): their tasks join this session's record first.
     if (this.conversations?.shared && this.conversations.othersSince) {
-      const others = await this.conversations.othersSince(RECORD_LIMIT, RECORD_MAX_BYTES).catch(() => []);
-      for (const msg of others) this.recorded.add(msg);
-      this.record.push(others);
+      this.joinRecord(await this.conversations.othersSince(RECORD_LIMIT, RECORD_MAX_BYTES).catch(() => []));
     }
     const threaded = m.lifecycle.conversation === 'threaded';
+    // A thread is the caller's and the context id's: another caller's same contextId is another
+    // thread, so a guessed context id neither reads nor extends someone else's conversation.
+    const owner = input.owner ?? NO_CALLER;
+    this.serving = owner;
+    const thread = threadKey(owner, input.contextId);
     // A shared store has other writers (replicas): the history held here may miss their tasks.
-    const held = this.conversations?.shared ? undefined : this.histories.get(input.contextId);
-    const prior = threaded ? held ?? (await this.storedHistory(input.contextId)) : [];
+    const held = this.conversations?.shared ? undefined : this.histories.get(thread);
+    const prior = threaded ? held ?? (await this.storedHistory(owner, input.contextId)) : [];
     const window = m.context.maxTokens ?? 0;
     const seed = await this.hooks.taskStart({
       taskId: input.taskId, contextId: input.contextId, source: input.source, inputBytes: BigInt(Buffer.byteLength(input.text)),
@@ -263,10 +273,10 @@ export class CapsuleSession {
       this.current.asGiven = `${input.text}\n\n${note}`;
       this.current.output = undefined;
     }
-    if (threaded && !this.conversations?.shared) this.histories.keep(input.contextId, history);
-    const added = this.keepInRecord(history);
+    if (threaded && !this.conversations?.shared) this.histories.keep(thread, history);
+    const added = this.keepInRecord(history, owner);
     if (this.conversations && added.length > 0) {
-      await this.conversations.append(input.contextId, added).catch((e: unknown) => {
+      await this.conversations.append(owner, input.contextId, added).catch((e: unknown) => {
         process.stderr.write(`mur: conversation store: saving ${added.length} message(s) of task ${input.taskId} failed: ${e instanceof Error ? e.message : String(e)} [E-STORE-003]\n`);
       });
     }
@@ -278,6 +288,7 @@ export class CapsuleSession {
       tool_calls: this.totals.toolCalls - before.toolCalls, shell_calls: this.totals.shellCalls - before.shellCalls, reopen_count: reopens,
     });
     this.current = undefined;
+    this.serving = undefined;
     this.components.io = NO_TASK_IO;
     const report: TaskReport = { exit: result.exit, text: result.text, reason: result.reason, ...(result.error ? { error: result.error } : {}), turns: turnsUsed, reopens };
     if (this.endedBy) {
@@ -309,21 +320,32 @@ export class CapsuleSession {
   }
 
   /** Appends a task's messages the record does not hold yet (a threaded task repeats its prior ones). */
-  private keepInRecord(history: readonly ConversationMessage[]): ConversationMessage[] {
+  private keepInRecord(history: readonly ConversationMessage[], owner: ConversationOwner): ConversationMessage[] {
     const added: ConversationMessage[] = [];
+    const id = ownerId(owner);
     for (const m of history) {
       if (this.recorded.has(m)) continue;
       this.recorded.add(m);
+      this.ownerOf.set(m, id);
       added.push(m);
     }
     this.record.push(added);
     return added;
   }
 
-  /** A threaded context this process holds no history of: the store's (after a restart), else none. */
-  private async storedHistory(contextId: string): Promise<ConversationMessage[]> {
+  /** Messages of the store's record (at open, or the other replicas' since) join this one, with their owners. */
+  private joinRecord(stored: readonly OwnedMessage[]): void {
+    for (const { owner, message } of stored) {
+      this.recorded.add(message);
+      this.ownerOf.set(message, ownerId(owner));
+    }
+    this.record.push(stored.map((o) => o.message));
+  }
+
+  /** A threaded context this process holds no history of: the owner's in the store (after a restart), else none. */
+  private async storedHistory(owner: ConversationOwner, contextId: string): Promise<ConversationMessage[]> {
     if (!this.conversations) return [];
-    const h = await this.conversations.loadContext(contextId, HISTORIES_MAX_BYTES);
+    const h = await this.conversations.loadContext(owner, contextId, HISTORIES_MAX_BYTES);
     // Already in the store (and in the record when it was recent): never appended again.
     for (const msg of h) this.recorded.add(msg);
     return h;
@@ -332,11 +354,16 @@ export class CapsuleSession {
   /**
    * `murmur:conversation/read`: the record of the session's finished tasks, then the running task's
    * messages not in it yet. Tool calls and results keep their structure (the same encoding a
-   * compaction hook gets), so they never read as empty messages.
+   * compaction hook gets), so they never read as empty messages. During a task, only its owner's
+   * messages: a hook's answer (a seed, a summary) may reach the task's caller, who must not learn
+   * another caller's conversation through it. Outside a task (on-session-start, on-session-end)
+   * no caller is being answered and the record is the capsule's whole.
    */
   private conversationRecord(): ConversationMessage[] {
     const current = (this.current?.history ?? []).filter((m) => !this.recorded.has(m));
-    return [...this.record.messages, ...current];
+    if (!this.serving) return [...this.record.messages, ...current];
+    const id = ownerId(this.serving);
+    return [...this.record.messages.filter((m) => this.ownerOf.get(m) === id), ...current];
   }
 
   private services(): HookServices {

@@ -12,6 +12,7 @@ import { openStore, type DurableStore } from '../../runtime/a2a/store.ts';
 import { CONVERSATION_TABLE } from '../../runtime/a2a/conversation-table.ts';
 import { HISTORIES_MAX_BYTES, RECORD_LIMIT, RECORD_MAX_BYTES } from '../../runtime/loop/session.ts';
 import type { ConversationMessage } from '../../runtime/inference/wire.ts';
+import type { ConversationOwner } from '../../runtime/inference/conversation-store.ts';
 import { startPostgres } from '../support/postgres.ts';
 import { tmp } from '../loop/kit.ts';
 
@@ -23,6 +24,7 @@ afterAll(async () => {
 const MiB = 1024 * 1024;
 const msg = (text: string): ConversationMessage => ({ role: 'user', content: [{ type: 'text', text }] }) as ConversationMessage;
 const firstWord = (m: ConversationMessage) => (m.content[0] as { text: string }).text.split(' ')[0];
+const ANN: ConversationOwner = { tenant: '', user: 'apikey:ann' };
 
 describe('conversation table', () => {
   it('loads the record within 16 MiB and a context within 32 MiB: the newest messages that fit, oldest first', async () => {
@@ -30,12 +32,12 @@ describe('conversation table', () => {
     cleanup.push(() => store.close());
     const big = (tag: string, mib: number) => msg(`${tag} ${'x'.repeat(mib * MiB)}`);
     // Context "wide": 12 messages of 3 MiB (36 MiB); then "other": one small message.
-    for (let i = 1; i <= 12; i++) await store.conversations.append('wide', [big(`w${i}`, 3)]);
-    await store.conversations.append('other', [msg('o1 small')]);
+    for (let i = 1; i <= 12; i++) await store.conversations.append(ANN, 'wide', [big(`w${i}`, 3)]);
+    await store.conversations.append(ANN, 'other', [msg('o1 small')]);
     const record = await store.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES);
     // 16 MiB holds the small one and the five newest 3 MiB messages.
-    expect(record.map(firstWord)).toEqual(['w8', 'w9', 'w10', 'w11', 'w12', 'o1']);
-    const wide = await store.conversations.loadContext('wide', HISTORIES_MAX_BYTES);
+    expect(record.map((r) => firstWord(r.message))).toEqual(['w8', 'w9', 'w10', 'w11', 'w12', 'o1']);
+    const wide = await store.conversations.loadContext(ANN, 'wide', HISTORIES_MAX_BYTES);
     // 32 MiB holds ten of the twelve.
     expect(wide.map(firstWord)).toEqual(['w3', 'w4', 'w5', 'w6', 'w7', 'w8', 'w9', 'w10', 'w11', 'w12']);
   }, 120_000);
@@ -52,7 +54,7 @@ describe('conversation table', () => {
     // 3 writers × 20 tasks × 5 messages, all started together.
     await Promise.all(
       stores.flatMap((s, w) =>
-        Array.from({ length: 20 }, (_, t) => s.conversations.append(`w${w}-t${t}`, Array.from({ length: 5 }, (_, k) => msg(`w${w}-t${t}-m${k}`)))),
+        Array.from({ length: 20 }, (_, t) => s.conversations.append(ANN, `w${w}-t${t}`, Array.from({ length: 5 }, (_, k) => msg(`w${w}-t${t}-m${k}`)))),
       ),
     );
     const rows = (await sql<{ seq: string; context_id: string; message: string }>`SELECT seq, context_id, message FROM ${sql.table(CONVERSATION_TABLE)} ORDER BY seq`.execute(stores[0]!.db)).rows;
