@@ -1,7 +1,7 @@
 /**
  * A session's conversations are its callers' (issue 38 §1), through real sessions (real driver
  * component, the scripted provider): `murmur:conversation/read` during a task shows the task's own
- * caller's messages only; after a restart the store gives a threaded task its own caller's history
+ * caller's messages only; compaction and reopen work on the caller's own thread; after a restart the store gives a threaded task its own caller's history
  * only; and with replicas on one real PostgreSQL store, a thread continued on another replica is
  * still the caller's own.
  */
@@ -14,6 +14,7 @@ import type { CapsuleSession, TaskInput } from '../../runtime/loop/session.ts';
 import type { ConversationOwner } from '../../runtime/inference/conversation-store.ts';
 import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { startPostgres } from '../support/postgres.ts';
+import { readTrace } from '../../runtime/trace/read.ts';
 import { openHookCapsule, type HookDef } from '../hooks/hook-capsule.ts';
 import { API_KEY, capsuleYaml, driverDef, makeRegistry, tmp, type Kit } from './kit.ts';
 
@@ -60,6 +61,33 @@ describe('conversation/read during a task', () => {
     expect(reads[0]).toEqual([]);
     expect(reads[1]).toEqual([]);
     expect(reads[2]).toEqual(['noted', SECRET]);
+  }, 240_000);
+});
+
+describe('compaction and reopen', () => {
+  it("work on the task's own caller's history: another caller's compacted thread under the same context id never reaches them", async () => {
+    const squash: HookDef = { name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { record: true, compact: {} } } };
+    // Reopen Bob's task once (the second task to end), nobody else's.
+    const review: HookDef = { name: 'review', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', script: { 'on-task-end': [{}, { ret: { tag: 'reopen-task', val: 'once more' } }, {}] } };
+    // A window every turn fills: each turn compacts. Ann's summary is what her thread goes on from.
+    kit = await openHookCapsule([squash, review], { turns: [{ text: 'noted' }, { text: 'ANN-SUMMARY' }, { text: 'noted' }], onExhausted: 'repeat-last' }, `${THREADED}context:\n  max_tokens: 60\n`);
+    const k = kit;
+    const compactions = () => readFileSync(join(k.session.staged.workdir.dir, 'logs', 'hook-squash.log'), 'utf8').split('\n').filter((l) => l.startsWith('{"rec":"on-compaction"'));
+    expect(await sent(k.session, k.provider, task(ANN, SECRET))).toContain(SECRET);
+    const annsCompactions = compactions().length;
+    expect(annsCompactions).toBeGreaterThan(0);
+    const bobs = await sent(k.session, k.provider, task(BOB, INJECTED));
+    const bobsCompactions = compactions().slice(annsCompactions);
+    expect(bobsCompactions.length).toBeGreaterThan(0);
+    for (const seen of [bobs, ...bobsCompactions]) {
+      expect(seen).not.toContain(SECRET);
+      expect(seen).not.toContain('ANN-SUMMARY');
+    }
+    expect(readTrace(k.session.staged.workdir.trace).events.filter((e) => e.event_type === 'task_reopened')).toHaveLength(1);
+    // Ann's thread goes on from her own summary, with nothing of Bob's.
+    const anns = await sent(k.session, k.provider, task(ANN, 'and my balance?'));
+    expect(anns).toContain('ANN-SUMMARY');
+    expect(anns).not.toContain(INJECTED);
   }, 240_000);
 });
 
