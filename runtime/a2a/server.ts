@@ -42,7 +42,7 @@ export interface A2AServerOptions {
   acceptance: TaskAcceptance;
   /** lifecycle.queue_depth: how many tasks may wait behind the running one (queue mode). Default 16. */
   queueDepth?: number;
-  /** lifecycle.input_timeout_secs: how long requestInput waits for a reply. Default: no limit. */
+  /** lifecycle.input_timeout_secs: how long requestInput waits for a reply. Default: 3600 (the manifest's); 0 = no limit. */
   inputTimeoutSecs?: number;
   /** Bind address. Default 127.0.0.1. */
   host?: string;

@@ -15,6 +15,7 @@ import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk'
 import { ServerCallContext, resolveUserScope, type TaskStore } from '@a2a-js/sdk/server';
 import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { MurError } from '../errors.ts';
+import { DEFAULT_INPUT_TIMEOUT_SECS } from '../manifest/schema.ts';
 import type { ConversationOwner } from '../inference/conversation-store.ts';
 import {
   InputTimeoutError,
@@ -41,7 +42,10 @@ export interface TaskMachineOptions {
   acceptance: TaskAcceptance;
   /** Tasks that may wait behind the running one (queue mode). */
   queueDepth: number;
-  /** How long requestInput waits for a reply; undefined or 0 = no limit. */
+  /**
+   * How long requestInput waits for a reply; undefined = DEFAULT_INPUT_TIMEOUT_SECS (the manifest's
+   * default, so a task waiting for input never holds the queue for ever), 0 = no limit.
+   */
   inputTimeoutSecs?: number;
   /** Finished tasks kept live in memory (oldest dropped first; the store still has them). */
   maxLiveTasks: number;
@@ -564,7 +568,7 @@ export class TaskMachine {
   }
 
   private events_(rec: TaskRecord): TaskEvents {
-    const inputTimeoutSecs = this.o.inputTimeoutSecs;
+    const inputTimeoutSecs = this.o.inputTimeoutSecs ?? DEFAULT_INPUT_TIMEOUT_SECS;
     return {
       status: (message?: string) => {
         if (rec.final || rec.state === 'input-required') return;
@@ -608,7 +612,7 @@ export class TaskMachine {
         }
         return new Promise<string>((resolve, reject) => {
           const input: NonNullable<TaskRecord['input']> = { resolve, reject };
-          if (inputTimeoutSecs !== undefined && inputTimeoutSecs > 0) {
+          if (inputTimeoutSecs > 0) {
             input.timer = setTimeout(() => {
               if (rec.input !== input) return;
               rec.input = undefined;

@@ -5,9 +5,13 @@
  */
 import { stringify } from 'yaml';
 import type { ArtifactSpec, Capsule, Hook } from '../../api/types.ts';
+import { DEFAULT_INPUT_TIMEOUT_SECS } from '../../../runtime/manifest/index.ts';
 
-/** lifecycle.input_timeout_secs rendered for a Capsule that sets none (docs/operator.md). */
-export const DEFAULT_INPUT_TIMEOUT_SECS = 3600;
+/**
+ * lifecycle.input_timeout_secs rendered for a Capsule that sets none (docs/operator.md): the
+ * runtime's own default, written out so the ConfigMap says what the pod does.
+ */
+export { DEFAULT_INPUT_TIMEOUT_SECS };
 
 export interface ManifestInput {
   capsule: Capsule;
