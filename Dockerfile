@@ -41,17 +41,17 @@ RUN node --import tsx scripts/build-registry.ts /opt/murmur/registry
 #    the 64 KiB around it, so nearly all of its text ends up resident — 2.0 MB at -O3, 1.1 MB at
 #    -Os (an idle `mur serve` 79.0–79.5 MiB against 79.8–80.4; a task runs a handful of
 #    statements); the runtime's own memory.node (runtime/memory.ts: freed memory returned to the kernel
-#    when idle; runtime/process-guard.ts: secrets kept out of /proc/<pid>/environ) from its two C
-#    files, as scripts/build-native.ts builds it.
+#    when idle; runtime/process-guard.ts: secrets kept out of /proc/<pid>/environ and of reach of
+#    CAP_SYS_PTRACE) from its three C files, as scripts/build-native.ts builds it.
 FROM node:24-bookworm AS sqlite
 WORKDIR /src
 COPY --from=deps /src/node_modules/better-sqlite3 ./node_modules/better-sqlite3
 RUN cd node_modules/better-sqlite3 \
  && CFLAGS=-Os CXXFLAGS=-Os node /usr/local/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js rebuild --release --nodedir=/usr/local --jobs=max
 RUN node -e "require('/src/node_modules/better-sqlite3/build/Release/better_sqlite3.node')"
-COPY runtime/native/memory.c runtime/native/guard.c ./
-RUN cc -O2 -shared -fPIC -I/usr/local/include/node -o /src/memory.node memory.c guard.c \
- && node -e "const a = require('/src/memory.node'); if (typeof a.trim() !== 'boolean' || typeof a.scrub !== 'function') process.exit(1)"
+COPY runtime/native/memory.c runtime/native/guard.c runtime/native/caps.c ./
+RUN cc -O2 -shared -fPIC -I/usr/local/include/node -o /src/memory.node memory.c guard.c caps.c \
+ && node -e "const a = require('/src/memory.node'); if (typeof a.trim() !== 'boolean' || typeof a.scrub !== 'function' || typeof a.dropCapabilities !== 'function') process.exit(1)"
 
 # 4. The runtime compiled (npm run build) and the files it loads.
 FROM deps AS app

@@ -1,7 +1,7 @@
 /**
- * The runtime's one native addon, runtime/native/memory.node (memory.c + guard.c, built by
+ * The runtime's one native addon, runtime/native/memory.node (memory.c + guard.c + caps.c, built by
  * scripts/build-native.ts), loaded once for every part that uses it: runtime/memory.ts (freed
- * memory back to the kernel) and runtime/process-guard.ts (secrets out of /proc/<pid>/environ).
+ * memory back to the kernel) and runtime/process-guard.ts (secrets out of /proc/<pid>/environ and mem).
  * Looked for beside this module (`native/memory.node`, sources and dist/) and one folder up (the
  * image's bundle in dist/runtime/cli/). Without it (not built: no C compiler; another platform or C
  * library) the runtime runs, and each user says what it cannot do.
@@ -18,6 +18,8 @@ export interface NativeAddon {
   scrub?(values: string[]): number;
   /** prctl(PR_SET_DUMPABLE, 0); whether the process is now non-dumpable. */
   nonDumpable?(): boolean;
+  /** CAP_SYS_PTRACE, CAP_SYS_RAWIO, CAP_SYS_MODULE out of every set, bounding set included, on every thread: '' or what failed. */
+  dropCapabilities?(): string;
 }
 
 let addon: NativeAddon | null | undefined;

@@ -2,8 +2,9 @@
  * What `mur` does with the secrets it was started with, first thing (runtime/cli/main.ts): the
  * provider key (already taken out of process.env), every credential-shaped variable's value
  * (runtime/shell/env.ts's list) and a password in a URL on the command line (`--store
- * postgresql://user:password@…`). All are scrubbed from /proc/<pid>/environ and cmdline and the
- * process is made non-dumpable (runtime/process-guard.ts); the key and the passwords are also held
+ * postgresql://user:password@…`). All are scrubbed from /proc/<pid>/environ and cmdline, the
+ * process is made non-dumpable and no process it starts can hold CAP_SYS_PTRACE
+ * (runtime/process-guard.ts); the key and the passwords are also held
  * for redaction (runtime/secrets.ts). The other variables' values are not held: `AWS_REGION=us-east-1`
  * would then vanish from every answer, and the runtime never reads them.
  */
