@@ -7,53 +7,50 @@
  * server, so there is no webhook Deployment, no certificates to rotate, no failurePolicy to choose
  * between "refuse everything while the operator is down" and "admit anything"; and it is checked
  * by `kubectl apply --dry-run=server` and by GitOps tools without the operator. The cost is that the
- * rules restate the runtime's grammar: they are built here from the runtime's own regexes
- * (NAME_RE, the host label) where it exports them, and test/operator/admission.test.ts holds the
- * API server's verdict to the runtime parser's on a table of entries. What CEL cannot express
- * cheaply (whether a per-artifact network grant is covered by the capsule's) is caught by the
- * operator, which runs the runtime validator on the rendered murmur.yaml (InvalidManifest, E-OP-009).
+ * rules restate the runtime's grammar: they are built here from the runtime's own regexes (NAME_RE,
+ * and for network.allow the fragments of runtime/contracts/network-grant.ts, the one grammar of an
+ * entry), and test/operator/platform.test.ts holds the API server's verdict to the parser's on a
+ * table of entries. What CEL cannot express cheaply (whether a per-artifact network grant is
+ * covered by the capsule's) is caught by the operator, which runs the runtime validator on the
+ * rendered murmur.yaml (InvalidManifest, E-OP-009).
  */
+import { CAPSULE_PATTERN, CAPSULE_RULE, CIDR_PORT_PATTERN, FORMS_RULE, HOST_ENTRY_PATTERN, IPV4_SHAPED_PATTERN, IPV4_VALID_PATTERN, SCHEME, WILDCARD, WILDCARD_RULE } from '../../runtime/contracts/network-grant.ts';
 import { NAME_RE } from '../../runtime/manifest/checks.ts';
 import type { Validation } from './schema.ts';
 
 export const CAPSULE_CODE = 'E-OP-011';
 export const HOOK_CODE = 'E-OP-010';
 
-const LABEL = '[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?';
-const HOSTNAME = `${LABEL}(\\\\.${LABEL})*`;
-const PORT = '([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
-const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
-const V6 = '\\\\[[0-9a-fA-F:.]*:[0-9a-fA-F:.]*\\\\]';
-const SCHEME = '([hH][tT][tT][pP][sS]?://)';
-/** The runtime's host-entry grammar: [http(s)://]host[:port][/] (the slash only after a scheme, checked apart). */
-const HOST_ENTRY = `^${SCHEME}?(${HOSTNAME}|${V6})(:${PORT})?/?$`;
-/** Four numeric labels are an IPv4 address to the runtime: each must be an octet. */
-const IPV4_SHAPE = `^${SCHEME}?[0-9]{1,3}(\\\\.[0-9]{1,3}){3}(:|/|$)`;
-const IPV4_VALID = `^${SCHEME}?${OCTET}(\\\\.${OCTET}){3}(:|/|$)`;
-const CAPSULE_PEER = '^capsule://[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
-/** The operator's addition: an IPv4 CIDR with a port (NetworkPolicy only; isCIDR checks the CIDR). */
-const CIDR_PORT = `^[0-9.]+/[0-9]{1,2}:${PORT}$`;
+/** A CEL string literal holding a regular expression (fragments are written for RE2 and JS alike). */
+const cel = (re: string) => `'${re.replace(/\\/g, '\\\\')}'`;
+/** A '*' in the host that does not make a wildcard: the message says the wildcard rule. */
+const STAR_IN_HOST = '^([a-zA-Z][a-zA-Z0-9+.-]*://)?[^/]*[*]';
+const GOOD_WILDCARD = `^(${SCHEME})?${WILDCARD}(:|/|$)`;
 
-const cel = (re: string) => `'${re}'`;
-
-/** One `network.allow` entry (capsule-wide, per-artifact and hook grants). */
+/**
+ * One `network.allow` entry (capsule-wide, per-artifact and hook grants): the grammar of
+ * runtime/contracts/network-grant.ts, generated from its fragments. isIP/isCIDR (Kubernetes' CEL
+ * IP library) check what a regex cannot: IPv6 addresses, in brackets or bare, and CIDRs.
+ */
 export function allowEntryRules(): Validation[] {
+  const bracketed = "self.substring(self.indexOf('[') + 1, self.indexOf(']'))";
   return [
     {
       rule:
-        `self.startsWith('capsule://') ? self.matches(${cel(CAPSULE_PEER)}) : ` +
-        `(isCIDR(self) || isIP(self) || (self.matches(${cel(CIDR_PORT)}) && isCIDR(self.substring(0, self.lastIndexOf(':')))) || ` +
-        `(self.matches(${cel(HOST_ENTRY)}) && (self.contains('://') || !self.endsWith('/')) && (!self.matches(${cel(IPV4_SHAPE)}) || self.matches(${cel(IPV4_VALID)}))))`,
+        `self.startsWith('capsule://') ? self.matches(${cel(CAPSULE_PATTERN)}) : ` +
+        `(isCIDR(self) || isIP(self) || (self.matches(${cel(CIDR_PORT_PATTERN)}) && isCIDR(self.substring(0, self.lastIndexOf(':')))) || ` +
+        `(self.matches(${cel(HOST_ENTRY_PATTERN)}) && (self.contains('://') || !self.contains('/')) && (!self.matches(${cel(IPV4_SHAPED_PATTERN)}) || self.matches(${cel(IPV4_VALID_PATTERN)})) && ` +
+        `(!self.contains('[') || isIP(${bracketed}))))`,
       messageExpression:
-        `"invalid network.allow entry '" + self + "': " + (self.startsWith('capsule://') ? "a capsule peer is written capsule://<namespace>/<name>" : ` +
-        `"use host, host:port or http(s)://host[:port] (no other scheme, no path, query or user:password@; port 1-65535; no wildcards), an IP or CIDR (optionally :port)") + " [${CAPSULE_CODE}]"`,
+        `"invalid network.allow entry '" + self + "': " + (self.startsWith('capsule://') ? "${CAPSULE_RULE}" : ` +
+        `self.matches(${cel(STAR_IN_HOST)}) && !self.matches(${cel(GOOD_WILDCARD)}) ? "${WILDCARD_RULE}" : "${FORMS_RULE}") + " [${CAPSULE_CODE}]"`,
       reason: 'FieldValueInvalid',
     },
   ];
 }
 
 export const nameRule = (what: string): Validation => ({
-  rule: `self.matches(${cel(NAME_RE.source.replace(/\\/g, '\\\\'))})`,
+  rule: `self.matches(${cel(NAME_RE.source)})`,
   messageExpression: `"invalid ${what} '" + self + "': use 1-100 lowercase letters, digits and dashes, starting and ending with a letter or digit (e.g. my-tool) [${CAPSULE_CODE}]"`,
   reason: 'FieldValueInvalid',
 });

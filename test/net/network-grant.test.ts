@@ -136,7 +136,7 @@ function celVerdict(e: string): boolean {
   const m = (p: string) => new RegExp(p).test(e);
   if (e.startsWith('capsule://')) return m(CAPSULE_PATTERN);
   return isCIDR(e) || isIP(e) || (m(CIDR_PORT_PATTERN) && isCIDR(e.slice(0, e.lastIndexOf(':')))) ||
-    (m(HOST_ENTRY_PATTERN) && (!m(IPV4_SHAPED_PATTERN) || m(IPV4_VALID_PATTERN)) && (!e.includes('[') || validIPv6(e.slice(e.indexOf('[') + 1, e.indexOf(']')))));
+    (m(HOST_ENTRY_PATTERN) && (e.includes('://') || !e.includes('/')) && (!m(IPV4_SHAPED_PATTERN) || m(IPV4_VALID_PATTERN)) && (!e.includes('[') || validIPv6(e.slice(e.indexOf('[') + 1, e.indexOf(']')))));
 }
 
 describe('the CEL fragments say what the parser says', () => {

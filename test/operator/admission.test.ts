@@ -114,6 +114,33 @@ describe('Capsule admission', () => {
     expect((err?.body as { message: string }).message).toContain(message);
   });
 
+  describe('a wildcard network grant', () => {
+    const probe = (allow: string[]) =>
+      client
+        .create({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'probe', namespace: ns }, spec: {
+          capabilities: { network: { allow } },
+          artifacts: [{ name: 't', version: '1', capabilities: { network: { allow } } }],
+          hooks: [{ name: 'h', capabilities: { network: { allow } } }],
+        } }, { dryRun: 'All' })
+        .then(() => undefined, (e: ApiError) => (e.body as { message: string }).message);
+
+    it('is admitted capsule-wide, per artifact and per hook, alone, with a port and with a scheme', async () => {
+      expect(await probe(['*.googleapis.com', '*.eu.example.com:8443', 'https://*.storage.example.com'])).toBeUndefined();
+    });
+
+    it.each(['*', '*.com', 'a.*.example.com', '*.0.0.1', 'https://*'])('%s is refused at its index in every grant', async (bad) => {
+      const msg = await probe(['*.googleapis.com', bad]);
+      for (const field of ['spec.capabilities.network.allow[1]', 'spec.artifacts[0].capabilities.network.allow[1]', 'spec.hooks[0].capabilities.network.allow[1]']) {
+        expect(msg).toContain(`${field}: Invalid value: ${JSON.stringify(bad)}: invalid network.allow entry '${bad}': a wildcard is '*.' before a domain of at least two labels`);
+      }
+      expect(msg).toContain('[E-OP-011]');
+    });
+
+    it('with port 0 is refused with the port rule', async () => {
+      expect(await probe(['*.googleapis.com:0'])).toContain("spec.capabilities.network.allow[0]: Invalid value: \"*.googleapis.com:0\": invalid network.allow entry '*.googleapis.com:0': use host, host:port or http(s)://host[:port] (no other scheme, no query or user:password@; port 1-65535)");
+    });
+  });
+
   it('refuses a name too long to name its objects', async () => {
     const err = await client
       .create({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'x'.repeat(51), namespace: ns }, spec: {} }, { dryRun: 'All' })

@@ -64,6 +64,9 @@ describe('admission refuses what the runtime would refuse', () => {
     'ftp://files.example.com', 'https://api.example.com/v1', 'https://api.example.com?x=1', '10.0.0.0/33', 'api.example.com:99999',
     'api.example.com:0', 'user:pw@api.example.com', 'https://user:pw@api.example.com', '*', '*.example.com', 'capsule://Bad/x',
     '999.1.1.1', 'a b', 'host:port', 'api.example.com/',
+    // Wildcards, IPv6 and ports as the one grammar (runtime/contracts/network-grant.ts) reads them.
+    '*.googleapis.com', 'https://*.googleapis.com:8443', '*.eu.example.com:443', '*.com', 'a.*.example.com', '*.0.0.1', 'https://*',
+    'fd00::1', '[::ffff:1.2.3.4]', 'https://fd00::1', '1.2.3.4:0', '10.0.0.0/8:0', '[fd00::1]:0', 'api.example.com:0443', 'https://x.example.com/a b',
   ];
 
   it('every network.allow entry: the API server agrees with the runtime parser, naming the list index', async () => {
@@ -99,10 +102,10 @@ describe('admission refuses what the runtime would refuse', () => {
     expect(msg).toContain('[E-OP-011]');
   });
 
-  it('kubectl apply of a Capsule with a wildcard grant fails and stores nothing', async () => {
-    const r = await apply(capsuleYaml('wild').replace('capabilities: { network: { allow: [api.example.com] } }\n', "capabilities: { network: { allow: ['*.example.com'] } }\n"));
+  it('kubectl apply of a Capsule with a wildcard over a top-level domain fails and stores nothing', async () => {
+    const r = await apply(capsuleYaml('wild').replace('capabilities: { network: { allow: [api.example.com] } }\n', "capabilities: { network: { allow: ['*.com'] } }\n"));
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain("invalid network.allow entry '*.example.com'");
+    expect(r.stderr).toContain("invalid network.allow entry '*.com': a wildcard is '*.' before a domain of at least two labels");
     expect(await client.get(capsulePath('wild'))).toBeUndefined();
   });
 });

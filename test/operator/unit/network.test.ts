@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { allowEntryRules } from '../../../operator/crd/admission.ts';
 import { parseAllow } from '../../../operator/translate/network.ts';
+import { CAPSULE_PATTERN, CIDR_PORT_PATTERN, HOST_ENTRY_PATTERN, IPV4_SHAPED_PATTERN, IPV4_VALID_PATTERN, WILDCARD, WILDCARD_RULE } from '../../../runtime/contracts/network-grant.ts';
 import { translate } from '../../../operator/translate/index.ts';
 import { defaultOptions, PRIVATE_RANGES } from '../../../operator/translate/options.ts';
 
@@ -86,5 +88,15 @@ describe('hostname grants never open the cluster', () => {
   it('a private address granted explicitly gets its own rule', () => {
     const rules = egress(['api.example.com', '10.1.2.3:5432']);
     expect(rules).toContainEqual({ to: [{ ipBlock: { cidr: '10.1.2.3/32' } }], ports: [{ protocol: 'TCP', port: 5432 }] });
+  });
+});
+
+describe('the CRD admits network.allow entries by the one grammar', () => {
+  it('its CEL rule is generated from the grammar’s fragments (wildcards included)', () => {
+    const [rule] = allowEntryRules();
+    const celLiteral = (re: string) => `'${re.replace(/\\/g, '\\\\')}'`;
+    for (const p of [CAPSULE_PATTERN, CIDR_PORT_PATTERN, HOST_ENTRY_PATTERN, IPV4_SHAPED_PATTERN, IPV4_VALID_PATTERN]) expect(rule!.rule).toContain(`self.matches(${celLiteral(p)})`);
+    expect(HOST_ENTRY_PATTERN).toContain(WILDCARD);
+    expect(rule!.messageExpression).toContain(WILDCARD_RULE);
   });
 });
