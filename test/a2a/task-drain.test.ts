@@ -40,7 +40,7 @@ describe('drain budget', () => {
     expect(await m.drain(0)).toBe(1);
     expect(rec.state).toBe('failed');
     expect(JSON.stringify(rec.statusMessage)).toMatch(/drain budget ran out/);
-    expect(m.snapshot(rec).status.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(m.snapshot(rec).status?.state).toBe(TaskState.TASK_STATE_FAILED);
     expect(abortedWith).toBeDefined();
   });
 });
