@@ -1,9 +1,10 @@
 /**
- * The model's tool inventory and the dispatch of one model-requested tool call:
- *   manifest capability check → policy-hook decision point → run → observation dispatch → trace.
+ * The model's tool inventory and the dispatch of one model-requested tool call: the manifest
+ * capability check picks the path (WASM tool, shell, runtime tool), and each goes through the one
+ * guarded call (guarded-call.ts): policy-hook decision point → run → trace + observation.
  * A refused or failed call is handed back to the model as an error result; the session goes on.
  */
-import { runShell, shellEventIdentity, isShellAllowed, argsFromCommand, isShellInterpreter } from '../shell/index.ts';
+import { runShell, shellEventIdentity, type ShellResult, isShellAllowed, argsFromCommand, isShellInterpreter } from '../shell/index.ts';
 import { parseToolResult, toolResultPayload } from '../tools/index.ts';
 import { GuestError, HostFault, DeadlineExceeded } from '../host/index.ts';
 import type { ToolSpec } from '../inference/wire.ts';
@@ -14,16 +15,9 @@ import type { SessionComponents } from './components.ts';
 import { MurError, isMurError } from '../errors.ts';
 import { scopeDir } from '../host/grants.ts';
 import { shellManifestDescription } from './shell-manifests.ts';
+import { guardedCall, type Acted, type ToolOutcome } from './guarded-call.ts';
 
-export interface ToolOutcome {
-  /** Text handed back to the model. */
-  content: string;
-  isError: boolean;
-  /** For the task's tool-call artifact. */
-  status: 'ok' | 'error' | 'denied';
-  durationMs: number;
-  kind: 'wasm' | 'shell' | 'runtime' | 'unknown';
-}
+export type { ToolOutcome } from './guarded-call.ts';
 
 /** A runtime-provided tool (delegate-task). */
 export interface RuntimeTool {
@@ -112,40 +106,39 @@ export class ToolDispatcher {
     };
   }
 
-  private async runWasm(a: StagedArtifact, input: Record<string, unknown>, ctx: ToolContext, started: number): Promise<ToolOutcome> {
-    const inputJson = JSON.stringify(input);
-    const decision = await this.hooks.toolDecision(this.toolEvent(ctx.turn, a.name, inputJson));
-    if (!decision.allowed) return { content: decision.agentMessage, isError: true, status: 'denied', durationMs: Date.now() - started, kind: 'wasm' };
-    let content: string;
-    let status: 'ok' | 'error' = 'ok';
-    let meta: { stateEffect?: string; resourceId?: string; continuationId?: string } = {};
-    try {
-      const inst = await this.components.tool(a);
-      const raw = await raceAbort(inst.call(['run', 'run'], [{ data: inputJson, logPath: undefined }]), ctx.signal, () => this.components.interruptTool(a.name));
-      const result = parseToolResult(raw);
-      meta = { stateEffect: result.stateEffect, resourceId: result.resourceId, continuationId: result.continuationId };
-      // data-path is read beneath the tool's own `.` (its scope), never elsewhere in the workdir.
-      const payload = await toolResultPayload(scopeDir(a.grant, this.staged.workdir.dir), result);
-      content = payload ?? result.summary ?? '';
-      if (result.status !== 'passed') {
-        status = 'error';
-        content = `tool ${a.name} reported ${result.status}${result.summary ? `: ${result.summary}` : ''}${payload !== undefined ? `\n${payload}` : ''}`;
-      }
-    } catch (e) {
-      if (ctx.signal.aborted) throw e;
-      status = 'error';
-      content = `error: tool ${a.name} failed: ${describe(e)}`;
-    }
-    const durationMs = Date.now() - started;
-    const outBytes = Buffer.byteLength(content);
+  /** One tool-call trace event and the observation hooks, for a WASM or runtime tool. */
+  private async observeToolCall(turn: number, name: string, input: Record<string, unknown>, inputJson: string, r: Acted & ToolMeta, durationMs: number, output?: string): Promise<void> {
+    const outBytes = Buffer.byteLength(r.content);
     this.trace.write('tool_call', {
-      turn: ctx.turn, tool_name: a.name, input, input_bytes: Buffer.byteLength(inputJson),
-      output: this.staged.manifest.trace.includeToolOutput ? content : undefined,
-      output_bytes: outBytes, duration_ms: durationMs, status,
-      state_effect: meta.stateEffect, resource_id: meta.resourceId, continuation_id: meta.continuationId || undefined,
+      turn, tool_name: name, input, input_bytes: Buffer.byteLength(inputJson),
+      output, output_bytes: outBytes, duration_ms: durationMs, status: r.status,
+      state_effect: r.stateEffect, resource_id: r.resourceId, continuation_id: r.continuationId || undefined,
     });
-    await this.hooks.toolObserved(this.toolEvent(ctx.turn, a.name, inputJson, { outputBytes: outBytes, durationMs, status }));
-    return { content, isError: status === 'error', status, durationMs, kind: 'wasm' };
+    await this.hooks.toolObserved(this.toolEvent(turn, name, inputJson, { outputBytes: outBytes, durationMs, status: r.status }));
+  }
+
+  private runWasm(a: StagedArtifact, input: Record<string, unknown>, ctx: ToolContext, started: number): Promise<ToolOutcome> {
+    const inputJson = JSON.stringify(input);
+    // Kept across a failure after the result was read (its data-path unreadable): still traced.
+    let meta: ToolMeta = {};
+    return guardedCall<Acted & ToolMeta>({
+      kind: 'wasm', started, signal: ctx.signal,
+      decide: () => this.hooks.toolDecision(this.toolEvent(ctx.turn, a.name, inputJson)),
+      run: async () => {
+        const inst = await this.components.tool(a);
+        const raw = await raceAbort(inst.call(['run', 'run'], [{ data: inputJson, logPath: undefined }]), ctx.signal, () => this.components.interruptTool(a.name));
+        const result = parseToolResult(raw);
+        meta = { stateEffect: result.stateEffect, resourceId: result.resourceId, continuationId: result.continuationId };
+        // data-path is read beneath the tool's own `.` (its scope), never elsewhere in the workdir.
+        const payload = await toolResultPayload(scopeDir(a.grant, this.staged.workdir.dir), result);
+        if (result.status !== 'passed') {
+          return { ...meta, status: 'error', content: `tool ${a.name} reported ${result.status}${result.summary ? `: ${result.summary}` : ''}${payload !== undefined ? `\n${payload}` : ''}` };
+        }
+        return { ...meta, status: 'ok', content: payload ?? result.summary ?? '' };
+      },
+      failed: (e) => ({ ...meta, status: 'error', content: `error: tool ${a.name} failed: ${describe(e)}` }),
+      observe: (r, durationMs) => this.observeToolCall(ctx.turn, a.name, input, inputJson, r, durationMs, this.staged.manifest.trace.includeToolOutput ? r.content : undefined),
+    });
   }
 
   private async runShellTool(bin: string, input: Record<string, unknown>, ctx: ToolContext, started: number): Promise<ToolOutcome> {
@@ -156,59 +149,63 @@ export class ToolDispatcher {
     }
     const workdir = this.staged.workdir.dir;
     const identity = await shellEventIdentity({ binary: bin, args, workdir, env: this.hostEnv });
-    const shellEvent = (outcome?: Record<string, unknown>) => ({
-      turn: ctx.turn, binary: identity.binary, command: identity.command, argv: identity.argv,
-      script: identity.script, recipe: identity.recipe, outcome,
+    const traced = { turn: ctx.turn, binary: identity.binary, command: identity.command, argv: identity.argv, script: identity.script, recipe: identity.recipe };
+    const shellEvent = (outcome?: Record<string, unknown>) => ({ ...traced, outcome });
+    type ShellActed = Acted & { ran?: ShellResult; error?: unknown };
+    return guardedCall<ShellActed>({
+      kind: 'shell', started, signal: ctx.signal,
+      decide: () => this.hooks.shellDecision(shellEvent()),
+      run: async () => {
+        const r = await runShell({
+          binary: bin, args, workdir, allow: this.shellAllow(), env: this.hostEnv,
+          stripEnvGlobs: this.staged.manifest.capabilities.shell?.stripEnv, signal: ctx.signal, identity,
+          timeoutMs: this.staged.manifest.capabilities.limits.deadlineSeconds * 1000,
+        });
+        const shown = identity.script ?? [bin, ...args].join(' ');
+        let content = `$ ${shown}\nExit code: ${r.exitCode}\nStdout:\n${r.stdout}\nStderr:\n${r.stderr}`;
+        if (r.truncated) content += `\n[output truncated at 16 KiB; full output in ${r.fullOutputPath}]`;
+        // A non-zero exit is data, not an error.
+        return { ran: r, status: 'ok', content };
+      },
+      failed: (e) => ({ error: e, status: 'error', content: `error: ${bin} could not run: ${describe(e)}` }),
+      observe: async ({ ran: r, error }, durationMs) => {
+        if (!r) {
+          // It did not run (not found, not executable): still a shell call in the trace, with why;
+          // there is nothing to observe.
+          this.trace.write('shell', { ...traced, error: describe(error), duration_ms: durationMs });
+          return;
+        }
+        this.trace.write('shell', {
+          ...traced, exit_code: r.exitCode, stdout_bytes: r.stdoutBytes, stderr_bytes: r.stderrBytes, duration_ms: r.durationMs,
+          truncated: r.truncated || undefined, full_output_path: r.fullOutputPath,
+        });
+        await this.hooks.shellObserved(shellEvent({
+          exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, stdoutBytes: BigInt(r.stdoutBytes), stderrBytes: BigInt(r.stderrBytes), durationMs: BigInt(r.durationMs),
+        }));
+      },
     });
-    const decision = await this.hooks.shellDecision(shellEvent());
-    if (!decision.allowed) return { content: decision.agentMessage, isError: true, status: 'denied', durationMs: Date.now() - started, kind: 'shell' };
-    try {
-      const r = await runShell({
-        binary: bin, args, workdir, allow: this.shellAllow(), env: this.hostEnv,
-        stripEnvGlobs: this.staged.manifest.capabilities.shell?.stripEnv, signal: ctx.signal, identity,
-        timeoutMs: this.staged.manifest.capabilities.limits.deadlineSeconds * 1000,
-      });
-      this.trace.write('shell', {
-        turn: ctx.turn, binary: identity.binary, command: identity.command, argv: identity.argv, script: identity.script, recipe: identity.recipe,
-        exit_code: r.exitCode, stdout_bytes: r.stdoutBytes, stderr_bytes: r.stderrBytes, duration_ms: r.durationMs, truncated: r.truncated || undefined,
-        full_output_path: r.fullOutputPath,
-      });
-      await this.hooks.shellObserved(shellEvent({
-        exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, stdoutBytes: BigInt(r.stdoutBytes), stderrBytes: BigInt(r.stderrBytes), durationMs: BigInt(r.durationMs),
-      }));
-      const shown = identity.script ?? [bin, ...args].join(' ');
-      let content = `$ ${shown}\nExit code: ${r.exitCode}\nStdout:\n${r.stdout}\nStderr:\n${r.stderr}`;
-      if (r.truncated) content += `\n[output truncated at 16 KiB; full output in ${r.fullOutputPath}]`;
-      // A non-zero exit is data, not an error.
-      return { content, isError: false, status: 'ok', durationMs: Date.now() - started, kind: 'shell' };
-    } catch (e) {
-      if (ctx.signal.aborted) throw e;
-      // It did not run (not found, not executable): still a shell call in the trace, with why.
-      this.trace.write('shell', {
-        turn: ctx.turn, binary: identity.binary, command: identity.command, argv: identity.argv, script: identity.script, recipe: identity.recipe,
-        error: describe(e), duration_ms: Date.now() - started,
-      });
-      return { content: `error: ${bin} could not run: ${describe(e)}`, isError: true, status: 'error', durationMs: Date.now() - started, kind: 'shell' };
-    }
   }
 
-  private async runRuntimeTool(rt: RuntimeTool, input: Record<string, unknown>, ctx: ToolContext, started: number): Promise<ToolOutcome> {
+  private runRuntimeTool(rt: RuntimeTool, input: Record<string, unknown>, ctx: ToolContext, started: number): Promise<ToolOutcome> {
     const inputJson = JSON.stringify(input);
-    const decision = await this.hooks.toolDecision(this.toolEvent(ctx.turn, rt.spec.name, inputJson));
-    if (!decision.allowed) return { content: decision.agentMessage, isError: true, status: 'denied', durationMs: Date.now() - started, kind: 'runtime' };
-    let out: { content: string; isError: boolean };
-    try {
-      out = await rt.run(input, ctx.signal, { traceparent: ctx.traceparent });
-    } catch (e) {
-      if (ctx.signal.aborted) throw e;
-      out = { content: `error: ${rt.spec.name} failed: ${describe(e)}`, isError: true };
-    }
-    const durationMs = Date.now() - started;
-    const status = out.isError ? 'error' : 'ok';
-    this.trace.write('tool_call', { turn: ctx.turn, tool_name: rt.spec.name, input, input_bytes: inputJson.length, output_bytes: Buffer.byteLength(out.content), duration_ms: durationMs, status });
-    await this.hooks.toolObserved(this.toolEvent(ctx.turn, rt.spec.name, inputJson, { outputBytes: Buffer.byteLength(out.content), durationMs, status }));
-    return { ...out, status, durationMs, kind: 'runtime' };
+    return guardedCall<Acted>({
+      kind: 'runtime', started, signal: ctx.signal,
+      decide: () => this.hooks.toolDecision(this.toolEvent(ctx.turn, rt.spec.name, inputJson)),
+      run: async () => {
+        const out = await rt.run(input, ctx.signal, { traceparent: ctx.traceparent });
+        return { content: out.content, status: out.isError ? 'error' : 'ok' };
+      },
+      failed: (e) => ({ status: 'error', content: `error: ${rt.spec.name} failed: ${describe(e)}` }),
+      observe: (r, durationMs) => this.observeToolCall(ctx.turn, rt.spec.name, input, inputJson, r, durationMs),
+    });
   }
+}
+
+/** What a WASM tool's result says about its effect, for the trace. */
+interface ToolMeta {
+  stateEffect?: string;
+  resourceId?: string;
+  continuationId?: string;
 }
 
 export function describe(e: unknown): string {
