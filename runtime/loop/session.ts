@@ -3,22 +3,22 @@
  * one after another. `runTask` runs one task through the agent loop with its reopen rounds; the
  * caller (`mur run`, or the A2A executor of `mur serve`) decides where tasks come from.
  */
-import { readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { ContinuationState } from '../inference/continuation.ts';
 import { SpendMeter } from '../inference/spend.ts';
 import { tokenCounter, type TokenCounter } from '../inference/tokens.ts';
 import { promptCacheKey } from '../inference/cache-key.ts';
 import { systemPrompt } from '../inference/capsule-block.ts';
-import { buildDriverRequest, parseDriverResponse, type ConversationMessage } from '../inference/wire.ts';
-import { parseToolResult } from '../tools/result.ts';
+import { buildDriverRequest, type ConversationMessage } from '../inference/wire.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { TraceWriter } from '../trace/writer.ts';
-import { MurError, failureInfo, type FailureInfo } from '../errors.ts';
+import { MurError, failureInfo, isMurError, type FailureInfo } from '../errors.ts';
+import { promptFileBound, readBoundedFile } from '../manifest/index.ts';
 import { NO_HOOKS, type HookMessage, type HookPort, type HookServices } from '../hooks/port.ts';
 import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ToolDispatcher, type RuntimeTool } from './tools.ts';
+import { meteredInference } from './metered-inference.ts';
 import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
 import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
 import { BoundedHistories, BoundedRecord } from './conversation-bounds.ts';
@@ -382,32 +382,26 @@ export class CapsuleSession {
     const messages = fromHookMessages(req.messages.map((m) => (m.role === 'tool' ? m : m)), 'replace-context');
     const request = buildDriverRequest({ model, maxTokens: inf.maxTokens, system: req.systemPrompt ?? '', messages, tools: [], promptCacheKey: promptCacheKey(this.staged.manifest.name, this.staged.manifest.version) });
     const inputTokens = await this.counter.countJson(request);
-    const admission = this.spend.admit(inputTokens, inf.maxTokens);
-    if (!admission.admitted) {
-      this.trace.write('spend_ceiling_reached', { origin: `hook:${hookName}`, requested: admission.refusal.requested, limit: admission.refusal.limit });
-      throw new SpendRefusedError(admission.refusal.message);
-    }
-    const started = Date.now();
-    let text = '';
-    let outputTokens = 0;
-    let reported: Record<string, number> | undefined;
-    try {
-      const driver = await this.components.driver();
-      const raw = await driver.call(['run', 'run'], [{ data: JSON.stringify(request), logPath: undefined }]);
-      const data = parseToolResult(raw).data ?? '';
-      outputTokens = await this.counter.count(data);
-      const resp = parseDriverResponse(data);
-      reported = resp.usage;
+    let started = 0;
+    const metered = await meteredInference({ spend: this.spend, counter: this.counter, components: this.components }, {
+      request, inputTokens,
+      admitted: () => (started = Date.now()),
       // A model the provider rejects is an error for the hook: never a silent fallback.
-      if (resp.stop_reason === 'error') throw new Error(`driver reported an error for model ${model}: ${resp.error ?? 'no detail'}`);
-      text = textOf({ content: resp.content });
-      this.spend.settle(admission.ticket, { inputTokens, outputTokens });
-    } catch (e) {
-      this.spend.drop(admission.ticket);
-      this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'error', duration_ms: Date.now() - started, error: (e as Error).message });
-      throw e;
+      accept: (resp) => {
+        if (resp.stop_reason === 'error') throw new Error(`driver reported an error for model ${model}: ${resp.error ?? 'no detail'}`);
+      },
+    });
+    if (metered.kind === 'refused') {
+      this.trace.write('spend_ceiling_reached', { origin: `hook:${hookName}`, requested: metered.refusal.requested, limit: metered.refusal.limit });
+      throw new SpendRefusedError(metered.refusal.message);
     }
-    this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'end_turn', duration_ms: Date.now() - started, reported_usage: reported });
+    if (metered.kind === 'failed') {
+      this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: metered.outputTokens, decision: 'error', duration_ms: Date.now() - started, error: (metered.error as Error).message });
+      throw metered.error;
+    }
+    const { outputTokens } = metered;
+    const text = textOf({ content: metered.response.content });
+    this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'end_turn', duration_ms: Date.now() - started, reported_usage: metered.response.usage });
     return { text, modelUsed: model, inputTokens: BigInt(inputTokens), outputTokens: BigInt(outputTokens) };
   }
 }
@@ -422,11 +416,7 @@ export function compactionPrompt(staged: StagedCapsule): string | undefined {
   if (c.systemPrompt !== undefined) return c.systemPrompt;
   if (c.systemPromptFile === undefined) return undefined;
   const p = isAbsolute(c.systemPromptFile) ? c.systemPromptFile : join(staged.capsuleDir, c.systemPromptFile);
-  try {
-    return readFileSync(p, 'utf8');
-  } catch (e) {
-    throw new MurError('E-RUN-009', `cannot read inference.compaction.system_prompt_file ${p}: ${(e as Error).message}`, { location: { file: staged.manifest.file, field: 'inference.compaction.system_prompt_file' } });
-  }
+  return readPromptFile(staged, 'inference.compaction.system_prompt_file', c.systemPromptFile, p);
 }
 
 function manifestPrompt(staged: StagedCapsule): string | undefined {
@@ -434,11 +424,20 @@ function manifestPrompt(staged: StagedCapsule): string | undefined {
   if (inf.systemPrompt !== undefined) return inf.systemPrompt;
   if (inf.systemPromptFile !== undefined) {
     const p = isAbsolute(inf.systemPromptFile) ? inf.systemPromptFile : join(staged.capsuleDir, inf.systemPromptFile);
-    try {
-      return readFileSync(p, 'utf8');
-    } catch (e) {
-      throw new MurError('E-RUN-009', `cannot read inference.system_prompt_file ${p}: ${(e as Error).message}`, { location: { file: staged.manifest.file, field: 'inference.system_prompt_file' } });
-    }
+    return readPromptFile(staged, 'inference.system_prompt_file', inf.systemPromptFile, p);
   }
   return undefined;
+}
+
+/**
+ * A prompt file, read through the manifest's bounded reader: validation checked it, but it is read
+ * again here and may have been swapped for a FIFO or grown since (E-MAN-030 / E-MAN-032).
+ */
+function readPromptFile(staged: StagedCapsule, field: string, rel: string, p: string): string {
+  try {
+    return readBoundedFile(p, promptFileBound(rel, p), { file: staged.manifest.file, field });
+  } catch (e) {
+    if (isMurError(e)) throw e;
+    throw new MurError('E-RUN-009', `cannot read ${field} ${p}: ${(e as Error).message}`, { location: { file: staged.manifest.file, field } });
+  }
 }
