@@ -136,7 +136,7 @@ export function capsuleSpecSchema(): Schema {
       lifecycle: obj('Task lifecycle.', {
         task_acceptance: enm('queue (default on Kubernetes): one long-running session serving A2A tasks in order; single: one A2A task, then the pod exits and restarts with a fresh session; none: one task from the launch (not servable as a Deployment).', ['none', 'single', 'queue'], { default: 'queue' }),
         queue_depth: int('Queue depth (queue mode only, default 1).', { minimum: 1 }),
-        input_timeout_secs: int('Timeout for request-input (default: wait forever).', { minimum: 1 }),
+        input_timeout_secs: int('Timeout for request-input in seconds: a task given no reply within it fails (default 3600).', { minimum: 1 }),
         conversation: enm('stateless or threaded conversations.', ['stateless', 'threaded']),
         max_task_reopens: int('How often on-task-end may reopen a task (default 1, 0 disables).', { minimum: 0 }),
         delegation_deadline_secs: int('Deadline of a delegated task (default 600).', { minimum: 1 }),
