@@ -4,8 +4,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { boundedError, buildDriverRequest, parseDriverResponse, type ConversationMessage, type ToolSpec } from '../inference/wire.ts';
-import { parseToolResult } from '../tools/result.ts';
+import { boundedError, buildDriverRequest, type ConversationMessage, type DriverRequest, type ToolSpec } from '../inference/wire.ts';
 import type { ContinuationState } from '../inference/continuation.ts';
 import { NO_CALLER, threadKey, type ConversationOwner } from '../inference/conversation-store.ts';
 import { failureInfo, type FailureInfo } from '../errors.ts';
@@ -15,7 +14,8 @@ import type { CapsuleManifest } from '../manifest/capsule.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import type { HookPort } from '../hooks/port.ts';
 import type { SessionComponents } from './components.ts';
-import { describe, raceAbort, type ToolDispatcher } from './tools.ts';
+import { describe, type ToolDispatcher } from './tools.ts';
+import { meteredInference, type Answered } from './metered-inference.ts';
 import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
 import { textOf, toolPairProblem } from '../inference/messages.ts';
 import { startChatSpan, startCompactionSpan, startToolSpan } from '../telemetry/spans.ts';
@@ -125,41 +125,11 @@ export async function runAttempt(
     });
     // Budget decisions always use the full conversation, never the (smaller) continued payload.
     const inputTokens = await conversationTokens(d.counter, d.system, tools, history);
-    const admission = d.spend.admit(inputTokens, inf.maxTokens);
-    if (!admission.admitted) {
-      d.trace.write('spend_ceiling_reached', { turn, requested: admission.refusal.requested, spent: admission.refusal.spent, limit: admission.refusal.limit });
-      return { exit: 'spend_ceiling_reached', reason: admission.refusal.message, turns };
-    }
-    ev.status(`inference turn ${turn}`);
-    startChatSpan(d.trace, { model: inf.model, turn, maxTokens: inf.maxTokens });
-    const started = Date.now();
-    let raw: unknown;
-    try {
-      const driver = await d.components.driver();
-      raw = await raceAbort(driver.call(['run', 'run'], [{ data: JSON.stringify(request), logPath: undefined }]), signal, () => d.components.interruptDriver());
-    } catch (e) {
-      d.spend.drop(admission.ticket);
-      if (signal.aborted) return { ...abortedExit(signal, 'during inference'), turns };
-      d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: boundedError(describe(e)) });
-      return { exit: 'failed', reason: `inference driver failed: ${boundedError(describe(e))}`, turns, ...withError(e) };
-    }
-    let responseText = '';
-    let resp: ReturnType<typeof parseDriverResponse>;
-    let continuationId: string | undefined;
-    try {
-      const result = parseToolResult(raw);
-      responseText = result.data ?? '';
-      continuationId = result.continuationId;
-      resp = parseDriverResponse(responseText);
-    } catch (e) {
-      d.spend.drop(admission.ticket);
-      d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error: describe(e) });
-      return { exit: 'failed', reason: `unreadable driver response: ${describe(e)}`, turns, ...withError(e) };
-    }
+    const metered = await inferTurn(d, turn, request, inputTokens, ev, signal);
+    if ('ended' in metered) return { ...metered.ended, turns };
+    const { text: responseText, response: resp, continuationId, outputTokens, started } = metered;
     // Every HTTP attempt of a driver that retried, on the trace before the turn's own event.
     for (const a of resp.attempts ?? []) d.trace.write('inference_attempt', { turn, model: inf.model, ...a });
-    const outputTokens = await d.counter.count(responseText);
-    d.spend.settle(admission.ticket, { inputTokens, outputTokens });
     d.totals.inputTokens += inputTokens;
     d.totals.outputTokens += outputTokens;
     const toolCalls = resp.content.filter((b) => b.type === 'tool_call');
@@ -249,6 +219,36 @@ export async function runAttempt(
   const reason = `inference loop exceeded ${maxTurns} turns`;
   await writeResult(d.workdir, `error: ${reason}`);
   return { exit: 'max_turns_reached', reason, turns };
+}
+
+/**
+ * One turn's metered driver call (metered-inference.ts): its status line and chat span once
+ * admitted, and how the attempt ends when it is refused, cancelled or fails.
+ */
+async function inferTurn(
+  d: LoopDeps, turn: number, request: DriverRequest, inputTokens: number, ev: LoopEvents, signal: AbortSignal,
+): Promise<{ ended: Omit<AttemptResult, 'turns'> } | (Answered & { started: number })> {
+  const inf = d.manifest.inference!;
+  let started = 0;
+  const metered = await meteredInference(d, {
+    request, inputTokens, signal,
+    admitted: () => {
+      ev.status(`inference turn ${turn}`);
+      startChatSpan(d.trace, { model: inf.model, turn, maxTokens: inf.maxTokens });
+      started = Date.now();
+    },
+  });
+  if (metered.kind === 'refused') {
+    d.trace.write('spend_ceiling_reached', { turn, requested: metered.refusal.requested, spent: metered.refusal.spent, limit: metered.refusal.limit });
+    return { ended: { exit: 'spend_ceiling_reached', reason: metered.refusal.message } };
+  }
+  if (metered.kind === 'answered') return { ...metered, started };
+  const e = metered.error;
+  if (metered.stage === 'call' && signal.aborted) return { ended: abortedExit(signal, 'during inference') };
+  const error = metered.stage === 'call' ? boundedError(describe(e)) : describe(e);
+  d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error });
+  const reason = metered.stage === 'call' ? `inference driver failed: ${error}` : `unreadable driver response: ${error}`;
+  return { ended: { exit: 'failed', reason, ...withError(e) } };
 }
 
 function safeJson(s: string): unknown {
