@@ -624,6 +624,17 @@ async function startOnce(opts: StartClusterOptions): Promise<Cluster> {
         const n = JSON.parse((await request(`${server}/api/v1/nodes/${nodeName}`, admin)).body);
         return (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
       }, watch);
+      // kwok's node stages report cpu, memory and pods but no ephemeral-storage, and the scheduler
+      // refuses a pod requesting some (capsule pods do) on a node with none allocatable; a kubelet
+      // reports its disk. Its status stages keep an allocatable that is already there.
+      // A heartbeat between the read and the write is a 409: read again.
+      for (let attempt = 1; ; attempt++) {
+        const n = JSON.parse((await request(`${server}/api/v1/nodes/${nodeName}`, admin)).body);
+        const resources = { ...n.status.allocatable, 'ephemeral-storage': '1Ti' };
+        const put = await request(`${server}/api/v1/nodes/${nodeName}/status`, admin, 'PUT', { ...n, status: { ...n.status, capacity: resources, allocatable: resources } });
+        if (put.status === 200) break;
+        if (put.status !== 409 || attempt === 5) throw new Error(`giving node ${nodeName} ephemeral-storage failed: ${put.status} ${put.body}`);
+      }
     }
     const startupMs = Date.now() - t0;
     log(`cluster ready after ${startupMs} ms (controller-manager ${withKcm}, scheduler ${withScheduler}, kwok ${withKwok})`);
