@@ -1,11 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
-// Four projects: everything that needs only Node + WASM; the operator's pure tests (translate
+// Five projects: everything that needs only Node + WASM; the operator's pure tests (translate
 // golden files, unit tests: no API server, so they run anywhere); the operator suite, which
 // needs a real kube-apiserver (started once by the cluster global setup, or taken from $KUBECONFIG);
 // the image contract tests, which need a Docker engine and the built images
 // (test/images/global-setup.ts); and the real-node e2e suite (containers, Services,
-// NetworkPolicies on a real kubelet node: Linux + root).
+// NetworkPolicies on a real kubelet node: Linux + root). What a 'runtime' test file needs from
+// outside the repository (the OCI registry and oras, the Python A2A SDK) its own first beforeAll
+// builds when missing (test/support/build-on-use.ts), so it does not hold up the other files.
 const OPERATOR_PURE = ['test/operator/unit/**/*.test.ts', 'test/operator/golden.test.ts'];
 export default defineConfig({
   test: {

@@ -1,27 +1,29 @@
 /**
  * Interop with a client no one here wrote: the official Python A2A SDK (`a2a-sdk` 1.3.0 from
- * PyPI, installed by .ci/run into .cache/a2a-py) drives `mur serve` over JSON-RPC, HTTP+JSON and
- * gRPC, authenticating with a bearer API key. A call without the key is refused on each binding.
+ * PyPI, installed into .cache/a2a-py by test/interop/build.sh on first use) drives `mur serve`
+ * over JSON-RPC, HTTP+JSON and gRPC, authenticating with a bearer API key. A call without the key
+ * is refused on each binding.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { freePort, serve, type Served } from '../cli/serve-kit.ts';
+import { A2A_PY_DIR, BUILD_TIMEOUT_MS, ensurePythonSdk } from '../support/build-on-use.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const PYTHON = join(ROOT, '.cache', 'a2a-py', 'bin', 'python');
+const PYTHON = join(A2A_PY_DIR, 'bin', 'python');
 const SCRIPT = fileURLToPath(new URL('./a2a_py_client.py', import.meta.url));
 const A2A_KEY = `py-interop-${crypto.randomUUID()}`;
 
 let served: Served;
 let provider: ScriptedProvider;
 
+// The SDK's venv, installed from PyPI on first use.
+beforeAll(ensurePythonSdk, BUILD_TIMEOUT_MS);
 beforeAll(async () => {
-  if (!existsSync(PYTHON)) throw new Error(`the Python A2A SDK is not installed at ${PYTHON}: run .ci/run (step 'a2a-sdk venv') or: python3 -m venv .cache/a2a-py && .cache/a2a-py/bin/pip install 'a2a-sdk[grpc,http-server]==1.3.0'`);
   provider = await startScriptedProvider({ turns: [{ text: 'answer one' }, { text: 'answer two' }, { text: 'answer three' }] });
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
   const capsule = tmp('py-interop-');

@@ -18,6 +18,7 @@ import { watFixture } from '../fixtures/build-wat.ts';
 import { tmp } from '../registry/helpers.ts';
 import { makeCerts, orasPushWasm, startRegistry, type Registry } from './harness.ts';
 import { startTokenServer, type TokenServer } from './token-server.ts';
+import { BUILD_TIMEOUT_MS, ensureOciTools } from '../support/build-on-use.ts';
 
 let wasm: string;
 let certs: Awaited<ReturnType<typeof makeCerts>>;
@@ -61,6 +62,8 @@ function pull(ref: string, env: Record<string, string>, dir = capsule()) {
 
 const secretsIn = (s: string) => [PUSHER, READER, STRANGER].map((c) => c.password).concat(basicReg.password!).filter((p) => s.includes(p));
 
+// The registry and oras, built from the Go module proxy on first use (cold: minutes).
+beforeAll(ensureOciTools, BUILD_TIMEOUT_MS);
 beforeAll(async () => {
   wasm = await watFixture('crash-tool');
   certs = await makeCerts();

@@ -1,6 +1,7 @@
 /**
  * The OCI test harness: a real CNCF distribution registry on loopback (storage in a temp folder) and
- * the real oras CLI, both built from the Go module proxy by test/oci/build.sh into .cache/oci/bin.
+ * the real oras CLI, both built from the Go module proxy by test/oci/build.sh into .cache/oci/bin
+ * (a test file's first beforeAll runs it: ensureOciTools in test/support/build-on-use.ts).
  * Readiness is the registry's own "listening on" log line, not a sleep.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
@@ -8,16 +9,16 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 import { tmp } from '../registry/helpers.ts';
+import { OCI_BIN } from '../support/build-on-use.ts';
 
-export const OCI_BIN = process.env.OCI_BIN_DIR ?? path.join(PROJECT_ROOT, '.cache', 'oci', 'bin');
+export { OCI_BIN };
 
-/** Fails (never skips) when the binaries are missing, saying how to build them. */
+/** Fails (never skips) when the binaries are missing (ensureOciTools did not run first), saying how to build them. */
 export function requireBinaries(): void {
   for (const b of ['registry', 'oras']) {
     if (!existsSync(path.join(OCI_BIN, b))) {
-      throw new Error(`${path.join(OCI_BIN, b)} is missing: run \`bash test/oci/build.sh\` (builds the CNCF distribution registry and oras from the Go module proxy; .ci/run does this)`);
+      throw new Error(`${path.join(OCI_BIN, b)} is missing: run \`bash test/oci/build.sh\` (builds the CNCF distribution registry and oras from the Go module proxy; the OCI test files' first beforeAll and .ci/run do this)`);
     }
   }
 }

@@ -14,9 +14,12 @@ import { stageCapsule } from '../../runtime/session/stage.ts';
 import { watFixture } from '../fixtures/build-wat.ts';
 import { tmp } from '../registry/helpers.ts';
 import { oras, orasPushWasm, startRegistry, type Registry } from './harness.ts';
+import { BUILD_TIMEOUT_MS, ensureOciTools } from '../support/build-on-use.ts';
 
 let reg: Registry;
 let wasm: string;
+// The registry and oras, built from the Go module proxy on first use (cold: minutes).
+beforeAll(ensureOciTools, BUILD_TIMEOUT_MS);
 beforeAll(async () => {
   reg = await startRegistry();
   wasm = await watFixture('crash-tool');
