@@ -35,7 +35,7 @@ export function promptFileBound(rel: string, file: string): FileBound {
 }
 
 /** `1048576 bytes (1 MiB)`: the limit as messages and the docs state it. */
-export function describeLimit(bytes: number): string {
+function describeLimit(bytes: number): string {
   const mib = bytes / 2 ** 20;
   return Number.isInteger(mib) ? `${bytes} bytes (${mib} MiB)` : `${bytes} bytes (${bytes / 1024} KiB)`;
 }
