@@ -7,6 +7,7 @@ import { delegateTaskTool, runDelegateTask } from '../a2a/delegate-task.ts';
 import { peerTokens } from '../a2a/credentials.ts';
 import type { CapsuleSession, TaskReport } from '../loop/session.ts';
 import type { RuntimeTool } from '../loop/tools.ts';
+import { destinationOf, isAllowed } from '../net/allowlist.ts';
 
 export function taskExecutor(session: CapsuleSession): TaskExecutor {
   // Tasks run one at a time through the session (the server queues the rest).
@@ -36,8 +37,13 @@ export function taskExecutor(session: CapsuleSession): TaskExecutor {
 /** `delegate-task`, offered only when the allowlist names peers. */
 export function runtimeToolsFor(session: CapsuleSession): RuntimeTool[] {
   const m = session.staged.manifest;
-  // Entries a component's own grant lists (a tool's API, the driver's provider) are not peers.
-  const claimed = m.artifacts.flatMap((a) => a.capabilities?.network?.allow ?? []);
+  // Entries a component's own grant lists (a tool's API, the driver's provider) are not peers; nor
+  // are the entries that admit an MCP server (its tools are offered as MCP tools).
+  const mcpDests = (m.mcp?.servers ?? []).map((s) => destinationOf(s.url)).filter((d) => d !== undefined);
+  const claimed = [
+    ...m.artifacts.flatMap((a) => a.capabilities?.network?.allow ?? []),
+    ...m.capabilities.network.allow.filter((a) => mcpDests.some((d) => isAllowed([a], d))),
+  ];
   const endpoint = session.inferenceEndpoint;
   const def = delegateTaskTool(m.capabilities.network.allow, { entries: claimed, ...(endpoint ? { endpoint } : {}) });
   if (!def) return [];

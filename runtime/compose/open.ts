@@ -9,6 +9,7 @@ import { stageCapsule, type StagedCapsule } from '../session/stage.ts';
 import { CapsuleSession, type SessionOptions } from '../loop/session.ts';
 import { runtimeToolsFor } from './a2a-bridge.ts';
 import { loadHookBus } from './hooks-wiring.ts';
+import { openMcpTools } from './mcp-wiring.ts';
 
 export interface OpenOptions {
   capsuleDir: string;
@@ -38,7 +39,22 @@ export async function stage(o: OpenOptions): Promise<StagedCapsule> {
 }
 
 export async function openSession(staged: StagedCapsule, o: { hostEnv?: NodeJS.ProcessEnv; conversations?: ConversationStore; deferWarmUp?: boolean } = {}): Promise<CapsuleSession> {
-  const opts: SessionOptions = { hostEnv: o.hostEnv, runtimeTools: runtimeToolsFor, ...(o.conversations ? { conversations: o.conversations } : {}), ...(o.deferWarmUp ? { deferWarmUp: true } : {}) };
+  let session: CapsuleSession | undefined;
+  // MCP servers are connected first: their tools are part of the inventory the session opens with.
+  const mcp = await openMcpTools(staged, o.hostEnv ?? process.env, () => session);
+  const runtimeTools = (s: CapsuleSession) => {
+    if (!mcp) return runtimeToolsFor(s);
+    mcp.attach(s.trace);
+    return [...runtimeToolsFor(s), ...mcp.tools()];
+  };
+  const opts: SessionOptions = { hostEnv: o.hostEnv, runtimeTools, ...(o.conversations ? { conversations: o.conversations } : {}), ...(o.deferWarmUp ? { deferWarmUp: true } : {}) };
   if (staged.hooks.length) opts.hooks = (services, trace) => loadHookBus(staged, services, trace, o.hostEnv);
-  return CapsuleSession.open(staged, opts);
+  try {
+    session = await CapsuleSession.open(staged, opts);
+  } catch (e) {
+    await mcp?.close();
+    throw e;
+  }
+  if (mcp) session.onClose(() => mcp.close());
+  return session;
 }

@@ -121,6 +121,8 @@ export class CapsuleSession {
   /** The owner of the task being run, from its on-task-start to its on-task-end (conversation/read's scope). */
   private serving: ConversationOwner | undefined;
   private endListeners: Array<(e: SessionEnd) => void> = [];
+  /** What the session's assembly opened beside it (MCP connections), closed last by close(). */
+  private closers: Array<() => Promise<void>> = [];
   private conversations: ConversationStore | undefined;
 
   private constructor(staged: StagedCapsule, hostEnv: NodeJS.ProcessEnv) {
@@ -175,6 +177,11 @@ export class CapsuleSession {
   /** Set once the session has ended on its own (an on-compaction error); see TaskReport. */
   get ended(): SessionEnd | undefined {
     return this.endedBy;
+  }
+
+  /** Runs `close` when the session closes, after its components stop (never throws out of close()). */
+  onClose(close: () => Promise<void>): void {
+    this.closers.push(close);
   }
 
   /** Called once when the session ends on its own, so a server can stop taking tasks. */
@@ -316,6 +323,7 @@ export class CapsuleSession {
     });
     await this.hooks.close();
     await this.components.close();
+    for (const c of this.closers.splice(0)) await c().catch(() => {});
     this.trace.close();
   }
 
@@ -376,7 +384,20 @@ export class CapsuleSession {
   }
 
   /** `murmur:runtime/inference`: one completion through the capsule's own driver, traced, metered. */
-  private async hookInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, hookName: string) {
+  private hookInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, hookName: string) {
+    return this.sideInference(req, `hook:${hookName}`);
+  }
+
+  /**
+   * An MCP server's sampling request (docs/mcp.md): one driver call through the one metered
+   * inference, against the session's spend ceiling like a hook's, traced with origin `mcp:<server>`.
+   */
+  samplingInference(req: { messages: HookMessage[]; systemPrompt?: string }, server: string) {
+    return this.sideInference(req, `mcp:${server}`);
+  }
+
+  /** A driver call beside the loop's turns (a hook's run-inference, an MCP sampling request). */
+  private async sideInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, origin: string) {
     const inf = this.staged.manifest.inference!;
     const model = req.model ?? inf.model;
     const messages = fromHookMessages(req.messages.map((m) => (m.role === 'tool' ? m : m)), 'replace-context');
@@ -392,16 +413,16 @@ export class CapsuleSession {
       },
     });
     if (metered.kind === 'refused') {
-      this.trace.write('spend_ceiling_reached', { origin: `hook:${hookName}`, requested: metered.refusal.requested, limit: metered.refusal.limit });
+      this.trace.write('spend_ceiling_reached', { origin, requested: metered.refusal.requested, limit: metered.refusal.limit });
       throw new SpendRefusedError(metered.refusal.message);
     }
     if (metered.kind === 'failed') {
-      this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: metered.outputTokens, decision: 'error', duration_ms: Date.now() - started, error: (metered.error as Error).message });
+      this.trace.write('inference', { origin, model, input_tokens: inputTokens, output_tokens: metered.outputTokens, decision: 'error', duration_ms: Date.now() - started, error: (metered.error as Error).message });
       throw metered.error;
     }
     const { outputTokens } = metered;
     const text = textOf({ content: metered.response.content });
-    this.trace.write('inference', { origin: `hook:${hookName}`, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'end_turn', duration_ms: Date.now() - started, reported_usage: metered.response.usage });
+    this.trace.write('inference', { origin, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'end_turn', duration_ms: Date.now() - started, reported_usage: metered.response.usage });
     return { text, modelUsed: model, inputTokens: BigInt(inputTokens), outputTokens: BigInt(outputTokens) };
   }
 }

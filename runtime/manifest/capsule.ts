@@ -15,6 +15,9 @@ import { ErrorCollector } from './errors.ts';
 import { CAPSULE_REFERENCE_KEYS } from './reference-keys.ts';
 import { CAPSULE_SCHEMA, type ArtifactRuntime } from './schema.ts';
 import { walkYaml, type Position, type WalkResult } from './validate.ts';
+import { mcpChecks, type McpConfig } from './mcp.ts';
+
+export type { McpConfig, McpServer } from './mcp.ts';
 
 export const MANIFEST_FILE = 'murmur.yaml';
 
@@ -131,6 +134,8 @@ export interface CapsuleManifest {
   lifecycle: Lifecycle;
   observability: Observability;
   trace: { includeToolOutput: boolean };
+  /** This runtime's extension: the MCP servers the capsule may use (docs/mcp.md). */
+  mcp?: McpConfig;
   /** `agent` when `inference` is present, else `script`. */
   kind: 'agent' | 'script';
   /** The file it was parsed from (as given to parseManifest / the absolute path from loadManifest). */
@@ -254,6 +259,8 @@ function semanticChecks(w: WalkResult, file: string, errors: ErrorCollector): vo
       narrowingChecks(a.capabilities, v.capabilities, base, at, add);
     }
   });
+
+  mcpChecks(v.mcp, v.capabilities?.network?.allow ?? [], (code, field, message, hint) => add(code, field, at(field), message, hint));
 
   const inf = v.inference;
   if (inf) {

@@ -91,6 +91,31 @@ Cross-field rules:
 - \`system_prompt\` and \`system_prompt_file\` are mutually exclusive (in \`inference\` and in
   \`inference.compaction\`); a named file must exist inside the capsule directory.
 
+### This runtime's extension: \`mcp\`
+
+The \`mcp:\` block is this runtime's, not the reference runtime's: a capsule without it is
+unchanged, and the reference runtime refuses a capsule that has it. It names the MCP servers the
+capsule may use ([mcp.md](mcp.md)); their tools reach the model as \`mcp__<server>__<tool>\`.
+
+\`\`\`yaml
+capabilities:
+  network:
+    allow: ['https://docs-mcp.example.com']
+mcp:
+  servers:
+    - name: docs
+      url: https://docs-mcp.example.com/mcp   # Streamable HTTP
+      tools: [search, fetch-page]               # or ['*']
+      token_env: DOCS_MCP_TOKEN                 # the variable's name; the value comes from a Secret
+\`\`\`
+
+- Every \`url\` must be covered by \`capabilities.network.allow\` (\`E-MCP-003\`): an MCP
+  connection is an outgoing request like any other, checked again on every request at run time.
+- Server names are unique (\`E-MCP-005\`); \`'*'\` stands alone in \`tools\`, and no tool is listed
+  twice (\`E-MCP-004\`).
+- Credentials are never written here: \`token_env\` and \`headers_env\` name environment
+  variables, which must be set when the session opens (\`E-MCP-007\`).
+
 ## Artifact manifest (\`<artifact>/murmur.yaml\`)
 
 ${table(ARTIFACT_SCHEMA)}

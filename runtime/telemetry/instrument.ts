@@ -69,9 +69,12 @@ export function instrumentSession(session: InstrumentableSession, o: InstrumentO
   }
   const detachSpans = attachSpans(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, telemetry });
   // Label values: the capsule's own tools (artifacts, pulled ones included: the list is read when an
-  // event comes), its shell allowlist, and the runtime's delegate-task.
+  // event comes), its shell allowlist, the runtime's delegate-task, and its MCP servers' tools.
   const shellAllow = new Set(m.capabilities.shell?.allow ?? []);
-  const knownTool = (name: string): boolean => name === 'delegate-task' || shellAllow.has(name) || session.staged.artifacts.some((a) => a.name === name);
+  // MCP tools (mcp__<server>__<tool>) of declared servers: only admitted tools run (at most 64 a
+  // server), a name the model invents is an unknown tool.
+  const mcpPrefixes = (m.mcp?.servers ?? []).map((s) => `mcp__${s.name}__`);
+  const knownTool = (name: string): boolean => name === 'delegate-task' || shellAllow.has(name) || session.staged.artifacts.some((a) => a.name === name) || mcpPrefixes.some((p) => name.startsWith(p));
   const knownBinary = (name: string): boolean => shellAllow.has(name);
   const detachMetrics = o.metrics === false ? () => {} : attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, knownTool, knownBinary }, o.metrics ?? runtimeMetrics());
   let done: Promise<void> | undefined;

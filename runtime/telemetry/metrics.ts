@@ -71,6 +71,13 @@ export class RuntimeMetrics {
     registers: [this.registry],
   });
 
+  readonly mcpCalls = new Counter({
+    name: 'capsule_mcp_calls_total',
+    help: 'MCP tool calls (mcp_call) by server, tool (the server\'s name for it), status (ok, error) and error code (E-MCP-*, empty when ok). Only admitted tools of declared servers are called, so the values are bounded.',
+    labelNames: ['capsule', 'server', 'tool', 'status', 'code'] as const,
+    registers: [this.registry],
+  });
+
   readonly networkDenied = new Counter({
     name: 'capsule_network_denied_total',
     help: 'Outgoing requests a component made that its network grant refused (network_denied), by component kind and name. The destination is in the trace, not a label: guests choose it.',
@@ -247,6 +254,9 @@ export function attachMetrics(trace: TraceWriter, labels: MetricLabels, m: Runti
         else m.toolCalls.inc({ capsule, tool: toolLabel(e.tool_name), status: 'denied' });
         return;
       }
+      case 'mcp_call':
+        m.mcpCalls.inc({ capsule, server: str(e.server) ?? 'unknown', tool: str(e.tool) ?? 'unknown', status: str(e.status) ?? 'unknown', code: str(e.code) ?? '' });
+        return;
       case 'network_denied':
         m.networkDenied.inc({ capsule, component_kind: str(e.component_kind) ?? 'unknown', component: str(e.component) ?? 'unknown' });
         return;
