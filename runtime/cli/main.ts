@@ -23,6 +23,10 @@ commands:
   publish <dir|pkg>     publish into a registry folder (--registry) or an OCI registry (--oci)
   install <pkg.mur.zip> install a package into a capsule and pin it in murmur.lock
   pull <oci-ref>        pull a Wasm OCI artifact into a capsule and pin it in murmur.lock
+  send <target> "text"  send a task to a capsule (A2A URL or capsule/<name> -n <ns>), stream its steps
+  chat <target>         talk with a capsule in one conversation, answering its questions in place
+  tasks <target> <list|get|cancel>
+                        your tasks on a capsule
   help                  this text
 
 Every command takes --help. Errors carry a stable code; docs/errors.md lists them all.`;
@@ -39,6 +43,12 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
         return await (await import('./trace.ts')).traceCommand(rest, out);
       case 'sessions':
         return await (await import('./sessions.ts')).sessionsCommand(rest, out);
+      case 'send':
+        return await (await import('./send.ts')).sendCommand(rest, out, err);
+      case 'chat':
+        return await (await import('./chat.ts')).chatCommand(rest, out, err);
+      case 'tasks':
+        return await (await import('./tasks.ts')).tasksCommand(rest, out, err);
       case 'pack':
       case 'publish':
       case 'install':

@@ -3,40 +3,40 @@ import type { TraceWriter } from '../trace/writer.ts';
 
 export function printProgress(trace: TraceWriter, out: (s: string) => void): () => void {
   return trace.onEvent((e) => {
-    switch (e.event_type) {
-      case 'task_start':
-        out(`▶ task ${e.task_id} (${e.source})`);
-        break;
-      case 'inference': {
-        const origin = e.origin ? ` [${String(e.origin)}]` : '';
-        const what = e.decision === 'tool_call' ? `→ tool ${String(e.tool_name)}` : `→ ${String(e.decision)}`;
-        out(`  turn ${e.turn ?? '-'}${origin}: ${String(e.model)} ${what}  (${e.input_tokens} in / ${e.output_tokens} out, ${e.duration_ms} ms)${e.error ? `  error: ${String(e.error)}` : ''}`);
-        break;
-      }
-      case 'tool_call':
-        out(`    ${String(e.tool_name)} ${e.status === 'ok' ? '✓' : '✗'} ${e.duration_ms} ms`);
-        break;
-      case 'shell':
-        out(`    $ ${String(e.command ?? e.binary)} → exit ${e.exit_code} (${e.duration_ms} ms)${e.truncated ? ', output truncated' : ''}`);
-        break;
-      case 'call_denied':
-        out(`    ⛔ ${String(e.tool_name ?? e.binary ?? 'call')} denied by ${String(e.hook_name ?? e.hook)}: ${String(e.reason)}`);
-        break;
-      case 'network_denied':
-        out(`    ⛔ ${String(e.component_kind)} ${String(e.component)}: outgoing request to ${String(e.destination)} refused (not in its network grant)`);
-        break;
-      case 'compaction':
-        out(`  compaction: ${e.tokens_before} → ${e.tokens_after} tokens`);
-        break;
-      case 'task_reopened':
-        out(`  ↻ reopened by ${String(e.hook_name)}: ${String(e.reason)}`);
-        break;
-      case 'spend_ceiling_reached':
-        out(`  spend ceiling reached (limit ${e.limit})`);
-        break;
-      case 'task_end':
-        out(`■ task ${e.exit_status} after ${e.turns} turn(s), ${e.input_tokens} in / ${e.output_tokens} out tokens, ${e.duration_ms} ms`);
-        break;
-    }
+    const line = stepLine(e);
+    if (line !== undefined) out(line);
   });
+}
+
+/**
+ * The line of one trace event, or undefined for events that get none. `mur send` prints the
+ * steps it sees on a capsule's A2A stream with the same lines (remote-progress.ts).
+ */
+export function stepLine(e: Record<string, unknown>): string | undefined {
+  switch (e.event_type) {
+    case 'task_start':
+      return `▶ task ${e.task_id} (${e.source})`;
+    case 'inference': {
+      const origin = e.origin ? ` [${String(e.origin)}]` : '';
+      const what = e.decision === 'tool_call' ? `→ tool ${String(e.tool_name)}` : `→ ${String(e.decision)}`;
+      return `  turn ${e.turn ?? '-'}${origin}: ${String(e.model)} ${what}  (${e.input_tokens} in / ${e.output_tokens} out, ${e.duration_ms} ms)${e.error ? `  error: ${String(e.error)}` : ''}`;
+    }
+    case 'tool_call':
+      return `    ${String(e.tool_name)} ${e.status === 'ok' ? '✓' : '✗'} ${e.duration_ms} ms`;
+    case 'shell':
+      return `    $ ${String(e.command ?? e.binary)} → exit ${e.exit_code} (${e.duration_ms} ms)${e.truncated ? ', output truncated' : ''}`;
+    case 'call_denied':
+      return `    ⛔ ${String(e.tool_name ?? e.binary ?? 'call')} denied by ${String(e.hook_name ?? e.hook)}: ${String(e.reason)}`;
+    case 'network_denied':
+      return `    ⛔ ${String(e.component_kind)} ${String(e.component)}: outgoing request to ${String(e.destination)} refused (not in its network grant)`;
+    case 'compaction':
+      return `  compaction: ${e.tokens_before} → ${e.tokens_after} tokens`;
+    case 'task_reopened':
+      return `  ↻ reopened by ${String(e.hook_name)}: ${String(e.reason)}`;
+    case 'spend_ceiling_reached':
+      return `  spend ceiling reached (limit ${e.limit})`;
+    case 'task_end':
+      return `■ task ${e.exit_status} after ${e.turns} turn(s), ${e.input_tokens} in / ${e.output_tokens} out tokens, ${e.duration_ms} ms`;
+  }
+  return undefined;
 }

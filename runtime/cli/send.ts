@@ -1,0 +1,77 @@
+/** `mur send <target> "text"`: one task to a capsule over A2A, its steps as they happen, its answer. */
+import { helpText, parseArgs, UsageError, type FlagSpec } from './args.ts';
+import { TARGET_FLAGS, TARGET_HELP, exitStatus, kubectlShortFlags, takeRepeated, targetOptions } from './remote-flags.ts';
+import { remoteStepLine } from './remote-progress.ts';
+import { openTarget } from '../client/open-target.ts';
+import { userMessage } from '../client/message.ts';
+import { sendAndFollow } from '../client/task-calls.ts';
+import type { StepEvent } from '../client/stream-events.ts';
+
+export const SEND_FLAGS: FlagSpec = {
+  file: { type: 'string', help: 'attach a file as a file part (repeatable; sent inline, up to 700 KiB each)' },
+  'context-id': { type: 'string', help: 'continue this conversation (default: a new one)' },
+  'task-id': { type: 'string', help: 'answer this input-required task instead of starting one (with its --context-id)' },
+  json: { type: 'boolean', help: 'print one JSON document (task id, state, answer, steps) instead of lines' },
+  quiet: { type: 'boolean', help: 'print only the answer' },
+  ...TARGET_FLAGS,
+  help: { type: 'boolean', help: 'show this help' },
+};
+
+export const SEND_HELP = helpText(
+  'mur send <target> "text" [--file FILE]... [flags]',
+  `Sends a task to a capsule over A2A (the official SDK client: JSON-RPC, HTTP+JSON or gRPC, as
+its agent card offers) and streams its progress — each inference turn, each tool or shell call
+(✓ ok, ✗ error, ⛔ denied by a hook), hook artifacts — then prints its answer, as mur run does for
+a local task.
+
+${TARGET_HELP}
+
+Exit status: 0 completed, 1 failed or rejected (or an error before the task ran), 2 usage,
+3 input-required (the prompt is printed; answer with --task-id and --context-id, or use mur chat),
+4 canceled.`,
+  SEND_FLAGS,
+);
+
+export async function sendCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const { values: files, rest } = takeRepeated(kubectlShortFlags(argv), 'file');
+  const { flags, positionals } = parseArgs(rest, SEND_FLAGS);
+  if (flags.help) {
+    out(SEND_HELP);
+    return 0;
+  }
+  const [target, ...words] = positionals;
+  if (!target) throw new UsageError('needs a target: an A2A URL or capsule/<name>');
+  if (words.length === 0) throw new UsageError('needs the task text after the target');
+  const json = Boolean(flags.json);
+  const quiet = Boolean(flags.quiet) || json;
+  const taskId = flags['task-id'] as string | undefined;
+  const contextId = flags['context-id'] as string | undefined;
+  if (taskId && !contextId) throw new UsageError('--task-id needs the task\'s --context-id too');
+  // The message is built first: an unreadable --file fails before any connection is opened.
+  const message = userMessage({ text: words.join(' '), files, ...(contextId ? { contextId } : {}), ...(taskId ? { taskId } : {}) });
+  const open = await openTarget(targetOptions(target, flags, quiet ? undefined : (s) => err(s)));
+  const steps: StepEvent[] = [];
+  try {
+    const outcome = await sendAndFollow(open.conn, message, (e) => {
+      if (json) {
+        if (e.kind !== 'chunk' && e.kind !== 'thinking') steps.push(e);
+        return;
+      }
+      const line = quiet ? undefined : remoteStepLine(e, open.label);
+      if (line !== undefined) out(line);
+    });
+    if (json) {
+      out(JSON.stringify({ ...outcome, transport: open.conn.transport, steps }, null, 2));
+    } else if (outcome.state === 'completed') {
+      out(outcome.answer ?? '');
+    } else if (outcome.state === 'input-required') {
+      err(`task ${outcome.taskId} needs input: ${outcome.statusText ?? ''}`);
+      err(`  answer: mur send ${target} --task-id ${outcome.taskId} --context-id ${outcome.contextId} "…"   (or mur chat)`);
+    } else {
+      err(`task ${outcome.state}: ${outcome.statusText ?? ''}`);
+    }
+    return exitStatus(outcome.state);
+  } finally {
+    await open.close();
+  }
+}
