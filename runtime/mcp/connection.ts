@@ -159,7 +159,8 @@ export class McpConnection {
     if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
       return new MurError('E-MCP-010', `MCP server '${name}' did not answer ${what} within its deadline`, { hint: 'the call was cancelled at the server; the deadline is capabilities.limits.deadline_seconds', cause: e });
     }
-    if (e instanceof McpError && e.code === ErrorCode.ConnectionClosed) {
+    // The SDK's own "connection closed" (a server may send -32000 as an error of its own too).
+    if (e instanceof McpError && e.code === ErrorCode.ConnectionClosed && /: Connection closed$/.test(e.message)) {
       return new MurError('E-MCP-013', `MCP server '${name}' closed the connection during ${what}`, { hint: 'the next call reconnects (a bounded number of times)', cause: e });
     }
     if (e instanceof StreamableHTTPError && (e.code === 404 || e.code === 400)) {

@@ -60,8 +60,8 @@ export class McpTools {
     const taken = new Set(o.taken);
     const deadlineMs = o.deadlineSeconds * 1000;
     const openTimeoutMs = o.openTimeoutMs ?? Math.min(30_000, deadlineMs);
-    let self: McpTools | undefined;
-    const onDenied = (server: string) => (d: Destination) => self?.write('network_denied', { component_kind: 'mcp', component: server, destination: `${d.scheme}://${d.host}:${d.port}` });
+    const self = new McpTools([], deadlineMs);
+    const onDenied = (server: string) => (d: Destination) => self.write('network_denied', { component_kind: 'mcp', component: server, destination: `${d.scheme}://${d.host}:${d.port}` });
     const states = await Promise.all(o.servers.map(async (s): Promise<ServerState> => {
       const conn = new McpConnection(s, { allow: o.allow, env: o.env, requests: o.requests, onDenied: onDenied(s.name), openTimeoutMs, maxReconnects: o.maxReconnects });
       try {
@@ -72,7 +72,7 @@ export class McpTools {
       }
     }));
     // Two servers never share a model-visible name: the prefix is the server's unique name.
-    self = new McpTools(states, deadlineMs);
+    self.states.push(...states);
     for (const st of states) {
       self.write('mcp_server', {
         server: st.conn.server.name, url: st.conn.server.url, status: st.error ? 'unavailable' : 'connected',
