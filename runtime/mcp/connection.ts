@@ -91,7 +91,8 @@ export class McpConnection {
   private async connect(signal: AbortSignal): Promise<Client> {
     const s = this.server;
     const capabilities: Record<string, object> = {};
-    if (s.elicitation === 'input-required' && this.o.requests?.elicit) capabilities.elicitation = { form: {} };
+    // applyDefaults: the SDK fills the fields a caller's answer leaves out with the schema's defaults.
+    if (s.elicitation === 'input-required' && this.o.requests?.elicit) capabilities.elicitation = { form: { applyDefaults: true } };
     if (s.sampling === 'driver' && this.o.requests?.sample) capabilities.sampling = {};
     const client = new Client(CLIENT_INFO, { capabilities });
     if (capabilities.elicitation) client.setRequestHandler(ElicitRequestSchema, (req, extra) => this.o.requests!.elicit!(s.name, req.params, extra.signal));
