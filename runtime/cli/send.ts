@@ -4,7 +4,7 @@ import { TARGET_FLAGS, TARGET_HELP, exitStatus, kubectlShortFlags, takeRepeated,
 import { remoteStepLine } from './remote-progress.ts';
 import { openTarget } from '../client/open-target.ts';
 import { userMessage } from '../client/message.ts';
-import { sendAndFollow } from '../client/task-calls.ts';
+import { cancelTask, sendAndFollow } from '../client/task-calls.ts';
 import type { StepEvent } from '../client/stream-events.ts';
 
 export const SEND_FLAGS: FlagSpec = {
@@ -28,7 +28,7 @@ ${TARGET_HELP}
 
 Exit status: 0 completed, 1 failed or rejected (or an error before the task ran), 2 usage,
 3 input-required (the prompt is printed; answer with --task-id and --context-id, or use mur chat),
-4 canceled.`,
+4 canceled. Ctrl-C cancels the task on the capsule.`,
   SEND_FLAGS,
 );
 
@@ -44,22 +44,32 @@ export async function sendCommand(argv: string[], out: (s: string) => void, err:
   if (words.length === 0) throw new UsageError('needs the task text after the target');
   const json = Boolean(flags.json);
   const quiet = Boolean(flags.quiet) || json;
-  const taskId = flags['task-id'] as string | undefined;
+  const replyTo = flags['task-id'] as string | undefined;
   const contextId = flags['context-id'] as string | undefined;
-  if (taskId && !contextId) throw new UsageError('--task-id needs the task\'s --context-id too');
+  if (replyTo && !contextId) throw new UsageError('--task-id needs the task\'s --context-id too');
   // The message is built first: an unreadable --file fails before any connection is opened.
-  const message = userMessage({ text: words.join(' '), files, ...(contextId ? { contextId } : {}), ...(taskId ? { taskId } : {}) });
+  const message = userMessage({ text: words.join(' '), files, ...(contextId ? { contextId } : {}), ...(replyTo ? { taskId: replyTo } : {}) });
   const open = await openTarget(targetOptions(target, flags, quiet ? undefined : (s) => err(s)));
   const steps: StepEvent[] = [];
+  // Ctrl-C cancels the task on the capsule (the stream then ends `canceled`, exit 4), as Ctrl-C
+  // stops a local `mur run`; before the capsule has named the task it cuts the call off.
+  let taskId: string | undefined = message.taskId || undefined;
+  const abort = new AbortController();
+  const onSigint = (): void => {
+    if (taskId) void cancelTask(open.conn, taskId).catch(() => abort.abort());
+    else abort.abort();
+  };
+  process.on('SIGINT', onSigint);
   try {
     const outcome = await sendAndFollow(open.conn, message, (e) => {
+      if (e.kind === 'task') taskId = e.taskId;
       if (json) {
         if (e.kind !== 'chunk' && e.kind !== 'thinking') steps.push(e);
         return;
       }
       const line = quiet ? undefined : remoteStepLine(e, open.label);
       if (line !== undefined) out(line);
-    });
+    }, abort.signal);
     if (json) {
       out(JSON.stringify({ ...outcome, transport: open.conn.transport, steps }, null, 2));
     } else if (outcome.state === 'completed') {
@@ -72,6 +82,7 @@ export async function sendCommand(argv: string[], out: (s: string) => void, err:
     }
     return exitStatus(outcome.state);
   } finally {
+    process.off('SIGINT', onSigint);
     await open.close();
   }
 }

@@ -3,10 +3,12 @@
  * scripted provider): streamed steps, the answer, exit status from the task's final state,
  * --json, files as parts, and answering an input-required task.
  */
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tmp } from '../loop/kit.ts';
+import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 import { capsule, closeAll, mur } from './kit.ts';
 
 afterAll(closeAll);
@@ -105,6 +107,34 @@ describe('mur send', () => {
     expect(r.code).toBe(4);
     expect(r.out).toContain('■ task canceled');
     expect(r.err).toMatch(/^task canceled/);
+  });
+
+  it('Ctrl-C (SIGINT) cancels the task on the capsule and exits 4', async () => {
+    let arrived!: () => void;
+    let release!: () => void;
+    const inFlight = new Promise<void>((r) => (arrived = r));
+    const released = new Promise<void>((r) => (release = r));
+    const { served } = await capsule('interrupted', { turns: [{ text: 'too late', hold: () => (arrived(), released) }] });
+    const proc = spawn(process.execPath, [join(PROJECT_ROOT, 'bin/mur'), 'send', served.url, 'take your time'], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const closed = new Promise<number | null>((r) => proc.once('close', r));
+    await inFlight;
+    // The task is named on the stream before the first turn is admitted: the line is there or coming.
+    await new Promise<void>((r) => {
+      const seen = () => /▶ task \S+/.test(out) && (proc.stdout.off('data', seen), r());
+      proc.stdout.on('data', seen);
+      void closed.then(() => r()); // an early exit fails on the assertions below, not by a timeout
+      seen();
+    });
+    proc.kill('SIGINT');
+    const code = await closed;
+    release();
+    expect(out).toContain('■ task canceled');
+    expect(code).toBe(4);
+    const id = /▶ task (\S+)/.exec(out)![1]!;
+    expect((await mur(['tasks', served.url, 'get', id])).out).toMatch(new RegExp(`^${id} {2}canceled`));
   });
 
   it('speaks HTTP+JSON and gRPC too, when asked and the card offers them', async () => {
