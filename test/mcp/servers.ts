@@ -29,10 +29,10 @@ async function freePort(): Promise<number> {
 
 const require = createRequire(import.meta.url);
 
-/** server-everything's Streamable HTTP transport on a free loopback port; resolves once it listens. */
-export async function startEverything(): Promise<RunningServer & { child: ChildProcess }> {
+/** server-everything's Streamable HTTP transport on `port` (default: a free one); resolves once it listens. */
+export async function startEverything(at?: number): Promise<RunningServer & { child: ChildProcess }> {
   const pkg = dirname(require.resolve('@modelcontextprotocol/server-everything/package.json'));
-  const port = await freePort();
+  const port = at ?? (await freePort());
   const child = spawn(process.execPath, [join(pkg, 'dist', 'index.js'), 'streamableHttp'], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   await new Promise<void>((resolve, reject) => {
