@@ -340,7 +340,9 @@ describe('data-path (all six rows, and data wins)', () => {
   });
 
   it('a file over 10 MiB → the call fails', async () => {
-    const r = await callTool({ write: { path: 'out/big.txt', text: 'x'.repeat(1024 * 1024), repeat: 11 }, dataPath: 'out/big.txt' });
+    // 64 KiB written 176 times (11 MiB): the replay driver's script lives in murmur.yaml, which is
+    // bounded at 1 MiB, so the tool input stays small and the tool makes the big file.
+    const r = await callTool({ write: { path: 'out/big.txt', text: 'x'.repeat(64 * 1024), repeat: 176 }, dataPath: 'out/big.txt' });
     expect(r.isError).toBe(true);
     expect(r.text).toMatch(/10 MiB|too large|exceeds/i);
   });
