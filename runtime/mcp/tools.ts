@@ -14,6 +14,7 @@
  */
 import { MurError, isMurError } from '../errors.ts';
 import type { McpServer } from '../manifest/mcp.ts';
+import type { CapsuleManifest } from '../manifest/capsule.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { McpConnection, credentialHeaders, type ServerRequests } from './connection.ts';
 import { admitTools, type McpToolDef, type RefusedTool } from './inventory.ts';
@@ -82,6 +83,12 @@ export class McpTools {
       });
     }
     return self;
+  }
+
+  /** The MCP tools of a capsule manifest's `mcp:` block; undefined when it names no servers. */
+  static forManifest(m: CapsuleManifest, o: { env: NodeJS.ProcessEnv; taken: ReadonlySet<string>; requests?: ServerRequests }): Promise<McpTools> | undefined {
+    if (!m.mcp?.servers.length) return undefined;
+    return McpTools.open({ servers: m.mcp.servers, allow: m.capabilities.network.allow, deadlineSeconds: m.capabilities.limits.deadlineSeconds, ...o });
   }
 
   /** Attaches the session's trace (writing what happened before it existed). */

@@ -31,6 +31,8 @@ import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { currentTraceparent, startToolSpan } from '../telemetry/spans.ts';
 import { isMurError } from '../errors.ts';
 import { clampGrant, type CapsuleComponent } from './capsule.ts';
+import type { McpTools } from '../mcp/index.ts';
+import { invokeMcp } from './mcp.ts';
 
 /** `tool-input` as jco lifts it. */
 export interface WitToolInput {
@@ -102,6 +104,8 @@ export interface ScriptHostOptions {
   hostEnv?: NodeJS.ProcessEnv;
 }
 
+type Settled = { status: 'ok' | 'error'; kind: 'wasm' | 'mcp' | 'unknown'; isError: boolean };
+
 /** Raises a WIT `err` with `message` (see the module comment). */
 function witErr(message: string): never {
   throw message;
@@ -139,6 +143,8 @@ export class ScriptHost {
   private readonly hostEnv: NodeJS.ProcessEnv;
   private task: HostTask | undefined;
   private running = new Set<string>();
+  /** The capsule's MCP tools, invoked by name like its WASM tools (script/mcp.ts). */
+  mcp: McpTools | undefined;
 
   constructor(
     private readonly staged: StagedCapsule,
@@ -178,6 +184,10 @@ export class ScriptHost {
 
   setTask(t: HostTask | undefined): void {
     this.task = t;
+  }
+
+  get currentTask(): HostTask | undefined {
+    return this.task;
   }
 
   /** The imports handed to the capsule component. */
@@ -262,7 +272,7 @@ export class ScriptHost {
     // execute_tool <name> under the task span (a no-op without telemetry); the tool_call event
     // written before it ends fills in its attributes.
     const span = startToolSpan(this.trace, { name, known: tool !== undefined });
-    let outcome: { status: 'ok' | 'error'; kind: 'wasm' | 'unknown'; isError: boolean } = { status: 'error', kind: tool ? 'wasm' : 'unknown', isError: true };
+    let outcome: Settled = { status: 'error', kind: tool ? 'wasm' : 'unknown', isError: true };
     try {
       return await this.invokeIn(name, data, input, all, tool, event, (o) => (outcome = o));
     } finally {
@@ -277,8 +287,15 @@ export class ScriptHost {
     all: StagedArtifact | undefined,
     tool: StagedArtifact | undefined,
     event: (fields: Record<string, unknown>) => void,
-    settle: (o: { status: 'ok' | 'error'; kind: 'wasm' | 'unknown'; isError: boolean }) => void,
+    settle: (o: Settled) => void,
   ): Promise<WitToolResult> {
+    const mcp = tool ? undefined : this.mcp?.tools().find((t) => t.spec.name === name);
+    if (mcp) {
+      const r = await invokeMcp(mcp, data, this.task?.signal ?? new AbortController().signal);
+      event(r.event);
+      settle({ status: r.result.status === 'passed' ? 'ok' : 'error', kind: 'mcp', isError: r.result.status !== 'passed' });
+      return r.result;
+    }
     if (!tool) {
       let why: string;
       if (all && this.capsule.artifact === all) why = `tool '${name}' is the capsule component itself; a capsule cannot invoke itself [E-SCRIPT-021]`;

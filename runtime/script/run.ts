@@ -30,6 +30,7 @@ import type { TaskTrust } from '../a2a/executor.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import { TraceWriter, type TraceEvent } from '../trace/writer.ts';
 import { findCapsuleComponent, type CapsuleComponent } from './capsule.ts';
+import { openScriptMcp } from './mcp.ts';
 import { ScriptHost, type ScriptTaskIo } from './host.ts';
 
 export type { ScriptTaskIo } from './host.ts';
@@ -153,13 +154,15 @@ export class ScriptSession {
     const capsule = await findCapsuleComponent(staged);
     const trace = opts.trace ?? new TraceWriter(staged.workdir.trace, staged.sessionId);
     const s = new ScriptSession(staged, capsule, trace, !opts.trace, opts.hostEnv ?? process.env);
+    s.host.mcp = await openScriptMcp(staged, s.hostEnv, new Set(s.host.callable().map((x) => x.name)), () => s.host.currentTask);
+    s.host.mcp?.attach(trace);
     // Fail fast when the component imports something the runtime does not provide (no worker starts).
     new ComponentInstance(capsule.component, { grants: { env: {}, networkAllow: [] }, imports: s.host.imports(), deadlineMs: 1000, memoryBytes: capsule.grant.limits.memoryBytes });
     const g = capsule.grant;
     trace.write('session_start', {
       capsule_name: m.name, capsule_version: m.version, kind: 'script',
       capsule_component: { origin: capsule.origin, path: capsule.wasmPath, sha256: capsule.sha256 },
-      tools_declared: s.host.callable().map((a) => a.name),
+      tools_declared: [...s.host.callable().map((a) => a.name), ...(s.host.mcp?.names() ?? [])],
       filesystem_scope: g.filesystem.scope, network_allow: g.network.allow, shell_allow: g.shell?.allow ?? [], env_allow: g.env.allow,
       memory_bytes: g.limits.memoryBytes, deadline_seconds: g.limits.deadlineSeconds,
     });
@@ -254,6 +257,7 @@ export class ScriptSession {
       duration_ms: Date.now() - this.startedAt, exit_status: exitStatus ?? (this.failed > 0 ? 'failed' : 'ok'),
     });
     await this.host.close();
+    await this.host.mcp?.close();
     if (this.ownsTrace) this.trace.close();
   }
 }

@@ -5,8 +5,7 @@
  * scenario's tool wants), answers an elicitation as a caller who accepts the defaults, and exits
  * non-zero when the runtime's client fails.
  */
-import { McpTools } from '../../../runtime/mcp/index.ts';
-import { elicitationResult } from '../../../runtime/compose/mcp-wiring.ts';
+import { McpTools, elicitationResult } from '../../../runtime/mcp/index.ts';
 
 const url = process.argv.at(-1)!;
 const u = new URL(url);
