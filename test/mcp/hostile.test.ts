@@ -188,6 +188,14 @@ describe('hostile MCP servers', () => {
     expect(called).toBe(0);
   });
 
+  it('a server that is down when the session opens offers no tools (E-MCP-009); opening goes on', async () => {
+    const srv = await serve((s) => s.registerTool('t', { inputSchema: {} }, async () => ({ content: [] })));
+    await srv.stop();
+    const { mcp, events } = await client(srv);
+    expect(mcp.tools()).toEqual([]);
+    expect(events('mcp_server')).toEqual([expect.objectContaining({ server: 'h', status: 'unavailable', code: 'E-MCP-009', error: expect.stringContaining(`cannot be reached at ${srv.url}`) })]);
+  });
+
   it('a request outside the allowlist is refused before any connection (E-MCP-008), traced as network_denied', async () => {
     const srv = await serve((s) => s.registerTool('t', { inputSchema: {} }, async () => ({ content: [] })));
     const { mcp, events } = await client(srv, { allow: ['http://127.0.0.1:1'] });
