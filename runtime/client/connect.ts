@@ -23,6 +23,8 @@ export type TransportName = keyof typeof TRANSPORTS;
 
 export interface AgentConnection {
   url: string;
+  /** How errors name the agent: the URL, or the Capsule and the forward it is reached through. */
+  name: string;
   card: AgentCard;
   client: Client;
   /** The binding the SDK chose (`JSONRPC`, `HTTP+JSON`, `GRPC`). */
@@ -33,6 +35,8 @@ export interface AgentConnection {
 
 export interface ConnectOptions {
   url: string;
+  /** How errors name the agent (default: the URL). */
+  name?: string;
   bearer?: string;
   /** Put this binding first; the card's own order decides otherwise. */
   transport?: TransportName;
@@ -74,18 +78,19 @@ function refused(url: string, status: number, hadBearer: boolean): MurError {
 }
 
 export async function connectAgent(o: ConnectOptions): Promise<AgentConnection> {
+  const name = o.name ?? o.url;
   const fetchImpl: typeof fetch = async (input, init) => {
     const h = new Headers(init?.headers);
     if (o.bearer) h.set('authorization', `Bearer ${o.bearer}`);
     const res = await fetch(input, { ...init, headers: h, ...(o.signal && !init?.signal ? { signal: o.signal } : {}) });
-    if (res.status === 401 || res.status === 403) throw refused(o.url, res.status, o.bearer !== undefined);
+    if (res.status === 401 || res.status === 403) throw refused(name, res.status, o.bearer !== undefined);
     return res;
   };
   let card: AgentCard;
   try {
     card = await new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }).resolve(o.url);
   } catch (e) {
-    throw clientFailure(e, o.url, 'reading its agent card');
+    throw clientFailure(e, name, 'reading its agent card');
   }
   if (o.reachVia) card = throughForward(card, o.reachVia);
   const transports: TransportFactory[] = [
@@ -100,7 +105,7 @@ export async function connectAgent(o: ConnectOptions): Promise<AgentConnection> 
   }
   const preferred = o.transport ? TRANSPORTS[o.transport] : undefined;
   if (preferred && !offers.includes(preferred)) {
-    throw new MurError('E-CLI-034', `${o.url}: the agent card offers ${offers.join(', ') || 'no interface'}, not ${preferred} (--transport ${o.transport})`, { hint: 'leave --transport out to use what the card prefers' });
+    throw new MurError('E-CLI-034', `${name}: the agent card offers ${offers.join(', ') || 'no interface'}, not ${preferred} (--transport ${o.transport})`, { hint: 'leave --transport out to use what the card prefers' });
   }
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports, ...(preferred ? { preferredTransports: [preferred] } : {}) }),
@@ -109,6 +114,7 @@ export async function connectAgent(o: ConnectOptions): Promise<AgentConnection> 
   const auth = o.bearer ? { authorization: `Bearer ${o.bearer}` } : undefined;
   return {
     url: o.url,
+    name,
     card,
     client,
     transport: client.transport.protocolName,
@@ -127,15 +133,18 @@ function ownCause(e: unknown): MurError | undefined {
  * (E-CLI-032), a refused credential (E-CLI-033), an A2A error the agent answered (E-CLI-034).
  */
 export function clientFailure(e: unknown, url: string, doing: string): MurError {
+  // `url` is the agent's name in messages: its URL, or a Capsule and its forward (connect `name`).
   const own = ownCause(e);
   if (own) return own;
-  const err = e as { name?: string; message?: string; code?: unknown; details?: string; cause?: { code?: string; message?: string } };
-  // gRPC: status 16 UNAUTHENTICATED, 14 UNAVAILABLE (grpc-js ServiceError).
-  if (err?.code === 16) return refused(url, 401, true);
-  const netCode = err?.cause?.code ?? (err?.code === 14 ? 'UNAVAILABLE' : undefined);
+  const err = e as { name?: string; message?: string; code?: unknown; details?: string; cause?: { code?: unknown; message?: string } };
+  // gRPC: a grpc-js status, on the error or (from the SDK's transport) on its cause: 16
+  // UNAUTHENTICATED, 14 UNAVAILABLE. Node's network errors carry a string code (ECONNREFUSED).
+  const status = typeof err?.code === 'number' ? err.code : typeof err?.cause?.code === 'number' ? err.cause.code : undefined;
+  if (status === 16) return refused(url, 401, true);
+  const netCode = typeof err?.cause?.code === 'string' ? err.cause.code : status === 14 ? 'UNAVAILABLE' : undefined;
   if (err?.message === 'fetch failed' || netCode || /Failed to fetch Agent Card/.test(err?.message ?? '')) {
     const why = netCode ?? err?.cause?.message ?? err?.message ?? String(e);
-    return new MurError('E-CLI-032', `capsule at ${url} unreachable while ${doing}: ${why}`, {
+    return new MurError('E-CLI-032', `${/^https?:\/\//.test(url) ? `capsule at ${url}` : url} unreachable while ${doing}: ${why}`, {
       hint: 'is it running and is the URL right? (mur serve prints "serving … at <url>"; for a Capsule, kubectl get capsule)',
       cause: e,
     });

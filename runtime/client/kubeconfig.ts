@@ -20,7 +20,9 @@ export function loadKubeConfig(o: { file?: string; context?: string }, env: Node
   try {
     if (o.file) kc.loadFromFile(o.file);
     else if (env['KUBECONFIG'] || existsSync(join(homedir(), '.kube', 'config'))) kc.loadFromDefault();
-    else throw new Error('no kubeconfig: --kubeconfig, $KUBECONFIG and ~/.kube/config all absent');
+    // In a pod (a CI job, a debug container): the pod's own ServiceAccount, as kubectl does.
+    else if (env['KUBERNETES_SERVICE_HOST']) kc.loadFromCluster();
+    else throw new Error('no kubeconfig: --kubeconfig, $KUBECONFIG and ~/.kube/config all absent, and not in a pod');
   } catch (e) {
     throw new MurError('E-CLI-039', `cannot load the kubeconfig (${where}): ${(e as Error).message}`, { ...(o.file ? { location: { file: o.file } } : {}), hint: 'the kubeconfig kubectl uses: --kubeconfig FILE or $KUBECONFIG' });
   }

@@ -11,6 +11,10 @@ import { contextNamespace, loadKubeConfig } from './kubeconfig.ts';
 import { openForward, servicePod } from './port-forward.ts';
 import { parseTarget } from './target.ts';
 
+// A token lives as long as a command may: an hour covers a long `mur chat` (the API server's
+// floor is 10 minutes; the token is bound to nothing, so a shorter life is the only bound on a leak).
+const TOKEN_SECONDS = 3600;
+
 export interface TargetOptions {
   target: string | undefined;
   namespace?: string;
@@ -40,12 +44,13 @@ export async function openTarget(o: TargetOptions): Promise<OpenTarget> {
   const kc = loadKubeConfig({ ...(o.kubeconfig ? { file: o.kubeconfig } : {}), ...(o.context ? { context: o.context } : {}) });
   const namespace = target.namespace ?? contextNamespace(kc);
   const capsule = await resolveCapsule(kc, target.name, namespace);
-  const bearer = apiKey ?? (await capsuleToken(kc, capsule, o.serviceAccount ?? 'default'));
+  const bearer = apiKey ?? (await capsuleToken(kc, capsule, o.serviceAccount ?? 'default', TOKEN_SECONDS));
   const { pod, port } = await servicePod(kc, capsule.a2aUrl, namespace);
   const fwd = await openForward(kc, namespace, pod, port);
   o.note?.(`capsule/${capsule.name} (${namespace}): ${capsule.a2aUrl} through a port-forward to pod ${pod} at ${fwd.url}`);
   try {
-    const conn = await connectAgent({ url: fwd.url, bearer, reachVia: { advertised: capsule.a2aUrl, local: fwd.url }, ...(o.transport ? { transport: o.transport } : {}) });
+    const name = `capsule/${capsule.name} (${namespace}) through the port-forward to pod ${pod}`;
+    const conn = await connectAgent({ url: fwd.url, name, bearer, reachVia: { advertised: capsule.a2aUrl, local: fwd.url }, ...(o.transport ? { transport: o.transport } : {}) });
     return { conn, label: `capsule/${capsule.name} (${namespace})`, close: () => fwd.close() };
   } catch (e) {
     await fwd.close();

@@ -21,7 +21,7 @@ beforeAll(async () => {
   ({ served: plain } = await capsule('listed', { turns: [{ text: 'first answer' }, { text: 'second answer' }] }));
   const keys = join(tmp('client-keys-'), 'keys.txt');
   writeFileSync(keys, `cli-user:${KEY}\n`);
-  ({ served: keyed } = await capsule('keyed', { turns: [{ text: 'key from file' }, { text: 'key from env' }] }, { args: ['--api-keys', keys] }));
+  ({ served: keyed } = await capsule('keyed', { turns: [{ text: 'key from file' }, { text: 'key from env' }, { text: 'key over grpc' }] }, { args: ['--api-keys', keys, '--grpc-port', String(await freePort())] }));
   keyFile = join(tmp('client-keyfile-'), 'key');
   writeFileSync(keyFile, `# the capsule's key\n${KEY}\n`);
 });
@@ -80,6 +80,12 @@ describe('credentials and errors', () => {
     expect(refused.err).not.toContain('not-the-key');
     const tasks = await mur(['tasks', keyed.url, 'list', '--api-key-file', wrong]);
     expect(tasks.err).toMatch(/\[E-CLI-033\]/);
+    // Over gRPC the key travels as metadata and the refusal is a status, not an HTTP answer.
+    const grpcRefused = await mur(['send', keyed.url, 'hi', '--transport', 'grpc', '--api-key-file', wrong]);
+    expect(grpcRefused.code).toBe(1);
+    expect(grpcRefused.err).toMatch(/refused the credential \(HTTP 401\) \[E-CLI-033\]/);
+    const grpc = await mur(['send', keyed.url, 'hi', '--transport', 'grpc', '--api-key-file', keyFile, '--json']);
+    expect(JSON.parse(grpc.out)).toMatchObject({ state: 'completed', answer: 'key over grpc', transport: 'GRPC' });
   });
 
   it('an unusable key file names the file and line (E-CLI-031)', async () => {
