@@ -30,10 +30,30 @@ export function parseLayerTable(markdown: string): Map<string, number> {
   return layers;
 }
 
-/** The folder key of a repository path: `runtime/hooks/bus.ts` → `runtime/hooks/`, `runtime/errors.ts` → `runtime/*.ts`. */
-export function folderOf(repoPath: string): string {
+/**
+ * The folders the table splits into rows of their own sub-folders: a row for `runtime/a2a/store/`
+ * makes `runtime/a2a/` split, so each of its sub-folders is a folder with a layer (the order inside
+ * it is held like the order between folders) and files directly in it are `runtime/a2a/*.ts`.
+ */
+export function splitFolders(layers: ReadonlyMap<string, number>): Set<string> {
+  const out = new Set<string>();
+  for (const key of layers.keys()) {
+    const parts = key.split('/'); // `runtime/a2a/` → ['runtime', 'a2a', '']
+    if (parts.length >= 3 && parts[2]) out.add(`${parts[0]}/${parts[1]}/`);
+  }
+  return out;
+}
+
+/**
+ * The folder key of a repository path: `runtime/hooks/bus.ts` → `runtime/hooks/`, `runtime/errors.ts`
+ * → `runtime/*.ts`; in a split folder, `runtime/a2a/store/store.ts` → `runtime/a2a/store/`.
+ */
+export function folderOf(repoPath: string, split: ReadonlySet<string> = new Set()): string {
   const parts = repoPath.split('/');
-  return parts.length === 2 ? `${parts[0]}/*.ts` : `${parts[0]}/${parts[1]}/`;
+  if (parts.length === 2) return `${parts[0]}/*.ts`;
+  const top = `${parts[0]}/${parts[1]}/`;
+  if (!split.has(top)) return top;
+  return parts.length === 3 ? `${top}*.ts` : `${top}${parts[2]}/`;
 }
 
 /** The module specifiers a source imports, with comments and string/template contents skipped. */
@@ -154,7 +174,7 @@ function repoPath(abs: string): string {
   return relative(ROOT, abs).split(sep).join('/');
 }
 
-function projectEdges(): Edge[] {
+function projectEdges(split: ReadonlySet<string>): Edge[] {
   const edges: Edge[] = [];
   for (const top of TOPS) {
     for (const abs of sourceFiles(join(ROOT, top))) {
@@ -162,29 +182,33 @@ function projectEdges(): Edge[] {
       for (const spec of importSpecifiers(readFileSync(abs, 'utf8'))) {
         if (!spec.startsWith('.')) continue; // packages and node: builtins
         const target = repoPath(resolve(dirname(abs), spec));
-        edges.push({ file, spec, from: folderOf(file), to: folderOf(target) });
+        edges.push({ file, spec, from: folderOf(file, split), to: folderOf(target, split) });
       }
     }
   }
   return edges;
 }
 
-function existingFolders(): string[] {
+/** The folder keys under `dir` (`runtime`, or a split folder such as `runtime/a2a`), split folders listed by their sub-folders. */
+function existingFolders(dir: string, split: ReadonlySet<string>): string[] {
   const out: string[] = [];
-  for (const top of TOPS) {
-    const entries = readdirSync(join(ROOT, top), { withFileTypes: true });
-    if (entries.some((e) => e.isFile() && /\.(ts|mts|mjs)$/.test(e.name))) out.push(`${top}/*.ts`);
-    for (const e of entries) if (e.isDirectory() && sourceFiles(join(ROOT, top, e.name)).length) out.push(`${top}/${e.name}/`);
+  const entries = readdirSync(join(ROOT, dir), { withFileTypes: true });
+  if (entries.some((e) => e.isFile() && /\.(ts|mts|mjs)$/.test(e.name))) out.push(`${dir}/*.ts`);
+  for (const e of entries) {
+    if (!e.isDirectory() || !sourceFiles(join(ROOT, dir, e.name)).length) continue;
+    const key = `${dir}/${e.name}/`;
+    out.push(...(split.has(key) ? existingFolders(`${dir}/${e.name}`, new Set()) : [key]));
   }
   return out.sort();
 }
 
 describe('docs/architecture.md holds the code', () => {
   const layers = parseLayerTable(readFileSync(DOC, 'utf8'));
-  const edges = projectEdges();
+  const split = splitFolders(layers);
+  const edges = projectEdges(split);
 
   it('names every folder under runtime/ and operator/, and only folders that exist', () => {
-    expect([...layers.keys()].sort()).toEqual(existingFolders());
+    expect([...layers.keys()].sort()).toEqual(TOPS.flatMap((t) => existingFolders(t, split)).sort());
   });
 
   it('every import points to its own folder or down a layer', () => {
@@ -231,6 +255,20 @@ describe('the architecture checker', () => {
     const layers = new Map([['runtime/contracts/', 0], ['runtime/manifest/', 1], ['runtime/host/', 2], ['operator/api/', 5]]);
     expect(violations([e('operator/api/', 'runtime/contracts/'), e('operator/api/', 'runtime/manifest/')], layers)).toEqual([]);
     expect(violations([e('operator/api/', 'runtime/host/'), e('runtime/host/', 'operator/api/')], layers)).toHaveLength(2);
+  });
+
+  it('makes each sub-folder of a folder the table splits a folder of its own, with its own layer', () => {
+    const layers = new Map([['runtime/a/', 0], ['runtime/b/x/', 1], ['runtime/b/y/', 2], ['runtime/b/*.ts', 3]]);
+    const split = splitFolders(layers);
+    expect([...split]).toEqual(['runtime/b/']);
+    expect(folderOf('runtime/b/x/deep/f.ts', split)).toBe('runtime/b/x/');
+    expect(folderOf('runtime/b/f.ts', split)).toBe('runtime/b/*.ts');
+    expect(folderOf('runtime/a/sub/f.ts', split)).toBe('runtime/a/');
+    const edge = (file: string, target: string): Edge => ({ file, spec: '…', from: folderOf(file, split), to: folderOf(target, split) });
+    expect(violations([edge('runtime/b/y/f.ts', 'runtime/b/x/g.ts'), edge('runtime/b/f.ts', 'runtime/b/y/f.ts')], layers)).toEqual([]);
+    expect(violations([edge('runtime/b/x/g.ts', 'runtime/b/y/f.ts')], layers)).toEqual([
+      "runtime/b/x/g.ts imports '…': runtime/b/x/ (layer 1) → runtime/b/y/ (layer 2) does not point down",
+    ]);
   });
 
   it('finds a cycle of three folders', () => {
