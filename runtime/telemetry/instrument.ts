@@ -26,6 +26,8 @@ export interface InstrumentOptions {
 export interface InstrumentableSession {
   readonly staged: StagedCapsule;
   readonly trace: TraceWriter;
+  /** An agent session's spend meter (a script capsule has none): served as the spend gauges. */
+  readonly spend?: { readonly spent: number; readonly limit: number | undefined };
 }
 
 export interface SessionTelemetry {
@@ -76,7 +78,14 @@ export function instrumentSession(session: InstrumentableSession, o: InstrumentO
   const mcpPrefixes = (m.mcp?.servers ?? []).map((s) => `mcp__${s.name}__`);
   const knownTool = (name: string): boolean => name === 'delegate-task' || shellAllow.has(name) || session.staged.artifacts.some((a) => a.name === name) || mcpPrefixes.some((p) => name.startsWith(p));
   const knownBinary = (name: string): boolean => shellAllow.has(name);
-  const detachMetrics = o.metrics === false ? () => {} : attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, knownTool, knownBinary }, o.metrics ?? runtimeMetrics());
+  const metrics = o.metrics === false ? undefined : (o.metrics ?? runtimeMetrics());
+  const detachTrace = metrics ? attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, knownTool, knownBinary }, metrics) : () => {};
+  const spend = session.spend;
+  const unwatchSpend = metrics && spend ? metrics.watchSpend(m.name, () => ({ spent: spend.spent, limit: spend.limit })) : () => {};
+  const detachMetrics = (): void => {
+    detachTrace();
+    unwatchSpend();
+  };
   let done: Promise<void> | undefined;
   const handle: SessionTelemetry = {
     telemetry,

@@ -57,6 +57,22 @@ export class RuntimeMetrics {
     registers: [this.registry],
   });
 
+  readonly toolCallDuration = new Histogram({
+    name: 'capsule_tool_call_duration_seconds',
+    help: 'Duration of tool calls in seconds (the tool_call trace event), by tool and status, bounded like capsule_tool_calls_total.',
+    labelNames: ['capsule', 'tool', 'status'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly hookCallDuration = new Histogram({
+    name: 'capsule_hook_call_duration_seconds',
+    help: 'Duration of each call into a hook component in seconds (the hook_call trace event), by hook and handler.',
+    labelNames: ['capsule', 'hook', 'handler'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
   readonly shellCalls = new Counter({
     name: 'capsule_shell_calls_total',
     help: 'Shell commands by binary (basename) and outcome (ok: exit 0, nonzero_exit, denied).',
@@ -138,6 +154,46 @@ export class RuntimeMetrics {
     labelNames: ['capsule', 'origin'] as const,
     registers: [this.registry],
   });
+
+  /** Where each served capsule's spend meter is read (at scrape time): its session's ceiling and tokens spent. */
+  readonly #spendSources = new Map<string, () => { spent: number; limit: number | undefined }>();
+
+  readonly spendSpent: Gauge<'capsule'> = new Gauge({
+    name: 'capsule_spend_session_tokens',
+    help: 'Tokens the session has spent against inference.max_session_tokens (input + output of settled inference calls).',
+    labelNames: ['capsule'] as const,
+    registers: [this.registry],
+    collect: () => this.#readSpend(),
+  });
+
+  readonly spendCeiling: Gauge<'capsule'> = new Gauge({
+    name: 'capsule_spend_ceiling_tokens',
+    help: 'The session spend ceiling inference.max_session_tokens; absent for a capsule without one.',
+    labelNames: ['capsule'] as const,
+    registers: [this.registry],
+    collect: () => this.#readSpend(),
+  });
+
+  #readSpend(): void {
+    for (const [capsule, f] of this.#spendSources) {
+      const { spent, limit } = f();
+      this.spendSpent.set({ capsule }, spent);
+      if (limit !== undefined) this.spendCeiling.set({ capsule }, limit);
+    }
+  }
+
+  /**
+   * Serves the spend gauges of `capsule` from its session's spend meter; returns the undo. The
+   * series stay after the undo (a closed session's spend is its last word until the process ends).
+   */
+  watchSpend(capsule: string, read: () => { spent: number; limit: number | undefined }): () => void {
+    this.#spendSources.set(capsule, read);
+    return () => {
+      if (this.#spendSources.get(capsule) !== read) return;
+      this.#readSpend();
+      this.#spendSources.delete(capsule);
+    };
+  }
 
   readonly info = new Gauge({
     name: 'capsule_info',
@@ -236,7 +292,16 @@ export function attachMetrics(trace: TraceWriter, labels: MetricLabels, m: Runti
         return;
       case 'tool_call': {
         const status = str(e.status) ?? 'unknown';
-        m.toolCalls.inc({ capsule, tool: e.error === 'unknown tool' ? UNKNOWN_TOOL : toolLabel(e.tool_name), status });
+        const tool = e.error === 'unknown tool' ? UNKNOWN_TOOL : toolLabel(e.tool_name);
+        m.toolCalls.inc({ capsule, tool, status });
+        const ms = num(e.duration_ms);
+        if (ms !== undefined) m.toolCallDuration.observe({ capsule, tool, status }, ms / 1000);
+        return;
+      }
+      case 'hook_call': {
+        const ms = num(e.duration_ms);
+        // Hook names come from the manifest and handlers from the WIT world: both bounded.
+        if (ms !== undefined) m.hookCallDuration.observe({ capsule, hook: str(e.hook_name) ?? 'unknown', handler: str(e.event) ?? 'unknown' }, ms / 1000);
         return;
       }
       case 'shell': {
