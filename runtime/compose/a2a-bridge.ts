@@ -2,10 +2,10 @@
  * Wires a capsule session to A2A: the executor that runs each A2A task through the session, and the
  * runtime-provided `delegate-task` tool that lets the model hand work to peers.
  */
-import type { TaskExecutor } from '../a2a/executor.ts';
+import type { TaskExecutor } from '../a2a/core/executor.ts';
 import { delegateTaskTool, runDelegateTask } from '../a2a/delegate-task.ts';
 import { peerTokens } from '../a2a/credentials.ts';
-import type { CapsuleSession, TaskReport } from '../loop/session.ts';
+import type { CapsuleSession, TaskReport } from '../loop/capsule-session.ts';
 import type { RuntimeTool } from '../loop/tools.ts';
 import { destinationOf, isAllowed } from '../net/allowlist.ts';
 
@@ -39,7 +39,7 @@ export function runtimeToolsFor(session: CapsuleSession): RuntimeTool[] {
   const m = session.staged.manifest;
   // Entries a component's own grant lists (a tool's API, the driver's provider) are not peers; nor
   // are the entries that admit an MCP server (its tools are offered as MCP tools).
-  const mcpDests = (m.mcp?.servers ?? []).map((s) => destinationOf(s.url)).filter((d) => d !== undefined);
+  const mcpDests = (m.mcp?.servers ?? []).map((s) => (s.url ? destinationOf(s.url) : undefined)).filter((d) => d !== undefined);
   const claimed = [
     ...m.artifacts.flatMap((a) => a.capabilities?.network?.allow ?? []),
     ...m.capabilities.network.allow.filter((a) => mcpDests.some((d) => isAllowed([a], d))),

@@ -9,7 +9,7 @@ import type { StagedCapsule } from '../session/stage.ts';
 import { tracedHookPort } from '../telemetry/hooks.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import type { HookPort, HookServices } from '../hooks/port.ts';
-import { compactionPrompt } from '../loop/session.ts';
+import { compactionPrompt } from '../loop/capsule-session.ts';
 
 export async function loadHookBus(staged: StagedCapsule, services: HookServices, trace: TraceWriter, hostEnv: NodeJS.ProcessEnv = process.env): Promise<HookPort> {
   const m = staged.manifest;

@@ -8,7 +8,7 @@
  * does not declare the capability, and the SDK answers "method not found".
  */
 import { McpTools, elicitationPrompt, elicitationResult, type ServerRequests } from '../mcp/index.ts';
-import type { CapsuleSession, TaskSink } from '../loop/session.ts';
+import type { CapsuleSession, TaskSink } from '../loop/capsule-session.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 
 /** Every tool name the capsule has besides its MCP tools: an MCP tool never takes one. */
@@ -22,7 +22,7 @@ function otherToolNames(staged: StagedCapsule): Set<string> {
 }
 
 export async function openMcpTools(staged: StagedCapsule, env: NodeJS.ProcessEnv, session: () => CapsuleSession | undefined): Promise<McpTools | undefined> {
-  return McpTools.forManifest(staged.manifest, { env, taken: otherToolNames(staged), requests: serverRequests(session) });
+  return McpTools.forManifest(staged.manifest, { env, taken: otherToolNames(staged), requests: serverRequests(session), workdir: staged.workdir.dir });
 }
 
 function serverRequests(session: () => CapsuleSession | undefined): ServerRequests {

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stageCapsule, type StagedCapsule } from '../session/stage.ts';
-import { CapsuleSession, type SessionOptions } from '../loop/session.ts';
+import { CapsuleSession, type SessionOptions } from '../loop/capsule-session.ts';
 import { runtimeToolsFor } from './a2a-bridge.ts';
 import { loadHookBus } from './hooks-wiring.ts';
 import { openMcpTools } from './mcp-wiring.ts';

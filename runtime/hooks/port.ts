@@ -1,7 +1,7 @@
 /**
  * The hook contract between the agent loop and the hooks: what the loop asks of the hooks (HookPort),
  * and what the runtime offers hook components (HookServices). The HookBus (runtime/hooks/bus.ts)
- * implements HookPort; a capsule without hooks gets NO_HOOKS; the session (runtime/loop/session.ts)
+ * implements HookPort; a capsule without hooks gets NO_HOOKS; the session (runtime/loop/capsule-session.ts)
  * implements HookServices. A leaf of hooks/: the loop and telemetry import it downward, and it
  * imports only the commit table. Event records are the WIT records in jco's camelCase.
  */

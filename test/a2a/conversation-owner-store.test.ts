@@ -17,7 +17,7 @@ import { ServerCallContext } from '@a2a-js/sdk/server';
 import { DatabaseTaskStore } from '@a2a-js/sdk/server/database';
 import { openStore } from '../../runtime/a2a/store.ts';
 import { CONVERSATION_TABLE, migrateMurmur } from '../../runtime/a2a/murmur-schema.ts';
-import { HISTORIES_MAX_BYTES, RECORD_LIMIT, RECORD_MAX_BYTES } from '../../runtime/loop/session.ts';
+import { HISTORIES_MAX_BYTES, RECORD_LIMIT, RECORD_MAX_BYTES } from '../../runtime/loop/capsule-session.ts';
 import { NO_CALLER, type ConversationOwner } from '../../runtime/inference/conversation-store.ts';
 import type { ConversationMessage } from '../../runtime/inference/wire.ts';
 import { startPostgres, type Postgres } from '../support/postgres.ts';

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { openStore, type DurableStore } from '../../runtime/a2a/store.ts';
 import { CONVERSATION_TABLE } from '../../runtime/a2a/conversation-table.ts';
-import { HISTORIES_MAX_BYTES, RECORD_LIMIT, RECORD_MAX_BYTES } from '../../runtime/loop/session.ts';
+import { HISTORIES_MAX_BYTES, RECORD_LIMIT, RECORD_MAX_BYTES } from '../../runtime/loop/capsule-session.ts';
 import type { ConversationMessage } from '../../runtime/inference/wire.ts';
 import type { ConversationOwner } from '../../runtime/inference/conversation-store.ts';
 import { startPostgres } from '../support/postgres.ts';

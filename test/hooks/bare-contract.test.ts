@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../runtime/contracts/digest.ts';
 import { openSession } from '../../runtime/compose/open.ts';
-import type { CapsuleSession } from '../../runtime/loop/session.ts';
+import type { CapsuleSession } from '../../runtime/loop/capsule-session.ts';
 import { stageCapsule } from '../../runtime/session/stage.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { fixture } from '../fixtures/build.ts';

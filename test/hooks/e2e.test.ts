@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { publish } from '../../runtime/registry/registry.ts';
 import { openSession, stage } from '../../runtime/compose/open.ts';
-import { SILENT_SINK } from '../../runtime/loop/session.ts';
+import { SILENT_SINK } from '../../runtime/loop/capsule-session.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { startScriptedProvider, type Script } from '../provider/scripted-provider.ts';
 import { API_KEY, ECHO_TOOL, driverDef, makeRegistry, openKit, tmp, type Kit, PROBE_TOOL } from '../loop/kit.ts';

@@ -1,7 +1,7 @@
 /** Cancellation stops a task at the next safe point: between turns, during a tool call, during inference. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { readTrace } from '../../runtime/trace/read.ts';
-import { SILENT_SINK } from '../../runtime/loop/session.ts';
+import { SILENT_SINK } from '../../runtime/loop/capsule-session.ts';
 import { ECHO_TOOL } from './kit.ts';
 import { endTurn, openReplay, toolCall, type ReplayKit } from './replay-kit.ts';
 

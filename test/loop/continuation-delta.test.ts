@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSession, stage } from '../../runtime/compose/open.ts';
-import type { CapsuleSession } from '../../runtime/loop/session.ts';
+import type { CapsuleSession } from '../../runtime/loop/capsule-session.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { ECHO_TOOL, makeRegistry, tmp } from './kit.ts';
 

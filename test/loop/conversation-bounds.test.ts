@@ -5,7 +5,7 @@
  * used context going first. A real session, real driver component, the scripted provider.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { HISTORIES_MAX_BYTES, RECORD_MAX_BYTES } from '../../runtime/loop/session.ts';
+import { HISTORIES_MAX_BYTES, RECORD_MAX_BYTES } from '../../runtime/loop/capsule-session.ts';
 import { messageBytes } from '../../runtime/loop/conversation-bounds.ts';
 import type { ConversationMessage } from '../../runtime/inference/wire.ts';
 import { ECHO_TOOL, capsuleYaml, driverDef, openKit, type Kit } from './kit.ts';

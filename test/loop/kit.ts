@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { publish } from '../../runtime/registry/registry.ts';
 import { tmp } from '../registry/helpers.ts';
 import { stage, openSession } from '../../runtime/compose/open.ts';
-import type { CapsuleSession } from '../../runtime/loop/session.ts';
+import type { CapsuleSession } from '../../runtime/loop/capsule-session.ts';
 import { fixture } from '../fixtures/build.ts';
 import { startScriptedProvider, type Script, type ScriptedProvider } from '../provider/scripted-provider.ts';
 

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { compactionPrompt } from '../../runtime/loop/session.ts';
+import { compactionPrompt } from '../../runtime/loop/capsule-session.ts';
 import { loadManifest } from '../../runtime/manifest/capsule.ts';
 import { MAX_SYSTEM_PROMPT_BYTES } from '../../runtime/manifest/schema.ts';
 import type { StagedCapsule } from '../../runtime/session/stage.ts';

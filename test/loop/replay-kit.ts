@@ -2,7 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stage, openSession } from '../../runtime/compose/open.ts';
-import type { CapsuleSession } from '../../runtime/loop/session.ts';
+import type { CapsuleSession } from '../../runtime/loop/capsule-session.ts';
 import { makeRegistry, tmp, type ArtifactDef } from './kit.ts';
 import { startRecorder, type Recorder } from './recorder.ts';
 
