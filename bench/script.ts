@@ -5,7 +5,7 @@
  * task files, the call and the answer.
  */
 import { SPARES } from '../runtime/host/spares.ts';
-import { ScriptSession } from '../runtime/script/run.ts';
+import { ScriptSession } from '../runtime/script/script-session.ts';
 import { demoYaml, program, scriptRegistry, stageYaml } from '../test/script/helpers.ts';
 import { fmtMs, median, table } from './stats.ts';
 

@@ -36,7 +36,7 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
   try {
     switch (cmd) {
       case 'run':
-        return await (await import('./run.ts')).runCommand(rest, out, err);
+        return await (await import('./run-command.ts')).runCommand(rest, out, err);
       case 'serve':
         return await (await import('./serve.ts')).serveCommand(rest, out);
       case 'trace':

@@ -91,7 +91,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   let onEnded: ((listener: (status: string) => void) => void) | undefined;
   let warmUp: (() => void) | undefined;
   if (m.kind === 'script') {
-    const { ScriptSession } = await import('../script/run.ts');
+    const { ScriptSession } = await import('../script/script-session.ts');
     const { scriptTaskExecutor } = await import('../script/serve.ts');
     const script = await ScriptSession.open(staged);
     const telemetry = await instrument(script);

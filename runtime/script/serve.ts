@@ -8,8 +8,8 @@
  *   startA2AServer({ card, executor: scriptTaskExecutor(session), ... });
  *   …  await session.close(exitStatus);
  */
-import type { TaskExecutor } from '../a2a/executor.ts';
-import type { ScriptSession } from './run.ts';
+import type { TaskExecutor } from '../a2a/core/executor.ts';
+import type { ScriptSession } from './script-session.ts';
 
 export function scriptTaskExecutor(session: ScriptSession): TaskExecutor {
   return async (ctx, ev) => {

@@ -3,4 +3,4 @@ export * from './argv.ts';
 export * from './resolve.ts';
 export * from './recipe.ts';
 export * from './identity.ts';
-export * from './run.ts';
+export * from './spawn.ts';

@@ -3,7 +3,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { publish } from '../../runtime/registry/registry.ts';
 import { stageCapsule, type StagedCapsule } from '../../runtime/session/stage.ts';
-import { ScriptSession } from '../../runtime/script/run.ts';
+import { ScriptSession } from '../../runtime/script/script-session.ts';
 import { afterEach, beforeAll } from 'vitest';
 import { fixture } from '../fixtures/build.ts';
 import { watFixture } from '../fixtures/build-wat.ts';

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ScriptSession } from '../../runtime/script/run.ts';
+import { ScriptSession } from '../../runtime/script/script-session.ts';
 import { readLock, upsertLock, writeLock } from '../../runtime/registry/lock.ts';
 import { demoYaml, program, results, stageYaml, task, traceOf, useScriptSessions } from './helpers.ts';
 

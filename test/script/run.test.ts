@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCommand } from '../../runtime/cli/run.ts';
-import { closeScriptSession, runScriptCapsule, runScriptTask, ScriptSession } from '../../runtime/script/run.ts';
+import { runCommand } from '../../runtime/cli/run-command.ts';
+import { closeScriptSession, runScriptCapsule, runScriptTask, ScriptSession } from '../../runtime/script/script-session.ts';
 import { demoYaml, fixtures, program, results, stageYaml, task, tmp, traceOf, useScriptSessions } from './helpers.ts';
 import { makeCapsule } from '../registry/helpers.ts';
 import { writeFileSync } from 'node:fs';

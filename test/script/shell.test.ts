@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ScriptSession } from '../../runtime/script/run.ts';
+import { ScriptSession } from '../../runtime/script/script-session.ts';
 import { demoYaml, program, results, task, traceOf, useScriptSessions } from './helpers.ts';
 
 const sessions = useScriptSessions();

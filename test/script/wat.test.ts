@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadComponent } from '../../runtime/host/index.ts';
-import { ScriptSession } from '../../runtime/script/run.ts';
+import { ScriptSession } from '../../runtime/script/script-session.ts';
 import { demoYaml, fixtures, program, results, stageYaml, task, traceOf, useScriptSessions } from './helpers.ts';
 
 const sessions = useScriptSessions();

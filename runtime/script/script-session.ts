@@ -26,7 +26,7 @@ import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { instrument } from '../telemetry/instrument.ts';
 import { ComponentInstance, HostFault } from '../host/index.ts';
 import { guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
-import type { TaskTrust } from '../a2a/executor.ts';
+import type { TaskTrust } from '../a2a/core/executor.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import { TraceWriter, type TraceEvent } from '../trace/writer.ts';
 import { findCapsuleComponent, type CapsuleComponent } from './capsule.ts';

@@ -55,7 +55,7 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
   }
   for (const n of staged.notices) err(`note: ${n}`);
   if (staged.manifest.kind === 'script') {
-    const { runScriptCapsule } = await import('../script/run.ts');
+    const { runScriptCapsule } = await import('../script/script-session.ts');
     return runScriptCapsule(staged, text, { out, err, quiet });
   }
   const session = await openSession(staged);
