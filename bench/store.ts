@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { Task } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
 import { openStore } from '../runtime/a2a/store.ts';
-import { agentMessage, artifact, textPart, toCoreState } from '../runtime/a2a/wire.ts';
+import { agentMessage, artifact, textPart, toCoreState } from '../runtime/a2a/core/wire.ts';
 import { fmtTime, fmtSpread, machineLine, paired, pairedRows, spread, table, numArg } from './paired.ts';
 
 

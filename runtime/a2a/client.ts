@@ -21,8 +21,8 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from '@a2a-js/sdk/client';
-import { isTerminal, type TaskState, type TaskTrust } from './executor.ts';
-import { ORIGIN_HEADER, TRACEPARENT_HEADER, TRUST_HEADER, fromCoreState, messageText, textPart } from './wire.ts';
+import { isTerminal, type TaskState, type TaskTrust } from './core/executor.ts';
+import { ORIGIN_HEADER, TRACEPARENT_HEADER, TRUST_HEADER, fromCoreState, messageText, textPart } from './core/wire.ts';
 
 export type PeerResult<T> = ({ ok: true } & T) | { ok: false; error: string };
 

@@ -7,7 +7,7 @@
  */
 import { destinationOf, isAllowed } from '../net/allowlist.ts';
 import type { PeerTask } from './client.ts';
-import { isTerminal, type TaskState, type TaskTrust } from './executor.ts';
+import { isTerminal, type TaskState, type TaskTrust } from './core/executor.ts';
 
 export const DELEGATE_TASK_TOOL = 'delegate-task';
 export const DEFAULT_DELEGATION_DEADLINE_SECS = 600;

@@ -9,7 +9,7 @@ import { A2AService, grpcService, type UserBuilder } from '@a2a-js/sdk/server/gr
 import { GrpcVersionNotSupportedError, buildGrpcErrorMetadata } from '@a2a-js/sdk/errors/grpc';
 import { MurError } from '../errors.ts';
 import { ANONYMOUS, AuthError, type Authenticator, type Caller } from './auth.ts';
-import { normaliseVersion } from './wire.ts';
+import { normaliseVersion } from './core/wire.ts';
 
 export interface GrpcBinding {
   readonly port: number;

@@ -32,15 +32,15 @@ import {
   RequestMalformedError,
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
-import type { TaskOrigin, TaskTrust } from './executor.ts';
-import { messageText, parseOriginTrust, validTraceparent } from './wire.ts';
+import type { TaskOrigin, TaskTrust } from './core/executor.ts';
+import { messageText, parseOriginTrust, validTraceparent } from './core/wire.ts';
 import type { StreamSink } from './stream.ts';
 import type { Push } from './push.ts';
 import { PushQuota } from './push-limits.ts';
 import { TaskMachine, ownerKey, taskNotFound, type TaskRecord } from './tasks.ts';
 import type { RemoteTasks } from './replicas.ts';
-import { fromCoreState } from './wire.ts';
-import { isTerminal } from './executor.ts';
+import { fromCoreState } from './core/wire.ts';
+import { isTerminal } from './core/executor.ts';
 
 export interface HandlerOptions {
   machine: TaskMachine;

@@ -7,7 +7,7 @@
  * the outcome's whole text, is redacted whole.
  */
 import { redact, redactDeep } from '../secrets.ts';
-import type { TaskEvents, TaskOutcome } from './executor.ts';
+import type { TaskEvents, TaskOutcome } from './core/executor.ts';
 
 export function redactedEvents(ev: TaskEvents): TaskEvents {
   return {

@@ -29,9 +29,9 @@ import {
   type TaskOutcome,
   type TaskState,
   type TaskTrust,
-} from './executor.ts';
+} from './core/executor.ts';
 import { redactedEvents, redactedOutcome } from './redaction.ts';
-import { agentMessage, artifact as mkArtifact, dataPart, messageText, textPart, toCoreState } from './wire.ts';
+import { agentMessage, artifact as mkArtifact, dataPart, messageText, textPart, toCoreState } from './core/wire.ts';
 import { Subscriber, type StreamSink, type SubscriberBounds } from './stream.ts';
 import { DEFAULT_MAX_LIVE_BYTES, evictions, retainedBytes } from './live-tasks.ts';
 

@@ -4,7 +4,7 @@ import { helpText, parseArgs, UsageError, type FlagSpec } from './args.ts';
 import { TARGET_FLAGS, TARGET_HELP, kubectlShortFlags, targetOptions } from './remote-flags.ts';
 import { openTarget } from '../client/open-target.ts';
 import { cancelTask, getTask, listTasks, type TaskOutcome } from '../client/task-calls.ts';
-import type { TaskState } from '../a2a/executor.ts';
+import type { TaskState } from '../a2a/core/executor.ts';
 
 export const TASKS_FLAGS: FlagSpec = {
   'context-id': { type: 'string', help: 'list: only this conversation' },

@@ -4,7 +4,7 @@ import { basename, extname } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Role, type Message, type Part } from '@a2a-js/sdk';
 import { MurError } from '../errors.ts';
-import { textPart } from '../a2a/wire.ts';
+import { textPart } from '../a2a/core/wire.ts';
 
 // A file travels inline in the request; capsules refuse bodies over 1 MiB by default (docs/a2a.md),
 // and base64 grows bytes by a third, so a bigger file could never be accepted.

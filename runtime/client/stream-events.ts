@@ -6,8 +6,8 @@
  * exactly one final status (or an `input-required` one that ends the stream).
  */
 import type { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
-import type { TaskState } from '../a2a/executor.ts';
-import { fromCoreState, messageText } from '../a2a/wire.ts';
+import type { TaskState } from '../a2a/core/executor.ts';
+import { fromCoreState, messageText } from '../a2a/core/wire.ts';
 
 export type StepEvent =
   | { kind: 'task'; taskId: string; contextId: string; state: TaskState }

@@ -4,8 +4,8 @@
  */
 import type { ListTasksResponse, Message, Task } from '@a2a-js/sdk';
 import { TaskState as CoreTaskState } from '@a2a-js/sdk';
-import { isTerminal, type TaskState } from '../a2a/executor.ts';
-import { toCoreState } from '../a2a/wire.ts';
+import { isTerminal, type TaskState } from '../a2a/core/executor.ts';
+import { toCoreState } from '../a2a/core/wire.ts';
 import { clientFailure, type AgentConnection } from './connect.ts';
 import { answerOf, statusText, stepsOf, taskState, type StepEvent } from './stream-events.ts';
 

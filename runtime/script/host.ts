@@ -21,7 +21,7 @@ import { ComponentInstance, loadComponent, sha256Hex, type HostImports } from '.
 import { httpAllow, guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import { describe } from '../loop/tools.ts';
 import { peerTokens } from '../a2a/credentials.ts';
-import type { TaskTrust } from '../a2a/executor.ts';
+import type { TaskTrust } from '../a2a/core/executor.ts';
 import { ArtifactManager, type Result } from '../session/artifact-manager.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { isShellAllowed, runShell, ShellNotAllowedError } from '../shell/index.ts';

@@ -4,7 +4,7 @@
  * the card's ETag, version variants and query-parameter version; JSON-RPC notifications.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
+import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { closeAll, msg03, msg10, rpc, serve, V1 } from './helpers.ts';
 
 afterAll(closeAll);

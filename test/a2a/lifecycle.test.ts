@@ -1,7 +1,7 @@
 /** Acceptance (none/single/queue), request-input, cancel at each phase. */
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeAll, msg03, msg10, rpc, serve, sse, until, V1 } from './helpers.ts';
-import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
+import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 
 afterAll(closeAll);
 

@@ -6,7 +6,7 @@
  */
 import net from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
+import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { a2aLimitsFromEnv } from '../../runtime/cli/serve.ts';
 import { closeAll, msg10, serve, sse, V1 } from './helpers.ts';
 

@@ -7,7 +7,7 @@ import { Role, TaskState, type Message } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext } from '@a2a-js/sdk/server';
 import { evictions, finishedTotals, partBytes, retainedBytes, type LiveEntry } from '../../runtime/a2a/live-tasks.ts';
 import { TaskMachine } from '../../runtime/a2a/tasks.ts';
-import { artifact, dataPart, textPart } from '../../runtime/a2a/wire.ts';
+import { artifact, dataPart, textPart } from '../../runtime/a2a/core/wire.ts';
 
 const fin = (id: string, bytes: number, subscribers = 0): LiveEntry => ({ id, final: true, subscribers, bytes });
 const run = (id: string): LiveEntry => ({ id, final: false, subscribers: 0, bytes: 0 });

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { policyError, sendMessage, getTask, followTask } from '../../runtime/a2a/client.ts';
 import { isUrlAllowed } from '../../runtime/net/allowlist.ts';
-import { parseOriginTrust } from '../../runtime/a2a/wire.ts';
+import { parseOriginTrust } from '../../runtime/a2a/core/wire.ts';
 import { closeAll, serve } from './helpers.ts';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 

@@ -8,7 +8,7 @@ import type { Message, StreamResponse } from '@a2a-js/sdk';
 import { Client, ClientFactory } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { closeAll, msg03, msg10, rpc, serve, sse, userMessage, V1 } from './helpers.ts';
-import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
+import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 
 afterAll(closeAll);
 

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
-import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
+import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { closeAll, msg10, rpc, serve, V1 } from './helpers.ts';
 
 const receivers: http.Server[] = [];

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { setImmediate as tick } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeAll, msg03, serve, until } from './helpers.ts';
-import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
+import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 
 afterAll(closeAll);
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
-import type { TaskExecutor } from '../../runtime/a2a/executor.ts';
+import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
 import { instrumentSession, setupTelemetry, type InstrumentableSession, type SessionTelemetry, type Telemetry } from '../../runtime/telemetry/index.ts';
 import type { Kit } from '../loop/kit.ts';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseTraceParent as libraryParse } from '@opentelemetry/core';
-import { validTraceparent } from '../../runtime/a2a/wire.ts';
+import { validTraceparent } from '../../runtime/a2a/core/wire.ts';
 import { parseTraceparent } from '../../runtime/telemetry/traceparent.ts';
 
 const T = '4bf92f3577b34da6a3ce929d0e0e4736';

@@ -114,7 +114,7 @@ export function parseOriginTrust(h: Record<string, string | string[] | undefined
 }
 
 /** The caller's traceparent, by the runtime's one W3C parser (runtime/telemetry/traceparent.ts). */
-export { validTraceparent } from '../telemetry/traceparent.ts';
+export { validTraceparent } from '../../telemetry/traceparent.ts';
 
 /** JSON-RPC method names per protocol version (the SDK implements the rest of each table). */
 export const METHODS_0_3 = new Set([

@@ -4,8 +4,8 @@
  * cancellation; the executor only turns one task's input text into an outcome and reports what
  * happens on the way. See docs/a2a.md ("Executor interface").
  */
-import { MurError } from '../errors.ts';
-import type { ConversationOwner } from '../inference/conversation-store.ts';
+import { MurError } from '../../errors.ts';
+import type { ConversationOwner } from '../../inference/conversation-store.ts';
 
 /** Where a task came from, as read from `x-murmur-task-origin` (absent header = `user`). */
 export type TaskOrigin = 'user' | 'peer' | 'completion' | 'event';
