@@ -260,7 +260,7 @@ function semanticChecks(w: WalkResult, file: string, errors: ErrorCollector): vo
     }
   });
 
-  mcpChecks(v.mcp, v.capabilities?.network?.allow ?? [], (code, field, message, hint) => add(code, field, at(field), message, hint));
+  mcpChecks(v.mcp, v.capabilities?.network?.allow ?? [], v.capabilities?.shell?.allow ?? [], (code, field, message, hint) => add(code, field, w.locs.has(field) || w.keyLocs.has(field) ? at(field) : keyAt(field.replace(/\.[a-z_]+$/, '')), message, hint), (f) => w.keyLocs.has(f));
 
   const inf = v.inference;
   if (inf) {

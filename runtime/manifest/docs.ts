@@ -111,6 +111,9 @@ mcp:
 
 - Every \`url\` must be covered by \`capabilities.network.allow\` (\`E-MCP-003\`): an MCP
   connection is an outgoing request like any other, checked again on every request at run time.
+- Each server gives a \`url\` or a \`command\` (a local server over stdio), not both (\`E-MCP-016\`);
+  a command's binary must be in \`capabilities.shell.allow\` (\`E-MCP-017\`): it is allowed the way a
+  shell binary is.
 - Server names are unique (\`E-MCP-005\`); \`'*'\` stands alone in \`tools\`, and no tool is listed
   twice (\`E-MCP-004\`).
 - Credentials are never written here: \`token_env\` and \`headers_env\` name environment

@@ -17,8 +17,10 @@ export const MCP_ELICITATION = ['refuse', 'input-required'] as const;
 
 export interface McpServer {
   name: string;
-  /** Streamable HTTP endpoint. */
-  url: string;
+  /** Streamable HTTP endpoint (exactly one of `url` and `command`). */
+  url?: string;
+  /** A local server over stdio: the binary (in `capabilities.shell.allow`) and its arguments. */
+  command?: string[];
   /** `['*']` = every tool the server lists; else exactly these. */
   tools: string[];
   /** Environment variable holding a bearer token (sent as `Authorization: Bearer …`). */
@@ -66,6 +68,11 @@ export function checkMcpToolEntry(v: string): Problem | undefined {
   return { code: 'E-MCP-004', message: `invalid MCP tool name '${v}'`, hint: "give the tool's name as the server lists it (letters, digits, '_' and '-', at most 64), or '*' alone for every tool" };
 }
 
+export function checkMcpCommandWord(v: string): Problem | undefined {
+  if (v !== '' && !v.includes('\0')) return undefined;
+  return { code: 'E-MCP-016', message: 'an empty word in an MCP server command', hint: 'give the binary and its arguments as a list of non-empty strings, e.g. [npx, my-mcp-server, --stdio]' };
+}
+
 export function checkMcpHeaderName(v: string): Problem | undefined {
   if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(v)) {
     return { code: 'E-MCP-006', message: `invalid header name '${v}' in headers_env`, hint: 'give an HTTP header name such as X-Api-Key' };
@@ -94,7 +101,7 @@ type Add = (code: string, field: string, message: string, hint: string) => void;
  * Cross-field rules of `mcp.servers`: unique names, `*` alone, no repeated tool, and every URL
  * inside `capabilities.network.allow` (an MCP connection is an outgoing request like any other).
  */
-export function mcpChecks(mcp: { servers?: unknown } | undefined, allow: readonly unknown[], add: Add): void {
+export function mcpChecks(mcp: { servers?: unknown } | undefined, allow: readonly unknown[], shellAllow: readonly unknown[], add: Add, given: (field: string) => boolean): void {
   const servers = Array.isArray(mcp?.servers) ? (mcp!.servers as (Partial<McpServer> | undefined)[]) : [];
   const grants = allow.filter((e): e is string => typeof e === 'string');
   const seen = new Map<string, number>();
@@ -105,6 +112,16 @@ export function mcpChecks(mcp: { servers?: unknown } | undefined, allow: readonl
       const first = seen.get(s.name);
       if (first !== undefined) add('E-MCP-005', `${base}.name`, `duplicate MCP server name '${s.name}' (first declared at mcp.servers[${first}])`, 'give every server a unique name');
       else seen.set(s.name, i);
+    }
+    // By the keys written, not the values kept: an invalid url has its own error already.
+    const hasUrl = given(`${base}.url`);
+    const hasCommand = given(`${base}.command`);
+    if (hasUrl === hasCommand) {
+      add('E-MCP-016', `${base}.${hasUrl ? 'command' : 'url'}`, hasUrl ? `MCP server '${String(s.name)}' gives both url and command` : `MCP server '${String(s.name)}' gives neither url nor command`, 'give `url:` (a Streamable HTTP endpoint) or `command:` (a local server over stdio, its binary in capabilities.shell.allow), not both');
+    }
+    const bin = Array.isArray(s.command) ? s.command[0] : undefined;
+    if (typeof bin === 'string' && bin !== '' && !shellAllow.includes(bin)) {
+      add('E-MCP-017', `${base}.command[0]`, `MCP server '${String(s.name)}' runs '${bin}', which is not in capabilities.shell.allow`, `a local MCP server is allowed the way a shell binary is: add '${bin}' to capabilities.shell.allow, or use a url`);
     }
     if (typeof s.url === 'string' && checkMcpUrl(s.url) === undefined) {
       if (!allowsDestination(grants, destinationOf(s.url))) {

@@ -17,6 +17,7 @@ import { holdSecret } from '../secrets.ts';
 import type { McpServer } from '../manifest/mcp.ts';
 import type { Destination } from '../net/allowlist.ts';
 import { guardedFetch } from './fetch.ts';
+import { stdioTransport, type StdioOptions } from './stdio.ts';
 import { MCP_RESULT_MAX_BYTES } from './result.ts';
 
 /** Pages of `tools/list` followed; a server paging for ever is cut here. */
@@ -41,6 +42,8 @@ export interface ConnectionOptions {
   onDenied?: (d: Destination) => void;
   /** Deadline of connecting and listing (ms). */
   openTimeoutMs: number;
+  /** For a server with a `command` (stdio.ts): where and how it is started. */
+  stdio?: Omit<StdioOptions, 'env'>;
   maxReconnects?: number;
 }
 
@@ -55,6 +58,8 @@ export class McpConnection {
   private readonly inflight = new Set<AbortController>();
   private readonly release: Array<() => void> = [];
   private readonly headers: Record<string, string>;
+  /** A stdio server's last stderr bytes (for the error when it dies). */
+  private stderr: () => string = () => '';
 
   constructor(readonly server: McpServer, private readonly o: ConnectionOptions) {
     this.headers = credentialHeaders(server, o.env);
@@ -97,7 +102,7 @@ export class McpConnection {
     const client = new Client(CLIENT_INFO, { capabilities });
     if (capabilities.elicitation) client.setRequestHandler(ElicitRequestSchema, (req, extra) => this.o.requests!.elicit!(s.name, req.params, extra.signal));
     if (capabilities.sampling) client.setRequestHandler(CreateMessageRequestSchema, (req, extra) => this.o.requests!.sample!(s.name, req.params, extra.signal));
-    const transport = new StreamableHTTPClientTransport(new URL(s.url), {
+    const transport = s.command ? await this.stdio() : new StreamableHTTPClientTransport(new URL(s.url!), {
       fetch: guardedFetch({ server: s.name, allow: this.o.allow, maxBytes: MAX_RESPONSE_BYTES, onDenied: this.o.onDenied, onOverflow: (e) => this.failInflight(e) }),
       requestInit: { headers: this.headers },
       // The transport's own GET-stream retries, bounded like the runtime's reconnects.
@@ -110,6 +115,13 @@ export class McpConnection {
     await client.connect(transport, { signal, timeout: this.o.openTimeoutMs });
     this.client = client;
     return client;
+  }
+
+  private async stdio() {
+    if (!this.o.stdio) throw new MurError('E-MCP-009', `MCP server '${this.server.name}' is a local command, and this session starts none`);
+    const { transport, stderr } = await stdioTransport(this.server, { ...this.o.stdio, env: this.o.env });
+    this.stderr = stderr;
+    return transport;
   }
 
   /** Calls one tool; the SDK-validated result, or an `E-MCP-*` MurError. */
@@ -174,6 +186,10 @@ export class McpConnection {
     const cause = (e as { cause?: { code?: string } })?.cause?.code;
     if (e instanceof TypeError && /fetch failed/.test(msg)) {
       return new MurError('E-MCP-009', `MCP server '${name}' cannot be reached at ${this.server.url}${cause ? ` (${cause})` : ''}`, { hint: 'the server is down or not listening there; the task goes on without this call', cause: e });
+    }
+    if (this.server.command && (cause === 'ENOENT' || cause === 'EACCES' || (e as { code?: string }).code === 'ENOENT' || /spawn|EPIPE|closed/i.test(msg))) {
+      const tail = this.stderr().trim().split('\n').slice(-3).join(' | ');
+      return new MurError('E-MCP-009', `MCP server '${name}' (${this.server.command[0]}) failed during ${what}: ${bounded(msg)}${tail ? `; its stderr: ${bounded(tail)}` : ''}`, { cause: e });
     }
     if (e instanceof StreamableHTTPError) {
       return new MurError('E-MCP-009', `MCP server '${name}' refused ${what}: ${bounded(msg)}`, { hint: e.code === 401 || e.code === 403 ? 'check the credential named in token_env / headers_env' : 'check the server', cause: e });

@@ -16,7 +16,7 @@ import { MurError, isMurError } from '../errors.ts';
 import type { McpServer } from '../manifest/mcp.ts';
 import type { CapsuleManifest } from '../manifest/capsule.ts';
 import type { TraceWriter } from '../trace/writer.ts';
-import { McpConnection, credentialHeaders, type ServerRequests } from './connection.ts';
+import { McpConnection, credentialHeaders, type ConnectionOptions, type ServerRequests } from './connection.ts';
 import { admitTools, type McpToolDef, type RefusedTool } from './inventory.ts';
 import { toolOutcome } from './result.ts';
 import type { Destination } from '../net/allowlist.ts';
@@ -39,6 +39,8 @@ export interface McpToolsOptions {
   /** Deadline of connecting to one server and listing its tools; default 30 s or the call deadline if shorter. */
   openTimeoutMs?: number;
   maxReconnects?: number;
+  /** Where local (`command`) servers start: the session workdir, the shell grant. */
+  stdio?: ConnectionOptions['stdio'];
 }
 
 interface ServerState {
@@ -64,7 +66,7 @@ export class McpTools {
     const self = new McpTools([], deadlineMs);
     const onDenied = (server: string) => (d: Destination) => self.write('network_denied', { component_kind: 'mcp', component: server, destination: `${d.scheme}://${d.host}:${d.port}` });
     const states = await Promise.all(o.servers.map(async (s): Promise<ServerState> => {
-      const conn = new McpConnection(s, { allow: o.allow, env: o.env, requests: o.requests, onDenied: onDenied(s.name), openTimeoutMs, maxReconnects: o.maxReconnects });
+      const conn = new McpConnection(s, { allow: o.allow, env: o.env, requests: o.requests, onDenied: onDenied(s.name), openTimeoutMs, maxReconnects: o.maxReconnects, ...(o.stdio ? { stdio: o.stdio } : {}) });
       try {
         const listed = await conn.open();
         return { conn, ...admitTools(s, listed, taken) };
@@ -76,7 +78,7 @@ export class McpTools {
     self.states.push(...states);
     for (const st of states) {
       self.write('mcp_server', {
-        server: st.conn.server.name, url: st.conn.server.url, status: st.error ? 'unavailable' : 'connected',
+        server: st.conn.server.name, url: st.conn.server.url, command: st.conn.server.command, status: st.error ? 'unavailable' : 'connected',
         tools: st.tools.map((t) => t.name), refused: st.refused.length ? st.refused : undefined,
         truncated_descriptions: st.tools.filter((t) => t.descriptionTruncated).map((t) => t.name),
         code: st.error?.code, error: st.error?.message,
@@ -86,9 +88,11 @@ export class McpTools {
   }
 
   /** The MCP tools of a capsule manifest's `mcp:` block; undefined when it names no servers. */
-  static forManifest(m: CapsuleManifest, o: { env: NodeJS.ProcessEnv; taken: ReadonlySet<string>; requests?: ServerRequests }): Promise<McpTools> | undefined {
+  static forManifest(m: CapsuleManifest, o: { env: NodeJS.ProcessEnv; taken: ReadonlySet<string>; requests?: ServerRequests; workdir: string }): Promise<McpTools> | undefined {
     if (!m.mcp?.servers.length) return undefined;
-    return McpTools.open({ servers: m.mcp.servers, allow: m.capabilities.network.allow, deadlineSeconds: m.capabilities.limits.deadlineSeconds, ...o });
+    const { workdir, ...rest } = o;
+    const stdio = { workdir, shellAllow: m.capabilities.shell?.allow ?? [], stripEnv: m.capabilities.shell?.stripEnv ?? [] };
+    return McpTools.open({ servers: m.mcp.servers, allow: m.capabilities.network.allow, deadlineSeconds: m.capabilities.limits.deadlineSeconds, stdio, ...rest });
   }
 
   /** Attaches the session's trace (writing what happened before it existed). */

@@ -8,11 +8,11 @@ import { McpTools, elicitationPrompt, elicitationResult, type McpRuntimeTool } f
 import type { StagedCapsule } from '../session/stage.ts';
 import type { HostTask, WitToolResult } from './host.ts';
 
-export function openScriptMcp(staged: StagedCapsule, env: NodeJS.ProcessEnv, taken: ReadonlySet<string>, task: () => HostTask | undefined): Promise<McpTools> | undefined {
+export function openScriptMcp(staged: StagedCapsule, env: NodeJS.ProcessEnv, taken: ReadonlySet<string>, task: () => HostTask | undefined, workdir = staged.workdir.dir): Promise<McpTools> | undefined {
   // No driver to sample with: `sampling: driver` has nothing to run here, and is refused.
   const m = { ...staged.manifest, mcp: staged.manifest.mcp && { servers: staged.manifest.mcp.servers.map((s) => ({ ...s, sampling: 'refuse' as const })) } };
   return McpTools.forManifest(m, {
-    env, taken,
+    env, taken, workdir,
     requests: {
       elicit: async (server, params) => {
         const ask = task()?.io?.requestInput;

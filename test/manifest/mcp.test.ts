@@ -63,9 +63,25 @@ describe('manifest: the mcp block (MCP servers a capsule may use)', () => {
     expect(errorAt(list, 'mcp.servers[0].headers_env.X-Key').code).toBe('E-MCP-006');
   });
 
+  it('a local server over stdio: command instead of url, its binary in capabilities.shell.allow', () => {
+    const ok = parseManifest(`name: demo\nversion: 1.0.0\ncapabilities:\n  shell:\n    allow: [npx]\nmcp:\n  servers:\n    - {name: local, command: [npx, my-mcp-server, --stdio], tools: ['*']}\n`);
+    expect(ok.mcp!.servers[0]).toMatchObject({ name: 'local', command: ['npx', 'my-mcp-server', '--stdio'] });
+    const list = errorsOf(base(`    - {name: a, command: [node, server.js], tools: ['*']}
+    - {name: b, url: 'http://127.0.0.1:3001/mcp', command: [node], tools: ['*']}
+    - {name: c, tools: ['*']}
+    - {name: d, command: [node, ''], tools: ['*']}`));
+    const e = errorAt(list, 'mcp.servers[0].command[0]');
+    expect(e.code).toBe('E-MCP-017');
+    expect(e.hint).toContain("add 'node' to capabilities.shell.allow");
+    expect(errorAt(list, 'mcp.servers[1].command').code).toBe('E-MCP-016');
+    expect(errorAt(list, 'mcp.servers[2].url').message).toContain('gives neither url nor command');
+    expect(errorAt(list, 'mcp.servers[3].command[1]').code).toBe('E-MCP-016');
+  });
+
   it('requires url and a non-empty tools list, and knows the keys (did you mean)', () => {
     const list = errorsOf(base(`    - {name: docs, tool: [echo]}`));
     expect(list.errors.map((e) => e.location?.field)).toEqual(expect.arrayContaining(['mcp.servers[0].url', 'mcp.servers[0].tools', 'mcp.servers[0].tool']));
+    expect(errorAt(list, 'mcp.servers[0].url').code).toBe('E-MCP-016');
     expect(errorsOf(base(`    - {name: docs, url: 'http://127.0.0.1:3001/mcp', tools: []}`)).format()).toContain("'mcp.servers[0].tools' is present but empty");
   });
 });
