@@ -11,7 +11,7 @@
  *   node --import tsx bench/replica-bus.ts [--rounds 9] [--ops 200]
  */
 import pg from 'pg';
-import { ReplicaBus } from '../runtime/a2a/replica-bus.ts';
+import { ReplicaBus } from '../runtime/a2a/store/replica-bus.ts';
 import { startPostgres } from '../test/support/postgres.ts';
 import { fmtTime, machineLine, paired, pairedRows, table, numArg } from './paired.ts';
 

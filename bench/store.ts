@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Task } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
-import { openStore } from '../runtime/a2a/store.ts';
+import { openStore } from '../runtime/a2a/store/store.ts';
 import { agentMessage, artifact, textPart, toCoreState } from '../runtime/a2a/core/wire.ts';
 import { fmtTime, fmtSpread, machineLine, paired, pairedRows, spread, table, numArg } from './paired.ts';
 

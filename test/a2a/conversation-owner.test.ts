@@ -12,7 +12,7 @@ import { TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, type Client, type TransportFactory } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
-import { openStore } from '../../runtime/a2a/store.ts';
+import { openStore } from '../../runtime/a2a/store/store.ts';
 import { taskExecutor } from '../../runtime/compose/a2a-bridge.ts';
 import { openSession, stage } from '../../runtime/compose/open.ts';
 import type { A2AServer } from '../../runtime/a2a/server.ts';

@@ -8,8 +8,8 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { openStore, type DurableStore } from '../../runtime/a2a/store.ts';
-import { CONVERSATION_TABLE } from '../../runtime/a2a/conversation-table.ts';
+import { openStore, type DurableStore } from '../../runtime/a2a/store/store.ts';
+import { CONVERSATION_TABLE } from '../../runtime/a2a/store/conversation-table.ts';
 import { HISTORIES_MAX_BYTES, RECORD_LIMIT, RECORD_MAX_BYTES } from '../../runtime/loop/capsule-session.ts';
 import type { ConversationMessage } from '../../runtime/inference/wire.ts';
 import type { ConversationOwner } from '../../runtime/inference/conversation-store.ts';

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { ReplicaBus, RemoteError, chunksOf, type BusOptions } from '../../runtime/a2a/replica-bus.ts';
+import { ReplicaBus, RemoteError, chunksOf, type BusOptions } from '../../runtime/a2a/store/replica-bus.ts';
 import { startPostgres, type Postgres } from '../support/postgres.ts';
 
 let server: Postgres;

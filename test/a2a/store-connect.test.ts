@@ -5,8 +5,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { openStore, type DurableStore } from '../../runtime/a2a/store.ts';
-import { connectBackoffMs, connectBudgetSecs, transientConnectError } from '../../runtime/a2a/store-connect.ts';
+import { openStore, type DurableStore } from '../../runtime/a2a/store/store.ts';
+import { connectBackoffMs, connectBudgetSecs, transientConnectError } from '../../runtime/a2a/store/store-connect.ts';
 import { freePort } from '../cli/serve-kit.ts';
 import { startPostgres, type Postgres } from '../support/postgres.ts';
 

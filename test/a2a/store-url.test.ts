@@ -1,6 +1,6 @@
 /** `--store` values (runtime/a2a/store.ts parseStoreUrl): which store each names, and refusals that never echo a password. */
 import { describe, expect, it } from 'vitest';
-import { parseStoreUrl } from '../../runtime/a2a/store.ts';
+import { parseStoreUrl } from '../../runtime/a2a/store/store.ts';
 
 describe('parseStoreUrl', () => {
   it.each([

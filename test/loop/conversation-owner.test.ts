@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSession, stage } from '../../runtime/compose/open.ts';
-import { openStore } from '../../runtime/a2a/store.ts';
+import { openStore } from '../../runtime/a2a/store/store.ts';
 import type { CapsuleSession, TaskInput } from '../../runtime/loop/capsule-session.ts';
 import type { ConversationOwner } from '../../runtime/inference/conversation-store.ts';
 import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';

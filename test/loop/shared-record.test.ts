@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openSession, stage } from '../../runtime/compose/open.ts';
-import { openStore } from '../../runtime/a2a/store.ts';
+import { openStore } from '../../runtime/a2a/store/store.ts';
 import type { CapsuleSession } from '../../runtime/loop/capsule-session.ts';
 import type { ConversationMessage } from '../../runtime/inference/wire.ts';
 import { startScriptedProvider } from '../provider/scripted-provider.ts';

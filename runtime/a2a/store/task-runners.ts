@@ -14,8 +14,8 @@ import { ServerCallContext as Ctx } from '@a2a-js/sdk/server';
 import { DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
 import type { Task } from '@a2a-js/sdk';
 import { RUNNER_TABLE } from './murmur-schema.ts';
-import { agentMessage, fromCoreState, toCoreState } from './core/wire.ts';
-import { isTerminal } from './core/executor.ts';
+import { agentMessage, fromCoreState, toCoreState } from '../core/wire.ts';
+import { isTerminal } from '../core/executor.ts';
 
 export const UNFINISHED = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'];
 

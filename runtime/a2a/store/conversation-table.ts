@@ -16,8 +16,8 @@
  * SQLite has one writer per file anyway; the append is one transaction there too.
  */
 import { sql, type Kysely } from 'kysely';
-import type { ConversationMessage } from '../inference/wire.ts';
-import type { ConversationOwner, ConversationStore, OwnedMessage } from '../inference/conversation-store.ts';
+import type { ConversationMessage } from '../../inference/wire.ts';
+import type { ConversationOwner, ConversationStore, OwnedMessage } from '../../inference/conversation-store.ts';
 import { CONVERSATION_TABLE } from './murmur-schema.ts';
 
 export { CONVERSATION_TABLE } from './murmur-schema.ts';

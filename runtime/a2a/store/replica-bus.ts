@@ -22,7 +22,7 @@
  */
 import { randomInt, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { MurError } from '../errors.ts';
+import { MurError } from '../../errors.ts';
 
 /** Namespace of the advisory locks (first key of the two-int form): 'MUR1'. */
 const LOCK_NS = 0x4d555231;

@@ -18,12 +18,12 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type { PushNotificationStore, TaskStore } from '@a2a-js/sdk/server';
 import { DatabasePushNotificationStore, DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
 import { failOrphans } from './task-runners.ts';
-import { MurError } from '../errors.ts';
-import { holdSecret } from '../secrets.ts';
+import { MurError } from '../../errors.ts';
+import { holdSecret } from '../../secrets.ts';
 import { conversationTable } from './conversation-table.ts';
 import { migrateMurmur } from './murmur-schema.ts';
 import { connectBudgetSecs, withConnectRetries, type RetryReport } from './store-connect.ts';
-import type { ConversationStore } from '../inference/conversation-store.ts';
+import type { ConversationStore } from '../../inference/conversation-store.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
