@@ -35,8 +35,8 @@ import {
 import type { TaskOrigin, TaskTrust } from './core/executor.ts';
 import { messageText, parseOriginTrust, validTraceparent } from './core/wire.ts';
 import type { StreamSink } from './stream.ts';
-import type { Push } from './push.ts';
-import { PushQuota } from './push-limits.ts';
+import type { Push } from './peers/push.ts';
+import { PushQuota } from './peers/push-limits.ts';
 import { TaskMachine, ownerKey, taskNotFound, type TaskRecord } from './tasks.ts';
 import type { RemoteTasks } from './replicas.ts';
 import { fromCoreState } from './core/wire.ts';

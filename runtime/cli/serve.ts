@@ -24,7 +24,7 @@ import { ReplicaBus } from '../a2a/store/replica-bus.ts';
 import { claimingStore } from '../a2a/store/task-runners.ts';
 import { replicate } from '../a2a/replicas.ts';
 import { LIMIT_DEFAULTS, type ConnectionLimits } from '../a2a/connection-limits.ts';
-import { PUSH_LIMIT_DEFAULTS, type PushLimits } from '../a2a/push-limits.ts';
+import { PUSH_LIMIT_DEFAULTS, type PushLimits } from '../a2a/peers/push-limits.ts';
 import { envNonNegative } from '../env-number.ts';
 
 const RESTARTED = 'the runtime restarted (mur serve stopped without finishing this task: killed, crashed or its node lost); send the message again';

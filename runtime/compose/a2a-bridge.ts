@@ -3,8 +3,8 @@
  * runtime-provided `delegate-task` tool that lets the model hand work to peers.
  */
 import type { TaskExecutor } from '../a2a/core/executor.ts';
-import { delegateTaskTool, runDelegateTask } from '../a2a/delegate-task.ts';
-import { peerTokens } from '../a2a/credentials.ts';
+import { delegateTaskTool, runDelegateTask } from '../a2a/peers/delegate-task.ts';
+import { peerTokens } from '../a2a/peers/credentials.ts';
 import type { CapsuleSession, TaskReport } from '../loop/capsule-session.ts';
 import type { RuntimeTool } from '../loop/tools.ts';
 import { destinationOf, isAllowed } from '../net/allowlist.ts';

@@ -20,7 +20,7 @@ import { readFileSync } from 'node:fs';
 import { ComponentInstance, loadComponent, sha256Hex, type HostImports } from '../host/index.ts';
 import { httpAllow, guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import { describe } from '../loop/tools.ts';
-import { peerTokens } from '../a2a/credentials.ts';
+import { peerTokens } from '../a2a/peers/credentials.ts';
 import type { TaskTrust } from '../a2a/core/executor.ts';
 import { ArtifactManager, type Result } from '../session/artifact-manager.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
@@ -373,7 +373,7 @@ export class ScriptHost {
     // it the peer serves the call anonymously, if at all, and ignores the trust it is stamped with.
     const bearer = peerTokens()(peerUrl);
     // The SDK's client loads with the first send (delegate-task.ts says why).
-    const { sendMessage } = await import('../a2a/client.ts');
+    const { sendMessage } = await import('../a2a/peers/client.ts');
     const r = await sendMessage({
       peerUrl,
       allow: httpAllow(this.capsule.grant.network.allow),

@@ -1,6 +1,6 @@
 /** The runtime-provided delegate-task tool. */
 import { afterAll, describe, expect, it } from 'vitest';
-import { delegateTaskTool, runDelegateTask } from '../../runtime/a2a/delegate-task.ts';
+import { delegateTaskTool, runDelegateTask } from '../../runtime/a2a/peers/delegate-task.ts';
 import { closeAll, rpc, serve } from './helpers.ts';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 

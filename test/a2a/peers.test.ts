@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { policyError, sendMessage, getTask, followTask } from '../../runtime/a2a/client.ts';
+import { policyError, sendMessage, getTask, followTask } from '../../runtime/a2a/peers/client.ts';
 import { isUrlAllowed } from '../../runtime/net/allowlist.ts';
 import { parseOriginTrust } from '../../runtime/a2a/core/wire.ts';
 import { closeAll, serve } from './helpers.ts';

@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sendMessage } from '../../runtime/a2a/client.ts';
+import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { API_KEY, ECHO_TOOL, PROBE_TOOL, capsuleYaml, driverDef, makeRegistry, tmp, type ArtifactDef } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../provider/scripted-provider.ts';
 import { freePort, gate, printed, serve, type Served } from './serve-kit.ts';

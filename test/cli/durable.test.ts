@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { getTask, sendMessage } from '../../runtime/a2a/client.ts';
+import { getTask, sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn } from '../provider/scripted-provider.ts';
 import { rpc, V1 } from '../a2a/helpers.ts';

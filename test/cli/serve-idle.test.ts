@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sendMessage } from '../../runtime/a2a/client.ts';
+import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider } from '../provider/scripted-provider.ts';

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { readTrace } from '../../runtime/trace/read.ts';
-import { sendMessage, getTask, cancelTask } from '../../runtime/a2a/client.ts';
+import { sendMessage, getTask, cancelTask } from '../../runtime/a2a/peers/client.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, openKit, tmp, type ArtifactDef, PROBE_TOOL } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { freePort, serve, type Served } from './serve-kit.ts';

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Wait, type StartedTestContainer } from 'testcontainers';
-import { sendMessage } from '../../runtime/a2a/client.ts';
+import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { freePort } from '../cli/serve-kit.ts';
 import type { ScriptedProvider } from '../provider/scripted-provider.ts';
 import { API_KEY, capsuleDir, exec, providerOn, runtimeContainer, startNetwork, type TestNetwork } from './kit.ts';

@@ -6,7 +6,7 @@
  * network (its gateway address) stands in for the database a cluster would run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendMessage } from '../../runtime/a2a/client.ts';
+import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { startPostgres, type Postgres } from '../support/postgres.ts';
 import { capsuleDir, logLines, startNetwork, startRuntime, type RunningRuntime, type TestNetwork } from './kit.ts';
 

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getContainerRuntimeClient } from 'testcontainers';
-import { getTask, sendMessage } from '../../runtime/a2a/client.ts';
+import { getTask, sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { capsuleDir, logLines, startNetwork, startRuntime, workVolume, type RunningRuntime, type TestNetwork } from './kit.ts';
 
 let net: TestNetwork;

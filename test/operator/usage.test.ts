@@ -24,7 +24,7 @@ import { translate } from '../../operator/translate/index.ts';
 import { defaultOptions } from '../../operator/translate/options.ts';
 import { usageFromEnv } from '../../operator/usage/config.ts';
 import { UsageScraper, type PodLike } from '../../operator/usage/scraper.ts';
-import { sendMessage } from '../../runtime/a2a/client.ts';
+import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { freePort, serve, type Served } from '../cli/serve-kit.ts';
 import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';

@@ -8,7 +8,7 @@ import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
 import { createAuthenticator } from '../../runtime/a2a/auth.ts';
 import type { TaskContext } from '../../runtime/a2a/core/executor.ts';
 import { ScriptSession } from '../../runtime/script/script-session.ts';
-import { toPeerTask } from '../../runtime/a2a/client.ts';
+import { toPeerTask } from '../../runtime/a2a/peers/client.ts';
 import { toCoreState } from '../../runtime/a2a/core/wire.ts';
 import { demoYaml, program, results, task, traceOf, useScriptSessions } from './helpers.ts';
 

@@ -4,7 +4,7 @@
  * an input-required task that a follow-up message answers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { followTask, sendMessage } from '../../runtime/a2a/client.ts';
+import { followTask, sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
 import { ScriptSession } from '../../runtime/script/script-session.ts';
 import { scriptTaskExecutor } from '../../runtime/script/serve.ts';

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { getTask, sendMessage } from '../../runtime/a2a/client.ts';
+import { getTask, sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { REDACTED, holdSecret, redact, redactDeep } from '../../runtime/secrets.ts';
 import { capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider } from '../provider/scripted-provider.ts';

@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendMessage } from '../../runtime/a2a/client.ts';
+import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { addonPath } from '../../runtime/native-addon.ts';
 import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 import { capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';

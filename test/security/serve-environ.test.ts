@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sendMessage } from '../../runtime/a2a/client.ts';
+import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { addonPath, nativeAddon } from '../../runtime/native-addon.ts';
 import { capsuleYaml, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
 import { startScriptedProvider } from '../provider/scripted-provider.ts';

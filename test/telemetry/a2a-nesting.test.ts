@@ -4,7 +4,7 @@
  * delegate-task, and the callee's invoke_agent nests under the caller's execute_tool span.
  */
 import { describe, expect, it } from 'vitest';
-import { sendMessage } from '../../runtime/a2a/client.ts';
+import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { taskExecutor } from '../../runtime/compose/a2a-bridge.ts';
 import { capsuleYaml, driverDef, openKit } from '../loop/kit.ts';
 import { childrenOf, outline } from './otlp-receiver.ts';

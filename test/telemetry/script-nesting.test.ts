@@ -4,7 +4,7 @@
  * nests under the script capsule's (wit-interfaces.md, message/send › Tracing).
  */
 import { describe, expect, it } from 'vitest';
-import { sendMessage } from '../../runtime/a2a/client.ts';
+import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { taskExecutor } from '../../runtime/compose/a2a-bridge.ts';
 import { scriptTaskExecutor } from '../../runtime/script/serve.ts';
 import { capsuleYaml, driverDef, openKit } from '../loop/kit.ts';

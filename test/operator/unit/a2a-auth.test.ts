@@ -11,7 +11,7 @@ import type { Capsule, SecretInfo } from '../../../operator/api/types.ts';
 import { translate } from '../../../operator/translate/index.ts';
 import { apiServerFromEnv } from '../../../operator/translate/api-server.ts';
 import { defaultOptions } from '../../../operator/translate/options.ts';
-import { peerTokens } from '../../../runtime/a2a/credentials.ts';
+import { peerTokens } from '../../../runtime/a2a/peers/credentials.ts';
 
 const capsule = (spec: Capsule['spec'], name = 'c', namespace = 'ns'): Capsule => ({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name, namespace, uid: 'u1', generation: 1 }, spec });
 const run = (spec: Capsule['spec'], secrets: Record<string, SecretInfo> = {}, more: { ports?: Record<string, number>; callers?: string[]; noTokens?: string[] } = {}) =>

@@ -5,9 +5,9 @@
  * bounded by `lifecycle.delegation_deadline_secs` (default 600), after which the peer task is
  * canceled (best effort) and the tool returns an error result.
  */
-import { destinationOf, isAllowed } from '../net/allowlist.ts';
+import { destinationOf, isAllowed } from '../../net/allowlist.ts';
 import type { PeerTask } from './client.ts';
-import { isTerminal, type TaskState, type TaskTrust } from './core/executor.ts';
+import { isTerminal, type TaskState, type TaskTrust } from '../core/executor.ts';
 
 export const DELEGATE_TASK_TOOL = 'delegate-task';
 export const DEFAULT_DELEGATION_DEADLINE_SECS = 600;

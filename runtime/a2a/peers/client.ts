@@ -10,7 +10,7 @@
  * All functions return a result object instead of throwing: `{ok: true, ...}` or
  * `{ok: false, error}`, mirroring the WIT `result<task-result, string>`.
  */
-import { isUrlAllowed, networkPolicyError } from '../net/allowlist.ts';
+import { isUrlAllowed, networkPolicyError } from '../../net/allowlist.ts';
 import { randomUUID } from 'node:crypto';
 import { Role } from '@a2a-js/sdk';
 import type { AgentCard, Message, Task } from '@a2a-js/sdk';
@@ -21,8 +21,8 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from '@a2a-js/sdk/client';
-import { isTerminal, type TaskState, type TaskTrust } from './core/executor.ts';
-import { ORIGIN_HEADER, TRACEPARENT_HEADER, TRUST_HEADER, fromCoreState, messageText, textPart } from './core/wire.ts';
+import { isTerminal, type TaskState, type TaskTrust } from '../core/executor.ts';
+import { ORIGIN_HEADER, TRACEPARENT_HEADER, TRUST_HEADER, fromCoreState, messageText, textPart } from '../core/wire.ts';
 
 export type PeerResult<T> = ({ ok: true } & T) | { ok: false; error: string };
 

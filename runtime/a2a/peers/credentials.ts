@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { holdSecret } from '../secrets.ts';
+import { holdSecret } from '../../secrets.ts';
 
 export const DEFAULT_PEER_TOKENS_DIR = '/var/run/secrets/murmur/peers';
 

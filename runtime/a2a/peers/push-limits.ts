@@ -8,7 +8,7 @@
 import type { TaskPushNotificationConfig } from '@a2a-js/sdk';
 import type { PushNotificationStore, ServerCallContext } from '@a2a-js/sdk/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import { MurError } from '../errors.ts';
+import { MurError } from '../../errors.ts';
 
 export interface PushLimits {
   /** Configs one task may hold (a config set again under its id replaces it). Default 10. */

@@ -15,8 +15,8 @@ import { SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import type { StreamResponse, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { InMemoryPushNotificationStore, V1PushNotificationSerializer, type PushNotificationStore, type ServerCallContext } from '@a2a-js/sdk/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import { isUrlAllowed, networkPolicyError } from '../net/allowlist.ts';
-import { holdSecret } from '../secrets.ts';
+import { isUrlAllowed, networkPolicyError } from '../../net/allowlist.ts';
+import { holdSecret } from '../../secrets.ts';
 
 export interface PushOptions {
   /** The capsule's `capabilities.network.allow`: webhooks may only go where the capsule may connect. */
