@@ -34,11 +34,11 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { TaskOrigin, TaskTrust } from './core/executor.ts';
 import { messageText, parseOriginTrust, validTraceparent } from './core/wire.ts';
-import type { StreamSink } from './stream.ts';
+import type { StreamSink } from './tasks/stream.ts';
 import type { Push } from './peers/push.ts';
 import { PushQuota } from './peers/push-limits.ts';
-import { TaskMachine, ownerKey, taskNotFound, type TaskRecord } from './tasks.ts';
-import type { RemoteTasks } from './replicas.ts';
+import { TaskMachine, ownerKey, taskNotFound, type TaskRecord } from './tasks/tasks.ts';
+import type { RemoteTasks } from './tasks/replicas.ts';
 import { fromCoreState } from './core/wire.ts';
 import { isTerminal } from './core/executor.ts';
 

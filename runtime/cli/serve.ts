@@ -22,7 +22,7 @@ import { failUnfinished, openStore, type DurableStore } from '../a2a/store/store
 import { describeConnectError } from '../a2a/store/store-connect.ts';
 import { ReplicaBus } from '../a2a/store/replica-bus.ts';
 import { claimingStore } from '../a2a/store/task-runners.ts';
-import { replicate } from '../a2a/replicas.ts';
+import { replicate } from '../a2a/tasks/replicas.ts';
 import { LIMIT_DEFAULTS, type ConnectionLimits } from '../a2a/connection-limits.ts';
 import { PUSH_LIMIT_DEFAULTS, type PushLimits } from '../a2a/peers/push-limits.ts';
 import { envNonNegative } from '../env-number.ts';

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Role, type Message } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext } from '@a2a-js/sdk/server';
-import { TaskMachine } from '../../runtime/a2a/tasks.ts';
+import { TaskMachine } from '../../runtime/a2a/tasks/tasks.ts';
 import { textPart } from '../../runtime/a2a/core/wire.ts';
 import { DEFAULT_INPUT_TIMEOUT_SECS, parseManifest } from '../../runtime/manifest/index.ts';
 import { taskExecutor } from '../../runtime/compose/a2a-bridge.ts';

@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { Role, TaskState, type Message } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext } from '@a2a-js/sdk/server';
-import { evictions, finishedTotals, partBytes, retainedBytes, type LiveEntry } from '../../runtime/a2a/live-tasks.ts';
-import { TaskMachine } from '../../runtime/a2a/tasks.ts';
+import { evictions, finishedTotals, partBytes, retainedBytes, type LiveEntry } from '../../runtime/a2a/tasks/live-tasks.ts';
+import { TaskMachine } from '../../runtime/a2a/tasks/tasks.ts';
 import { artifact, dataPart, textPart } from '../../runtime/a2a/core/wire.ts';
 
 const fin = (id: string, bytes: number, subscribers = 0): LiveEntry => ({ id, final: true, subscribers, bytes });

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { Role, TaskState, type Message } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext } from '@a2a-js/sdk/server';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
-import { TaskMachine } from '../../runtime/a2a/tasks.ts';
+import { TaskMachine } from '../../runtime/a2a/tasks/tasks.ts';
 import { textPart } from '../../runtime/a2a/core/wire.ts';
 
 const caller = new ServerCallContext({ user: { isAuthenticated: true, userName: 'alice' } });

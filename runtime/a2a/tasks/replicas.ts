@@ -12,8 +12,8 @@
 import type { Kysely } from 'kysely';
 import type { Message, StreamResponse, Task } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { RemoteError, type ReplicaBus } from './store/replica-bus.ts';
-import { failOrphans, runnerOf } from './store/task-runners.ts';
+import { RemoteError, type ReplicaBus } from '../store/replica-bus.ts';
+import { failOrphans, runnerOf } from '../store/task-runners.ts';
 import { TaskMachine, taskNotFound, type TaskRecord } from './tasks.ts';
 
 export interface RemoteReply {

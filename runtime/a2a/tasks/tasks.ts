@@ -14,9 +14,9 @@ import { randomUUID } from 'node:crypto';
 import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { ServerCallContext, resolveUserScope, type TaskStore } from '@a2a-js/sdk/server';
 import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { MurError } from '../errors.ts';
-import { DEFAULT_INPUT_TIMEOUT_SECS } from '../manifest/schema.ts';
-import type { ConversationOwner } from '../inference/conversation-store.ts';
+import { MurError } from '../../errors.ts';
+import { DEFAULT_INPUT_TIMEOUT_SECS } from '../../manifest/schema.ts';
+import type { ConversationOwner } from '../../inference/conversation-store.ts';
 import {
   InputTimeoutError,
   TaskCanceledError,
@@ -29,9 +29,9 @@ import {
   type TaskOutcome,
   type TaskState,
   type TaskTrust,
-} from './core/executor.ts';
+} from '../core/executor.ts';
 import { redactedEvents, redactedOutcome } from './redaction.ts';
-import { agentMessage, artifact as mkArtifact, dataPart, messageText, textPart, toCoreState } from './core/wire.ts';
+import { agentMessage, artifact as mkArtifact, dataPart, messageText, textPart, toCoreState } from '../core/wire.ts';
 import { Subscriber, type StreamSink, type SubscriberBounds } from './stream.ts';
 import { DEFAULT_MAX_LIVE_BYTES, evictions, retainedBytes } from './live-tasks.ts';
 

@@ -6,8 +6,8 @@
  * Streamed response chunks are redacted chunk by chunk; the final response artifact, made from
  * the outcome's whole text, is redacted whole.
  */
-import { redact, redactDeep } from '../secrets.ts';
-import type { TaskEvents, TaskOutcome } from './core/executor.ts';
+import { redact, redactDeep } from '../../secrets.ts';
+import type { TaskEvents, TaskOutcome } from '../core/executor.ts';
 
 export function redactedEvents(ev: TaskEvents): TaskEvents {
   return {
