@@ -39,7 +39,7 @@ export function runtimeToolsFor(session: CapsuleSession): RuntimeTool[] {
   const m = session.staged.manifest;
   // Entries a component's own grant lists (a tool's API, the driver's provider) are not peers; nor
   // are the entries that admit an MCP server (its tools are offered as MCP tools).
-  const mcpDests = (m.mcp?.servers ?? []).map((s) => destinationOf(s.url)).filter((d) => d !== undefined);
+  const mcpDests = (m.mcp?.servers ?? []).map((s) => (s.url ? destinationOf(s.url) : undefined)).filter((d) => d !== undefined);
   const claimed = [
     ...m.artifacts.flatMap((a) => a.capabilities?.network?.allow ?? []),
     ...m.capabilities.network.allow.filter((a) => mcpDests.some((d) => isAllowed([a], d))),

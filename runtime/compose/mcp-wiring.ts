@@ -22,7 +22,7 @@ function otherToolNames(staged: StagedCapsule): Set<string> {
 }
 
 export async function openMcpTools(staged: StagedCapsule, env: NodeJS.ProcessEnv, session: () => CapsuleSession | undefined): Promise<McpTools | undefined> {
-  return McpTools.forManifest(staged.manifest, { env, taken: otherToolNames(staged), requests: serverRequests(session) });
+  return McpTools.forManifest(staged.manifest, { env, taken: otherToolNames(staged), requests: serverRequests(session), workdir: staged.workdir.dir });
 }
 
 function serverRequests(session: () => CapsuleSession | undefined): ServerRequests {

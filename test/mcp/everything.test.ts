@@ -12,9 +12,11 @@ import { hookArtifact, hookCapsuleYaml, type HookDef } from '../hooks/hook-capsu
 import type { Script } from '../provider/scripted-provider.ts';
 import { startEverything, type RunningServer } from './servers.ts';
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { InMemorySpanExporter, RuntimeMetrics, instrumentSession } from '../../runtime/telemetry/index.ts';
 import { join } from 'node:path';
 
+const require = createRequire(import.meta.url);
 let everything: RunningServer;
 let kit: Kit | undefined;
 
@@ -156,6 +158,16 @@ describe('MCP tools from server-everything', () => {
     const names = k.session.toolInventory().map((t) => t.name);
     expect(names).toContain('mcp__everything__echo');
     expect(names).not.toContain('mcp__everything__trigger-sampling-request');
+  });
+
+  it('a local server over stdio (command, its binary in shell.allow) serves its tools the same way', async () => {
+    const main = require.resolve('@modelcontextprotocol/server-everything/package.json').replace(/package\.json$/, 'dist/index.js');
+    const yaml = `capabilities:\n  shell:\n    allow: [node]\nmcp:\n  servers:\n    - {name: local, command: [node, '${main}', stdio], tools: [get-sum]}\n`;
+    const k = await open({ turns: [{ toolCalls: [{ name: 'mcp__local__get-sum', input: { a: 2, b: 3 } }] }, { text: 'five' }] }, [], everything.url, yaml);
+    expect(k.session.toolInventory().map((t) => t.name)).toEqual(['echo', 'mcp__local__get-sum', 'node']);
+    expect((await k.session.runTask(TASK)).exit).toBe('completed');
+    expect(JSON.stringify(toolResults(k))).toContain('The sum of 2 and 3 is 5.');
+    expect(events(k, 'mcp_server')).toEqual([expect.objectContaining({ server: 'local', status: 'connected', command: ['node', main, 'stdio'] })]);
   });
 
   it('a server that goes away fails that call with a clear error; the task goes on', async () => {
