@@ -22,7 +22,7 @@ import { buildCardJson, buildCoreCard, cardVariants, etagMatches, type AgentCard
 import { authDoor, frontDoor, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
 import type { GrpcBinding } from './grpc.ts';
 import { normaliseVersion } from './core/wire.ts';
-import { createHandler, headersOf } from './handler.ts';
+import { createHandler, headersOf } from './handler/handler.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
 import { TaskMachine, type TaskAcceptance, type TaskRecord } from './tasks/tasks.ts';
 import { createPush, type PushOptions } from './peers/push.ts';

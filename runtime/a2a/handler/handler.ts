@@ -32,15 +32,15 @@ import {
   RequestMalformedError,
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
-import type { TaskOrigin, TaskTrust } from './core/executor.ts';
-import { messageText, parseOriginTrust, validTraceparent } from './core/wire.ts';
-import type { StreamSink } from './tasks/stream.ts';
-import type { Push } from './peers/push.ts';
-import { PushQuota } from './peers/push-limits.ts';
-import { TaskMachine, ownerKey, taskNotFound, type TaskRecord } from './tasks/tasks.ts';
-import type { RemoteTasks } from './tasks/replicas.ts';
-import { fromCoreState } from './core/wire.ts';
-import { isTerminal } from './core/executor.ts';
+import type { TaskOrigin, TaskTrust } from '../core/executor.ts';
+import { messageText, parseOriginTrust, validTraceparent } from '../core/wire.ts';
+import type { StreamSink } from '../tasks/stream.ts';
+import type { Push } from '../peers/push.ts';
+import { PushQuota } from '../peers/push-limits.ts';
+import { TaskMachine, ownerKey, taskNotFound, type TaskRecord } from '../tasks/tasks.ts';
+import type { RemoteTasks } from '../tasks/replicas.ts';
+import { fromCoreState } from '../core/wire.ts';
+import { isTerminal } from '../core/executor.ts';
 
 export interface HandlerOptions {
   machine: TaskMachine;
