@@ -18,6 +18,8 @@ export interface OperatorConfig {
   client: KubeClient;
   translate: TranslateOptions;
   namespaces?: string[];
+  /** With `namespaces`: one cluster-wide Capsule watch when RBAC allows, telling Capsules elsewhere (default true; ControllerOptions). */
+  clusterCapsules?: boolean;
   workers?: number;
   resyncMs?: number;
   /** Port for /metrics, /healthz, /readyz; 0 = any free port; undefined = no server. */
@@ -41,7 +43,8 @@ export interface Operator {
   controller(): CapsuleController | undefined;
   /** The usage scraper while this replica leads (and usage is on). */
   usage(): UsageScraper | undefined;
-  ready(): boolean;
+  /** What /readyz answers: see `ready` in startOperator. */
+  ready(): Promise<boolean>;
   /** Graceful shutdown: stop reconciling (in-flight work finishes), release the Lease, close. */
   stop(): Promise<void>;
 }
@@ -59,6 +62,7 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
     const c = new CapsuleController(cfg.client, {
       translate: cfg.translate,
       ...(cfg.namespaces ? { namespaces: cfg.namespaces } : {}),
+      ...(cfg.clusterCapsules !== undefined ? { clusterCapsules: cfg.clusterCapsules } : {}),
       workers: cfg.workers ?? 4,
       resyncMs: cfg.resyncMs ?? 300_000,
       metrics,
@@ -104,7 +108,16 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
     startController();
   }
 
-  const ready = () => (elector && !elector.isLeader ? true : (ctrl?.synced ?? false));
+  /**
+   * Ready: the leader's informers have all synced (a standby has none), and a request reaches the
+   * API server now through the agent lists and writes use. Synced alone stayed true through an
+   * outage and while every request waited for a socket (issue 38 §3).
+   */
+  const ready = async (): Promise<boolean> => {
+    if (stopping) return false;
+    if (elector?.isLeader !== false && !(ctrl?.synced ?? false)) return false;
+    return cfg.client.reachable();
+  };
   let server: http.Server | undefined;
   if (cfg.httpPort !== undefined) server = await startHttpServer(cfg.httpPort, metrics, { healthy: () => !stopping, ready }, cfg.httpHost);
   const addr = server?.address();

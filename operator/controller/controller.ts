@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
 import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../translate/builders/common.ts';
-import { ApiError, collectionPath, type KubeClient } from '../kube/client.ts';
+import { ApiError, collectionPath, isConflict, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
 import { carryVerdict, desiredDigest, entryUpToDate, ownedEntry, type OwnedEntry } from '../reconcile/owned-cache.ts';
 import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
@@ -18,6 +18,7 @@ import { peerKeys } from '../translate/network.ts';
 import type { TranslateOptions } from '../translate/options.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
+import { notWatchedEvent } from './unwatched.ts';
 
 export interface ControllerOptions {
   /** Namespaces to watch; empty or undefined = all. */
@@ -28,12 +29,19 @@ export interface ControllerOptions {
   metrics: OperatorMetrics;
   identity?: string;
   log?: (msg: string) => void;
+  /**
+   * With `namespaces`: watch Capsules cluster-wide when RBAC allows (default true), telling the
+   * ones outside `namespaces` that they are not watched; false: one Capsule watch per namespace.
+   */
+  clusterCapsules?: boolean;
   /** Test seam: awaited before each object write (lets a test kill the operator mid-reconcile). */
   beforeWrite?: (obj: KubeObject) => Promise<void> | void;
 }
 
 /** Queue keys of Hooks (status only) carry this prefix; Capsule keys are plain `namespace/name`. */
 const HOOK_KEY = 'Hook:';
+/** Queue keys of Capsules outside the watched namespaces (an Event only: unwatched.ts). */
+const UNWATCHED_KEY = 'Unwatched:';
 
 /** Kinds the controller creates, in apply order. */
 export const OWNED_KINDS: Array<[string, string]> = [
@@ -82,6 +90,7 @@ export class CapsuleController {
   private resync: NodeJS.Timeout | undefined;
   private workers: Promise<void> | undefined;
   private started = false;
+  private stopping = false;
   private readonly log: (msg: string) => void;
   private readonly identity: string;
   /** Keys of the resync pass in progress; `resync-done` is emitted when the last one is handled. */
@@ -107,7 +116,15 @@ export class CapsuleController {
     // apply set only until the no-op check has answered (owned-cache.ts; memory per Capsule,
     // bench/operator.ts).
     const ownedTyped = (apiVersion: string, kind: string) => (o: any) => ownedEntry({ ...o, apiVersion, kind }, FIELD_MANAGER);
-    this.capsules = new Informer<Capsule>(client, 'capsules', paths('murmur.io/v1alpha1', 'Capsule'), { ...io, transform: typed('murmur.io/v1alpha1', 'Capsule') }).on((t, c, old) => this.onCapsule(t, c, old));
+    // Capsules outside the watched namespaces only arrive on a cluster-wide watch (start() picks
+    // one when RBAC allows): they are kept apart and told they are not watched.
+    const watched = new Set(o.namespaces ?? []);
+    const keep = (c: Capsule) => !watched.size || watched.has(c.metadata.namespace ?? '');
+    this.capsules = new Informer<Capsule>(client, 'capsules', paths('murmur.io/v1alpha1', 'Capsule'), { ...io, transform: typed('murmur.io/v1alpha1', 'Capsule'), keep })
+      .on((t, c, old) => this.onCapsule(t, c, old))
+      .onSkipped((t, c) => {
+        if (t === 'ADDED') this.enqueue(UNWATCHED_KEY + keyOf(c));
+      });
     this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on((t, h, old) => this.onHook(t, h, old));
     this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) => this.onSecret(s));
     // Owned objects and pods indexed by their Capsule (label): prune and status read a capsule's own.
@@ -209,8 +226,12 @@ export class CapsuleController {
   // ---- lifecycle ------------------------------------------------------------------------------
 
   async start(): Promise<void> {
+    await this.scopeCapsules();
+    if (this.stopping) return;
     for (const i of this.informers()) i.start();
-    for (const i of this.informers()) await i.waitForSync(120_000);
+    // No deadline: the informers retry until the API server answers, and /readyz says not ready
+    // meanwhile; a deadline only turned an outage at start-up into an operator that never reconciles.
+    for (const i of this.informers()) await i.waitForSync(Infinity);
     this.started = true;
     for (const c of this.capsules.store.values()) this.enqueue(keyOf(c));
     for (const h of this.hooks.store.values()) this.enqueue(HOOK_KEY + keyOf(h));
@@ -229,7 +250,12 @@ export class CapsuleController {
    * (tests wait for this event instead of sleeping through resync periods).
    */
   resyncNow(): Promise<number> {
-    const keys = new Set<string>([...[...this.capsules.store.values()].map((c) => keyOf(c)), ...[...this.hooks.store.values()].map((h) => HOOK_KEY + keyOf(h))]);
+    const keys = new Set<string>([
+      ...[...this.capsules.store.values()].map((c) => keyOf(c)),
+      ...[...this.hooks.store.values()].map((h) => HOOK_KEY + keyOf(h)),
+      // Told again if the API server expired the Event (409 while it is still there).
+      ...[...this.capsules.skipped.values()].map((c) => UNWATCHED_KEY + keyOf(c)),
+    ]);
     return new Promise<number>((resolve) => {
       const pass = {
         keys,
@@ -256,28 +282,44 @@ export class CapsuleController {
   }
 
   /**
-   * Said loudly at start-up: which namespaces are watched, and any Capsule this operator can see
-   * outside them (it will get no status, no objects and no event from this operator).
+   * With watched namespaces, one cluster-wide watch of Capsules instead of one per namespace when
+   * RBAC allows listing them everywhere (the chart's default): one watch fewer per namespace, and
+   * Capsules elsewhere are seen and told (unwatched.ts). Refused (403): one watch per namespace,
+   * and Capsules elsewhere go unseen. Other failures are retried: the API server may be starting.
    */
+  private async scopeCapsules(): Promise<void> {
+    if (!this.o.namespaces?.length || this.o.clusterCapsules === false) return;
+    const all = collectionPath('murmur.io/v1alpha1', 'Capsule');
+    for (let backoff = 200; !this.stopping; backoff = Math.min(backoff * 2, 30_000)) {
+      try {
+        await this.client.request('GET', all, { query: { limit: 1 } });
+        this.capsules.scope([all]);
+        return;
+      } catch (e) {
+        if (e instanceof ApiError && (e.status === 403 || e.status === 401)) return;
+        this.log(`listing Capsules cluster-wide failed: ${(e as Error).message}; retrying in ${backoff} ms`);
+        await new Promise((r) => setTimeout(r, backoff));
+      }
+    }
+  }
+
+  /** Said loudly at start-up: which namespaces are watched, and whether Capsules elsewhere are told. */
   private async reportUnwatched(): Promise<void> {
     const ns = this.o.namespaces;
     if (!ns?.length) {
       this.log('watching Capsules in all namespaces');
       return;
     }
-    this.log(`WARNING: watching Capsules only in namespaces ${ns.join(', ')}: a Capsule anywhere else gets no objects, no status and no events from this operator (chart value watchNamespaces)`);
-    try {
-      const all = await this.client.list<Capsule>(collectionPath('murmur.io/v1alpha1', 'Capsule'), { limit: 500 });
-      const outside = all.items.filter((c) => !ns.includes(c.metadata.namespace ?? ''));
-      for (const c of outside.slice(0, 20)) this.log(`WARNING: Capsule ${c.metadata.namespace}/${c.metadata.name} is in a namespace this operator does not watch; it is ignored`);
-      if (outside.length > 20) this.log(`WARNING: ${outside.length - 20} more Capsules in unwatched namespaces`);
-    } catch {
-      // Not allowed to list Capsules cluster-wide (the least-privilege install): nothing more to say.
-    }
+    const told = this.capsules.scopePaths[0] === collectionPath('murmur.io/v1alpha1', 'Capsule');
+    this.log(
+      `WARNING: watching Capsules only in namespaces ${ns.join(', ')} (chart value watchNamespaces): a Capsule anywhere else gets no objects and no status; ` +
+        (told ? `each gets a Warning Event NamespaceNotWatched (${this.capsules.skipped.size} now)` : 'this operator may not list Capsules cluster-wide, so they are not told'),
+    );
   }
 
   /** Graceful: stop taking keys, let in-flight reconciles finish, close the watches. */
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.resync) clearInterval(this.resync);
     this.queue.shutdown();
     await this.workers;
@@ -311,8 +353,9 @@ export class CapsuleController {
     const end = this.o.metrics.duration.startTimer();
     this.o.metrics.queueDepth.set(this.queue.length);
     try {
-      if (key.startsWith(HOOK_KEY)) {
-        await this.reportHook(key.slice(HOOK_KEY.length));
+      if (key.startsWith(HOOK_KEY) || key.startsWith(UNWATCHED_KEY)) {
+        if (key.startsWith(HOOK_KEY)) await this.reportHook(key.slice(HOOK_KEY.length));
+        else await this.tellUnwatched(key.slice(UNWATCHED_KEY.length));
         this.queue.forget(key);
         this.o.metrics.reconciles.inc({ result: 'success' });
         return;
@@ -439,6 +482,18 @@ export class CapsuleController {
     const out = await this.client.mergePatchStatus<Hook>(h, status);
     this.o.metrics.writes.inc({ verb: 'status' });
     this.hooks.offer(out);
+  }
+
+  /** The NamespaceNotWatched Event of a Capsule outside the watched namespaces, once per Capsule uid. */
+  private async tellUnwatched(key: string): Promise<void> {
+    const c = this.capsules.skipped.get(key);
+    if (!c || c.metadata.deletionTimestamp) return;
+    try {
+      await this.client.create(notWatchedEvent(c, this.o.namespaces ?? [], this.identity, new Date()));
+      this.o.metrics.writes.inc({ verb: 'event' });
+    } catch (e) {
+      if (!isConflict(e)) throw e; // 409: already told
+    }
   }
 
   private async event(c: Capsule, p: Pick<Problem, 'reason' | 'message'> | { reason: string; message: string }, type: 'Warning' | 'Normal' = 'Warning'): Promise<void> {

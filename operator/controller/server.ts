@@ -4,7 +4,8 @@ import type { OperatorMetrics } from './metrics.ts';
 
 export interface Probe {
   healthy(): boolean;
-  ready(): boolean;
+  /** May ask the API server (operator.ts), so it may take a moment. */
+  ready(): boolean | Promise<boolean>;
 }
 
 export function startHttpServer(port: number, metrics: OperatorMetrics, probe: Probe, host = '0.0.0.0'): Promise<http.Server> {
@@ -24,9 +25,12 @@ export function startHttpServer(port: number, metrics: OperatorMetrics, probe: P
       return;
     }
     if (url === '/healthz' || url === '/readyz') {
-      const ok = url === '/healthz' ? probe.healthy() : probe.ready();
-      res.writeHead(ok ? 200 : 503, { 'Content-Type': 'text/plain' });
-      res.end(ok ? 'ok\n' : 'not ready\n');
+      Promise.resolve(url === '/healthz' ? probe.healthy() : probe.ready())
+        .catch(() => false)
+        .then((ok) => {
+          res.writeHead(ok ? 200 : 503, { 'Content-Type': 'text/plain' });
+          res.end(ok ? 'ok\n' : 'not ready\n');
+        });
       return;
     }
     res.writeHead(404);

@@ -1,7 +1,7 @@
 /**
  * A thin API client. Auth: in a pod, the mounted ServiceAccount token and CA (read here, see below);
  * elsewhere @kubernetes/client-node's KubeConfig (kubeconfig files, exec plugins, TLS material).
- * Requests go through one keep-alive agent;
+ * Requests and watches go through two keep-alive agents (see `KubeClient.makeAgents`);
  * every verb the operator needs is here, with the content types the API server requires:
  * server-side apply is `application/apply-patch+yaml` with a field manager and `force=true`,
  * status is a merge patch on the `/status` subresource (real-apiserver.md §5).
@@ -76,6 +76,9 @@ function defaultAuth(): Auth {
   return new KubeConfigAuth(kc);
 }
 
+/** Sockets of the request agent (lists, gets, writes); watches have their own agent. */
+const REQUEST_SOCKETS = 64;
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -134,7 +137,8 @@ export interface ListResult<T> {
 export class KubeClient {
   private readonly auth: Auth;
   readonly server: URL;
-  private agent: http.Agent | undefined;
+  private agents: { request: http.Agent; watch: http.Agent } | undefined;
+  private pinging: Promise<boolean> | undefined;
   /** Requests by verb, for the writes-in-steady-state figures. */
   readonly counts: Record<string, number> = {};
 
@@ -153,31 +157,42 @@ export class KubeClient {
     return new KubeClient(kc, opts);
   }
 
-  private async options(method: string, path: string, headers: Record<string, string>): Promise<https.RequestOptions> {
+  private async options(method: string, path: string, headers: Record<string, string>, stream: boolean): Promise<https.RequestOptions> {
     const opts: https.RequestOptions = { method, headers: { ...headers } };
     await this.auth.apply(opts);
-    if (!this.agent) {
-      const secure = this.server.protocol === 'https:';
-      const agentOpts: https.AgentOptions = {
-        keepAlive: true,
-        maxSockets: 64,
-        ca: opts.ca,
-        cert: opts.cert,
-        key: opts.key,
-        ...(opts.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
-        ...((opts as { servername?: string }).servername ? { servername: (opts as { servername?: string }).servername } : {}),
-      };
-      this.agent = secure ? new https.Agent(agentOpts) : new http.Agent({ keepAlive: true, maxSockets: 64 });
-    }
+    this.agents ??= this.makeAgents(opts);
     const base = this.server.pathname.replace(/\/$/, '');
     return {
       ...opts,
-      agent: this.agent,
+      agent: stream ? this.agents.watch : this.agents.request,
       protocol: this.server.protocol,
       hostname: this.server.hostname.replace(/^\[|\]$/g, ''),
       port: this.server.port || (this.server.protocol === 'https:' ? 443 : 80),
       path: base + path,
     };
+  }
+
+  /**
+   * Two agents, because a watch holds its socket for minutes: on one capped agent, 9 informers per
+   * watched namespace took every socket at 8 namespaces and lists, writes and Lease renewals waited
+   * forever (issue 38 §3). Watches get an agent of their own without a cap (one socket each, as
+   * many as there are informer paths); requests keep a bounded agent no watch ever uses, so a
+   * request waits at most for another request.
+   */
+  private makeAgents(opts: https.RequestOptions): { request: http.Agent; watch: http.Agent } {
+    const make = (maxSockets: number): http.Agent => {
+      if (this.server.protocol !== 'https:') return new http.Agent({ keepAlive: true, maxSockets });
+      return new https.Agent({
+        keepAlive: true,
+        maxSockets,
+        ca: opts.ca,
+        cert: opts.cert,
+        key: opts.key,
+        ...(opts.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+        ...((opts as { servername?: string }).servername ? { servername: (opts as { servername?: string }).servername } : {}),
+      });
+    };
+    return { request: make(REQUEST_SOCKETS), watch: make(Infinity) };
   }
 
   private static withQuery(path: string, query?: RequestOptions['query']): string {
@@ -188,7 +203,7 @@ export class KubeClient {
     return s ? `${path}${path.includes('?') ? '&' : '?'}${s}` : path;
   }
 
-  private raw(method: string, path: string, o: RequestOptions, onResponse: (res: http.IncomingMessage) => void): Promise<http.ClientRequest> {
+  private raw(method: string, path: string, o: RequestOptions, onResponse: (res: http.IncomingMessage) => void, stream = false): Promise<http.ClientRequest> {
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (this.opts.impersonate) headers['Impersonate-User'] = this.opts.impersonate;
     let payload: string | undefined;
@@ -197,7 +212,7 @@ export class KubeClient {
       headers['Content-Type'] = o.contentType ?? 'application/json';
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
-    return this.options(method, KubeClient.withQuery(path, o.query), headers).then((opts) => {
+    return this.options(method, KubeClient.withQuery(path, o.query), headers, stream).then((opts) => {
       const mod = this.server.protocol === 'https:' ? https : http;
       const req = mod.request({ ...opts, signal: o.signal }, onResponse);
       if (payload !== undefined) req.write(payload);
@@ -287,10 +302,28 @@ export class KubeClient {
         res.on('end', () => resolve());
         res.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
         res.on('close', () => resolve());
-      })
+      }, true)
         .then((req) => req.on('error', (e) => (signal.aborted ? resolve() : reject(e))))
         .catch(reject);
     });
+  }
+
+  /**
+   * Whether a request gets through to the API server now: any HTTP answer counts (even 401/403:
+   * the connection works), a transport error or no answer within `timeoutMs` does not. It takes
+   * the request agent's path, so requests stuck waiting for a socket make it fail too. Concurrent
+   * callers share one attempt. Not counted in `counts` (those are the operator's own requests).
+   */
+  reachable(timeoutMs = 2000): Promise<boolean> {
+    this.pinging ??= new Promise<boolean>((resolve) => {
+      this.raw('GET', '/version', { signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+        res.resume();
+        resolve(true);
+      })
+        .then((req) => req.on('error', () => resolve(false)))
+        .catch(() => resolve(false));
+    }).finally(() => (this.pinging = undefined));
+    return this.pinging;
   }
 
   /** Server-side apply with our field manager; conflicts are forced (we own these fields). */
@@ -338,6 +371,7 @@ export class KubeClient {
   }
 
   close(): void {
-    this.agent?.destroy();
+    this.agents?.request.destroy();
+    this.agents?.watch.destroy();
   }
 }

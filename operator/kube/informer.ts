@@ -24,6 +24,12 @@ export interface InformerOptions<T> {
    * scanned every cached object made N reconciles O(N²) (bench/operator.ts).
    */
   indexBy?: (o: T) => string | undefined;
+  /**
+   * Which objects are this informer's (default: all). The others are kept apart (`skipped`) and
+   * go to `onSkipped` handlers only: one cluster-wide watch of Capsules serves the watched
+   * namespaces and tells the controller about Capsules outside them.
+   */
+  keep?: (o: T) => boolean;
 }
 
 export const keyOf = (o: { metadata: { name: string; namespace?: string } }): string =>
@@ -38,7 +44,10 @@ export class Informer<T extends KubeObject> {
   /** Read-only outside this class: writes go through put/drop so the index stays true. */
   readonly store = new Map<string, T>();
   private index = new Map<string, Set<string>>();
+  /** Objects `keep` refused, by key: read-only outside this class. */
+  readonly skipped = new Map<string, T>();
   private handlers: Handler<T>[] = [];
+  private skippedHandlers: Handler<T>[] = [];
   private syncedPaths = new Set<string>();
   private stopped = false;
   private abort = new AbortController();
@@ -48,13 +57,29 @@ export class Informer<T extends KubeObject> {
   constructor(
     private readonly client: KubeClient,
     readonly name: string,
-    private readonly paths: string[],
+    private paths: string[],
     private readonly opts: InformerOptions<T> = {},
   ) {}
 
   on(h: Handler<T>): this {
     this.handlers.push(h);
     return this;
+  }
+
+  onSkipped(h: Handler<T>): this {
+    this.skippedHandlers.push(h);
+    return this;
+  }
+
+  /** Watch these collection paths instead (before start only). */
+  scope(paths: string[]): void {
+    if (this.loops.length) throw new Error(`informer ${this.name}: scope() after start()`);
+    this.paths = paths;
+  }
+
+  /** The collection paths this informer lists and watches. */
+  get scopePaths(): readonly string[] {
+    return this.paths;
   }
 
   get synced(): boolean {
@@ -81,7 +106,19 @@ export class Informer<T extends KubeObject> {
     return out;
   }
 
+  private kept(o: T): boolean {
+    return !this.opts.keep || this.opts.keep(o);
+  }
+
+  private held(k: string): T | undefined {
+    return this.store.get(k) ?? this.skipped.get(k);
+  }
+
   private put(k: string, o: T): void {
+    if (!this.kept(o)) {
+      this.skipped.set(k, o);
+      return;
+    }
     const prev = this.store.get(k);
     this.store.set(k, o);
     const by = this.opts.indexBy;
@@ -98,6 +135,7 @@ export class Informer<T extends KubeObject> {
   }
 
   private drop(k: string): void {
+    if (this.skipped.delete(k)) return;
     const prev = this.store.get(k);
     if (!prev) return;
     this.store.delete(k);
@@ -131,7 +169,7 @@ export class Informer<T extends KubeObject> {
   }
 
   private emit(type: EventType, obj: T, old: T | undefined): void {
-    for (const h of this.handlers) {
+    for (const h of this.kept(obj) ? this.handlers : this.skippedHandlers) {
       try {
         h(type, obj, old);
       } catch (e) {
@@ -173,14 +211,14 @@ export class Informer<T extends KubeObject> {
       const o = this.opts.transform ? this.opts.transform(raw) : (raw as T);
       fresh.set(keyOf(o), o);
     }
-    for (const [k, old] of [...this.store]) {
+    for (const [k, old] of [...this.store, ...this.skipped]) {
       if (this.inPath(path, old) && !fresh.has(k)) {
         this.drop(k);
         this.emit('DELETED', old, old);
       }
     }
     for (const [k, o] of fresh) {
-      const old = this.store.get(k);
+      const old = this.held(k);
       this.put(k, o);
       if (!old) this.emit('ADDED', o, undefined);
       else if (old.metadata.resourceVersion !== o.metadata.resourceVersion) this.emit('MODIFIED', o, old);
@@ -212,7 +250,7 @@ export class Informer<T extends KubeObject> {
             }
             const o = this.opts.transform ? this.opts.transform(raw) : (raw as T);
             const k = keyOf(o);
-            const old = this.store.get(k);
+            const old = this.held(k);
             if (newRv) rv = newRv;
             if (type === 'DELETED') {
               this.drop(k);

@@ -33,14 +33,25 @@ describe('helm chart', () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
   });
 
-  it('by default grants the operator nothing cluster-wide: Roles in the watched namespaces only; the one cluster-scoped grant is TokenReview for the watched namespaces\' ServiceAccounts', async () => {
+  it('by default grants the operator cluster-wide only reading Capsules and creating Events; Roles in the watched namespaces; TokenReview for the watched namespaces\' ServiceAccounts', async () => {
     const all = docs((await helm(['template', 'x', chart, '-n', 'ops'])).stdout);
-    // The only cluster-scoped RBAC: create tokenreviews, for the ServiceAccounts of the watched namespaces (capsule pods verify callers' tokens).
-    const clusterRoles = all.filter((d) => d.kind === 'ClusterRole');
-    expect(clusterRoles.map((d) => d.rules)).toEqual([[{ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] }]]);
-    const crbs = all.filter((d) => d.kind === 'ClusterRoleBinding');
-    expect(crbs.map((d) => [d.roleRef.name, d.subjects])).toEqual([[clusterRoles[0].metadata.name, [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts:default' }]]]);
-    const without = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'a2a.tokenReview=false'])).stdout);
+    // Cluster-scoped RBAC: create tokenreviews, for the ServiceAccounts of the watched namespaces
+    // (capsule pods verify callers' tokens); and, for the operator, read Capsules and create Events
+    // (a Capsule outside watchNamespaces is told so: docs/operator.md#namespaces-not-watched).
+    const clusterRoles = Object.fromEntries(all.filter((d) => d.kind === 'ClusterRole').map((d) => [d.metadata.name, d.rules]));
+    expect(clusterRoles).toEqual({
+      'x-capsule-operator-capsule-tokenreview': [{ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] }],
+      'x-capsule-operator-unwatched-capsules': [
+        { apiGroups: ['murmur.io'], resources: ['capsules'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+      ],
+    });
+    const crbs = Object.fromEntries(all.filter((d) => d.kind === 'ClusterRoleBinding').map((d) => [d.roleRef.name, d.subjects]));
+    expect(crbs).toEqual({
+      'x-capsule-operator-capsule-tokenreview': [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts:default' }],
+      'x-capsule-operator-unwatched-capsules': [{ kind: 'ServiceAccount', name: 'x-capsule-operator', namespace: 'ops' }],
+    });
+    const without = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'a2a.tokenReview=false', '--set', 'tellUnwatchedCapsules=false'])).stdout);
     expect(without.some((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding')).toBe(false);
     const roles = all.filter((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election'));
     expect(roles.map((d) => d.metadata.namespace)).toEqual(['default']);
@@ -55,9 +66,9 @@ describe('helm chart', () => {
     const lease = all.find((d) => d.kind === 'Role' && d.metadata.name.endsWith('leader-election'));
     expect(lease.metadata.namespace).toBe('ops');
 
-    const scoped = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}', '--set', 'a2a.tokenReview=false'])).stdout);
+    const scoped = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}', '--set', 'a2a.tokenReview=false', '--set', 'tellUnwatchedCapsules=false'])).stdout);
     expect(scoped.some((d) => d.kind === 'ClusterRole')).toBe(false);
-    const scopedReview = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}'])).stdout).find((d) => d.kind === 'ClusterRoleBinding');
+    const scopedReview = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}'])).stdout).find((d) => d.kind === 'ClusterRoleBinding' && d.metadata.name.endsWith('tokenreview'));
     expect(scopedReview.subjects.map((x: any) => x.name)).toEqual(['system:serviceaccounts:a', 'system:serviceaccounts:b']);
     expect(scoped.filter((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election')).map((d) => d.metadata.namespace)).toEqual(['a', 'b']);
 
@@ -153,8 +164,8 @@ spec:
       await eventually('objects applied as the ServiceAccount', async () => (await client.get(`/apis/apps/v1/namespaces/${watched}/deployments/rbac`)) !== undefined);
       await eventually('Hook status as the ServiceAccount', async () => (await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${watched}/hooks/absent`))?.status?.usedBy?.[0] === 'rbac');
       expect(await op.metrics.total('capsule_operator_reconcile_errors_total')).toBe(0);
-      // Nothing outside the watched namespaces: the ServiceAccount cannot even list Capsules there.
-      const denied = await asSa.list('/apis/murmur.io/v1alpha1/namespaces/default/capsules').then(() => 0, (e: { status: number }) => e.status);
+      // Outside the watched namespaces: Capsules may be read (to tell them they are not watched), Hooks not.
+      const denied = await asSa.list('/apis/murmur.io/v1alpha1/namespaces/default/hooks').then(() => 0, (e: { status: number }) => e.status);
       expect(denied).toBe(403);
       // What the API server's authorizer says (kubectl auth can-i, as the ServiceAccount).
       const sa = `system:serviceaccount:${ns}:capsule-operator`;
@@ -164,6 +175,12 @@ spec:
           expect(await can(verb!, res!, where), `${verb} ${res} ${where.join(' ')}`).toBe('no');
         }
       }
+      // The one cluster-wide grant (tellUnwatchedCapsules): read Capsules, create Events; nothing else of theirs.
+      for (const [verb, res] of [['list', 'capsules.murmur.io'], ['watch', 'capsules.murmur.io'], ['create', 'events']]) {
+        expect(await can(verb!, res!, ['--all-namespaces']), `${verb} ${res} cluster-wide`).toBe('yes');
+      }
+      expect(await can('patch', 'capsules.murmur.io', ['-n', 'default', '--subresource=status'])).toBe('no');
+      expect(await can('patch', 'events', ['-n', 'default'])).toBe('no');
       for (const [verb, res] of [['list', 'secrets'], ['watch', 'secrets'], ['patch', 'deployments.apps'], ['create', 'configmaps'], ['create', 'events']]) {
         expect(await can(verb!, res!, ['-n', watched]), `${verb} ${res} in the watched namespace`).toBe('yes');
       }

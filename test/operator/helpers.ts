@@ -145,6 +145,9 @@ export async function operator(ns: string[], over: Partial<OperatorConfig> = {})
     client,
     translate: defaultOptions(),
     namespaces: ns,
+    // Each test's operator sees only its own namespaces: a cluster-wide Capsule watch would tell
+    // every other test's Capsules they are not watched (many-namespaces.test.ts turns it on).
+    clusterCapsules: false,
     workers: 4,
     resyncMs: 0,
     defaultMetrics: false,
