@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { taskExecutor } from '../runtime/compose/a2a-bridge.ts';
 import { endTurn, openReplay } from '../test/loop/replay-kit.ts';
 import express from 'express';
-import { startA2AServer } from '../runtime/a2a/server.ts';
+import { startA2AServer } from '../runtime/a2a/server/server.ts';
 import { fmtRate, machineLine, paired, pairedRows, table, type Arm, numArg } from './paired.ts';
 
 const SECONDS = numArg('seconds', 2);

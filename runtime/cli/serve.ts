@@ -8,9 +8,9 @@ import { http } from '../builtins.ts';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { defaultWorkRoot, openSession, stage } from '../compose/open.ts';
 import { taskExecutor } from '../compose/a2a-bridge.ts';
-import { startA2AServer, skillsFromTools, createAuthenticator, type Authenticator } from '../a2a/server.ts';
-import { isLoopback, readApiKeys } from '../a2a/auth-config.ts';
-import type { TokenVerifier } from '../a2a/auth.ts';
+import { startA2AServer, skillsFromTools, createAuthenticator, type Authenticator } from '../a2a/server/server.ts';
+import { isLoopback, readApiKeys } from '../a2a/server/auth-config.ts';
+import type { TokenVerifier } from '../a2a/server/auth.ts';
 import { printProgress } from './progress.ts';
 import { StartupClock } from './startup-clock.ts';
 import { MurError } from '../errors.ts';
@@ -23,7 +23,7 @@ import { describeConnectError } from '../a2a/store/store-connect.ts';
 import { ReplicaBus } from '../a2a/store/replica-bus.ts';
 import { claimingStore } from '../a2a/store/task-runners.ts';
 import { replicate } from '../a2a/tasks/replicas.ts';
-import { LIMIT_DEFAULTS, type ConnectionLimits } from '../a2a/connection-limits.ts';
+import { LIMIT_DEFAULTS, type ConnectionLimits } from '../a2a/server/connection-limits.ts';
 import { PUSH_LIMIT_DEFAULTS, type PushLimits } from '../a2a/peers/push-limits.ts';
 import { envNonNegative } from '../env-number.ts';
 
@@ -69,7 +69,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const publicUrl = (flags['public-url'] as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}/`;
   // The Kubernetes client (TokenReview) is loaded only under --token-review: evaluating it cost
   // every start (157 ms of a 1.6 s CPU profile of the image's start), also for capsules served with API keys.
-  const reviewer = flags['token-review'] === true ? (await import('../a2a/token-review.ts')).tokenReviewVerifier : undefined;
+  const reviewer = flags['token-review'] === true ? (await import('../a2a/server/token-review.ts')).tokenReviewVerifier : undefined;
   const { auth, notice } = serveAuth(flags, host, publicUrl, reviewer);
   const grpcPort = Number(flags['grpc-port']);
   // Read before staging: a bad value is refused at once, not after the capsule is opened.

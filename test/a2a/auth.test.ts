@@ -7,9 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, type Client, type TransportFactory } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
-import { createAuthenticator } from '../../runtime/a2a/auth.ts';
+import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
-import type { A2AServer } from '../../runtime/a2a/server.ts';
+import type { A2AServer } from '../../runtime/a2a/server/server.ts';
 import { closeAll, msg10, serve, userMessage } from './helpers.ts';
 
 afterAll(closeAll);

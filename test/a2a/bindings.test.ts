@@ -7,7 +7,7 @@ import { TaskState, type Message, type StreamResponse, type Task } from '@a2a-js
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, type Client, type TransportFactory } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
-import type { A2AServer } from '../../runtime/a2a/server.ts';
+import type { A2AServer } from '../../runtime/a2a/server/server.ts';
 import { closeAll, serve, userMessage } from './helpers.ts';
 
 afterAll(closeAll);

@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { delegateTaskTool, runDelegateTask } from '../../runtime/a2a/peers/delegate-task.ts';
 import { closeAll, rpc, serve } from './helpers.ts';
-import { createAuthenticator } from '../../runtime/a2a/auth.ts';
+import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
 
 afterAll(closeAll);
 

@@ -1,5 +1,5 @@
 /** Shared helpers for the A2A tests: raw JSON-RPC and SSE over real HTTP. */
-import { startA2AServer, type A2AServer, type A2AServerOptions } from '../../runtime/a2a/server.ts';
+import { startA2AServer, type A2AServer, type A2AServerOptions } from '../../runtime/a2a/server/server.ts';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { Role, type Message } from '@a2a-js/sdk';
 

@@ -12,7 +12,7 @@ import { policyError, sendMessage, getTask, followTask } from '../../runtime/a2a
 import { isUrlAllowed } from '../../runtime/net/allowlist.ts';
 import { parseOriginTrust } from '../../runtime/a2a/core/wire.ts';
 import { closeAll, serve } from './helpers.ts';
-import { createAuthenticator } from '../../runtime/a2a/auth.ts';
+import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
 
 const children: ChildProcess[] = [];
 /** The API key the test peers share (declared peers of each other). */

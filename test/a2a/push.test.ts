@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { createAuthenticator } from '../../runtime/a2a/auth.ts';
+import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { closeAll, msg10, rpc, serve, V1 } from './helpers.ts';
 

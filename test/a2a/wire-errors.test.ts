@@ -9,7 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import { fromGrpcError } from '@a2a-js/sdk/errors/grpc';
-import type { A2AServer } from '../../runtime/a2a/server.ts';
+import type { A2AServer } from '../../runtime/a2a/server/server.ts';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { closeAll, msg10, serve } from './helpers.ts';
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { serveAuth } from '../../runtime/cli/serve.ts';
-import { isLoopback, readApiKeys } from '../../runtime/a2a/auth-config.ts';
+import { isLoopback, readApiKeys } from '../../runtime/a2a/server/auth-config.ts';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'serve-auth-'));
 const KEY_A = 'a'.repeat(20) + '-alpha';

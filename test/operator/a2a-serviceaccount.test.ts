@@ -13,9 +13,9 @@ import { readFileSync } from 'node:fs';
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
-import { createAuthenticator } from '../../runtime/a2a/auth.ts';
-import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
-import { tokenReviewVerifier } from '../../runtime/a2a/token-review.ts';
+import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
+import { startA2AServer, type A2AServer } from '../../runtime/a2a/server/server.ts';
+import { tokenReviewVerifier } from '../../runtime/a2a/server/token-review.ts';
 import { freePort } from '../cli/serve-kit.ts';
 import { cluster, eventually, kubeconfig, kubectl } from './helpers.ts';
 

@@ -12,7 +12,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { decodeJwt } from 'jose';
 import { main } from '../../runtime/cli/main.ts';
 import { capsuleToken, resolveCapsule } from '../../runtime/client/capsule-target.ts';
-import { tokenReviewVerifier } from '../../runtime/a2a/token-review.ts';
+import { tokenReviewVerifier } from '../../runtime/a2a/server/token-review.ts';
 import { tmp } from '../registry/helpers.ts';
 import { deleteNamespace, ensureCrds, kubeconfig, kubectlOk, newNamespace } from './helpers.ts';
 

@@ -4,8 +4,8 @@ import { createServer as createTcpServer, type Server as TcpServer } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
-import { createAuthenticator } from '../../runtime/a2a/auth.ts';
+import { startA2AServer, type A2AServer } from '../../runtime/a2a/server/server.ts';
+import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
 import type { TaskContext } from '../../runtime/a2a/core/executor.ts';
 import { ScriptSession } from '../../runtime/script/script-session.ts';
 import { toPeerTask } from '../../runtime/a2a/peers/client.ts';

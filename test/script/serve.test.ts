@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followTask, sendMessage } from '../../runtime/a2a/peers/client.ts';
-import { startA2AServer, type A2AServer } from '../../runtime/a2a/server.ts';
+import { startA2AServer, type A2AServer } from '../../runtime/a2a/server/server.ts';
 import { ScriptSession } from '../../runtime/script/script-session.ts';
 import { scriptTaskExecutor } from '../../runtime/script/serve.ts';
 import { demoYaml, program, scriptRegistry, stageYaml, traceOf } from './helpers.ts';

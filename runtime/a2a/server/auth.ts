@@ -10,8 +10,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { User } from '@a2a-js/sdk/server';
-import type { TaskOrigin, TaskTrust } from './core/executor.ts';
-import { parseOriginTrust } from './core/wire.ts';
+import type { TaskOrigin, TaskTrust } from '../core/executor.ts';
+import { parseOriginTrust } from '../core/wire.ts';
 import type { CardSecurity } from './card.ts';
 
 export interface ApiKey {

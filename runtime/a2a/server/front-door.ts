@@ -10,7 +10,7 @@ import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { ContentTypeNotSupportedError, RequestMalformedError, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { AuthError, type Authenticator, type Caller } from './auth.ts';
-import { METHODS_0_3, METHODS_1_0, VERSION_HEADER, normaliseVersion } from './core/wire.ts';
+import { METHODS_0_3, METHODS_1_0, VERSION_HEADER, normaliseVersion } from '../core/wire.ts';
 
 function errMessage(e: unknown): string {
   if (e instanceof Error) return e.message || e.name;

@@ -7,9 +7,9 @@ import * as grpc from '@grpc/grpc-js';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { A2AService, grpcService, type UserBuilder } from '@a2a-js/sdk/server/grpc';
 import { GrpcVersionNotSupportedError, buildGrpcErrorMetadata } from '@a2a-js/sdk/errors/grpc';
-import { MurError } from '../errors.ts';
+import { MurError } from '../../errors.ts';
 import { ANONYMOUS, AuthError, type Authenticator, type Caller } from './auth.ts';
-import { normaliseVersion } from './core/wire.ts';
+import { normaliseVersion } from '../core/wire.ts';
 
 export interface GrpcBinding {
   readonly port: number;

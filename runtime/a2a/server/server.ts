@@ -10,28 +10,28 @@
  * translation, error envelopes and SSE framing. See docs/a2a.md.
  */
 import type { ServerResponse } from 'node:http';
-import { http } from '../builtins.ts';
+import { http } from '../../builtins.ts';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { InMemoryTaskStore, type TaskStore } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
-import { MurError } from '../errors.ts';
-import type { TaskExecutor } from './core/executor.ts';
+import { MurError } from '../../errors.ts';
+import type { TaskExecutor } from '../core/executor.ts';
 import { buildCardJson, buildCoreCard, cardVariants, etagMatches, type AgentCardInput, type CardEndpoints } from './card.ts';
 import { authDoor, frontDoor, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
 import type { GrpcBinding } from './grpc.ts';
-import { normaliseVersion } from './core/wire.ts';
-import { createHandler, headersOf } from './handler/handler.ts';
+import { normaliseVersion } from '../core/wire.ts';
+import { createHandler, headersOf } from '../handler/handler.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
-import { TaskMachine, type TaskAcceptance, type TaskRecord } from './tasks/tasks.ts';
-import { createPush, type PushOptions } from './peers/push.ts';
-import { PushQuota, type PushLimits } from './peers/push-limits.ts';
+import { TaskMachine, type TaskAcceptance, type TaskRecord } from '../tasks/tasks.ts';
+import { createPush, type PushOptions } from '../peers/push.ts';
+import { PushQuota, type PushLimits } from '../peers/push-limits.ts';
 import { applyConnectionLimits, resolveLimits, serverOptions, type ConnectionLimits } from './connection-limits.ts';
-import type { RemoteTasks } from './tasks/replicas.ts';
+import type { RemoteTasks } from '../tasks/replicas.ts';
 import type { StreamResponse } from '@a2a-js/sdk';
 
-export type { TaskAcceptance } from './tasks/tasks.ts';
+export type { TaskAcceptance } from '../tasks/tasks.ts';
 export { createAuthenticator, type Authenticator, type AuthConfig, type ApiKey, type TokenVerifier } from './auth.ts';
 export { skillsFromTools, buildCardJson, type AgentCardInput, type SkillInput } from './card.ts';
 

@@ -9,7 +9,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { MurError } from '../errors.ts';
+import { MurError } from '../../errors.ts';
 import type { ApiKey } from './auth.ts';
 
 const HOLDER_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;

@@ -8,7 +8,7 @@
  */
 import type { Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
-import { MurError } from '../errors.ts';
+import { MurError } from '../../errors.ts';
 
 export interface ConnectionLimits {
   /** Time for a request's headers to arrive, from its first byte (or from connecting). 0 = none. Default 10 000 ms. */
