@@ -7,7 +7,7 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { MurError } from '../errors.ts';
-import { clientNode } from './kubeconfig.ts';
+import { apiMessage, clientNode } from './kubeconfig.ts';
 
 export const CAPSULE_GROUP = 'murmur.io';
 export const CAPSULE_VERSION = 'v1alpha1';
@@ -34,8 +34,7 @@ function status(e: unknown): number | undefined {
 /** Transport failures and unexpected answers of the API server, said as such. */
 function apiFailure(e: unknown, doing: string): MurError {
   const code = status(e);
-  const msg = (e as { body?: unknown }).body ? JSON.stringify((e as { body: unknown }).body).slice(0, 300) : (e as Error).message;
-  return new MurError('E-CLI-039', `the API server failed while ${doing}${code ? ` (HTTP ${code})` : ''}: ${msg}`, { hint: 'kubectl cluster-info checks the kubeconfig reaches the cluster', cause: e });
+  return new MurError('E-CLI-039', `the API server failed while ${doing}${code ? ` (HTTP ${code})` : ''}: ${apiMessage(e)}`, { hint: 'kubectl cluster-info checks the kubeconfig reaches the cluster', cause: e });
 }
 
 export async function resolveCapsule(kc: KubeConfig, name: string, namespace: string): Promise<ResolvedCapsule> {

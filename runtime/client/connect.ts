@@ -25,6 +25,8 @@ export interface AgentConnection {
   url: string;
   /** How errors name the agent: the URL, or the Capsule and the forward it is reached through. */
   name: string;
+  /** More to say when the agent is unreachable (a port-forward's failure). */
+  detail?: () => string | undefined;
   card: AgentCard;
   client: Client;
   /** The binding the SDK chose (`JSONRPC`, `HTTP+JSON`, `GRPC`). */
@@ -37,6 +39,8 @@ export interface ConnectOptions {
   url: string;
   /** How errors name the agent (default: the URL). */
   name?: string;
+  /** More to say when the agent is unreachable (a port-forward's failure). */
+  detail?: () => string | undefined;
   bearer?: string;
   /** Put this binding first; the card's own order decides otherwise. */
   transport?: TransportName;
@@ -90,7 +94,7 @@ export async function connectAgent(o: ConnectOptions): Promise<AgentConnection> 
   try {
     card = await new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }).resolve(o.url);
   } catch (e) {
-    throw clientFailure(e, name, 'reading its agent card');
+    throw clientFailure(e, name, 'reading its agent card', o.detail?.());
   }
   if (o.reachVia) card = throughForward(card, o.reachVia);
   const transports: TransportFactory[] = [
@@ -115,6 +119,7 @@ export async function connectAgent(o: ConnectOptions): Promise<AgentConnection> 
   return {
     url: o.url,
     name,
+    ...(o.detail ? { detail: o.detail } : {}),
     card,
     client,
     transport: client.transport.protocolName,
@@ -132,7 +137,7 @@ function ownCause(e: unknown): MurError | undefined {
  * One error with a stable code for anything a call to the agent can throw: unreachable
  * (E-CLI-032), a refused credential (E-CLI-033), an A2A error the agent answered (E-CLI-034).
  */
-export function clientFailure(e: unknown, url: string, doing: string): MurError {
+export function clientFailure(e: unknown, url: string, doing: string, detail?: string): MurError {
   // `url` is the agent's name in messages: its URL, or a Capsule and its forward (connect `name`).
   const own = ownCause(e);
   if (own) return own;
@@ -143,7 +148,7 @@ export function clientFailure(e: unknown, url: string, doing: string): MurError 
   if (status === 16) return refused(url, 401, true);
   const netCode = typeof err?.cause?.code === 'string' ? err.cause.code : status === 14 ? 'UNAVAILABLE' : undefined;
   if (err?.message === 'fetch failed' || netCode || /Failed to fetch Agent Card/.test(err?.message ?? '')) {
-    const why = netCode ?? err?.cause?.message ?? err?.message ?? String(e);
+    const why = `${netCode ?? err?.cause?.message ?? err?.message ?? String(e)}${detail ? ` (port-forward: ${detail})` : ''}`;
     return new MurError('E-CLI-032', `${/^https?:\/\//.test(url) ? `capsule at ${url}` : url} unreachable while ${doing}: ${why}`, {
       hint: 'is it running and is the URL right? (mur serve prints "serving … at <url>"; for a Capsule, kubectl get capsule)',
       cause: e,

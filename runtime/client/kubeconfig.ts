@@ -40,3 +40,15 @@ export function loadKubeConfig(o: { file?: string; context?: string }, env: Node
 export function contextNamespace(kc: KubeConfig): string {
   return kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
 }
+
+/** The API server's own words from a client-node ApiException (its Status body), else the error's first line. */
+export function apiMessage(e: unknown): string {
+  const body = (e as { body?: unknown }).body;
+  try {
+    const status = (typeof body === 'string' ? JSON.parse(body) : body) as { message?: unknown } | undefined;
+    if (typeof status?.message === 'string') return status.message;
+  } catch {
+    // not a Status body
+  }
+  return String((e as Error).message ?? e).split('\n')[0]!.slice(0, 300);
+}

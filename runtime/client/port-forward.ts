@@ -8,13 +8,23 @@ import net from 'node:net';
 import { Writable } from 'node:stream';
 import type { KubeConfig, V1Pod, V1Service } from '@kubernetes/client-node';
 import { MurError } from '../errors.ts';
-import { clientNode } from './kubeconfig.ts';
+import { apiMessage, clientNode } from './kubeconfig.ts';
 
 export interface Forward {
   /** `http://127.0.0.1:<port>/` */
   url: string;
   pod: string;
+  /** Why the forward last failed to connect (the API server's or the kubelet's words), if it did. */
+  lastError(): string | undefined;
   close(): Promise<void>;
+}
+
+/** client-node rejects with the WebSocket's ErrorEvent (or the upgrade's refusal), not an Error. */
+function wsFailure(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  const ev = e as { message?: unknown; error?: { message?: unknown } };
+  const m = ev?.error?.message ?? ev?.message;
+  return typeof m === 'string' && m !== '' ? m : 'the API server refused the port-forward';
 }
 
 /** The Service named by the capsule's URL (`http://<svc>.<ns>.svc…:<port>`) and its ready pod. */
@@ -34,7 +44,7 @@ export async function servicePod(kc: KubeConfig, a2aUrl: string, namespace: stri
   } catch (e) {
     if (e instanceof MurError) throw e;
     const code = (e as { code?: number }).code;
-    throw new MurError('E-CLI-038', `cannot find the pods of Service ${namespace}/${svcName}${code ? ` (HTTP ${code})` : ''}: ${(e as Error).message.slice(0, 200)}`, {
+    throw new MurError('E-CLI-038', `cannot find the pods of Service ${namespace}/${svcName}${code ? ` (HTTP ${code})` : ''}: ${apiMessage(e)}`, {
       hint: `your RBAC needs get on services and list on pods in ${namespace} to port-forward`,
       cause: e,
     });
@@ -56,14 +66,20 @@ export async function openForward(kc: KubeConfig, namespace: string, pod: string
   const k8s = clientNode();
   const pf = new k8s.PortForward(kc);
   const sockets = new Set<net.Socket>();
+  let lastError: string | undefined;
+  // A failed forward is seen by the client as a closed connection; the reason is kept for its error.
+  const fail = (socket: net.Socket, why: string): void => {
+    lastError = why;
+    socket.destroy();
+  };
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-    // The error stream carries the kubelet's refusal ("error forwarding port …"): end the
-    // connection with it, so the client sees a reset instead of waiting.
+    socket.on('error', () => {}); // a reset by the client or the forward: the close handles it
+    // The error stream carries the kubelet's refusal ("error forwarding port …").
     const errors = new Writable({
       write(chunk: Buffer, _enc, done) {
-        socket.destroy(new Error(chunk.toString('utf8').trim()));
+        fail(socket, chunk.toString('utf8').trim());
         done();
       },
     });
@@ -73,7 +89,7 @@ export async function openForward(kc: KubeConfig, namespace: string, pod: string
         w.on('close', () => socket.end());
         socket.once('close', () => w.close());
       },
-      (e: unknown) => socket.destroy(e instanceof Error ? e : new Error(String(e))),
+      (e: unknown) => fail(socket, wsFailure(e)),
     );
   });
   await new Promise<void>((resolve, reject) => {
@@ -84,6 +100,7 @@ export async function openForward(kc: KubeConfig, namespace: string, pod: string
   return {
     url: `http://127.0.0.1:${local}/`,
     pod,
+    lastError: () => lastError,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

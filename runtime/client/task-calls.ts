@@ -56,7 +56,7 @@ export async function sendAndFollow(conn: AgentConnection, message: Message, onS
       if (resp.payload?.$case === 'statusUpdate' && resp.payload.value.taskId) ({ taskId, contextId } = resp.payload.value);
     }
   } catch (e) {
-    throw clientFailure(e, conn.name, 'sending the task');
+    throw clientFailure(e, conn.name, 'sending the task', conn.detail?.());
   }
   if (last) return last.state === 'completed' && answer !== undefined ? { ...last, answer } : last;
   if (!taskId) throw clientFailure(new Error('the stream closed before the capsule named the task'), conn.name, 'sending the task');
@@ -67,7 +67,7 @@ export async function getTask(conn: AgentConnection, id: string, signal?: AbortS
   try {
     return outcomeOf(await conn.client.getTask({ tenant: '', id, historyLength: 0 }, conn.options(signal)));
   } catch (e) {
-    throw clientFailure(e, conn.name, `reading task ${id}`);
+    throw clientFailure(e, conn.name, `reading task ${id}`, conn.detail?.());
   }
 }
 
@@ -75,7 +75,7 @@ export async function cancelTask(conn: AgentConnection, id: string, signal?: Abo
   try {
     return outcomeOf(await conn.client.cancelTask({ tenant: '', id, metadata: undefined }, conn.options(signal)));
   } catch (e) {
-    throw clientFailure(e, conn.name, `canceling task ${id}`);
+    throw clientFailure(e, conn.name, `canceling task ${id}`, conn.detail?.());
   }
 }
 
@@ -103,7 +103,7 @@ export async function listTasks(conn: AgentConnection, o: ListOptions = {}, sign
       conn.options(signal),
     );
   } catch (e) {
-    throw clientFailure(e, conn.name, 'listing tasks');
+    throw clientFailure(e, conn.name, 'listing tasks', conn.detail?.());
   }
   return { tasks: r.tasks.map(outcomeOf), ...(r.nextPageToken ? { nextPageToken: r.nextPageToken } : {}) };
 }

@@ -113,11 +113,25 @@ describe('mur send capsule/<name> on a real API server', () => {
     expect(await other.verify(token)).toBeUndefined();
   });
 
-  it('a Ready Capsule whose Service has no ready pod: E-CLI-038, after the token was granted', async () => {
+  it('a Ready Capsule whose Service is missing or has no ready pod: E-CLI-038, after the token was granted', async () => {
+    const missing = await mur(['send', 'capsule/ready', '-n', ns, 'hi', '--kubeconfig', kubeconfig, '--service-account', 'caller']);
+    expect(missing.err).toContain(`cannot find the pods of Service ${ns}/ready (HTTP 404): services "ready" not found [E-CLI-038]`);
     await kubectlOk(['create', 'service', 'clusterip', 'ready', '-n', ns, '--tcp=8080:8080']);
     const r = await mur(['send', 'capsule/ready', '-n', ns, 'hi', '--kubeconfig', kubeconfig, '--service-account', 'caller']);
     expect(r.code).toBe(1);
     expect(r.err).toContain(`no ready pod behind Service ${ns}/ready (0 pod(s)) [E-CLI-038]`);
+  });
+
+  it('a pod the API server cannot forward to (a simulated node): E-CLI-032 naming the Capsule and the pod', async () => {
+    await kubectlOk(['apply', '-f', '-'], JSON.stringify({
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'ready-0', namespace: ns, labels: { app: 'ready' } },
+      spec: { containers: [{ name: 'runtime', image: 'capsule-runtime:test', ports: [{ name: 'a2a', containerPort: 8080 }] }] },
+    }));
+    await kubectlOk(['wait', '-n', ns, '--for=condition=Ready', 'pod/ready-0', '--timeout=60s']);
+    const r = await mur(['send', 'capsule/ready', '-n', ns, 'hi', '--kubeconfig', kubeconfig, '--service-account', 'caller']);
+    expect(r.code, r.err).toBe(1);
+    // The API server's reason is kept: a simulated node has no kubelet to forward through.
+    expect(r.err).toMatch(new RegExp(`capsule/ready \\(${ns}\\) through the port-forward to pod ready-0 unreachable while reading its agent card: .*\\(port-forward: .+\\) \\[E-CLI-032\\]`));
   });
 
   it('a kubeconfig that is not there, or a context it lacks: E-CLI-039', async () => {
