@@ -3,15 +3,16 @@
  * runtime/ and operator/ points to its own folder or to a folder on a lower layer of the doc's
  * table, no folder cycle exists, and the table names exactly the folders there are.
  *
- * Imports are read with a small scanner (comments and string contents skipped) rather than the
+ * Imports are read with a small scanner (test/source-scan.ts: comments and string contents skipped) rather than the
  * TypeScript compiler: the project's `typescript` is the native 7.x build, which has no JS API to
  * parse with, and the import forms used here are few (`import … from`, `export … from`,
  * `import '…'`, `import('…')`).
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { folderCycles, importSpecifiers, sourceFiles } from './source-scan.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = join(ROOT, 'docs', 'architecture.md');
@@ -56,58 +57,6 @@ export function folderOf(repoPath: string, split: ReadonlySet<string> = new Set(
   return parts.length === 3 ? `${top}*.ts` : `${top}${parts[2]}/`;
 }
 
-/** The module specifiers a source imports, with comments and string/template contents skipped. */
-export function importSpecifiers(src: string): string[] {
-  const code = blankCommentsAndStrings(src);
-  const out: string[] = [];
-  // Positions are the same in `code` and `src`; the specifier itself is read from `src`.
-  // `new URL('<file>', import.meta.url)`: a module loaded by path (a worker's entry) is a dependency too.
-  const re = /\b(?:import|export)\b[\s\w{},*$]*?\bfrom\s*(['"])|\bimport\s*(['"])|\bimport\s*\(\s*(['"])|\bnew\s+URL\s*\(\s*(['"])/g;
-  for (let m = re.exec(code); m; m = re.exec(code)) {
-    const quote = m[1] ?? m[2] ?? m[3] ?? m[4]!;
-    const start = m.index + m[0].length;
-    const end = src.indexOf(quote, start);
-    const spec = src.slice(start, end);
-    if (m[4] !== undefined) {
-      // only a file beside the module (not a folder such as '.', not an absolute URL)
-      if (!/^\s*,\s*import\.meta\.url\b/.test(code.slice(end + 1)) || spec === '.' || spec.endsWith('/')) continue;
-    }
-    out.push(spec);
-  }
-  return out;
-}
-
-/** Replaces comments with spaces and the contents of string and template literals with spaces, quotes kept. */
-function blankCommentsAndStrings(src: string): string {
-  let out = '';
-  let i = 0;
-  while (i < src.length) {
-    const c = src[i]!;
-    const n = src[i + 1];
-    if (c === '/' && n === '/') {
-      const e = src.indexOf('\n', i);
-      const stop = e < 0 ? src.length : e;
-      out += ' '.repeat(stop - i);
-      i = stop;
-    } else if (c === '/' && n === '*') {
-      const e = src.indexOf('*/', i + 2);
-      const stop = e < 0 ? src.length : e + 2;
-      out += src.slice(i, stop).replace(/[^\n]/g, ' ');
-      i = stop;
-    } else if (c === "'" || c === '"' || c === '`') {
-      let j = i + 1;
-      while (j < src.length && src[j] !== c) j += src[j] === '\\' ? 2 : 1;
-      // Keep an import's quoted specifier readable to the regex (quote, blanks, quote).
-      out += c + src.slice(i + 1, j).replace(/[^\n]/g, ' ') + (j < src.length ? c : '');
-      i = j + 1;
-    } else {
-      out += c;
-      i++;
-    }
-  }
-  return out;
-}
-
 export interface Edge {
   file: string;
   spec: string;
@@ -135,37 +84,6 @@ export function violations(edges: readonly Edge[], layers: ReadonlyMap<string, n
     else if (lf === undefined) out.push(`${where}: ${e.from} has no row in docs/architecture.md`);
     else if (lt === undefined) out.push(`${where}: ${e.to} has no row in docs/architecture.md`);
     else if (lt >= lf) out.push(`${where}: ${e.from} (layer ${lf}) → ${e.to} (layer ${lt}) does not point down`);
-  }
-  return out;
-}
-
-/** Folder cycles in the import graph, each as `a → b → … → a`. */
-export function folderCycles(edges: readonly Edge[]): string[] {
-  const next = new Map<string, Set<string>>();
-  for (const e of edges) if (e.from !== e.to) (next.get(e.from) ?? next.set(e.from, new Set()).get(e.from)!).add(e.to);
-  const cycles: string[] = [];
-  const state = new Map<string, 'open' | 'done'>();
-  const stack: string[] = [];
-  const visit = (n: string): void => {
-    state.set(n, 'open');
-    stack.push(n);
-    for (const m of [...(next.get(n) ?? [])].sort()) {
-      if (state.get(m) === 'open') cycles.push([...stack.slice(stack.indexOf(m)), m].join(' → '));
-      else if (!state.has(m)) visit(m);
-    }
-    stack.pop();
-    state.set(n, 'done');
-  };
-  for (const n of [...next.keys()].sort()) if (!state.has(n)) visit(n);
-  return cycles;
-}
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
-    else if (/\.(ts|mts|mjs)$/.test(name)) out.push(p);
   }
   return out;
 }
