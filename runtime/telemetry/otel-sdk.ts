@@ -1,7 +1,7 @@
 /**
  * The OpenTelemetry SDK side of `setupTelemetry()` (otel.ts): one BasicTracerProvider with the
  * SDK's BatchSpanProcessor in front of an OTLP/HTTP exporter (protobuf by default, JSON when
- * `http/json` is asked for). Loading this module registers it with otel.ts; it is loaded only where
+ * `http/json` is asked for). Loading this module registers it in telemetry-handle.ts; it is loaded only where
  * spans are exported (instrument.ts) or by the telemetry barrel (index.ts), never by a runtime
  * whose tracing is off.
  */
@@ -16,11 +16,10 @@ import {
   TELEMETRY_OFF,
   clearCurrentTelemetry,
   registerTelemetrySdk,
-  resourceAttributes,
   type ResolvedEndpoint,
   type Telemetry,
   type TelemetryOptions,
-} from './otel.ts';
+} from './telemetry-handle.ts';
 import { holdsSecrets, redact, redactDeep } from '../secrets.ts';
 
 export { InMemorySpanExporter, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -158,3 +157,13 @@ async function bounded(p: Promise<unknown>, ms: number): Promise<void> {
   if (timer) clearTimeout(timer);
 }
 
+/** The resource: service name/version, plus Kubernetes pod and namespace when the env names them. */
+export function resourceAttributes(o: Pick<TelemetryOptions, 'serviceName' | 'serviceVersion' | 'env' | 'resource'>): Record<string, string> {
+  const env = o.env ?? process.env;
+  const nonEmpty = (s: string | undefined): boolean => s !== undefined && s.trim() !== '';
+  const attrs: Record<string, string> = { 'service.name': o.serviceName, 'service.version': o.serviceVersion };
+  if (nonEmpty(env.POD_NAME)) attrs['k8s.pod.name'] = env.POD_NAME!;
+  if (nonEmpty(env.POD_NAMESPACE)) attrs['k8s.namespace.name'] = env.POD_NAMESPACE!;
+  if (nonEmpty(env.NODE_NAME)) attrs['k8s.node.name'] = env.NODE_NAME!;
+  return { ...attrs, ...(o.resource ?? {}) };
+}

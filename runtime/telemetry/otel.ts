@@ -20,89 +20,24 @@
  * falls back to `http/protobuf` with a warning). Batch tuning: the SDK's `OTEL_BSP_*` variables.
  *
  * This module needs only the OpenTelemetry API; the SDK side (provider, processor, exporters) is
- * otel-sdk.ts, loaded only when spans are exported (see `registerTelemetrySdk`).
+ * otel-sdk.ts, loaded only when spans are exported; the two share the handle in telemetry-handle.ts
+ * (the SDK registers its builder there), so neither imports the other back.
  */
-import { trace, type Tracer } from '@opentelemetry/api';
-import type { BufferConfig, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { TELEMETRY_OFF, registeredTelemetrySdk, setCurrentTelemetry, type OtlpProtocol, type ResolvedEndpoint, type Telemetry, type TelemetryOptions } from './telemetry-handle.ts';
 
-export const INSTRUMENTATION_SCOPE = 'capsule-runtime';
-export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 5_000;
-
-export type OtlpProtocol = 'http/protobuf' | 'http/json';
-
-export interface TelemetryOptions {
-  /** `service.name`: the capsule name. */
-  serviceName: string;
-  /** `service.version`: the capsule version. */
-  serviceVersion: string;
-  /** The manifest's `observability.otel_endpoint` (base URL). */
-  endpoint?: string;
-  /** The manifest's `observability.otel_headers`. */
-  headers?: Record<string, string>;
-  /** Default `process.env`: the OTEL_* and POD_NAME / POD_NAMESPACE variables are read from it. */
-  env?: NodeJS.ProcessEnv;
-  protocol?: OtlpProtocol;
-  /**
-   * Export to this exporter instead of OTLP (tests: an `InMemorySpanExporter`). Tracing is then on
-   * whatever the endpoint settings say.
-   */
-  exporter?: SpanExporter;
-  /** Export each span as it ends (tests only; the default batches). */
-  simple?: boolean;
-  /** BatchSpanProcessor settings; default: the SDK's (OTEL_BSP_* env, else 512 / 5 s / 2048 / 30 s). */
-  batch?: BufferConfig;
-  /** Per-request exporter timeout; default 10 s. */
-  exportTimeoutMs?: number;
-  /** Extra resource attributes. */
-  resource?: Record<string, string>;
-  /** Where the one-time "export failing" warning goes; default stderr. */
-  warn?: (message: string) => void;
-  /** Called after each export attempt (metrics hang off this). */
-  onExport?: (spans: number, ok: boolean) => void;
-}
-
-export interface Telemetry {
-  /** True when spans are recorded and exported. */
-  readonly enabled: boolean;
-  /** The resolved OTLP traces URL, when exporting over OTLP. */
-  readonly url?: string;
-  readonly protocol?: OtlpProtocol;
-  readonly tracer: Tracer;
-  /** Exports what is queued; bounded by `timeoutMs`. Never throws. */
-  flush(timeoutMs?: number): Promise<void>;
-  /** Flushes, then stops the provider; bounded by `timeoutMs` (default 5 s). Never throws. */
-  shutdown(timeoutMs?: number): Promise<void>;
-}
-
-const NOOP_TRACER: Tracer = trace.getTracer(INSTRUMENTATION_SCOPE);
-
-/** Tracing off: the API's no-op tracer, nothing to flush. */
-export const TELEMETRY_OFF: Telemetry = {
-  enabled: false,
-  tracer: NOOP_TRACER,
-  flush: async () => {},
-  shutdown: async () => {},
-};
-
-let current: Telemetry = TELEMETRY_OFF;
-
-/** The process-wide telemetry (the last `setupTelemetry()` that was made current; else off). */
-export function currentTelemetry(): Telemetry {
-  return current;
-}
-
-/** Makes `t` the process-wide telemetry (setupTelemetry does this unless told `current: false`). */
-export function setCurrentTelemetry(t: Telemetry): void {
-  current = t;
-}
-
-export interface ResolvedEndpoint {
-  url: string;
-  headers: Record<string, string>;
-  protocol: OtlpProtocol;
-  /** Set when the requested protocol was not usable. */
-  warning?: string;
-}
+// The handle's types and state are part of this module's surface (spans.ts, instrument.ts, the barrel).
+export {
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  INSTRUMENTATION_SCOPE,
+  TELEMETRY_OFF,
+  clearCurrentTelemetry,
+  currentTelemetry,
+  setCurrentTelemetry,
+  type OtlpProtocol,
+  type ResolvedEndpoint,
+  type Telemetry,
+  type TelemetryOptions,
+} from './telemetry-handle.ts';
 
 /** Where spans go, or undefined when tracing is off. Exported for tests and `mur` diagnostics. */
 export function resolveEndpoint(o: Pick<TelemetryOptions, 'endpoint' | 'headers' | 'env' | 'protocol'>): ResolvedEndpoint | undefined {
@@ -156,33 +91,9 @@ export function parseHeaderList(s: string | undefined): Record<string, string> {
   return out;
 }
 
-/** The resource: service name/version, plus Kubernetes pod and namespace when the env names them. */
-export function resourceAttributes(o: Pick<TelemetryOptions, 'serviceName' | 'serviceVersion' | 'env' | 'resource'>): Record<string, string> {
-  const env = o.env ?? process.env;
-  const attrs: Record<string, string> = { 'service.name': o.serviceName, 'service.version': o.serviceVersion };
-  if (nonEmpty(env.POD_NAME)) attrs['k8s.pod.name'] = env.POD_NAME!;
-  if (nonEmpty(env.POD_NAMESPACE)) attrs['k8s.namespace.name'] = env.POD_NAMESPACE!;
-  if (nonEmpty(env.NODE_NAME)) attrs['k8s.node.name'] = env.NODE_NAME!;
-  return { ...attrs, ...(o.resource ?? {}) };
-}
-
-/**
- * The SDK side of setupTelemetry (otel-sdk.ts: the tracer provider, batch processor and OTLP
- * exporters), registered when that module is loaded. Kept out of this module so that a runtime
- * with tracing off never loads the OpenTelemetry SDK and its exporters (≈ 1 MB of bundled code
- * evaluated at every `mur serve` start otherwise): `instrument()` loads it only when spans would
- * be exported; the telemetry barrel (index.ts) loads it for every other user.
- */
-let sdk: ((o: TelemetryOptions, resolved: ResolvedEndpoint | undefined) => Telemetry) | undefined;
-
-/** Called by otel-sdk.ts when it loads. */
-export function registerTelemetrySdk(build: (o: TelemetryOptions, resolved: ResolvedEndpoint | undefined) => Telemetry): void {
-  sdk = build;
-}
-
 /** Loads the OpenTelemetry SDK side (idempotent). */
 export async function loadTelemetrySdk(): Promise<void> {
-  if (!sdk) await import('./otel-sdk.ts');
+  if (!registeredTelemetrySdk()) await import('./otel-sdk.ts');
 }
 
 /** Whether setupTelemetry with these options would record spans (and so needs the SDK). */
@@ -195,16 +106,12 @@ export function setupTelemetry(o: TelemetryOptions & { current?: boolean }): Tel
   const resolved = o.exporter ? undefined : resolveEndpoint(o);
   let t: Telemetry = TELEMETRY_OFF;
   if (o.exporter || resolved) {
+    const sdk = registeredTelemetrySdk();
     if (!sdk) throw new Error('the OpenTelemetry SDK is not loaded (await loadTelemetrySdk() first, or import runtime/telemetry/index.ts)');
     t = sdk(o, resolved);
   }
-  if (o.current !== false) current = t;
+  if (o.current !== false) setCurrentTelemetry(t);
   return t;
-}
-
-/** Back to TELEMETRY_OFF when `tracer` is the current telemetry's (its provider has stopped). */
-export function clearCurrentTelemetry(tracer: Tracer): void {
-  if (current.tracer === tracer) current = TELEMETRY_OFF;
 }
 
 function nonEmpty(s: string | undefined): boolean {
