@@ -3,7 +3,7 @@
  * `murmur:conversation/read` and the history of each threaded context. The session holds the
  * newest part in memory (bounded, see session.ts) and reads the store only for what it does not
  * hold: at open (the record) and for a context it has no history of (after a restart, or once the
- * context was evicted). Implemented over the A2A store's database (runtime/a2a/conversation-table.ts); here, below both the loop and a2a, so neither imports the other.
+ * context was evicted). Implemented over the A2A store's database (runtime/a2a/store/conversation-table.ts); here, below both the loop and a2a, so neither imports the other.
  *
  * Every message belongs to the caller whose task produced it (its owner), and a threaded history
  * is the owner's and the context id's together: a client-chosen context id ("support-chat") is
@@ -13,7 +13,7 @@ import type { ConversationMessage } from './wire.ts';
 
 /**
  * Whose conversation: the A2A caller's owner scope, exactly as the SDK's task stores scope tasks
- * (the call's tenant and `resolveUserScope` of its user; runtime/a2a/tasks.ts `callerOwner`).
+ * (the call's tenant and `resolveUserScope` of its user; runtime/a2a/tasks/task-record.ts `callerOwner`).
  */
 export interface ConversationOwner {
   readonly tenant: string;

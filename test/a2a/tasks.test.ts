@@ -6,7 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { Role, TaskState, type Message, type StreamResponse } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
-import { TaskMachine, type TaskAcceptance, type TaskRecord } from '../../runtime/a2a/tasks/tasks.ts';
+import { TaskMachine } from '../../runtime/a2a/tasks/tasks.ts';
+import type { TaskAcceptance } from '../../runtime/a2a/tasks/task-options.ts';
+import type { TaskRecord } from '../../runtime/a2a/tasks/task-record.ts';
 import { textPart } from '../../runtime/a2a/core/wire.ts';
 
 const user = (name: string) => new ServerCallContext({ user: { isAuthenticated: true, userName: name } });

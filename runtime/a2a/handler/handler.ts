@@ -37,7 +37,8 @@ import { messageText, parseOriginTrust, validTraceparent } from '../core/wire.ts
 import type { StreamSink } from '../tasks/stream.ts';
 import type { Push } from '../peers/push.ts';
 import { PushQuota } from '../peers/push-limits.ts';
-import { TaskMachine, ownerKey, taskNotFound, type TaskRecord } from '../tasks/tasks.ts';
+import type { TaskMachine } from '../tasks/tasks.ts';
+import { ownerKey, taskNotFound, type TaskRecord } from '../tasks/task-record.ts';
 import type { RemoteTasks } from '../tasks/replicas.ts';
 import { fromCoreState } from '../core/wire.ts';
 import { isTerminal } from '../core/executor.ts';

@@ -24,14 +24,16 @@ import type { GrpcBinding } from './grpc.ts';
 import { normaliseVersion } from '../core/wire.ts';
 import { createHandler, headersOf } from '../handler/handler.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
-import { TaskMachine, type TaskAcceptance, type TaskRecord } from '../tasks/tasks.ts';
+import { TaskMachine } from '../tasks/tasks.ts';
+import type { TaskAcceptance } from '../tasks/task-options.ts';
+import type { TaskRecord } from '../tasks/task-record.ts';
 import { createPush, type PushOptions } from '../peers/push.ts';
 import { PushQuota, type PushLimits } from '../peers/push-limits.ts';
 import { applyConnectionLimits, resolveLimits, serverOptions, type ConnectionLimits } from './connection-limits.ts';
 import type { RemoteTasks } from '../tasks/replicas.ts';
 import type { StreamResponse } from '@a2a-js/sdk';
 
-export type { TaskAcceptance } from '../tasks/tasks.ts';
+export type { TaskAcceptance } from '../tasks/task-options.ts';
 export { createAuthenticator, type Authenticator, type AuthConfig, type ApiKey, type TokenVerifier } from './auth.ts';
 export { skillsFromTools, buildCardJson, type AgentCardInput, type SkillInput } from './card.ts';
 

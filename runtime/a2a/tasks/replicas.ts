@@ -14,7 +14,8 @@ import type { Message, StreamResponse, Task } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { RemoteError, type ReplicaBus } from '../store/replica-bus.ts';
 import { failOrphans, runnerOf } from '../store/task-runners.ts';
-import { TaskMachine, taskNotFound, type TaskRecord } from './tasks.ts';
+import type { TaskMachine } from './tasks.ts';
+import { taskNotFound, type TaskRecord } from './task-record.ts';
 
 export interface RemoteReply {
   id: string;

@@ -1,7 +1,7 @@
 /**
  * The task state machine: task records, acceptance (none/single/queue), the run loop around the
  * executor, request-input, cancel, exactly one final status, and the subscribers of each task.
- * No HTTP and no wire format here: the request handler (handler.ts) validates requests and maps
+ * No HTTP and no wire format here: the request handler (handler/handler.ts) validates requests and maps
  * this machine to the SDK's `A2ARequestHandler`; the transports are the SDK's.
  *
  * Storage seam: every state change is saved to the injected `TaskStore` (the SDK's interface, so
@@ -9,111 +9,20 @@
  * caller that created the task, so the store's owner scoping keeps each caller to its own tasks.
  * Live records (running, queued, waiting for input, or recently finished) stay in memory and are
  * authoritative while they exist; the store answers for everything else and for ListTasks.
+ * The record and the SDK shapes made from it are task-record.ts; the executor's reports,
+ * executor-events.ts.
  */
-import { randomUUID } from 'node:crypto';
-import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
-import { ServerCallContext, resolveUserScope, type TaskStore } from '@a2a-js/sdk/server';
-import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { MurError } from '../../errors.ts';
+import type { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
+import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
+import { TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { DEFAULT_INPUT_TIMEOUT_SECS } from '../../manifest/schema.ts';
-import type { ConversationOwner } from '../../inference/conversation-store.ts';
-import {
-  InputTimeoutError,
-  TaskCanceledError,
-  isTerminal,
-  type ArtifactInput,
-  type TaskContext,
-  type TaskEvents,
-  type TaskExecutor,
-  type TaskOrigin,
-  type TaskOutcome,
-  type TaskState,
-  type TaskTrust,
-} from '../core/executor.ts';
-import { redactedEvents, redactedOutcome } from './redaction.ts';
-import { agentMessage, artifact as mkArtifact, dataPart, messageText, textPart, toCoreState } from '../core/wire.ts';
+import { TaskCanceledError, isTerminal, type TaskEvents, type TaskState } from '../core/executor.ts';
+import { agentMessage, messageText } from '../core/wire.ts';
 import { Subscriber, type StreamSink, type SubscriberBounds } from './stream.ts';
 import { DEFAULT_MAX_LIVE_BYTES, evictions, retainedBytes } from './live-tasks.ts';
-
-export type TaskAcceptance = 'none' | 'single' | 'queue';
-
-export interface TaskMachineOptions {
-  executor: TaskExecutor;
-  acceptance: TaskAcceptance;
-  /** Tasks that may wait behind the running one (queue mode). */
-  queueDepth: number;
-  /**
-   * How long requestInput waits for a reply; undefined = DEFAULT_INPUT_TIMEOUT_SECS (the manifest's
-   * default, so a task waiting for input never holds the queue for ever), 0 = no limit.
-   */
-  inputTimeoutSecs?: number;
-  /** Finished tasks kept live in memory (oldest dropped first; the store still has them). */
-  maxLiveTasks: number;
-  /** Bytes of content those finished tasks keep at most (live-tasks.ts; default DEFAULT_MAX_LIVE_BYTES). */
-  maxLiveBytes?: number;
-  store: TaskStore;
-  stream: SubscriberBounds;
-  /** Every event of every task, after subscribers got it (push notifications hook in here). */
-  onEvent?: (rec: TaskRecord, resp: StreamResponse) => void;
-  /** A store save failed (the task goes on in memory). Default: one line on stderr. */
-  onStoreError?: (taskId: string, e: unknown) => void;
-}
-
-/** What the handler hands over to create a task: a validated message and who sent it. */
-export interface NewTask {
-  message: Message;
-  origin: TaskOrigin;
-  trust: TaskTrust;
-  traceparent: string | undefined;
-  /** The caller's call context (owner scoping: user and tenant). */
-  caller: ServerCallContext;
-}
-
-export interface TaskRecord {
-  readonly id: string;
-  readonly contextId: string;
-  readonly messageId: string;
-  text: string;
-  readonly origin: TaskOrigin;
-  readonly trust: TaskTrust;
-  readonly traceparent: string | undefined;
-  /** Owner scope key (tenant + user, as the SDK's stores scope). */
-  readonly owner: string;
-  /** Context the task is saved under (user and tenant of its creator only). */
-  readonly ownerContext: ServerCallContext;
-  state: TaskState;
-  statusMessage: Message | undefined;
-  timestamp: string;
-  artifacts: Artifact[];
-  responseIdx: number;
-  responseText: string;
-  thinkingStarted: boolean;
-  history: Message[];
-  subs: Set<Subscriber>;
-  waiters: Set<() => void>;
-  input: { resolve: (s: string) => void; reject: (e: Error) => void; timer?: NodeJS.Timeout } | undefined;
-  abort: AbortController;
-  final: boolean;
-  /** What it keeps in memory once final (live-tasks.ts retainedBytes); 0 before. */
-  retained: number;
-  artifactSeq: number;
-  saving: Promise<void>;
-}
-
-/** Owner scope of a call, the way the SDK's in-memory and database stores scope it. */
-export function ownerKey(ctx: ServerCallContext): string {
-  return `${ctx.tenant ?? ''}\u0000${resolveUserScope(ctx)}`;
-}
-
-/** The same owner scope as the conversation store keeps it: the SDK task table's tenant and owner. */
-export function callerOwner(ctx: ServerCallContext): ConversationOwner {
-  return { tenant: ctx.tenant ?? '', user: resolveUserScope(ctx) };
-}
-
-function errMessage(e: unknown): string {
-  if (e instanceof Error) return e.message || e.name;
-  return String(e);
-}
+import { artifactEvent, laggedNotice, newRecord, ownerKey, setResponse, snapshot, statusEvent, taskContext, type NewTask, type TaskRecord } from './task-record.ts';
+import { errMessage, executorEvents, runExecutor, type TaskOps } from './executor-events.ts';
+import { checkOptions, type TaskAcceptance, type TaskMachineOptions } from './task-options.ts';
 
 export class TaskMachine {
   private readonly live = new Map<string, TaskRecord>();
@@ -135,25 +44,12 @@ export class TaskMachine {
   readonly done = new Promise<void>((r) => (this.resolveDone = r));
 
   constructor(private readonly o: TaskMachineOptions) {
-    if (!['none', 'single', 'queue'].includes(o.acceptance)) {
-      throw new MurError('E-A2A-002', `unknown task acceptance '${String(o.acceptance)}'`, {
-        hint: "lifecycle.task_acceptance is one of 'none', 'single', 'queue'",
-        location: { field: 'lifecycle.task_acceptance' },
-      });
-    }
-    if (!Number.isInteger(o.queueDepth) || o.queueDepth < 0) {
-      throw new MurError('E-A2A-002', `queue depth must be a non-negative integer, got ${o.queueDepth}`, {
-        hint: 'set lifecycle.queue_depth to 0 or more',
-        location: { field: 'lifecycle.queue_depth' },
-      });
-    }
+    checkOptions(o);
   }
 
   get acceptance(): TaskAcceptance {
     return this.o.acceptance;
   }
-
-  // ---- reading ---------------------------------------------------------------------------------
 
   /** The live record of a task the caller owns; undefined when unknown, not live, or another's. */
   find(id: string, caller: ServerCallContext): TaskRecord | undefined {
@@ -190,19 +86,8 @@ export class TaskMachine {
   }
 
   snapshot(rec: TaskRecord, historyLength?: number): Task {
-    let history = rec.history;
-    if (historyLength !== undefined) history = historyLength <= 0 ? [] : history.slice(-historyLength);
-    return {
-      id: rec.id,
-      contextId: rec.contextId,
-      status: { state: toCoreState(rec.state), message: rec.statusMessage, timestamp: rec.timestamp },
-      artifacts: rec.artifacts.slice(),
-      history: history.slice(),
-      metadata: undefined,
-    };
+    return snapshot(rec, historyLength);
   }
-
-  // ---- acceptance and intake -------------------------------------------------------------------
 
   /** Whether a new task would be queued now (readiness: false for none, a used single, a full queue, closing). */
   canAccept(): boolean {
@@ -221,35 +106,7 @@ export class TaskMachine {
     if (this.o.acceptance === 'none') {
       throw new UnsupportedOperationError('this capsule does not accept A2A tasks (lifecycle.task_acceptance: none)');
     }
-    const m = t.message;
-    const rec: TaskRecord = {
-      id: randomUUID(),
-      contextId: m.contextId || randomUUID(),
-      messageId: m.messageId,
-      text: messageText(m),
-      origin: t.origin,
-      trust: t.trust,
-      traceparent: t.traceparent,
-      owner: ownerKey(t.caller),
-      ownerContext: new ServerCallContext({ user: t.caller.user, tenant: t.caller.tenant, requestedVersion: t.caller.requestedVersion }),
-      state: 'submitted',
-      statusMessage: undefined,
-      timestamp: new Date().toISOString(),
-      artifacts: [],
-      responseIdx: -1,
-      responseText: '',
-      thinkingStarted: false,
-      history: [],
-      subs: new Set(),
-      waiters: new Set(),
-      input: undefined,
-      abort: new AbortController(),
-      final: false,
-      retained: 0,
-      artifactSeq: 0,
-      saving: Promise.resolve(),
-    };
-    rec.history.push({ ...m, taskId: rec.id, contextId: rec.contextId });
+    const rec = newRecord(t);
     this.live.set(rec.id, rec);
     this.save(rec);
     return rec;
@@ -317,10 +174,8 @@ export class TaskMachine {
     this.checkIdle();
   }
 
-  // ---- subscribers and waiting -----------------------------------------------------------------
-
   subscribe(rec: TaskRecord, sink: StreamSink | undefined): Subscriber {
-    const sub = new Subscriber(sink, this.o.stream, (n) => this.laggedNotice(rec, n), () => this.laggedDrops++);
+    const sub = new Subscriber(sink, this.o.stream, (n) => laggedNotice(rec, n), () => this.laggedDrops++);
     rec.subs.add(sub);
     this.changed();
     return sub;
@@ -426,8 +281,6 @@ export class TaskMachine {
     await this.flush();
   }
 
-  // ---- internals -------------------------------------------------------------------------------
-
   private save(rec: TaskRecord): void {
     const task = this.snapshot(rec);
     const p = rec.saving
@@ -455,17 +308,7 @@ export class TaskMachine {
     this.save(rec);
     this.emit(
       rec,
-      {
-        payload: {
-          $case: 'statusUpdate',
-          value: {
-            taskId: rec.id,
-            contextId: rec.contextId,
-            status: { state: toCoreState(state), message: rec.statusMessage, timestamp: rec.timestamp },
-            metadata: undefined,
-          },
-        },
-      },
+      statusEvent(rec),
       isTerminal(state) || interrupt,
       !(isTerminal(state) || interrupt),
     );
@@ -473,22 +316,7 @@ export class TaskMachine {
   }
 
   private emitArtifact(rec: TaskRecord, a: Artifact, append: boolean, lastChunk: boolean, droppable = true): void {
-    this.emit(
-      rec,
-      { payload: { $case: 'artifactUpdate', value: { taskId: rec.id, contextId: rec.contextId, artifact: a, append, lastChunk, metadata: undefined } } },
-      false,
-      droppable,
-    );
-  }
-
-  private setResponse(rec: TaskRecord, text: string): Artifact {
-    rec.responseText = text;
-    const a = mkArtifact('response', [textPart(text)], { name: 'response' });
-    if (rec.responseIdx < 0) {
-      rec.responseIdx = rec.artifacts.length;
-      rec.artifacts.push(a);
-    } else rec.artifacts[rec.responseIdx] = a;
-    return a;
+    this.emit(rec, artifactEvent(rec, a, append, lastChunk), false, droppable);
   }
 
   /** The one place a task reaches a final state: emits exactly one final status. */
@@ -508,7 +336,7 @@ export class TaskMachine {
     }
     if (state === 'completed') {
       const full = text ?? (rec.responseIdx >= 0 ? rec.responseText : undefined);
-      if (full !== undefined) this.emitArtifact(rec, this.setResponse(rec, full), false, true, false);
+      if (full !== undefined) this.emitArtifact(rec, setResponse(rec, full), false, true, false);
     }
     this.setState(rec, state, text);
     rec.retained = retainedBytes(rec);
@@ -549,121 +377,18 @@ export class TaskMachine {
     this.checkIdle();
   }
 
-  private laggedNotice(rec: TaskRecord, dropped: number): StreamResponse {
-    return {
-      payload: {
-        $case: 'statusUpdate',
-        value: {
-          taskId: rec.id,
-          contextId: rec.contextId,
-          status: {
-            state: toCoreState(rec.state),
-            message: agentMessage(`stream lagged: ${dropped} event(s) dropped for this slow reader; tasks/get returns the full task`, rec.id, rec.contextId),
-            timestamp: new Date().toISOString(),
-          },
-          metadata: { murmur: { lagged: dropped } },
-        },
-      },
-    };
-  }
-
-  private events_(rec: TaskRecord): TaskEvents {
-    const inputTimeoutSecs = this.o.inputTimeoutSecs ?? DEFAULT_INPUT_TIMEOUT_SECS;
-    return {
-      status: (message?: string) => {
-        if (rec.final || rec.state === 'input-required') return;
-        this.setState(rec, 'working', message);
-      },
-      artifact: (a: ArtifactInput) => {
-        if (rec.final) return;
-        const parts: Part[] = [];
-        if (a.text !== undefined) parts.push(textPart(a.text));
-        if (a.data !== undefined) parts.push(dataPart(a.data));
-        if (parts.length === 0) parts.push(textPart(''));
-        const art = mkArtifact(`artifact-${++rec.artifactSeq}`, parts, {
-          ...(a.name !== undefined ? { name: a.name } : {}),
-          ...(a.description !== undefined ? { description: a.description } : {}),
-          ...(a.metadata !== undefined ? { metadata: a.metadata } : {}),
-        });
-        rec.artifacts.push(art);
-        this.save(rec);
-        this.emitArtifact(rec, art, false, true);
-      },
-      textChunk: (s: string) => {
-        if (rec.final || s === '') return;
-        const first = rec.responseIdx < 0;
-        this.setResponse(rec, rec.responseText + s);
-        this.emitArtifact(rec, mkArtifact('response', [textPart(s)], { name: 'response' }), !first, false);
-      },
-      thinkingChunk: (s: string) => {
-        if (rec.final || s === '') return;
-        const first = !rec.thinkingStarted;
-        rec.thinkingStarted = true;
-        this.emitArtifact(rec, mkArtifact('thinking', [textPart(s)], { name: 'thinking', metadata: { murmur: { kind: 'thinking' } } }), !first, false);
-      },
-      requestInput: (prompt: string): Promise<string> => {
-        if (rec.final) return Promise.reject(new TaskCanceledError(rec.id));
-        if (rec.input) {
-          return Promise.reject(
-            new MurError('E-A2A-012', `task ${rec.id} already waits for input`, {
-              hint: 'call request-input again only after the previous call returned',
-            }),
-          );
-        }
-        return new Promise<string>((resolve, reject) => {
-          const input: NonNullable<TaskRecord['input']> = { resolve, reject };
-          if (inputTimeoutSecs > 0) {
-            input.timer = setTimeout(() => {
-              if (rec.input !== input) return;
-              rec.input = undefined;
-              const err = new InputTimeoutError(rec.id, inputTimeoutSecs);
-              reject(err);
-              rec.abort.abort(err);
-              this.finalize(rec, 'failed', err.message);
-            }, inputTimeoutSecs * 1000);
-            input.timer.unref?.();
-          }
-          rec.input = input;
-          this.setState(rec, 'input-required', prompt);
-        });
-      },
-    };
+  /** The reports of `rec`'s executor, each a state change of this machine. */
+  private reportsOf(rec: TaskRecord): TaskEvents {
+    const ops: TaskOps = { setState: this.setState.bind(this), save: this.save.bind(this), emitArtifact: this.emitArtifact.bind(this), finalize: this.finalize.bind(this) };
+    return executorEvents(rec, ops, this.o.inputTimeoutSecs ?? DEFAULT_INPUT_TIMEOUT_SECS);
   }
 
   private async run(rec: TaskRecord): Promise<void> {
     this.setState(rec, 'working');
-    const ctx: TaskContext = {
-      taskId: rec.id,
-      contextId: rec.contextId,
-      owner: callerOwner(rec.ownerContext),
-      messageId: rec.messageId,
-      text: rec.text,
-      origin: rec.origin,
-      trust: rec.trust,
-      ...(rec.traceparent ? { traceparent: rec.traceparent } : {}),
-      signal: rec.abort.signal,
-    };
-    let outcome: TaskOutcome;
-    try {
-      outcome = await this.o.executor(ctx, redactedEvents(this.events_(rec)));
-      if (!outcome || !['completed', 'failed', 'canceled', 'rejected'].includes(outcome.state)) {
-        outcome = { state: 'failed', reason: `executor returned an invalid outcome: ${JSON.stringify(outcome)}` };
-      }
-    } catch (e) {
-      outcome = { state: 'failed', reason: errMessage(e) };
-    }
-    outcome = redactedOutcome(outcome);
+    const outcome = await runExecutor(this.o.executor, taskContext(rec), this.reportsOf(rec));
     if (!rec.final) this.finalize(rec, outcome.state, outcome.state === 'completed' ? outcome.text : (outcome.reason ?? outcome.text));
     this.running = undefined;
     if (this.o.acceptance === 'single') this.resolveDone();
     this.pump();
   }
-}
-
-/** A task the caller cannot see looks exactly like one that does not exist (no existence leak). */
-export function taskNotFound(id: string): Error {
-  return new TaskNotFoundError({
-    message: `task '${id}' not found (unknown id, or evicted after it ended)`,
-    metadata: { taskId: id },
-  });
 }

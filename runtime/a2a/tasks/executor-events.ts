@@ -1,0 +1,115 @@
+/**
+ * The `TaskEvents` one task's executor reports through: status lines, artifacts, streamed response
+ * and thinking chunks, and request-input with its timeout. Each call becomes a state change of the
+ * task machine (tasks.ts) through the few operations it lends here, so the order of saves and
+ * events stays the machine's. Both ways through redaction.ts: what the executor reports and the
+ * outcome it returns.
+ */
+import type { Artifact, Part } from '@a2a-js/sdk';
+import { MurError } from '../../errors.ts';
+import {
+  InputTimeoutError,
+  TaskCanceledError,
+  type ArtifactInput,
+  type TaskContext,
+  type TaskEvents,
+  type TaskExecutor,
+  type TaskOutcome,
+  type TaskState,
+} from '../core/executor.ts';
+import { artifact as mkArtifact, dataPart, textPart } from '../core/wire.ts';
+import { redactedEvents, redactedOutcome } from './redaction.ts';
+import { setResponse, type TaskRecord } from './task-record.ts';
+
+/** The task machine's state changes an executor's reports go through. */
+export interface TaskOps {
+  setState(rec: TaskRecord, state: TaskState, message?: string): void;
+  save(rec: TaskRecord): void;
+  emitArtifact(rec: TaskRecord, a: Artifact, append: boolean, lastChunk: boolean): void;
+  finalize(rec: TaskRecord, state: TaskState, text?: string): void;
+}
+
+/** The reports of `rec`'s executor; `inputTimeoutSecs` 0 = request-input waits without limit. */
+export function executorEvents(rec: TaskRecord, ops: TaskOps, inputTimeoutSecs: number): TaskEvents {
+  return {
+    status: (message?: string) => {
+      if (rec.final || rec.state === 'input-required') return;
+      ops.setState(rec, 'working', message);
+    },
+    artifact: (a: ArtifactInput) => {
+      if (rec.final) return;
+      const parts: Part[] = [];
+      if (a.text !== undefined) parts.push(textPart(a.text));
+      if (a.data !== undefined) parts.push(dataPart(a.data));
+      if (parts.length === 0) parts.push(textPart(''));
+      const art = mkArtifact(`artifact-${++rec.artifactSeq}`, parts, {
+        ...(a.name !== undefined ? { name: a.name } : {}),
+        ...(a.description !== undefined ? { description: a.description } : {}),
+        ...(a.metadata !== undefined ? { metadata: a.metadata } : {}),
+      });
+      rec.artifacts.push(art);
+      ops.save(rec);
+      ops.emitArtifact(rec, art, false, true);
+    },
+    textChunk: (s: string) => {
+      if (rec.final || s === '') return;
+      const first = rec.responseIdx < 0;
+      setResponse(rec, rec.responseText + s);
+      ops.emitArtifact(rec, mkArtifact('response', [textPart(s)], { name: 'response' }), !first, false);
+    },
+    thinkingChunk: (s: string) => {
+      if (rec.final || s === '') return;
+      const first = !rec.thinkingStarted;
+      rec.thinkingStarted = true;
+      ops.emitArtifact(rec, mkArtifact('thinking', [textPart(s)], { name: 'thinking', metadata: { murmur: { kind: 'thinking' } } }), !first, false);
+    },
+    requestInput: (prompt: string) => requestInput(rec, ops, inputTimeoutSecs, prompt),
+  };
+}
+
+/** Puts `rec` in input-required until a reply (replyTo in tasks.ts), the timeout, or the task's end. */
+function requestInput(rec: TaskRecord, ops: TaskOps, inputTimeoutSecs: number, prompt: string): Promise<string> {
+  if (rec.final) return Promise.reject(new TaskCanceledError(rec.id));
+  if (rec.input) {
+    return Promise.reject(
+      new MurError('E-A2A-012', `task ${rec.id} already waits for input`, {
+        hint: 'call request-input again only after the previous call returned',
+      }),
+    );
+  }
+  return new Promise<string>((resolve, reject) => {
+    const input: NonNullable<TaskRecord['input']> = { resolve, reject };
+    if (inputTimeoutSecs > 0) {
+      input.timer = setTimeout(() => {
+        if (rec.input !== input) return;
+        rec.input = undefined;
+        const err = new InputTimeoutError(rec.id, inputTimeoutSecs);
+        reject(err);
+        rec.abort.abort(err);
+        ops.finalize(rec, 'failed', err.message);
+      }, inputTimeoutSecs * 1000);
+      input.timer.unref?.();
+    }
+    rec.input = input;
+    ops.setState(rec, 'input-required', prompt);
+  });
+}
+
+export function errMessage(e: unknown): string {
+  if (e instanceof Error) return e.message || e.name;
+  return String(e);
+}
+
+/** Runs one task's executor: its reports and outcome redacted; a throw or an invalid outcome fails the task with the reason. */
+export async function runExecutor(executor: TaskExecutor, ctx: TaskContext, events: TaskEvents): Promise<TaskOutcome> {
+  let outcome: TaskOutcome;
+  try {
+    outcome = await executor(ctx, redactedEvents(events));
+    if (!outcome || !['completed', 'failed', 'canceled', 'rejected'].includes(outcome.state)) {
+      outcome = { state: 'failed', reason: `executor returned an invalid outcome: ${JSON.stringify(outcome)}` };
+    }
+  } catch (e) {
+    outcome = { state: 'failed', reason: errMessage(e) };
+  }
+  return redactedOutcome(outcome);
+}
