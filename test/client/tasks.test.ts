@@ -37,6 +37,10 @@ describe('mur tasks', () => {
     const json = JSON.parse((await mur(['tasks', plain.url, 'list', '--json', '--page-size', '1'])).out);
     expect(json.tasks).toHaveLength(1);
     expect(json.nextPageToken).toBeTruthy();
+    const page2 = JSON.parse((await mur(['tasks', plain.url, 'list', '--json', '--page-size', '1', '--page-token', json.nextPageToken])).out);
+    expect(page2.tasks.map((t: { taskId: string }) => t.taskId)).toEqual([a.taskId]);
+    expect((await mur(['tasks', plain.url, 'list', '--state', 'failed'])).out).toBe('(no tasks)');
+    expect((await mur(['tasks', plain.url, 'list', '--state', 'done'])).err).toMatch(/--state must be one of submitted, working, .* got "done"/);
     const get = await mur(['tasks', plain.url, 'get', a.taskId]);
     expect(get.lines).toEqual([expect.stringMatching(new RegExp(`^${a.taskId} {2}completed`)), 'first answer']);
     const cancel = await mur(['tasks', plain.url, 'cancel', a.taskId]);
