@@ -18,7 +18,7 @@ import { TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/e
 import { DEFAULT_INPUT_TIMEOUT_SECS } from '../../manifest/schema.ts';
 import { TaskCanceledError, isTerminal, type TaskEvents, type TaskState } from '../core/executor.ts';
 import { agentMessage, messageText } from '../core/wire.ts';
-import { Subscriber, type StreamSink, type SubscriberBounds } from './stream.ts';
+import { Subscriber, type StreamSink } from './stream.ts';
 import { DEFAULT_MAX_LIVE_BYTES, evictions, retainedBytes } from './live-tasks.ts';
 import { artifactEvent, laggedNotice, newRecord, ownerKey, setResponse, snapshot, statusEvent, taskContext, type NewTask, type TaskRecord } from './task-record.ts';
 import { errMessage, executorEvents, runExecutor, type TaskOps } from './executor-events.ts';
