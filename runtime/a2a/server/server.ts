@@ -22,7 +22,8 @@ import { buildCardJson, buildCoreCard, cardVariants, etagMatches, type AgentCard
 import { authDoor, frontDoor, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
 import type { GrpcBinding } from './grpc.ts';
 import { normaliseVersion } from '../core/wire.ts';
-import { createHandler, headersOf } from '../handler/handler.ts';
+import { createHandler } from '../handler/handler.ts';
+import { headersOf } from '../handler/request-checks.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
 import { TaskMachine } from '../tasks/tasks.ts';
 import type { TaskAcceptance } from '../tasks/task-options.ts';
