@@ -106,6 +106,7 @@ const RESOURCES: Record<string, [string, string]> = {
   'apps/v1/Deployment': ['/apis/apps/v1', 'deployments'],
   'apps/v1/ReplicaSet': ['/apis/apps/v1', 'replicasets'],
   'networking.k8s.io/v1/NetworkPolicy': ['/apis/networking.k8s.io/v1', 'networkpolicies'],
+  'policy/v1/PodDisruptionBudget': ['/apis/policy/v1', 'poddisruptionbudgets'],
   'coordination.k8s.io/v1/Lease': ['/apis/coordination.k8s.io/v1', 'leases'],
   'murmur.io/v1alpha1/Capsule': ['/apis/murmur.io/v1alpha1', 'capsules'],
   'murmur.io/v1alpha1/Hook': ['/apis/murmur.io/v1alpha1', 'hooks'],
