@@ -1,34 +1,33 @@
 /**
  * The capsule's A2A server, composed from its parts:
- * - tasks.ts: the task state machine (acceptance none/single/queue, request-input, cancel, one
- *   final status), saving every change to the injected `TaskStore` (the SDK's interface);
- * - handler.ts: the SDK's `A2ARequestHandler` over that machine (validation, owner scoping);
- * - stream.ts: bounded stream subscribers;
- * - front-door.ts: body limit and envelope/version/method checks before the SDK's JSON-RPC handler;
+ * - ../tasks/tasks.ts: the task state machine (acceptance none/single/queue, request-input, cancel,
+ *   one final status), saving every change to the injected `TaskStore` (the SDK's interface);
+ * - ../handler/handler.ts: the SDK's `A2ARequestHandler` over that machine (validation, owner scoping);
+ * - ../tasks/stream.ts: bounded stream subscribers;
+ * - routes.ts: the HTTP routes; front-door.ts: body limit and envelope/version/method checks before
+ *   the SDK's JSON-RPC handler; grpc.ts: the gRPC binding;
  * - card.ts: the agent card.
  * The SDK's express `jsonRpcHandler` (with `legacyCompat`) does method dispatch, 0.3 ⇄ 1.0 shape
  * translation, error envelopes and SSE framing. See docs/a2a.md.
  */
-import type { ServerResponse } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { http } from '../../builtins.ts';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import type { NextFunction, Request, Response } from 'express';
+import type { Request } from 'express';
 import { InMemoryTaskStore, type TaskStore } from '@a2a-js/sdk/server';
-import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { MurError } from '../../errors.ts';
 import type { TaskExecutor } from '../core/executor.ts';
-import { buildCardJson, buildCoreCard, cardVariants, etagMatches, type AgentCardInput, type CardEndpoints } from './card.ts';
-import { authDoor, frontDoor, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
+import { buildCardJson, buildCoreCard, cardVariants, type AgentCardInput, type CardEndpoints } from './card.ts';
+import { mountRoutes } from './routes.ts';
 import type { GrpcBinding } from './grpc.ts';
-import { normaliseVersion } from '../core/wire.ts';
 import { createHandler } from '../handler/handler.ts';
 import { headersOf } from '../handler/request-checks.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
 import { TaskMachine } from '../tasks/tasks.ts';
 import type { TaskAcceptance } from '../tasks/task-options.ts';
 import type { TaskRecord } from '../tasks/task-record.ts';
-import { createPush, type PushOptions } from '../peers/push.ts';
+import { createPush, type Push, type PushOptions } from '../peers/push.ts';
 import { PushQuota, type PushLimits } from '../peers/push-limits.ts';
 import { applyConnectionLimits, resolveLimits, serverOptions, type ConnectionLimits } from './connection-limits.ts';
 import type { RemoteTasks } from '../tasks/replicas.ts';
@@ -140,38 +139,13 @@ export interface A2AServer {
   close(): Promise<void>;
 }
 
-
-function errMessage(e: unknown): string {
-  if (e instanceof Error) return e.message || e.name;
-  return String(e);
-}
-
 export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer> {
   const host = opts.host ?? '127.0.0.1';
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
   const limits = resolveLimits(opts.limits);
   const push = opts.push ? createPush(opts.push) : undefined;
   const pushQuota = new PushQuota(opts.push?.limits);
-  const onEvent = (rec: TaskRecord, resp: StreamResponse) => {
-    push!.deliver(rec.id, rec.ownerContext, resp);
-    if (rec.final) pushQuota.ended(rec.owner, rec.id);
-  };
-  const machine = new TaskMachine({
-    ...(push ? { onEvent } : {}),
-    executor: opts.executor,
-    acceptance: opts.acceptance,
-    queueDepth: opts.queueDepth ?? 16,
-    ...(opts.inputTimeoutSecs !== undefined ? { inputTimeoutSecs: opts.inputTimeoutSecs } : {}),
-    maxLiveTasks: opts.maxStoredTasks ?? 1000,
-    ...(opts.maxStoredTaskBytes !== undefined ? { maxLiveBytes: opts.maxStoredTaskBytes } : {}),
-    store: opts.taskStore ?? new InMemoryTaskStore(),
-    stream: {
-      maxQueued: opts.stream?.maxQueuedEvents ?? 256,
-      maxBuffered: opts.stream?.maxBufferedBytes ?? 1024 * 1024,
-      heartbeatMs: opts.stream?.heartbeatMs ?? 15_000,
-      ...(opts.stream?.onHeartbeat ? { onHeartbeat: opts.stream.onHeartbeat } : {}),
-    },
-  });
+  const machine = taskMachineOf(opts, push, pushQuota);
   // The SDK passes the request's headers object on in ServerCallContext; the front door maps it to
   // the response, so a stream subscriber can watch the bytes buffered in it.
   const resOf = new WeakMap<object, ServerResponse>();
@@ -181,20 +155,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   app.set('etag', false);
   const server = http.createServer(serverOptions(limits), app);
   const dropRefused = applyConnectionLimits(server, limits);
-  await new Promise<void>((resolve, reject) => {
-    const onErr = (e: NodeJS.ErrnoException) =>
-      reject(
-        new MurError('E-A2A-001', `cannot listen on ${host}:${opts.port ?? 0}: ${e.code ?? e.message}`, {
-          hint: 'pick a free port (network.internal_port) or stop the process holding it',
-          cause: e,
-        }),
-      );
-    server.once('error', onErr);
-    server.listen(opts.port ?? 0, host, () => {
-      server.off('error', onErr);
-      resolve();
-    });
-  });
+  await listen(server, host, opts.port ?? 0);
   const port = (server.address() as AddressInfo).port;
   const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const url = opts.publicUrl ?? `http://${urlHost}:${port}/`;
@@ -224,50 +185,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   // The caller of each HTTP request, found by authDoor before the SDK builds its context.
   const callers = new WeakMap<object, Caller>();
   const userBuilder = async (req: Request) => callers.get(req) ?? ANONYMOUS;
-
-  app.get('/healthz', (_req, res) => {
-    res.json({ ok: true });
-  });
-  app.get('/readyz', (_req, res) => {
-    const ready = machine.canAccept();
-    const waiting = machine.waitingForInput();
-    res.status(ready ? 200 : 503).json({ ready, acceptance: opts.acceptance, draining: machine.isDraining(), waiting_for_input: waiting, blocked_on_input: waiting > 0 });
-  });
-  app.get(['/.well-known/agent-card.json'], (req, res) => {
-    const wanted = normaliseVersion(requestedVersion(req));
-    const v = wanted === '1.0' ? cards.strict : cards.legacy;
-    res.setHeader('Cache-Control', 'max-age=60');
-    res.setHeader('Vary', 'A2A-Version');
-    res.setHeader('ETag', v.etag);
-    if (etagMatches(req.header('if-none-match'), v.etag)) {
-      res.status(304).end();
-      return;
-    }
-    res.setHeader('Content-Type', 'application/json');
-    res.end(v.body);
-  });
-  if (endpoints.rest) {
-    // The SDK's REST router compiles a path-to-regexp matcher per route when it is built (≈ 25 ms
-    // of CPU): built at the first HTTP+JSON request instead of in front of readiness.
-    let rest: ReturnType<typeof restHandler> | undefined;
-    app.use('/rest', authDoor(auth, callers, 'rest'), restDoor(maxBody, resOf), (req: Request, res: Response, next: NextFunction) => {
-      rest ??= restHandler({ requestHandler: handler, userBuilder });
-      rest(req, res, next);
-    });
-    app.use('/rest', restErrors());
-  }
-  app.post('/', authDoor(auth, callers, 'jsonrpc'), frontDoor(maxBody, resOf, () => machine.isDraining()));
-  app.use(jsonRpcHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
-  app.use((_req: Request, res: Response) => {
-    res.status(404).json({ error: 'not found: POST / for JSON-RPC, /rest/… for HTTP+JSON, GET /.well-known/agent-card.json for the card' });
-  });
-  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    res.status(500).json(rpcErrorBody(null, -32603, `internal error: ${errMessage(err)}`));
-  });
+  mountRoutes(app, { opts, machine, handler, auth, callers, userBuilder, resOf, cards, maxBody, rest: endpoints.rest !== undefined });
 
   let closed = false;
   return {
@@ -297,4 +215,46 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       });
     },
   };
+}
+
+/** The task machine of a server, its defaults filled in; with push, every event is offered for delivery. */
+function taskMachineOf(opts: A2AServerOptions, push: Push | undefined, pushQuota: PushQuota): TaskMachine {
+  const onEvent = (rec: TaskRecord, resp: StreamResponse) => {
+    push!.deliver(rec.id, rec.ownerContext, resp);
+    if (rec.final) pushQuota.ended(rec.owner, rec.id);
+  };
+  return new TaskMachine({
+    ...(push ? { onEvent } : {}),
+    executor: opts.executor,
+    acceptance: opts.acceptance,
+    queueDepth: opts.queueDepth ?? 16,
+    ...(opts.inputTimeoutSecs !== undefined ? { inputTimeoutSecs: opts.inputTimeoutSecs } : {}),
+    maxLiveTasks: opts.maxStoredTasks ?? 1000,
+    ...(opts.maxStoredTaskBytes !== undefined ? { maxLiveBytes: opts.maxStoredTaskBytes } : {}),
+    store: opts.taskStore ?? new InMemoryTaskStore(),
+    stream: {
+      maxQueued: opts.stream?.maxQueuedEvents ?? 256,
+      maxBuffered: opts.stream?.maxBufferedBytes ?? 1024 * 1024,
+      heartbeatMs: opts.stream?.heartbeatMs ?? 15_000,
+      ...(opts.stream?.onHeartbeat ? { onHeartbeat: opts.stream.onHeartbeat } : {}),
+    },
+  });
+}
+
+/** Listens on host:port; a port in use (or any listen error) is E-A2A-001 naming the address. */
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onErr = (e: NodeJS.ErrnoException) =>
+      reject(
+        new MurError('E-A2A-001', `cannot listen on ${host}:${port}: ${e.code ?? e.message}`, {
+          hint: 'pick a free port (network.internal_port) or stop the process holding it',
+          cause: e,
+        }),
+      );
+    server.once('error', onErr);
+    server.listen(port, host, () => {
+      server.off('error', onErr);
+      resolve();
+    });
+  });
 }
