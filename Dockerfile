@@ -36,7 +36,7 @@ RUN node --import tsx scripts/build-registry.ts /opt/murmur/registry
 
 # 3. The native addons, compiled for the image's Node against the headers the Node install carries
 #    (/usr/local/include/node): no download. node:24-bookworm has python3, make and gcc/g++.
-#    better-sqlite3's (the embedded task store, runtime/a2a/store.ts) with node-gyp (npm's own
+#    better-sqlite3's (the embedded task store, runtime/a2a/store/store.ts) with node-gyp (npm's own
 #    copy), optimised for size: SQLite's code is mapped into every serving process and a fault maps
 #    the 64 KiB around it, so nearly all of its text ends up resident — 2.0 MB at -O3, 1.1 MB at
 #    -Os (an idle `mur serve` 79.0–79.5 MiB against 79.8–80.4; a task runs a handful of

@@ -1,5 +1,5 @@
 /**
- * The replica bus (runtime/a2a/replica-bus.ts): what one call between two replicas costs over a
+ * The replica bus (runtime/a2a/store/replica-bus.ts): what one call between two replicas costs over a
  * real PostgreSQL server on loopback (Debian's, started by test/support/postgres.ts), against one
  * plain query round trip on the same server (the floor any store read pays). Each figure is the
  * mean of `--ops` sequential operations; arms alternate round by round.

@@ -1,5 +1,5 @@
 /**
- * The durable store (runtime/a2a/store.ts): what opening it costs at `mur serve` start-up, and
+ * The durable store (runtime/a2a/store/store.ts): what opening it costs at `mur serve` start-up, and
  * what one task's saves cost against the in-memory store it replaces.
  * - open: `openStore` on a new file (SDK migrations create the schema) and on an existing one
  *   (migrations find the ledger up to date), each including the first query.

@@ -65,7 +65,7 @@ const TARGETS: Record<string, Target> = {
         // beside the bundle that starts it.
         'dist/runtime/cli/transpile-child.js': 'dist/runtime/host/transpile-child.js',
         // The SDK's schema migrations (its `a2a-db` runner), which the store runs at open
-        // (runtime/a2a/store.ts finds it beside the SDK's database entry point). Bundled: loaded
+        // (runtime/a2a/store/store.ts finds it beside the SDK's database entry point). Bundled: loaded
         // from the package it imports all of kysely file by file (≈ 200–300 ms of every start);
         // bundled, ≈ 25 ms plus kysely/migration (below).
         'node_modules/@a2a-js/sdk/dist/cli/run.js': 'node_modules/@a2a-js/sdk/dist/cli/run.js',

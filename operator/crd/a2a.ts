@@ -1,7 +1,7 @@
 /**
  * `spec.a2a` of the Capsule CRD: who may call the capsule over A2A. The rendering is
  * operator/translate/builders/a2a-auth.ts; the schemes themselves are the runtime's
- * (runtime/a2a/auth.ts, docs/a2a.md "Callers who prove who they are").
+ * (runtime/a2a/server/auth.ts, docs/a2a.md "Callers who prove who they are").
  */
 import { arr, bool, obj, str, type Schema } from './schema.ts';
 

@@ -197,7 +197,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
 }
 
 /**
- * The durable store (runtime/a2a/store.ts): `--store`, else $MURMUR_STORE, else a SQLite file next
+ * The durable store (runtime/a2a/store/store.ts): `--store`, else $MURMUR_STORE, else a SQLite file next
  * to the session workdirs (`<work root>/<capsule>.store.db`, on the session volume in a cluster), so
  * a restarted `mur serve` of the same capsule finds its tasks. `memory` keeps them in memory only.
  * On PostgreSQL the store may be shared by several replicas: this one joins the replica bus
@@ -279,7 +279,7 @@ export function serveAuth(
   const keysPath = (flags['api-keys'] as string | undefined) ?? process.env['MURMUR_A2A_API_KEYS'];
   const apiKeys = keysPath ? readApiKeys(keysPath) : [];
   const tokenReview = flags['token-review'] === true;
-  if (tokenReview && !tokenReviewVerifier) throw new Error('serveAuth: --token-review needs the TokenReview verifier (runtime/a2a/token-review.ts)');
+  if (tokenReview && !tokenReviewVerifier) throw new Error('serveAuth: --token-review needs the TokenReview verifier (runtime/a2a/server/token-review.ts)');
   const trustedCallers = String(flags['trusted-callers'] ?? process.env['MURMUR_A2A_TRUSTED_CALLERS'] ?? '')
     .split(',')
     .map((s) => s.trim())

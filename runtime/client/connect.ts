@@ -2,7 +2,7 @@
  * The official A2A SDK client for `mur`: the agent card resolved (0.3 and 1.0 cards alike), the
  * transport chosen from what the card offers (JSON-RPC, HTTP+JSON, gRPC; `--transport` puts one
  * first), the caller's bearer sent on every call, and each way a call can fail turned into one
- * error with a stable code. Unlike runtime/a2a/client.ts (a capsule's peer client) there is no
+ * error with a stable code. Unlike runtime/a2a/peers/client.ts (a capsule's peer client) there is no
  * allowlist: the user chose the target.
  */
 import type { AgentCard } from '@a2a-js/sdk';

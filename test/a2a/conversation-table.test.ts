@@ -1,5 +1,5 @@
 /**
- * The durable conversation record (runtime/a2a/conversation-table.ts) on the real engines: the
+ * The durable conversation record (runtime/a2a/store/conversation-table.ts) on the real engines: the
  * byte bounds the session loads it with (the record within 16 MiB, a context's history within
  * 32 MiB: the newest messages that fit), and appends from several writers at once on one
  * PostgreSQL store (replicas): unique, gap-free sequence numbers, each task's messages contiguous

@@ -1,5 +1,5 @@
 /**
- * Which finished tasks stay in memory (runtime/a2a/live-tasks.ts): the rule as a table, the sizes
+ * Which finished tasks stay in memory (runtime/a2a/tasks/live-tasks.ts): the rule as a table, the sizes
  * it counts, and the task machine keeping to it while the store answers for what left memory.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The replica bus (runtime/a2a/replica-bus.ts) on a real PostgreSQL server: calls and streams
+ * The replica bus (runtime/a2a/store/replica-bus.ts) on a real PostgreSQL server: calls and streams
  * between replicas through LISTEN/NOTIFY, messages larger than one NOTIFY payload, the remote
  * error coming back, and liveness by advisory lock (a replica whose connection dies is seen gone,
  * and a call pending on it fails instead of hanging).

@@ -1,7 +1,7 @@
 /**
  * The first connection to a PostgreSQL store is retried while the failure says "not yet" (a pod
  * whose DNS, policy or database server is still coming up), and fails at once when it says
- * "never" (runtime/a2a/store-connect.ts). On a real PostgreSQL server started late.
+ * "never" (runtime/a2a/store/store-connect.ts). On a real PostgreSQL server started late.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';

@@ -1,4 +1,4 @@
-/** `--store` values (runtime/a2a/store.ts parseStoreUrl): which store each names, and refusals that never echo a password. */
+/** `--store` values (runtime/a2a/store/store.ts parseStoreUrl): which store each names, and refusals that never echo a password. */
 import { describe, expect, it } from 'vitest';
 import { parseStoreUrl } from '../../runtime/a2a/store/store.ts';
 

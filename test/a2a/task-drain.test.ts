@@ -1,5 +1,5 @@
 /**
- * The task machine's graceful drain (runtime/a2a/tasks.ts) when its budget runs out: the unfinished
+ * The task machine's graceful drain (runtime/a2a/tasks/tasks.ts) when its budget runs out: the unfinished
  * task is failed with a reason AND its executor is aborted, so the work (a driver call, a tool)
  * stops instead of running on behind a task its caller was told has failed.
  */

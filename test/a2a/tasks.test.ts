@@ -1,5 +1,5 @@
 /**
- * The task state machine on its own (runtime/a2a/tasks.ts): no HTTP, no transport. Acceptance,
+ * The task state machine on its own (runtime/a2a/tasks/tasks.ts): no HTTP, no transport. Acceptance,
  * request-input, cancel, exactly one final status, and the TaskStore seam with owner scoping.
  */
 import { describe, expect, it } from 'vitest';

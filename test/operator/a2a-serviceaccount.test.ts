@@ -1,6 +1,6 @@
 /**
  * Capsule-to-capsule A2A authentication with Kubernetes ServiceAccount tokens, verified by
- * TokenReview against the real API server of the test cluster (runtime/a2a/token-review.ts):
+ * TokenReview against the real API server of the test cluster (runtime/a2a/server/token-review.ts):
  * a token projected for this agent's URL is accepted (its holder is the caller, and a declared
  * peer may pass on trust); a token for another audience, a revoked token (its bound object gone),
  * a garbage token and no token are refused. Expired tokens: the API server will not issue a token

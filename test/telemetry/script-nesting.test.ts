@@ -42,7 +42,7 @@ describe('script capsule tracing', () => {
     const [scriptTask] = await receiver.waitFor(1, (s) => s.name === 'invoke_agent demo');
     expect(scriptTask!.parentSpanId).toBe(ROOT_SPAN);
     expect(scriptTask!.traceId).toBe(ROOT_TRACE);
-    // runtime/a2a/client.ts stamps every request it sends as coming from a peer.
+    // runtime/a2a/peers/client.ts stamps every request it sends as coming from a peer.
     expect(scriptTask!.attributes).toMatchObject({ 'capsule.task.source': 'a2a', 'capsule.task.origin': 'peer', 'capsule.task.trust': 'trusted' });
     expect(calleeTask!.traceId).toBe(ROOT_TRACE);
     expect(calleeTask!.parentSpanId).toBe(scriptTask!.spanId);

@@ -1,5 +1,5 @@
 /**
- * One traceparent parser: the A2A intake (runtime/a2a/wire.ts validTraceparent) and the spans
+ * One traceparent parser: the A2A intake (runtime/a2a/core/wire.ts validTraceparent) and the spans
  * (parseTraceparent) accept and refuse the same headers, by the W3C rules (a higher version may
  * append fields; version 00 may not; ff and all-zero ids are invalid).
  */

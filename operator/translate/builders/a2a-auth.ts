@@ -6,14 +6,14 @@
  *    `--api-keys` over a mounted Secret, `--anonymous` only where the Capsule says so;
  *  - the capsule can prove who it is to each peer it names: one projected ServiceAccount token per
  *    peer, with the peer's Service URL (exactly its `--public-url`) as audience, in a file named
- *    after the host the runtime will call (runtime/a2a/credentials.ts reads it at each call; the
+ *    after the host the runtime will call (runtime/a2a/peers/credentials.ts reads it at each call; the
  *    kubelet rotates it).
  * Pure: the Capsule, its resolved peers and callers in, pod fragments out.
  */
 import type { A2AAuthSpec, Capsule } from '../../api/types.ts';
 import type { TranslateOptions } from '../options.ts';
 
-/** Where the runtime looks for its peer tokens (runtime/a2a/credentials.ts DEFAULT_PEER_TOKENS_DIR). */
+/** Where the runtime looks for its peer tokens (runtime/a2a/peers/credentials.ts DEFAULT_PEER_TOKENS_DIR). */
 export const PEER_TOKENS_DIR = '/var/run/secrets/murmur/peers';
 export const API_KEYS_DIR = '/var/run/secrets/murmur/a2a-api-keys';
 /** Where client-node's in-cluster configuration reads the pod's API credentials. */

@@ -1,5 +1,5 @@
 /**
- * The seam between the A2A server (runtime/a2a/server.ts) and whatever runs a task — in the
+ * The seam between the A2A server (runtime/a2a/server/server.ts) and whatever runs a task — in the
  * capsule runtime, the agent loop. The server owns ids, states, streaming, acceptance and
  * cancellation; the executor only turns one task's input text into an outcome and reports what
  * happens on the way. See docs/a2a.md ("Executor interface").
