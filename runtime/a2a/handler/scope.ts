@@ -27,12 +27,12 @@ export interface HandlerOptions {
   originTrust?: (context: ServerCallContext) => { origin: TaskOrigin; trust: TaskTrust };
   /** The connection a stream is written to, for backpressure (SSE); undefined when unknown. */
   sinkOf?: (context: ServerCallContext) => StreamSink | undefined;
-  /** Push notifications (push.ts); without it every push method is PushNotificationNotSupported. */
+  /** Push notifications (../peers/push.ts); without it every push method is PushNotificationNotSupported. */
   push?: Push;
-  /** Bounds on push configs (push-limits.ts). Default: the default bounds. */
+  /** Bounds on push configs (../peers/push-limits.ts). Default: the default bounds. */
   pushQuota?: PushQuota;
   /**
-   * Replicas on a shared store (replicas.ts): a task not live here may run on another replica,
+   * Replicas on a shared store (../tasks/replicas.ts): a task not live here may run on another replica,
    * which then takes its cancel, its input reply and its streams. Without it, a task not live here
    * has ended (one process owns every task it runs).
    */

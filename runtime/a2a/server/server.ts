@@ -66,7 +66,7 @@ export interface A2AServerOptions {
   /**
    * Push notifications: webhooks may only point where `allow` (the capsule's
    * capabilities.network.allow) lets the capsule connect; `limits` bounds the configs
-   * (push-limits.ts: 10 per task, 100 per caller, URLs of 2048 characters). Default: not supported (-32003).
+   * (../peers/push-limits.ts: 10 per task, 100 per caller, URLs of 2048 characters). Default: not supported (-32003).
    */
   push?: PushOptions & { limits?: PushLimits };
   /** Largest accepted request body. Default 1 MiB. */
@@ -78,7 +78,7 @@ export interface A2AServerOptions {
   limits?: ConnectionLimits;
   /** Finished tasks kept live in memory (oldest dropped first; the task store keeps them). Default 1000. */
   maxStoredTasks?: number;
-  /** Bytes of content (text, files, data) those finished tasks keep in memory at most. Default 4 MiB (live-tasks.ts). */
+  /** Bytes of content (text, files, data) those finished tasks keep in memory at most. Default 4 MiB (../tasks/live-tasks.ts). */
   maxStoredTaskBytes?: number;
   /**
    * Where tasks are saved (the SDK's `TaskStore`: `InMemoryTaskStore`, or `DatabaseTaskStore` from
@@ -86,7 +86,7 @@ export interface A2AServerOptions {
    */
   taskStore?: TaskStore;
   /**
-   * Replicas on a shared store (replicas.ts): given the task machine, the client side of the other
+   * Replicas on a shared store (../tasks/replicas.ts): given the task machine, the client side of the other
    * replicas (cancel, input replies and streams of tasks they run). Default: this process alone.
    */
   replicate?: (machine: TaskMachine) => RemoteTasks;

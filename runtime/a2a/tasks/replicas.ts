@@ -1,6 +1,6 @@
 /**
  * A2A across replicas: what one `mur serve` replica asks of the replica that runs a task, over the
- * replica bus (replica-bus.ts, PostgreSQL LISTEN/NOTIFY). The store already answers `tasks/get` and
+ * replica bus (../store/replica-bus.ts, PostgreSQL LISTEN/NOTIFY). The store already answers `tasks/get` and
  * `ListTasks` on any replica; what only the runner can do goes to the runner:
  * - `tasks/cancel`: abort the task there (its executor, its provider call);
  * - the reply to an `input-required` task: the session waiting in request-input is there;
@@ -26,7 +26,7 @@ export interface RemoteReply {
   returnImmediately?: boolean;
 }
 
-/** What the request handler asks of other replicas (handler.ts `remote`). */
+/** What the request handler asks of other replicas (../handler/handler.ts `remote`). */
 export interface RemoteTasks {
   /** The other, live replica that runs task `id`; undefined when none (a runner that died has its task failed first). */
   runner(id: string): Promise<string | undefined>;
