@@ -12,10 +12,11 @@ import type { TaskMachine } from '../tasks/tasks.ts';
 import { etagMatches, type cardVariants } from './card.ts';
 import { authDoor, frontDoor, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
 import type { Authenticator, Caller } from './auth.ts';
-import type { A2AServerOptions } from './server.ts';
+import type { TaskAcceptance } from '../tasks/task-options.ts';
 
 export interface RouteDeps {
-  opts: A2AServerOptions;
+  /** lifecycle.task_acceptance, as /readyz reports it. */
+  acceptance: TaskAcceptance;
   machine: TaskMachine;
   handler: A2ARequestHandler;
   auth: Authenticator;
@@ -42,7 +43,7 @@ export function mountRoutes(app: Express, d: RouteDeps): void {
   app.get('/readyz', (_req, res) => {
     const ready = d.machine.canAccept();
     const waiting = d.machine.waitingForInput();
-    res.status(ready ? 200 : 503).json({ ready, acceptance: d.opts.acceptance, draining: d.machine.isDraining(), waiting_for_input: waiting, blocked_on_input: waiting > 0 });
+    res.status(ready ? 200 : 503).json({ ready, acceptance: d.acceptance, draining: d.machine.isDraining(), waiting_for_input: waiting, blocked_on_input: waiting > 0 });
   });
   app.get(['/.well-known/agent-card.json'], (req, res) => {
     const wanted = normaliseVersion(requestedVersion(req));

@@ -185,7 +185,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   // The caller of each HTTP request, found by authDoor before the SDK builds its context.
   const callers = new WeakMap<object, Caller>();
   const userBuilder = async (req: Request) => callers.get(req) ?? ANONYMOUS;
-  mountRoutes(app, { opts, machine, handler, auth, callers, userBuilder, resOf, cards, maxBody, rest: endpoints.rest !== undefined });
+  mountRoutes(app, { acceptance: opts.acceptance, machine, handler, auth, callers, userBuilder, resOf, cards, maxBody, rest: endpoints.rest !== undefined });
 
   let closed = false;
   return {
