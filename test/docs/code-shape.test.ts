@@ -31,7 +31,6 @@ export const MAX_FUNCTION_LINES = 120;
  */
 const FILES_OVER: Readonly<Record<string, number>> = {
   'operator/controller/controller.ts': 533,
-  'runtime/a2a/tasks/tasks.ts': 669,
   'runtime/hooks/bus.ts': 547,
 };
 
@@ -41,8 +40,6 @@ const FILES_OVER: Readonly<Record<string, number>> = {
  */
 const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
   'operator/translate/index.ts translate': 166,
-  'runtime/a2a/handler/handler.ts createHandler': 231,
-  'runtime/a2a/server/server.ts startA2AServer': 152,
   'runtime/cli/serve.ts serveCommand': 139,
   'runtime/hooks/docs.ts renderHookDocs': 167,
   'runtime/inference/bpe-count.ts cl100kCounter': 171,
