@@ -1,7 +1,8 @@
 /**
  * Builds what a test file needs from outside the repository on its first use, the way the cluster
- * and image global setups do: the OCI registry and oras (test/oci/build.sh, Go module proxy) and the
- * Python A2A SDK's venv (test/interop/build.sh, PyPI). Each script is a no-op when its cache is
+ * and image global setups do: the OCI registry and oras (test/oci/build.sh, Go module proxy), the
+ * Python A2A SDK's venv (test/interop/build.sh, PyPI), and promtool and prometheus
+ * (test/prometheus/build.sh, Go module proxy). Each script is a no-op when its cache is
  * current, waits for a concurrent run of itself (flock), and prints a line per step to stderr,
  * which vitest passes through while the build runs. A missing toolchain fails the suite saying
  * what to install; it never skips.
@@ -39,4 +40,11 @@ export function ensureOciTools(): Promise<void> {
 /** The Python A2A SDK's venv in A2A_PY_DIR, installed from PyPI when missing. */
 export function ensurePythonSdk(): Promise<void> {
   return runBuild('test/interop/build.sh', { A2A_PY_DIR }, 'python3 with the venv module is not installed; the interop suite installs the official a2a-sdk from PyPI into a venv with it');
+}
+
+export const PROMETHEUS_BIN = process.env.PROMETHEUS_BIN_DIR ?? path.join(PROJECT_ROOT, '.cache', 'prometheus', 'bin');
+
+/** promtool and prometheus in PROMETHEUS_BIN, built from the Go module proxy when missing. */
+export function ensurePrometheus(): Promise<void> {
+  return runBuild('test/prometheus/build.sh', { PROMETHEUS_BIN_DIR: PROMETHEUS_BIN }, 'Go (>= 1.26) is not installed; the chart\'s alert and dashboard tests build promtool and prometheus with it from the Go module proxy');
 }
