@@ -136,6 +136,47 @@ export interface CapsuleSpec {
   ingress?: { from?: IngressPeer[] };
   /** Who may call the capsule over A2A (operator/translate/builders/a2a-auth.ts, docs/a2a.md). */
   a2a?: { auth?: A2AAuthSpec };
+  /** MCP servers whose tools the model may call (operator/translate/mcp.ts, docs/mcp.md). */
+  mcp?: { servers: McpServerSpec[] };
+}
+
+/**
+ * One MCP server of `spec.mcp.servers`: reached by `url` or by an in-cluster `service`; its
+ * credentials come from Secrets as env vars the rendered murmur.yaml names (`token_env`,
+ * `headers_env`), never through the file.
+ */
+export interface McpServerSpec {
+  name: string;
+  tools: string[];
+  /** A Streamable HTTP endpoint (outside the cluster, or any host the runtime's allowlist takes). */
+  url?: string;
+  /** An in-cluster Service: the egress NetworkPolicy admits exactly its pods on its target port. */
+  service?: McpServiceRef;
+  /** Sent as `Authorization: Bearer <value>`. */
+  tokenSecretRef?: SecretKeyRef;
+  /** More headers, each value from a Secret key. */
+  headers?: Array<{ name: string; secretKeyRef: SecretKeyRef }>;
+  sampling?: 'refuse' | 'driver';
+  elicitation?: 'refuse' | 'input-required';
+}
+
+export interface McpServiceRef {
+  name: string;
+  /** Default: the Capsule's namespace. */
+  namespace?: string;
+  /** The Service port (not the pod's). */
+  port: number;
+  /** The endpoint's path (default /mcp). */
+  path?: string;
+}
+
+/** What the operator keeps of a Service an MCP server names: where its pods are, never more. */
+export interface ServiceInfo {
+  name: string;
+  namespace: string;
+  /** Absent: a Service without a selector (ExternalName, hand-made Endpoints). */
+  selector?: Record<string, string>;
+  ports: Array<{ name?: string; port: number; targetPort?: number | string }>;
 }
 
 /** `spec.a2a.auth`: the A2A schemes the capsule's pods accept. Default: ServiceAccount tokens only. */

@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
+import type { Capsule, Hook, KubeObject, SecretInfo, ServiceInfo } from '../api/types.ts';
 import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../translate/builders/common.ts';
 import { ApiError, collectionPath, isConflict, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
@@ -15,6 +15,7 @@ import { RefusalsMemo } from '../reconcile/refusals-memo.ts';
 import { computeStatus, runtimeExit, sameStatus, type PodLike } from '../reconcile/status.ts';
 import { PROBLEM_CODES, translate, type Problem, type TranslateResult } from '../translate/index.ts';
 import { peerKeys } from '../translate/network.ts';
+import { mcpSecretNames, mcpServiceKeys, serviceInfo } from '../translate/mcp.ts';
 import type { TranslateOptions } from '../translate/options.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
@@ -77,6 +78,8 @@ export class CapsuleController {
   readonly capsules: Informer<Capsule>;
   readonly hooks: Informer<Hook>;
   readonly secrets: Informer<SecretInfo & KubeObject>;
+  /** Services (selector and ports only): where the pods of an MCP server a Capsule names are (translate/mcp.ts). */
+  readonly services: Informer<ServiceInfo & KubeObject>;
   readonly owned = new Map<string, Informer<OwnedEntry>>();
   /** The capsules' pods (names, config hash, container statuses only): a runtime that exits at start shows in status. */
   readonly pods: Informer<PodLike>;
@@ -128,6 +131,10 @@ export class CapsuleController {
       });
     this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on((t, h, old) => this.onHook(t, h, old));
     this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) => this.onSecret(s));
+    this.services = new Informer<ServiceInfo & KubeObject>(client, 'services', paths('v1', 'Service'), {
+      ...io,
+      transform: (o: any) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion }, ...serviceInfo(o) }),
+    }).on((_t, s) => this.onService(s));
     // Owned objects and pods indexed by their Capsule (label): prune and status read a capsule's own.
     const byCapsule = (o: KubeObject) => {
       const owner = o.metadata.labels?.[LABEL_CAPSULE];
@@ -156,7 +163,7 @@ export class CapsuleController {
   }
 
   private informers(): Informer<any>[] {
-    return [this.capsules, this.hooks, this.secrets, ...this.owned.values(), this.pods];
+    return [this.capsules, this.hooks, this.secrets, this.services, ...this.owned.values(), this.pods];
   }
 
   get synced(): boolean {
@@ -221,7 +228,13 @@ export class CapsuleController {
     // The operator-wide OTLP headers Secret concerns every capsule of its namespace.
     const otlp = this.o.translate.otlp?.headersSecret?.name === s.metadata.name;
     for (const c of this.capsules.store.values())
-      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name || c.spec.store?.postgres?.urlSecretRef.name === s.metadata.name)) this.enqueue(keyOf(c));
+      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name || c.spec.store?.postgres?.urlSecretRef.name === s.metadata.name || mcpSecretNames(c.spec).includes(s.metadata.name))) this.enqueue(keyOf(c));
+  }
+
+  /** A Service an MCP server names appeared, moved its pods or ports, or went: its egress rule follows. */
+  private onService(s: KubeObject): void {
+    const key = keyOf(s);
+    for (const c of this.capsules.store.values()) if (c.spec.mcp && mcpServiceKeys(c.metadata.namespace ?? 'default', c.spec).includes(key)) this.enqueue(keyOf(c));
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -343,9 +356,12 @@ export class CapsuleController {
     if (storeRef) secrets[storeRef] = this.secrets.get(`${ns}/${storeRef}`);
     const oref = this.o.translate.otlp?.headersSecret?.name;
     if (oref) secrets[oref] = this.secrets.get(`${ns}/${oref}`);
+    for (const m of mcpSecretNames(c.spec)) secrets[m] = this.secrets.get(`${ns}/${m}`);
+    const services: Record<string, ServiceInfo | undefined> = {};
+    for (const k of mcpServiceKeys(ns, c.spec)) services[k] = this.services.get(k);
     const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));
     return {
-      capsule: c, hooks, secrets, callers, capsulePorts: this.ports, noTokenPeers: this.noTokens, options: this.o.translate,
+      capsule: c, hooks, secrets, services, callers, capsulePorts: this.ports, noTokenPeers: this.noTokens, options: this.o.translate,
       refusals: (yaml: string, n: number) => this.refusals.check(key, yaml, n),
     };
   }

@@ -2,6 +2,7 @@
 import { API_VERSION, GROUP, VERSION } from '../api/types.ts';
 import { CAPSULE_CODE, codeAllRules, nameRule, versionRule } from './admission.ts';
 import { a2aSchema } from './a2a.ts';
+import { mcpSchema } from './mcp.ts';
 import { ARTIFACT_NAME, artifactSource, capabilities } from './common.ts';
 import { arr, bool, enm, freeform, int, labelSelector, map, num, obj, quantity, str, DNS_LABEL, type Schema } from './schema.ts';
 import { conditionsSchema } from './status.ts';
@@ -172,6 +173,7 @@ export function capsuleSpecSchema(): Schema {
       servicePort: int('A2A Service port (default 8080).', { minimum: 1, maximum: 65535, default: 8080 }),
       ingress: ingressSchema(),
       a2a: a2aSchema(),
+      mcp: mcpSchema(),
     },
     {
       'x-kubernetes-validations': [

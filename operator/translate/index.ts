@@ -5,7 +5,7 @@
  * No API calls, no clock, no randomness: the reconciler applies what this returns.
  */
 import { isIP } from 'node:net';
-import type { Capsule, Hook, KubeObject, SecretInfo } from '../api/types.ts';
+import type { Capsule, Hook, KubeObject, SecretInfo, ServiceInfo } from '../api/types.ts';
 import { sha256, stableJson } from './builders/common.ts';
 import { buildConfigMap } from './builders/configmap.ts';
 import { buildDeployment } from './builders/deployment.ts';
@@ -19,6 +19,7 @@ import { isMurErrorList, parseManifest } from '../../runtime/manifest/index.ts';
 import { allAllowEntries, allowEntriesWithField, parseAllow, type AllowEntry } from './network.ts';
 import type { TranslateOptions } from './options.ts';
 import { renderStore } from './store.ts';
+import { renderMcp } from './mcp.ts';
 
 export interface TranslateInput {
   capsule: Capsule;
@@ -30,6 +31,8 @@ export interface TranslateInput {
   callers: string[];
   /** Service port of every known capsule, by `<ns>/<name>`. */
   capsulePorts: Record<string, number>;
+  /** The Services spec.mcp.servers[].service names, by `<ns>/<name>` (translate/mcp.ts). */
+  services?: Record<string, ServiceInfo | undefined>;
   /** `<ns>/<name>` of capsules that take no ServiceAccount tokens: a caller presenting one would get 401, so none is projected. */
   noTokenPeers?: ReadonlySet<string>;
   options: TranslateOptions;
@@ -39,7 +42,7 @@ export interface TranslateInput {
 
 export type ProblemReason =
   | 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound' | 'NotServable' | 'MissingEndpoint'
-  | 'InvalidManifest' | 'WriteRefused' | 'SharedStoreRequired';
+  | 'InvalidManifest' | 'WriteRefused' | 'SharedStoreRequired' | 'InvalidMcpServer' | 'McpServiceNotFound' | 'McpServiceUnusable';
 
 /** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
 export const PROBLEM_CODES: Record<ProblemReason, string> = {
@@ -54,6 +57,9 @@ export const PROBLEM_CODES: Record<ProblemReason, string> = {
   InvalidManifest: 'E-OP-009',
   WriteRefused: 'E-OP-012',
   SharedStoreRequired: 'E-OP-016',
+  InvalidMcpServer: 'E-OP-045',
+  McpServiceNotFound: 'E-OP-046',
+  McpServiceUnusable: 'E-OP-047',
 };
 
 /** Admission refusals (the CRDs' CEL rules put these codes in their messages). */
@@ -108,6 +114,10 @@ export function translate(input: TranslateInput): TranslateResult {
   // The store (store.ts): its Secret, the replicas it allows, the server's address.
   const store = renderStore(spec, input.secrets, ns);
   problems.push(...store.problems);
+
+  // MCP servers (mcp.ts): the murmur.yaml block, their credentials' env, their egress.
+  const mcp = renderMcp({ spec, namespace: ns, clusterDomain: options.clusterDomain, secrets: input.secrets, services: input.services ?? {} });
+  problems.push(...mcp.problems);
 
   // Hooks.
   const hooks: Hook[] = [];
@@ -176,6 +186,7 @@ export function translate(input: TranslateInput): TranslateResult {
     else if (e.kind === 'ip' && isIP(raw.trim()) === 6) rewrite.set(raw, `[${raw.trim()}]`);
     entries.push(e);
   }
+  entries.push(...mcp.entries);
   // Destinations the runtime process itself reaches (not the guests): artifact sources fetched at
   // staging, the inference endpoint, the OTLP collector. NetworkPolicy only; not in murmur.yaml.
   const hostCalls = [
@@ -211,7 +222,7 @@ export function translate(input: TranslateInput): TranslateResult {
     else if (!s.keys.includes(otlpRef.key)) problems.push({ reason: 'MissingSecretKey', fatal: false, field: 'otlp.headersSecret.key', message: `OTLP headers Secret '${otlpRef.name}' has no key '${otlpRef.key}' (keys: ${s.keys.join(', ') || 'none'}); spans are exported without those headers` });
   }
 
-  const murmurYaml = renderManifest({ capsule, hooks, rewriteAllow: (e) => (rewrite.has(e) ? rewrite.get(e) : e) });
+  const murmurYaml = renderManifest({ capsule, hooks, rewriteAllow: (e) => (rewrite.has(e) ? rewrite.get(e) : e), mcp });
   // Whatever admission let through, the runtime would refuse at start (exit 1, a crash-looping pod
   // under a green Capsule): run its own validator on the very file the pods will read. Skipped
   // when a fatal problem already blocks the apply (its message is the more precise one).
@@ -227,6 +238,7 @@ export function translate(input: TranslateInput): TranslateResult {
       otlp: options.otlp ?? null,
       ...(otlpSecretVersion !== undefined ? { otlpSecret: otlpSecretVersion } : {}),
       ...(store.secretVersion !== undefined ? { storeSecret: store.secretVersion } : {}),
+      ...(Object.keys(mcp.secretVersions).length ? { mcpSecrets: mcp.secretVersions } : {}),
       image: options.image,
     }),
   ).slice(0, 32);
@@ -236,9 +248,9 @@ export function translate(input: TranslateInput): TranslateResult {
     buildServiceAccount(capsule),
     buildConfigMap(capsule, murmurYaml),
     buildService(capsule),
-    buildEgressPolicy(capsule, entries, options, auth.serviceAccounts ? apiServerEgress(options) : []),
+    buildEgressPolicy(capsule, entries, options, [...(auth.serviceAccounts ? apiServerEgress(options) : []), ...mcp.rules]),
     buildIngressPolicy(capsule, input.callers, options),
-    buildDeployment(capsule, options, configHash, `${url}/`, hooks, a2aAuth(capsule, [...peerTokens.values()].sort((a, b) => (a.host < b.host ? -1 : 1)), input.callers), store.env),
+    buildDeployment(capsule, options, configHash, `${url}/`, hooks, a2aAuth(capsule, [...peerTokens.values()].sort((a, b) => (a.host < b.host ? -1 : 1)), input.callers), [...store.env, ...mcp.env]),
   ];
   const budget = buildDisruptionBudget(capsule);
   if (budget) objects.push(budget);

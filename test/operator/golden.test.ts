@@ -8,7 +8,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { Capsule, Hook, SecretInfo } from '../../operator/api/types.ts';
+import type { Capsule, Hook, SecretInfo, ServiceInfo } from '../../operator/api/types.ts';
+import { serviceInfo } from '../../operator/translate/mcp.ts';
 import { peerKeys } from '../../operator/translate/network.ts';
 import { translate } from '../../operator/translate/index.ts';
 import { parseManifest } from '../../runtime/manifest/capsule.ts';
@@ -28,6 +29,9 @@ export function goldenInput(text: string) {
   for (const d of docs)
     if (d.kind === 'Secret' && (d.metadata.namespace ?? 'default') === ns)
       secrets[d.metadata.name] = { name: d.metadata.name, resourceVersion: String(d.metadata.resourceVersion ?? '1'), keys: Object.keys({ ...d.data, ...d.stringData }).sort() };
+  // Services (any namespace): the ones spec.mcp.servers[].service names, as the controller keeps them.
+  const services: Record<string, ServiceInfo> = {};
+  for (const d of docs) if (d.kind === 'Service') services[`${d.metadata.namespace ?? 'default'}/${d.metadata.name}`] = serviceInfo(d as Parameters<typeof serviceInfo>[0]);
   const capsulePorts: Record<string, number> = {};
   for (const c of capsules) capsulePorts[`${c.metadata.namespace ?? 'default'}/${c.metadata.name}`] = c.spec.servicePort ?? 8080;
   const opt = docs.find((d) => d.kind === 'TranslateOptions');
@@ -37,7 +41,7 @@ export function goldenInput(text: string) {
     .slice(1)
     .filter((c) => peerKeys(c.metadata.namespace ?? 'default', c.spec, options.clusterDomain, () => true).includes(self))
     .map((c) => `${c.metadata.namespace ?? 'default'}/${c.metadata.name}`);
-  return { capsule, hooks, secrets, callers, capsulePorts, options };
+  return { capsule, hooks, secrets, callers, capsulePorts, services, options };
 }
 
 function render(input: ReturnType<typeof goldenInput>): string {

@@ -22,6 +22,8 @@ export interface ManifestInput {
    * undefined drops it (CIDRs: a NetworkPolicy-only grant the runtime's allowlist cannot hold).
    */
   rewriteAllow: (entry: string) => string | undefined;
+  /** The `mcp:` block (translate/mcp.ts) and the origins its servers add to the capsule-wide allowlist. */
+  mcp?: { block?: Record<string, unknown>; allow: string[] };
 }
 
 function compact<T extends Record<string, unknown>>(o: T): T {
@@ -43,7 +45,16 @@ function capabilities(c: ArtifactSpec['capabilities'], rewrite: (e: string) => s
   return out;
 }
 
-export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput): string {
+/** The capsule-wide grant with the MCP servers' origins added (the runtime refuses a server its allowlist does not cover). */
+function withMcpAllow(c: Record<string, unknown> | undefined, extra: readonly string[]): Record<string, unknown> | undefined {
+  if (!extra.length) return c;
+  const network = (c?.network ?? {}) as { allow?: string[] };
+  const allow = [...(network.allow ?? [])];
+  for (const e of extra) if (!allow.includes(e)) allow.push(e);
+  return { ...c, network: { ...network, allow } };
+}
+
+export function renderManifest({ capsule, hooks, rewriteAllow, mcp }: ManifestInput): string {
   const s = capsule.spec;
   const artifacts: Record<string, unknown>[] = (s.artifacts ?? []).map((a) =>
     compact({
@@ -92,7 +103,7 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
     name: s.name ?? capsule.metadata.name,
     version: s.version ?? '0.0.0',
     artifacts: artifacts.length ? artifacts : undefined,
-    capabilities: capabilities(s.capabilities, rewriteAllow),
+    capabilities: withMcpAllow(capabilities(s.capabilities, rewriteAllow), mcp?.allow ?? []),
     inference,
     context: s.context,
     // A Capsule on Kubernetes is a long-running A2A service: queue unless it says otherwise (the
@@ -101,6 +112,7 @@ export function renderManifest({ capsule, hooks, rewriteAllow }: ManifestInput):
     lifecycle: { task_acceptance: 'queue', input_timeout_secs: DEFAULT_INPUT_TIMEOUT_SECS, ...s.lifecycle },
     observability: s.observability,
     trace: s.trace,
+    mcp: mcp?.block,
   });
   return (
     `# Rendered by capsule-operator from Capsule ${capsule.metadata.namespace}/${capsule.metadata.name}; edit the Capsule, not this file.\n` +
