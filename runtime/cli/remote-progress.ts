@@ -24,6 +24,8 @@ export function remoteStepLine(e: StepEvent, label: string): string | undefined 
       if (e.state === 'input-required') return `? ${e.text ?? '(the capsule asks for input)'}`;
       if (e.final) return `■ task ${e.state}${e.text && e.state !== 'completed' ? `: ${e.text}` : ''}`;
       return e.text ? `  ${e.state}: ${e.text}` : undefined;
+    case 'reattached':
+      return `  (the stream broke off; following task ${e.taskId} again)`;
     case 'artifact':
       return `    artifact ${e.name}: ${e.text ?? JSON.stringify(e.data)}`;
     default:

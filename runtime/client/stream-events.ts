@@ -20,7 +20,9 @@ export type StepEvent =
   | { kind: 'thinking'; text: string }
   | { kind: 'response'; text: string }
   | { kind: 'artifact'; name: string; text?: string; data?: unknown }
-  | { kind: 'message'; text: string };
+  | { kind: 'message'; text: string }
+  /** Not on the wire: the stream broke off and the client re-attached to the task. */
+  | { kind: 'reattached'; taskId: string };
 
 const TURN = /^inference turn (\d+)$/;
 

@@ -26,41 +26,67 @@ export function outcomeOf(t: Task): TaskOutcome {
   return { taskId: t.id, contextId: t.contextId, state, ...(answer !== undefined ? { answer } : {}), ...(s ? { statusText: s } : {}) };
 }
 
+/** Reattachments after a stream broke off before the task's end, before giving up. */
+const MAX_REATTACH = 3;
+
+/** A broken connection (reset, closed mid-stream), as opposed to an answer from the capsule. */
+function connectionLost(e: unknown): boolean {
+  const err = e as { message?: string; cause?: { code?: unknown; message?: string } };
+  return err?.message === 'terminated' || err?.message === 'fetch failed' || (typeof err?.cause?.code === 'string' && /^(UND_ERR_|ECONN|EPIPE)/.test(err.cause.code));
+}
+
 /**
  * Sends `message` and follows the task to its end or to `input-required`, telling `onStep` each
- * step. A stream that closes early (a dropped connection, a proxy) is not the task's end: the
- * task is then read back with GetTask. A card without streaming gets a blocking send.
+ * step. A stream that breaks off before that (a dropped connection, a port-forward cut) is not
+ * the task's end: the client re-attaches to the task (SubscribeToTask, which starts with the
+ * task's current state) up to three times, and reads a task that ended meanwhile with GetTask.
+ * A card without streaming gets a blocking send.
  */
 export async function sendAndFollow(conn: AgentConnection, message: Message, onStep: (e: StepEvent) => void, signal?: AbortSignal): Promise<TaskOutcome> {
   const params = { tenant: '', message, configuration: undefined, metadata: undefined };
+  if (!conn.card.capabilities?.streaming) {
+    try {
+      const r = await conn.client.sendMessage(params, conn.options(signal));
+      if ('messageId' in r) return { taskId: r.taskId, contextId: r.contextId, state: 'completed', answer: statusText(r as Message) };
+      return outcomeOf(r as Task);
+    } catch (e) {
+      throw clientFailure(e, conn.name, 'sending the task', conn.detail?.());
+    }
+  }
   let taskId = message.taskId;
   let contextId = message.contextId;
   let last: TaskOutcome | undefined;
   let answer: string | undefined;
-  try {
-    if (!conn.card.capabilities?.streaming) {
-      const r = await conn.client.sendMessage(params, conn.options(signal));
-      if ('messageId' in r) return { taskId: r.taskId, contextId: r.contextId, state: 'completed', answer: statusText(r as Message) };
-      return outcomeOf(r as Task);
-    }
-    for await (const resp of conn.client.sendMessageStream(params, conn.options(signal))) {
-      for (const e of stepsOf(resp)) {
-        onStep(e);
-        if (e.kind === 'task') ({ taskId, contextId } = e);
-        if (e.kind === 'response') answer = e.text;
-        if (e.kind === 'message') last = { taskId, contextId, state: 'completed', answer: e.text };
-        if (e.kind === 'status' && (isTerminal(e.state) || e.state === 'input-required')) {
-          last = { taskId, contextId, state: e.state, ...(e.text ? { statusText: e.text } : {}) };
+  let stream = conn.client.sendMessageStream(params, conn.options(signal));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      for await (const resp of stream) {
+        for (const e of stepsOf(resp)) {
+          if (e.kind === 'task') ({ taskId, contextId } = e);
+          // A re-attached stream starts with the task again: it was already printed.
+          if (!(attempt > 0 && e.kind === 'task')) onStep(e);
+          if (e.kind === 'response') answer = e.text;
+          if (e.kind === 'message') last = { taskId, contextId, state: 'completed', answer: e.text };
+          if (e.kind === 'status' && (isTerminal(e.state) || e.state === 'input-required')) {
+            last = { taskId, contextId, state: e.state, ...(e.text ? { statusText: e.text } : {}) };
+          }
         }
+        if (resp.payload?.$case === 'statusUpdate' && resp.payload.value.taskId) ({ taskId, contextId } = resp.payload.value);
       }
-      if (resp.payload?.$case === 'statusUpdate' && resp.payload.value.taskId) ({ taskId, contextId } = resp.payload.value);
+    } catch (e) {
+      // A re-attach refused because the task ended in between: GetTask has its outcome.
+      if (taskId && attempt > 0 && !connectionLost(e) && !signal?.aborted) return getTask(conn, taskId, signal);
+      if (!taskId || !connectionLost(e) || attempt >= MAX_REATTACH || signal?.aborted) throw clientFailure(e, conn.name, 'sending the task', conn.detail?.());
     }
-  } catch (e) {
-    throw clientFailure(e, conn.name, 'sending the task', conn.detail?.());
+    if (last) return last.state === 'completed' && answer !== undefined ? { ...last, answer } : last;
+    if (!taskId) throw clientFailure(new Error('the stream closed before the capsule named the task'), conn.name, 'sending the task');
+    if (attempt >= MAX_REATTACH) return getTask(conn, taskId, signal);
+    onStep({ kind: 'reattached', taskId });
+    const current = await getTask(conn, taskId, signal);
+    // Ended (or waiting for input) while no stream was open: its state is the outcome.
+    if (isTerminal(current.state) || current.state === 'input-required') return current;
+    stream = conn.client.resubscribeTask({ tenant: '', id: taskId }, conn.options(signal));
   }
-  if (last) return last.state === 'completed' && answer !== undefined ? { ...last, answer } : last;
-  if (!taskId) throw clientFailure(new Error('the stream closed before the capsule named the task'), conn.name, 'sending the task');
-  return getTask(conn, taskId, signal);
 }
 
 export async function getTask(conn: AgentConnection, id: string, signal?: AbortSignal): Promise<TaskOutcome> {

@@ -4,12 +4,13 @@
  * to the forwarded address instead. A real `mur serve` with that `--public-url` stands in for the
  * pod behind the forward (the port-forward itself runs on the real node: test/realnode/mur-client.test.ts).
  */
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectAgent } from '../../runtime/client/connect.ts';
 import { userMessage } from '../../runtime/client/message.ts';
 import { sendAndFollow } from '../../runtime/client/task-calls.ts';
 import { freePort } from '../cli/serve-kit.ts';
-import { capsule, closeAll } from './kit.ts';
+import { capsule, cleanup, closeAll } from './kit.ts';
 
 afterAll(closeAll);
 
@@ -33,5 +34,56 @@ describe('a capsule behind a forward', () => {
     expect(via.card.supportedInterfaces.map((i) => i.protocolBinding)).not.toContain('GRPC');
     const outcome = await sendAndFollow(via, userMessage({ text: 'hi' }), () => {});
     expect(outcome).toMatchObject({ state: 'completed', answer: 'through the forward' });
+  });
+});
+
+describe('a stream that breaks off', () => {
+  it('is not the task’s end: the client re-attaches to the task and ends with its outcome', async () => {
+    let arrived!: () => void;
+    let release!: () => void;
+    const inFlight = new Promise<void>((r) => (arrived = r));
+    const released = new Promise<void>((r) => (release = r));
+    const { served } = await capsule('cut', { turns: [{ text: 'after the cut', hold: () => (arrived(), released) }] });
+    // A TCP proxy in front of the capsule that cuts the first connection carrying the stream once
+    // the first turn's status has gone through, as a dropped port-forward does.
+    let cut!: () => void;
+    const wasCut = new Promise<void>((r) => (cut = r));
+    let armed = true;
+    const target = new URL(served.url);
+    const open = new Set<Socket>();
+    const proxy = createServer((client) => {
+      open.add(client);
+      client.once('close', () => open.delete(client));
+      const upstream = connect(Number(target.port), target.hostname);
+      client.on('error', () => {});
+      upstream.on('error', () => {});
+      client.pipe(upstream);
+      upstream.on('data', (d: Buffer) => {
+        if (armed && d.includes('inference turn 1')) {
+          // The client has the task and the turn, then the connection dies.
+          armed = false;
+          client.write(d, () => {
+            client.destroy();
+            upstream.destroy();
+            cut();
+          });
+        } else client.write(d);
+      });
+      upstream.on('end', () => client.end());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    // Kept-alive connections through the proxy would hold close() for the server's keep-alive time.
+    cleanup.push(() => new Promise((r) => (proxy.close(r), open.forEach((c) => c.destroy()))));
+    const local = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/`;
+    const conn = await connectAgent({ url: local, reachVia: { advertised: served.url, local } });
+    const steps: string[] = [];
+    const sending = sendAndFollow(conn, userMessage({ text: 'hi' }), (e) => steps.push(e.kind));
+    sending.catch(() => {}); // awaited below; a failure must not go unhandled while the test waits
+    await Promise.all([inFlight, wasCut]);
+    release();
+    const outcome = await sending;
+    expect(outcome).toMatchObject({ state: 'completed', answer: 'after the cut' });
+    expect(steps).toContain('reattached');
+    expect(steps.filter((k) => k === 'task')).toHaveLength(1);
   });
 });
