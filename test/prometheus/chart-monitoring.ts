@@ -27,8 +27,13 @@ export async function exec(cmd: string, args: string[], cwd?: string): Promise<{
 }
 
 /** Every object `helm template` renders with these --set values (monitoring.coreos.com/v1 available). */
-export async function renderChart(...set: string[]): Promise<any[]> {
-  const r = await exec(helmPath(), ['template', 'x', CHART, '-n', 'ops', '--api-versions', 'monitoring.coreos.com/v1', ...set.flatMap((s) => ['--set', s])]);
+export function renderChart(...set: string[]): Promise<any[]> {
+  return renderChartOn(['monitoring.coreos.com/v1'], ...set);
+}
+
+/** Every object `helm template` renders for a cluster serving these extra API versions. */
+export async function renderChartOn(apiVersions: string[], ...set: string[]): Promise<any[]> {
+  const r = await exec(helmPath(), ['template', 'x', CHART, '-n', 'ops', ...apiVersions.flatMap((v) => ['--api-versions', v]), ...set.flatMap((s) => ['--set', s])]);
   if (r.code !== 0) throw new Error(`helm template ${set.join(' ')} failed (exit ${r.code}): ${r.out}`);
   return parseAllDocuments(r.out).map((d) => d.toJS()).filter(Boolean);
 }

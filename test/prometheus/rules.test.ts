@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { BUILD_TIMEOUT_MS, ensurePrometheus } from '../support/build-on-use.ts';
-import { CHART, PROMTOOL, exec, renderChart } from './chart-monitoring.ts';
+import { CHART, PROMTOOL, exec, renderChart, renderChartOn } from './chart-monitoring.ts';
 
 beforeAll(() => ensurePrometheus(), BUILD_TIMEOUT_MS);
 
@@ -33,6 +33,10 @@ describe('the chart\'s alerts under promtool', () => {
     expect(spec.groups.flatMap((g) => g.rules.map((r) => r.alert))).toEqual(ALERTS);
     const plain = await renderChart('prometheusRule.enabled=true', 'prometheusRule.labels.release=kps');
     expect(plain.find((d) => d.kind === 'PrometheusRule').metadata.labels.release).toBe('kps');
+  });
+
+  it('is not rendered on a cluster without the Prometheus Operator API, like the ServiceMonitor', async () => {
+    expect((await renderChartOn([], 'prometheusRule.enabled=true')).some((d) => d.kind === 'PrometheusRule')).toBe(false);
   });
 
   it('promtool check rules accepts the rendered rule groups', async () => {
