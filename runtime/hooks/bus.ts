@@ -11,19 +11,19 @@
  *   and traced; the session goes on — except at `on-compaction` (fatal) and at the decision point
  *   of a policy hook (the call is refused: fail-closed).
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { MurError } from '../errors.ts';
-import { HostFault, loadComponent, type ComponentInstance } from '../host/index.ts';
+import { HostFault, type ComponentInstance } from '../host/index.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
-import { COMMIT_TABLE, DECISION_HANDLERS, HANDLERS, checkHookContract, exportName, isCommitted, type Arm, type Handler } from '../contracts/commit-table.ts';
-import { lifecycleExports } from './exports.ts';
-import { Hook } from './hook.ts';
+import { COMMIT_TABLE, DECISION_HANDLERS, HANDLERS, exportName, type Handler } from '../contracts/commit-table.ts';
+import { uncommittedReason } from './commit-check.ts';
+import type { Hook } from './hook.ts';
 import { AsyncLane, type Job } from './lane.ts';
 import { adoptHookMessages, validateToolPairs } from './messages.ts';
 import { failureOf, isRecord, readCallResult, type CallFailure, type CallResult } from './output.ts';
 import { fitSummary, planSeed } from './seed.ts';
+import { loadHooks } from './load-hooks.ts';
+import { writeToolManifests } from './tool-manifests.ts';
 import type {
   CompactionEvent,
   CompactionOutcome,
@@ -40,16 +40,14 @@ import type {
   TaskEndEvent,
   TaskStartEvent,
   ToolEvent,
-  ToolManifest,
 } from './types.ts';
+
+export { LIFECYCLE_VERSION, REQUIRED_HANDLERS } from './load-hooks.ts';
+export { safeBinaryName } from './tool-manifests.ts';
 
 export const DEFAULT_QUEUE_DEPTH = 1024;
 export const DEFAULT_DRAIN_BUDGET_MS = 15_000;
 export const DEFAULT_SEED_OVERFLOW_MARGIN = 0.1;
-/** The six session handlers every hook component must export. */
-export const REQUIRED_HANDLERS: readonly Handler[] = HANDLERS.filter((h) => COMMIT_TABLE[h].required);
-/** The lifecycle interface version this runtime speaks (minor 0.9). */
-export const LIFECYCLE_VERSION = '0.9.0';
 
 export interface HookBusOptions {
   hooks: StagedHook[];
@@ -68,13 +66,6 @@ export interface HookBusOptions {
   /** Component transpile cache (tests). */
   cacheDir?: string;
 }
-
-/** A `binary-name` that names exactly one directory under `tools/`. */
-export function safeBinaryName(n: string): boolean {
-  return n.length > 0 && n.length <= 255 && !/[/\\\0]/.test(n) && !n.includes('..') && n !== '.';
-}
-
-const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 export class HookBus {
   readonly workdir: string;
@@ -107,38 +98,7 @@ export class HookBus {
    * that receives session events.
    */
   static async load(o: HookBusOptions): Promise<HookBus> {
-    const logs = join(o.workdir, 'logs');
-    mkdirSync(logs, { recursive: true });
-    const seen = new Set<string>();
-    for (const s of o.hooks) {
-      if (!NAME_RE.test(s.name)) {
-        throw new MurError('E-HOOK-004', `hook name '${s.name}' is not usable as a log file name`, { hint: 'hook names are letters, digits, `.`, `_` and `-`, starting with a letter or digit' });
-      }
-      if (seen.has(s.name)) throw new MurError('E-HOOK-004', `two hooks are named '${s.name}'`, { hint: 'give each hook artifact its own name' });
-      seen.add(s.name);
-      const v = checkHookContract({ binding: s.binding, execution_mode: s.executionMode, commit_policy: s.commitPolicy });
-      if (v) throw new MurError('E-HOOK-001', `hook '${s.name}': hook contract violation: ${v.message}`, { hint: 'fix binding / execution_mode / commit_policy in the hook artifact\'s murmur.yaml', location: { field: v.field } });
-    }
-    const components = await Promise.all(o.hooks.map((s) => loadComponent(s.wasmPath, { name: s.name, ...(s.sha256 ? { sha256: s.sha256 } : {}), ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}) })));
-    const hooks: Hook[] = [];
-    for (const [i, s] of o.hooks.entries()) {
-      const c = components[i]!;
-      const ex = lifecycleExports(c);
-      if (!ex || !ex.version.startsWith('0.9.')) {
-        throw new MurError('E-HOOK-003', `hook '${s.name}': component does not export murmur:hook/lifecycle@${LIFECYCLE_VERSION}${ex ? ` (it exports @${ex.version})` : ''}`, {
-          hint: 'build the hook against the murmur:runtime/hook world (wit/runtime/worlds.wit)',
-        });
-      }
-      const missing = REQUIRED_HANDLERS.filter((h) => !ex.handlers.has(h));
-      if (missing.length) {
-        throw new MurError('E-HOOK-002', `hook '${s.name}': component is missing the required export${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}`, {
-          hint: `a hook component exports all six session handlers (${REQUIRED_HANDLERS.join(', ')}); on-stage, on-task-start and on-task-end are optional`,
-        });
-      }
-      const hook = new Hook(s, c, ex.handlers, join(logs, `hook-${s.name}.log`), o.services);
-      if (!ex.handlers.has('on-stage')) hook.log(`component exports no 'on-stage' handler; it is never staged${s.binding === 'on-stage' ? ' (its binding is on-stage, so it does nothing)' : ''}`);
-      hooks.push(hook);
-    }
+    const hooks = await loadHooks(o);
     const bus = new HookBus(o, hooks);
     const depth = o.queueDepth ?? DEFAULT_QUEUE_DEPTH;
     try {
@@ -180,23 +140,6 @@ export class HookBus {
     h.log(line);
     if (event === 'on-stage') return;
     this.trace?.write('hook_dispatch_error', { hook_name: h.name, event, arm, detail: line });
-  }
-
-  /** Did the runtime commit `arm` returned by `h` at `handler`? Otherwise says why not. */
-  private refusal(h: Hook, handler: Handler, arm: Arm, atDecisionPoint: boolean): string | undefined {
-    if (arm === 'none') return undefined;
-    if (!isCommitted(handler, arm, atDecisionPoint)) {
-      if (COMMIT_TABLE[handler].committedArm === arm) return `${handler} returned arm '${arm}' at the observation dispatch (the call already ran), which commits nothing; discarded`;
-      const honored = COMMIT_TABLE[handler].committedArm;
-      return `${handler} returned arm '${arm}', which ${handler} does not commit (${honored === 'none' ? 'it commits no arm' : `it commits only '${honored}'`}); discarded`;
-    }
-    // An arm with a policy spelling (all but `artifact`, whose handler's policy is `none`) is
-    // committed only for a hook declaring that policy.
-    const policy = COMMIT_TABLE[handler].policy;
-    if (policy !== 'none' && h.spec.commitPolicy !== policy) {
-      return `${handler} returned arm '${arm}', but the hook declares commit_policy '${h.spec.commitPolicy}'; discarded`;
-    }
-    return undefined;
   }
 
   // ---- calling -------------------------------------------------------------------------------------
@@ -260,7 +203,7 @@ export class HookBus {
       }
       const arm = r.out.tag;
       if (arm === 'none') continue;
-      const why = this.refusal(h, handler, arm, false);
+      const why = uncommittedReason(h, handler, arm, false);
       if (why) this.fault(h, handler, arm, why);
       else commit(h, r.out);
     }
@@ -288,31 +231,12 @@ export class HookBus {
         continue;
       }
       if (r.out.tag === 'none') continue;
-      const why = this.refusal(h, 'on-stage', r.out.tag, false);
+      const why = uncommittedReason(h, 'on-stage', r.out.tag, false);
       if (why) {
         h.log(why);
         continue;
       }
-      if (r.out.tag === 'write-manifests') this.writeManifests(h, r.out.val);
-    }
-  }
-
-  private writeManifests(h: Hook, list: ToolManifest[]): void {
-    for (const t of list) {
-      if (!safeBinaryName(t.binaryName)) {
-        h.log(`on-stage write-manifests: binary-name ${JSON.stringify(t.binaryName)} is not a single directory name under tools/ (empty, '/', '\\' or '..'); entry skipped`);
-        continue;
-      }
-      const dir = join(this.workdir, 'tools', t.binaryName);
-      try {
-        mkdirSync(dir, { recursive: true });
-        const file = join(dir, 'murmur.yaml');
-        const tmp = `${file}.tmp-${process.pid}`;
-        writeFileSync(tmp, t.content);
-        renameSync(tmp, file);
-      } catch (e) {
-        h.log(`on-stage write-manifests: cannot write tools/${t.binaryName}/murmur.yaml: ${(e as Error).message}`);
-      }
+      if (r.out.tag === 'write-manifests') writeToolManifests(h, this.workdir, r.out.val);
     }
   }
 
