@@ -130,5 +130,9 @@ describe('credentials and errors', () => {
     expect(r.out).toMatch(/3 input-required/);
     expect((await mur(['tasks', '--help'])).out).toMatch(/list \| get <task-id> \| cancel <task-id>/);
     expect((await mur(['chat', '--help'])).out).toMatch(/your next line answers that task/);
+    const top = await mur(['--help']);
+    expect(top.out).toMatch(/send <target> "text" +send a task to a capsule/);
+    expect(top.out).toMatch(/chat <target> +talk with a capsule/);
+    expect(top.out).toMatch(/tasks <target> <list\|get\|cancel>/);
   });
 });
