@@ -18,26 +18,26 @@
  *
  * Output past 16 KiB is spilled to disk as it arrives (memory stays bounded) and assembled into
  * `logs/shell-<unix-ms>[-k].log` under the workdir: a header line with the command and exit code,
- * then `--- stdout (N bytes) ---`, the full stdout, `--- stderr (N bytes) ---`, the full stderr.
+ * then `--- stdout (N bytes) ---`, the full stdout, `--- stderr (N bytes) ---`, the full stderr
+ * (output-capture.ts).
  */
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, open, rm, stat } from 'node:fs/promises';
+import type { ChildProcess } from 'node:child_process';
+import { stat } from 'node:fs/promises';
 import { constants as osc } from 'node:os';
 import path from 'node:path';
-import { once } from 'node:events';
-import { pipeline } from 'node:stream/promises';
 import { MurError } from '../errors.ts';
 import { shellEnv } from './env.ts';
 import { shellEventIdentity, type ShellIdentity } from './identity.ts';
+import { OutputCapture } from './output-capture.ts';
 import { assertShellAllowed } from './resolve.ts';
 
-export const SHELL_OUTPUT_LIMIT = 16 * 1024;
+export { SHELL_OUTPUT_LIMIT, cutUtf8 } from './output-capture.ts';
 /** After the process exited, its pipes are read until they have been idle this long (background children). */
 export const PIPE_GRACE_MS = 2000;
 /** ...but never longer than this after the exit (a background process that keeps printing). */
 export const PIPE_DRAIN_MAX_MS = 10_000;
 
-function killGroup(child: import('node:child_process').ChildProcess): void {
+function killGroup(child: ChildProcess): void {
   if (child.pid === undefined) return;
   try {
     process.kill(-child.pid, 'SIGKILL');
@@ -91,33 +91,56 @@ export interface ShellResult {
   strippedEnv: string[];
 }
 
-/** Cut `buf` to at most `limit` bytes without splitting a UTF-8 sequence. */
-export function cutUtf8(buf: Buffer, limit: number): Buffer {
-  if (buf.length <= limit) return buf;
-  let end = limit;
-  // Step back over continuation bytes (10xxxxxx) to the lead byte, then drop it if incomplete.
-  let i = end;
-  while (i > 0 && (buf[i]! & 0xc0) === 0x80) i--;
-  if (i < end) {
-    const lead = buf[i]!;
-    const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-    if (i + need > end) end = i;
-  }
-  return buf.subarray(0, end);
-}
-
-class Capture {
-  readonly head: Buffer[] = [];
-  headBytes = 0;
-  total = 0;
-  spill: WriteStream | undefined;
-  spillPath: string | undefined;
-  constructor(readonly name: 'stdout' | 'stderr') {}
-}
-
 let seq = 0;
 
+type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
 export async function runShell(opts: RunShellOptions): Promise<ShellResult> {
+  const { workdir, identity } = await checkedCall(opts);
+  const { env, stripped } = shellEnv({ env: opts.env, stripEnvGlobs: opts.stripEnvGlobs, home: workdir, cwd: workdir });
+  const started = performance.now();
+  const capture = new OutputCapture(path.join(workdir, opts.logDir ?? 'logs'), `${Date.now()}-${process.pid}-${++seq}`);
+  const child = spawnChild(identity, opts.binary, workdir, env);
+  capture.attach(child.stdout, child.stderr);
+
+  let timedOut = false;
+  const timer =
+    opts.timeoutMs !== undefined
+      ? setTimeout(() => {
+          timedOut = true;
+          killGroup(child);
+        }, opts.timeoutMs)
+      : undefined;
+  const onAbort = () => killGroup(child);
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  if (child.pid !== undefined) opts.onSpawn?.(child.pid);
+
+  let exit: Exit;
+  try {
+    exit = await waitForExit(child, capture, identity);
+  } catch (e) {
+    await capture.cleanup();
+    throw e;
+  } finally {
+    if (timer) clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
+  await capture.settle();
+  const durationMs = Math.round(performance.now() - started);
+
+  if (opts.signal?.aborted && !timedOut) {
+    await capture.cleanup();
+    throw opts.signal.reason;
+  }
+  if (capture.ioError !== undefined) {
+    await capture.cleanup();
+    throw ioFailure(identity, capture.ioError);
+  }
+  return result(capture, exit, { workdir, identity, timedOut, durationMs, strippedEnv: stripped });
+}
+
+/** The checks before anything runs: the allowlist, the abort, the workdir, the identity to execute. */
+async function checkedCall(opts: RunShellOptions): Promise<{ workdir: string; identity: ShellIdentity }> {
   assertShellAllowed(opts.binary, opts.allow);
   opts.signal?.throwIfAborted();
   const workdir = path.resolve(opts.workdir);
@@ -138,226 +161,104 @@ export async function runShell(opts: RunShellOptions): Promise<ShellResult> {
     const e = Object.assign(new Error('not found'), { code: 'ENOENT' });
     throw spawnError(identity, e);
   }
-  const { env, stripped } = shellEnv({ env: opts.env, stripEnvGlobs: opts.stripEnvGlobs, home: workdir, cwd: workdir });
-  const logDir = path.join(workdir, opts.logDir ?? 'logs');
-  const started = performance.now();
-  const stamp = `${Date.now()}-${process.pid}-${++seq}`;
+  return { workdir, identity };
+}
 
-  const child = (() => {
-    try {
-      // node:child_process on first use: a capsule without the shell tool never loads it.
-      return process.getBuiltinModule('node:child_process').spawn(identity.binary, identity.argv, {
-        argv0: opts.binary,
-        cwd: workdir,
-        env,
-        shell: false,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        windowsHide: true,
-        // Own process group, so a timeout or abort kills the command's children too.
-        detached: true,
-      });
-    } catch (e) {
-      throw spawnError(identity, e);
-    }
-  })();
-
-  const caps = [new Capture('stdout'), new Capture('stderr')] as const;
-  let ioError: unknown;
-  const spillTo = async (c: Capture) => {
-    await mkdir(logDir, { recursive: true });
-    c.spillPath = path.join(logDir, `.shell-${stamp}.${c.name}.part`);
-    c.spill = createWriteStream(c.spillPath, { flags: 'wx' });
-    c.spill.on('error', (e) => (ioError ??= e));
-    for (const b of c.head) c.spill.write(b);
-  };
-  const pending: Promise<void>[] = [];
-  let spilling = 0;
-  let lastData = performance.now();
-  const onData = (c: Capture) => (chunk: Buffer) => {
-    lastData = performance.now();
-    c.total += chunk.length;
-    if (ioError !== undefined) return; // the call fails anyway; stop holding output
-    if (c.spill) {
-      c.spill.write(chunk);
-      return;
-    }
-    c.head.push(chunk);
-    c.headBytes += chunk.length;
-    if (c.headBytes > SHELL_OUTPUT_LIMIT && !c.spillPath) {
-      c.spillPath = 'pending';
-      const stream = c === caps[0] ? child.stdout : child.stderr;
-      stream?.pause();
-      spilling++;
-      pending.push(
-        spillTo(c)
-          .catch((e) => {
-            ioError ??= e;
-          })
-          .finally(() => {
-            spilling--;
-            lastData = performance.now();
-            stream?.resume();
-          }),
-      );
-    }
-  };
-  child.stdout?.on('data', onData(caps[0]));
-  child.stderr?.on('data', onData(caps[1]));
-
-  let timedOut = false;
-  const timer =
-    opts.timeoutMs !== undefined
-      ? setTimeout(() => {
-          timedOut = true;
-          killGroup(child);
-        }, opts.timeoutMs)
-      : undefined;
-  const onAbort = () => killGroup(child);
-  opts.signal?.addEventListener('abort', onAbort, { once: true });
-  if (child.pid !== undefined) opts.onSpawn?.(child.pid);
-
-  let exit: { code: number | null; signal: NodeJS.Signals | null };
+function spawnChild(identity: ShellIdentity, invoked: string, workdir: string, env: NodeJS.ProcessEnv): ChildProcess {
   try {
-    exit = await new Promise((resolve, reject) => {
-      child.once('error', (e) => reject(spawnError(identity, e)));
-      child.once('exit', (code, signal) => {
-        // A background process the command left behind may keep the pipes open. Once the pipes
-        // have been idle for PIPE_GRACE_MS after the exit (and no spill is being set up), kill what
-        // is left of the group and stop reading. The final check runs after a poll phase
-        // (setImmediate), so output already sitting in a pipe is read first even if the event
-        // loop was blocked for longer than the grace period.
-        let closed = false;
-        let grace: NodeJS.Timeout | undefined;
-        const exitedAt = performance.now();
-        const idle = () =>
-          (spilling === 0 && performance.now() - lastData >= PIPE_GRACE_MS) || performance.now() - exitedAt >= PIPE_DRAIN_MAX_MS;
-        const check = () => {
+    // node:child_process on first use: a capsule without the shell tool never loads it.
+    return process.getBuiltinModule('node:child_process').spawn(identity.binary, identity.argv, {
+      argv0: invoked,
+      cwd: workdir,
+      env,
+      shell: false,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      windowsHide: true,
+      // Own process group, so a timeout or abort kills the command's children too.
+      detached: true,
+    });
+  } catch (e) {
+    throw spawnError(identity, e);
+  }
+}
+
+/**
+ * The command's exit, once its pipes are done. A background process the command left behind may
+ * keep the pipes open: once they have been idle for PIPE_GRACE_MS after the exit (and no spill is
+ * being set up), what is left of the group is killed and reading stops. The final check runs after
+ * a poll phase (setImmediate), so output already sitting in a pipe is read first even if the event
+ * loop was blocked for longer than the grace period.
+ */
+function waitForExit(child: ChildProcess, capture: OutputCapture, identity: ShellIdentity): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    child.once('error', (e) => reject(spawnError(identity, e)));
+    child.once('exit', (code, signal) => {
+      let closed = false;
+      let grace: NodeJS.Timeout | undefined;
+      const exitedAt = performance.now();
+      const idle = () =>
+        (capture.spilling === 0 && performance.now() - capture.lastData >= PIPE_GRACE_MS) || performance.now() - exitedAt >= PIPE_DRAIN_MAX_MS;
+      const check = () => {
+        if (closed) return;
+        if (!idle()) {
+          grace = setTimeout(check, PIPE_GRACE_MS);
+          return;
+        }
+        setImmediate(() => {
           if (closed) return;
           if (!idle()) {
             grace = setTimeout(check, PIPE_GRACE_MS);
             return;
           }
-          setImmediate(() => {
-            if (closed) return;
-            if (!idle()) {
-              grace = setTimeout(check, PIPE_GRACE_MS);
-              return;
-            }
-            closed = true;
-            killGroup(child);
-            child.stdout?.destroy();
-            child.stderr?.destroy();
-            resolve({ code, signal });
-          });
-        };
-        grace = setTimeout(check, PIPE_GRACE_MS);
-        child.once('close', () => {
           closed = true;
-          if (grace) clearTimeout(grace);
+          killGroup(child);
+          child.stdout?.destroy();
+          child.stderr?.destroy();
           resolve({ code, signal });
         });
+      };
+      grace = setTimeout(check, PIPE_GRACE_MS);
+      child.once('close', () => {
+        closed = true;
+        if (grace) clearTimeout(grace);
+        resolve({ code, signal });
       });
     });
-  } catch (e) {
-    await cleanup(caps);
-    throw e;
-  } finally {
-    if (timer) clearTimeout(timer);
-    opts.signal?.removeEventListener('abort', onAbort);
-  }
-  await Promise.all(pending);
-  for (const c of caps) if (c.spill) await closeStream(c.spill);
-  const durationMs = Math.round(performance.now() - started);
-
-  if (opts.signal?.aborted && !timedOut) {
-    await cleanup(caps);
-    throw opts.signal.reason;
-  }
-  if (ioError !== undefined) {
-    await cleanup(caps);
-    throw ioFailure(identity, ioError);
-  }
-
-  const exitCode = exit.code ?? (exit.signal ? 128 + (osc.signals[exit.signal] ?? 0) : -1);
-  const truncated = caps.some((c) => c.total > SHELL_OUTPUT_LIMIT);
-  const result: ShellResult = {
-    exitCode,
-    stdout: cutUtf8(Buffer.concat(caps[0].head), SHELL_OUTPUT_LIMIT).toString('utf8'),
-    stderr: cutUtf8(Buffer.concat(caps[1].head), SHELL_OUTPUT_LIMIT).toString('utf8'),
-    stdoutBytes: caps[0].total,
-    stderrBytes: caps[1].total,
-    truncated,
-    timedOut,
-    durationMs,
-    identity,
-    strippedEnv: stripped,
-  };
-  if (exit.signal) result.signal = exit.signal;
-  if (truncated) {
-    try {
-      result.fullOutputPath = await writeFullLog(workdir, logDir, stamp, identity, exitCode, caps);
-    } catch (e) {
-      throw ioFailure(identity, e);
-    } finally {
-      await cleanup(caps);
-    }
-  }
-  return result;
-}
-
-async function writeFullLog(
-  workdir: string,
-  logDir: string,
-  stamp: string,
-  identity: ShellIdentity,
-  exitCode: number,
-  caps: readonly Capture[],
-): Promise<string> {
-  await mkdir(logDir, { recursive: true });
-  const base = `shell-${stamp.split('-')[0]}`;
-  let fh: Awaited<ReturnType<typeof open>> | undefined;
-  let name = '';
-  for (let k = 0; fh === undefined; k++) {
-    name = path.join(logDir, k === 0 ? `${base}.log` : `${base}-${k}.log`);
-    try {
-      fh = await open(name, 'wx', 0o600);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || k > 1000) throw e;
-    }
-  }
-  const out = fh.createWriteStream();
-  const write = async (s: string | Buffer) => {
-    if (!out.write(s)) await once(out, 'drain');
-  };
-  try {
-    await write(`$ ${identity.binary} ${identity.argv.map((a) => JSON.stringify(a)).join(' ')}\nexit code: ${exitCode}\n`);
-    for (const c of caps) {
-      await write(`--- ${c.name} (${c.total} bytes) ---\n`);
-      if (c.spill && c.spillPath) await pipeline(createReadStream(c.spillPath), out, { end: false });
-      else for (const b of c.head) await write(b);
-      await write('\n');
-    }
-  } finally {
-    await closeStream(out);
-  }
-  return toPosixRelative(workdir, name);
-}
-
-function toPosixRelative(workdir: string, p: string): string {
-  return path.relative(workdir, p).split(path.sep).join('/');
-}
-
-function closeStream(s: WriteStream): Promise<void> {
-  return new Promise((resolve, reject) => {
-    s.end((err?: Error | null) => (err ? reject(err) : resolve()));
   });
 }
 
-async function cleanup(caps: readonly Capture[]): Promise<void> {
-  for (const c of caps) {
-    if (c.spill && !c.spill.closed) c.spill.destroy();
-    if (c.spillPath && c.spillPath !== 'pending') await rm(c.spillPath, { force: true });
+/** The ShellResult of a run that exited; a truncated run's full log is written first. */
+async function result(
+  capture: OutputCapture,
+  exit: Exit,
+  o: { workdir: string; identity: ShellIdentity; timedOut: boolean; durationMs: number; strippedEnv: string[] },
+): Promise<ShellResult> {
+  const exitCode = exit.code ?? (exit.signal ? 128 + (osc.signals[exit.signal] ?? 0) : -1);
+  const [stdout, stderr] = capture.caps;
+  const truncated = capture.truncated;
+  const r: ShellResult = {
+    exitCode,
+    stdout: capture.text(0),
+    stderr: capture.text(1),
+    stdoutBytes: stdout.total,
+    stderrBytes: stderr.total,
+    truncated,
+    timedOut: o.timedOut,
+    durationMs: o.durationMs,
+    identity: o.identity,
+    strippedEnv: o.strippedEnv,
+  };
+  if (exit.signal) r.signal = exit.signal;
+  if (truncated) {
+    try {
+      r.fullOutputPath = await capture.writeFullLog(o.workdir, o.identity, exitCode);
+    } catch (e) {
+      throw ioFailure(o.identity, e);
+    } finally {
+      await capture.cleanup();
+    }
   }
+  return r;
 }
 
 function spawnError(identity: ShellIdentity, e: unknown): MurError {

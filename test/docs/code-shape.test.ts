@@ -44,7 +44,6 @@ const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
   'runtime/inference/bpe-count.ts cl100kCounter': 171,
   'runtime/loop/agent-loop.ts runAttempt': 121,
   'runtime/manifest/validate.ts SchemaWalker.walkValue': 137,
-  'runtime/shell/spawn.ts runShell': 187,
 };
 
 /** In-folder import circles still being taken apart (issue 39 §4), exactly as inFolderCircles reports them. */
