@@ -7,7 +7,8 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { helmPath, repoRoot } from '../cluster/harness.ts';
+import { existsSync } from 'node:fs';
+import { clusterBinaries, ensureBinaries, helmPath, repoRoot } from '../cluster/harness.ts';
 import { PROMETHEUS_BIN } from '../support/build-on-use.ts';
 
 const run = promisify(execFile);
@@ -24,6 +25,14 @@ export async function exec(cmd: string, args: string[], cwd?: string): Promise<{
     const x = e as { stdout?: string; stderr?: string; code?: number | string; message: string };
     return { code: typeof x.code === 'number' ? x.code : 127, out: `${x.stdout ?? ''}${x.stderr ?? ''}${typeof x.code === 'number' ? '' : x.message}`, stdout: x.stdout ?? '' };
   }
+}
+
+/**
+ * helm built with the control plane (test/cluster/build.sh) when it is not there yet, so these
+ * runtime-project tests run on a fresh clone without the operator suite's global setup.
+ */
+export async function ensureHelm(): Promise<void> {
+  if (!existsSync(clusterBinaries().helm)) await ensureBinaries();
 }
 
 /** Every object `helm template` renders with these --set values (monitoring.coreos.com/v1 available). */

@@ -5,8 +5,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { CHART, renderChart } from './chart-monitoring.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BUILD_TIMEOUT_MS } from '../support/build-on-use.ts';
+import { CHART, ensureHelm, renderChart } from './chart-monitoring.ts';
+
+beforeAll(() => ensureHelm(), BUILD_TIMEOUT_MS);
 
 const dashboardsOf = (docs: any[]) => docs.filter((d) => d.kind === 'ConfigMap' && d.metadata.name.endsWith('-dashboards'));
 

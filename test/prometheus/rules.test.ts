@@ -10,9 +10,10 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { BUILD_TIMEOUT_MS, ensurePrometheus } from '../support/build-on-use.ts';
-import { CHART, PROMTOOL, exec, renderChart, renderChartOn } from './chart-monitoring.ts';
+import { CHART, PROMTOOL, ensureHelm, exec, renderChart, renderChartOn } from './chart-monitoring.ts';
 
 beforeAll(() => ensurePrometheus(), BUILD_TIMEOUT_MS);
+beforeAll(() => ensureHelm(), BUILD_TIMEOUT_MS);
 
 const ALERTS = ['CapsuleSpendNearCeiling', 'CapsuleSpendCeilingReached', 'CapsuleTaskFailureRate', 'CapsuleProviderErrors', 'CapsuleTasksWaitingForInput', 'CapsuleOperatorNoLeader', 'CapsuleOperatorReconcileErrors', 'CapsuleOperatorQueueBacklog'];
 
