@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { ReplicaBus, RemoteError, chunksOf, type BusOptions } from '../../runtime/a2a/store/replica-bus.ts';
+import { ReplicaBus, type BusOptions } from '../../runtime/a2a/store/replica-bus.ts';
+import { RemoteError, chunksOf } from '../../runtime/a2a/store/bus-envelope.ts';
 import { startPostgres, type Postgres } from '../support/postgres.ts';
 
 let server: Postgres;

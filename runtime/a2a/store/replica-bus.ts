@@ -18,20 +18,15 @@
  *   `livenessMs` while calls are pending; this is the one timer, a fact about production, not tests).
  *
  * pg's Client is the well-kept implementation of the wire protocol (LISTEN is one of its features);
- * what is ours is only the envelope of chunks and correlation ids, a few lines below.
+ * what is ours is only the envelope of chunks and correlation ids (bus-envelope.ts).
  */
 import { randomInt, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { MurError } from '../../errors.ts';
+import { channelOf, chunksOf, errOf, toErr, type Envelope, type Json } from './bus-envelope.ts';
 
 /** Namespace of the advisory locks (first key of the two-int form): 'MUR1'. */
 const LOCK_NS = 0x4d555231;
-/** Payload bytes per NOTIFY, under PostgreSQL's 8000-byte limit with room for the envelope. */
-const CHUNK_BYTES = 7000;
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Json = any;
-
 export interface BusOptions {
   /** Largest reassembled message; bigger ones are dropped (and their call fails). Default 32 MiB. */
   maxMessageBytes?: number;
@@ -45,60 +40,12 @@ export type CallHandler = (params: Json, from: string) => Promise<Json>;
 /** A stream handler emits events; its promise settles when the stream ends; `signal` aborts when the caller goes. */
 export type StreamHandler = (params: Json, emit: (ev: Json) => void, signal: AbortSignal, from: string) => Promise<void>;
 
-/** An error thrown by a remote handler, with the name and data it had there. */
-export class RemoteError extends Error {
-  constructor(
-    message: string,
-    readonly remoteName: string,
-    readonly data: Json,
-  ) {
-    super(message);
-    this.name = 'RemoteError';
-  }
-}
-
-type Envelope =
-  | { t: 'req'; id: string; method: string; params: Json; stream?: boolean }
-  | { t: 'res'; id: string; ok?: Json; err?: { name: string; message: string; data?: Json } }
-  | { t: 'ev'; id: string; ev: Json }
-  | { t: 'end'; id: string; err?: { name: string; message: string; data?: Json } }
-  | { t: 'stop'; id: string };
-
 interface Pending {
   to: string;
   onRes?: (env: Extract<Envelope, { t: 'res' }>) => void;
   onEv?: (ev: Json) => void;
   onEnd?: (err?: Error) => void;
   fail: (e: Error) => void;
-}
-
-export function channelOf(id: string): string {
-  return `murmur_replica_${id}`;
-}
-
-function toErr(e: { name: string; message: string; data?: Json }): Error {
-  return new RemoteError(e.message, e.name, e.data);
-}
-
-function errOf(e: unknown): { name: string; message: string; data?: Json } {
-  if (e instanceof Error) {
-    const data = (e as { data?: unknown }).data ?? (e as { metadata?: unknown }).metadata;
-    return { name: e.name, message: e.message, ...(data !== undefined ? { data } : {}) };
-  }
-  return { name: 'Error', message: String(e) };
-}
-
-/** Cut `s` into pieces whose JSON encoding fits `max` bytes (halving a piece until it does). */
-export function chunksOf(s: string, max = CHUNK_BYTES): string[] {
-  const out: string[] = [];
-  let i = 0;
-  while (i < s.length) {
-    let n = Math.min(max, s.length - i);
-    while (n > 1 && Buffer.byteLength(JSON.stringify(s.slice(i, i + n))) > max) n = Math.floor(n / 2);
-    out.push(s.slice(i, i + n));
-    i += n;
-  }
-  return out.length > 0 ? out : [''];
 }
 
 export class ReplicaBus {

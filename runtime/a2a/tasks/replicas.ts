@@ -12,7 +12,8 @@
 import type { Kysely } from 'kysely';
 import type { Message, StreamResponse, Task } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { RemoteError, type ReplicaBus } from '../store/replica-bus.ts';
+import type { ReplicaBus } from '../store/replica-bus.ts';
+import { RemoteError } from '../store/bus-envelope.ts';
 import { failOrphans, runnerOf } from '../store/task-runners.ts';
 import type { TaskMachine } from './tasks.ts';
 import { taskNotFound, type TaskRecord } from './task-record.ts';
