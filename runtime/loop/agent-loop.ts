@@ -4,7 +4,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { boundedError, buildDriverRequest, type ConversationMessage, type DriverRequest, type ToolSpec } from '../inference/wire.ts';
+import { boundedError, buildDriverRequest, type ContentBlock, type ConversationMessage, type DriverRequest, type ToolSpec } from '../inference/wire.ts';
 import type { ContinuationState } from '../inference/continuation.ts';
 import { NO_CALLER, threadKey, type ConversationOwner } from '../inference/conversation-store.ts';
 import { failureInfo, type FailureInfo } from '../errors.ts';
@@ -151,40 +151,9 @@ export async function runAttempt(
       return { exit: 'failed', reason: `driver reported an error: ${resp.error ?? 'no detail'}`, turns };
     }
 
-    // Compaction: occupancy of this turn (full input + output) against the context window.
-    const window = d.manifest.context.maxTokens;
-    const threshold = inf.compaction.threshold;
-    let replaced = false;
-    if (window && (inputTokens + outputTokens) / window >= threshold) {
-      const before = inputTokens;
-      const compactionSpan = startCompactionSpan(d.trace, { turn, tokensBefore: before, threshold });
-      const outcome = await d.hooks.compaction({
-        messages: history.map(toHookMessage), sessionTokens: BigInt(inputTokens + outputTokens), threshold,
-        model: inf.compaction.model, systemPrompt: d.compactionPrompt,
-      });
-      compactionSpan.end(outcome);
-      if (outcome.kind === 'fatal') {
-        return { exit: outcome.exitStatus === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed', reason: `compaction hook ${outcome.hook} failed: ${outcome.message}`, turns, endsSession: true };
-      }
-      if (outcome.kind === 'replaced') {
-        let replacement: ConversationMessage[] | undefined;
-        let problem: string | undefined;
-        try {
-          replacement = fromHookMessages(outcome.messages, 'replace-context');
-          problem = toolPairProblem(replacement);
-        } catch (e) {
-          problem = (e as Error).message;
-        }
-        if (replacement && !problem) {
-          history.splice(0, history.length, ...replacement);
-          d.continuation.replaceContext();
-          replaced = true;
-          d.trace.write('compaction', { turn, hook: outcome.hook, tokens_before: before, tokens_after: await conversationTokens(d.counter, d.system, tools, history), messages_after: history.length });
-        } else {
-          d.trace.write('compaction_refused', { turn, hook: outcome.hook, reason: problem });
-        }
-      }
-    }
+    const compacted = await compactIfFull(d, { turn, inputTokens, outputTokens, tools }, history);
+    if ('ended' in compacted) return { ...compacted.ended, turns };
+    const replaced = compacted.replaced;
 
     history.push({ role: 'assistant', content: resp.content, id: `msg_${crypto.randomUUID()}` });
     // A replace-context committed this turn drops the held id, including one the driver just
@@ -193,23 +162,8 @@ export async function runAttempt(
     else d.continuation.acknowledge(thread, continuationId, history, sentLength);
 
     if (resp.stop_reason === 'tool_call' && toolCalls.length) {
-      for (const call of toolCalls) {
-        if (call.type !== 'tool_call') continue;
-        let out;
-        const toolSpan = startToolSpan(d.trace, { name: call.name, callId: call.id, turn });
-        try {
-          out = await d.tools.dispatch(call.name, call.input, { turn, signal, traceparent: toolSpan.traceparent });
-        } catch (e) {
-          toolSpan.end({ error: e });
-          if (signal.aborted) return { ...abortedExit(signal, `during tool ${call.name}`), turns };
-          throw e;
-        }
-        toolSpan.end({ status: out.status, kind: out.kind, isError: out.isError });
-        if (out.kind === 'shell' && out.status !== 'denied') d.totals.shellCalls++;
-        else if (out.status !== 'denied') d.totals.toolCalls++;
-        ev.artifact({ name: 'tool-call', data: { tool: call.name, id: call.id, status: out.status, duration_ms: out.durationMs } });
-        history.push({ role: 'tool', content: [{ type: 'text', text: out.content }], tool_call_id: call.id, is_error: out.isError || undefined, id: `msg_${crypto.randomUUID()}` });
-      }
+      const stopped = await runToolCalls(d, toolCalls, turn, history, ev, signal);
+      if (stopped) return { ...stopped, turns };
       continue;
     }
     const text = textOf({ content: resp.content });
@@ -249,6 +203,83 @@ async function inferTurn(
   d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error });
   const reason = metered.stage === 'call' ? `inference driver failed: ${error}` : `unreadable driver response: ${error}`;
   return { ended: { exit: 'failed', reason, ...withError(e) } };
+}
+
+/**
+ * Compaction after a turn: when the turn's occupancy (full input + output) reaches the threshold
+ * of the context window, the on-compaction hooks run; a committed replacement with matching tool
+ * pairs replaces the history (the held continuation dropped), anything else is refused. A
+ * compaction hook's error ends the attempt and the session.
+ */
+async function compactIfFull(
+  d: LoopDeps,
+  o: { turn: number; inputTokens: number; outputTokens: number; tools: ToolSpec[] },
+  history: ConversationMessage[],
+): Promise<{ ended: Omit<AttemptResult, 'turns'> } | { replaced: boolean }> {
+  const inf = d.manifest.inference!;
+  const { turn, inputTokens, outputTokens, tools } = o;
+  const window = d.manifest.context.maxTokens;
+  const threshold = inf.compaction.threshold;
+  if (!window || (inputTokens + outputTokens) / window < threshold) return { replaced: false };
+  const before = inputTokens;
+  const compactionSpan = startCompactionSpan(d.trace, { turn, tokensBefore: before, threshold });
+  const outcome = await d.hooks.compaction({
+    messages: history.map(toHookMessage), sessionTokens: BigInt(inputTokens + outputTokens), threshold,
+    model: inf.compaction.model, systemPrompt: d.compactionPrompt,
+  });
+  compactionSpan.end(outcome);
+  if (outcome.kind === 'fatal') {
+    return { ended: { exit: outcome.exitStatus === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed', reason: `compaction hook ${outcome.hook} failed: ${outcome.message}`, endsSession: true } };
+  }
+  if (outcome.kind !== 'replaced') return { replaced: false };
+  let replacement: ConversationMessage[] | undefined;
+  let problem: string | undefined;
+  try {
+    replacement = fromHookMessages(outcome.messages, 'replace-context');
+    problem = toolPairProblem(replacement);
+  } catch (e) {
+    problem = (e as Error).message;
+  }
+  if (!replacement || problem) {
+    d.trace.write('compaction_refused', { turn, hook: outcome.hook, reason: problem });
+    return { replaced: false };
+  }
+  history.splice(0, history.length, ...replacement);
+  d.continuation.replaceContext();
+  d.trace.write('compaction', { turn, hook: outcome.hook, tokens_before: before, tokens_after: await conversationTokens(d.counter, d.system, tools, history), messages_after: history.length });
+  return { replaced: true };
+}
+
+/**
+ * The tool calls of one turn, in order, each in its `execute_tool` span, its result appended to
+ * the history. Returns how the attempt ends when it is cancelled during a call.
+ */
+async function runToolCalls(
+  d: LoopDeps,
+  toolCalls: readonly ContentBlock[],
+  turn: number,
+  history: ConversationMessage[],
+  ev: LoopEvents,
+  signal: AbortSignal,
+): Promise<Omit<AttemptResult, 'turns'> | undefined> {
+  for (const call of toolCalls) {
+    if (call.type !== 'tool_call') continue;
+    let out;
+    const toolSpan = startToolSpan(d.trace, { name: call.name, callId: call.id, turn });
+    try {
+      out = await d.tools.dispatch(call.name, call.input, { turn, signal, traceparent: toolSpan.traceparent });
+    } catch (e) {
+      toolSpan.end({ error: e });
+      if (signal.aborted) return abortedExit(signal, `during tool ${call.name}`);
+      throw e;
+    }
+    toolSpan.end({ status: out.status, kind: out.kind, isError: out.isError });
+    if (out.kind === 'shell' && out.status !== 'denied') d.totals.shellCalls++;
+    else if (out.status !== 'denied') d.totals.toolCalls++;
+    ev.artifact({ name: 'tool-call', data: { tool: call.name, id: call.id, status: out.status, duration_ms: out.durationMs } });
+    history.push({ role: 'tool', content: [{ type: 'text', text: out.content }], tool_call_id: call.id, is_error: out.isError || undefined, id: `msg_${crypto.randomUUID()}` });
+  }
+  return undefined;
 }
 
 function safeJson(s: string): unknown {

@@ -42,7 +42,6 @@ const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
   'runtime/cli/serve.ts serveCommand': 139,
   'runtime/hooks/docs.ts renderHookDocs': 167,
   'runtime/inference/bpe-count.ts cl100kCounter': 171,
-  'runtime/loop/agent-loop.ts runAttempt': 121,
   'runtime/manifest/validate.ts SchemaWalker.walkValue': 137,
 };
 
