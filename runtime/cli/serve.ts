@@ -26,6 +26,9 @@ import { replicate } from '../a2a/tasks/replicas.ts';
 import { LIMIT_DEFAULTS, type ConnectionLimits } from '../a2a/server/connection-limits.ts';
 import { PUSH_LIMIT_DEFAULTS, type PushLimits } from '../a2a/peers/push-limits.ts';
 import { envNonNegative } from '../env-number.ts';
+import type { TaskExecutor } from '../a2a/core/executor.ts';
+import type { ConversationStore } from '../inference/conversation-store.ts';
+import type { StagedCapsule } from '../session/stage.ts';
 
 const RESTARTED = 'the runtime restarted (mur serve stopped without finishing this task: killed, crashed or its node lost); send the message again';
 
@@ -83,41 +86,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const bus = opened?.bus;
   let busLost: ((e: Error) => void) | undefined;
   bus?.onLostSet((e) => busLost?.(e));
-  // An agent capsule runs its tasks through the agent loop; a script capsule through its own
-  // `murmur:capsule/run` component. Either way the A2A front door is the same.
-  let executor;
-  let skills;
-  let close: (status: string) => Promise<void>;
-  let onEnded: ((listener: (status: string) => void) => void) | undefined;
-  let warmUp: (() => void) | undefined;
-  if (m.kind === 'script') {
-    const { ScriptSession } = await import('../script/script-session.ts');
-    const { scriptTaskExecutor } = await import('../script/serve.ts');
-    const script = await ScriptSession.open(staged);
-    const telemetry = await instrument(script);
-    executor = scriptTaskExecutor(script);
-    skills = skillsFromTools(staged.artifacts.filter((a) => a.runtime === 'tool' && a.name !== m.name).map((a) => ({ name: a.name, description: a.manifest.description })));
-    close = async (status) => {
-      await script.close(status);
-      await telemetry.shutdown();
-    };
-  } else {
-    const session = await openSession(staged, { deferWarmUp: true, ...(store ? { conversations: store.conversations } : {}) });
-    // The driver's and tools' workers and the token encoder are started once the servers listen,
-    // in the background, not when the first task arrives (which waits for whatever is still
-    // starting) and not before: on the pod's two or so cores they compete with the start itself
-    // (compiling a 12 MB driver, booting worker threads) and held up /readyz (docs/operator.md).
-    warmUp = () => void session.warmUp(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath));
-    const telemetry = await instrument(session);
-    if (!flags.quiet) printProgress(session.trace, out);
-    executor = taskExecutor(session);
-    skills = skillsFromTools(session.toolInventory());
-    onEnded = (listener) => session.onEnded((e) => listener(e.exitStatus));
-    close = async (status) => {
-      await session.close(status);
-      await telemetry.shutdown();
-    };
-  }
+  const { executor, skills, close, onEnded, warmUp } = await openServed(staged, { quiet: Boolean(flags.quiet), out, ...(store ? { conversations: store.conversations } : {}) });
   clock.mark('session');
   const a2a = await startA2AServer({
     card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills },
@@ -194,6 +163,55 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   await store?.close();
   await close(exitStatus);
   return exitStatus === 'ok' ? 0 : 1;
+}
+
+/**
+ * The capsule's session behind the A2A front door. An agent capsule runs its tasks through the
+ * agent loop; a script capsule through its own `murmur:capsule/run` component. Either way the
+ * A2A front door is the same.
+ */
+async function openServed(
+  staged: StagedCapsule,
+  o: { quiet: boolean; out: (s: string) => void; conversations?: ConversationStore },
+): Promise<{
+  executor: TaskExecutor;
+  skills: ReturnType<typeof skillsFromTools>;
+  close: (status: string) => Promise<void>;
+  onEnded?: (listener: (status: string) => void) => void;
+  warmUp?: () => void;
+}> {
+  const m = staged.manifest;
+  if (m.kind === 'script') {
+    const { ScriptSession } = await import('../script/script-session.ts');
+    const { scriptTaskExecutor } = await import('../script/serve.ts');
+    const script = await ScriptSession.open(staged);
+    const telemetry = await instrument(script);
+    return {
+      executor: scriptTaskExecutor(script),
+      skills: skillsFromTools(staged.artifacts.filter((a) => a.runtime === 'tool' && a.name !== m.name).map((a) => ({ name: a.name, description: a.manifest.description }))),
+      close: async (status) => {
+        await script.close(status);
+        await telemetry.shutdown();
+      },
+    };
+  }
+  const session = await openSession(staged, { deferWarmUp: true, ...(o.conversations ? { conversations: o.conversations } : {}) });
+  const telemetry = await instrument(session);
+  if (!o.quiet) printProgress(session.trace, o.out);
+  return {
+    executor: taskExecutor(session),
+    skills: skillsFromTools(session.toolInventory()),
+    onEnded: (listener) => session.onEnded((e) => listener(e.exitStatus)),
+    close: async (status) => {
+      await session.close(status);
+      await telemetry.shutdown();
+    },
+    // The driver's and tools' workers and the token encoder are started once the servers listen,
+    // in the background, not when the first task arrives (which waits for whatever is still
+    // starting) and not before: on the pod's two or so cores they compete with the start itself
+    // (compiling a 12 MB driver, booting worker threads) and held up /readyz (docs/operator.md).
+    warmUp: () => void session.warmUp(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath)),
+  };
 }
 
 /**

@@ -39,7 +39,6 @@ const FILES_OVER: Readonly<Record<string, number>> = {
  */
 const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
   'operator/translate/index.ts translate': 166,
-  'runtime/cli/serve.ts serveCommand': 139,
   'runtime/hooks/docs.ts renderHookDocs': 167,
   'runtime/inference/bpe-count.ts cl100kCounter': 171,
   'runtime/manifest/validate.ts SchemaWalker.walkValue': 137,
