@@ -310,53 +310,12 @@ export class SchemaWalker {
       case 'mapping':
         if (!isMap(n)) return this.typeError(spec, path, n, keyPos);
         return n.toJS(this.doc) as Record<string, unknown>;
-      case 'string-map': {
-        if (!isMap(n)) return this.typeError(spec, path, n, keyPos);
-        const out: Record<string, string> = {};
-        for (const pair of n.items as Pair[]) {
-          const k = this.resolve(pair.key);
-          const v = this.resolve(pair.value);
-          if (!isScalar(k) || !isScalar(v) || v.value === null || typeof v.value === 'object') {
-            this.report(`${path}.${isScalar(k) ? String(k.value) : '?'}`, this.pos(v ?? k), { code: 'E-MAN-003', message: `'${leafKey(path)}' values must be strings`, hint: 'write each entry as `Name: value`' });
-            continue;
-          }
-          out[String(k.value)] = String(v.value);
-        }
-        return out;
-      }
-      case 'schema': {
-        if (isMap(n)) return n.toJS(this.doc) as Record<string, unknown>;
-        if (isScalar(n) && typeof n.value === 'string') {
-          try {
-            const parsed: unknown = JSON.parse(n.value);
-            if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed;
-            this.report(path, p, { code: 'E-MAN-019', message: `'${leafKey(path)}' must hold a JSON object`, hint: 'give a JSON Schema object, e.g. {"type": "object", "properties": {}}' });
-          } catch (e) {
-            this.report(path, p, { code: 'E-MAN-019', message: `'${leafKey(path)}' is not valid JSON: ${(e as Error).message}`, hint: 'write the schema as a YAML mapping, or fix the JSON string' });
-          }
-          return undefined;
-        }
-        return this.typeError(spec, path, n, keyPos);
-      }
-      case 'list': {
-        if (!isSeq(n)) return this.typeError(spec, path, n, keyPos);
-        const seq = n as YAMLSeq;
-        if (spec.nonEmpty && seq.items.length === 0) {
-          this.report(path, p, { code: 'E-MAN-010', message: `'${path}' is present but empty`, hint: `list at least one entry, or remove \`${leafKey(path)}:\` (and its block) entirely` });
-          return undefined;
-        }
-        const itemSpec = this.idx.byPattern.get(`${spec.path}[]`)!;
-        const out: unknown[] = [];
-        seq.items.forEach((item, i) => {
-          const ip = `${path}[${i}]`;
-          const node = this.resolve(item);
-          this.locs.set(ip, node ? this.pos(node) : p);
-          const v = this.walkValue(node, itemSpec, ip, node ? this.pos(node) : p);
-          if (v !== undefined) out.push(v);
-          else out.push(undefined);
-        });
-        return out;
-      }
+      case 'string-map':
+        return this.walkStringMap(n, spec, path, keyPos);
+      case 'schema':
+        return this.walkSchema(n, spec, path, keyPos, p);
+      case 'list':
+        return this.walkList(n, spec, path, keyPos, p);
     }
     if (spec.check) {
       const prob = spec.check(value);
@@ -366,6 +325,59 @@ export class SchemaWalker {
       }
     }
     return value;
+  }
+
+  /** `Name: value` entries, every value a string. */
+  private walkStringMap(n: Node, spec: FieldSpec, path: string, keyPos: Position): unknown {
+    if (!isMap(n)) return this.typeError(spec, path, n, keyPos);
+    const out: Record<string, string> = {};
+    for (const pair of n.items as Pair[]) {
+      const k = this.resolve(pair.key);
+      const v = this.resolve(pair.value);
+      if (!isScalar(k) || !isScalar(v) || v.value === null || typeof v.value === 'object') {
+        this.report(`${path}.${isScalar(k) ? String(k.value) : '?'}`, this.pos(v ?? k), { code: 'E-MAN-003', message: `'${leafKey(path)}' values must be strings`, hint: 'write each entry as `Name: value`' });
+        continue;
+      }
+      out[String(k.value)] = String(v.value);
+    }
+    return out;
+  }
+
+  /** A JSON Schema object: a YAML mapping, or a string holding JSON. */
+  private walkSchema(n: Node, spec: FieldSpec, path: string, keyPos: Position, p: Position): unknown {
+    if (isMap(n)) return n.toJS(this.doc) as Record<string, unknown>;
+    if (isScalar(n) && typeof n.value === 'string') {
+      try {
+        const parsed: unknown = JSON.parse(n.value);
+        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed;
+        this.report(path, p, { code: 'E-MAN-019', message: `'${leafKey(path)}' must hold a JSON object`, hint: 'give a JSON Schema object, e.g. {"type": "object", "properties": {}}' });
+      } catch (e) {
+        this.report(path, p, { code: 'E-MAN-019', message: `'${leafKey(path)}' is not valid JSON: ${(e as Error).message}`, hint: 'write the schema as a YAML mapping, or fix the JSON string' });
+      }
+      return undefined;
+    }
+    return this.typeError(spec, path, n, keyPos);
+  }
+
+  /** A list, each item walked against the `<path>[]` spec and located. */
+  private walkList(n: Node, spec: FieldSpec, path: string, keyPos: Position, p: Position): unknown {
+    if (!isSeq(n)) return this.typeError(spec, path, n, keyPos);
+    const seq = n as YAMLSeq;
+    if (spec.nonEmpty && seq.items.length === 0) {
+      this.report(path, p, { code: 'E-MAN-010', message: `'${path}' is present but empty`, hint: `list at least one entry, or remove \`${leafKey(path)}:\` (and its block) entirely` });
+      return undefined;
+    }
+    const itemSpec = this.idx.byPattern.get(`${spec.path}[]`)!;
+    const out: unknown[] = [];
+    seq.items.forEach((item, i) => {
+      const ip = `${path}[${i}]`;
+      const node = this.resolve(item);
+      this.locs.set(ip, node ? this.pos(node) : p);
+      const v = this.walkValue(node, itemSpec, ip, node ? this.pos(node) : p);
+      if (v !== undefined) out.push(v);
+      else out.push(undefined);
+    });
+    return out;
   }
 
   private walkEmptyObject(spec: FieldSpec, path: string, keyPos: Position): Record<string, unknown> {

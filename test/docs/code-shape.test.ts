@@ -41,7 +41,6 @@ const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
   'operator/translate/index.ts translate': 166,
   'runtime/hooks/docs.ts renderHookDocs': 167,
   'runtime/inference/bpe-count.ts cl100kCounter': 171,
-  'runtime/manifest/validate.ts SchemaWalker.walkValue': 137,
 };
 
 /** In-folder import circles still being taken apart (issue 39 §4), exactly as inFolderCircles reports them. */
