@@ -128,6 +128,67 @@ const SLOT_BITS = 12;
 const CACHE_WINDOW = 1024;
 
 /**
+ * scanMerge's merge for long pieces, in O(n log n): a min-heap of (rank, start, end) over a linked
+ * list of parts, stale entries skipped. Lowest rank first and, among equal ranks, the leftmost
+ * part: the order the linear scan takes.
+ */
+function heapMerge(ranks: Ranks, b: Uint8Array, n: number): number {
+  const pair = ranks.pair;
+  const next = new Int32Array(n + 1);
+  const prev = new Int32Array(n + 1);
+  const alive = new Uint8Array(n + 1).fill(1);
+  for (let i = 0; i <= n; i++) { next[i] = i + 1; prev[i] = i - 1; }
+  // At most n - 1 initial entries and two per merge (≤ n - 1 merges).
+  const cap = 3 * n;
+  const hr = new Int32Array(cap), hs = new Int32Array(cap), he = new Int32Array(cap);
+  let size = 0;
+  const less = (a: number, c: number) => hr[a]! < hr[c]! || (hr[a] === hr[c] && hs[a]! < hs[c]!);
+  const swap = (a: number, c: number) => {
+    let t = hr[a]!; hr[a] = hr[c]!; hr[c] = t;
+    t = hs[a]!; hs[a] = hs[c]!; hs[c] = t;
+    t = he[a]!; he[a] = he[c]!; he[c] = t;
+  };
+  const push = (r: number, s: number, e: number) => {
+    if (r === NONE) return;
+    let i = size++;
+    hr[i] = r; hs[i] = s; he[i] = e;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!less(i, p)) break;
+      swap(i, p);
+      i = p;
+    }
+  };
+  for (let i = 0; i < n - 1; i++) push(pair[(b[i]! << 8) | b[i + 1]!]!, i, i + 2);
+  let parts = n;
+  while (size > 0) {
+    const st = hs[0]!, e = he[0]!;
+    swap(0, --size);
+    for (let i = 0; ;) {
+      const l = 2 * i + 1, r = l + 1;
+      let m = i;
+      if (l < size && less(l, m)) m = l;
+      if (r < size && less(r, m)) m = r;
+      if (m === i) break;
+      swap(i, m);
+      i = m;
+    }
+    // Stale unless `st` starts a live part whose right neighbour ends at `e`.
+    if (!alive[st]) continue;
+    const mid = next[st]!;
+    if (mid >= n || next[mid] !== e) continue;
+    alive[mid] = 0;
+    next[st] = e;
+    prev[e] = st;
+    parts--;
+    if (e < n) push(ranks.get(b, st, next[e]!), st, next[e]!);
+    const p = prev[st]!;
+    if (p >= 0) push(ranks.get(b, p, e), p, e);
+  }
+  return parts;
+}
+
+/**
  * A counter over built tables (shared or not). Its scratch space and piece cache are its own
  * (≈ 160 KiB), so any number of threads count over one set of tables.
  */
@@ -176,66 +237,6 @@ export function cl100kCounter(tables: Cl100kTables): BpeCounter {
     return parts;
   }
 
-  /**
-   * The same merge for long pieces in O(n log n): a min-heap of (rank, start, end) over a linked
-   * list of parts, stale entries skipped. Lowest rank first and, among equal ranks, the leftmost
-   * part: the order the linear scan takes.
-   */
-  function heapMerge(b: Uint8Array, n: number): number {
-    const next = new Int32Array(n + 1);
-    const prev = new Int32Array(n + 1);
-    const alive = new Uint8Array(n + 1).fill(1);
-    for (let i = 0; i <= n; i++) { next[i] = i + 1; prev[i] = i - 1; }
-    // At most n - 1 initial entries and two per merge (≤ n - 1 merges).
-    const cap = 3 * n;
-    const hr = new Int32Array(cap), hs = new Int32Array(cap), he = new Int32Array(cap);
-    let size = 0;
-    const less = (a: number, c: number) => hr[a]! < hr[c]! || (hr[a] === hr[c] && hs[a]! < hs[c]!);
-    const swap = (a: number, c: number) => {
-      let t = hr[a]!; hr[a] = hr[c]!; hr[c] = t;
-      t = hs[a]!; hs[a] = hs[c]!; hs[c] = t;
-      t = he[a]!; he[a] = he[c]!; he[c] = t;
-    };
-    const push = (r: number, s: number, e: number) => {
-      if (r === NONE) return;
-      let i = size++;
-      hr[i] = r; hs[i] = s; he[i] = e;
-      while (i > 0) {
-        const p = (i - 1) >> 1;
-        if (!less(i, p)) break;
-        swap(i, p);
-        i = p;
-      }
-    };
-    for (let i = 0; i < n - 1; i++) push(pair[(b[i]! << 8) | b[i + 1]!]!, i, i + 2);
-    let parts = n;
-    while (size > 0) {
-      const st = hs[0]!, e = he[0]!;
-      swap(0, --size);
-      for (let i = 0; ;) {
-        const l = 2 * i + 1, r = l + 1;
-        let m = i;
-        if (l < size && less(l, m)) m = l;
-        if (r < size && less(r, m)) m = r;
-        if (m === i) break;
-        swap(i, m);
-        i = m;
-      }
-      // Stale unless `st` starts a live part whose right neighbour ends at `e`.
-      if (!alive[st]) continue;
-      const mid = next[st]!;
-      if (mid >= n || next[mid] !== e) continue;
-      alive[mid] = 0;
-      next[st] = e;
-      prev[e] = st;
-      parts--;
-      if (e < n) push(ranks.get(b, st, next[e]!), st, next[e]!);
-      const p = prev[st]!;
-      if (p >= 0) push(ranks.get(b, p, e), p, e);
-    }
-    return parts;
-  }
-
   /** UTF-8 of t[i..e) into the scratch buffer (a lone surrogate as U+FFFD, like TextEncoder). */
   function toBytes(t: string, i: number, e: number): number {
     if (bytes.length < (e - i) * 3) bytes = new Uint8Array((e - i) * 3);
@@ -266,11 +267,11 @@ export function cl100kCounter(tables: Cl100kTables): BpeCounter {
     const b = bytes; // after toBytes, which may have grown it
     if (n === 1) return 1;
     if (n === 2) return pair[(b[0]! << 8) | b[1]!] !== NONE ? 1 : 2;
-    if (n > maxLen) return n > SCAN_MAX ? heapMerge(b, n) : scanMerge(b, n);
+    if (n > maxLen) return n > SCAN_MAX ? heapMerge(ranks, b, n) : scanMerge(b, n);
     const head = pack4(b, 0, n);
     const h = hashOf(b, 0, n, head);
     if (ranks.long(b, 0, n, head, h) !== NONE) return 1;
-    if (n < CACHE_MIN || n > SLOT_BYTES) return n > SCAN_MAX ? heapMerge(b, n) : scanMerge(b, n);
+    if (n < CACHE_MIN || n > SLOT_BYTES) return n > SCAN_MAX ? heapMerge(ranks, b, n) : scanMerge(b, n);
     // High-entropy text never hits: after a window of few hits, skip the cache for a while.
     if (bypass > 0) { bypass--; return scanMerge(b, n); }
     if (++probes === CACHE_WINDOW) {
