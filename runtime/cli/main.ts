@@ -27,6 +27,8 @@ commands:
   chat <target>         talk with a capsule in one conversation, answering its questions in place
   tasks <target> <list|get|cancel>
                         your tasks on a capsule
+  console [<A2A URL>...]
+                        a web page on 127.0.0.1: your Capsules, their tasks, a chat, a timeline
   help                  this text
 
 Every command takes --help. Errors carry a stable code; docs/errors.md lists them all.`;
@@ -49,6 +51,8 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
         return await (await import('./chat.ts')).chatCommand(rest, out, err);
       case 'tasks':
         return await (await import('./tasks.ts')).tasksCommand(rest, out, err);
+      case 'console':
+        return await (await import('./console.ts')).consoleCommand(rest, out, err);
       case 'pack':
       case 'publish':
       case 'install':
