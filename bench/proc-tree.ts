@@ -1,7 +1,7 @@
 /**
- * Processes a bench serves from, measured as a tree: RSS, VmHWM and CPU summed over a process and
- * its descendants (this runtime transpiles in child processes), and a serving process whose A2A URL
- * is read from its output.
+ * Processes a bench serves from, measured as a tree: RSS, VmHWM, CPU and private memory summed over
+ * a process and its descendants (this runtime transpiles in child processes), the tree's peak RSS
+ * sampled, and a serving process whose A2A URL is read from its output.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -13,8 +13,8 @@ export interface Tree {
   cpuMs: number;
 }
 
-/** RSS, VmHWM and CPU (own + reaped children) summed over a process and its descendants. */
-export function treeStat(root: number): Tree {
+/** A process and its descendants, the root first (children read from /proc/<pid>/stat's ppid). */
+export function treePids(root: number): number[] {
   const kids = new Map<number, number[]>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -26,8 +26,19 @@ export function treeStat(root: number): Tree {
       // gone meanwhile
     }
   }
-  const out: Tree = { rss: 0, hwm: 0, cpuMs: 0 };
+  const out: number[] = [];
   const visit = (pid: number): void => {
+    out.push(pid);
+    for (const k of kids.get(pid) ?? []) visit(k);
+  };
+  visit(root);
+  return out;
+}
+
+/** RSS, VmHWM and CPU (own + reaped children) summed over a process and its descendants. */
+export function treeStat(root: number): Tree {
+  const out: Tree = { rss: 0, hwm: 0, cpuMs: 0 };
+  for (const pid of treePids(root)) {
     try {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
       const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
@@ -37,12 +48,51 @@ export function treeStat(root: number): Tree {
       out.hwm += kb('VmHWM');
       out.cpuMs += ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / CLK) * 1000;
     } catch {
-      return;
+      // gone meanwhile
     }
-    for (const k of kids.get(pid) ?? []) visit(k);
-  };
-  visit(root);
+  }
   return out;
+}
+
+export interface Memory {
+  rss: number;
+  /**
+   * Private_Clean + Private_Dirty (smaps_rollup): the pages only this tree maps, what the node gets
+   * back when it ends. RSS also counts shared pages (the binary, libc, node's own text).
+   */
+  priv: number;
+}
+
+/** RSS and private memory summed over a process and its descendants, from /proc/<pid>/smaps_rollup. */
+export function treeMemory(root: number): Memory {
+  const out: Memory = { rss: 0, priv: 0 };
+  for (const pid of treePids(root)) {
+    try {
+      const t = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+      const kb = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(t)?.[1] ?? 0) * 1024;
+      out.rss += kb('Rss');
+      out.priv += kb('Private_Clean') + kb('Private_Dirty');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * The tree's RSS sampled every `everyMs` until `stop()`, which returns the highest sum seen: what the
+ * node had to hold at once. VmHWM summed over processes overstates it (each process peaks at its own
+ * time) and misses children that exited before it is read.
+ */
+export function samplePeak(root: number, everyMs = 20): { stop(): number } {
+  let peak = treeStat(root).rss;
+  const timer = setInterval(() => (peak = Math.max(peak, treeStat(root).rss)), everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.max(peak, treeStat(root).rss);
+    },
+  };
 }
 
 export interface Served {

@@ -2,8 +2,8 @@
  * This runtime against the reference runtime (Murmur, Rust + Wasmtime), side by side: the SAME
  * components in both arms — the reference's own prebuilt `murmur-driver-anthropic.wasm`,
  * `echo-tool.wasm` and script capsule `capsule-allowlisted.wasm`, unchanged, packed into the same
- * `.mur.zip` files and published with each runtime's own `mur publish` — against the same scripted
- * provider (test/provider/, real HTTP, the Anthropic wire format), from the same client.
+ * `.mur.zip` files and published with each runtime's own `mur publish` (reference-arms.ts) — against
+ * the same scripted provider, from the same client.
  *
  * Nothing of the reference is in this repository: the bench takes its CLI and its fixture folder
  * from the environment and stops (exit 1) saying what to set when they are missing:
@@ -11,52 +11,61 @@
  *   MURMUR_REFERENCE_FIXTURES  its crates/murmur-cli/tests/fixtures folder (holds the components)
  * `--ours-only` runs this runtime's arm alone (still needs MURMUR_REFERENCE_FIXTURES).
  *
- * Arms: `ours (image)` is the runtime image itself — its Node (24), /app, ENV and ENTRYPOINT, run in a
- * chroot of its unpacked files (image-root.ts; test/images/build.sh builds the image first when its
- * inputs changed) — what a pod runs; `ours` is `bin/mur` from compiled dist/ (`npm run build` first;
- * MUR_FROM=dist) on this machine's node with the node flags of the image's ENTRYPOINT and its malloc
- * settings (`--ours image|dist|both`, default both); both run `mur serve`
- * with --metrics-port 0 (no /metrics listener) and `mur run`; `reference` is the reference's
- * `mur run --manifest … --json` (agent capsules serve A2A; `--lifecycle-after-task sleep` keeps it
- * taking tasks) and `mur run --manifest` for the script capsule. The capsule manifest is the same
- * text for both (the reference's format: inference.transport/endpoint/api_key, network.allow,
- * lifecycle.task_acceptance: queue). Each task is two provider turns: a `tool_use` of echo-tool,
- * then the answer. No hooks bound. A task is sent with JSON-RPC `message/send` on a fresh
- * connection; it counts as done when the answer (ours: blocking send) or `tasks/get` polled every
- * 2 ms (the reference answers `submitted`) says completed.
+ * What each arm includes (the process tree measured: the serving process and its children):
+ * - `ours (image)`: the runtime image itself — its Node (24), /app, ENV and ENTRYPOINT, run in a
+ *   chroot of its unpacked files (image-root.ts; test/images/build.sh builds the image first when
+ *   its inputs changed) — what a pod runs: `mur serve` with --metrics-port 0 (no /metrics
+ *   listener), its component cache, the session's trace.jsonl; `mur run` for the script capsule;
+ * - `ours`: `bin/mur` from compiled dist/ (`npm run build` first; MUR_FROM=dist) on this machine's
+ *   node with the image's ENTRYPOINT node flags and malloc settings, otherwise as above
+ *   (`--ours image|dist|both`, default both);
+ * - `reference`: the reference's `mur run --manifest … --json --lifecycle-after-task sleep` (agent
+ *   capsules serve A2A; `sleep` keeps it taking tasks), its trace.jsonl, no compiled-component cache
+ *   (it compiles at every start); `mur run --manifest` for the script capsule.
+ * The capsule manifest is the same text for both (the reference's format: inference.transport/
+ * endpoint/api_key, network.allow, lifecycle.task_acceptance: queue). Each task is two provider
+ * turns: a `tool_use` of echo-tool, then the answer. No hooks bound.
+ *
+ * The client is the same for every arm (task-poller.ts): each task is a non-blocking JSON-RPC
+ * `message/send` (`configuration.blocking: false`; the reference always answers `submitted`), and
+ * one poller sweeps `tasks/get` for all outstanding tasks every 10 ms over one keep-alive agent (the
+ * reference closes every connection itself); a task is done when the sweep sees it completed, so a
+ * time from send to completed reads up to 10 ms late. The scripted provider (test/provider/, real
+ * HTTP, the Anthropic wire format) runs in a node process of its own (provider-process.ts), so its
+ * answers never queue behind the client. As a check on the client, the throughput row is printed
+ * beside the spacing of the `task_end` events in each side's own trace (trace.jsonl under the
+ * --workdir given: (last − first) / (n − 1) over the throughput tasks), which no client affects.
  *
  * Rows, per round and per arm (the arms alternate, the order reversing every other round; the
  * paired ratio is ours / reference round by round):
  * - first run ever: empty component caches (ours: a fresh MURMUR_COMPONENT_CACHE, so the transpile
- *   runs; the reference keeps no cache and compiles every start) → first task completed: wall,
- *   CPU (user + system of the process tree), max RSS (VmHWM summed over the process tree when the
- *   task completed: children that have exited by then, such as ours' transpile processes, are not
- *   in it) and the tree's peak RSS sampled every 20 ms while it ran (they are);
+ *   runs; the reference keeps no cache) → first task completed: wall, CPU (user + system of the
+ *   process tree), max RSS (VmHWM summed over the tree when the task completed) and the tree's peak
+ *   RSS sampled every 20 ms while it ran (counts children that exited before the end);
  * - warm start: process start → agent card URL printed (ready), → first task completed;
- * - RSS idle after one task: RSS of the process tree 20 s after the first task completed (past the
- *   10 s after which this runtime lets go of its booted spare worker), and again 45 s after it (past
- *   the 30 s after which it lets go of the session's component thread, MURMUR_COMPONENT_IDLE_MS);
+ * - memory after one task: RSS and private memory (Private_Clean + Private_Dirty of smaps_rollup,
+ *   what the node gets back when the process ends; RSS also counts shared pages) of the tree 1 s,
+ *   20 s and 45 s after the first task completed (why 20 s and 45 s: IDLE_MS below);
  * - a task after that idle: the next task's time from send to completed (ours starts its component
  *   thread and instances afresh for it; the reference has nothing to restart);
- * - throughput: then 100 tasks from 8 concurrent senders, wall / 100 = time per task;
- * - RSS idle after 102 tasks: 20 s and 45 s after the last one; max RSS: VmHWM of the warm process
- *   at 20 s;
+ * - throughput: then `--tasks` (100) tasks from `--senders` (8) concurrent senders, each sending its
+ *   next task once its last completed: the client's wall / tasks, and the trace's task_end spacing;
+ * - memory after the last task: RSS and private 1 s, 20 s and 45 s after it; peak RSS of the tree
+ *   sampled every 20 ms from process start to the 45 s reading, and VmHWM summed at the end;
  * - script capsule end to end: `mur run` of capsule-allowlisted.wasm (invokes echo-tool once, writes
  *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
  *
  *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours image|dist|both] [--ours-only]
  */
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { zipSync } from 'fflate';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
-import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
-import { MUR, murCommand } from './serving.ts';
-import { spawnServer, treeStat, type Served, type Tree } from './proc-tree.ts';
-import { imageRoot, type ImageRoot } from './image-root.ts';
+import { spawnProvider } from './provider-process.ts';
+import { TaskClient } from './task-poller.ts';
+import { samplePeak, treeMemory, treeStat, type Memory, type Tree } from './proc-tree.ts';
+import { imageRoot } from './image-root.ts';
+import { API_KEY, COMPONENTS, TASK_TURNS, agentYaml, ours, reference, type Subject } from './reference-arms.ts';
 import { choiceArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
@@ -69,11 +78,6 @@ const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('i
 
 const REF_BIN = process.env.MURMUR_REFERENCE_BIN;
 const REF_FIX = process.env.MURMUR_REFERENCE_FIXTURES;
-const COMPONENTS = {
-  driver: 'drivers/anthropic/driver/murmur-driver-anthropic.wasm',
-  tool: 'run/components/echo-tool.wasm',
-  script: 'run/components/capsule-allowlisted.wasm',
-};
 
 function requireEnv(): void {
   const missing: string[] = [];
@@ -91,260 +95,137 @@ function requireEnv(): void {
 }
 
 /**
- * RSS once idle: 20 s after the last task. This runtime lets go of the booted worker it keeps for
- * the next instance start (and the token counter's worker) after 10 s idle, and Node 24's V8 keeps
- * an ended worker's heap pages in a process-wide pool for 8 s more before it returns them (measured:
- * a worker's 30 MiB stayed resident 2 s after terminate(), gone 9.5 s after); a pod idles far
- * longer. The peak before it is the max-RSS row. The second reading is 45 s after: the session's
- * component thread is let go after 30 s without a call (MURMUR_COMPONENT_IDLE_MS), and its heap
- * pages 8 s after that.
+ * Memory readings after a task, in ms. 1 s: what the process holds right after work. 20 s: this
+ * runtime lets go of the booted worker it keeps for the next instance start (and the token
+ * counter's worker) after 10 s idle, and Node 24's V8 keeps an ended worker's heap pages in a
+ * process-wide pool for 8 s more before it returns them (measured: a worker's 30 MiB stayed
+ * resident 2 s after terminate(), gone 9.5 s after). 45 s: the session's component thread is let go
+ * after 30 s without a call (MURMUR_COMPONENT_IDLE_MS), and its heap pages 8 s after that.
  */
-const IDLE_EARLY_MS = 20_000;
-const IDLE_LATE_MS = 45_000;
+const IDLE_MS = [1_000, 20_000, 45_000] as const;
 
-/** RSS of the tree once `ms` have passed since `since` (a performance.now() reading). */
-async function treeAt(pid: number, since: number, ms: number): Promise<number> {
-  await new Promise((r) => setTimeout(r, Math.max(0, since + ms - performance.now())));
-  return treeStat(pid).rss;
-}
-
-// ---------------------------------------------------------------------------------------- client
-
-function rpc(url: string, method: string, params: unknown): Promise<Record<string, unknown>> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        try {
-          resolve(JSON.parse(text) as Record<string, unknown>);
-        } catch {
-          reject(new Error(`${method}: not JSON: ${text.slice(0, 400)}`));
-        }
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-const TERMINAL = new Set(['completed', 'failed', 'canceled', 'rejected']);
-
-/** Sends one task and resolves when it completed (the answer or tasks/get says so). */
-async function sendTask(url: string, i: number): Promise<void> {
-  const message = { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] };
-  let r = await rpc(url, 'message/send', { message });
-  for (;;) {
-    const task = r.result as { id?: string; status?: { state?: string } } | undefined;
-    const state = task?.status?.state;
-    if (state === 'completed') return;
-    if (!task?.id || !state || TERMINAL.has(state)) throw new Error(`task ${i}: ${JSON.stringify(r).slice(0, 400)}`);
-    await new Promise((res) => setTimeout(res, 2));
-    r = await rpc(url, 'tasks/get', { id: task.id });
+/** The tree's memory at each of IDLE_MS after `since` (a performance.now() reading). */
+async function memoryAfter(pid: number, since: number): Promise<Memory[]> {
+  const out: Memory[] = [];
+  for (const ms of IDLE_MS) {
+    await new Promise((r) => setTimeout(r, Math.max(0, since + ms - performance.now())));
+    out.push(treeMemory(pid));
   }
+  return out;
 }
 
-// ---------------------------------------------------------------------------------------- setup
-
-function zipOf(manifest: string, wasm: string): Uint8Array {
-  // The reference's package layout: murmur.yaml and the component at the root.
-  return zipSync({ 'murmur.yaml': Buffer.from(manifest), 'tool.wasm': readFileSync(wasm) });
-}
-
-const DRIVER = { name: 'murmur-driver-anthropic', version: '0.1.4' };
-const TOOL = { name: 'echo-tool', version: '0.1.0' };
-
-function packages(dir: string): string[] {
-  const driver = join(dir, `${DRIVER.name}-${DRIVER.version}.mur.zip`);
-  writeFileSync(driver, zipOf(`name: ${DRIVER.name}\nversion: ${DRIVER.version}\nruntime: driver\n`, join(REF_FIX!, COMPONENTS.driver)));
-  const tool = join(dir, `${TOOL.name}-${TOOL.version}.mur.zip`);
-  writeFileSync(tool, zipOf(`name: ${TOOL.name}\nversion: ${TOOL.version}\nruntime: wasm\ndescription: Echoes its input.\ninput_schema:\n  type: object\n  properties:\n    data:\n      type: string\n`, join(REF_FIX!, COMPONENTS.tool)));
-  return [driver, tool];
-}
-
-const API_KEY = 'test-key-not-secret';
-
-function agentYaml(endpoint: string): string {
-  return [
-    'name: ref-agent', 'version: 0.1.0',
-    'artifacts:',
-    `  - name: ${TOOL.name}`, `    version: ${TOOL.version}`, '    runtime: tool',
-    `  - name: ${DRIVER.name}`, `    version: ${DRIVER.version}`, '    runtime: driver',
-    'capabilities:', '  network:', '    allow:', `      - ${endpoint}`,
-    'inference:', '  transport: http', `  endpoint: ${endpoint}`, '  model: test-model', `  api_key: ${API_KEY}`, '  driver:', `    artifact: ${DRIVER.name}`,
-    'lifecycle:', '  task_acceptance: queue', `  queue_depth: ${TASKS + 8}`, '',
-  ].join('\n');
-}
-
-const SCRIPT_YAML = `name: capsule\nversion: 0.0.1\nartifacts:\n  - name: ${TOOL.name}\n    version: ${TOOL.version}\n`;
-
-const TASK_TURNS: ScriptTurn[] = [{ toolCalls: [{ name: TOOL.name, input: { data: 'tick' } }] }, { text: 'done' }];
-
-interface Subject {
-  name: string;
-  /** Starts a serving process for the capsule in `dir`; cold = with empty component caches. */
-  serve(dir: string, cold: boolean): Served;
-  /** `mur run` of the script capsule: wall ms and max RSS bytes. */
-  script(): { wall: number; hwm: number };
-}
-
-/**
- * This runtime: `dist` = the checkout's compiled dist/ on this machine's node with the image's node
- * flags and malloc settings; `image` = the runtime image's own files (its Node, /app, ENV and
- * ENTRYPOINT) in a chroot (image-root.ts) — what a pod runs.
- */
-function ours(kind: 'dist' | 'image', img?: ImageRoot): Subject {
-  const registry = tmp('ref-ours-reg-');
-  const cache = tmp(`ref-ours-${kind}-cache-`);
-  for (const p of packages(tmp('ref-ours-pkg-'))) {
-    const r = spawnSync(process.execPath, [MUR, 'publish', p, '--registry', registry], { env: { PATH: process.env.PATH!, MUR_FROM: 'dist' } });
-    if (r.status !== 0) throw new Error(`mur publish ${p}: ${r.stderr}`);
+/** `task_end` timestamps (ms) of every trace.jsonl under `dir`, in order. */
+function taskEnds(dir: string): number[] {
+  const ends: number[] = [];
+  for (const f of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+    if (!f.endsWith('trace.jsonl')) continue;
+    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
+      if (!line.includes('"task_end"')) continue;
+      const e = JSON.parse(line) as { event_type?: string; timestamp?: number };
+      if (e.event_type === 'task_end' && typeof e.timestamp === 'number') ends.push(e.timestamp);
+    }
   }
-  const scriptDir = tmp('ref-ours-script-');
-  writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
-  copyFileSync(join(REF_FIX!, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
-  const home = tmp('ref-ours-home-');
-  const command = (args: string[], cache: string) => murCommand(args, { HOME: home, MURMUR_COMPONENT_CACHE: cache }, kind === 'image' ? { from: 'dist', image: img! } : { from: 'dist', asImage: true });
-  return {
-    name: kind === 'image' ? 'ours (image)' : 'ours',
-    serve(dir, cold) {
-      const c = command(['serve', dir, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('ref-ours-work-'), '--quiet'], cold ? tmp('ref-ours-cold-') : cache);
-      return spawnServer(c.cmd, c.args, c.env, (out) => /serving \S+ \S+ at (http:\/\/\S+)/.exec(out)?.[1]);
-    },
-    script() {
-      const c = command(['run', scriptDir, '--registry', registry, '--work-root', tmp('ref-ours-swork-'), '--quiet', '--task', 'run'], cache);
-      const t = performance.now();
-      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', c.cmd, ...c.args], { env: c.env });
-      const wall = performance.now() - t;
-      if (r.status !== 0) throw new Error(`${kind}: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
-      return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };
-    },
-  };
+  return ends.sort((a, b) => a - b);
 }
 
-function reference(bin: string): Subject {
-  const home = tmp('ref-ref-home-');
-  const env = { PATH: process.env.PATH!, HOME: home };
-  for (const p of packages(tmp('ref-ref-pkg-'))) {
-    const r = spawnSync(bin, ['publish', p], { env });
-    if (r.status !== 0) throw new Error(`reference mur publish ${p}: ${r.stdout}${r.stderr}`);
+/** Mean spacing of the last `n` task_end events of the trace under `dir`; NaN (and a warning) when it has fewer. */
+function traceSpacing(name: string, dir: string, n: number): number {
+  const ends = taskEnds(dir).slice(-n);
+  if (ends.length < n) {
+    console.warn(`${name}: ${ends.length} task_end events under ${dir}, expected at least ${n}: no trace spacing this round`);
+    return NaN;
   }
-  const scriptDir = tmp('ref-ref-script-');
-  writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
-  copyFileSync(join(REF_FIX!, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
-  return {
-    name: 'reference',
-    // The reference keeps no compiled-component cache: every start compiles, cold or not.
-    serve(dir) {
-      return spawnServer(bin, ['run', '--manifest', join(dir, 'murmur.yaml'), '--json', '--lifecycle-after-task', 'sleep', '--workdir', tmp('ref-ref-work-')], env, (out) => {
-        const m = /"url":"(?:localhost|127\.0\.0\.1):(\d+)"/.exec(out);
-        return m ? `http://127.0.0.1:${m[1]}/` : undefined;
-      });
-    },
-    script() {
-      const t = performance.now();
-      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', bin, 'run', '--manifest', join(scriptDir, 'murmur.yaml')], { env });
-      const wall = performance.now() - t;
-      if (r.status !== 0 || !/status:\s+ok/.test(r.stdout.toString())) throw new Error(`reference: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
-      return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };
-    },
-  };
+  return (ends[n - 1]! - ends[0]!) / (n - 1);
 }
 
-// ------------------------------------------------------------------------------------------ main
+function capsule(s: Subject, endpoint: string): string {
+  const dir = tmp(`ref-${s.name.replace(/\W+/g, '-')}-capsule-`);
+  writeFileSync(join(dir, 'murmur.yaml'), agentYaml(endpoint, TASKS + SENDERS));
+  return dir;
+}
 
-type Fig = { cold: Tree & { wall: number; peak: number }; ready: number; firstTask: number; idle1: number; idle1Late: number; afterIdle: number; perTask: number; idle100: number; idle100Late: number; warmHwm: number; script: { wall: number; hwm: number } };
+type Fig = {
+  cold: Tree & { wall: number; peak: number };
+  ready: number; firstTask: number; afterOne: Memory[]; afterIdle: number;
+  perTask: number; spacing: number; afterLast: Memory[]; peak: number; hwm: number;
+  script: { wall: number; hwm: number };
+};
 
-async function round(s: Subject): Promise<Fig> {
-  const capsule = (endpoint: string): string => {
-    const dir = tmp(`ref-${s.name}-capsule-`);
-    writeFileSync(join(dir, 'murmur.yaml'), agentYaml(endpoint));
-    return dir;
-  };
-  // First run ever.
-  const p1 = await startScriptedProvider({ turns: TASK_TURNS, apiKey: API_KEY });
-  const cold = s.serve(capsule(p1.url), true);
-  // The tree's RSS sampled meanwhile: VmHWM read at the end misses children that have exited by
-  // then (ours transpiles in short-lived child processes).
-  let peak = 0;
-  const sampler = setInterval(() => (peak = Math.max(peak, treeStat(cold.proc.pid!).rss)), 20);
-  await sendTask(await cold.url, 0);
-  clearInterval(sampler);
-  const coldWall = performance.now() - cold.t0;
-  const cs = { ...treeStat(cold.proc.pid!), peak };
-  await cold.stop();
-  await p1.stop();
-
-  // Warm start, one task, idle; the throughput run, idle.
-  const p = await startScriptedProvider({ turns: Array.from({ length: 2 + TASKS }, () => TASK_TURNS).flat(), apiKey: API_KEY });
-  const sv = s.serve(capsule(p.url), false);
-  const url = await sv.url;
-  const ready = performance.now() - sv.t0;
-  await sendTask(url, 0);
-  const firstDone = performance.now();
-  const firstTask = firstDone - sv.t0;
-  const pid = sv.proc.pid!;
-  const idle1 = await treeAt(pid, firstDone, IDLE_EARLY_MS);
-  const idle1Late = await treeAt(pid, firstDone, IDLE_LATE_MS);
-  const a0 = performance.now();
-  await sendTask(url, 1);
-  const afterIdle = performance.now() - a0;
-  let next = 2;
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: SENDERS }, async () => {
-    while (next <= TASKS + 1) await sendTask(url, next++);
-  }));
-  const lastDone = performance.now();
-  const perTask = (lastDone - t0) / TASKS;
-  const idle100 = await treeAt(pid, lastDone, IDLE_EARLY_MS);
-  const warmHwm = treeStat(pid).hwm;
-  const idle100Late = await treeAt(pid, lastDone, IDLE_LATE_MS);
+/** First run ever: empty component caches, start → first task completed. */
+async function coldRun(s: Subject): Promise<Fig['cold']> {
+  const p = await spawnProvider({ turns: TASK_TURNS, apiKey: API_KEY });
+  const sv = s.serve(capsule(s, p.url), true);
+  const peak = samplePeak(sv.proc.pid!);
+  const client = new TaskClient(await sv.url);
+  await client.task(0);
+  const wall = performance.now() - sv.t0;
+  const cold = { ...treeStat(sv.proc.pid!), peak: peak.stop(), wall };
+  client.close();
   await sv.stop();
   await p.stop();
+  return cold;
+}
 
-  return { cold: { ...cs, wall: coldWall }, ready, firstTask, idle1, idle1Late, afterIdle, perTask, idle100, idle100Late, warmHwm, script: s.script() };
+async function round(s: Subject): Promise<Fig> {
+  const cold = await coldRun(s);
+  // Warm start, one task, idle, one task; the throughput run, idle.
+  const p = await spawnProvider({ turns: Array.from({ length: 2 + TASKS }, () => TASK_TURNS).flat(), apiKey: API_KEY });
+  const sv = s.serve(capsule(s, p.url), false);
+  const pid = sv.proc.pid!;
+  const peak = samplePeak(pid);
+  const url = await sv.url;
+  const ready = performance.now() - sv.t0;
+  const client = new TaskClient(url);
+  await client.task(0);
+  const firstDone = performance.now();
+  const afterOne = await memoryAfter(pid, firstDone);
+  const a0 = performance.now();
+  await client.task(1);
+  const afterIdle = performance.now() - a0;
+  const t0 = performance.now();
+  await client.run(2, TASKS, SENDERS);
+  const lastDone = performance.now();
+  const afterLast = await memoryAfter(pid, lastDone);
+  const hwm = treeStat(pid).hwm;
+  const peakRss = peak.stop();
+  client.close();
+  await sv.stop();
+  await p.stop();
+  const spacing = traceSpacing(s.name, sv.workdir, TASKS);
+  return { cold, ready, firstTask: firstDone - sv.t0, afterOne, afterIdle, perTask: (lastDone - t0) / TASKS, spacing, afterLast, peak: peakRss, hwm, script: s.script() };
 }
 
 /** One untimed task and script run per arm: fills our warm component cache (and the OS page cache for both). */
 async function prime(s: Subject): Promise<void> {
-  const p = await startScriptedProvider({ turns: TASK_TURNS, apiKey: API_KEY });
-  const dir = tmp(`ref-${s.name}-prime-`);
-  writeFileSync(join(dir, 'murmur.yaml'), agentYaml(p.url));
-  const sv = s.serve(dir, false);
-  await sendTask(await sv.url, 0);
+  const p = await spawnProvider({ turns: TASK_TURNS, apiKey: API_KEY });
+  const sv = s.serve(capsule(s, p.url), false);
+  const client = new TaskClient(await sv.url);
+  await client.task(0);
+  client.close();
   await sv.stop();
   await p.stop();
   s.script();
 }
 
-async function main(): Promise<void> {
-  requireEnv();
-  const img = OURS_KINDS.includes('image') ? imageRoot() : undefined;
-  const subjects = [...OURS_KINDS.map((k) => ours(k, img)), ...(OURS_ONLY ? [] : [reference(REF_BIN!)])];
-  for (const s of subjects) await prime(s);
-  const figs = new Map<string, Fig[]>();
-  // The reference is the baseline: ratios read ours / reference.
-  const arms = [...subjects].reverse();
-  await paired(arms.map((s) => ({ name: s.name, run: async () => {
-    figs.set(s.name, [...(figs.get(s.name) ?? []), await round(s)]);
-    return 0;
-  } })), ROUNDS);
-
+function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void {
   const rows: [string, string, string?][] = [];
   const metric = (label: string, pick: (f: Fig) => number, fmt: (v: number) => string): void => {
     rows.push(...pairedRows(summarize(arms.map((a) => `${label}, ${a.name}`), arms.map((a) => figs.get(a.name)!.map(pick))), fmt));
   };
-  metric('RSS idle 20 s after one task', (f) => f.idle1, fmtMiB);
-  metric('RSS idle 45 s after one task', (f) => f.idle1Late, fmtMiB);
-  metric(`RSS idle 20 s after ${TASKS + 2} tasks`, (f) => f.idle100, fmtMiB);
-  metric(`RSS idle 45 s after ${TASKS + 2} tasks`, (f) => f.idle100Late, fmtMiB);
+  metric(`time per task, ${TASKS} tasks, ${SENDERS} senders (client)`, (f) => f.perTask, fmtTime);
+  metric(`time per task, ${TASKS} tasks, ${SENDERS} senders (trace task_end spacing)`, (f) => f.spacing, fmtTime);
+  metric('throughput (client)', (f) => 1000 / f.perTask, fmtRate('tasks/s'));
+  IDLE_MS.forEach((ms, i) => {
+    metric(`RSS ${ms / 1000} s after one task`, (f) => f.afterOne[i]!.rss, fmtMiB);
+    metric(`private ${ms / 1000} s after one task`, (f) => f.afterOne[i]!.priv, fmtMiB);
+  });
+  IDLE_MS.forEach((ms, i) => {
+    metric(`RSS ${ms / 1000} s after the last of ${TASKS + 2} tasks`, (f) => f.afterLast[i]!.rss, fmtMiB);
+    metric(`private ${ms / 1000} s after the last of ${TASKS + 2} tasks`, (f) => f.afterLast[i]!.priv, fmtMiB);
+  });
+  metric('peak RSS over the run, sampled every 20 ms', (f) => f.peak, fmtMiB);
+  metric('VmHWM summed over the tree at the end', (f) => f.hwm, fmtMiB);
   metric('a task after 45 s idle, send → completed', (f) => f.afterIdle, fmtTime);
-  metric(`max RSS over start, one task and ${TASKS} more`, (f) => f.warmHwm, fmtMiB);
-  metric(`time per task, ${TASKS} tasks, ${SENDERS} senders`, (f) => f.perTask, fmtTime);
-  metric('throughput', (f) => 1000 / f.perTask, fmtRate('tasks/s'));
   metric('script capsule end to end (mur run), wall', (f) => f.script.wall, fmtTime);
   metric('script capsule end to end (mur run), max RSS', (f) => f.script.hwm, fmtMiB);
   metric('process start → agent card URL', (f) => f.ready, fmtTime);
@@ -353,9 +234,25 @@ async function main(): Promise<void> {
   metric('first run ever: CPU', (f) => f.cold.cpuMs, fmtTime);
   metric('first run ever: max RSS', (f) => f.cold.hwm, fmtMiB);
   metric('first run ever: peak RSS of the process tree, sampled every 20 ms', (f) => f.cold.peak, fmtMiB);
-  console.log(`reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP, no hooks; mur serve without /metrics; ${[img ? `ours (image) = the runtime image's files in a chroot (node ${img.nodeVersion}, its ENV and ENTRYPOINT)` : '', OURS_KINDS.includes('dist') ? `ours = dist/ on node ${process.version} with the image's node flags` : ''].filter(Boolean).join('; ')}; ${ROUNDS} rounds`);
+  console.log(header);
   console.log(table(rows));
   console.log(machineLine());
+}
+
+async function main(): Promise<void> {
+  requireEnv();
+  const img = OURS_KINDS.includes('image') ? imageRoot() : undefined;
+  const subjects = [...OURS_KINDS.map((k) => ours(k, REF_FIX!, img)), ...(OURS_ONLY ? [] : [reference(REF_BIN!, REF_FIX!)])];
+  for (const s of subjects) await prime(s);
+  const figs = new Map<string, Fig[]>();
+  // The reference is the baseline: ratios read ours / reference.
+  const arms = [...subjects].reverse();
+  await paired(arms.map((s) => ({ name: s.name, run: async () => {
+    figs.set(s.name, [...(figs.get(s.name) ?? []), await round(s)]);
+    return 0;
+  } })), ROUNDS);
+  const ourArms = [img ? `ours (image) = the runtime image's files in a chroot (node ${img.nodeVersion}, its ENV and ENTRYPOINT)` : '', OURS_KINDS.includes('dist') ? `ours = dist/ on node ${process.version} with the image's node flags` : ''].filter(Boolean).join('; ');
+  report(arms, figs, `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds`);
 }
 
 await main();

@@ -1,0 +1,131 @@
+/**
+ * The two runtimes of bench/reference.ts as its subjects: the same reference components packed into
+ * the same `.mur.zip` files, published with each runtime's own `mur publish`, and the commands that
+ * serve the agent capsule and run the script capsule with each.
+ */
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { zipSync } from 'fflate';
+import { tmp } from '../test/loop/kit.ts';
+import type { ScriptTurn } from '../test/provider/scripted-provider.ts';
+import { MUR, murCommand } from './serving.ts';
+import { spawnServer, type Served } from './proc-tree.ts';
+import type { ImageRoot } from './image-root.ts';
+
+/** The reference's prebuilt components, under its crates/murmur-cli/tests/fixtures folder. */
+export const COMPONENTS = {
+  driver: 'drivers/anthropic/driver/murmur-driver-anthropic.wasm',
+  tool: 'run/components/echo-tool.wasm',
+  script: 'run/components/capsule-allowlisted.wasm',
+};
+
+function zipOf(manifest: string, wasm: string): Uint8Array {
+  // The reference's package layout: murmur.yaml and the component at the root.
+  return zipSync({ 'murmur.yaml': Buffer.from(manifest), 'tool.wasm': readFileSync(wasm) });
+}
+
+const DRIVER = { name: 'murmur-driver-anthropic', version: '0.1.4' };
+const TOOL = { name: 'echo-tool', version: '0.1.0' };
+
+function packages(dir: string, fixtures: string): string[] {
+  const driver = join(dir, `${DRIVER.name}-${DRIVER.version}.mur.zip`);
+  writeFileSync(driver, zipOf(`name: ${DRIVER.name}\nversion: ${DRIVER.version}\nruntime: driver\n`, join(fixtures, COMPONENTS.driver)));
+  const tool = join(dir, `${TOOL.name}-${TOOL.version}.mur.zip`);
+  writeFileSync(tool, zipOf(`name: ${TOOL.name}\nversion: ${TOOL.version}\nruntime: wasm\ndescription: Echoes its input.\ninput_schema:\n  type: object\n  properties:\n    data:\n      type: string\n`, join(fixtures, COMPONENTS.tool)));
+  return [driver, tool];
+}
+
+export const API_KEY = 'test-key-not-secret';
+
+/** The agent capsule's manifest, the reference's format, the same text for both runtimes. */
+export function agentYaml(endpoint: string, queueDepth: number): string {
+  return [
+    'name: ref-agent', 'version: 0.1.0',
+    'artifacts:',
+    `  - name: ${TOOL.name}`, `    version: ${TOOL.version}`, '    runtime: tool',
+    `  - name: ${DRIVER.name}`, `    version: ${DRIVER.version}`, '    runtime: driver',
+    'capabilities:', '  network:', '    allow:', `      - ${endpoint}`,
+    'inference:', '  transport: http', `  endpoint: ${endpoint}`, '  model: test-model', `  api_key: ${API_KEY}`, '  driver:', `    artifact: ${DRIVER.name}`,
+    'lifecycle:', '  task_acceptance: queue', `  queue_depth: ${queueDepth}`, '',
+  ].join('\n');
+}
+
+const SCRIPT_YAML = `name: capsule\nversion: 0.0.1\nartifacts:\n  - name: ${TOOL.name}\n    version: ${TOOL.version}\n`;
+
+/** One task: a `tool_use` of echo-tool, then the answer. */
+export const TASK_TURNS: ScriptTurn[] = [{ toolCalls: [{ name: TOOL.name, input: { data: 'tick' } }] }, { text: 'done' }];
+
+export interface Subject {
+  name: string;
+  /** Starts a serving process for the capsule in `dir`; cold = with empty component caches. `workdir` holds its trace. */
+  serve(dir: string, cold: boolean): Served & { workdir: string };
+  /** `mur run` of the script capsule: wall ms and max RSS bytes. */
+  script(): { wall: number; hwm: number };
+}
+
+/**
+ * This runtime: `dist` = the checkout's compiled dist/ on this machine's node with the image's node
+ * flags and malloc settings; `image` = the runtime image's own files (its Node, /app, ENV and
+ * ENTRYPOINT) in a chroot (image-root.ts) — what a pod runs.
+ */
+export function ours(kind: 'dist' | 'image', fixtures: string, img?: ImageRoot): Subject {
+  const registry = tmp('ref-ours-reg-');
+  const cache = tmp(`ref-ours-${kind}-cache-`);
+  for (const p of packages(tmp('ref-ours-pkg-'), fixtures)) {
+    const r = spawnSync(process.execPath, [MUR, 'publish', p, '--registry', registry], { env: { PATH: process.env.PATH!, MUR_FROM: 'dist' } });
+    if (r.status !== 0) throw new Error(`mur publish ${p}: ${r.stderr}`);
+  }
+  const scriptDir = tmp('ref-ours-script-');
+  writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
+  copyFileSync(join(fixtures, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
+  const home = tmp('ref-ours-home-');
+  const command = (args: string[], cache: string) => murCommand(args, { HOME: home, MURMUR_COMPONENT_CACHE: cache }, kind === 'image' ? { from: 'dist', image: img! } : { from: 'dist', asImage: true });
+  return {
+    name: kind === 'image' ? 'ours (image)' : 'ours',
+    serve(dir, cold) {
+      const workdir = tmp('ref-ours-work-');
+      const c = command(['serve', dir, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', workdir, '--quiet'], cold ? tmp('ref-ours-cold-') : cache);
+      return { ...spawnServer(c.cmd, c.args, c.env, (out) => /serving \S+ \S+ at (http:\/\/\S+)/.exec(out)?.[1]), workdir };
+    },
+    script() {
+      const c = command(['run', scriptDir, '--registry', registry, '--work-root', tmp('ref-ours-swork-'), '--quiet', '--task', 'run'], cache);
+      const t = performance.now();
+      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', c.cmd, ...c.args], { env: c.env });
+      const wall = performance.now() - t;
+      if (r.status !== 0) throw new Error(`${kind}: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
+      return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };
+    },
+  };
+}
+
+export function reference(bin: string, fixtures: string): Subject {
+  const home = tmp('ref-ref-home-');
+  const env = { PATH: process.env.PATH!, HOME: home };
+  for (const p of packages(tmp('ref-ref-pkg-'), fixtures)) {
+    const r = spawnSync(bin, ['publish', p], { env });
+    if (r.status !== 0) throw new Error(`reference mur publish ${p}: ${r.stdout}${r.stderr}`);
+  }
+  const scriptDir = tmp('ref-ref-script-');
+  writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
+  copyFileSync(join(fixtures, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
+  return {
+    name: 'reference',
+    // The reference keeps no compiled-component cache: every start compiles, cold or not.
+    serve(dir) {
+      const workdir = tmp('ref-ref-work-');
+      const served = spawnServer(bin, ['run', '--manifest', join(dir, 'murmur.yaml'), '--json', '--lifecycle-after-task', 'sleep', '--workdir', workdir], env, (out) => {
+        const m = /"url":"(?:localhost|127\.0\.0\.1):(\d+)"/.exec(out);
+        return m ? `http://127.0.0.1:${m[1]}/` : undefined;
+      });
+      return { ...served, workdir };
+    },
+    script() {
+      const t = performance.now();
+      const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', bin, 'run', '--manifest', join(scriptDir, 'murmur.yaml')], { env });
+      const wall = performance.now() - t;
+      if (r.status !== 0 || !/status:\s+ok/.test(r.stdout.toString())) throw new Error(`reference: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
+      return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };
+    },
+  };
+}
