@@ -22,6 +22,7 @@ import { MurError } from '../../errors.ts';
 import { holdSecret } from '../../secrets.ts';
 import { conversationTable } from './conversation-table.ts';
 import { migrateMurmur } from './murmur-schema.ts';
+import { cachedStatements, type CachedStatements } from './sqlite-statements.ts';
 import { connectBudgetSecs, withConnectRetries, type RetryReport } from './store-connect.ts';
 import type { ConversationStore } from '../../inference/conversation-store.ts';
 
@@ -37,6 +38,8 @@ export interface DurableStore {
   readonly push: PushNotificationStore;
   /** The conversation record and threaded histories, in a table of ours next to the SDK's. */
   readonly conversations: ConversationStore;
+  /** The SQLite store's prepared-statement cache (sqlite-statements.ts); absent for PostgreSQL. */
+  readonly statements?: CachedStatements;
   /** Milliseconds from open() to a migrated, usable store. */
   readonly openMs: number;
   close(): Promise<void>;
@@ -179,6 +182,7 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
   }
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   let db: Kysely<any>;
+  let statements: CachedStatements | undefined;
   try {
     if (spec.kind === 'sqlite') {
       const { default: Database } = await import('better-sqlite3');
@@ -187,7 +191,9 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
       file.pragma('journal_mode = WAL');
       file.pragma('synchronous = NORMAL');
       file.pragma('busy_timeout = 5000');
-      db = new Kysely({ dialect: new SqliteDialect({ database: file }) });
+      // Each SQL text compiled once, not per query (sqlite-statements.ts).
+      statements = cachedStatements(file);
+      db = new Kysely({ dialect: new SqliteDialect({ database: statements }) });
     } else {
       const { default: pg } = await import('pg');
       const pool = new pg.Pool({ connectionString: spec.url, max: 10, connectionTimeoutMillis: 10_000 });
@@ -215,6 +221,7 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
     tasks: new DatabaseTaskStore(db),
     push: new DatabasePushNotificationStore(db),
     conversations: conversationTable(db, spec.kind),
+    ...(statements ? { statements } : {}),
     openMs,
     close: () => db.destroy(),
   };

@@ -39,6 +39,8 @@ export class TaskMachine {
   /** Listeners told after every task event and subscriber change (tests wait on these, not on timers). */
   private readonly changeListeners = new Set<() => void>();
   private readonly saves = new Set<Promise<void>>();
+  /** Records with a write queued that has not started yet (save() joins it). */
+  private readonly saveQueued = new WeakSet<TaskRecord>();
   private resolveDone!: () => void;
   /** `single`: resolves when the one task has ended and its executor returned. */
   readonly done = new Promise<void>((r) => (this.resolveDone = r));
@@ -281,10 +283,19 @@ export class TaskMachine {
     await this.flush();
   }
 
+  /**
+   * Queue a write of `rec` as it is when the write starts; a save asked for while one is still
+   * queued joins it, so changes made together are one upsert of the newest state (`rec.saving`
+   * settles once it is stored) and the last state is written no later than before.
+   */
   private save(rec: TaskRecord): void {
-    const task = this.snapshot(rec);
+    if (this.saveQueued.has(rec)) return;
+    this.saveQueued.add(rec);
     const p = rec.saving
-      .then(() => this.o.store.save(task, rec.ownerContext))
+      .then(() => {
+        this.saveQueued.delete(rec);
+        return this.o.store.save(this.snapshot(rec), rec.ownerContext);
+      })
       .catch((e: unknown) => {
         if (this.o.onStoreError) this.o.onStoreError(rec.id, e);
         else process.stderr.write(`mur: E-A2A-014 task store: saving task ${rec.id} failed: ${errMessage(e)}\n`);
