@@ -82,6 +82,9 @@ describe('spec.mcp reconciled', () => {
   it('renders the servers into murmur.yaml, their Secrets into env, and egress to exactly the named Services\' pods', async () => {
     await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'mcp-creds', namespace: ns }, stringData: { token: 't' } });
     await client.create(service('docs-mcp', { app: 'docs-mcp' }, 80, 3000));
+    // In the operator's caches before the Capsule arrives: its first render is already the whole
+    // one, so a later change of the hash can only come from what the later tests change.
+    await eventually('Secret and Service cached', () => op.controller()?.secrets.get(`${ns}/mcp-creds`) && op.controller()?.services.get(`${ns}/docs-mcp`));
     await client.create(capsule('analyst', [
       { name: 'docs', tools: ['search'], service: { name: 'docs-mcp', port: 80 }, tokenSecretRef: { name: 'mcp-creds', key: 'token' } },
       { name: 'later', tools: ['*'], service: { name: 'later-mcp', port: 8000 } },
@@ -115,6 +118,13 @@ describe('spec.mcp reconciled', () => {
       return d?.reason === 'McpServiceNotFound' ? d : undefined;
     });
     expect(degraded.message).toContain(`Service '${ns}/later-mcp' (MCP server 'later', spec.mcp.servers[1].service) not found`);
+  });
+
+  it('rolls the pods when the token Secret is rotated', async () => {
+    const hash = async () => (await client.get<any>(path('Deployment', 'analyst')))?.spec.template.metadata.annotations['murmur.io/config-hash'];
+    const before = await hash();
+    await client.request('PATCH', `/api/v1/namespaces/${ns}/secrets/mcp-creds`, { body: { stringData: { token: 'rotated' } }, contentType: 'application/merge-patch+json' });
+    expect(await eventually('a new config hash', async () => ((await hash()) !== before ? hash() : undefined))).not.toBe(before);
   });
 
   it('adds the egress rule when the named Service appears', async () => {
