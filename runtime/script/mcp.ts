@@ -6,7 +6,7 @@
  */
 import { McpTools, elicitationPrompt, elicitationResult, type McpRuntimeTool } from '../mcp/index.ts';
 import type { StagedCapsule } from '../session/stage.ts';
-import type { HostTask, WitToolResult } from './host.ts';
+import type { HostTask, WitToolResult } from './host-records.ts';
 
 export function openScriptMcp(staged: StagedCapsule, env: NodeJS.ProcessEnv, taken: ReadonlySet<string>, task: () => HostTask | undefined, workdir = staged.workdir.dir): Promise<McpTools> | undefined {
   // No driver to sample with: `sampling: driver` has nothing to run here, and is refused.
