@@ -107,6 +107,27 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
     call(c.FUTURE_DISPOSE! | c.HTTP!, f);
     return { status: head.status, left: opened() };
   },
+  /** Reads the body until it holds `marker`, then drops it, as a driver does at a stream's last event. */
+  dropAtMarker(a) {
+    const f = request('GET', a.url as string);
+    const head = response(f).val.val as { status: number; bodyStreamId: number };
+    let text = '';
+    while (!text.includes(a.marker as string)) text += Buffer.from(call(c.INPUT_STREAM_BLOCKING_READ! | c.HTTP!, head.bodyStreamId, 65536n) as Uint8Array).toString();
+    call(c.INPUT_STREAM_DISPOSE! | c.HTTP!, head.bodyStreamId);
+    call(c.FUTURE_DISPOSE! | c.HTTP!, f);
+    return { status: head.status, text, left: opened() };
+  },
+  /** Sends `n` requests at once, then reads each response to its end. */
+  parallel(a) {
+    const futures = Array.from({ length: a.n as number }, () => request('GET', a.url as string));
+    return futures.map((f) => {
+      const head = response(f).val.val as { status: number; bodyStreamId: number };
+      const body = readAll(head.bodyStreamId).text;
+      call(c.INPUT_STREAM_DISPOSE! | c.HTTP!, head.bodyStreamId);
+      call(c.FUTURE_DISPOSE! | c.HTTP!, f);
+      return `${head.status} ${body}`;
+    });
+  },
   /** Sends a request and blocks on it forever (the test terminates this worker). */
   hang(a) {
     response(request('GET', a.url as string));

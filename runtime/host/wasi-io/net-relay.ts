@@ -5,16 +5,30 @@
  * which took 16 synchronous round trips of 0.3–2.5 ms each per provider request (measured in
  * `mur serve` under load: 11 ms per request against 0.8 ms for a plain Node request).
  *
- * The allowlist is checked in the guest's thread before a request is sent (runtime/host/wasi.ts).
+ * The allowlist is checked in the guest's thread before a request is sent (runtime/host/wasi.ts);
+ * the connections are a bounded keep-alive pool (net-pool.ts).
  */
-import type { ClientRequest } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { http, https } from '../../builtins.ts';
 import type { MessagePort } from 'node:worker_threads';
 import type { HttpErrorCode, NetRequest, ToGuest, ToMain } from './net-protocol.ts';
+import { SHARED_AGENTS, type NetAgents } from './net-pool.ts';
 
-const httpAgent = new http.Agent({ keepAlive: true });
-// Made with the first https request (builtins.ts: node:https is loaded only then).
-let httpsAgent: import('node:https').Agent | undefined;
+/**
+ * A response the guest lets go of before its end (a driver stops reading at the stream's last
+ * event, often before the end of the body has reached its thread) is read on to its end here when
+ * what is left is small and comes soon, so its connection goes back to the pool; past either
+ * bound the connection is closed, as for any abandoned response.
+ */
+const DRAIN_MAX_BYTES = 64 * 1024;
+const DRAIN_MAX_MS = 2000;
+
+interface Live {
+  req: ClientRequest;
+  res?: IncomingMessage;
+  /** The guest let go of the response: it is read on (drain) but nothing more is forwarded. */
+  dropped?: boolean;
+}
 
 /** The wasi:http error code for a failure of Node's client (the mapping preview2-shim uses). */
 export function errorCode(e: NodeJS.ErrnoException): HttpErrorCode {
@@ -36,8 +50,8 @@ export function errorCode(e: NodeJS.ErrnoException): HttpErrorCode {
 const ms = (ns: bigint | undefined): number | undefined => (ns === undefined ? undefined : Math.max(1, Number(ns / 1_000_000n)));
 
 /** Serves one component thread's requests until its port closes (the worker ended). */
-export function serveNet(port: MessagePort, flag: Int32Array): void {
-  const live = new Map<number, ClientRequest>();
+export function serveNet(port: MessagePort, flag: Int32Array, agents: NetAgents = SHARED_AGENTS): void {
+  const live = new Map<number, Live>();
   const send = (m: ToGuest): void => {
     port.postMessage(m);
     Atomics.add(flag, 0, 1);
@@ -54,7 +68,7 @@ export function serveNet(port: MessagePort, flag: Int32Array): void {
       send({ rid: r.rid, kind: 'error', code, message });
     };
     const req = (secure ? https() : http).request({
-      agent: secure ? (httpsAgent ??= new (https().Agent)({ keepAlive: true })) : httpAgent,
+      agent: agents.forScheme(secure),
       method: r.method,
       host,
       port: portText ? Number(portText) : secure ? 443 : 80,
@@ -62,16 +76,18 @@ export function serveNet(port: MessagePort, flag: Int32Array): void {
       headers: groupHeaders(r.headers),
       setHost: !r.headers.some(([k]) => k.toLowerCase() === 'host'),
     });
-    live.set(r.rid, req);
+    const entry: Live = { req };
+    live.set(r.rid, entry);
     const firstByte = ms(r.connectTimeoutNs) ?? ms(r.firstByteTimeoutNs);
     if (firstByte !== undefined) {
       req.setTimeout(firstByte, () => {
         fail({ tag: 'connection-timeout' }, `no response within ${firstByte} ms`);
         req.destroy();
       });
-    }
+    } else req.setTimeout(0); // the pool's idle timeout (net-pool.ts) is for idle connections only
     req.on('error', (e: NodeJS.ErrnoException) => fail(errorCode(e), e.message));
     req.on('response', (res) => {
+      entry.res = res;
       req.setTimeout(0);
       const headers: [string, string][] = [];
       for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!]);
@@ -84,13 +100,13 @@ export function serveNet(port: MessagePort, flag: Int32Array): void {
         });
       }
       res.on('data', (c: Buffer) => {
-        if (!done) send({ rid: r.rid, kind: 'chunk', data: new Uint8Array(c.buffer, c.byteOffset, c.byteLength) });
+        if (!done && !entry.dropped) send({ rid: r.rid, kind: 'chunk', data: new Uint8Array(c.buffer, c.byteOffset, c.byteLength) });
       });
       res.on('end', () => {
         if (done) return;
         done = true;
         live.delete(r.rid);
-        send({ rid: r.rid, kind: 'end' });
+        if (!entry.dropped) send({ rid: r.rid, kind: 'end' });
       });
       res.on('error', (e: NodeJS.ErrnoException) => fail(errorCode(e), e.message));
       res.on('aborted', () => fail({ tag: 'HTTP-protocol-error' }, 'the response was cut before its end'));
@@ -100,16 +116,43 @@ export function serveNet(port: MessagePort, flag: Int32Array): void {
   port.on('message', (m: ToMain) => {
     if (m.op === 'request') start(m);
     else if (m.op === 'abort') {
-      live.get(m.rid)?.destroy();
-      live.delete(m.rid);
+      const entry = live.get(m.rid);
+      if (entry?.res) drain(m.rid, entry, live);
+      else {
+        entry?.req.destroy();
+        live.delete(m.rid);
+      }
     }
   });
   // The worker ended (finished, retired or terminated at a deadline): drop what it left running.
   port.on('close', () => {
-    for (const req of live.values()) req.destroy();
+    for (const { req } of live.values()) req.destroy();
     live.clear();
   });
   port.unref();
+}
+
+/**
+ * Reads a dropped response on to its end without forwarding it (DRAIN_MAX_BYTES, DRAIN_MAX_MS), so
+ * its connection returns to the pool; closes it past either bound. It stays in `live` meanwhile, so
+ * a worker that ends still closes it.
+ */
+function drain(rid: number, entry: Live, live: Map<number, Live>): void {
+  const { req, res } = entry;
+  if (!res) return;
+  // Forwarding stops; its 'end' listener still takes the entry out of `live` when the body ends,
+  // and Node's agent then takes the connection back.
+  entry.dropped = true;
+  let bytes = 0;
+  const close = (): void => {
+    live.delete(rid);
+    req.destroy();
+  };
+  res.setTimeout(DRAIN_MAX_MS, close);
+  res.on('data', (c: Buffer) => {
+    bytes += c.byteLength;
+    if (bytes > DRAIN_MAX_BYTES) close();
+  });
 }
 
 function splitAuthority(a: string): [string, string | undefined] {
