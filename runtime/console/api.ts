@@ -10,13 +10,16 @@ import { userMessage } from '../client/message.ts';
 import { outcomeOf, sendAndFollow } from '../client/task-calls.ts';
 import type { Agents } from './agents.ts';
 import { ApiFailure, capsuleEvents, listCapsules, readCapsule } from './capsules.ts';
-import { timelineOf } from './timeline.ts';
+import { StreamedSteps } from './streamed.ts';
+import { liveSteps, timelineOf } from './timeline.ts';
 
 export interface ApiContext {
   /** The viewer's kubeconfig, or why there is none (a console for A2A URLs only). */
   kc: KubeConfig | { error: string };
   agents: Agents;
   urls: string[];
+  /** The steps of the tasks this console sent, as streamed (the capsule does not keep them). */
+  streamed: StreamedSteps;
 }
 
 /** A message body is small: a line of chat. */
@@ -105,7 +108,14 @@ async function send(ctx: ApiContext, req: IncomingMessage, res: ServerResponse):
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' });
   const event = (name: string, data: unknown) => res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
   try {
-    const outcome = await sendAndFollow(open.conn, message, (e) => event('step', e), abort.signal);
+    const live = liveSteps();
+    let taskId = message.taskId || undefined;
+    const outcome = await sendAndFollow(open.conn, message, (e) => {
+      if (e.kind === 'task') taskId = e.taskId;
+      const { send: out, keep } = live(e);
+      if (out) event(out.name, out.data);
+      if (keep && taskId) ctx.streamed.add(`${agent} ${taskId}`, keep);
+    }, abort.signal);
     event('outcome', outcome);
   } catch (e) {
     event('error', errorBody(e));
@@ -127,8 +137,11 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
       case 'GET /api/tasks':
         return json(res, 200, { tasks: await ctx.agents.tasks(param(url, 'agent')) });
       case 'GET /api/task': {
-        const t = await ctx.agents.task(param(url, 'agent'), param(url, 'id'));
-        return json(res, 200, { task: outcomeOf(t), timeline: timelineOf(t) });
+        const agent = param(url, 'agent');
+        const t = await ctx.agents.task(agent, param(url, 'id'));
+        const seen = ctx.streamed.get(`${agent} ${t.id}`);
+        const { entries, source } = timelineOf(t, seen?.entries);
+        return json(res, 200, { task: outcomeOf(t), timeline: entries, source, ...(seen?.dropped ? { droppedSteps: seen.dropped } : {}) });
       }
       case 'POST /api/send':
         return await send(ctx, req, res);

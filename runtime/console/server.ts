@@ -12,6 +12,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { Agents, type AgentsOptions } from './agents.ts';
 import { handleApi, type ApiContext } from './api.ts';
 import { checkOrigin, checkToken, newToken } from './guard.ts';
+import { StreamedSteps } from './streamed.ts';
 
 // Read by path, not imported: plain files the browser loads. `npm run build` copies the folder.
 const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'page');
@@ -60,7 +61,7 @@ async function page(res: ServerResponse, file: string): Promise<void> {
 export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   const token = o.token ?? newToken();
   const agents = new Agents(o);
-  const ctx: ApiContext = { kc: o.kc, agents, urls: o.urls };
+  const ctx: ApiContext = { kc: o.kc, agents, urls: o.urls, streamed: new StreamedSteps() };
   let port = 0;
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const bad = checkOrigin(req, port);

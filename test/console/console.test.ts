@@ -22,7 +22,12 @@ beforeAll(async () => {
 }, CHROMIUM_INSTALL_TIMEOUT_MS);
 
 beforeAll(async () => {
-  const { served } = await capsule('console', { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'from the console' } }] }, { text: 'the console answer' }] });
+  const { served } = await capsule('console', {
+    turns: [
+      { toolCalls: [{ name: 'echo', input: { text: 'from the console' } }] }, { text: 'the console answer' },
+      { toolCalls: [{ name: 'echo', input: { text: 'from the terminal' } }] }, { text: 'the terminal answer' },
+    ],
+  });
   servedUrl = served.url;
   const lines: string[] = [];
   // No cluster (a kubeconfig that is not there): the console serves the URL it was given.
@@ -69,9 +74,11 @@ describe('mur console with a mur serve capsule', () => {
     await page.locator('body[data-chat="done"]').waitFor();
     const log = await page.locator('#chat-log li').allTextContents();
     expect(log[0]).toBe('say something');
-    expect(log).toContain('turn 1');
+    // With the capsule's trace records on the stream, a turn says its model and tokens
+    // ("turn 1: claude-test → tool echo — 155 in / 50 out tokens, 417 ms"); without, its number.
+    expect(log.some((l) => /^turn 1(: claude-test → tool echo — \d+ in \/ \d+ out tokens, \d+ ms)?$/.test(l)), JSON.stringify(log)).toBe(true);
     expect(log.some((l) => /^echo ✓ ok, \d+ ms$/.test(l))).toBe(true);
-    expect(log).toContain('turn 2');
+    expect(log.some((l) => /^turn 2\b/.test(l))).toBe(true);
     expect(log).toContain('the console answer');
     expect(log, JSON.stringify(log)).toContain('task completed');
     await screenshot(page, 'url-chat');
@@ -83,11 +90,28 @@ describe('mur console with a mur serve capsule', () => {
     await task.getByRole('button').click();
     await page.locator(`body[data-timeline="${taskId}"]`).waitFor();
     const timeline = await page.locator('#timeline-list li').allTextContents();
+    // Sent from this console: the steps as its stream carried them, the chat's own lines.
+    expect(await page.locator('#timeline-source').textContent()).toBe('the steps as this console saw them streamed');
     expect(timeline[0]).toBe('say something');
+    expect(timeline.some((l) => /^turn 1\b/.test(l)), JSON.stringify(timeline)).toBe(true);
     expect(timeline.some((l) => /^echo ✓ ok, \d+ ms$/.test(l))).toBe(true);
     expect(timeline.at(-2)).toBe('the console answer');
     expect(timeline.at(-1)).toBe('task completed');
     await screenshot(page, 'url-timeline');
+
+    // A task sent by someone else (mur send, the same caller): what the task itself keeps.
+    const other = await mur(['send', servedUrl, 'from the terminal', '--json']);
+    expect(other.code, other.err).toBe(0);
+    const otherId = JSON.parse(other.out).taskId as string;
+    await page.getByRole('button', { name: 'Refresh tasks' }).click();
+    const otherItem = page.locator(`#tasks li[data-task="${otherId}"]`);
+    await otherItem.getByRole('button').click();
+    await page.locator(`body[data-timeline="${otherId}"]`).waitFor();
+    expect(await page.locator('#timeline-source').textContent()).toMatch(/^what the task keeps: its messages, tool calls and answer/);
+    const kept = await page.locator('#timeline-list li').allTextContents();
+    expect(kept[0]).toBe('from the terminal');
+    expect(kept.some((l) => /^echo ✓ ok, \d+ ms$/.test(l)), JSON.stringify(kept)).toBe(true);
+    expect(kept.at(-1)).toBe('task completed');
     await page.close();
   });
 

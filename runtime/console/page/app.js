@@ -1,6 +1,6 @@
 // The console page: reads the per-run token from the URL's fragment (never sent to any server),
 // then calls the console's API with it. No framework, no build step.
-import { capsuleRows, conditionRows, el, eventItems, stepItem, taskItems, timelineItems } from './views.js';
+import { capsuleRows, conditionRows, el, entryItem, eventItems, stepItem, taskItems, timelineItems } from './views.js';
 
 const TOKEN_KEY = 'mur-console-token';
 const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
@@ -58,7 +58,7 @@ async function select(agent) {
   $('detail').hidden = false;
   $('detail-h').textContent = agent.namespace ? `Capsule ${agent.namespace}/${agent.name}` : `Agent ${agent.url}`;
   show('chat-log');
-  $('conditions').hidden = !agent.namespace;
+  $('conditions').hidden = $('conditions-h').hidden = !agent.namespace;
   if (agent.namespace) {
     try {
       const d = await api(`/api/capsule?namespace=${encodeURIComponent(agent.namespace)}&name=${encodeURIComponent(agent.name)}`);
@@ -95,6 +95,9 @@ async function openTask(id) {
   try {
     const r = await api(`/api/task?agent=${encodeURIComponent(selected.ref)}&id=${encodeURIComponent(id)}`);
     show('timeline-list', ...timelineItems(r.timeline));
+    $('timeline-source').textContent = r.source === 'stream'
+      ? `the steps as this console saw them streamed${r.droppedSteps ? ` (${r.droppedSteps} more not kept)` : ''}`
+      : 'what the task keeps: its messages, tool calls and answer (the turns and their tokens are streamed only; send a task from this console to see them)';
   } catch (e) {
     show('timeline-list', el('li', { class: 'error' }, e.message));
   }
@@ -147,6 +150,8 @@ async function chat(ev) {
         if (data.kind === 'response' || data.kind === 'message') answered = true;
         const item = stepItem(data);
         if (item) log.append(item);
+      } else if (name === 'entry') {
+        log.append(entryItem(data));
       } else if (name === 'outcome') {
         if (data.state === 'completed' && data.answer !== undefined && !answered) log.append(el('li', { class: 'step-answer' }, data.answer));
         if (data.state === 'input-required') waitingTask = data.taskId;

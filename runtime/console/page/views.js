@@ -57,7 +57,7 @@ export function taskItems(tasks, onOpen) {
 
 function toolLine(tool, status, ms, via) {
   const mark = status === 'ok' ? '✓' : status === 'denied' ? '⛔' : '✗';
-  return `${via && via !== 'tool' ? `${via} ` : ''}${tool} ${mark} ${status}${typeof ms === 'number' ? `, ${ms} ms` : ''}`;
+  return `${via ? `${via === 'shell' ? '$' : via} ` : ''}${tool} ${mark} ${status}${typeof ms === 'number' ? `, ${ms} ms` : ''}`;
 }
 
 /** One chat-log line for a stream step (runtime/client/stream-events.ts); undefined for none. */
@@ -78,19 +78,35 @@ export function stepItem(e) {
   }
 }
 
-/** The timeline's entries (runtime/console/timeline.ts), one list item each. */
+function turnLine(t) {
+  const what = t.decision === 'tool_call' ? ` → tool ${t.toolName ?? '?'}` : t.decision ? ` → ${t.decision}` : '';
+  const tokens = t.inputTokens !== undefined ? ` — ${num(t.inputTokens)} in / ${num(t.outputTokens)} out tokens` : '';
+  return `turn ${t.turn ?? '?'}${t.origin ? ` [${t.origin}]` : ''}${t.model ? `: ${t.model}` : ''}${what}${tokens}${typeof t.durationMs === 'number' ? `, ${t.durationMs} ms` : ''}${t.error ? ` — error: ${t.error}` : ''}`;
+}
+
+function hookLine(t) {
+  if (t.decision === 'deny') return `⛔ ${JSON.stringify(t.data?.call ?? 'call')} denied by hook ${t.hook ?? '?'}: ${t.reason ?? ''}`;
+  if (t.event === 'artifact') return `hook artifact ${JSON.stringify(t.data)}`;
+  return `hook ${t.hook ?? '?'} on ${t.event ?? '?'} → ${t.outcome ?? '?'}${typeof t.durationMs === 'number' ? `, ${t.durationMs} ms` : ''}`;
+}
+
+/** One list item of a timeline entry (runtime/console/timeline.ts). */
+export function entryItem(t) {
+  switch (t.kind) {
+    case 'user': return el('li', { class: 'step-user' }, t.text);
+    case 'agent': return el('li', { class: 'muted' }, t.text);
+    case 'turn': return el('li', { class: 'step-turn' }, turnLine(t));
+    case 'tool': return el('li', { class: 'step-tool' }, `${toolLine(t.tool, t.status, t.durationMs, t.via)}${t.detail ? ` (${t.detail})` : ''}`);
+    case 'hook': return el('li', { class: 'step-hook' }, hookLine(t));
+    case 'end': return el('li', { class: 'step-turn' }, `end: ${t.exitStatus} after ${t.turns ?? '?'} turn(s), ${num(t.inputTokens)} in / ${num(t.outputTokens)} out tokens`);
+    case 'step': return el('li', { class: 'muted' }, JSON.stringify(t.data));
+    case 'answer': return el('li', { class: 'step-answer' }, t.text);
+    case 'status': return el('li', { class: t.state === 'completed' ? 'ok' : 'bad' }, `task ${t.state}${t.text && t.state !== 'completed' ? `: ${t.text}` : ''}`);
+    default: return el('li', {}, JSON.stringify(t));
+  }
+}
+
+/** The timeline's entries, one list item each. */
 export function timelineItems(entries) {
-  return entries.map((t) => {
-    switch (t.kind) {
-      case 'user': return el('li', { class: 'step-user' }, t.text);
-      case 'agent': return el('li', { class: 'muted' }, t.text);
-      case 'turn': return el('li', { class: 'step-turn' }, `turn ${t.turn ?? '?'}${t.inputTokens !== undefined ? ` — ${num(t.inputTokens)} in, ${num(t.outputTokens)} out tokens` : ''}`);
-      case 'tool': return el('li', { class: 'step-tool' }, toolLine(t.tool, t.status, t.durationMs, t.via));
-      case 'hook': return el('li', { class: 'step-hook' }, `hook ${JSON.stringify(t.data)}`);
-      case 'step': return el('li', { class: 'muted' }, JSON.stringify(t.data));
-      case 'answer': return el('li', { class: 'step-answer' }, t.text);
-      case 'status': return el('li', { class: t.state === 'completed' ? 'ok' : 'bad' }, `task ${t.state}${t.text && t.state !== 'completed' ? `: ${t.text}` : ''}`);
-      default: return el('li', {}, JSON.stringify(t));
-    }
-  });
+  return entries.map(entryItem);
 }
