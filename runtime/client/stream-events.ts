@@ -2,8 +2,9 @@
  * What a capsule's A2A stream says, as steps a terminal or a script can use. `mur serve` streams
  * (docs/a2a.md, "What a stream carries"): a `working` status "inference turn N" as each turn is
  * admitted, a `tool-call` artifact per tool or shell call ({tool, status ok|error|denied,
- * duration_ms}), `hook-artifact`s, response and thinking chunks, the full `response` artifact, and
- * exactly one final status (or an `input-required` one that ends the stream).
+ * duration_ms}), `hook-artifact`s, `step` artifacts (the session's trace records of the task),
+ * response and thinking chunks, the full `response` artifact, and exactly one final status (or an
+ * `input-required` one that ends the stream).
  */
 import type { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
 import type { TaskState } from '../a2a/core/executor.ts';
@@ -16,6 +17,8 @@ export type StepEvent =
   | { kind: 'lagged'; dropped: number }
   | { kind: 'tool'; tool: string; status: string; durationMs?: number }
   | { kind: 'hook'; data: unknown }
+  /** A `step` artifact: one trace record of the task (`{event_type, ...}`), as `mur run` reads it. */
+  | { kind: 'step'; record: Record<string, unknown> }
   | { kind: 'chunk'; text: string }
   | { kind: 'thinking'; text: string }
   | { kind: 'response'; text: string }
@@ -77,6 +80,10 @@ export function stepsOf(resp: StreamResponse): StepEvent[] {
       if (name === 'tool-call') {
         const d = (partsData(a.parts) ?? {}) as { tool?: string; status?: string; duration_ms?: number };
         return [{ kind: 'tool', tool: String(d.tool ?? '?'), status: String(d.status ?? '?'), ...(typeof d.duration_ms === 'number' ? { durationMs: d.duration_ms } : {}) }];
+      }
+      if (name === 'step') {
+        const record = partsData(a.parts);
+        if (record !== null && typeof record === 'object' && !Array.isArray(record)) return [{ kind: 'step', record: record as Record<string, unknown> }];
       }
       if (name === 'hook-artifact') return [{ kind: 'hook', data: partsData(a.parts) ?? partsText(a.parts) }];
       if (name === 'thinking') return [{ kind: 'thinking', text: partsText(a.parts) }];

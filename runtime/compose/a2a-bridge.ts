@@ -9,11 +9,25 @@ import type { CapsuleSession, TaskReport } from '../loop/capsule-session.ts';
 import type { RuntimeTool } from '../loop/tools.ts';
 import { destinationOf, isAllowed } from '../net/allowlist.ts';
 
+/**
+ * The trace events that are a task's steps: those `mur run` prints a line for (cli/progress.ts
+ * `stepLine`). `task_start` is one too: it tells a reader that this stream carries the steps.
+ */
+export const STEP_EVENTS: ReadonlySet<string> = new Set([
+  'task_start', 'inference', 'tool_call', 'shell', 'call_denied', 'network_denied', 'compaction',
+  'task_reopened', 'spend_ceiling_reached', 'task_end',
+]);
+
 export function taskExecutor(session: CapsuleSession): TaskExecutor {
   // Tasks run one at a time through the session (the server queues the rest).
   let chain: Promise<unknown> = Promise.resolve();
   return (ctx, ev) => {
     const run = chain.then(async () => {
+      // The trace writer has already redacted each record; while this task runs, the session's
+      // steps are this task's (one task at a time), so each goes onto its stream.
+      const off = session.trace.onEvent((e) => {
+        if (STEP_EVENTS.has(e.event_type)) ev.step(e);
+      });
       const report: TaskReport = await session.runTask(
         { taskId: ctx.taskId, contextId: ctx.contextId, owner: ctx.owner, text: ctx.text, source: 'a2a', origin: ctx.origin, trust: ctx.trust, messageId: ctx.messageId, traceparent: ctx.traceparent },
         {
@@ -24,7 +38,7 @@ export function taskExecutor(session: CapsuleSession): TaskExecutor {
           requestInput: (p) => ev.requestInput(p),
         },
         ctx.signal,
-      );
+      ).finally(off);
       if (report.exit === 'completed') return { state: 'completed' as const, text: report.text };
       if (report.exit === 'canceled') return { state: 'canceled' as const, reason: report.reason };
       return { state: 'failed' as const, reason: `${report.exit}: ${report.reason ?? ''}`.trim() };

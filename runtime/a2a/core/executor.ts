@@ -40,7 +40,10 @@ export interface TaskContext {
   readonly owner: ConversationOwner;
   /** The sender's messageId of the message that created the task. */
   readonly messageId: string;
-  /** Text parts of the first message, joined with "\n". */
+  /**
+   * The first message as text: its text parts joined with "\n", then its file parts (a text
+   * file's content under a line naming it, any other file a note; tasks/input-text.ts).
+   */
   readonly text: string;
   readonly origin: TaskOrigin;
   readonly trust: TaskTrust;
@@ -79,6 +82,11 @@ export interface TaskEvents {
   textChunk(s: string): void;
   /** A thinking chunk: streamed only, never stored on the task. */
   thinkingChunk(s: string): void;
+  /**
+   * One step of the task as the session's trace records it (`{event_type, ...}`: a turn, a tool
+   * or shell call, a denial…): streamed only as a `step` artifact, never stored, cut to a bound.
+   */
+  step(record: Record<string, unknown>): void;
   /**
    * `murmur:task/task` request-input: the task goes `input-required` with `prompt` as its status
    * message; resolves with the text of the next message/send carrying this taskId. Rejects with

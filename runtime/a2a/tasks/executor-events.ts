@@ -19,6 +19,7 @@ import {
 } from '../core/executor.ts';
 import { artifact as mkArtifact, dataPart, textPart } from '../core/wire.ts';
 import { redactedEvents, redactedOutcome } from './redaction.ts';
+import { boundedStep } from './step-record.ts';
 import { setResponse, type TaskRecord } from './task-record.ts';
 
 /** The task machine's state changes an executor's reports go through. */
@@ -31,6 +32,7 @@ export interface TaskOps {
 
 /** The reports of `rec`'s executor; `inputTimeoutSecs` 0 = request-input waits without limit. */
 export function executorEvents(rec: TaskRecord, ops: TaskOps, inputTimeoutSecs: number): TaskEvents {
+  let steps = 0;
   return {
     status: (message?: string) => {
       if (rec.final || rec.state === 'input-required') return;
@@ -62,6 +64,13 @@ export function executorEvents(rec: TaskRecord, ops: TaskOps, inputTimeoutSecs: 
       const first = !rec.thinkingStarted;
       rec.thinkingStarted = true;
       ops.emitArtifact(rec, mkArtifact('thinking', [textPart(s)], { name: 'thinking', metadata: { murmur: { kind: 'thinking' } } }), !first, false);
+    },
+    step: (record: Record<string, unknown>) => {
+      if (rec.final) return;
+      // Each step is a whole artifact of its own (never appended to), streamed like a thinking
+      // chunk: droppable under the stream's lag bounds and never kept on the task.
+      const art = mkArtifact(`step-${++steps}`, [dataPart(boundedStep(record))], { name: 'step', metadata: { murmur: { kind: 'step' } } });
+      ops.emitArtifact(rec, art, false, true);
     },
     requestInput: (prompt: string) => requestInput(rec, ops, inputTimeoutSecs, prompt),
   };

@@ -15,6 +15,7 @@ export function redactedEvents(ev: TaskEvents): TaskEvents {
     artifact: (a) => ev.artifact(redactDeep(a)),
     textChunk: (s) => ev.textChunk(redact(s)),
     thinkingChunk: (s) => ev.thinkingChunk(redact(s)),
+    step: (r) => ev.step(redactDeep(r)),
     requestInput: (prompt) => ev.requestInput(redact(prompt)),
   };
 }

@@ -9,7 +9,8 @@ import { ServerCallContext, resolveUserScope } from '@a2a-js/sdk/server';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { ConversationOwner } from '../../inference/conversation-store.ts';
 import type { TaskContext, TaskOrigin, TaskState, TaskTrust } from '../core/executor.ts';
-import { agentMessage, artifact as mkArtifact, messageText, textPart, toCoreState } from '../core/wire.ts';
+import { agentMessage, artifact as mkArtifact, textPart, toCoreState } from '../core/wire.ts';
+import { taskInputText } from './input-text.ts';
 import type { Subscriber } from './stream.ts';
 
 /** What the handler hands over to create a task: a validated message and who sent it. */
@@ -78,7 +79,7 @@ export function newRecord(t: NewTask): TaskRecord {
     id: randomUUID(),
     contextId: m.contextId || randomUUID(),
     messageId: m.messageId,
-    text: messageText(m),
+    text: taskInputText(m),
     origin: t.origin,
     trust: t.trust,
     traceparent: t.traceparent,
