@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { helpText, parseArgs, UsageError, type FlagSpec } from './args.ts';
 import { TARGET_FLAGS, TARGET_HELP, kubectlShortFlags, takeRepeated, targetOptions } from './remote-flags.ts';
-import { remoteStepLine } from './remote-progress.ts';
+import { RemoteProgress } from './remote-progress.ts';
 import { openTarget } from '../client/open-target.ts';
 import { userMessage } from '../client/message.ts';
 import { cancelTask, sendAndFollow, type TaskOutcome } from '../client/task-calls.ts';
@@ -68,16 +68,19 @@ export async function chatCommand(argv: string[], out: (s: string) => void, err:
       attach = undefined;
       running = {};
       try {
+        const progress = new RemoteProgress(open.label, out);
         const outcome = await sendAndFollow(open.conn, message, (e) => {
           if (e.kind === 'task') running = { taskId: e.taskId };
-          const line = quiet && !(e.kind === 'status' && e.state === 'input-required') ? undefined : remoteStepLine(e, open.label);
-          if (line !== undefined) out(line);
+          if (e.kind === 'chunk') return progress.chunk(e.text);
+          const line = progress.line(e);
+          if (line !== undefined && !(quiet && !(e.kind === 'status' && e.state === 'input-required'))) out(line);
         });
         contextId = outcome.contextId;
         waiting = outcome.state === 'input-required' ? outcome : undefined;
-        if (outcome.state === 'completed') out(outcome.answer ?? '');
-        else if (outcome.state === 'input-required' && quiet) out(`? ${outcome.statusText ?? ''}`);
-        else if (outcome.state !== 'input-required') err(`task ${outcome.state}: ${outcome.statusText ?? ''}`);
+        // A completed task's answer, less what its streamed chunks already printed.
+        progress.finish(outcome.state === 'completed', outcome.answer);
+        if (outcome.state === 'input-required' && quiet) out(`? ${outcome.statusText ?? ''}`);
+        else if (outcome.state !== 'input-required' && outcome.state !== 'completed') err(`task ${outcome.state}: ${outcome.statusText ?? ''}`);
       } catch (e) {
         // One failed message does not end the conversation; the error says what happened.
         if (!isMurError(e)) throw e;

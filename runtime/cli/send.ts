@@ -1,7 +1,7 @@
 /** `mur send <target> "text"`: one task to a capsule over A2A, its steps as they happen, its answer. */
 import { helpText, parseArgs, UsageError, type FlagSpec } from './args.ts';
 import { TARGET_FLAGS, TARGET_HELP, exitStatus, kubectlShortFlags, takeRepeated, targetOptions } from './remote-flags.ts';
-import { remoteStepLine } from './remote-progress.ts';
+import { RemoteProgress } from './remote-progress.ts';
 import { openTarget } from '../client/open-target.ts';
 import { userMessage } from '../client/message.ts';
 import { cancelTask, sendAndFollow } from '../client/task-calls.ts';
@@ -20,9 +20,10 @@ export const SEND_FLAGS: FlagSpec = {
 export const SEND_HELP = helpText(
   'mur send <target> "text" [--file FILE]... [flags]',
   `Sends a task to a capsule over A2A (the official SDK client: JSON-RPC, HTTP+JSON or gRPC, as
-its agent card offers) and streams its progress — each inference turn, each tool or shell call
-(✓ ok, ✗ error, ⛔ denied by a hook), hook artifacts — then prints its answer, as mur run does for
-a local task.
+its agent card offers) and streams its progress in the lines mur run prints for a local task —
+each inference turn (model, tokens, duration), each tool or shell call (✓ ok, ✗ error, a shell
+call's command and exit code), each hook denial with its reason, the task's totals — and its
+answer as it streams in.
 
 ${TARGET_HELP}
 
@@ -51,6 +52,7 @@ export async function sendCommand(argv: string[], out: (s: string) => void, err:
   const message = userMessage({ text: words.join(' '), files, ...(contextId ? { contextId } : {}), ...(replyTo ? { taskId: replyTo } : {}) });
   const open = await openTarget(targetOptions(target, flags, quiet ? undefined : (s) => err(s)));
   const steps: StepEvent[] = [];
+  const progress = new RemoteProgress(open.label, out);
   // Ctrl-C cancels the task on the capsule (the stream then ends `canceled`, exit 4), as Ctrl-C
   // stops a local `mur run`; before the capsule has named the task it cuts the call off.
   let taskId: string | undefined = message.taskId || undefined;
@@ -67,17 +69,21 @@ export async function sendCommand(argv: string[], out: (s: string) => void, err:
         if (e.kind !== 'chunk' && e.kind !== 'thinking') steps.push(e);
         return;
       }
-      const line = quiet ? undefined : remoteStepLine(e, open.label);
-      if (line !== undefined) out(line);
+      if (e.kind === 'chunk') return progress.chunk(e.text);
+      // Every event goes through progress (it tells one turn's streamed text from the next).
+      const line = progress.line(e);
+      if (line !== undefined && !quiet) out(line);
     }, abort.signal);
     if (json) {
       out(JSON.stringify({ ...outcome, transport: open.conn.transport, steps }, null, 2));
-    } else if (outcome.state === 'completed') {
-      out(outcome.answer ?? '');
-    } else if (outcome.state === 'input-required') {
+      return exitStatus(outcome.state);
+    }
+    // A completed task's answer, less what its streamed chunks already printed.
+    progress.finish(outcome.state === 'completed', outcome.answer);
+    if (outcome.state === 'input-required') {
       err(`task ${outcome.taskId} needs input: ${outcome.statusText ?? ''}`);
       err(`  answer: mur send ${target} --task-id ${outcome.taskId} --context-id ${outcome.contextId} "…"   (or mur chat)`);
-    } else {
+    } else if (outcome.state !== 'completed') {
       err(`task ${outcome.state}: ${outcome.statusText ?? ''}`);
     }
     return exitStatus(outcome.state);
