@@ -151,4 +151,16 @@ describe('file parts', () => {
     expect(user).toContain('[attached file notes.md (text/markdown, 35 bytes)]\\n# notes\\nthe secret word is pelican');
     expect(user).toContain('[attached file pic.png (image/png, 4 bytes): not shown, the model is given text files only]');
   });
+
+  it('a text file over 64 KiB reaches the model cut, with a note of how much was left out', async () => {
+    const { served, provider } = await capsule('bigfile', { turns: [{ text: 'read it' }] });
+    const dir = tmp('send-bigfile-');
+    writeFileSync(join(dir, 'big.txt'), `${'a'.repeat(65_536)}TAIL-NOT-SENT${'b'.repeat(30_000)}`);
+    const r = await mur(['send', served.url, 'see attached', '--file', join(dir, 'big.txt')]);
+    expect(r.code).toBe(0);
+    const user = JSON.stringify((provider.requests[0]!.body as { messages: { role: string; content: unknown }[] }).messages.find((m) => m.role === 'user')!.content);
+    expect(user).toContain('[attached file big.txt (text/plain, 95549 bytes)]');
+    expect(user).not.toContain('TAIL-NOT-SENT');
+    expect(user).toContain('[… 30013 more characters of big.txt not shown]');
+  });
 });
