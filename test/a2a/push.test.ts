@@ -82,6 +82,24 @@ describe('push notifications', () => {
     expect((await rpc(s.url, 'ListTaskPushNotificationConfigs', { taskId: task.id }, V1)).body.result.configs ?? []).toEqual([]);
   });
 
+  it('a task’s streamed steps are not pushed; its kept artifacts and answer are', async () => {
+    const hook = await receiver();
+    const stepping: TaskExecutor = async (ctx, ev) => {
+      const reply = await ev.requestInput('go?');
+      ev.step({ event_type: 'tool_call', tool_name: 'echo', status: 'ok', duration_ms: 3 });
+      ev.artifact({ name: 'kept', text: 'a kept artifact' });
+      return { state: 'completed', text: `done ${ctx.text} ${reply}` };
+    };
+    const s = await serve(stepping, { push: { allow: [hook.host], backoffMs: 5 } });
+    const task = (await rpc(s.url, 'SendMessage', { message: msg10('job') }, V1)).body.result.task;
+    await rpc(s.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: hook.url, token: 't' }, V1);
+    await rpc(s.url, 'SendMessage', { message: msg10('go', { taskId: task.id, contextId: task.contextId }) }, V1);
+    // Deliveries of one task go in order: once the final status is in, every earlier one is too.
+    await hook.until(() => finalState(hook.got).includes('TASK_STATE_COMPLETED'));
+    const artifacts = hook.got.map((d) => d.body.artifactUpdate?.artifact?.name).filter(Boolean);
+    expect(artifacts).toEqual(['kept', 'response']);
+  });
+
   it('a config in SendMessage configuration is set before the task runs', async () => {
     const hook = await receiver();
     const s = await serve(async (ctx) => ({ state: 'completed', text: ctx.text }), { push: { allow: [hook.host], backoffMs: 5 } });

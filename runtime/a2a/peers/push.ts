@@ -41,12 +41,16 @@ export interface Push {
   idle(): Promise<void>;
 }
 
-/** Whether an event is pushed: status updates and whole artifacts, not streamed chunks. */
+/**
+ * Whether an event is pushed: status updates and whole artifacts, not streamed chunks, nor the
+ * streamed-only thinking and `step` artifacts (a webhook gets what a task keeps, not its trace).
+ */
 export function pushed(resp: StreamResponse): boolean {
   const p = resp.payload;
   if (p?.$case === 'statusUpdate') return p.value.metadata?.['murmur'] === undefined; // not lagged notices
-  if (p?.$case === 'artifactUpdate') return p.value.lastChunk && !p.value.append && p.value.artifact?.name !== 'thinking';
-  return false;
+  if (p?.$case !== 'artifactUpdate') return false;
+  const kind = (p.value.artifact?.metadata?.['murmur'] as { kind?: unknown } | undefined)?.kind;
+  return p.value.lastChunk && !p.value.append && p.value.artifact?.name !== 'thinking' && kind !== 'step';
 }
 
 export function createPush(o: PushOptions): Push {
