@@ -34,6 +34,12 @@ function defined<T extends Record<string, unknown>>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
+/** A shell record's command line: the program's name (not its resolved path) and its arguments. */
+function shellCommand(r: Record<string, unknown>): string {
+  const program = String(r['binary'] ?? '?').split('/').pop();
+  return r['command'] !== undefined ? `${program} ${String(r['command'])}` : String(program);
+}
+
 /**
  * One trace record of the task (a `step` artifact: `{event_type, …}`, the records of
  * docs/runtime.md "Trace events") as a timeline entry; undefined for `task_start`, which the
@@ -48,7 +54,7 @@ export function recordEntry(r: Record<string, unknown>): TimelineEntry | undefin
     case 'tool_call':
       return defined({ kind: 'tool' as const, tool: String(r['tool_name'] ?? '?'), status: String(r['status'] ?? '?'), durationMs: num(r['duration_ms']) });
     case 'shell':
-      return defined({ kind: 'tool' as const, via: 'shell' as const, tool: String(r['command'] ?? r['binary'] ?? '?'), status: r['exit_code'] === 0 ? 'ok' : 'error', detail: `exit ${String(r['exit_code'])}`, durationMs: num(r['duration_ms']) });
+      return defined({ kind: 'tool' as const, via: 'shell' as const, tool: shellCommand(r), status: r['exit_code'] === 0 ? 'ok' : 'error', detail: `exit ${String(r['exit_code'])}`, durationMs: num(r['duration_ms']) });
     case 'mcp_call':
       return defined({ kind: 'tool' as const, via: 'mcp' as const, tool: `${String(r['server'])}/${String(r['tool'])}`, status: String(r['status'] ?? '?'), durationMs: num(r['duration_ms']) });
     case 'call_denied':

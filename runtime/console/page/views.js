@@ -56,7 +56,7 @@ export function taskItems(tasks, onOpen) {
 }
 
 function toolLine(tool, status, ms, via) {
-  const mark = status === 'ok' ? '✓' : status === 'denied' ? '⛔' : '✗';
+  const mark = status === 'ok' ? '✓' : status === 'denied' ? '⊘' : '✗';
   return `${via ? `${via === 'shell' ? '$' : via} ` : ''}${tool} ${mark} ${status}${typeof ms === 'number' ? `, ${ms} ms` : ''}`;
 }
 
@@ -85,7 +85,7 @@ function turnLine(t) {
 }
 
 function hookLine(t) {
-  if (t.decision === 'deny') return `⛔ ${JSON.stringify(t.data?.call ?? 'call')} denied by hook ${t.hook ?? '?'}: ${t.reason ?? ''}`;
+  if (t.decision === 'deny') return `⊘ ${JSON.stringify(t.data?.call ?? 'call')} denied by hook ${t.hook ?? '?'}: ${t.reason ?? ''}`;
   if (t.event === 'artifact') return `hook artifact ${JSON.stringify(t.data)}`;
   return `hook ${t.hook ?? '?'} on ${t.event ?? '?'} → ${t.outcome ?? '?'}${typeof t.durationMs === 'number' ? `, ${t.durationMs} ms` : ''}`;
 }

@@ -1,0 +1,99 @@
+/**
+ * `mur console`'s chat and timeline for a task whose steps include a hook's denial and a shell
+ * call, in a real headless Chromium against a real `mur serve` (real WASM components, a real
+ * policy hook, the scripted provider): each turn with its model and tokens, the denial with the
+ * hook and its reason, the shell command with its exit code, the task's end with its totals.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import { API_KEY, ECHO_TOOL, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
+import { hookArtifact, type HookDef } from '../hooks/hook-capsule.ts';
+import { startScriptedProvider } from '../provider/scripted-provider.ts';
+import { serve } from '../cli/serve-kit.ts';
+import { cleanup, closeAll } from '../client/kit.ts';
+import { openConsole } from '../../runtime/cli/console.ts';
+import type { RunningConsole } from '../../runtime/console/server.ts';
+import { CHROMIUM_INSTALL_TIMEOUT_MS, launchBrowser, screenshot } from '../support/browser.ts';
+
+const GUARD: HookDef = {
+  name: 'guard',
+  contract: 'binding: on-tool-call\ncommit_policy: deny\n',
+  script: { 'on-tool-call:decision': { ret: { tag: 'deny', val: 'echo is not allowed today' } } },
+};
+
+let browser: Browser;
+let con: RunningConsole;
+let url: string;
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+}, CHROMIUM_INSTALL_TIMEOUT_MS);
+
+beforeAll(async () => {
+  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(GUARD)]);
+  const dir = tmp('console-steps-');
+  writeFileSync(join(dir, 'murmur.yaml'), [
+    'name: steps',
+    'version: 1.0.0',
+    'artifacts:',
+    '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
+    '  - {name: echo, version: 1.0.0, runtime: tool}',
+    `  - {name: guard, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: GUARD.script })}}`,
+    'capabilities:',
+    '  shell:',
+    '    allow: [printf]',
+    'inference:',
+    '  driver: {artifact: driver-anthropic}',
+    '  model: claude-test',
+    '',
+  ].join('\n'));
+  const provider = await startScriptedProvider({
+    turns: [
+      { toolCalls: [{ name: 'echo', input: { text: 'q' } }] },
+      { toolCalls: [{ name: 'printf', input: { command: 'hello-from-shell' } }] },
+      { text: 'all done' },
+    ],
+  });
+  const served = await serve(dir, { registry, workRoot: tmp('console-steps-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
+  cleanup.push(() => provider.stop(), () => served.stop());
+  url = served.url;
+  con = (await openConsole([url, '--kubeconfig', '/nonexistent/kubeconfig'], () => {}, () => {}))!;
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await con?.close();
+  await closeAll();
+});
+
+describe('mur console: a task’s steps', () => {
+  it('shows each turn with model and tokens, a hook’s denial with its reason, the shell command and exit code, in the chat and the timeline', async () => {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    await page.goto(con.url);
+    await page.getByRole('button', { name: url }).click();
+    await page.locator('body[data-tasks="loaded"]').waitFor();
+    await page.getByLabel('Message').fill('do the steps');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('body[data-chat="done"]').waitFor();
+    const expectSteps = (lines: string[]) => {
+      const all = JSON.stringify(lines);
+      expect(lines.some((l) => /^turn 1: claude-test → tool echo — \d+ in \/ \d+ out tokens, \d+ ms$/.test(l)), all).toBe(true);
+      expect(lines, all).toContain('⊘ "echo" denied by hook guard: echo is not allowed today');
+      expect(lines.some((l) => /^turn 2: claude-test → tool printf — \d+ in \/ \d+ out tokens, \d+ ms$/.test(l)), all).toBe(true);
+      expect(lines.some((l) => /^\$ printf hello-from-shell ✓ ok, \d+ ms \(exit 0\)$/.test(l)), all).toBe(true);
+      expect(lines.some((l) => /^end: ok after 3 turn\(s\), [\d,]+ in \/ [\d,]+ out tokens$/.test(l)), all).toBe(true);
+      // Each call once: the stream's tool-call artifacts say again what the records say.
+      expect(lines.filter((l) => /echo/.test(l) && !l.startsWith('turn'))).toHaveLength(1);
+    };
+    expectSteps(await page.locator('#chat-log li').allTextContents());
+    await page.locator('#tasks li').first().getByRole('button').click();
+    await page.locator('body[data-timeline]').waitFor();
+    const timeline = await page.locator('#timeline-list li').allTextContents();
+    expectSteps(timeline);
+    expect(timeline.slice(-2)).toEqual(['all done', 'task completed']);
+    await screenshot(page, 'steps-timeline');
+    await page.close();
+  });
+});
