@@ -118,6 +118,15 @@ describe('the task’s steps on the A2A stream', () => {
   });
 });
 
+describe('mur send and a network denial', () => {
+  it('prints a tool’s refused outgoing request as mur run does', async () => {
+    const { served } = await capsule('netdenied', { turns: [{ toolCalls: [{ name: 'probe', input: { op: 'fetch', url: 'http://127.0.0.1:9/secret' } }] }, { text: 'done' }] });
+    const r = await mur(['send', served.url, 'try the network']);
+    expect(r.code).toBe(0);
+    expect(r.lines).toContain('    ⛔ tool probe: outgoing request to http://127.0.0.1:9 refused (not in its network grant)');
+  });
+});
+
 describe('mur send and the answer', () => {
   it('prints response chunks as they arrive and the answer once, not again at the end', async () => {
     const { served } = await capsule('chunks', {
