@@ -14,8 +14,8 @@ import type { CapsuleSpec, McpServerSpec, SecretInfo, SecretKeyRef, ServiceInfo 
 import { parseAllow, type AllowEntry } from './network.ts';
 
 /**
- * A problem of translate's (index.ts `Problem`, spelled here so this file does not import its
- * importer): the reasons are index.ts's PROBLEM_CODES keys.
+ * A problem of translate's (problems.ts `Problem`, narrowed to the reasons this file raises):
+ * the reasons are problems.ts's PROBLEM_CODES keys.
  */
 export interface McpProblem {
   reason: 'InvalidMcpServer' | 'McpServiceNotFound' | 'McpServiceUnusable' | 'MissingSecret' | 'MissingSecretKey';

@@ -9,7 +9,7 @@
  * stored before the rule, or a /scale write).
  */
 import type { CapsuleSpec, SecretInfo } from '../api/types.ts';
-import type { Problem } from './index.ts';
+import type { Problem } from './problems.ts';
 
 export interface StoreRendering {
   problems: Problem[];
