@@ -14,9 +14,9 @@ import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
 import { RefusalsMemo } from '../reconcile/refusals-memo.ts';
 import { computeStatus, runtimeExit, sameStatus, type PodLike } from '../reconcile/status.ts';
 import { PROBLEM_CODES, translate, type Problem, type TranslateResult } from '../translate/index.ts';
-import { peerKeys } from '../translate/network.ts';
 import { mcpSecretNames, mcpServiceKeys, serviceInfo } from '../translate/mcp.ts';
 import type { TranslateOptions } from '../translate/options.ts';
+import { Dependents } from './dependents.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
 import { notWatchedEvent } from './unwatched.ts';
@@ -84,13 +84,10 @@ export class CapsuleController {
   /** The capsules' pods (names, config hash, container statuses only): a runtime that exits at start shows in status. */
   readonly pods: Informer<PodLike>;
   readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
-  private peersOf = new Map<string, Set<string>>();
-  private callersOf = new Map<string, Set<string>>();
-  private ports: Record<string, number> = {};
+  /** Which Capsules name which as peers, their ports and token-taking (dependents.ts). */
+  private readonly dependents = new Dependents();
   /** The runtime validator's verdict per Capsule, rerun only when its rendered murmur.yaml changes. */
   readonly refusals = new RefusalsMemo();
-  /** Capsules that take no ServiceAccount tokens (a2a.auth.serviceAccounts: false): their callers get none projected. */
-  private noTokens = new Set<string>();
   private resync: NodeJS.Timeout | undefined;
   private workers: Promise<void> | undefined;
   private started = false;
@@ -182,23 +179,8 @@ export class CapsuleController {
     if (type === 'MODIFIED' && old && onlyUsageChanged(old, c)) return;
     const key = keyOf(c);
     const ns = c.metadata.namespace ?? 'default';
-    const before = this.peersOf.get(key) ?? new Set<string>();
-    const after = new Set(type === 'DELETED' ? [] : peerKeys(ns, c.spec, this.o.translate.clusterDomain, () => true));
-    for (const t of before) if (!after.has(t)) this.callersOf.get(t)?.delete(key);
-    for (const t of after) {
-      if (!this.callersOf.has(t)) this.callersOf.set(t, new Set());
-      this.callersOf.get(t)!.add(key);
-    }
-    if (after.size) this.peersOf.set(key, after);
-    else this.peersOf.delete(key);
-    const portBefore = this.ports[key];
-    const tokensBefore = !this.noTokens.has(key);
-    if (type === 'DELETED') {
-      delete this.ports[key];
-      this.refusals.forget(key);
-    } else this.ports[key] = c.spec.servicePort ?? 8080;
-    if (type !== 'DELETED' && c.spec.a2a?.auth?.serviceAccounts === false) this.noTokens.add(key);
-    else this.noTokens.delete(key);
+    const { before, after, moved } = this.dependents.update(key, ns, type === 'DELETED' ? undefined : c.spec, this.o.translate.clusterDomain);
+    if (type === 'DELETED') this.refusals.forget(key);
     this.o.metrics.capsules.set(this.capsules.store.size);
 
     this.enqueue(key);
@@ -211,7 +193,7 @@ export class CapsuleController {
     for (const t of after) if (!before.has(t)) this.enqueue(t);
     // Callers render this capsule's URL (and recognise its Service name): tell them when it
     // appears, disappears or moves port.
-    if (type !== 'MODIFIED' || portBefore !== this.ports[key] || tokensBefore !== !this.noTokens.has(key) || !old) for (const caller of this.callersOf.get(key) ?? []) this.enqueue(caller);
+    if (type !== 'MODIFIED' || moved || !old) for (const caller of this.dependents.callers(key)) this.enqueue(caller);
   }
 
   private onHook(type: string, h: Hook, old: Hook | undefined): void {
@@ -359,9 +341,9 @@ export class CapsuleController {
     for (const m of mcpSecretNames(c.spec)) secrets[m] = this.secrets.get(`${ns}/${m}`);
     const services: Record<string, ServiceInfo | undefined> = {};
     for (const k of mcpServiceKeys(ns, c.spec)) services[k] = this.services.get(k);
-    const callers = [...(this.callersOf.get(key) ?? [])].filter((k) => this.capsules.store.has(k));
+    const callers = this.dependents.callers(key).filter((k) => this.capsules.store.has(k));
     return {
-      capsule: c, hooks, secrets, services, callers, capsulePorts: this.ports, noTokenPeers: this.noTokens, options: this.o.translate,
+      capsule: c, hooks, secrets, services, callers, capsulePorts: this.dependents.ports, noTokenPeers: this.dependents.noTokens, options: this.o.translate,
       refusals: (yaml: string, n: number) => this.refusals.check(key, yaml, n),
     };
   }
