@@ -135,6 +135,25 @@ describe('connection pool for components’ outgoing HTTP', () => {
     }
   });
 
+  it('closes a connection left idle in the pool past its idle timeout', async () => {
+    const agents = netAgents({ ...DEFAULT_POOL, freeSocketTimeoutMs: 50 });
+    const h = await harness(agents);
+    try {
+      const before = accepted.length;
+      expect(await h.run('get', { url: `${base}/plain` })).toMatchObject({ status: 200, text: 'ok' });
+      expect(accepted.length).toBe(before + 1);
+      const serverSide = accepted.at(-1)!;
+      const [pooled] = Object.values(agents.forScheme(false).freeSockets).flat();
+      expect(pooled).toBeDefined();
+      // The server never closes it (its keep-alive timeout is 5 s); only the pool's timeout can.
+      const closed = (s: Socket) => (s.destroyed ? Promise.resolve() : new Promise<void>((r) => s.once('close', () => r())));
+      await Promise.all([closed(pooled!), closed(serverSide)]);
+      expect(freeCount(agents)).toBe(0);
+    } finally {
+      await h.worker.terminate();
+    }
+  });
+
   it('through a real component: two sequential requests share one connection, and a destination not allowed is refused although a pooled connection to the same server exists', async () => {
     const denied: unknown[] = [];
     const inst = await probe({ networkAllow: [`127.0.0.1:${port}`] }, { onNetworkDenied: (d) => denied.push(d) });
