@@ -79,7 +79,10 @@ export async function openForward(kc: KubeConfig, namespace: string, pod: string
     // The error stream carries the kubelet's refusal ("error forwarding port …").
     const errors = new Writable({
       write(chunk: Buffer, _enc, done) {
-        fail(socket, chunk.toString('utf8').trim());
+        // client-node strips each stream's first frame (the 2-byte port number) and writes what is
+        // left, often nothing: only text on the error stream is a refusal.
+        const why = chunk.toString('utf8').trim();
+        if (why !== '') fail(socket, why);
         done();
       },
     });
