@@ -19,6 +19,8 @@ const ns = 'rn-mcp';
 const MCP_PORT = 3001;
 const svcHost = (name: string) => `${name}.${ns}.svc.cluster.local`;
 const capsuleUrl = `http://${svcHost('analyst')}:8080`;
+// A peer outside the cluster (a hostname grant opens its port to public addresses only), never called.
+const PEER = 'http://peer.example.test:9000';
 
 /** server-everything's Streamable HTTP transport as a pod + Service `name` (port 80 → 3001). */
 async function mcpServerPod(name: string): Promise<void> {
@@ -50,7 +52,8 @@ function capsule(provider: string): string {
     spec: {
       version: '1.0.0',
       artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
-      capabilities: { network: { allow: [] } },
+      // a peer, so the runtime offers delegate-task: the fence below asks it for the unlisted server
+      capabilities: { network: { allow: [PEER] } },
       inference: {
         driver: { artifact: 'driver-anthropic' },
         model: 'claude-sonnet-4-5',
@@ -98,7 +101,7 @@ describe('MCP servers on the real node', () => {
     const cm = await getJson(ns, 'configmap analyst-manifest');
     const manifest = parse(cm.data['murmur.yaml']);
     expect(manifest.mcp.servers).toEqual([{ name: 'listed', url: `http://${svcHost('mcp-listed')}/mcp`, tools: ['get-sum'], token_env: 'MURMUR_MCP_LISTED_TOKEN' }]);
-    expect(manifest.capabilities.network.allow).toEqual([`http://${svcHost('mcp-listed')}`]);
+    expect(manifest.capabilities.network.allow).toEqual([PEER, `http://${svcHost('mcp-listed')}`]);
     const egress = (await getJson(ns, 'networkpolicy analyst-egress')).spec.egress;
     expect(egress).toContainEqual({
       to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } }, podSelector: { matchLabels: { app: 'mcp-listed' } } }],
