@@ -1,25 +1,27 @@
 /**
  * The Capsule controller: informers (Capsules, Hooks, Secrets, and the objects it owns), a keyed
  * work queue, and a thin reconcile = translate → apply → prune → status. Everything it decides
- * comes from the pure translate function; this file only moves objects.
+ * comes from the pure translate function; this file only moves objects. The writes themselves are
+ * in apply.ts (owned objects) and status-writes.ts (status and Events); which Capsules depend on
+ * which, for the events to fan out, in dependents.ts.
  */
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Capsule, Hook, KubeObject, SecretInfo, ServiceInfo } from '../api/types.ts';
 import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, stableJson } from '../translate/builders/common.ts';
-import { ApiError, collectionPath, isConflict, type KubeClient } from '../kube/client.ts';
+import { ApiError, collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
-import { carryVerdict, desiredDigest, entryUpToDate, ownedEntry, type OwnedEntry } from '../reconcile/owned-cache.ts';
-import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
+import { carryVerdict, ownedEntry, type OwnedEntry } from '../reconcile/owned-cache.ts';
 import { RefusalsMemo } from '../reconcile/refusals-memo.ts';
-import { computeStatus, runtimeExit, sameStatus, type PodLike } from '../reconcile/status.ts';
-import { PROBLEM_CODES, translate, type Problem, type TranslateResult } from '../translate/index.ts';
+import type { PodLike } from '../reconcile/status.ts';
+import { translate, type TranslateResult } from '../translate/index.ts';
 import { mcpSecretNames, mcpServiceKeys, serviceInfo } from '../translate/mcp.ts';
 import type { TranslateOptions } from '../translate/options.ts';
+import { ensure, prune, WriteRefused } from './apply.ts';
 import { Dependents } from './dependents.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
-import { notWatchedEvent } from './unwatched.ts';
+import { reportCapsule, reportHook, tellUnwatched, type StatusContext } from './status-writes.ts';
 
 export interface ControllerOptions {
   /** Namespaces to watch; empty or undefined = all. */
@@ -93,7 +95,8 @@ export class CapsuleController {
   private started = false;
   private stopping = false;
   private readonly log: (msg: string) => void;
-  private readonly identity: string;
+  /** What the writes (apply.ts, status-writes.ts) go through. */
+  private readonly writes: StatusContext;
   /** Keys of the resync pass in progress; `resync-done` is emitted when the last one is handled. */
   private pass: { keys: Set<string>; done: () => void } | undefined;
   private passes: Array<{ keys: Set<string>; done: () => void }> = [];
@@ -106,7 +109,7 @@ export class CapsuleController {
     private readonly o: ControllerOptions,
   ) {
     this.log = o.log ?? (() => {});
-    this.identity = o.identity ?? hostname();
+    this.writes = { client, metrics: o.metrics, beforeWrite: o.beforeWrite, identity: o.identity ?? hostname(), log: this.log };
     const paths = (apiVersion: string, kind: string) =>
       o.namespaces?.length ? o.namespaces.map((ns) => collectionPath(apiVersion, kind, ns)) : [collectionPath(apiVersion, kind)];
     const io = { log: this.log };
@@ -402,68 +405,19 @@ export class CapsuleController {
     await this.report(c, { ...r, configHash: c.status?.configHash ?? '' });
   }
 
-  /** Apply one desired object unless the live one already has every field we set. */
-  private async ensure(obj: KubeObject): Promise<void> {
-    const inf = this.owned.get(obj.kind)!;
-    const live = inf.get(keyOf(obj));
-    const digest = desiredDigest(obj);
-    if (live && entryUpToDate(live, obj, FIELD_MANAGER, digest)) return;
-    await this.o.beforeWrite?.(obj);
-    let out: KubeObject;
-    try {
-      out = await this.client.apply<KubeObject>(obj, FIELD_MANAGER);
-    } catch (e) {
-      if (e instanceof ApiError && e.status >= 400 && e.status < 500) throw new WriteRefused(obj, e);
-      throw e;
-    }
-    this.o.metrics.writes.inc({ verb: 'apply' });
-    inf.offer(out);
-    // The server's answer to the apply: judge it now, so the entry drops its fields right away.
-    const cached = inf.get(keyOf(obj));
-    if (cached && cached.metadata.resourceVersion === out.metadata.resourceVersion) entryUpToDate(cached, obj, FIELD_MANAGER, digest);
+  /** Apply one desired object unless the live one already has every field we set (apply.ts). */
+  private ensure(obj: KubeObject): Promise<void> {
+    return ensure(this.writes, this.owned.get(obj.kind)!, obj);
   }
 
-  /**
-   * Delete objects labelled as this capsule's that are not desired. With `goneUid` set (the
-   * capsule is gone or going), everything labelled for it goes, except objects owned by a newer
-   * Capsule of the same name.
-   */
-  private async prune(ns: string, name: string, keep: Set<string>, goneUid: string | undefined): Promise<void> {
-    const live = this.capsules.get(`${ns}/${name}`);
-    for (const inf of this.owned.values()) {
-      for (const o of inf.indexed(`${ns}/${name}`)) {
-        if (keep.has(`${o.kind}/${o.metadata.name}`)) continue;
-        const owner = o.metadata.ownerReferences?.find((r) => r.controller)?.uid;
-        if (live && !live.metadata.deletionTimestamp && owner && owner !== live.metadata.uid && goneUid === undefined) continue;
-        await this.o.beforeWrite?.(o);
-        await this.client.delete(o);
-        this.o.metrics.writes.inc({ verb: 'delete' });
-        inf.forget(keyOf(o));
-      }
-    }
+  /** Delete the objects labelled as this capsule's that are not desired (apply.ts). */
+  private prune(ns: string, name: string, keep: Set<string>, goneUid: string | undefined): Promise<void> {
+    return prune(this.writes, this.owned.values(), this.capsules.get(`${ns}/${name}`), ns, name, keep, goneUid);
   }
 
-  /** Events for new problems, then the status, each only when something changed. */
-  private async report(c: Capsule, r: TranslateResult): Promise<void> {
-    const deployment = this.owned.get('Deployment')!.get(keyOf(c));
-    const pods = this.pods.indexed(keyOf(c));
-    const status = computeStatus(c, r, deployment, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), runtimeExit(pods, r.configHash));
-    if (sameStatus(c.status, status)) return;
-    const prevDegraded = c.status?.conditions?.find((x) => x.type === 'Degraded');
-    const nowDegraded = status.conditions?.find((x) => x.type === 'Degraded');
-    if (r.problems.length && (prevDegraded?.reason !== nowDegraded?.reason || prevDegraded?.message !== nowDegraded?.message)) {
-      for (const p of r.problems) await this.event(c, p);
-    }
-    const out = await this.client.mergePatchStatus<Capsule>(c, status);
-    this.o.metrics.writes.inc({ verb: 'status' });
-    this.capsules.offer(out);
-    // Normal events for the transitions a user waits for.
-    const prevReady = c.status?.conditions?.find((x) => x.type === 'Ready');
-    const nowReady = status.conditions?.find((x) => x.type === 'Ready');
-    if (nowReady?.status === 'True' && prevReady?.status !== 'True') await this.event(c, { reason: nowReady.reason, message: `Capsule is ready: ${nowReady.message}` }, 'Normal');
-    if (!r.problems.some((p) => p.fatal) && status.configHash !== c.status?.configHash) {
-      await this.event(c, { reason: 'Applied', message: `configuration ${status.configHash} applied (ConfigMap, Service, ServiceAccount, NetworkPolicies, Deployment)` }, 'Normal');
-    }
+  /** Events for new problems, then the status, each only when something changed (status-writes.ts). */
+  private report(c: Capsule, r: TranslateResult): Promise<void> {
+    return reportCapsule(this.writes, this.capsules, c, r, this.owned.get('Deployment')!.get(keyOf(c)), this.pods.indexed(keyOf(c)));
   }
 
   /** A Hook's status: its contract accepted or not, and the Capsules that use it; written only when changed. */
@@ -475,57 +429,13 @@ export class CapsuleController {
     for (const c of this.capsules.store.values()) {
       if (c.metadata.namespace === ns && !c.metadata.deletionTimestamp && c.spec.hooks?.some((r) => r.name === h.metadata.name)) usedBy.push(c.metadata.name);
     }
-    const status = computeHookStatus(h, usedBy, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
-    if (sameHookStatus(h.status, status)) return;
-    await this.o.beforeWrite?.(h);
-    const out = await this.client.mergePatchStatus<Hook>(h, status);
-    this.o.metrics.writes.inc({ verb: 'status' });
-    this.hooks.offer(out);
+    await reportHook(this.writes, this.hooks, h, usedBy);
   }
 
   /** The NamespaceNotWatched Event of a Capsule outside the watched namespaces, once per Capsule uid. */
   private async tellUnwatched(key: string): Promise<void> {
     const c = this.capsules.skipped.get(key);
     if (!c || c.metadata.deletionTimestamp) return;
-    try {
-      await this.client.create(notWatchedEvent(c, this.o.namespaces ?? [], this.identity, new Date()));
-      this.o.metrics.writes.inc({ verb: 'event' });
-    } catch (e) {
-      if (!isConflict(e)) throw e; // 409: already told
-    }
-  }
-
-  private async event(c: Capsule, p: Pick<Problem, 'reason' | 'message'> | { reason: string; message: string }, type: 'Warning' | 'Normal' = 'Warning'): Promise<void> {
-    const code = (PROBLEM_CODES as Record<string, string | undefined>)[p.reason];
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    try {
-      await this.client.create({
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name: '', generateName: `${c.metadata.name}.`, namespace: c.metadata.namespace ?? 'default' },
-        involvedObject: { apiVersion: c.apiVersion, kind: 'Capsule', name: c.metadata.name, namespace: c.metadata.namespace, uid: c.metadata.uid, resourceVersion: c.metadata.resourceVersion },
-        reason: p.reason,
-        message: code ? `${p.message} [${code}]` : p.message,
-        type,
-        source: { component: FIELD_MANAGER },
-        reportingComponent: FIELD_MANAGER,
-        reportingInstance: this.identity,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      });
-      this.o.metrics.writes.inc({ verb: 'event' });
-    } catch (e) {
-      this.log(`event for ${keyOf(c)} failed: ${(e as Error).message}`);
-    }
-  }
-}
-
-/** A write of one of the Capsule's objects that the API server refused (4xx). */
-export class WriteRefused extends Error {
-  constructor(obj: KubeObject, e: ApiError) {
-    // Bounded: the message goes into a condition and an Event (an API message may quote the object).
-    super(`the API server refused to write ${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name} (${e.status} ${e.reason}): ${e.message.length > 800 ? `${e.message.slice(0, 800)}…` : e.message}`);
-    this.name = 'WriteRefused';
+    await tellUnwatched(this.writes, c, this.o.namespaces ?? []);
   }
 }

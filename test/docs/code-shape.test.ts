@@ -29,9 +29,7 @@ export const MAX_FUNCTION_LINES = 120;
  * when listed (for the record: a listed file is let through at any length, so engineers splitting
  * other parts at the same time are not stopped; drop it from here once it is under the limit).
  */
-const FILES_OVER: Readonly<Record<string, number>> = {
-  'operator/controller/controller.ts': 533,
-};
+const FILES_OVER: Readonly<Record<string, number>> = {};
 
 /**
  * Functions still over MAX_FUNCTION_LINES (issue 39 §4), keyed `<file> <function>` as
