@@ -26,9 +26,7 @@ export class MurError extends Error {
   /** One line for a terminal: `file:line: field: message (code)` then the hint. */
   format(): string {
     const loc = this.location;
-    const where = loc
-      ? [loc.file, loc.line !== undefined ? String(loc.line) : undefined].filter(Boolean).join(':')
-      : '';
+    const where = loc ? [loc.file, loc.line !== undefined ? String(loc.line) : undefined].filter(Boolean).join(':') : '';
     const head = [where, loc?.field].filter(Boolean).join(': ');
     const first = `${head ? head + ': ' : ''}${this.message} [${this.code}]`;
     return this.hint ? `${first}\n  hint: ${this.hint}` : first;

@@ -67,8 +67,14 @@ export function guardWarnings(g: Guarded, held: boolean, uid = process.getuid?.(
         `the native addon runtime/native/memory.node ${path ? 'does not load' : 'is not built'} (node --import tsx scripts/build-native.ts; needs a C compiler) [E-RUN-050]`,
     );
   } else {
-    if (g.scrubbed < 0) out.push(`warning: ${what} may stay readable in /proc/${process.pid}/environ: the kernel did not say where the start-up environment is (/proc/self/stat) [E-RUN-050]`);
-    if (!g.nonDumpable) out.push(`warning: this process could not be made non-dumpable: processes of this user can read its memory (/proc/${process.pid}/mem), the provider key included [E-RUN-050]`);
+    if (g.scrubbed < 0)
+      out.push(
+        `warning: ${what} may stay readable in /proc/${process.pid}/environ: the kernel did not say where the start-up environment is (/proc/self/stat) [E-RUN-050]`,
+      );
+    if (!g.nonDumpable)
+      out.push(
+        `warning: this process could not be made non-dumpable: processes of this user can read its memory (/proc/${process.pid}/mem), the provider key included [E-RUN-050]`,
+      );
   }
   if (uid === 0 && g.capabilities !== '') {
     out.push(

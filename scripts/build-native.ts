@@ -43,7 +43,9 @@ function build(): string | undefined {
 
 const problem = build();
 if (problem) {
-  console.log(`build-native: runtime/native/memory.node not built: ${problem}. The runtime runs without it, but freed memory stays resident while idle and the secrets it was started with stay readable in its /proc/<pid>/environ and cmdline (mur says so at start).`);
+  console.log(
+    `build-native: runtime/native/memory.node not built: ${problem}. The runtime runs without it, but freed memory stays resident while idle and the secrets it was started with stay readable in its /proc/<pid>/environ and cmdline (mur says so at start).`,
+  );
 } else {
   if (process.argv.includes('--dist')) {
     mkdirSync(dirname(DIST), { recursive: true });

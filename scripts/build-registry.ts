@@ -14,7 +14,9 @@ import { publish } from '../runtime/registry/registry.ts';
 
 const [target, ...names] = process.argv.slice(2);
 if (!target || target === '--help') {
-  console.log('usage: node --import tsx scripts/build-registry.ts <registry-dir> [component ...]\n\nBuilds components/* (default: all) and publishes them into <registry-dir>.');
+  console.log(
+    'usage: node --import tsx scripts/build-registry.ts <registry-dir> [component ...]\n\nBuilds components/* (default: all) and publishes them into <registry-dir>.',
+  );
   process.exit(target ? 0 : 2);
 }
 const registry = resolve(target);

@@ -41,7 +41,10 @@ export function specTables(specDir: string): { interfaces: string[]; worlds: Rec
 
 /** The interface body of murmur:runtime/inference, package versions masked. */
 export function inferenceBody(text: string): string {
-  return text.slice(text.indexOf('interface inference')).replace(/use murmur:hook\/lifecycle@[0-9.]+/, 'use murmur:hook/lifecycle@X').trim();
+  return text
+    .slice(text.indexOf('interface inference'))
+    .replace(/use murmur:hook\/lifecycle@[0-9.]+/, 'use murmur:hook/lifecycle@X')
+    .trim();
 }
 
 const same = (a: readonly string[], b: readonly string[]): boolean => JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
@@ -60,8 +63,10 @@ export function checkSpec(specDir: string, root = PROJECT_ROOT): string[] {
       problems.push(`world ${w}: ${s ? 'missing from wit/tables.json' : 'not in the spec table'}`);
       continue;
     }
-    if (!same(s.imports, o.imports)) problems.push(`world ${w}: imports ${o.imports.join(', ') || '—'} in wit/tables.json, ${s.imports.join(', ') || '—'} in the spec`);
-    if (!same(s.exports, o.exports)) problems.push(`world ${w}: exports ${o.exports.join(', ') || '—'} in wit/tables.json, ${s.exports.join(', ') || '—'} in the spec`);
+    if (!same(s.imports, o.imports))
+      problems.push(`world ${w}: imports ${o.imports.join(', ') || '—'} in wit/tables.json, ${s.imports.join(', ') || '—'} in the spec`);
+    if (!same(s.exports, o.exports))
+      problems.push(`world ${w}: exports ${o.exports.join(', ') || '—'} in wit/tables.json, ${s.exports.join(', ') || '—'} in the spec`);
   }
   const specInference = join(specDir, 'runtime-inference.md');
   const oursInference = readFileSync(join(root, 'wit', 'runtime', 'inference.wit'), 'utf8');

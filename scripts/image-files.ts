@@ -47,7 +47,11 @@ const TARGETS: Record<string, Target> = {
     // The token-counting worker (runtime/inference/tokens.ts) is found from the bundled main.js's
     // own URL: ./token-worker.js beside it; both workers are booted by ../worker-boot.mjs.
     entries: [
-      'dist/runtime/cli/main.js', 'dist/runtime/cli/worker.js', 'dist/runtime/cli/token-worker.js', 'dist/runtime/cli/transpile-child.js', 'dist/runtime/worker-boot.mjs',
+      'dist/runtime/cli/main.js',
+      'dist/runtime/cli/worker.js',
+      'dist/runtime/cli/token-worker.js',
+      'dist/runtime/cli/transpile-child.js',
+      'dist/runtime/worker-boot.mjs',
       'node_modules/@a2a-js/sdk/dist/cli/run.js',
     ],
     // The migration runner loads the PostgreSQL driver by a computed specifier (`import(name)`,
@@ -85,9 +89,14 @@ const TARGETS: Record<string, Target> = {
     // SDK), to find the bundled migration runner beside them. better-sqlite3's addon, built by
     // the image's own build stage (Dockerfile): its package.json is how `bindings` finds it.
     extra: [
-      'package.json', 'bin/mur', 'bin/scrub-key.mjs', 'node_modules/@bytecodealliance/jco/package.json',
-      'node_modules/@a2a-js/sdk/package.json', 'node_modules/@a2a-js/sdk/dist/server/database/index.cjs',
-      'node_modules/better-sqlite3/package.json', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
+      'package.json',
+      'bin/mur',
+      'bin/scrub-key.mjs',
+      'node_modules/@bytecodealliance/jco/package.json',
+      'node_modules/@a2a-js/sdk/package.json',
+      'node_modules/@a2a-js/sdk/dist/server/database/index.cjs',
+      'node_modules/better-sqlite3/package.json',
+      'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
       // The runtime's own addon (runtime/memory.ts finds it one folder up from the bundles).
       'dist/runtime/native/memory.node',
       // iconv-lite's code-page tables, left out of the bundles (lazyCodePageTables below) and
@@ -165,7 +174,9 @@ function dedupePackages(): Plugin {
         try {
           const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name?: string; version?: string };
           if (pkg.name && pkg.version) copies.set(`${pkg.name}@${pkg.version}`, [...(copies.get(`${pkg.name}@${pkg.version}`) ?? []), root]);
-        } catch { /* not a package */ }
+        } catch {
+          /* not a package */
+        }
         scan(join(root, 'node_modules'));
       }
     }
@@ -224,7 +235,10 @@ function assertOneByteSources(dir: string): void {
     const file = join(e.parentPath, e.name);
     const bytes = readFileSync(file);
     const at = bytes.findIndex((b) => b > 0x7f);
-    if (at >= 0) throw new Error(`[image-files] ${file}: byte ${at} is not ASCII (${JSON.stringify(bytes.subarray(Math.max(0, at - 40), at + 8).toString('latin1'))}); V8 would hold this module's source at two bytes per character`);
+    if (at >= 0)
+      throw new Error(
+        `[image-files] ${file}: byte ${at} is not ASCII (${JSON.stringify(bytes.subarray(Math.max(0, at - 40), at + 8).toString('latin1'))}); V8 would hold this module's source at two bytes per character`,
+      );
   }
 }
 
@@ -250,7 +264,9 @@ if (target.bundle) {
       entryPoints: [join(ROOT, entry)],
       // Split: each dynamic import() becomes a chunk of its own beside the entry, read only when
       // the code that needs it runs (the path-from-import.meta.url rule above holds for chunks).
-      ...(split ? { outdir: dirname(join(dir, outFile)), splitting: true, entryNames: basename(outFile, '.js'), chunkNames: 'chunk-[name]-[hash]' } : { outfile: join(dir, outFile) }),
+      ...(split
+        ? { outdir: dirname(join(dir, outFile)), splitting: true, entryNames: basename(outFile, '.js'), chunkNames: 'chunk-[name]-[hash]' }
+        : { outfile: join(dir, outFile) }),
       // Built-ins through process.getBuiltinModule, not ES imports (why: runtime/host/wasi-io/bundle.ts).
       plugins: [dedupePackages(), lazyCodePageTables(), lazyBuiltinsPlugin()],
       bundle: true,
@@ -274,18 +290,15 @@ if (target.bundle) {
     cpSync(join(ROOT, from), join(dir, to));
   }
 }
-const { fileList, warnings } = await nodeFileTrace(
-  [...target.entries.map((e) => join(ROOT, prefix, e)), ...(target.traced ?? []).map((e) => join(ROOT, e))],
-  {
-    base: ROOT,
-    // Sources and caches are never part of an image: the bundled workers.ts still names the .ts
-    // files it bundles from sources (a path the tracer would glob, down into .cache).
-    ignore: (p: string) =>
-      /^(runtime|operator|test|bench|scripts)\//.test(p) ||
-      (p.startsWith('.cache/') && !(prefix && p.startsWith(prefix))) ||
-      target.ignore.some((g) => (g.endsWith('/**') ? p.startsWith(g.slice(0, -2)) : p === g)),
-  },
-);
+const { fileList, warnings } = await nodeFileTrace([...target.entries.map((e) => join(ROOT, prefix, e)), ...(target.traced ?? []).map((e) => join(ROOT, e))], {
+  base: ROOT,
+  // Sources and caches are never part of an image: the bundled workers.ts still names the .ts
+  // files it bundles from sources (a path the tracer would glob, down into .cache).
+  ignore: (p: string) =>
+    /^(runtime|operator|test|bench|scripts)\//.test(p) ||
+    (p.startsWith('.cache/') && !(prefix && p.startsWith(prefix))) ||
+    target.ignore.some((g) => (g.endsWith('/**') ? p.startsWith(g.slice(0, -2)) : p === g)),
+});
 // Unresolvable requires are other platforms' native bindings and optional peers (bufferutil, …);
 // anything else the tracer could not follow is printed so a missing file shows up at build time.
 const unresolved = warnings.size;
@@ -328,4 +341,6 @@ for (const pkg of [...packages].sort()) {
   };
   walk(pkg);
 }
-console.log(`[image-files] ${name}: ${packages.size} packages, ${count} files, ${(bytes / 1e6).toFixed(1)} MB in ${out} (${unresolved} optional dependencies not present, left out)`);
+console.log(
+  `[image-files] ${name}: ${packages.size} packages, ${count} files, ${(bytes / 1e6).toFixed(1)} MB in ${out} (${unresolved} optional dependencies not present, left out)`,
+);

@@ -79,7 +79,8 @@ export function violations(edges: readonly Edge[], layers: ReadonlyMap<string, n
     const lt = layers.get(e.to);
     const where = `${e.file} imports '${e.spec}'`;
     if (!TOPS.some((t) => e.to.startsWith(`${t}/`))) out.push(`${where}: outside runtime/ and operator/`);
-    else if (e.from.startsWith('operator/') && e.to.startsWith('runtime/') && !OPERATOR_MAY_IMPORT.includes(e.to)) out.push(`${where}: operator/ may import only ${OPERATOR_MAY_IMPORT.join(' and ')} of the runtime`);
+    else if (e.from.startsWith('operator/') && e.to.startsWith('runtime/') && !OPERATOR_MAY_IMPORT.includes(e.to))
+      out.push(`${where}: operator/ may import only ${OPERATOR_MAY_IMPORT.join(' and ')} of the runtime`);
     else if (e.from.startsWith('runtime/') && e.to.startsWith('operator/')) out.push(`${where}: runtime/ never imports operator/`);
     else if (lf === undefined) out.push(`${where}: ${e.from} has no row in docs/architecture.md`);
     else if (lt === undefined) out.push(`${where}: ${e.to} has no row in docs/architecture.md`);
@@ -151,7 +152,7 @@ describe('the architecture checker', () => {
       "const m = await import('../e/e.ts');",
       "// import { x } from '../commented/x.ts';",
       "/* export { y } from '../blocked/y.ts'; */",
-      "const s = \"import { z } from '../string/z.ts'\";",
+      'const s = "import { z } from \'../string/z.ts\'";',
       "const t = `from '../template/t.ts'`;",
       "const boot = fileURLToPath(new URL('../f/boot.mjs', import.meta.url));",
       "const here = new URL('.', import.meta.url); const api = new URL('/v2/', base);",
@@ -160,7 +161,11 @@ describe('the architecture checker', () => {
   });
 
   it('reports an import that points up or sideways, and one into an unlisted folder', () => {
-    const layers = new Map([['runtime/a/', 0], ['runtime/b/', 1], ['runtime/c/', 1]]);
+    const layers = new Map([
+      ['runtime/a/', 0],
+      ['runtime/b/', 1],
+      ['runtime/c/', 1],
+    ]);
     expect(violations([e('runtime/b/', 'runtime/a/')], layers)).toEqual([]);
     expect(violations([e('runtime/a/', 'runtime/b/'), e('runtime/b/', 'runtime/c/'), e('runtime/b/', 'runtime/z/')], layers)).toEqual([
       "runtime/a/x.ts imports '…': runtime/a/ (layer 0) → runtime/b/ (layer 1) does not point down",
@@ -170,13 +175,23 @@ describe('the architecture checker', () => {
   });
 
   it('lets the operator import only runtime/contracts/ and runtime/manifest/ of the runtime', () => {
-    const layers = new Map([['runtime/contracts/', 0], ['runtime/manifest/', 1], ['runtime/host/', 2], ['operator/api/', 5]]);
+    const layers = new Map([
+      ['runtime/contracts/', 0],
+      ['runtime/manifest/', 1],
+      ['runtime/host/', 2],
+      ['operator/api/', 5],
+    ]);
     expect(violations([e('operator/api/', 'runtime/contracts/'), e('operator/api/', 'runtime/manifest/')], layers)).toEqual([]);
     expect(violations([e('operator/api/', 'runtime/host/'), e('runtime/host/', 'operator/api/')], layers)).toHaveLength(2);
   });
 
   it('makes each sub-folder of a folder the table splits a folder of its own, with its own layer', () => {
-    const layers = new Map([['runtime/a/', 0], ['runtime/b/x/', 1], ['runtime/b/y/', 2], ['runtime/b/*.ts', 3]]);
+    const layers = new Map([
+      ['runtime/a/', 0],
+      ['runtime/b/x/', 1],
+      ['runtime/b/y/', 2],
+      ['runtime/b/*.ts', 3],
+    ]);
     const split = splitFolders(layers);
     expect([...split]).toEqual(['runtime/b/']);
     expect(folderOf('runtime/b/x/deep/f.ts', split)).toBe('runtime/b/x/');

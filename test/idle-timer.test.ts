@@ -44,7 +44,16 @@ describe('an idle timer', () => {
   });
 
   it('does not keep a process alive: a process with a running countdown of an hour exits at once', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', "const { IdleTimer } = await import('./runtime/idle-timer.ts'); new IdleTimer(3_600_000, () => console.log('fired')).touch(); console.log('armed');"], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        "const { IdleTimer } = await import('./runtime/idle-timer.ts'); new IdleTimer(3_600_000, () => console.log('fired')).touch(); console.log('armed');",
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toBe('armed');
   });

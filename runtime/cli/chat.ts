@@ -54,7 +54,9 @@ export async function chatCommand(argv: string[], out: (s: string) => void, err:
     if (running?.taskId) void cancelTask(open.conn, running.taskId).catch(() => {});
     else rl.close();
   });
-  out(`chatting with ${open.label} (${open.conn.card.name}) over ${open.conn.transport}${contextId ? `, context ${contextId}` : ''}; /exit or end of input ends it`);
+  out(
+    `chatting with ${open.label} (${open.conn.card.name}) over ${open.conn.transport}${contextId ? `, context ${contextId}` : ''}; /exit or end of input ends it`,
+  );
   try {
     if (tty) rl.prompt();
     for await (const raw of rl) {
@@ -64,7 +66,12 @@ export async function chatCommand(argv: string[], out: (s: string) => void, err:
         if (tty) rl.prompt();
         continue;
       }
-      const message = userMessage({ text, ...(attach ? { files: attach } : {}), ...(contextId ? { contextId } : {}), ...(waiting ? { taskId: waiting.taskId } : {}) });
+      const message = userMessage({
+        text,
+        ...(attach ? { files: attach } : {}),
+        ...(contextId ? { contextId } : {}),
+        ...(waiting ? { taskId: waiting.taskId } : {}),
+      });
       attach = undefined;
       running = {};
       try {

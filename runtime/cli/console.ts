@@ -9,7 +9,10 @@ export const CONSOLE_FLAGS: FlagSpec = {
   port: { type: 'number', help: 'port on 127.0.0.1 (default 0: a free one)', default: 0 },
   kubeconfig: { type: 'string', help: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config)' },
   context: { type: 'string', help: 'kubeconfig context' },
-  'service-account': { type: 'string', help: "ServiceAccount in a capsule's namespace whose token (audience: the capsule's URL) the chat sends (default: default)" },
+  'service-account': {
+    type: 'string',
+    help: "ServiceAccount in a capsule's namespace whose token (audience: the capsule's URL) the chat sends (default: default)",
+  },
   'api-key-file': { type: 'string', help: 'file holding an API key sent to capsules instead of a token (else $MURMUR_A2A_API_KEY)' },
   help: { type: 'boolean', help: 'show this help' },
 };
@@ -39,7 +42,10 @@ export async function openConsole(argv: string[], out: (s: string) => void, err:
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be an integer 0–65535, got ${port}`);
   const urls = positionals.map((p, i) => {
     const t = parseTarget(p);
-    if (t.kind !== 'url') throw new MurError('E-CLI-050', `argument ${i + 1} '${p}' is not an A2A URL`, { hint: 'Capsules are listed from the cluster; arguments name extra A2A URLs (http://127.0.0.1:8080/)' });
+    if (t.kind !== 'url')
+      throw new MurError('E-CLI-050', `argument ${i + 1} '${p}' is not an A2A URL`, {
+        hint: 'Capsules are listed from the cluster; arguments name extra A2A URLs (http://127.0.0.1:8080/)',
+      });
     return t.url;
   });
   const s = (k: string) => flags[k] as string | undefined;

@@ -45,9 +45,14 @@ export function takeRepeated(argv: string[], name: string): { values: string[]; 
   return { values, rest };
 }
 
-export function targetOptions(target: string | undefined, flags: Record<string, string | number | boolean | undefined>, note?: (s: string) => void): TargetOptions {
+export function targetOptions(
+  target: string | undefined,
+  flags: Record<string, string | number | boolean | undefined>,
+  note?: (s: string) => void,
+): TargetOptions {
   const transport = flags.transport as string | undefined;
-  if (transport !== undefined && !(transport in TRANSPORTS)) throw new UsageError(`--transport must be one of ${Object.keys(TRANSPORTS).join(', ')}, got ${JSON.stringify(transport)}`);
+  if (transport !== undefined && !(transport in TRANSPORTS))
+    throw new UsageError(`--transport must be one of ${Object.keys(TRANSPORTS).join(', ')}, got ${JSON.stringify(transport)}`);
   const s = (k: string) => flags[k] as string | undefined;
   return {
     target,

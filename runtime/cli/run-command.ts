@@ -35,9 +35,12 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
   if (flags.manifest !== undefined) {
     const mf = resolve(String(flags.manifest));
     if (basename(mf) !== 'murmur.yaml') {
-      throw new MurError('E-CLI-003', `--manifest ${flags.manifest}: a capsule manifest is named murmur.yaml (its folder is the capsule)`, { hint: `rename it to ${join(dirname(mf), 'murmur.yaml')}, or pass the folder: mur run ${dirname(mf)}` });
+      throw new MurError('E-CLI-003', `--manifest ${flags.manifest}: a capsule manifest is named murmur.yaml (its folder is the capsule)`, {
+        hint: `rename it to ${join(dirname(mf), 'murmur.yaml')}, or pass the folder: mur run ${dirname(mf)}`,
+      });
     }
-    if (dir !== undefined && resolve(dir) !== dirname(mf)) throw new MurError('E-CLI-003', `both a capsule folder (${dir}) and --manifest ${flags.manifest} given`, { hint: 'give one of them' });
+    if (dir !== undefined && resolve(dir) !== dirname(mf))
+      throw new MurError('E-CLI-003', `both a capsule folder (${dir}) and --manifest ${flags.manifest} given`, { hint: 'give one of them' });
     dir = dirname(mf);
   }
   if (!dir) throw new MurError('E-CLI-001', 'mur run needs a capsule folder', { hint: 'mur run examples/hello --task "…"' });
@@ -66,7 +69,18 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
   process.once('SIGINT', onSigint);
   let exitStatus = 'failed';
   try {
-    const report = await session.runTask({ taskId: randomUUID(), contextId: (flags['context-id'] as string | undefined) ?? randomUUID(), text, source: 'task_md', origin: 'user', trust: 'trusted' }, undefined, abort.signal);
+    const report = await session.runTask(
+      {
+        taskId: randomUUID(),
+        contextId: (flags['context-id'] as string | undefined) ?? randomUUID(),
+        text,
+        source: 'task_md',
+        origin: 'user',
+        trust: 'trusted',
+      },
+      undefined,
+      abort.signal,
+    );
     exitStatus = report.exit === 'completed' ? 'ok' : report.exit;
     if (report.exit === 'completed') out(report.text ?? '');
     // A task that did not complete is a failure: stderr, with its code and fix hint.

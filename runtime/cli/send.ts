@@ -47,7 +47,7 @@ export async function sendCommand(argv: string[], out: (s: string) => void, err:
   const quiet = Boolean(flags.quiet) || json;
   const replyTo = flags['task-id'] as string | undefined;
   const contextId = flags['context-id'] as string | undefined;
-  if (replyTo && !contextId) throw new UsageError('--task-id needs the task\'s --context-id too');
+  if (replyTo && !contextId) throw new UsageError("--task-id needs the task's --context-id too");
   // The message is built first: an unreadable --file fails before any connection is opened.
   const message = userMessage({ text: words.join(' '), files, ...(contextId ? { contextId } : {}), ...(replyTo ? { taskId: replyTo } : {}) });
   const open = await openTarget(targetOptions(target, flags, quiet ? undefined : (s) => err(s)));
@@ -63,17 +63,22 @@ export async function sendCommand(argv: string[], out: (s: string) => void, err:
   };
   process.on('SIGINT', onSigint);
   try {
-    const outcome = await sendAndFollow(open.conn, message, (e) => {
-      if (e.kind === 'task') taskId = e.taskId;
-      if (json) {
-        if (e.kind !== 'chunk' && e.kind !== 'thinking') steps.push(e);
-        return;
-      }
-      if (e.kind === 'chunk') return progress.chunk(e.text);
-      // Every event goes through progress (it tells one turn's streamed text from the next).
-      const line = progress.line(e);
-      if (line !== undefined && !quiet) out(line);
-    }, abort.signal);
+    const outcome = await sendAndFollow(
+      open.conn,
+      message,
+      (e) => {
+        if (e.kind === 'task') taskId = e.taskId;
+        if (json) {
+          if (e.kind !== 'chunk' && e.kind !== 'thinking') steps.push(e);
+          return;
+        }
+        if (e.kind === 'chunk') return progress.chunk(e.text);
+        // Every event goes through progress (it tells one turn's streamed text from the next).
+        const line = progress.line(e);
+        if (line !== undefined && !quiet) out(line);
+      },
+      abort.signal,
+    );
     if (json) {
       out(JSON.stringify({ ...outcome, transport: open.conn.transport, steps }, null, 2));
       return exitStatus(outcome.state);

@@ -38,7 +38,10 @@ export const SERVE_FLAGS: FlagSpec = {
   host: { type: 'string', help: 'bind address', default: '127.0.0.1' },
   'public-url': { type: 'string', help: 'URL advertised in the agent card (default: http://<host>:<port>/)' },
   'grpc-port': { type: 'number', help: 'also serve the A2A gRPC binding on this port (0 = no gRPC)', default: 0 },
-  'api-keys': { type: 'string', help: 'bearer API keys: a file of holder:key lines or a folder with one file per key (a Secret); default $MURMUR_A2A_API_KEYS' },
+  'api-keys': {
+    type: 'string',
+    help: 'bearer API keys: a file of holder:key lines or a folder with one file per key (a Secret); default $MURMUR_A2A_API_KEYS',
+  },
   'token-review': { type: 'boolean', help: 'accept Kubernetes ServiceAccount tokens whose audience is the public URL (verified with TokenReview)' },
   'trusted-callers': { type: 'string', help: 'comma-separated callers whose trust header counts (apikey:<holder>, system:serviceaccount:<ns>:<name>)' },
   anonymous: { type: 'boolean', help: 'serve callers without credentials (as one anonymous, untrusted caller)' },
@@ -69,7 +72,9 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   if (!positionals[0]) throw new MurError('E-CLI-001', 'mur serve needs a capsule folder', { hint: 'mur serve /etc/murmur/capsule --a2a-port 8080' });
   const host = String(flags.host);
   const port = Number(flags['a2a-port']);
-  const publicUrl = (flags['public-url'] as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}/`;
+  const publicUrl =
+    (flags['public-url'] as string | undefined) ??
+    `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}/`;
   // The Kubernetes client (TokenReview) is loaded only under --token-review: evaluating it cost
   // every start (157 ms of a 1.6 s CPU profile of the image's start), also for capsules served with API keys.
   const reviewer = flags['token-review'] === true ? (await import('../a2a/server/token-review.ts')).tokenReviewVerifier : undefined;
@@ -86,7 +91,11 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const bus = opened?.bus;
   let busLost: ((e: Error) => void) | undefined;
   bus?.onLostSet((e) => busLost?.(e));
-  const { executor, skills, close, onEnded, warmUp } = await openServed(staged, { quiet: Boolean(flags.quiet), out, ...(store ? { conversations: store.conversations } : {}) });
+  const { executor, skills, close, onEnded, warmUp } = await openServed(staged, {
+    quiet: Boolean(flags.quiet),
+    out,
+    ...(store ? { conversations: store.conversations } : {}),
+  });
   clock.mark('session');
   const a2a = await startA2AServer({
     card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills },
@@ -147,13 +156,20 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     process.once('SIGINT', () => drain('SIGINT'));
     // The single task's answer must reach its caller before the capsule exits: wait until the
     // server is idle, then give the response a moment to flush.
-    if (m.lifecycle.taskAcceptance === 'single') void a2a.done.then(() => a2a.idle()).then(() => new Promise((r) => setTimeout(r, 1000))).then(() => resolve(endedStatus ?? 'ok'));
+    if (m.lifecycle.taskAcceptance === 'single')
+      void a2a.done
+        .then(() => a2a.idle())
+        .then(() => new Promise((r) => setTimeout(r, 1000)))
+        .then(() => resolve(endedStatus ?? 'ok'));
     if (m.lifecycle.taskAcceptance === 'none') resolve('ok');
     // An on-compaction error ends the session: answer the task that hit it, then stop serving.
     onEnded?.((status) => {
       endedStatus = status;
       out(`session ended (${status}): an on-compaction hook failed; stopping`);
-      void a2a.idle().then(() => new Promise((r) => setTimeout(r, 1000))).then(() => resolve(status));
+      void a2a
+        .idle()
+        .then(() => new Promise((r) => setTimeout(r, 1000)))
+        .then(() => resolve(status));
     });
   });
   const exitStatus = await stopped;
@@ -188,7 +204,9 @@ async function openServed(
     const telemetry = await instrument(script);
     return {
       executor: scriptTaskExecutor(script),
-      skills: skillsFromTools(staged.artifacts.filter((a) => a.runtime === 'tool' && a.name !== m.name).map((a) => ({ name: a.name, description: a.manifest.description }))),
+      skills: skillsFromTools(
+        staged.artifacts.filter((a) => a.runtime === 'tool' && a.name !== m.name).map((a) => ({ name: a.name, description: a.manifest.description })),
+      ),
       close: async (status) => {
         await script.close(status);
         await telemetry.shutdown();
@@ -222,7 +240,11 @@ async function openServed(
  * (replica-bus.ts) first, so the sweep fails only the tasks of replicas that are gone.
  * Tasks left unfinished by a previous process are failed here, before the first request.
  */
-async function openServeStore(flags: Record<string, unknown>, capsule: string, out: (s: string) => void): Promise<{ store: DurableStore; bus?: ReplicaBus } | undefined> {
+async function openServeStore(
+  flags: Record<string, unknown>,
+  capsule: string,
+  out: (s: string) => void,
+): Promise<{ store: DurableStore; bus?: ReplicaBus } | undefined> {
   const workRoot = (flags['workdir'] as string | undefined) ?? defaultWorkRoot(process.env);
   const given = (flags['store'] as string | undefined) ?? process.env['MURMUR_STORE'];
   const value = given ?? `sqlite:${workRoot}/${capsule}.store.db`;
@@ -248,7 +270,9 @@ async function openServeStore(flags: Record<string, unknown>, capsule: string, o
     }
   }
   const failed = await failUnfinished(store, RESTARTED, bus ? (r) => bus.isAlive(r) : undefined);
-  out(`store: ${store.kind} ${store.where} (opened in ${store.openMs.toFixed(1)} ms${failed ? `; ${failed} unfinished task(s) from before the restart marked failed` : ''}${bus ? `; replica ${bus.id}` : ''})`);
+  out(
+    `store: ${store.kind} ${store.where} (opened in ${store.openMs.toFixed(1)} ms${failed ? `; ${failed} unfinished task(s) from before the restart marked failed` : ''}${bus ? `; replica ${bus.id}` : ''})`,
+  );
   return { store, ...(bus ? { bus } : {}) };
 }
 
@@ -314,7 +338,10 @@ export function serveAuth(
     anonymous = true;
     notice = `no authentication: anyone who can reach ${host} can send, read and cancel tasks (local use; give --api-keys or --token-review to require credentials)`;
   } else {
-    const schemes = [...(apiKeys.length > 0 ? [`API keys of ${apiKeys.map((k) => k.name).join(', ')}`] : []), ...(tokenReview ? [`ServiceAccount tokens for ${publicUrl}`] : [])];
+    const schemes = [
+      ...(apiKeys.length > 0 ? [`API keys of ${apiKeys.map((k) => k.name).join(', ')}`] : []),
+      ...(tokenReview ? [`ServiceAccount tokens for ${publicUrl}`] : []),
+    ];
     notice = `authentication: ${schemes.length > 0 ? schemes.join('; ') : 'none'}${anonymous ? '; anonymous callers allowed (--anonymous)' : ''}`;
   }
   return {

@@ -16,7 +16,7 @@ const FLAGS: FlagSpec = {
 
 export const SESSIONS_HELP = helpText(
   'mur sessions <list|prune> [flags]',
-  "list    every session workdir: capsule, when it started, its last activity, how it ended, its size\nprune   remove the workdirs of old sessions (trace, logs, out/, staged tools). A session whose\n        process is still running on this machine is never removed; folders that are not session\n        workdirs (ses_<32 hex> holding a trace.jsonl) are never touched.",
+  'list    every session workdir: capsule, when it started, its last activity, how it ended, its size\nprune   remove the workdirs of old sessions (trace, logs, out/, staged tools). A session whose\n        process is still running on this machine is never removed; folders that are not session\n        workdirs (ses_<32 hex> holding a trace.jsonl) are never touched.',
   FLAGS,
 );
 
@@ -60,17 +60,36 @@ export async function sessionsCommand(argv: string[], out: (s: string) => void =
   if (sub === 'list') {
     const all = listSessions(root);
     if (flags.json) {
-      out(JSON.stringify(all.map((s) => ({ ...s, startedAt: s.startedAt.toISOString(), lastActivityAt: s.lastActivityAt.toISOString() })), null, 2));
+      out(
+        JSON.stringify(
+          all.map((s) => ({ ...s, startedAt: s.startedAt.toISOString(), lastActivityAt: s.lastActivityAt.toISOString() })),
+          null,
+          2,
+        ),
+      );
       return 0;
     }
     if (!all.length) {
       out(`no sessions in ${root}`);
       return 0;
     }
-    const rows = all.map((s) => [s.id, s.capsule ? `${s.capsule}${s.version ? ` ${s.version}` : ''}` : '-', s.startedAt.toISOString().slice(0, 16).replace('T', ' '), ago(s.lastActivityAt, now), status(s), human(s.bytes)]);
+    const rows = all.map((s) => [
+      s.id,
+      s.capsule ? `${s.capsule}${s.version ? ` ${s.version}` : ''}` : '-',
+      s.startedAt.toISOString().slice(0, 16).replace('T', ' '),
+      ago(s.lastActivityAt, now),
+      status(s),
+      human(s.bytes),
+    ]);
     const head = ['SESSION', 'CAPSULE', 'STARTED', 'LAST ACTIVITY', 'STATUS', 'SIZE'];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    for (const r of [head, ...rows]) out(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+    for (const r of [head, ...rows])
+      out(
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      );
     out(`${all.length} session(s), ${human(all.reduce((a, s) => a + s.bytes, 0))} in ${root}`);
     return 0;
   }
@@ -79,11 +98,16 @@ export async function sessionsCommand(argv: string[], out: (s: string) => void =
     if (!Number.isInteger(keep) || keep < 0) throw new UsageError(`--keep must be a whole number ≥ 0, got ${flags.keep}`);
     const dryRun = Boolean(flags['dry-run']);
     const r = pruneSessions(root, { olderThanMs: parseAge(String(flags['older-than'])), keep, dryRun, now });
-    for (const s of r.removed) out(`${dryRun ? 'would remove' : 'removed'} ${s.id}  ${s.capsule ?? '-'}  ${status(s)}, idle ${ago(s.lastActivityAt, now).replace(' ago', '')}, ${human(s.bytes)}`);
+    for (const s of r.removed)
+      out(
+        `${dryRun ? 'would remove' : 'removed'} ${s.id}  ${s.capsule ?? '-'}  ${status(s)}, idle ${ago(s.lastActivityAt, now).replace(' ago', '')}, ${human(s.bytes)}`,
+      );
     for (const s of r.running) out(`kept ${s.id}: still running (its process is alive)`);
     const freed = r.removed.reduce((a, s) => a + s.bytes, 0);
     out(`${dryRun ? 'would remove' : 'removed'} ${r.removed.length} session(s) (${human(freed)}), kept ${r.kept.length + r.running.length} in ${root}`);
     return 0;
   }
-  throw new MurError('E-CLI-013', sub ? `unknown sessions subcommand '${sub}'` : 'mur sessions needs a subcommand', { hint: 'mur sessions list, or mur sessions prune --older-than 7d' });
+  throw new MurError('E-CLI-013', sub ? `unknown sessions subcommand '${sub}'` : 'mur sessions needs a subcommand', {
+    hint: 'mur sessions list, or mur sessions prune --older-than 7d',
+  });
 }

@@ -9,7 +9,7 @@ import type { TaskState } from '../a2a/core/executor.ts';
 export const TASKS_FLAGS: FlagSpec = {
   'context-id': { type: 'string', help: 'list: only this conversation' },
   state: { type: 'string', help: 'list: only tasks in this state (working, input-required, completed, failed, canceled, …)' },
-  'page-size': { type: 'number', help: 'list: tasks per page (1–100, the capsule\'s default 50)' },
+  'page-size': { type: 'number', help: "list: tasks per page (1–100, the capsule's default 50)" },
   'page-token': { type: 'string', help: 'list: the next page (printed after a full page)' },
   json: { type: 'boolean', help: 'print JSON' },
   ...TARGET_FLAGS,
@@ -42,11 +42,14 @@ export async function tasksCommand(argv: string[], out: (s: string) => void, err
   const [target, sub, id] = positionals;
   if (!target) throw new UsageError('needs a target: an A2A URL or capsule/<name>');
   if (sub !== 'list' && sub !== 'get' && sub !== 'cancel') {
-    throw new MurError('E-CLI-041', `mur tasks: ${sub === undefined ? 'no subcommand' : `unknown subcommand '${sub}'`}`, { hint: 'mur tasks <target> list | get <task-id> | cancel <task-id>' });
+    throw new MurError('E-CLI-041', `mur tasks: ${sub === undefined ? 'no subcommand' : `unknown subcommand '${sub}'`}`, {
+      hint: 'mur tasks <target> list | get <task-id> | cancel <task-id>',
+    });
   }
   if (sub !== 'list' && !id) throw new MurError('E-CLI-041', `mur tasks ${sub} needs a task id`, { hint: `mur tasks ${target} list shows them` });
   const state = flags.state as string | undefined;
-  if (state !== undefined && !STATES.has(state as TaskState)) throw new UsageError(`--state must be one of ${[...STATES].join(', ')}, got ${JSON.stringify(state)}`);
+  if (state !== undefined && !STATES.has(state as TaskState))
+    throw new UsageError(`--state must be one of ${[...STATES].join(', ')}, got ${JSON.stringify(state)}`);
   const json = Boolean(flags.json);
   const open = await openTarget(targetOptions(target, flags, json ? undefined : (s) => err(s)));
   try {

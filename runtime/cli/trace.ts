@@ -13,7 +13,7 @@ const FLAGS: FlagSpec = {
 
 export const TRACE_HELP = helpText(
   'mur trace <show|steps|report> <trace.jsonl | session-workdir> [--json]',
-  'show    every event, one line each\nsteps   the agent loop turn by turn: inference decisions and the calls they made\nreport  totals per task and session, and the redundant-call detector: repeated reads of the\n        same resource (by the tool\'s resource_id / state_effect, else path-like input fields)',
+  "show    every event, one line each\nsteps   the agent loop turn by turn: inference decisions and the calls they made\nreport  totals per task and session, and the redundant-call detector: repeated reads of the\n        same resource (by the tool's resource_id / state_effect, else path-like input fields)",
   FLAGS,
 );
 
@@ -33,11 +33,16 @@ export function steps(events: TraceLine[]): string[] {
   const out: string[] = [];
   for (const e of events) {
     if (e.event_type === 'task_start') out.push(`task ${String(e.task_id)}`);
-    else if (e.event_type === 'inference') out.push(`  turn ${String(e.turn ?? '-')}${e.origin ? ` (${String(e.origin)})` : ''}: ${String(e.decision)}${e.tool_name ? ` ${String(e.tool_name)}` : ''} — ${String(e.input_tokens)} in / ${String(e.output_tokens)} out`);
-    else if (e.event_type === 'tool_call') out.push(`    → ${String(e.tool_name)} ${String(e.status)} (${String(e.duration_ms)} ms)${e.resource_id ? ` resource ${String(e.resource_id)}` : ''}`);
+    else if (e.event_type === 'inference')
+      out.push(
+        `  turn ${String(e.turn ?? '-')}${e.origin ? ` (${String(e.origin)})` : ''}: ${String(e.decision)}${e.tool_name ? ` ${String(e.tool_name)}` : ''} — ${String(e.input_tokens)} in / ${String(e.output_tokens)} out`,
+      );
+    else if (e.event_type === 'tool_call')
+      out.push(`    → ${String(e.tool_name)} ${String(e.status)} (${String(e.duration_ms)} ms)${e.resource_id ? ` resource ${String(e.resource_id)}` : ''}`);
     else if (e.event_type === 'shell') out.push(`    → $ ${String(e.command)} exit ${String(e.exit_code)}`);
     else if (e.event_type === 'call_denied') out.push(`    ⛔ denied by ${String(e.hook_name ?? e.hook)}: ${String(e.reason)}`);
-    else if (e.event_type === 'network_denied') out.push(`    ⛔ ${String(e.component_kind)} ${String(e.component)}: request to ${String(e.destination)} refused by the network grant`);
+    else if (e.event_type === 'network_denied')
+      out.push(`    ⛔ ${String(e.component_kind)} ${String(e.component)}: request to ${String(e.destination)} refused by the network grant`);
     else if (e.event_type === 'compaction') out.push(`  compaction ${String(e.tokens_before)} → ${String(e.tokens_after)}`);
     else if (e.event_type === 'task_end') out.push(`  end: ${String(e.exit_status)}`);
   }
@@ -50,13 +55,28 @@ export function report(events: TraceLine[]): Record<string, unknown> {
   // as an unknown call, which ends every clean-read streak.
   const calls = events
     .filter((e) => e.event_type === 'tool_call' || e.event_type === 'shell')
-    .map((e) => (e.event_type === 'shell' ? { turn: e.turn as number | undefined, tool_name: `shell:${String(e.binary ?? 'unknown')}`, status: e.exit_code === 0 ? 'ok' : 'error' } : e)) as unknown as ToolCallRecord[];
+    .map((e) =>
+      e.event_type === 'shell'
+        ? { turn: e.turn as number | undefined, tool_name: `shell:${String(e.binary ?? 'unknown')}`, status: e.exit_code === 0 ? 'ok' : 'error' }
+        : e,
+    ) as unknown as ToolCallRecord[];
   const end = events.filter((e) => e.event_type === 'session_end').at(-1);
-  const tasks = events.filter((e) => e.event_type === 'task_end').map((e) => ({ task_id: e.task_id, exit_status: e.exit_status, turns: e.turns, input_tokens: e.input_tokens, output_tokens: e.output_tokens }));
+  const tasks = events
+    .filter((e) => e.event_type === 'task_end')
+    .map((e) => ({ task_id: e.task_id, exit_status: e.exit_status, turns: e.turns, input_tokens: e.input_tokens, output_tokens: e.output_tokens }));
   return {
     session_id: events[0]?.session_id,
     tasks,
-    totals: end ? { turns: end.total_turns, input_tokens: end.total_input_tokens, output_tokens: end.total_output_tokens, tool_calls: end.total_tool_calls, shell_calls: end.total_shell_calls, exit_status: end.exit_status } : undefined,
+    totals: end
+      ? {
+          turns: end.total_turns,
+          input_tokens: end.total_input_tokens,
+          output_tokens: end.total_output_tokens,
+          tool_calls: end.total_tool_calls,
+          shell_calls: end.total_shell_calls,
+          exit_status: end.exit_status,
+        }
+      : undefined,
     denied: events.filter((e) => e.event_type === 'call_denied').length,
     network_denied: events.filter((e) => e.event_type === 'network_denied').length,
     hook_faults: events.filter((e) => e.event_type === 'hook_dispatch_error').length,
@@ -91,9 +111,15 @@ export async function traceCommand(argv: string[], out: (s: string) => void = co
 
 function reportText(r: Record<string, unknown>): string {
   const lines = [`session ${String(r.session_id)}`];
-  for (const t of r.tasks as Record<string, unknown>[]) lines.push(`  task ${String(t.task_id)}: ${String(t.exit_status)}, ${String(t.turns)} turns, ${String(t.input_tokens)} in / ${String(t.output_tokens)} out`);
+  for (const t of r.tasks as Record<string, unknown>[])
+    lines.push(
+      `  task ${String(t.task_id)}: ${String(t.exit_status)}, ${String(t.turns)} turns, ${String(t.input_tokens)} in / ${String(t.output_tokens)} out`,
+    );
   const tot = r.totals as Record<string, unknown> | undefined;
-  if (tot) lines.push(`totals: ${String(tot.turns)} turns, ${String(tot.tool_calls)} tool calls, ${String(tot.shell_calls)} shell calls, exit ${String(tot.exit_status)}`);
+  if (tot)
+    lines.push(
+      `totals: ${String(tot.turns)} turns, ${String(tot.tool_calls)} tool calls, ${String(tot.shell_calls)} shell calls, exit ${String(tot.exit_status)}`,
+    );
   lines.push(`denied calls: ${String(r.denied)}, hook faults: ${String(r.hook_faults)}`);
   const red = r.redundant as { calls: number; redundant: { index: number; tool_name?: string; resource?: { key?: string } }[] };
   lines.push(`redundant reads: ${red.redundant.length} of ${red.calls} calls`);

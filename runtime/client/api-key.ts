@@ -17,11 +17,21 @@ export function readApiKey(file: string | undefined, env: NodeJS.ProcessEnv = pr
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
-      throw new MurError('E-CLI-031', `--api-key-file ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { location: { file }, hint: 'name a readable file holding the key' });
+      throw new MurError('E-CLI-031', `--api-key-file ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, {
+        location: { file },
+        hint: 'name a readable file holding the key',
+      });
     }
-    const line = text.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== '' && !l.startsWith('#'));
+    const line = text
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .find((l) => l !== '' && !l.startsWith('#'));
     if (!line) throw new MurError('E-CLI-031', `--api-key-file ${file}: the file holds no key`, { location: { file }, hint: 'put the key on the first line' });
-    if (/\s/.test(line)) throw new MurError('E-CLI-031', `--api-key-file ${file}: line 1 is not a single key (it contains whitespace)`, { location: { file, line: 1 }, hint: 'the file holds the key alone, not holder:key lines or a header' });
+    if (/\s/.test(line))
+      throw new MurError('E-CLI-031', `--api-key-file ${file}: line 1 is not a single key (it contains whitespace)`, {
+        location: { file, line: 1 },
+        hint: 'the file holds the key alone, not holder:key lines or a header',
+      });
     return line;
   }
   const v = env[API_KEY_ENV]?.trim();

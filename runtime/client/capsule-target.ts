@@ -34,7 +34,10 @@ function status(e: unknown): number | undefined {
 /** Transport failures and unexpected answers of the API server, said as such. */
 function apiFailure(e: unknown, doing: string): MurError {
   const code = status(e);
-  return new MurError('E-CLI-039', `the API server failed while ${doing}${code ? ` (HTTP ${code})` : ''}: ${apiMessage(e)}`, { hint: 'kubectl cluster-info checks the kubeconfig reaches the cluster', cause: e });
+  return new MurError('E-CLI-039', `the API server failed while ${doing}${code ? ` (HTTP ${code})` : ''}: ${apiMessage(e)}`, {
+    hint: 'kubectl cluster-info checks the kubeconfig reaches the cluster',
+    cause: e,
+  });
 }
 
 export async function resolveCapsule(kc: KubeConfig, name: string, namespace: string): Promise<ResolvedCapsule> {
@@ -45,20 +48,29 @@ export async function resolveCapsule(kc: KubeConfig, name: string, namespace: st
     obj = (await api.getNamespacedCustomObject({ group: CAPSULE_GROUP, version: CAPSULE_VERSION, namespace, plural: 'capsules', name })) as CapsuleObject;
   } catch (e) {
     if (status(e) === 404) {
-      throw new MurError('E-CLI-035', `no Capsule '${name}' in namespace '${namespace}'`, { hint: `kubectl get capsules -n ${namespace} lists them (-n picks the namespace)` });
+      throw new MurError('E-CLI-035', `no Capsule '${name}' in namespace '${namespace}'`, {
+        hint: `kubectl get capsules -n ${namespace} lists them (-n picks the namespace)`,
+      });
     }
     if (status(e) === 403 || status(e) === 401) {
-      throw new MurError('E-CLI-037', `the cluster refused to let you read Capsule ${namespace}/${name} (HTTP ${status(e)})`, { hint: `your RBAC needs get on capsules.murmur.io in ${namespace}` });
+      throw new MurError('E-CLI-037', `the cluster refused to let you read Capsule ${namespace}/${name} (HTTP ${status(e)})`, {
+        hint: `your RBAC needs get on capsules.murmur.io in ${namespace}`,
+      });
     }
     throw apiFailure(e, `reading Capsule ${namespace}/${name}`);
   }
   const ready = obj.status?.conditions?.find((c) => c.type === 'Ready');
   if (ready?.status !== 'True') {
     const why = ready ? `${ready.reason ?? ready.status}${ready.message ? `: ${ready.message}` : ''}` : 'no Ready condition yet';
-    throw new MurError('E-CLI-036', `Capsule ${namespace}/${name} is not Ready (${why})`, { hint: `kubectl describe capsule ${name} -n ${namespace} says why` });
+    throw new MurError('E-CLI-036', `Capsule ${namespace}/${name} is not Ready (${why})`, {
+      hint: `kubectl describe capsule ${name} -n ${namespace} says why`,
+    });
   }
   const a2aUrl = obj.status?.a2aUrl;
-  if (!a2aUrl) throw new MurError('E-CLI-036', `Capsule ${namespace}/${name} is Ready but has no status.a2aUrl`, { hint: 'the operator writes it; is the operator running?' });
+  if (!a2aUrl)
+    throw new MurError('E-CLI-036', `Capsule ${namespace}/${name} is Ready but has no status.a2aUrl`, {
+      hint: 'the operator writes it; is the operator running?',
+    });
   return { name, namespace, a2aUrl, audience: new URL(a2aUrl).href };
 }
 
@@ -82,7 +94,9 @@ export async function capsuleToken(kc: KubeConfig, c: ResolvedCapsule, serviceAc
       });
     }
     if (status(e) === 404) {
-      throw new MurError('E-CLI-037', `no ServiceAccount '${serviceAccount}' in namespace '${c.namespace}' to get a token of`, { hint: '--service-account names another one' });
+      throw new MurError('E-CLI-037', `no ServiceAccount '${serviceAccount}' in namespace '${c.namespace}' to get a token of`, {
+        hint: '--service-account names another one',
+      });
     }
     throw apiFailure(e, `requesting a token of ServiceAccount ${c.namespace}/${serviceAccount}`);
   }

@@ -109,7 +109,9 @@ export async function connectAgent(o: ConnectOptions): Promise<AgentConnection> 
   }
   const preferred = o.transport ? TRANSPORTS[o.transport] : undefined;
   if (preferred && !offers.includes(preferred)) {
-    throw new MurError('E-CLI-034', `${name}: the agent card offers ${offers.join(', ') || 'no interface'}, not ${preferred} (--transport ${o.transport})`, { hint: 'leave --transport out to use what the card prefers' });
+    throw new MurError('E-CLI-034', `${name}: the agent card offers ${offers.join(', ') || 'no interface'}, not ${preferred} (--transport ${o.transport})`, {
+      hint: 'leave --transport out to use what the card prefers',
+    });
   }
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports, ...(preferred ? { preferredTransports: [preferred] } : {}) }),
@@ -156,5 +158,9 @@ export function clientFailure(e: unknown, url: string, doing: string, detail?: s
   }
   if (err?.name === 'AbortError' || err?.name === 'TimeoutError') return new MurError('E-CLI-032', `call to ${url} was cut off while ${doing}`, { cause: e });
   const envelope = (e as { envelopeCode?: number }).envelopeCode;
-  return new MurError('E-CLI-034', `${url} answered an error while ${doing}${envelope !== undefined ? ` (${envelope})` : ''}: ${err?.details ?? err?.message ?? String(e)}`, { cause: e });
+  return new MurError(
+    'E-CLI-034',
+    `${url} answered an error while ${doing}${envelope !== undefined ? ` (${envelope})` : ''}: ${err?.details ?? err?.message ?? String(e)}`,
+    { cause: e },
+  );
 }

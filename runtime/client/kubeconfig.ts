@@ -24,15 +24,26 @@ export function loadKubeConfig(o: { file?: string; context?: string }, env: Node
     else if (env['KUBERNETES_SERVICE_HOST']) kc.loadFromCluster();
     else throw new Error('no kubeconfig: --kubeconfig, $KUBECONFIG and ~/.kube/config all absent, and not in a pod');
   } catch (e) {
-    throw new MurError('E-CLI-039', `cannot load the kubeconfig (${where}): ${(e as Error).message}`, { ...(o.file ? { location: { file: o.file } } : {}), hint: 'the kubeconfig kubectl uses: --kubeconfig FILE or $KUBECONFIG' });
+    throw new MurError('E-CLI-039', `cannot load the kubeconfig (${where}): ${(e as Error).message}`, {
+      ...(o.file ? { location: { file: o.file } } : {}),
+      hint: 'the kubeconfig kubectl uses: --kubeconfig FILE or $KUBECONFIG',
+    });
   }
   if (o.context) {
     if (!kc.getContextObject(o.context)) {
-      throw new MurError('E-CLI-039', `the kubeconfig (${where}) has no context '${o.context}'`, { hint: `one of: ${kc.getContexts().map((c) => c.name).join(', ') || '(none)'}` });
+      throw new MurError('E-CLI-039', `the kubeconfig (${where}) has no context '${o.context}'`, {
+        hint: `one of: ${
+          kc
+            .getContexts()
+            .map((c) => c.name)
+            .join(', ') || '(none)'
+        }`,
+      });
     }
     kc.setCurrentContext(o.context);
   }
-  if (!kc.getCurrentCluster()) throw new MurError('E-CLI-039', `the kubeconfig (${where}) names no current cluster`, { hint: 'kubectl config use-context <name>, or --context' });
+  if (!kc.getCurrentCluster())
+    throw new MurError('E-CLI-039', `the kubeconfig (${where}) names no current cluster`, { hint: 'kubectl config use-context <name>, or --context' });
   return kc;
 }
 
@@ -50,5 +61,7 @@ export function apiMessage(e: unknown): string {
   } catch {
     // not a Status body
   }
-  return String((e as Error).message ?? e).split('\n')[0]!.slice(0, 300);
+  return String((e as Error).message ?? e)
+    .split('\n')[0]!
+    .slice(0, 300);
 }

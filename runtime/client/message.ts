@@ -13,9 +13,19 @@ export const MAX_FILE_BYTES = 700 * 1024;
 // Media types by extension for the files people attach to a task; anything else is octet-stream
 // (the capsule's card says which types it accepts; a refused type is its answer, -32005).
 const MEDIA_TYPES: Record<string, string> = {
-  '.txt': 'text/plain', '.md': 'text/markdown', '.csv': 'text/csv', '.json': 'application/json',
-  '.yaml': 'application/yaml', '.yml': 'application/yaml', '.html': 'text/html', '.xml': 'application/xml',
-  '.pdf': 'application/pdf', '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif',
+  '.txt': 'text/plain',
+  '.md': 'text/markdown',
+  '.csv': 'text/csv',
+  '.json': 'application/json',
+  '.yaml': 'application/yaml',
+  '.yml': 'application/yaml',
+  '.html': 'text/html',
+  '.xml': 'application/xml',
+  '.pdf': 'application/pdf',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
 };
 
 export function filePart(path: string): Part {
@@ -26,10 +36,15 @@ export function filePart(path: string): Part {
     size = st.size;
   } catch (e) {
     if (e instanceof MurError) throw e;
-    throw new MurError('E-CLI-040', `--file ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { location: { file: path } });
+    throw new MurError('E-CLI-040', `--file ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, {
+      location: { file: path },
+    });
   }
   if (size > MAX_FILE_BYTES) {
-    throw new MurError('E-CLI-040', `--file ${path}: ${size} bytes, over the ${MAX_FILE_BYTES} bytes a message can carry inline`, { location: { file: path }, hint: 'send a smaller file, or a URL to it in the text' });
+    throw new MurError('E-CLI-040', `--file ${path}: ${size} bytes, over the ${MAX_FILE_BYTES} bytes a message can carry inline`, {
+      location: { file: path },
+      hint: 'send a smaller file, or a URL to it in the text',
+    });
   }
   const mediaType = MEDIA_TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream';
   return { content: { $case: 'raw', value: readFileSync(path) }, metadata: undefined, filename: basename(path), mediaType };

@@ -50,7 +50,14 @@ export async function openTarget(o: TargetOptions): Promise<OpenTarget> {
   o.note?.(`capsule/${capsule.name} (${namespace}): ${capsule.a2aUrl} through a port-forward to pod ${pod} at ${fwd.url}`);
   try {
     const name = `capsule/${capsule.name} (${namespace}) through the port-forward to pod ${pod}`;
-    const conn = await connectAgent({ url: fwd.url, name, detail: fwd.lastError, bearer, reachVia: { advertised: capsule.a2aUrl, local: fwd.url }, ...(o.transport ? { transport: o.transport } : {}) });
+    const conn = await connectAgent({
+      url: fwd.url,
+      name,
+      detail: fwd.lastError,
+      bearer,
+      reachVia: { advertised: capsule.a2aUrl, local: fwd.url },
+      ...(o.transport ? { transport: o.transport } : {}),
+    });
     return { conn, label: `capsule/${capsule.name} (${namespace})`, close: () => fwd.close() };
   } catch (e) {
     await fwd.close();

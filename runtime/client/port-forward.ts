@@ -38,7 +38,9 @@ export async function servicePod(kc: KubeConfig, a2aUrl: string, namespace: stri
   let pods: V1Pod[];
   try {
     svc = await core.readNamespacedService({ name: svcName, namespace });
-    const selector = Object.entries(svc.spec?.selector ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+    const selector = Object.entries(svc.spec?.selector ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
     if (!selector) throw new MurError('E-CLI-038', `Service ${namespace}/${svcName} selects no pods`);
     pods = (await core.listNamespacedPod({ namespace, labelSelector: selector })).items;
   } catch (e) {
@@ -49,8 +51,13 @@ export async function servicePod(kc: KubeConfig, a2aUrl: string, namespace: stri
       cause: e,
     });
   }
-  const ready = pods.find((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-  if (!ready) throw new MurError('E-CLI-038', `no ready pod behind Service ${namespace}/${svcName} (${pods.length} pod(s))`, { hint: `kubectl get pods -n ${namespace} -l app.kubernetes.io/instance=${svcName}` });
+  const ready = pods.find(
+    (p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+  );
+  if (!ready)
+    throw new MurError('E-CLI-038', `no ready pod behind Service ${namespace}/${svcName} (${pods.length} pod(s))`, {
+      hint: `kubectl get pods -n ${namespace} -l app.kubernetes.io/instance=${svcName}`,
+    });
   const sp = svc.spec?.ports?.find((p) => p.port === svcPort) ?? svc.spec?.ports?.[0];
   const target = sp?.targetPort ?? sp?.port;
   let port = typeof target === 'number' ? target : Number.NaN;
@@ -58,7 +65,11 @@ export async function servicePod(kc: KubeConfig, a2aUrl: string, namespace: stri
     // A named targetPort is the container port of that name.
     for (const c of ready.spec?.containers ?? []) for (const p of c.ports ?? []) if (p.name === target) port = p.containerPort;
   }
-  if (!Number.isInteger(port)) throw new MurError('E-CLI-038', `Service ${namespace}/${svcName} port ${svcPort} targets '${String(target)}', which pod ${ready.metadata?.name} does not name`);
+  if (!Number.isInteger(port))
+    throw new MurError(
+      'E-CLI-038',
+      `Service ${namespace}/${svcName} port ${svcPort} targets '${String(target)}', which pod ${ready.metadata?.name} does not name`,
+    );
   return { pod: ready.metadata!.name!, port };
 }
 

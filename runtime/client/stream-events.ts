@@ -45,7 +45,10 @@ export function taskState(t: Task): TaskState {
 export function answerOf(t: Task): string | undefined {
   const resp = t.artifacts.find((a) => a.name === 'response' || a.artifactId === 'response');
   if (resp) return partsText(resp.parts);
-  const texts = t.artifacts.filter((a) => a.name !== 'tool-call' && a.name !== 'hook-artifact').map((a) => partsText(a.parts)).filter((s) => s !== '');
+  const texts = t.artifacts
+    .filter((a) => a.name !== 'tool-call' && a.name !== 'hook-artifact')
+    .map((a) => partsText(a.parts))
+    .filter((s) => s !== '');
   if (texts.length) return texts.join('\n');
   const status = statusText(t.status?.message);
   return status === '' ? undefined : status;
@@ -79,7 +82,14 @@ export function stepsOf(resp: StreamResponse): StepEvent[] {
       const name = a.name || a.artifactId;
       if (name === 'tool-call') {
         const d = (partsData(a.parts) ?? {}) as { tool?: string; status?: string; duration_ms?: number };
-        return [{ kind: 'tool', tool: String(d.tool ?? '?'), status: String(d.status ?? '?'), ...(typeof d.duration_ms === 'number' ? { durationMs: d.duration_ms } : {}) }];
+        return [
+          {
+            kind: 'tool',
+            tool: String(d.tool ?? '?'),
+            status: String(d.status ?? '?'),
+            ...(typeof d.duration_ms === 'number' ? { durationMs: d.duration_ms } : {}),
+          },
+        ];
       }
       if (name === 'step') {
         const record = partsData(a.parts);

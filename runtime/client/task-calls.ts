@@ -32,7 +32,9 @@ const MAX_REATTACH = 3;
 /** A broken connection (reset, closed mid-stream), as opposed to an answer from the capsule. */
 function connectionLost(e: unknown): boolean {
   const err = e as { message?: string; cause?: { code?: unknown; message?: string } };
-  return err?.message === 'terminated' || err?.message === 'fetch failed' || (typeof err?.cause?.code === 'string' && /^(UND_ERR_|ECONN|EPIPE)/.test(err.cause.code));
+  return (
+    err?.message === 'terminated' || err?.message === 'fetch failed' || (typeof err?.cause?.code === 'string' && /^(UND_ERR_|ECONN|EPIPE)/.test(err.cause.code))
+  );
 }
 
 /**

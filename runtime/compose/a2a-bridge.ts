@@ -14,8 +14,16 @@ import { destinationOf, isAllowed } from '../net/allowlist.ts';
  * `stepLine`). `task_start` is one too: it tells a reader that this stream carries the steps.
  */
 export const STEP_EVENTS: ReadonlySet<string> = new Set([
-  'task_start', 'inference', 'tool_call', 'shell', 'call_denied', 'network_denied', 'compaction',
-  'task_reopened', 'spend_ceiling_reached', 'task_end',
+  'task_start',
+  'inference',
+  'tool_call',
+  'shell',
+  'call_denied',
+  'network_denied',
+  'compaction',
+  'task_reopened',
+  'spend_ceiling_reached',
+  'task_end',
 ]);
 
 export function taskExecutor(session: CapsuleSession): TaskExecutor {
@@ -28,17 +36,29 @@ export function taskExecutor(session: CapsuleSession): TaskExecutor {
       const off = session.trace.onEvent((e) => {
         if (STEP_EVENTS.has(e.event_type)) ev.step(e);
       });
-      const report: TaskReport = await session.runTask(
-        { taskId: ctx.taskId, contextId: ctx.contextId, owner: ctx.owner, text: ctx.text, source: 'a2a', origin: ctx.origin, trust: ctx.trust, messageId: ctx.messageId, traceparent: ctx.traceparent },
-        {
-          status: (m) => ev.status(m),
-          artifact: (a) => ev.artifact(a),
-          textChunk: (s) => ev.textChunk(s),
-          thinkingChunk: (s) => ev.thinkingChunk(s),
-          requestInput: (p) => ev.requestInput(p),
-        },
-        ctx.signal,
-      ).finally(off);
+      const report: TaskReport = await session
+        .runTask(
+          {
+            taskId: ctx.taskId,
+            contextId: ctx.contextId,
+            owner: ctx.owner,
+            text: ctx.text,
+            source: 'a2a',
+            origin: ctx.origin,
+            trust: ctx.trust,
+            messageId: ctx.messageId,
+            traceparent: ctx.traceparent,
+          },
+          {
+            status: (m) => ev.status(m),
+            artifact: (a) => ev.artifact(a),
+            textChunk: (s) => ev.textChunk(s),
+            thinkingChunk: (s) => ev.thinkingChunk(s),
+            requestInput: (p) => ev.requestInput(p),
+          },
+          ctx.signal,
+        )
+        .finally(off);
       if (report.exit === 'completed') return { state: 'completed' as const, text: report.text };
       if (report.exit === 'canceled') return { state: 'canceled' as const, reason: report.reason };
       return { state: 'failed' as const, reason: `${report.exit}: ${report.reason ?? ''}`.trim() };

@@ -11,7 +11,12 @@ import type { TraceWriter } from '../trace/writer.ts';
 import type { HookPort, HookServices } from '../hooks/port.ts';
 import { compactionPrompt } from '../loop/capsule-session.ts';
 
-export async function loadHookBus(staged: StagedCapsule, services: HookServices, trace: TraceWriter, hostEnv: NodeJS.ProcessEnv = process.env): Promise<HookPort> {
+export async function loadHookBus(
+  staged: StagedCapsule,
+  services: HookServices,
+  trace: TraceWriter,
+  hostEnv: NodeJS.ProcessEnv = process.env,
+): Promise<HookPort> {
   const m = staged.manifest;
   const hooks = staged.hooks.map((h) => {
     const caps = m.artifacts.find((a) => a.name === h.name)?.capabilities;

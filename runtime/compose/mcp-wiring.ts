@@ -53,5 +53,7 @@ function serverRequests(session: () => CapsuleSession | undefined): ServerReques
 
 function samplingText(content: unknown): string {
   const blocks = (Array.isArray(content) ? content : [content]) as Array<{ type?: string; text?: string; mimeType?: string }>;
-  return blocks.map((b) => (b?.type === 'text' && typeof b.text === 'string' ? b.text : `[${String(b?.type)} ${String(b?.mimeType ?? '')} not shown]`)).join('\n');
+  return blocks
+    .map((b) => (b?.type === 'text' && typeof b.text === 'string' ? b.text : `[${String(b?.type)} ${String(b?.mimeType ?? '')} not shown]`))
+    .join('\n');
 }

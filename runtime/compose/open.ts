@@ -38,7 +38,10 @@ export async function stage(o: OpenOptions): Promise<StagedCapsule> {
   });
 }
 
-export async function openSession(staged: StagedCapsule, o: { hostEnv?: NodeJS.ProcessEnv; conversations?: ConversationStore; deferWarmUp?: boolean } = {}): Promise<CapsuleSession> {
+export async function openSession(
+  staged: StagedCapsule,
+  o: { hostEnv?: NodeJS.ProcessEnv; conversations?: ConversationStore; deferWarmUp?: boolean } = {},
+): Promise<CapsuleSession> {
   let session: CapsuleSession | undefined;
   // MCP servers are connected first: their tools are part of the inventory the session opens with.
   const mcp = await openMcpTools(staged, o.hostEnv ?? process.env, () => session);
@@ -47,7 +50,12 @@ export async function openSession(staged: StagedCapsule, o: { hostEnv?: NodeJS.P
     mcp.attach(s.trace);
     return [...runtimeToolsFor(s), ...mcp.tools()];
   };
-  const opts: SessionOptions = { hostEnv: o.hostEnv, runtimeTools, ...(o.conversations ? { conversations: o.conversations } : {}), ...(o.deferWarmUp ? { deferWarmUp: true } : {}) };
+  const opts: SessionOptions = {
+    hostEnv: o.hostEnv,
+    runtimeTools,
+    ...(o.conversations ? { conversations: o.conversations } : {}),
+    ...(o.deferWarmUp ? { deferWarmUp: true } : {}),
+  };
   if (staged.hooks.length) opts.hooks = (services, trace) => loadHookBus(staged, services, trace, o.hostEnv);
   try {
     session = await CapsuleSession.open(staged, opts);

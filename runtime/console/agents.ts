@@ -36,7 +36,10 @@ export class Agents {
   parse(ref: string): { ref: AgentRef; target: string; namespace?: string } {
     if (ref.startsWith('url:')) {
       const url = ref.slice(4);
-      if (!this.o.urls.includes(url)) throw new MurError('E-CLI-051', `agent '${url}' was not named on the mur console command line`, { hint: 'mur console <A2A URL>… names the URLs the console may call' });
+      if (!this.o.urls.includes(url))
+        throw new MurError('E-CLI-051', `agent '${url}' was not named on the mur console command line`, {
+          hint: 'mur console <A2A URL>… names the URLs the console may call',
+        });
       return { ref, target: url };
     }
     const m = /^capsule:([^/]+)\/(.+)$/.exec(ref);
@@ -102,7 +105,10 @@ export class Agents {
   private async drop(ref: AgentRef): Promise<void> {
     const held = this.open.get(ref);
     this.open.delete(ref);
-    await held?.target.then((t) => t.close(), () => {});
+    await held?.target.then(
+      (t) => t.close(),
+      () => {},
+    );
   }
 
   async close(): Promise<void> {

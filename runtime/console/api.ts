@@ -110,12 +110,17 @@ async function send(ctx: ApiContext, req: IncomingMessage, res: ServerResponse):
   try {
     const live = liveSteps();
     let taskId = message.taskId || undefined;
-    const outcome = await sendAndFollow(open.conn, message, (e) => {
-      if (e.kind === 'task') taskId = e.taskId;
-      const { send: out, keep } = live(e);
-      if (out) event(out.name, out.data);
-      if (keep && taskId) ctx.streamed.add(`${agent} ${taskId}`, keep);
-    }, abort.signal);
+    const outcome = await sendAndFollow(
+      open.conn,
+      message,
+      (e) => {
+        if (e.kind === 'task') taskId = e.taskId;
+        const { send: out, keep } = live(e);
+        if (out) event(out.name, out.data);
+        if (keep && taskId) ctx.streamed.add(`${agent} ${taskId}`, keep);
+      },
+      abort.signal,
+    );
     event('outcome', outcome);
   } catch (e) {
     event('error', errorBody(e));

@@ -9,7 +9,13 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { CAPSULE_GROUP, CAPSULE_VERSION } from '../client/capsule-target.ts';
 import { apiMessage, clientNode, contextNamespace } from '../client/kubeconfig.ts';
 
-interface Condition { type: string; status: string; reason?: string; message?: string; lastTransitionTime?: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
 
 interface CapsuleObject {
   metadata?: { name?: string; namespace?: string; creationTimestamp?: string | Date };
@@ -81,7 +87,9 @@ export function capsuleView(o: CapsuleObject): CapsuleView {
     },
     ...(o.spec?.inference?.model ? { model: o.spec.inference.model } : {}),
     ...(o.status?.a2aUrl ? { a2aUrl: o.status.a2aUrl } : {}),
-    ...(u ? { tokens: { input: u.inputTokens ?? 0, output: u.outputTokens ?? 0, total: u.totalTokens ?? 0, ...(u.observedAt ? { observedAt: u.observedAt } : {}) } } : {}),
+    ...(u
+      ? { tokens: { input: u.inputTokens ?? 0, output: u.outputTokens ?? 0, total: u.totalTokens ?? 0, ...(u.observedAt ? { observedAt: u.observedAt } : {}) } }
+      : {}),
     ...(o.spec?.inference?.max_session_tokens !== undefined ? { sessionCeiling: o.spec.inference.max_session_tokens } : {}),
     conditions,
   };
@@ -104,7 +112,9 @@ export async function listCapsules(kc: KubeConfig): Promise<CapsuleList> {
   const refused: string[] = [];
   const one = async (namespace: string): Promise<void> => {
     try {
-      const r = (await api.listNamespacedCustomObject({ group: CAPSULE_GROUP, version: CAPSULE_VERSION, namespace, plural: 'capsules' })) as { items?: CapsuleObject[] };
+      const r = (await api.listNamespacedCustomObject({ group: CAPSULE_GROUP, version: CAPSULE_VERSION, namespace, plural: 'capsules' })) as {
+        items?: CapsuleObject[];
+      };
       capsules.push(...(r.items ?? []).map(capsuleView));
     } catch (e) {
       if (!forbidden(e)) throw new ApiFailure(`listing Capsules in ${namespace}: ${apiMessage(e)}`);
@@ -122,7 +132,10 @@ async function visibleNamespaces(kc: KubeConfig): Promise<string[]> {
   const core = kc.makeApiClient(clientNode().CoreV1Api);
   try {
     const r = await core.listNamespace();
-    return r.items.map((n) => n.metadata?.name ?? '').filter((n) => n !== '').sort();
+    return r.items
+      .map((n) => n.metadata?.name ?? '')
+      .filter((n) => n !== '')
+      .sort();
   } catch (e) {
     if (!forbidden(e)) throw new ApiFailure(`listing namespaces: ${apiMessage(e)}`);
     return [contextNamespace(kc)];
@@ -158,7 +171,9 @@ export async function capsuleEvents(kc: KubeConfig, namespace: string, name: str
 export async function readCapsule(kc: KubeConfig, namespace: string, name: string): Promise<CapsuleView | undefined> {
   const api = kc.makeApiClient(clientNode().CustomObjectsApi);
   try {
-    return capsuleView((await api.getNamespacedCustomObject({ group: CAPSULE_GROUP, version: CAPSULE_VERSION, namespace, plural: 'capsules', name })) as CapsuleObject);
+    return capsuleView(
+      (await api.getNamespacedCustomObject({ group: CAPSULE_GROUP, version: CAPSULE_VERSION, namespace, plural: 'capsules', name })) as CapsuleObject,
+    );
   } catch (e) {
     if (forbidden(e) || httpStatus(e) === 404) return undefined;
     throw new ApiFailure(`reading Capsule ${namespace}/${name}: ${apiMessage(e)}`);

@@ -35,13 +35,15 @@ export function checkOrigin(req: IncomingMessage, port: number): Refusal | undef
   const host = req.headers.host ?? '';
   if (!hosts.includes(host)) return { status: 421, message: `Host '${host}' is not this console (${hosts.join(' or ')})` };
   const origin = req.headers.origin;
-  if (origin !== undefined && !hosts.some((h) => origin === `http://${h}`)) return { status: 403, message: `requests from origin '${origin}' are not accepted` };
+  if (origin !== undefined && !hosts.some((h) => origin === `http://${h}`))
+    return { status: 403, message: `requests from origin '${origin}' are not accepted` };
   return undefined;
 }
 
 /** The token check of an API call, after checkOrigin. */
 export function checkToken(req: IncomingMessage, token: string): Refusal | undefined {
   const given = req.headers[TOKEN_HEADER];
-  if (typeof given !== 'string' || !sameToken(given, token)) return { status: 401, message: `missing or wrong ${TOKEN_HEADER} header (the console's URL carries the token)` };
+  if (typeof given !== 'string' || !sameToken(given, token))
+    return { status: 401, message: `missing or wrong ${TOKEN_HEADER} header (the console's URL carries the token)` };
   return undefined;
 }

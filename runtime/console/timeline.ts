@@ -13,7 +13,18 @@ import { partsText, type StepEvent } from '../client/stream-events.ts';
 export type TimelineEntry =
   | { kind: 'user'; text: string }
   | { kind: 'agent'; text: string }
-  | { kind: 'turn'; turn?: number; model?: string; decision?: string; toolName?: string; inputTokens?: number; outputTokens?: number; durationMs?: number; origin?: string; error?: string }
+  | {
+      kind: 'turn';
+      turn?: number;
+      model?: string;
+      decision?: string;
+      toolName?: string;
+      inputTokens?: number;
+      outputTokens?: number;
+      durationMs?: number;
+      origin?: string;
+      error?: string;
+    }
   | { kind: 'tool'; tool: string; status: string; durationMs?: number; via?: 'shell' | 'mcp'; detail?: string }
   | { kind: 'hook'; hook?: string; event?: string; outcome?: string; decision?: 'deny'; reason?: string; durationMs?: number; data?: unknown }
   | { kind: 'end'; exitStatus: string; turns?: number; inputTokens?: number; outputTokens?: number; durationMs?: number }
@@ -36,7 +47,9 @@ function defined<T extends Record<string, unknown>>(o: T): T {
 
 /** A shell record's command line: the program's name (not its resolved path) and its arguments. */
 function shellCommand(r: Record<string, unknown>): string {
-  const program = String(r['binary'] ?? '?').split('/').pop();
+  const program = String(r['binary'] ?? '?')
+    .split('/')
+    .pop();
   return r['command'] !== undefined ? `${program} ${String(r['command'])}` : String(program);
 }
 
@@ -50,19 +63,62 @@ export function recordEntry(r: Record<string, unknown>): TimelineEntry | undefin
     case 'task_start':
       return undefined;
     case 'inference':
-      return defined({ kind: 'turn' as const, turn: num(r['turn']), model: str(r['model']), decision: str(r['decision']), toolName: str(r['tool_name']), inputTokens: num(r['input_tokens']), outputTokens: num(r['output_tokens']), durationMs: num(r['duration_ms']), origin: str(r['origin']), error: str(r['error']) });
+      return defined({
+        kind: 'turn' as const,
+        turn: num(r['turn']),
+        model: str(r['model']),
+        decision: str(r['decision']),
+        toolName: str(r['tool_name']),
+        inputTokens: num(r['input_tokens']),
+        outputTokens: num(r['output_tokens']),
+        durationMs: num(r['duration_ms']),
+        origin: str(r['origin']),
+        error: str(r['error']),
+      });
     case 'tool_call':
       return defined({ kind: 'tool' as const, tool: String(r['tool_name'] ?? '?'), status: String(r['status'] ?? '?'), durationMs: num(r['duration_ms']) });
     case 'shell':
-      return defined({ kind: 'tool' as const, via: 'shell' as const, tool: shellCommand(r), status: r['exit_code'] === 0 ? 'ok' : 'error', detail: `exit ${String(r['exit_code'])}`, durationMs: num(r['duration_ms']) });
+      return defined({
+        kind: 'tool' as const,
+        via: 'shell' as const,
+        tool: shellCommand(r),
+        status: r['exit_code'] === 0 ? 'ok' : 'error',
+        detail: `exit ${String(r['exit_code'])}`,
+        durationMs: num(r['duration_ms']),
+      });
     case 'mcp_call':
-      return defined({ kind: 'tool' as const, via: 'mcp' as const, tool: `${String(r['server'])}/${String(r['tool'])}`, status: String(r['status'] ?? '?'), durationMs: num(r['duration_ms']) });
+      return defined({
+        kind: 'tool' as const,
+        via: 'mcp' as const,
+        tool: `${String(r['server'])}/${String(r['tool'])}`,
+        status: String(r['status'] ?? '?'),
+        durationMs: num(r['duration_ms']),
+      });
     case 'call_denied':
-      return defined({ kind: 'hook' as const, decision: 'deny' as const, hook: str(r['hook_name']) ?? str(r['hook']), reason: str(r['reason']), data: { call: r['tool_name'] ?? r['binary'] ?? r['command'] } });
+      return defined({
+        kind: 'hook' as const,
+        decision: 'deny' as const,
+        hook: str(r['hook_name']) ?? str(r['hook']),
+        reason: str(r['reason']),
+        data: { call: r['tool_name'] ?? r['binary'] ?? r['command'] },
+      });
     case 'hook_call':
-      return defined({ kind: 'hook' as const, hook: str(r['hook_name']), event: str(r['event']), outcome: str(r['outcome']), durationMs: num(r['duration_ms']) });
+      return defined({
+        kind: 'hook' as const,
+        hook: str(r['hook_name']),
+        event: str(r['event']),
+        outcome: str(r['outcome']),
+        durationMs: num(r['duration_ms']),
+      });
     case 'task_end':
-      return defined({ kind: 'end' as const, exitStatus: String(r['exit_status'] ?? '?'), turns: num(r['turns']), inputTokens: num(r['input_tokens']), outputTokens: num(r['output_tokens']), durationMs: num(r['duration_ms']) });
+      return defined({
+        kind: 'end' as const,
+        exitStatus: String(r['exit_status'] ?? '?'),
+        turns: num(r['turns']),
+        inputTokens: num(r['input_tokens']),
+        outputTokens: num(r['output_tokens']),
+        durationMs: num(r['duration_ms']),
+      });
     default:
       return { kind: 'step', data: r };
   }

@@ -19,15 +19,7 @@ export const HANDLERS = [
 export type Handler = (typeof HANDLERS)[number];
 
 /** The seven `hook-output` arms, in WIT case order. */
-export const ARMS = [
-  'none',
-  'replace-context',
-  'write-manifests',
-  'artifact',
-  'reopen-task',
-  'seed-context',
-  'deny',
-] as const;
+export const ARMS = ['none', 'replace-context', 'write-manifests', 'artifact', 'reopen-task', 'seed-context', 'deny'] as const;
 export type Arm = (typeof ARMS)[number];
 
 /** `commit_policy:` spellings a hook manifest may declare. `artifact` has no policy spelling. */
@@ -53,15 +45,78 @@ export interface HandlerRule {
 }
 
 export const COMMIT_TABLE: Readonly<Record<Handler, HandlerRule>> = {
-  'on-stage': { committedArm: 'write-manifests', policy: 'write-manifests', decisionPointOnly: false, required: false, asyncAllowed: false, fires: 'Once at capsule staging, before any session starts' },
-  'on-session-start': { committedArm: 'none', policy: 'none', decisionPointOnly: false, required: true, asyncAllowed: true, fires: "Once per capsule launch, before the first task's work begins" },
-  'on-task-start': { committedArm: 'seed-context', policy: 'seed-context', decisionPointOnly: false, required: false, asyncAllowed: true, fires: "Once per task, before that task's first inference turn" },
-  'on-inference': { committedArm: 'artifact', policy: 'none', decisionPointOnly: false, required: true, asyncAllowed: true, fires: 'After each inference driver response is parsed' },
-  'on-tool-call': { committedArm: 'deny', policy: 'deny', decisionPointOnly: true, required: true, asyncAllowed: true, fires: 'Twice per model-requested tool invocation: before dispatch and after it returns or errors' },
-  'on-shell': { committedArm: 'deny', policy: 'deny', decisionPointOnly: true, required: true, asyncAllowed: true, fires: 'Twice per allowed shell command: before dispatch and after it returns' },
-  'on-compaction': { committedArm: 'replace-context', policy: 'replace-context', decisionPointOnly: false, required: true, asyncAllowed: true, fires: 'When the session token threshold is reached, before any history is replaced' },
-  'on-task-end': { committedArm: 'reopen-task', policy: 'reopen-task', decisionPointOnly: false, required: false, asyncAllowed: true, fires: "Once per task, immediately after that task's agent loop returns" },
-  'on-session-end': { committedArm: 'none', policy: 'none', decisionPointOnly: false, required: true, asyncAllowed: true, fires: 'Once per capsule launch, after the task loop exits' },
+  'on-stage': {
+    committedArm: 'write-manifests',
+    policy: 'write-manifests',
+    decisionPointOnly: false,
+    required: false,
+    asyncAllowed: false,
+    fires: 'Once at capsule staging, before any session starts',
+  },
+  'on-session-start': {
+    committedArm: 'none',
+    policy: 'none',
+    decisionPointOnly: false,
+    required: true,
+    asyncAllowed: true,
+    fires: "Once per capsule launch, before the first task's work begins",
+  },
+  'on-task-start': {
+    committedArm: 'seed-context',
+    policy: 'seed-context',
+    decisionPointOnly: false,
+    required: false,
+    asyncAllowed: true,
+    fires: "Once per task, before that task's first inference turn",
+  },
+  'on-inference': {
+    committedArm: 'artifact',
+    policy: 'none',
+    decisionPointOnly: false,
+    required: true,
+    asyncAllowed: true,
+    fires: 'After each inference driver response is parsed',
+  },
+  'on-tool-call': {
+    committedArm: 'deny',
+    policy: 'deny',
+    decisionPointOnly: true,
+    required: true,
+    asyncAllowed: true,
+    fires: 'Twice per model-requested tool invocation: before dispatch and after it returns or errors',
+  },
+  'on-shell': {
+    committedArm: 'deny',
+    policy: 'deny',
+    decisionPointOnly: true,
+    required: true,
+    asyncAllowed: true,
+    fires: 'Twice per allowed shell command: before dispatch and after it returns',
+  },
+  'on-compaction': {
+    committedArm: 'replace-context',
+    policy: 'replace-context',
+    decisionPointOnly: false,
+    required: true,
+    asyncAllowed: true,
+    fires: 'When the session token threshold is reached, before any history is replaced',
+  },
+  'on-task-end': {
+    committedArm: 'reopen-task',
+    policy: 'reopen-task',
+    decisionPointOnly: false,
+    required: false,
+    asyncAllowed: true,
+    fires: "Once per task, immediately after that task's agent loop returns",
+  },
+  'on-session-end': {
+    committedArm: 'none',
+    policy: 'none',
+    decisionPointOnly: false,
+    required: true,
+    asyncAllowed: true,
+    fires: 'Once per capsule launch, after the task loop exits',
+  },
 };
 
 /** Handlers a hook with no `binding:` receives: every session event, never `on-stage`. */
@@ -104,19 +159,28 @@ export function checkHookContract(c: HookContract): ContractViolation | undefine
   const mode = c.execution_mode ?? 'blocking';
   if (c.binding === undefined) {
     if (POLICIES_REQUIRING_BINDING.includes(policy)) {
-      return { field: 'commit_policy', message: `commit_policy '${policy}' requires an explicit binding of 'on-shell' or 'on-tool-call'; a hook with no binding receives every event and cannot deny` };
+      return {
+        field: 'commit_policy',
+        message: `commit_policy '${policy}' requires an explicit binding of 'on-shell' or 'on-tool-call'; a hook with no binding receives every event and cannot deny`,
+      };
     }
   } else {
     const rule = COMMIT_TABLE[c.binding];
     if (policy !== 'none' && policy !== rule.policy) {
-      return { field: 'commit_policy', message: `commit_policy '${policy}' is not valid for binding '${c.binding}'; binding '${c.binding}' honors commit_policy '${rule.policy}'` };
+      return {
+        field: 'commit_policy',
+        message: `commit_policy '${policy}' is not valid for binding '${c.binding}'; binding '${c.binding}' honors commit_policy '${rule.policy}'`,
+      };
     }
     if (mode === 'async' && !rule.asyncAllowed) {
       return { field: 'execution_mode', message: `execution_mode 'async' is not valid for binding '${c.binding}'; binding '${c.binding}' is always blocking` };
     }
   }
   if (mode === 'async' && policy !== 'none') {
-    return { field: 'execution_mode', message: `execution_mode 'async' requires commit_policy 'none' (declared '${policy}'); a hook that commits an arm must be blocking` };
+    return {
+      field: 'execution_mode',
+      message: `execution_mode 'async' requires commit_policy 'none' (declared '${policy}'); a hook that commits an arm must be blocking`,
+    };
   }
   return undefined;
 }

@@ -58,8 +58,10 @@ export const CIDR_PORT_PATTERN = `^[0-9.]+/[0-9]{1,2}:${PORT}$`;
 // --- The rules as sentences (the manifest validator's and the CRD's messages say the same).
 
 export const CAPSULE_RULE = 'a capsule peer is written capsule://<namespace>/<name>';
-export const WILDCARD_RULE = "a wildcard is '*.' before a domain of at least two labels, e.g. '*.googleapis.com' (not '*', '*.com' or 'a.*.com'); it allows the names below the domain, not the domain itself";
-export const FORMS_RULE = 'use host, host:port or http(s)://host[:port] (no other scheme, no query or user:password@; port 1-65535), *.domain, an IP or a CIDR (optionally :port)';
+export const WILDCARD_RULE =
+  "a wildcard is '*.' before a domain of at least two labels, e.g. '*.googleapis.com' (not '*', '*.com' or 'a.*.com'); it allows the names below the domain, not the domain itself";
+export const FORMS_RULE =
+  'use host, host:port or http(s)://host[:port] (no other scheme, no query or user:password@; port 1-65535), *.domain, an IP or a CIDR (optionally :port)';
 
 // --- Parse and classify.
 
@@ -157,7 +159,11 @@ function parseCidr(raw: string, s: string): NetworkGrant | GrantProblem | undefi
   const m = /^([^/]+)\/(0|[1-9][0-9]{0,2})(?::([^:]*))?$/.exec(s);
   const family = m && IPV4_RE.test(m[1]!) ? 4 : m && validIPv6(m[1]!) ? 6 : undefined;
   if (!m || family === undefined || Number(m[2]) > (family === 4 ? 32 : 128)) {
-    return problem(raw, `'${s.split(/:(?=[^:]*$)/)[0]}' is not a CIDR`, "write an address and a prefix length (0-32 for IPv4, 0-128 for IPv6) without leading zeros, e.g. '10.0.0.0/16'");
+    return problem(
+      raw,
+      `'${s.split(/:(?=[^:]*$)/)[0]}' is not a CIDR`,
+      "write an address and a prefix length (0-32 for IPv4, 0-128 for IPv6) without leading zeros, e.g. '10.0.0.0/16'",
+    );
   }
   if (m[3] !== undefined && family === 6) return problem(raw, 'an IPv6 CIDR takes no port', `write '${m[1]}/${m[2]}'`);
   if (m[3] !== undefined && !PORT_RE.test(m[3])) return portProblem(raw, m[3]);
@@ -192,7 +198,8 @@ export function parseGrant(raw: string): NetworkGrant | GrantProblem {
   const sm = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(raw);
   if (sm) {
     const s = sm[1]!.toLowerCase();
-    if (s !== 'http' && s !== 'https') return problem(raw, `scheme '${s}' is not allowed; only http and https`, "write 'http://' or 'https://' before the host, or the host alone");
+    if (s !== 'http' && s !== 'https')
+      return problem(raw, `scheme '${s}' is not allowed; only http and https`, "write 'http://' or 'https://' before the host, or the host alone");
     scheme = s;
     rest = raw.slice(sm[0].length);
     // A URL with a path (an endpoint copied from inference.endpoint, e.g. https://api.openai.com/v1)
@@ -204,11 +211,17 @@ export function parseGrant(raw: string): NetworkGrant | GrantProblem {
     if (cidr) return cidr;
   }
   if (/[/?#@]/.test(rest)) {
-    return problem(raw, 'an entry names a host, not a URL path, query, fragment or credentials', `drop everything after the host and port: '${scheme ? scheme + '://' : ''}${rest.split(/[/?#]/)[0]!.split('@').pop()}'`);
+    return problem(
+      raw,
+      'an entry names a host, not a URL path, query, fragment or credentials',
+      `drop everything after the host and port: '${scheme ? scheme + '://' : ''}${rest.split(/[/?#]/)[0]!.split('@').pop()}'`,
+    );
   }
   if (!rest.startsWith('[') && (rest.match(/:/g)?.length ?? 0) > 1) {
     if (scheme) return problem(raw, 'an IPv6 address in a URL is written in brackets', `write '${scheme}://[<IPv6>][:<port>]'`);
-    return validIPv6(rest) ? { kind: 'ip', raw, ip: normalizeHost(rest), family: 6 } : problem(raw, `'${rest}' is not a valid IPv6 address`, "write an IPv6 address, or '[<IPv6>]:<port>' with a port");
+    return validIPv6(rest)
+      ? { kind: 'ip', raw, ip: normalizeHost(rest), family: 6 }
+      : problem(raw, `'${rest}' is not a valid IPv6 address`, "write an IPv6 address, or '[<IPv6>]:<port>' with a port");
   }
   const m = /^(\[[^\]]*\]|[^:[\]]*)(?::(.*))?$/.exec(rest);
   if (!m) return problem(raw, `'${rest}' is not a host, host:port or [IPv6]:port`);
@@ -228,7 +241,10 @@ export function isGrantProblem(x: NetworkGrant | GrantProblem): x is GrantProble
 }
 
 /** Parses a whole list; each problem names the entry's field and index (`<field>[<i>]`). */
-export function parseGrants(list: readonly string[], field: string): { grants: NetworkGrant[]; problems: Array<GrantProblem & { index: number; field: string }> } {
+export function parseGrants(
+  list: readonly string[],
+  field: string,
+): { grants: NetworkGrant[]; problems: Array<GrantProblem & { index: number; field: string }> } {
   const grants: NetworkGrant[] = [];
   const problems: Array<GrantProblem & { index: number; field: string }> = [];
   list.forEach((raw, index) => {

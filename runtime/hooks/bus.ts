@@ -88,8 +88,16 @@ export class HookBus {
     this.hooks = hooks;
     this.seedMargin = o.seedOverflowMargin ?? DEFAULT_SEED_OVERFLOW_MARGIN;
     this.compactionCfg = o.compaction ?? {};
-    for (const h of HANDLERS) this.receivers.set(h, hooks.filter((k) => k.receives.has(h) && k.exports.has(h)));
-    for (const h of DECISION_HANDLERS) this.policy.set(h, hooks.filter((k) => k.isPolicyFor(h) && k.exports.has(h)));
+    for (const h of HANDLERS)
+      this.receivers.set(
+        h,
+        hooks.filter((k) => k.receives.has(h) && k.exports.has(h)),
+      );
+    for (const h of DECISION_HANDLERS)
+      this.policy.set(
+        h,
+        hooks.filter((k) => k.isPolicyFor(h) && k.exports.has(h)),
+      );
   }
 
   /**
@@ -102,23 +110,28 @@ export class HookBus {
     const bus = new HookBus(o, hooks);
     const depth = o.queueDepth ?? DEFAULT_QUEUE_DEPTH;
     try {
-      await Promise.all(hooks.map(async (h) => {
-        if ([...h.receives].every((x) => x === 'on-stage')) return;
-        h.instance = h.newInstance(traceNetworkDenied(() => bus.trace, 'hook', h.name));
-        if (h.async) {
-          h.lane = new AsyncLane({
-            depth,
-            onOverflow: h.spec.onOverflow ?? 'drop',
-            run: (job) => bus.runAsync(h, job),
-            overflowed: (job) => bus.fault(h, job.handler, 'queue-overflow', `${job.handler}: queue full (${depth} events); event dropped`),
-          });
-        }
-        await h.instance.start();
-      }));
+      await Promise.all(
+        hooks.map(async (h) => {
+          if ([...h.receives].every((x) => x === 'on-stage')) return;
+          h.instance = h.newInstance(traceNetworkDenied(() => bus.trace, 'hook', h.name));
+          if (h.async) {
+            h.lane = new AsyncLane({
+              depth,
+              onOverflow: h.spec.onOverflow ?? 'drop',
+              run: (job) => bus.runAsync(h, job),
+              overflowed: (job) => bus.fault(h, job.handler, 'queue-overflow', `${job.handler}: queue full (${depth} events); event dropped`),
+            });
+          }
+          await h.instance.start();
+        }),
+      );
     } catch (e) {
       await Promise.all(hooks.map((h) => h.instance?.close()));
       const name = e instanceof HostFault ? e.component : 'a hook';
-      throw new MurError('E-HOOK-005', `hook '${name}' failed to start: ${(e as Error).message}`, { hint: 'the hook component could not be instantiated with the hook world imports; check it was built for murmur:runtime/hook', cause: e });
+      throw new MurError('E-HOOK-005', `hook '${name}' failed to start: ${(e as Error).message}`, {
+        hint: 'the hook component could not be instantiated with the hook world imports; check it was built for murmur:runtime/hook',
+        cause: e,
+      });
     }
     return bus;
   }
@@ -174,7 +187,8 @@ export class HookBus {
       this.fault(h, job.handler, r.arm, `${job.handler} ${r.defect}`);
       return;
     }
-    if (r.out.tag !== 'none') this.fault(h, job.handler, r.out.tag, `${job.handler} returned arm '${r.out.tag}' from an async hook, whose output is always discarded; discarded`);
+    if (r.out.tag !== 'none')
+      this.fault(h, job.handler, r.out.tag, `${job.handler} returned arm '${r.out.tag}' from an async hook, whose output is always discarded; discarded`);
   }
 
   /**
@@ -282,8 +296,14 @@ export class HookBus {
     const record = async (outcome: string, msgs: HookMessage[], reason?: string): Promise<HookMessage[]> => {
       await this.countInto(counts, msgs);
       this.trace?.write('context_seed', {
-        hook: h.name, tokens: tokensOf(msgs), proposed_tokens: proposedTokens, budget_tokens: budget, outcome, reason,
-        message_ids: msgs.map((m) => m.id), task_id: (ev as { taskId?: string }).taskId,
+        hook: h.name,
+        tokens: tokensOf(msgs),
+        proposed_tokens: proposedTokens,
+        budget_tokens: budget,
+        outcome,
+        reason,
+        message_ids: msgs.map((m) => m.id),
+        task_id: (ev as { taskId?: string }).taskId,
       });
       if (outcome === 'refused') h.log(`on-task-start seed-context refused: ${reason}`);
       return msgs;
@@ -324,7 +344,12 @@ export class HookBus {
         v = undefined;
       }
       if (!isRecord(v)) {
-        this.fault(h, 'on-inference', 'artifact', `on-inference returned an artifact that is not a JSON object (${out.val.length > 80 ? `${out.val.slice(0, 80)}…` : out.val}); discarded`);
+        this.fault(
+          h,
+          'on-inference',
+          'artifact',
+          `on-inference returned an artifact that is not a JSON object (${out.val.length > 80 ? `${out.val.slice(0, 80)}…` : out.val}); discarded`,
+        );
         return;
       }
       artifacts.push(out.val);

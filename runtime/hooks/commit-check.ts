@@ -9,7 +9,8 @@ import type { Hook } from './hook.ts';
 export function uncommittedReason(h: Hook, handler: Handler, arm: Arm, atDecisionPoint: boolean): string | undefined {
   if (arm === 'none') return undefined;
   if (!isCommitted(handler, arm, atDecisionPoint)) {
-    if (COMMIT_TABLE[handler].committedArm === arm) return `${handler} returned arm '${arm}' at the observation dispatch (the call already ran), which commits nothing; discarded`;
+    if (COMMIT_TABLE[handler].committedArm === arm)
+      return `${handler} returned arm '${arm}' at the observation dispatch (the call already ran), which commits nothing; discarded`;
     const honored = COMMIT_TABLE[handler].committedArm;
     return `${handler} returned arm '${arm}', which ${handler} does not commit (${honored === 'none' ? 'it commits no arm' : `it commits only '${honored}'`}); discarded`;
   }

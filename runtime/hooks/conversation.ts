@@ -28,7 +28,13 @@ function parseBlocks(s: string): ContentBlock[] | undefined {
   try {
     const v = JSON.parse(s) as unknown;
     if (!Array.isArray(v)) return undefined;
-    const ok = v.every((b) => b && typeof b === 'object' && ((b.type === 'text' && typeof b.text === 'string') || (b.type === 'tool_call' && typeof b.id === 'string' && typeof b.name === 'string' && b.input && typeof b.input === 'object')));
+    const ok = v.every(
+      (b) =>
+        b &&
+        typeof b === 'object' &&
+        ((b.type === 'text' && typeof b.text === 'string') ||
+          (b.type === 'tool_call' && typeof b.id === 'string' && typeof b.name === 'string' && b.input && typeof b.input === 'object')),
+    );
     return ok ? (v as ContentBlock[]) : undefined;
   } catch {
     return undefined;

@@ -6,7 +6,16 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { COMMIT_POLICIES, COMMIT_TABLE, HANDLERS, POLICIES_REQUIRING_BINDING, UNBOUND_HANDLERS, checkHookContract, type CommitPolicy, type Handler } from '../contracts/commit-table.ts';
+import {
+  COMMIT_POLICIES,
+  COMMIT_TABLE,
+  HANDLERS,
+  POLICIES_REQUIRING_BINDING,
+  UNBOUND_HANDLERS,
+  checkHookContract,
+  type CommitPolicy,
+  type Handler,
+} from '../contracts/commit-table.ts';
 import { DEFAULT_DRAIN_BUDGET_MS, DEFAULT_QUEUE_DEPTH, DEFAULT_SEED_OVERFLOW_MARGIN, REQUIRED_HANDLERS } from './bus.ts';
 import { DEFAULT_LIMITS } from '../host/index.ts';
 
@@ -27,7 +36,8 @@ function handlerTable(): string {
   const rows = ['| Handler | Fires | Committed arm | `commit_policy` besides `none` | Export | `async` allowed |', '|---|---|---|---|---|---|'];
   for (const h of HANDLERS) {
     const r = COMMIT_TABLE[h];
-    const arm = r.committedArm === 'none' ? 'none — only `none` is silent' : `${code(r.committedArm)}${r.decisionPointOnly ? ', at the decision point only' : ''}`;
+    const arm =
+      r.committedArm === 'none' ? 'none — only `none` is silent' : `${code(r.committedArm)}${r.decisionPointOnly ? ', at the decision point only' : ''}`;
     const policy = r.policy === 'none' ? '—' : code(r.policy);
     const exp = h === 'on-stage' ? 'optional (a missing one is logged)' : r.required ? 'required' : 'optional';
     rows.push(`| ${code(h)} | ${r.fires} | ${arm} | ${policy} | ${exp} | ${r.asyncAllowed ? 'yes' : 'no — always blocking'} |`);
@@ -57,7 +67,9 @@ function contractExamples(): string {
   const rows = ['| `binding` | `commit_policy` | `execution_mode` | Staging says |', '|---|---|---|---|'];
   for (const c of cases) {
     const v = checkHookContract(c);
-    rows.push(`| ${c.binding ? code(c.binding) : '(none)'} | ${code(c.commit_policy)} | ${code(c.execution_mode)} | ${v ? v.message.replace(/\|/g, '\\|') : 'valid'} |`);
+    rows.push(
+      `| ${c.binding ? code(c.binding) : '(none)'} | ${code(c.commit_policy)} | ${code(c.execution_mode)} | ${v ? v.message.replace(/\|/g, '\\|') : 'valid'} |`,
+    );
   }
   return rows.join('\n');
 }

@@ -131,8 +131,13 @@ export function hookImports(hook: StagedHook, services: HookServices, state: Imp
     },
     // The hook world's `use` of `message` makes components import the lifecycle interface too;
     // nothing a hook may call lives there.
-    'murmur:hook/lifecycle': Object.fromEntries(HANDLERS.map((h) => [exportName(h), () => {
-      throw new Error(`a hook cannot call the lifecycle handler ${h}`);
-    }])),
+    'murmur:hook/lifecycle': Object.fromEntries(
+      HANDLERS.map((h) => [
+        exportName(h),
+        () => {
+          throw new Error(`a hook cannot call the lifecycle handler ${h}`);
+        },
+      ]),
+    ),
   };
 }

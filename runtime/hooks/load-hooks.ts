@@ -26,31 +26,50 @@ export async function loadHooks(o: { hooks: StagedHook[]; workdir: string; servi
   const seen = new Set<string>();
   for (const s of o.hooks) {
     if (!NAME_RE.test(s.name)) {
-      throw new MurError('E-HOOK-004', `hook name '${s.name}' is not usable as a log file name`, { hint: 'hook names are letters, digits, `.`, `_` and `-`, starting with a letter or digit' });
+      throw new MurError('E-HOOK-004', `hook name '${s.name}' is not usable as a log file name`, {
+        hint: 'hook names are letters, digits, `.`, `_` and `-`, starting with a letter or digit',
+      });
     }
     if (seen.has(s.name)) throw new MurError('E-HOOK-004', `two hooks are named '${s.name}'`, { hint: 'give each hook artifact its own name' });
     seen.add(s.name);
     const v = checkHookContract({ binding: s.binding, execution_mode: s.executionMode, commit_policy: s.commitPolicy });
-    if (v) throw new MurError('E-HOOK-001', `hook '${s.name}': hook contract violation: ${v.message}`, { hint: 'fix binding / execution_mode / commit_policy in the hook artifact\'s murmur.yaml', location: { field: v.field } });
+    if (v)
+      throw new MurError('E-HOOK-001', `hook '${s.name}': hook contract violation: ${v.message}`, {
+        hint: "fix binding / execution_mode / commit_policy in the hook artifact's murmur.yaml",
+        location: { field: v.field },
+      });
   }
-  const components = await Promise.all(o.hooks.map((s) => loadComponent(s.wasmPath, { name: s.name, ...(s.sha256 ? { sha256: s.sha256 } : {}), ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}) })));
+  const components = await Promise.all(
+    o.hooks.map((s) => loadComponent(s.wasmPath, { name: s.name, ...(s.sha256 ? { sha256: s.sha256 } : {}), ...(o.cacheDir ? { cacheDir: o.cacheDir } : {}) })),
+  );
   const hooks: Hook[] = [];
   for (const [i, s] of o.hooks.entries()) {
     const c = components[i]!;
     const ex = lifecycleExports(c);
     if (!ex || !ex.version.startsWith('0.9.')) {
-      throw new MurError('E-HOOK-003', `hook '${s.name}': component does not export murmur:hook/lifecycle@${LIFECYCLE_VERSION}${ex ? ` (it exports @${ex.version})` : ''}`, {
-        hint: 'build the hook against the murmur:runtime/hook world (wit/runtime/worlds.wit)',
-      });
+      throw new MurError(
+        'E-HOOK-003',
+        `hook '${s.name}': component does not export murmur:hook/lifecycle@${LIFECYCLE_VERSION}${ex ? ` (it exports @${ex.version})` : ''}`,
+        {
+          hint: 'build the hook against the murmur:runtime/hook world (wit/runtime/worlds.wit)',
+        },
+      );
     }
     const missing = REQUIRED_HANDLERS.filter((h) => !ex.handlers.has(h));
     if (missing.length) {
-      throw new MurError('E-HOOK-002', `hook '${s.name}': component is missing the required export${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}`, {
-        hint: `a hook component exports all six session handlers (${REQUIRED_HANDLERS.join(', ')}); on-stage, on-task-start and on-task-end are optional`,
-      });
+      throw new MurError(
+        'E-HOOK-002',
+        `hook '${s.name}': component is missing the required export${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}`,
+        {
+          hint: `a hook component exports all six session handlers (${REQUIRED_HANDLERS.join(', ')}); on-stage, on-task-start and on-task-end are optional`,
+        },
+      );
     }
     const hook = new Hook(s, c, ex.handlers, join(logs, `hook-${s.name}.log`), o.services);
-    if (!ex.handlers.has('on-stage')) hook.log(`component exports no 'on-stage' handler; it is never staged${s.binding === 'on-stage' ? ' (its binding is on-stage, so it does nothing)' : ''}`);
+    if (!ex.handlers.has('on-stage'))
+      hook.log(
+        `component exports no 'on-stage' handler; it is never staged${s.binding === 'on-stage' ? ' (its binding is on-stage, so it does nothing)' : ''}`,
+      );
     hooks.push(hook);
   }
   return hooks;

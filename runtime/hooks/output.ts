@@ -56,7 +56,8 @@ export function readHookOutput(v: unknown): HookOutput | string {
       if (!Array.isArray(v.val)) return `arm 'write-manifests' carries ${describe(v.val)}, expected a list of tool manifests`;
       const list: ToolManifest[] = [];
       for (const [i, t] of v.val.entries()) {
-        if (!isRecord(t) || typeof t.binaryName !== 'string' || typeof t.content !== 'string') return `arm 'write-manifests' entry ${i} is not a {binary-name, content} record`;
+        if (!isRecord(t) || typeof t.binaryName !== 'string' || typeof t.content !== 'string')
+          return `arm 'write-manifests' entry ${i} is not a {binary-name, content} record`;
         list.push({ binaryName: t.binaryName, content: t.content });
       }
       return { tag: 'write-manifests', val: list };

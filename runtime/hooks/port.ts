@@ -19,7 +19,10 @@ export type CompactionOutcome =
 
 /** What the runtime offers hook components (murmur:runtime/inference, tokens, task-io, conversation). */
 export interface HookServices {
-  runInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, hookName: string): Promise<{ text: string; modelUsed: string; inputTokens: bigint; outputTokens: bigint }>;
+  runInference(
+    req: { messages: HookMessage[]; systemPrompt?: string; model?: string },
+    hookName: string,
+  ): Promise<{ text: string; modelUsed: string; inputTokens: bigint; outputTokens: bigint }>;
   countTokens(text: string): number | Promise<number>;
   taskIo(): { input?: { asGiven: string; original: string }; output?: string } | undefined;
   conversation(): HookMessage[];

@@ -17,7 +17,9 @@ export function safeBinaryName(n: string): boolean {
 export function writeToolManifests(h: Hook, workdir: string, list: ToolManifest[]): void {
   for (const t of list) {
     if (!safeBinaryName(t.binaryName)) {
-      h.log(`on-stage write-manifests: binary-name ${JSON.stringify(t.binaryName)} is not a single directory name under tools/ (empty, '/', '\\' or '..'); entry skipped`);
+      h.log(
+        `on-stage write-manifests: binary-name ${JSON.stringify(t.binaryName)} is not a single directory name under tools/ (empty, '/', '\\' or '..'); entry skipped`,
+      );
       continue;
     }
     const dir = join(workdir, 'tools', t.binaryName);

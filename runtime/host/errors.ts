@@ -34,8 +34,13 @@ export class DeadlineExceeded extends HostFault {
   /** The manifest field that set the deadline. */
   readonly field: string;
   constructor(component: string, fn: string, deadlineMs: number, field = 'capabilities.limits.deadline_seconds') {
-    super('deadline', 'E-HOST-003', component, `${fn} did not finish within its ${deadlineMs} ms deadline (${field}); the instance was stopped`,
-      `raise ${field} in murmur.yaml, or make the component return sooner`);
+    super(
+      'deadline',
+      'E-HOST-003',
+      component,
+      `${fn} did not finish within its ${deadlineMs} ms deadline (${field}); the instance was stopped`,
+      `raise ${field} in murmur.yaml, or make the component return sooner`,
+    );
     this.name = 'DeadlineExceeded';
     this.deadlineMs = deadlineMs;
     this.field = field;
@@ -46,8 +51,13 @@ export class MemoryLimitExceeded extends HostFault {
   readonly limitBytes: number;
   constructor(component: string, fn: string, limitBytes: number, usedBytes: number, requestedBytes?: number) {
     const grow = requestedBytes ? ` and asked for ${mib(requestedBytes)} MiB more` : '';
-    super('memory', 'E-HOST-004', component, `${fn} grew linear memory to ${mib(usedBytes)} MiB${grow}, past its ${mib(limitBytes)} MiB cap; the instance was stopped`,
-      'raise capabilities.limits.memory_bytes, or bound what the component allocates');
+    super(
+      'memory',
+      'E-HOST-004',
+      component,
+      `${fn} grew linear memory to ${mib(usedBytes)} MiB${grow}, past its ${mib(limitBytes)} MiB cap; the instance was stopped`,
+      'raise capabilities.limits.memory_bytes, or bound what the component allocates',
+    );
     this.name = 'MemoryLimitExceeded';
     this.limitBytes = limitBytes;
   }
@@ -76,8 +86,13 @@ export class ComponentLoadError extends HostFault {
 
 export class IntegrityError extends HostFault {
   constructor(component: string, expected: string, actual: string) {
-    super('load', 'E-HOST-002', component, `SHA-256 mismatch: expected ${expected}, file has ${actual}`,
-      'the file changed since it was pinned; re-publish it or update the pin');
+    super(
+      'load',
+      'E-HOST-002',
+      component,
+      `SHA-256 mismatch: expected ${expected}, file has ${actual}`,
+      'the file changed since it was pinned; re-publish it or update the pin',
+    );
     this.name = 'IntegrityError';
   }
 }

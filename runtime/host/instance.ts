@@ -72,7 +72,9 @@ function preparedModule(c: LoadedComponent, f: string, cap: number): Uint8Array 
   const cached = join(c.dir, `${f}.cap${cap}.grow${GROW_PROBE_VERSION}.wasm`);
   try {
     return readFileSync(cached);
-  } catch { /* not prepared yet */ }
+  } catch {
+    /* not prepared yet */
+  }
   const capped = capMemory(readFileSync(join(c.dir, f)), cap);
   const prepared = instrumentGrow(capped) ?? capped;
   const tmp = `${cached}.${process.pid}.tmp`;
@@ -116,8 +118,11 @@ function importSpecFor(c: LoadedComponent, imports: HostImports): ImportSpec {
     if (iface.startsWith('wasi:')) continue;
     const impl = imports[iface];
     if (!impl) {
-      throw new ComponentLoadError(c.name, `imports ${iface}, which the runtime does not provide to this kind of component`,
-        `provided here: ${Object.keys(imports).sort().join(', ') || 'no host interfaces'}`);
+      throw new ComponentLoadError(
+        c.name,
+        `imports ${iface}, which the runtime does not provide to this kind of component`,
+        `provided here: ${Object.keys(imports).sort().join(', ') || 'no host interfaces'}`,
+      );
     }
     spec[iface] = Object.keys(impl);
   }
@@ -275,7 +280,8 @@ export class ComponentInstance {
     // A spare is already instantiated: it gets this instance's grants before any call can reach it
     // (messages to a worker arrive in order).
     if (spare) send(spare.worker, { type: 'bind', slot: spare.slot, grants });
-    const started: Launched = spare ?? (thread ? await thread.attach(c, modules, importSpec, grants, deadlineMs) : await launch(c, modules, importSpec, grants, deadlineMs));
+    const started: Launched =
+      spare ?? (thread ? await thread.attach(c, modules, importSpec, grants, deadlineMs) : await launch(c, modules, importSpec, grants, deadlineMs));
     const { worker, mainPort, flag, slot } = started;
     if (this.closed) {
       // Closed while it was starting (a pre-warm outlived its session): nobody will call it.
@@ -366,7 +372,6 @@ export class ComponentInstance {
   private classifyTrap(fn: string, message: string, memoryBytes: number, growFailedPages: number): HostFault {
     return classifyTrap(this.component.name, fn, this.opts.memoryBytes, { message, memoryBytes, growFailedPages });
   }
-
 
   private onWorkerGone(worker: Worker, error: unknown): void {
     if (this.worker !== worker) return;

@@ -41,7 +41,7 @@ export function driverRetireGrowth(env: NodeJS.ProcessEnv = process.env): number
   const mib = envNonNegative(env, 'MURMUR_DRIVER_RETIRE_GROWTH_MIB', DEFAULT_RETIRE_GROWTH_BYTES / 1048576, {
     code: 'E-RUN-031',
     unit: 'MiB',
-    hint: 'set it to the growth of the driver\'s memory that retires its instance (default 16), or 0 to never retire it',
+    hint: "set it to the growth of the driver's memory that retires its instance (default 16), or 0 to never retire it",
   });
   return Math.round(mib * 1048576);
 }

@@ -67,9 +67,11 @@ export class ComponentThread {
     this.inFlight++;
     this.idle.cancel();
     const run = this.queue.then(fn);
-    this.queue = run.catch(() => undefined).then(() => {
-      if (--this.inFlight === 0 && !this.closed && this.worker) this.idle.touch();
-    });
+    this.queue = run
+      .catch(() => undefined)
+      .then(() => {
+        if (--this.inFlight === 0 && !this.closed && this.worker) this.idle.touch();
+      });
     return run;
   }
 
@@ -101,17 +103,20 @@ export class ComponentThread {
       this.starts++;
       const w = POOL.take();
       this.worker = w;
-      w.then((worker) => {
-        // Each instance in the thread listens to its worker (its exit, its slot's messages) while
-        // its slot lives: as many listeners as instances, which may pass Node's warning level of 10.
-        worker.setMaxListeners(0);
-        worker.once('exit', () => {
+      w.then(
+        (worker) => {
+          // Each instance in the thread listens to its worker (its exit, its slot's messages) while
+          // its slot lives: as many listeners as instances, which may pass Node's warning level of 10.
+          worker.setMaxListeners(0);
+          worker.once('exit', () => {
+            if (this.worker === w) this.worker = undefined;
+            if (this.current === worker) this.current = undefined;
+          });
+        },
+        () => {
           if (this.worker === w) this.worker = undefined;
-          if (this.current === worker) this.current = undefined;
-        });
-      }, () => {
-        if (this.worker === w) this.worker = undefined;
-      });
+        },
+      );
     }
     const worker = await this.worker;
     this.current = worker;
@@ -123,7 +128,9 @@ export class ComponentThread {
     l.release();
     try {
       send(l.worker, { type: 'drop', slot: l.slot });
-    } catch { /* the worker is gone already */ }
+    } catch {
+      /* the worker is gone already */
+    }
   }
 
   /** Stops the thread (a deadline passed in it, or it sat idle): every instance in it starts afresh on its next call. */
@@ -131,7 +138,12 @@ export class ComponentThread {
     const w = this.worker;
     this.worker = undefined;
     this.current = undefined;
-    return w ? w.then((worker) => worker.terminate().then(() => undefined), () => undefined) : Promise.resolve();
+    return w
+      ? w.then(
+          (worker) => worker.terminate().then(() => undefined),
+          () => undefined,
+        )
+      : Promise.resolve();
   }
 
   /**
@@ -154,7 +166,11 @@ export class ComponentThread {
     const w = this.worker;
     this.worker = undefined;
     this.current = undefined;
-    if (w) await w.then((worker) => worker.terminate(), () => undefined);
+    if (w)
+      await w.then(
+        (worker) => worker.terminate(),
+        () => undefined,
+      );
   }
 }
 

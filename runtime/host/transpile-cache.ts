@@ -34,8 +34,6 @@ export function defaultCacheDir(): string {
   return process.env.MURMUR_COMPONENT_CACHE ?? join(PROJECT_ROOT, '.cache', 'components');
 }
 
-
-
 /**
  * Which file, as `fs.statSync(path, { bigint: true })` saw it: device, inode, size and the change
  * and modification times in nanoseconds.
@@ -67,7 +65,10 @@ function sameFile(path: string, id: FileIdentity): boolean {
  * transpiled or run. `unchangedSince`: the file's identity when whoever pinned it had just
  * verified and written those bytes (staging: StagedArtifact.wasmIdentity).
  */
-export async function loadComponent(path: string, opts: { sha256?: string; name?: string; cacheDir?: string; unchangedSince?: FileIdentity } = {}): Promise<LoadedComponent> {
+export async function loadComponent(
+  path: string,
+  opts: { sha256?: string; name?: string; cacheDir?: string; unchangedSince?: FileIdentity } = {},
+): Promise<LoadedComponent> {
   const name = opts.name ?? basename(path).replace(/\.wasm$/, '');
   const pinned = opts.sha256?.toLowerCase().replace(/^sha256:/, '');
   const cacheDir = opts.cacheDir ?? defaultCacheDir();
@@ -97,7 +98,16 @@ export async function loadComponent(path: string, opts: { sha256?: string; name?
   if (hit) return hit;
   const dir = join(cacheDir, `${sha}-jco${JCO_VERSION}`);
   const meta = await transpileInChild(name, bytes, dir);
-  return { name, sha256: sha, dir, jsPath: join(dir, 'component.js'), coreFiles: meta.coreFiles, imports: meta.imports, exports: meta.exports, transpiled: true };
+  return {
+    name,
+    sha256: sha,
+    dir,
+    jsPath: join(dir, 'component.js'),
+    coreFiles: meta.coreFiles,
+    imports: meta.imports,
+    exports: meta.exports,
+    transpiled: true,
+  };
 }
 
 /** The cached transpile of the component with digest `sha`: the seeds first, then `cacheDir`. */
@@ -113,9 +123,17 @@ function cached(name: string, sha: string, cacheDir: string, explicit: boolean):
     const metaPath = join(d, 'meta.json');
     if (existsSync(metaPath)) {
       const meta = JSON.parse(readFileSync(metaPath, 'utf8')) as Meta;
-      return { name, sha256: sha, dir: d, jsPath: join(d, 'component.js'), coreFiles: meta.coreFiles, imports: meta.imports, exports: meta.exports, transpiled: false };
+      return {
+        name,
+        sha256: sha,
+        dir: d,
+        jsPath: join(d, 'component.js'),
+        coreFiles: meta.coreFiles,
+        imports: meta.imports,
+        exports: meta.exports,
+        transpiled: false,
+      };
     }
   }
   return undefined;
 }
-

@@ -97,7 +97,9 @@ class Transpiler {
     this.child.stderr.on('data', (d: Buffer) => (this.err = (this.err + d.toString()).slice(-4000)));
     this.child.on('error', (e) => {
       this.exited = true;
-      this.settle(new ComponentLoadError(this.waiting?.name ?? 'component', `cannot start the transpiler process (${process.execPath}): ${e.message}`, undefined, e));
+      this.settle(
+        new ComponentLoadError(this.waiting?.name ?? 'component', `cannot start the transpiler process (${process.execPath}): ${e.message}`, undefined, e),
+      );
     });
     this.child.on('close', (code, signal) => {
       this.exited = true;

@@ -39,8 +39,12 @@ export async function transpileInto(name: string, bytes: Uint8Array, dir: string
       quiet: true,
     })) as unknown as typeof out;
   } catch (e) {
-    throw new ComponentLoadError(name, `is not a loadable WebAssembly component: ${(e as Error).message}`,
-      'build it for wasm32-wasip2 / the component model (a core module is not enough)', e);
+    throw new ComponentLoadError(
+      name,
+      `is not a loadable WebAssembly component: ${(e as Error).message}`,
+      'build it for wasm32-wasip2 / the component model (a core module is not enough)',
+      e,
+    );
   }
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
   mkdirSync(tmp, { recursive: true });

@@ -213,4 +213,3 @@ function allowRustWrites(): void {
   (patched as { __murmur?: boolean }).__murmur = true;
   Descriptor.prototype.openAt = patched;
 }
-

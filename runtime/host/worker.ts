@@ -84,7 +84,11 @@ async function start(init: WorkerInit): Promise<void> {
     imports[iface] = obj;
   }
   const { instantiate } = (await import(pathToFileURL(init.jsPath).href)) as {
-    instantiate(get: (n: string) => WebAssembly.Module, imports: unknown, inst: (m: WebAssembly.Module, i: WebAssembly.Imports) => Promise<WebAssembly.Instance>): Promise<Record<string, unknown>>;
+    instantiate(
+      get: (n: string) => WebAssembly.Module,
+      imports: unknown,
+      inst: (m: WebAssembly.Module, i: WebAssembly.Imports) => Promise<WebAssembly.Instance>,
+    ): Promise<Record<string, unknown>>;
   };
   s.instance = await instantiate(
     (name) => {
@@ -123,7 +127,16 @@ async function call(s: Slot, msg: Extract<ToWorker, { type: 'call' }>, polled: b
   for (const g of s.growFailed) g.value = 0;
   let out: FromWorker;
   if (typeof fn !== 'function') {
-    out = { type: 'trap', slot, id: msg.id, message: `the component has no export ${msg.path.join('.')}`, memoryBytes: memoryBytes(s), growFailedPages: 0, guestUs: 0, polled };
+    out = {
+      type: 'trap',
+      slot,
+      id: msg.id,
+      message: `the component has no export ${msg.path.join('.')}`,
+      memoryBytes: memoryBytes(s),
+      growFailedPages: 0,
+      guestUs: 0,
+      polled,
+    };
   } else {
     try {
       const value = await (fn as (...a: unknown[]) => unknown).apply(self, msg.args);
@@ -133,7 +146,16 @@ async function call(s: Slot, msg: Extract<ToWorker, { type: 'call' }>, polled: b
       if (err && typeof err === 'object' && 'payload' in err) {
         out = { type: 'guest-error', slot, id: msg.id, payload: err.payload, memoryBytes: memoryBytes(s), guestUs: guestUs(), polled };
       } else {
-        out = { type: 'trap', slot, id: msg.id, message: String(err?.message ?? e), memoryBytes: memoryBytes(s), growFailedPages: growFailedPages(s), guestUs: guestUs(), polled };
+        out = {
+          type: 'trap',
+          slot,
+          id: msg.id,
+          message: String(err?.message ?? e),
+          memoryBytes: memoryBytes(s),
+          growFailedPages: growFailedPages(s),
+          guestUs: guestUs(),
+          polled,
+        };
       }
     }
   }

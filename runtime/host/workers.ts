@@ -34,7 +34,10 @@ async function workerEntry(): Promise<string> {
   const hash = createHash('sha256');
   hash.update(readFileSync(join(dirname(createRequire(import.meta.url).resolve('@bytecodealliance/preview2-shim')), '../../package.json')));
   for (const dir of [here, join(here, 'wasi-io'), join(here, '../net'), join(here, '../contracts')]) {
-    for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts')).sort()) hash.update(f).update(readFileSync(join(dir, f)));
+    for (const f of readdirSync(dir)
+      .filter((n) => n.endsWith('.ts'))
+      .sort())
+      hash.update(f).update(readFileSync(join(dir, f)));
   }
   // Beside the component cache, which is writable wherever the runtime runs.
   const out = join(cacheRoot(), 'host', `worker-${hash.digest('hex').slice(0, 16)}.mjs`);
@@ -61,7 +64,18 @@ const LOADER_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--expe
  * process-wide and already apply to every isolate (each worker's own heap limits are its
  * resourceLimits).
  */
-const V8_FLAGS = new Set(['--max-semi-space-size', '--min-semi-space-size', '--max-old-space-size', '--max-heap-size', '--optimize-for-size', '--stack-size', '--expose-gc', '--single-threaded-gc', '--lite-mode', '--jitless']);
+const V8_FLAGS = new Set([
+  '--max-semi-space-size',
+  '--min-semi-space-size',
+  '--max-old-space-size',
+  '--max-heap-size',
+  '--optimize-for-size',
+  '--stack-size',
+  '--expose-gc',
+  '--single-threaded-gc',
+  '--lite-mode',
+  '--jitless',
+]);
 
 /**
  * The parent's Node flags minus module loaders and V8 options. A worker inherits `--import tsx` (how benches and
@@ -98,7 +112,10 @@ class WorkerPool {
    *   are starting (a session opening, a script capsule's task per instance), not in a pod that
    *   serves an agent whose components all run already.
    */
-  constructor(private readonly target: number, private readonly idleMs: number) {}
+  constructor(
+    private readonly target: number,
+    private readonly idleMs: number,
+  ) {}
 
   private boot(): { worker: Worker; booted: Promise<void>; expiry: NodeJS.Timeout | undefined } {
     const { link, workerData, transfer } = WorkerLink.create();
@@ -220,7 +237,16 @@ export interface Launched {
  * first slot, which brings the thread its route for outgoing HTTP (the slots after it share it);
  * `ownWorker`: the worker is this instance's alone, and goes when its instantiation fails.
  */
-export function instantiateIn(worker: Worker, slot: number, c: LoadedComponent, modules: Record<string, WebAssembly.Module>, importSpec: ImportSpec, grants: Grants | undefined, deadlineMs: number, o: { withNet: boolean; ownWorker: boolean }): Launched {
+export function instantiateIn(
+  worker: Worker,
+  slot: number,
+  c: LoadedComponent,
+  modules: Record<string, WebAssembly.Module>,
+  importSpec: ImportSpec,
+  grants: Grants | undefined,
+  deadlineMs: number,
+  o: { withNet: boolean; ownWorker: boolean },
+): Launched {
   const { withNet, ownWorker } = o;
   const flagBuf = new SharedArrayBuffer(4);
   const { port1: mainPort, port2: hostPort } = new MessageChannel();
@@ -278,7 +304,13 @@ export function instantiateIn(worker: Worker, slot: number, c: LoadedComponent, 
 }
 
 /** Instantiates a component in a booted worker of its own (slot 0). */
-export async function launch(c: LoadedComponent, modules: Record<string, WebAssembly.Module>, importSpec: ImportSpec, grants: Grants | undefined, deadlineMs: number): Promise<Launched> {
+export async function launch(
+  c: LoadedComponent,
+  modules: Record<string, WebAssembly.Module>,
+  importSpec: ImportSpec,
+  grants: Grants | undefined,
+  deadlineMs: number,
+): Promise<Launched> {
   const worker = await POOL.take();
   return instantiateIn(worker, 0, c, modules, importSpec, grants, deadlineMs, { withNet: true, ownWorker: true });
 }

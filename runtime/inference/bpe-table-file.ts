@@ -150,7 +150,9 @@ export function writeTablesFile(file: string, t: Cl100kTables): string | undefin
   } catch (e) {
     try {
       rmSync(tmp, { force: true });
-    } catch { /* its folder could not be made: nothing was written */ }
+    } catch {
+      /* its folder could not be made: nothing was written */
+    }
     return (e as Error).message;
   }
 }

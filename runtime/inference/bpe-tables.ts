@@ -27,7 +27,10 @@ export function buildCl100kTables(): Cl100kTables {
   const mask = (1 << bits) - 1;
   let total = 0;
   let maxLen = 0;
-  for (const t of tokens) { total += t.length; maxLen = Math.max(maxLen, t.length); }
+  for (const t of tokens) {
+    total += t.length;
+    maxLen = Math.max(maxLen, t.length);
+  }
   if (tokens.length > 1 << 17 || maxLen > 255) throw new Error('rank table too large for its slot layout');
   const pair = shared((b) => new Int32Array(b), 65536 * 4).fill(NONE);
   const single = shared((b) => new Int32Array(b), 256 * 4).fill(NONE);
@@ -44,7 +47,9 @@ export function buildCl100kTables(): Cl100kTables {
       const head = pack4(t, 0, t.length);
       let s = hashOf(t, 0, t.length, head) >>> shift;
       while (slots[2 * s + 1] !== -1) s = (s + 1) & mask;
-      slots[2 * s] = head; slots[2 * s + 1] = (t.length << 17) | r; offsets[s] = o;
+      slots[2 * s] = head;
+      slots[2 * s + 1] = (t.length << 17) | r;
+      offsets[s] = o;
       o += t.length;
     }
   });
@@ -56,4 +61,3 @@ export function buildCl100kTables(): Cl100kTables {
 export function buildCl100kCounter(): BpeCounter {
   return cl100kCounter(buildCl100kTables());
 }
-

@@ -20,10 +20,7 @@ export const PROMPT_CACHE_KEY_PREFIX = 47;
 export const PROMPT_CACHE_KEY_HASH_HEX = 16;
 
 export function promptCacheKey(capsuleName: string, capsuleVersion: string, contextId?: string): string {
-  const value =
-    contextId !== undefined && contextId !== ''
-      ? `${capsuleName}:${capsuleVersion}:${contextId}`
-      : `${capsuleName}:${capsuleVersion}`;
+  const value = contextId !== undefined && contextId !== '' ? `${capsuleName}:${capsuleVersion}:${contextId}` : `${capsuleName}:${capsuleVersion}`;
   const chars = Array.from(value);
   if (chars.length <= PROMPT_CACHE_KEY_MAX) return value;
   const hex = createHash('sha256').update(value, 'utf8').digest('hex').slice(0, PROMPT_CACHE_KEY_HASH_HEX);

@@ -17,11 +17,16 @@ export const NEWLINE = 4; // \r or \n
 
 const ASCII = new Uint8Array(128);
 for (let c = 0; c < 128; c++) {
-  ASCII[c] = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) ? LETTER
-    : c >= 48 && c <= 57 ? NUMBER
-    : c === 10 || c === 13 ? NEWLINE
-    : c === 32 || (c >= 9 && c <= 12) ? SPACE
-    : OTHER;
+  ASCII[c] =
+    (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
+      ? LETTER
+      : c >= 48 && c <= 57
+        ? NUMBER
+        : c === 10 || c === 13
+          ? NEWLINE
+          : c === 32 || (c >= 9 && c <= 12)
+            ? SPACE
+            : OTHER;
 }
 
 const IS_LETTER = /^\p{L}$/u;
@@ -33,7 +38,10 @@ function fill(block: number): Uint8Array {
   const b = new Uint8Array(256);
   for (let k = 0; k < 256; k++) {
     const cp = (block << 8) | k;
-    if (cp < 128) { b[k] = ASCII[cp]!; continue; }
+    if (cp < 128) {
+      b[k] = ASCII[cp]!;
+      continue;
+    }
     const s = String.fromCodePoint(cp);
     b[k] = IS_LETTER.test(s) ? LETTER : IS_NUMBER.test(s) ? NUMBER : IS_SPACE.test(s) ? SPACE : OTHER;
   }

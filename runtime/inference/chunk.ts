@@ -67,11 +67,14 @@ const RUN_CLASS = [1, 0, -1, 2, 2]; // OTHER, LETTER, NUMBER, SPACE, NEWLINE
 function forcedCuts(text: string, maxRun: number): number[] {
   const forced: number[] = [];
   const len = text.length;
-  for (let i = 0; i < len;) {
+  for (let i = 0; i < len; ) {
     let cp = codePointAt(text, i);
     const k = RUN_CLASS[classify(cp)]!;
     let j = i + (cp > 0xffff ? 2 : 1);
-    if (k < 0) { i = j; continue; }
+    if (k < 0) {
+      i = j;
+      continue;
+    }
     let n = 1;
     for (; j < len; n++) {
       cp = codePointAt(text, j);

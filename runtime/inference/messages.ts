@@ -15,7 +15,10 @@ export function userText(text: string, extra: Partial<ConversationMessage> = {})
 }
 
 export function textOf(m: { content: ContentBlock[] }): string {
-  return m.content.filter((b): b is { type: 'text'; text: string } => b.type === 'text').map((b) => b.text).join('');
+  return m.content
+    .filter((b): b is { type: 'text'; text: string } => b.type === 'text')
+    .map((b) => b.text)
+    .join('');
 }
 
 /**

@@ -101,7 +101,7 @@ export function cl100kPieceEnd(t: string, i: number, len: number): number {
 /** The pieces of `t` as [start, end) pairs (tests; the counter scans in place). */
 export function cl100kPieces(t: string): string[] {
   const out: string[] = [];
-  for (let i = 0, len = t.length; i < len;) {
+  for (let i = 0, len = t.length; i < len; ) {
     const e = cl100kPieceEnd(t, i, len);
     out.push(t.slice(i, e));
     i = e;

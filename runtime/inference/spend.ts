@@ -20,9 +20,7 @@ export interface SpendTicket {
   readonly maxOutputTokens: number;
 }
 
-export type Admission =
-  | { admitted: true; ticket: SpendTicket }
-  | { admitted: false; refusal: SpendRefusal };
+export type Admission = { admitted: true; ticket: SpendTicket } | { admitted: false; refusal: SpendRefusal };
 
 export interface SpendRefusal {
   /** Tokens the refused call asked to reserve (input + max output). */

@@ -86,7 +86,7 @@ function warmUpSlices(): string[] {
     const cp = rnd(4) === 0 ? 0x10000 + rnd(0x20000) : rnd(0x10000);
     points += cp >= 0xd800 && cp < 0xe000 ? ' ' : String.fromCodePoint(cp);
   }
-  const prose = "The model's answer isn't final: it's 42 tokens, they'll say — \"héllo\", 日本語 😀.\r\n\t  {\"k\": [1, 2]}\n".repeat(400);
+  const prose = 'The model\'s answer isn\'t final: it\'s 42 tokens, they\'ll say — "héllo", 日本語 😀.\r\n\t  {"k": [1, 2]}\n'.repeat(400);
   const slices: string[] = [];
   for (const t of [base64, points, prose]) for (let i = 0; i < t.length; i += 8192) slices.push(t.slice(i, i + 8192));
   return slices;

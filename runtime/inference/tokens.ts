@@ -177,7 +177,13 @@ export class TokenCounter {
     if (this.#worker) return this.#worker;
     this.workersStarted++;
     const w = new Worker(BOOT, {
-      workerData: { entry: ENTRY, chunk: { maxChunk: this.#opts.maxChunk, maxRun: this.#opts.maxRun }, memoEntries: this.#opts.memoEntries ?? 32_768, tables: this.#tables, tablesFile: this.#opts.tablesFile },
+      workerData: {
+        entry: ENTRY,
+        chunk: { maxChunk: this.#opts.maxChunk, maxRun: this.#opts.maxRun },
+        memoEntries: this.#opts.memoEntries ?? 32_768,
+        tables: this.#tables,
+        tablesFile: this.#opts.tablesFile,
+      },
       // Bounds the worker's heap: a chunked 10 MiB text and the rank table fit well inside. The
       // young generation is held to 6 MiB: building the encoder grew V8's default one to ≈ 16 MiB
       // that then stayed resident for the life of the process (heap 30 → 18 MiB measured).
@@ -306,7 +312,12 @@ export class TokenCounter {
 let sharedCounter: TokenCounter | undefined;
 /** The process-wide counter with the default options and memo. */
 export function tokenCounter(): TokenCounter {
-  sharedCounter ??= new TokenCounter({ idleMs: tokenWorkerIdleMs(), tablesFile: tablesFile(), seedTablesFiles: seedTablesFiles(), tablesIdleMs: tokenTablesIdleMs() });
+  sharedCounter ??= new TokenCounter({
+    idleMs: tokenWorkerIdleMs(),
+    tablesFile: tablesFile(),
+    seedTablesFiles: seedTablesFiles(),
+    tablesIdleMs: tokenTablesIdleMs(),
+  });
   return sharedCounter;
 }
 

@@ -94,18 +94,27 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 function wireBlock(b: unknown, field: string, code: string, what: string): ContentBlock {
-  if (!isPlainObject(b)) throw bad(code, `${what}: ${field} is not an object`, 'each content block is {type:"text",text} or {type:"tool_call",id,name,input}', field);
+  if (!isPlainObject(b))
+    throw bad(code, `${what}: ${field} is not an object`, 'each content block is {type:"text",text} or {type:"tool_call",id,name,input}', field);
   if (b.type === 'text') {
     if (typeof b.text !== 'string') throw bad(code, `${what}: ${field}.text must be a string`, 'a text block is {"type":"text","text":"..."}', `${field}.text`);
     return { type: 'text', text: b.text };
   }
   if (b.type === 'tool_call') {
-    if (typeof b.id !== 'string' || b.id === '') throw bad(code, `${what}: ${field}.id must be a non-empty string`, 'a tool_call block is {"type":"tool_call","id","name","input"}', `${field}.id`);
-    if (typeof b.name !== 'string' || b.name === '') throw bad(code, `${what}: ${field}.name must be a non-empty string`, 'a tool_call block names the tool to call', `${field}.name`);
-    if (!isPlainObject(b.input)) throw bad(code, `${what}: ${field}.input must be a JSON object`, 'tool input is an object of named arguments', `${field}.input`);
+    if (typeof b.id !== 'string' || b.id === '')
+      throw bad(code, `${what}: ${field}.id must be a non-empty string`, 'a tool_call block is {"type":"tool_call","id","name","input"}', `${field}.id`);
+    if (typeof b.name !== 'string' || b.name === '')
+      throw bad(code, `${what}: ${field}.name must be a non-empty string`, 'a tool_call block names the tool to call', `${field}.name`);
+    if (!isPlainObject(b.input))
+      throw bad(code, `${what}: ${field}.input must be a JSON object`, 'tool input is an object of named arguments', `${field}.input`);
     return { type: 'tool_call', id: b.id, name: b.name, input: b.input };
   }
-  throw bad(code, `${what}: ${field}.type is ${JSON.stringify(b.type)}; expected "text" or "tool_call"`, 'the wire format knows two content block types: text and tool_call', `${field}.type`);
+  throw bad(
+    code,
+    `${what}: ${field}.type is ${JSON.stringify(b.type)}; expected "text" or "tool_call"`,
+    'the wire format knows two content block types: text and tool_call',
+    `${field}.type`,
+  );
 }
 
 /** One message, wire fields only. Throws E-INF-001 on a shape the driver could not read. */
@@ -113,18 +122,43 @@ export function toWireMessage(m: WireMessage | ConversationMessage, field = 'mes
   const code = 'E-INF-001';
   const what = 'cannot build driver request';
   if (!isPlainObject(m)) throw bad(code, `${what}: ${field} is not an object`, 'messages are {role, content, tool_call_id?, is_error?}', field);
-  if (!(ROLES as readonly unknown[]).includes(m.role)) throw bad(code, `${what}: ${field}.role is ${JSON.stringify(m.role)}; expected user, assistant or tool`, 'the wire format has three roles: user, assistant, tool', `${field}.role`);
-  if (!Array.isArray(m.content)) throw bad(code, `${what}: ${field}.content must be an array of content blocks`, 'content is [{type:"text",text}|{type:"tool_call",id,name,input}]', `${field}.content`);
+  if (!(ROLES as readonly unknown[]).includes(m.role))
+    throw bad(
+      code,
+      `${what}: ${field}.role is ${JSON.stringify(m.role)}; expected user, assistant or tool`,
+      'the wire format has three roles: user, assistant, tool',
+      `${field}.role`,
+    );
+  if (!Array.isArray(m.content))
+    throw bad(
+      code,
+      `${what}: ${field}.content must be an array of content blocks`,
+      'content is [{type:"text",text}|{type:"tool_call",id,name,input}]',
+      `${field}.content`,
+    );
   const out: WireMessage = { role: m.role, content: m.content.map((b, i) => wireBlock(b, `${field}.content[${i}]`, code, what)) };
   if (m.role === 'tool') {
-    if (typeof m.tool_call_id !== 'string' || m.tool_call_id === '') throw bad(code, `${what}: ${field} has role "tool" but no tool_call_id`, 'a tool message answers one tool_call block and carries its id', `${field}.tool_call_id`);
+    if (typeof m.tool_call_id !== 'string' || m.tool_call_id === '')
+      throw bad(
+        code,
+        `${what}: ${field} has role "tool" but no tool_call_id`,
+        'a tool message answers one tool_call block and carries its id',
+        `${field}.tool_call_id`,
+      );
   }
   if (m.tool_call_id !== undefined) {
-    if (typeof m.tool_call_id !== 'string') throw bad(code, `${what}: ${field}.tool_call_id must be a string`, 'tool_call_id is the id of the tool_call block being answered', `${field}.tool_call_id`);
+    if (typeof m.tool_call_id !== 'string')
+      throw bad(
+        code,
+        `${what}: ${field}.tool_call_id must be a string`,
+        'tool_call_id is the id of the tool_call block being answered',
+        `${field}.tool_call_id`,
+      );
     out.tool_call_id = m.tool_call_id;
   }
   if (m.is_error !== undefined) {
-    if (typeof m.is_error !== 'boolean') throw bad(code, `${what}: ${field}.is_error must be a boolean`, 'is_error marks a failed tool result', `${field}.is_error`);
+    if (typeof m.is_error !== 'boolean')
+      throw bad(code, `${what}: ${field}.is_error must be a boolean`, 'is_error marks a failed tool result', `${field}.is_error`);
     out.is_error = m.is_error;
   }
   return out;
@@ -133,11 +167,20 @@ export function toWireMessage(m: WireMessage | ConversationMessage, field = 'mes
 export function buildDriverRequest(input: BuildDriverRequestInput): DriverRequest {
   const code = 'E-INF-001';
   const what = 'cannot build driver request';
-  if (typeof input.model !== 'string' || input.model === '') throw bad(code, `${what}: model must be a non-empty string`, 'set inference.model in murmur.yaml', 'inference.model');
-  if (!Number.isSafeInteger(input.maxTokens) || input.maxTokens <= 0) throw bad(code, `${what}: max_tokens must be a positive integer, got ${String(input.maxTokens)}`, 'set inference.max_tokens in murmur.yaml to a positive integer', 'inference.max_tokens');
-  if (typeof input.promptCacheKey !== 'string' || input.promptCacheKey === '') throw bad(code, `${what}: prompt_cache_key must be a non-empty string`, 'build it with promptCacheKey(name, version, contextId)');
+  if (typeof input.model !== 'string' || input.model === '')
+    throw bad(code, `${what}: model must be a non-empty string`, 'set inference.model in murmur.yaml', 'inference.model');
+  if (!Number.isSafeInteger(input.maxTokens) || input.maxTokens <= 0)
+    throw bad(
+      code,
+      `${what}: max_tokens must be a positive integer, got ${String(input.maxTokens)}`,
+      'set inference.max_tokens in murmur.yaml to a positive integer',
+      'inference.max_tokens',
+    );
+  if (typeof input.promptCacheKey !== 'string' || input.promptCacheKey === '')
+    throw bad(code, `${what}: prompt_cache_key must be a non-empty string`, 'build it with promptCacheKey(name, version, contextId)');
   const tools: ToolSpec[] = input.tools.map((t, i) => {
-    if (!isPlainObject(t) || typeof t.name !== 'string' || t.name === '') throw bad(code, `${what}: tools[${i}] needs a non-empty name`, 'tools are {name, parameters, description?}', `tools[${i}].name`);
+    if (!isPlainObject(t) || typeof t.name !== 'string' || t.name === '')
+      throw bad(code, `${what}: tools[${i}] needs a non-empty name`, 'tools are {name, parameters, description?}', `tools[${i}].name`);
     const spec: ToolSpec = { name: t.name, parameters: t.parameters ?? { type: 'object', properties: {} } };
     if (t.description !== undefined) spec.description = t.description;
     return spec;
@@ -192,14 +235,17 @@ function driverAttempts(v: unknown): DriverAttempt[] | undefined {
   if (!Array.isArray(v)) return undefined;
   const num = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) && x >= 0 ? x : undefined);
   // At most 20 kept: a driver's own retry count is bounded, and the trace must be too.
-  return v.slice(0, 20).filter(isPlainObject).map((a, i) => {
-    const out: DriverAttempt = { attempt: num(a.attempt) ?? i + 1 };
-    if (num(a.status) !== undefined) out.status = num(a.status);
-    if (typeof a.error === 'string') out.error = boundedError(a.error);
-    if (num(a.retry_after_ms) !== undefined) out.retry_after_ms = num(a.retry_after_ms);
-    if (num(a.delay_ms) !== undefined) out.delay_ms = num(a.delay_ms);
-    return out;
-  });
+  return v
+    .slice(0, 20)
+    .filter(isPlainObject)
+    .map((a, i) => {
+      const out: DriverAttempt = { attempt: num(a.attempt) ?? i + 1 };
+      if (num(a.status) !== undefined) out.status = num(a.status);
+      if (typeof a.error === 'string') out.error = boundedError(a.error);
+      if (num(a.retry_after_ms) !== undefined) out.retry_after_ms = num(a.retry_after_ms);
+      if (num(a.delay_ms) !== undefined) out.delay_ms = num(a.delay_ms);
+      return out;
+    });
 }
 
 /**
@@ -222,20 +268,43 @@ export function parseDriverResponse(raw: unknown): DriverResponse {
   }
   const code = 'E-INF-003';
   const what = 'malformed driver response';
-  if (!isPlainObject(v)) throw bad(code, `${what}: expected a JSON object, got ${Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v}`, 'the driver must return {"stop_reason", "content", ...}');
+  if (!isPlainObject(v))
+    throw bad(
+      code,
+      `${what}: expected a JSON object, got ${Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v}`,
+      'the driver must return {"stop_reason", "content", ...}',
+    );
   if (!(STOP_REASONS as readonly unknown[]).includes(v.stop_reason)) {
-    throw bad(code, `${what}: stop_reason is ${JSON.stringify(v.stop_reason)}; expected tool_call, end_turn, max_tokens or error`, 'map the provider stop reason onto the four the wire format knows', 'stop_reason');
+    throw bad(
+      code,
+      `${what}: stop_reason is ${JSON.stringify(v.stop_reason)}; expected tool_call, end_turn, max_tokens or error`,
+      'map the provider stop reason onto the four the wire format knows',
+      'stop_reason',
+    );
   }
   const stop = v.stop_reason as StopReason;
   let content: ContentBlock[];
   if (v.content === undefined && stop === 'error') content = [];
-  else if (!Array.isArray(v.content)) throw bad(code, `${what}: content must be an array of content blocks`, 'content is [{type:"text",text}|{type:"tool_call",id,name,input}]', 'content');
+  else if (!Array.isArray(v.content))
+    throw bad(code, `${what}: content must be an array of content blocks`, 'content is [{type:"text",text}|{type:"tool_call",id,name,input}]', 'content');
   else content = v.content.map((b, i) => wireBlock(b, `content[${i}]`, code, what));
   const calls = content.filter((b): b is ToolCallBlock => b.type === 'tool_call');
-  if (stop === 'tool_call' && calls.length === 0) throw bad(code, `${what}: stop_reason is tool_call but content holds no tool_call block`, 'return at least one {"type":"tool_call"} block with stop_reason tool_call', 'content');
+  if (stop === 'tool_call' && calls.length === 0)
+    throw bad(
+      code,
+      `${what}: stop_reason is tool_call but content holds no tool_call block`,
+      'return at least one {"type":"tool_call"} block with stop_reason tool_call',
+      'content',
+    );
   const seen = new Set<string>();
   for (const c of calls) {
-    if (seen.has(c.id)) throw bad(code, `${what}: two tool_call blocks share the id ${JSON.stringify(c.id)}`, 'each tool call needs a distinct id so its result can be paired with it', 'content');
+    if (seen.has(c.id))
+      throw bad(
+        code,
+        `${what}: two tool_call blocks share the id ${JSON.stringify(c.id)}`,
+        'each tool call needs a distinct id so its result can be paired with it',
+        'content',
+      );
     seen.add(c.id);
   }
   const { usage, dropped } = parseUsageReport(v.usage);

@@ -91,7 +91,9 @@ export async function historyTokens(counter: TokenCounter, history: readonly Con
   const uncounted = history.filter((m) => !messageTokens.has(m));
   if (uncounted.length) {
     // One round trip to the counting worker for every message not counted yet.
-    const counts = await counter.countMany(uncounted.map((m) => JSON.stringify({ role: m.role, content: m.content, tool_call_id: m.tool_call_id, is_error: m.is_error })));
+    const counts = await counter.countMany(
+      uncounted.map((m) => JSON.stringify({ role: m.role, content: m.content, tool_call_id: m.tool_call_id, is_error: m.is_error })),
+    );
     uncounted.forEach((m, i) => messageTokens.set(m, counts[i]!));
   }
   let n = 0;
@@ -120,8 +122,13 @@ export async function runAttempt(
     const sentLength = history.length;
     const plan = d.continuation.plan(thread, history);
     const request = buildDriverRequest({
-      model: inf.model, maxTokens: inf.maxTokens, system: d.system, messages: plan.messages, tools,
-      promptCacheKey: d.promptCacheKey, continuationId: plan.continuationId,
+      model: inf.model,
+      maxTokens: inf.maxTokens,
+      system: d.system,
+      messages: plan.messages,
+      tools,
+      promptCacheKey: d.promptCacheKey,
+      continuationId: plan.continuationId,
     });
     // Budget decisions always use the full conversation, never the (smaller) continued payload.
     const inputTokens = await conversationTokens(d.counter, d.system, tools, history);
@@ -135,15 +142,27 @@ export async function runAttempt(
     const toolCalls = resp.content.filter((b) => b.type === 'tool_call');
     const decision = resp.stop_reason === 'tool_call' ? 'tool_call' : resp.stop_reason === 'error' ? 'error' : 'end_turn';
     d.trace.write('inference', {
-      turn, input_tokens: inputTokens, output_tokens: outputTokens, decision, tool_name: toolCalls[0]?.name,
-      model: inf.model, duration_ms: Date.now() - started, stop_reason: resp.stop_reason,
+      turn,
+      input_tokens: inputTokens,
+      output_tokens: outputTokens,
+      decision,
+      tool_name: toolCalls[0]?.name,
+      model: inf.model,
+      duration_ms: Date.now() - started,
+      stop_reason: resp.stop_reason,
       continued: plan.full ? undefined : true,
       // Provider-reported usage, member by member: omitted members stay absent, never 0.
       reported_usage: resp.usage,
     });
     const artifacts = await d.hooks.inference({
-      turn, inputTokens: BigInt(inputTokens), outputTokens: BigInt(outputTokens), decision,
-      toolName: toolCalls[0]?.name, prompt: undefined, output: responseText, tools: undefined,
+      turn,
+      inputTokens: BigInt(inputTokens),
+      outputTokens: BigInt(outputTokens),
+      decision,
+      toolName: toolCalls[0]?.name,
+      prompt: undefined,
+      output: responseText,
+      tools: undefined,
     });
     for (const a of artifacts) ev.artifact({ name: 'hook-artifact', data: safeJson(a) });
     if (resp.stop_reason === 'error') {
@@ -180,12 +199,19 @@ export async function runAttempt(
  * admitted, and how the attempt ends when it is refused, cancelled or fails.
  */
 async function inferTurn(
-  d: LoopDeps, turn: number, request: DriverRequest, inputTokens: number, ev: LoopEvents, signal: AbortSignal,
+  d: LoopDeps,
+  turn: number,
+  request: DriverRequest,
+  inputTokens: number,
+  ev: LoopEvents,
+  signal: AbortSignal,
 ): Promise<{ ended: Omit<AttemptResult, 'turns'> } | (Answered & { started: number })> {
   const inf = d.manifest.inference!;
   let started = 0;
   const metered = await meteredInference(d, {
-    request, inputTokens, signal,
+    request,
+    inputTokens,
+    signal,
     admitted: () => {
       ev.status(`inference turn ${turn}`);
       startChatSpan(d.trace, { model: inf.model, turn, maxTokens: inf.maxTokens });
@@ -200,7 +226,15 @@ async function inferTurn(
   const e = metered.error;
   if (metered.stage === 'call' && signal.aborted) return { ended: abortedExit(signal, 'during inference') };
   const error = metered.stage === 'call' ? boundedError(describe(e)) : describe(e);
-  d.trace.write('inference', { turn, input_tokens: inputTokens, output_tokens: 0, decision: 'error', model: inf.model, duration_ms: Date.now() - started, error });
+  d.trace.write('inference', {
+    turn,
+    input_tokens: inputTokens,
+    output_tokens: 0,
+    decision: 'error',
+    model: inf.model,
+    duration_ms: Date.now() - started,
+    error,
+  });
   const reason = metered.stage === 'call' ? `inference driver failed: ${error}` : `unreadable driver response: ${error}`;
   return { ended: { exit: 'failed', reason, ...withError(e) } };
 }
@@ -224,12 +258,21 @@ async function compactIfFull(
   const before = inputTokens;
   const compactionSpan = startCompactionSpan(d.trace, { turn, tokensBefore: before, threshold });
   const outcome = await d.hooks.compaction({
-    messages: history.map(toHookMessage), sessionTokens: BigInt(inputTokens + outputTokens), threshold,
-    model: inf.compaction.model, systemPrompt: d.compactionPrompt,
+    messages: history.map(toHookMessage),
+    sessionTokens: BigInt(inputTokens + outputTokens),
+    threshold,
+    model: inf.compaction.model,
+    systemPrompt: d.compactionPrompt,
   });
   compactionSpan.end(outcome);
   if (outcome.kind === 'fatal') {
-    return { ended: { exit: outcome.exitStatus === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed', reason: `compaction hook ${outcome.hook} failed: ${outcome.message}`, endsSession: true } };
+    return {
+      ended: {
+        exit: outcome.exitStatus === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed',
+        reason: `compaction hook ${outcome.hook} failed: ${outcome.message}`,
+        endsSession: true,
+      },
+    };
   }
   if (outcome.kind !== 'replaced') return { replaced: false };
   let replacement: ConversationMessage[] | undefined;
@@ -246,7 +289,13 @@ async function compactIfFull(
   }
   history.splice(0, history.length, ...replacement);
   d.continuation.replaceContext();
-  d.trace.write('compaction', { turn, hook: outcome.hook, tokens_before: before, tokens_after: await conversationTokens(d.counter, d.system, tools, history), messages_after: history.length });
+  d.trace.write('compaction', {
+    turn,
+    hook: outcome.hook,
+    tokens_before: before,
+    tokens_after: await conversationTokens(d.counter, d.system, tools, history),
+    messages_after: history.length,
+  });
   return { replaced: true };
 }
 
@@ -277,7 +326,13 @@ async function runToolCalls(
     if (out.kind === 'shell' && out.status !== 'denied') d.totals.shellCalls++;
     else if (out.status !== 'denied') d.totals.toolCalls++;
     ev.artifact({ name: 'tool-call', data: { tool: call.name, id: call.id, status: out.status, duration_ms: out.durationMs } });
-    history.push({ role: 'tool', content: [{ type: 'text', text: out.content }], tool_call_id: call.id, is_error: out.isError || undefined, id: `msg_${crypto.randomUUID()}` });
+    history.push({
+      role: 'tool',
+      content: [{ type: 'text', text: out.content }],
+      tool_call_id: call.id,
+      is_error: out.isError || undefined,
+      id: `msg_${crypto.randomUUID()}`,
+    });
   }
   return undefined;
 }

@@ -6,7 +6,16 @@
  * Host imports wired per world: tools get `murmur:task/task` and `murmur:text/chunks`, the driver
  * gets `murmur:text/chunks`; both are routed to whatever task is current.
  */
-import { ComponentInstance, ComponentThread, componentIdleMs, componentSpinUs, componentThreads, loadComponent, type HostImports, type NetworkDenial } from '../host/index.ts';
+import {
+  ComponentInstance,
+  ComponentThread,
+  componentIdleMs,
+  componentSpinUs,
+  componentThreads,
+  loadComponent,
+  type HostImports,
+  type NetworkDenial,
+} from '../host/index.ts';
 import { heldInferenceKey } from '../host/inference-key.ts';
 import { holdSecret } from '../secrets.ts';
 import { driverRetireGrowth } from '../host/retire.ts';
@@ -71,7 +80,11 @@ export class SessionComponents {
     if (!p) {
       p = (async () => {
         if (!a.wasmPath) throw new MurError('E-RUN-010', `artifact '${a.name}' has no component to run`);
-        const c = await loadComponent(a.wasmPath, { name: a.name, ...(a.wasmSha256 ? { sha256: a.wasmSha256 } : {}), ...(a.wasmIdentity ? { unchangedSince: a.wasmIdentity } : {}) });
+        const c = await loadComponent(a.wasmPath, {
+          name: a.name,
+          ...(a.wasmSha256 ? { sha256: a.wasmSha256 } : {}),
+          ...(a.wasmIdentity ? { unchangedSince: a.wasmIdentity } : {}),
+        });
         const wd = this.staged.workdir.dir;
         return new ComponentInstance(c, {
           grants: grantsFor(a.grant, wd, logFileFor(wd, 'tool', a.name), configEnv(a)),
@@ -95,7 +108,11 @@ export class SessionComponents {
       const inf = this.staged.manifest.inference;
       if (!d || !inf) throw new MurError('E-RUN-011', 'this capsule has no inference driver', { hint: 'add inference.driver.artifact to murmur.yaml' });
       this.driverInst = (async () => {
-        const c = await loadComponent(d.wasmPath!, { name: d.name, ...(d.wasmSha256 ? { sha256: d.wasmSha256 } : {}), ...(d.wasmIdentity ? { unchangedSince: d.wasmIdentity } : {}) });
+        const c = await loadComponent(d.wasmPath!, {
+          name: d.name,
+          ...(d.wasmSha256 ? { sha256: d.wasmSha256 } : {}),
+          ...(d.wasmIdentity ? { unchangedSince: d.wasmIdentity } : {}),
+        });
         const endpoint = inf.endpoint ?? this.hostEnv.MURMUR_INFERENCE_ENDPOINT;
         if (!endpoint) {
           throw new MurError('E-RUN-012', 'no inference endpoint: set inference.endpoint in murmur.yaml or MURMUR_INFERENCE_ENDPOINT in the environment', {
@@ -103,12 +120,16 @@ export class SessionComponents {
           });
         }
         const dest = destinationOf(endpoint);
-        if (!dest) throw new MurError('E-RUN-013', `inference endpoint ${JSON.stringify(endpoint)} is not a URL`, { location: { field: 'inference.endpoint' } });
+        if (!dest)
+          throw new MurError('E-RUN-013', `inference endpoint ${JSON.stringify(endpoint)} is not a URL`, { location: { field: 'inference.endpoint' } });
         const env: Record<string, string> = { MURMUR_INFERENCE_ENDPOINT: endpoint };
         // The key comes from inference.api_key (a ${VAR} of the runtime's environment, or a literal,
         // as in the reference runtime), else the runtime's environment (or the key file) — never
         // from a file in the workdir; `mur` takes it out of process.env at start (host/inference-key.ts).
-        const key = inf.apiKey !== undefined ? resolveApiKey(inf.apiKey, this.hostEnv, this.staged.manifest.file) : this.hostEnv.MURMUR_INFERENCE_API_KEY ?? heldInferenceKey();
+        const key =
+          inf.apiKey !== undefined
+            ? resolveApiKey(inf.apiKey, this.hostEnv, this.staged.manifest.file)
+            : (this.hostEnv.MURMUR_INFERENCE_API_KEY ?? heldInferenceKey());
         // Held for redaction (secrets.ts): a provider quoting it in an error body reaches no trace or answer.
         holdSecret(key);
         if (key) env.MURMUR_INFERENCE_API_KEY = key;
@@ -116,7 +137,13 @@ export class SessionComponents {
         const wd = this.staged.workdir.dir;
         return new ComponentInstance(c, {
           // The driver alone may reach the provider, and nothing else; it sees no files.
-          grants: { preopen: undefined, env: { ...guestEnv(d.grant.env.allow, this.hostEnv), ...env }, ...(key ? { secrets: [key] } : {}), networkAllow: [`${dest.scheme}://${dest.host.includes(":") ? `[${dest.host}]` : dest.host}:${dest.port}`], logFile: logFileFor(wd, 'driver', d.name) },
+          grants: {
+            preopen: undefined,
+            env: { ...guestEnv(d.grant.env.allow, this.hostEnv), ...env },
+            ...(key ? { secrets: [key] } : {}),
+            networkAllow: [`${dest.scheme}://${dest.host.includes(':') ? `[${dest.host}]` : dest.host}:${dest.port}`],
+            logFile: logFileFor(wd, 'driver', d.name),
+          },
           imports: { 'murmur:text/chunks': this.chunks() },
           onNetworkDenied: this.denied('driver', d.name),
           deadlineMs: d.grant.limits.deadlineSeconds * 1000,

@@ -29,7 +29,13 @@ export function messageBytes(m: ConversationMessage): number {
  * `maxBytes` is not kept at all). Pure: `count` messages, `sizeAt(i)` the size of the i-th oldest,
  * `total` their sum; only the sizes of the messages that go are read.
  */
-export function dropFromFront(count: number, sizeAt: (i: number) => number, total: number, maxCount: number, maxBytes: number): { drop: number; total: number } {
+export function dropFromFront(
+  count: number,
+  sizeAt: (i: number) => number,
+  total: number,
+  maxCount: number,
+  maxBytes: number,
+): { drop: number; total: number } {
   let drop = Math.max(0, count - maxCount);
   for (let i = 0; i < drop; i++) total -= sizeAt(i);
   while (drop < count && total > maxBytes) total -= sizeAt(drop++);
@@ -41,7 +47,10 @@ export class BoundedRecord {
   private items: ConversationMessage[] = [];
   private bytes = 0;
 
-  constructor(private readonly maxCount: number, private readonly maxBytes: number) {}
+  constructor(
+    private readonly maxCount: number,
+    private readonly maxBytes: number,
+  ) {}
 
   /** Appends `messages` (oldest first) and drops the oldest past either bound. */
   push(messages: readonly ConversationMessage[]): void {

@@ -22,7 +22,10 @@ export function shellManifestDescription(workdir: string, binary: string): strin
   const d = doc && typeof doc === 'object' ? (doc as { description?: unknown }).description : undefined;
   if (typeof d !== 'string') return undefined;
   // One paragraph of plain text: control characters dropped, whitespace folded, bounded.
-  const clean = d.replace(/[\u0000-\u001f\u007f]+/g, ' ').replace(/\s+/g, ' ').trim();
+  const clean = d
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   if (clean === '') return undefined;
   return clean.length > MAX_SHELL_DESCRIPTION ? `${clean.slice(0, MAX_SHELL_DESCRIPTION - 1)}…` : clean;
 }

@@ -70,14 +70,24 @@ export class ToolDispatcher {
   inventory(): ToolSpec[] {
     const specs: ToolSpec[] = [];
     for (const a of this.wasmTools()) {
-      specs.push({ name: a.name, description: a.manifest.description || `The ${a.name} tool.`, parameters: a.manifest.inputSchema ?? { type: 'object', properties: {} } });
+      specs.push({
+        name: a.name,
+        description: a.manifest.description || `The ${a.name} tool.`,
+        parameters: a.manifest.inputSchema ?? { type: 'object', properties: {} },
+      });
     }
     for (const bin of this.shellAllow()) {
-      const generic = isShellInterpreter(bin) ? `Run a ${bin} script (passed as \`${bin} -c <command>\`) in the session workdir.` : `Run \`${bin}\` with the given arguments in the session workdir.`;
+      const generic = isShellInterpreter(bin)
+        ? `Run a ${bin} script (passed as \`${bin} -c <command>\`) in the session workdir.`
+        : `Run \`${bin}\` with the given arguments in the session workdir.`;
       specs.push({
         name: bin,
         description: this.shellDescriptions().get(bin) ?? generic,
-        parameters: { type: 'object', properties: { command: { type: 'string', description: isShellInterpreter(bin) ? 'The script' : 'The arguments' } }, required: ['command'] },
+        parameters: {
+          type: 'object',
+          properties: { command: { type: 'string', description: isShellInterpreter(bin) ? 'The script' : 'The arguments' } },
+          required: ['command'],
+        },
       });
     }
     for (const r of this.runtimeTools) specs.push(r.spec);
@@ -91,12 +101,29 @@ export class ToolDispatcher {
     if (isShellAllowed(name, this.shellAllow())) return this.runShellTool(name, input, ctx, started);
     const rt = this.runtimeTools.find((r) => r.spec.name === name);
     if (rt) return this.runRuntimeTool(rt, input, ctx, started);
-    const known = this.inventory().map((t) => t.name).join(', ') || 'none';
-    this.trace.write('tool_call', { turn: ctx.turn, tool_name: name, input, input_bytes: JSON.stringify(input).length, output_bytes: 0, duration_ms: 0, status: 'error', error: 'unknown tool' });
+    const known =
+      this.inventory()
+        .map((t) => t.name)
+        .join(', ') || 'none';
+    this.trace.write('tool_call', {
+      turn: ctx.turn,
+      tool_name: name,
+      input,
+      input_bytes: JSON.stringify(input).length,
+      output_bytes: 0,
+      duration_ms: 0,
+      status: 'error',
+      error: 'unknown tool',
+    });
     return { content: `error: there is no tool named '${name}' (available: ${known})`, isError: true, status: 'error', durationMs: 0, kind: 'unknown' };
   }
 
-  private toolEvent(turn: number, name: string, inputJson: string, outcome?: { outputBytes: number; durationMs: number; status: string }): Record<string, unknown> {
+  private toolEvent(
+    turn: number,
+    name: string,
+    inputJson: string,
+    outcome?: { outputBytes: number; durationMs: number; status: string },
+  ): Record<string, unknown> {
     return {
       turn,
       toolName: name,
@@ -107,12 +134,28 @@ export class ToolDispatcher {
   }
 
   /** One tool-call trace event and the observation hooks, for a WASM or runtime tool. */
-  private async observeToolCall(turn: number, name: string, input: Record<string, unknown>, inputJson: string, r: Acted & ToolMeta, durationMs: number, output?: string): Promise<void> {
+  private async observeToolCall(
+    turn: number,
+    name: string,
+    input: Record<string, unknown>,
+    inputJson: string,
+    r: Acted & ToolMeta,
+    durationMs: number,
+    output?: string,
+  ): Promise<void> {
     const outBytes = Buffer.byteLength(r.content);
     this.trace.write('tool_call', {
-      turn, tool_name: name, input, input_bytes: Buffer.byteLength(inputJson),
-      output, output_bytes: outBytes, duration_ms: durationMs, status: r.status,
-      state_effect: r.stateEffect, resource_id: r.resourceId, continuation_id: r.continuationId || undefined,
+      turn,
+      tool_name: name,
+      input,
+      input_bytes: Buffer.byteLength(inputJson),
+      output,
+      output_bytes: outBytes,
+      duration_ms: durationMs,
+      status: r.status,
+      state_effect: r.stateEffect,
+      resource_id: r.resourceId,
+      continuation_id: r.continuationId || undefined,
     });
     await this.hooks.toolObserved(this.toolEvent(turn, name, inputJson, { outputBytes: outBytes, durationMs, status: r.status }));
   }
@@ -122,22 +165,31 @@ export class ToolDispatcher {
     // Kept across a failure after the result was read (its data-path unreadable): still traced.
     let meta: ToolMeta = {};
     return guardedCall<Acted & ToolMeta>({
-      kind: 'wasm', started, signal: ctx.signal,
+      kind: 'wasm',
+      started,
+      signal: ctx.signal,
       decide: () => this.hooks.toolDecision(this.toolEvent(ctx.turn, a.name, inputJson)),
       run: async () => {
         const inst = await this.components.tool(a);
-        const raw = await raceAbort(inst.call(['run', 'run'], [{ data: inputJson, logPath: undefined }]), ctx.signal, () => this.components.interruptTool(a.name));
+        const raw = await raceAbort(inst.call(['run', 'run'], [{ data: inputJson, logPath: undefined }]), ctx.signal, () =>
+          this.components.interruptTool(a.name),
+        );
         const result = parseToolResult(raw);
         meta = { stateEffect: result.stateEffect, resourceId: result.resourceId, continuationId: result.continuationId };
         // data-path is read beneath the tool's own `.` (its scope), never elsewhere in the workdir.
         const payload = await toolResultPayload(scopeDir(a.grant, this.staged.workdir.dir), result);
         if (result.status !== 'passed') {
-          return { ...meta, status: 'error', content: `tool ${a.name} reported ${result.status}${result.summary ? `: ${result.summary}` : ''}${payload !== undefined ? `\n${payload}` : ''}` };
+          return {
+            ...meta,
+            status: 'error',
+            content: `tool ${a.name} reported ${result.status}${result.summary ? `: ${result.summary}` : ''}${payload !== undefined ? `\n${payload}` : ''}`,
+          };
         }
         return { ...meta, status: 'ok', content: payload ?? result.summary ?? '' };
       },
       failed: (e) => ({ ...meta, status: 'error', content: `error: tool ${a.name} failed: ${describe(e)}` }),
-      observe: (r, durationMs) => this.observeToolCall(ctx.turn, a.name, input, inputJson, r, durationMs, this.staged.manifest.trace.includeToolOutput ? r.content : undefined),
+      observe: (r, durationMs) =>
+        this.observeToolCall(ctx.turn, a.name, input, inputJson, r, durationMs, this.staged.manifest.trace.includeToolOutput ? r.content : undefined),
     });
   }
 
@@ -145,20 +197,41 @@ export class ToolDispatcher {
     const command = typeof input.command === 'string' ? input.command : undefined;
     const args = command === undefined ? undefined : argsFromCommand(bin, command);
     if (args === undefined) {
-      return { content: `error: the ${bin} tool takes {"command": "<${isShellInterpreter(bin) ? 'script' : 'arguments'}>"}${command !== undefined ? ' with balanced quotes' : ''}`, isError: true, status: 'error', durationMs: 0, kind: 'shell' };
+      return {
+        content: `error: the ${bin} tool takes {"command": "<${isShellInterpreter(bin) ? 'script' : 'arguments'}>"}${command !== undefined ? ' with balanced quotes' : ''}`,
+        isError: true,
+        status: 'error',
+        durationMs: 0,
+        kind: 'shell',
+      };
     }
     const workdir = this.staged.workdir.dir;
     const identity = await shellEventIdentity({ binary: bin, args, workdir, env: this.hostEnv });
-    const traced = { turn: ctx.turn, binary: identity.binary, command: identity.command, argv: identity.argv, script: identity.script, recipe: identity.recipe };
+    const traced = {
+      turn: ctx.turn,
+      binary: identity.binary,
+      command: identity.command,
+      argv: identity.argv,
+      script: identity.script,
+      recipe: identity.recipe,
+    };
     const shellEvent = (outcome?: Record<string, unknown>) => ({ ...traced, outcome });
     type ShellActed = Acted & { ran?: ShellResult; error?: unknown };
     return guardedCall<ShellActed>({
-      kind: 'shell', started, signal: ctx.signal,
+      kind: 'shell',
+      started,
+      signal: ctx.signal,
       decide: () => this.hooks.shellDecision(shellEvent()),
       run: async () => {
         const r = await runShell({
-          binary: bin, args, workdir, allow: this.shellAllow(), env: this.hostEnv,
-          stripEnvGlobs: this.staged.manifest.capabilities.shell?.stripEnv, signal: ctx.signal, identity,
+          binary: bin,
+          args,
+          workdir,
+          allow: this.shellAllow(),
+          env: this.hostEnv,
+          stripEnvGlobs: this.staged.manifest.capabilities.shell?.stripEnv,
+          signal: ctx.signal,
+          identity,
           timeoutMs: this.staged.manifest.capabilities.limits.deadlineSeconds * 1000,
         });
         const shown = identity.script ?? [bin, ...args].join(' ');
@@ -176,12 +249,24 @@ export class ToolDispatcher {
           return;
         }
         this.trace.write('shell', {
-          ...traced, exit_code: r.exitCode, stdout_bytes: r.stdoutBytes, stderr_bytes: r.stderrBytes, duration_ms: r.durationMs,
-          truncated: r.truncated || undefined, full_output_path: r.fullOutputPath,
+          ...traced,
+          exit_code: r.exitCode,
+          stdout_bytes: r.stdoutBytes,
+          stderr_bytes: r.stderrBytes,
+          duration_ms: r.durationMs,
+          truncated: r.truncated || undefined,
+          full_output_path: r.fullOutputPath,
         });
-        await this.hooks.shellObserved(shellEvent({
-          exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, stdoutBytes: BigInt(r.stdoutBytes), stderrBytes: BigInt(r.stderrBytes), durationMs: BigInt(r.durationMs),
-        }));
+        await this.hooks.shellObserved(
+          shellEvent({
+            exitCode: r.exitCode,
+            stdout: r.stdout,
+            stderr: r.stderr,
+            stdoutBytes: BigInt(r.stdoutBytes),
+            stderrBytes: BigInt(r.stderrBytes),
+            durationMs: BigInt(r.durationMs),
+          }),
+        );
       },
     });
   }
@@ -189,7 +274,9 @@ export class ToolDispatcher {
   private runRuntimeTool(rt: RuntimeTool, input: Record<string, unknown>, ctx: ToolContext, started: number): Promise<ToolOutcome> {
     const inputJson = JSON.stringify(input);
     return guardedCall<Acted>({
-      kind: 'runtime', started, signal: ctx.signal,
+      kind: 'runtime',
+      started,
+      signal: ctx.signal,
       decide: () => this.hooks.toolDecision(this.toolEvent(ctx.turn, rt.spec.name, inputJson)),
       run: async () => {
         const out = await rt.run(input, ctx.signal, { traceparent: ctx.traceparent });

@@ -41,7 +41,8 @@ export interface ArtifactManifest {
   file: string;
 }
 
-const NATIVE_HINT = 'build the tool as a WebAssembly component (wasm32-wasip2, or componentize-js) and write `runtime: tool` (or `runtime: wasm`); native binaries do not run here';
+const NATIVE_HINT =
+  'build the tool as a WebAssembly component (wasm32-wasip2, or componentize-js) and write `runtime: tool` (or `runtime: wasm`); native binaries do not run here';
 
 const CONTRACT_KEYS = ['binding', 'execution_mode', 'commit_policy'] as const;
 
@@ -55,7 +56,12 @@ export function parseArtifactManifest(text: string, file: string): ArtifactManif
     for (const k of ['runtime', 'implementation', 'execution'] as const) {
       if (v[k] !== 'native') continue;
       const p = w.keyLocs.get(k) ?? { line: 1, column: 1 };
-      errors.add('E-MAN-004', `'${k}: native' is not supported: only WebAssembly components run in this runtime`, NATIVE_HINT, { file, line: p.line, column: p.column, field: k });
+      errors.add('E-MAN-004', `'${k}: native' is not supported: only WebAssembly components run in this runtime`, NATIVE_HINT, {
+        file,
+        line: p.line,
+        column: p.column,
+        field: k,
+      });
     }
     if (v.runtime === 'wasm') {
       v.runtime = 'tool';
@@ -66,7 +72,12 @@ export function parseArtifactManifest(text: string, file: string): ArtifactManif
       for (const k of CONTRACT_KEYS) {
         const p = w.keyLocs.get(k);
         if (p) {
-          errors.add('E-MAN-015', `'${k}' applies to hooks only; this artifact has runtime '${runtime}'`, `remove \`${k}:\`, or set \`runtime: hook\``, { file, line: p.line, column: p.column, field: k });
+          errors.add('E-MAN-015', `'${k}' applies to hooks only; this artifact has runtime '${runtime}'`, `remove \`${k}:\`, or set \`runtime: hook\``, {
+            file,
+            line: p.line,
+            column: p.column,
+            field: k,
+          });
         }
       }
     } else if (runtime === 'hook') {
@@ -74,12 +85,19 @@ export function parseArtifactManifest(text: string, file: string): ArtifactManif
       const executionMode = v.executionMode as ExecutionMode | undefined;
       const commitPolicy = v.commitPolicy as CommitPolicy | undefined;
       // Only check the contract when every declared field parsed (else the enum error already stands).
-      const allParsed = CONTRACT_KEYS.every((k) => !w.keyLocs.has(k) || v[k === 'binding' ? 'binding' : k === 'execution_mode' ? 'executionMode' : 'commitPolicy'] !== undefined);
+      const allParsed = CONTRACT_KEYS.every(
+        (k) => !w.keyLocs.has(k) || v[k === 'binding' ? 'binding' : k === 'execution_mode' ? 'executionMode' : 'commitPolicy'] !== undefined,
+      );
       if (allParsed) {
         const violation = checkHookContract({ binding, execution_mode: executionMode, commit_policy: commitPolicy });
         if (violation) {
           const p = w.locs.get(violation.field) ?? w.keyLocs.get('binding') ?? w.keyLocs.get('runtime') ?? { line: 1, column: 1 };
-          errors.add('E-MAN-020', `hook contract violation: ${violation.message}`, contractHint(violation.field, binding, commitPolicy), { file, line: p.line, column: p.column, field: violation.field });
+          errors.add('E-MAN-020', `hook contract violation: ${violation.message}`, contractHint(violation.field, binding, commitPolicy), {
+            file,
+            line: p.line,
+            column: p.column,
+            field: violation.field,
+          });
         }
       }
       hook = {
@@ -98,7 +116,7 @@ export function parseArtifactManifest(text: string, file: string): ArtifactManif
 
 export function contractHint(field: string, binding: Handler | undefined, policy: CommitPolicy | undefined): string {
   if (field === 'commit_policy' && binding === undefined) {
-    return "add `binding: on-shell` or `binding: on-tool-call` to make a policy hook, or set `commit_policy: none`";
+    return 'add `binding: on-shell` or `binding: on-tool-call` to make a policy hook, or set `commit_policy: none`';
   }
   if (field === 'commit_policy' && binding !== undefined) {
     const honored = COMMIT_TABLE[binding].policy;

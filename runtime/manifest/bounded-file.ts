@@ -31,7 +31,12 @@ export function manifestBound(kind: 'capsule' | 'artifact', file: string): FileB
 
 /** The file a `system_prompt_file` field names, `rel` as written and `file` resolved. */
 export function promptFileBound(rel: string, file: string): FileBound {
-  return { what: `system_prompt_file '${rel}' (${file})`, limit: MAX_SYSTEM_PROMPT_BYTES, tooLargeCode: 'E-MAN-032', tooLargeHint: 'shorten the prompt; it is sent with every turn' };
+  return {
+    what: `system_prompt_file '${rel}' (${file})`,
+    limit: MAX_SYSTEM_PROMPT_BYTES,
+    tooLargeCode: 'E-MAN-032',
+    tooLargeHint: 'shorten the prompt; it is sent with every turn',
+  };
 }
 
 /** `1048576 bytes (1 MiB)`: the limit as messages and the docs state it. */
@@ -52,7 +57,11 @@ function kindOf(st: Stats): string {
 /** The problem with a file of this kind and size, if any (E-MAN-030 or the bound's code). */
 function problemOf(st: Stats, bound: FileBound, size: number = st.size): Problem | undefined {
   if (!st.isFile()) {
-    return { code: 'E-MAN-030', message: `${bound.what} is ${kindOf(st)}, not a regular file`, hint: 'give a regular file: a FIFO or a device is never read (it could block the runtime or never end)' };
+    return {
+      code: 'E-MAN-030',
+      message: `${bound.what} is ${kindOf(st)}, not a regular file`,
+      hint: 'give a regular file: a FIFO or a device is never read (it could block the runtime or never end)',
+    };
   }
   if (size > bound.limit) {
     return { code: bound.tooLargeCode, message: `${bound.what} is ${size} bytes, over the limit of ${describeLimit(bound.limit)}`, hint: bound.tooLargeHint };

@@ -46,12 +46,17 @@ export type NetworkEntry = NetworkGrant;
 /** `inference.api_key`: `${UPPER_SNAKE}` (resolved from the host environment at launch) or a literal. */
 export function checkApiKey(v: string): Problem | undefined {
   if (v.includes('${') && !/^\$\{[A-Z][A-Z0-9_]*\}$/.test(v)) {
-    return { code: 'E-MAN-024', message: `inference.api_key '${v.replace(/[^${}A-Za-z0-9_]/g, '')}' is neither a literal nor one \${UPPER_SNAKE} reference`, hint: 'write api_key: ${OPENAI_API_KEY} (the whole value, an upper-case environment variable name)' };
+    return {
+      code: 'E-MAN-024',
+      message: `inference.api_key '${v.replace(/[^${}A-Za-z0-9_]/g, '')}' is neither a literal nor one \${UPPER_SNAKE} reference`,
+      hint: 'write api_key: ${OPENAI_API_KEY} (the whole value, an upper-case environment variable name)',
+    };
   }
   return undefined;
 }
 
-const OCI_PINNED_RE = /^([a-zA-Z0-9.-]+(?::[0-9]+)?|\[[0-9a-fA-F:]+\](?::[0-9]+)?)\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$/;
+const OCI_PINNED_RE =
+  /^([a-zA-Z0-9.-]+(?::[0-9]+)?|\[[0-9a-fA-F:]+\](?::[0-9]+)?)\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$/;
 
 /** `source.oci`: a digest-pinned OCI reference. */
 export function checkOciRef(v: string): Problem | undefined {
@@ -60,7 +65,9 @@ export function checkOciRef(v: string): Problem | undefined {
   return {
     code: 'E-MAN-025',
     message: pinned ? `source.oci '${v}' is not an OCI reference <registry>/<repo>[:<tag>]@sha256:<hex>` : `source.oci '${v}' is not pinned by digest`,
-    hint: pinned ? 'e.g. ghcr.io/acme/echo-tool:1.0.0@sha256:<64 hex>' : `append the manifest digest: '${v}@sha256:<64 hex>' (\`mur pull ${v}\` prints it; a tag alone can move)`,
+    hint: pinned
+      ? 'e.g. ghcr.io/acme/echo-tool:1.0.0@sha256:<64 hex>'
+      : `append the manifest digest: '${v}@sha256:<64 hex>' (\`mur pull ${v}\` prints it; a tag alone can move)`,
   };
 }
 
@@ -73,7 +80,11 @@ export function parseNetworkEntry(raw: string): NetworkEntry | Problem {
   const g = parseGrant(raw);
   const bad = (why: string, hint: string): Problem => ({ code: 'E-MAN-008', message: `invalid network.allow entry '${raw}': ${why}`, hint });
   if (isGrantProblem(g)) return bad(g.reason, g.hint);
-  if (g.kind === 'cidr') return bad("a CIDR is a NetworkPolicy grant (a Capsule's spec takes it); the runtime's allowlist holds hosts and IP addresses", `grant the addresses the capsule calls ('${g.cidr.split('/')[0]}'), or give the CIDR in the Capsule resource`);
+  if (g.kind === 'cidr')
+    return bad(
+      "a CIDR is a NetworkPolicy grant (a Capsule's spec takes it); the runtime's allowlist holds hosts and IP addresses",
+      `grant the addresses the capsule calls ('${g.cidr.split('/')[0]}'), or give the CIDR in the Capsule resource`,
+    );
   return g;
 }
 
@@ -124,14 +135,22 @@ export function checkBinaryName(v: string): Problem | undefined {
 
 export function checkEnvGlob(v: string): Problem | undefined {
   if (!/^[A-Za-z0-9_*?]+$/.test(v)) {
-    return { code: 'E-MAN-011', message: `invalid shell.strip_env pattern '${v}'`, hint: "use an env name with '*' or '?' wildcards, e.g. 'AWS_*' or '*_TOKEN'" };
+    return {
+      code: 'E-MAN-011',
+      message: `invalid shell.strip_env pattern '${v}'`,
+      hint: "use an env name with '*' or '?' wildcards, e.g. 'AWS_*' or '*_TOKEN'",
+    };
   }
   return undefined;
 }
 
 export function checkEnvName(v: string): Problem | undefined {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(v)) {
-    return { code: 'E-MAN-011', message: `invalid env.allow name '${v}'`, hint: "use an environment variable name such as 'LOG_LEVEL' (letters, digits, '_'; not starting with a digit)" };
+    return {
+      code: 'E-MAN-011',
+      message: `invalid env.allow name '${v}'`,
+      hint: "use an environment variable name such as 'LOG_LEVEL' (letters, digits, '_'; not starting with a digit)",
+    };
   }
   return undefined;
 }
@@ -144,7 +163,11 @@ export function checkHttpUrl(v: string): Problem | undefined {
     return { code: 'E-MAN-017', message: `invalid URL '${v}'`, hint: "give an absolute http(s) URL, e.g. 'https://api.example.com/v1'" };
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    return { code: 'E-MAN-017', message: `invalid URL '${v}': scheme '${u.protocol.slice(0, -1)}' is not http or https`, hint: "use an http:// or https:// URL" };
+    return {
+      code: 'E-MAN-017',
+      message: `invalid URL '${v}': scheme '${u.protocol.slice(0, -1)}' is not http or https`,
+      hint: 'use an http:// or https:// URL',
+    };
   }
   return undefined;
 }

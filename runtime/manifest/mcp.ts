@@ -40,11 +40,25 @@ export const MCP_SERVER_NAME_RE = /^[a-z0-9]([a-z0-9-]{0,18}[a-z0-9])?$/;
 /** The characters every provider admits in a tool name (Anthropic and OpenAI: `[A-Za-z0-9_-]`). */
 export const MCP_TOOL_NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
 /** Headers the runtime or the transport owns; a manifest cannot set them. */
-const OWNED_HEADERS = new Set(['host', 'content-type', 'content-length', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'connection', 'transfer-encoding']);
+const OWNED_HEADERS = new Set([
+  'host',
+  'content-type',
+  'content-length',
+  'accept',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+  'connection',
+  'transfer-encoding',
+]);
 
 export function checkMcpServerName(v: string): Problem | undefined {
   if (MCP_SERVER_NAME_RE.test(v)) return undefined;
-  return { code: 'E-MCP-001', message: `invalid MCP server name '${v}'`, hint: 'use 1-20 lowercase letters, digits and dashes, starting and ending with a letter or digit (e.g. docs-search); it prefixes the tool names the model sees' };
+  return {
+    code: 'E-MCP-001',
+    message: `invalid MCP server name '${v}'`,
+    hint: 'use 1-20 lowercase letters, digits and dashes, starting and ending with a letter or digit (e.g. docs-search); it prefixes the tool names the model sees',
+  };
 }
 
 export function checkMcpUrl(v: string): Problem | undefined {
@@ -52,25 +66,45 @@ export function checkMcpUrl(v: string): Problem | undefined {
   try {
     u = new URL(v);
   } catch {
-    return { code: 'E-MCP-002', message: `invalid MCP server url '${v}'`, hint: "give the server's Streamable HTTP endpoint as an absolute http(s) URL, e.g. 'https://mcp.example.com/mcp'" };
+    return {
+      code: 'E-MCP-002',
+      message: `invalid MCP server url '${v}'`,
+      hint: "give the server's Streamable HTTP endpoint as an absolute http(s) URL, e.g. 'https://mcp.example.com/mcp'",
+    };
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    return { code: 'E-MCP-002', message: `invalid MCP server url '${v}': scheme '${u.protocol.slice(0, -1)}' is not http or https`, hint: 'MCP servers are reached over Streamable HTTP: use an http:// or https:// URL' };
+    return {
+      code: 'E-MCP-002',
+      message: `invalid MCP server url '${v}': scheme '${u.protocol.slice(0, -1)}' is not http or https`,
+      hint: 'MCP servers are reached over Streamable HTTP: use an http:// or https:// URL',
+    };
   }
   if (u.username || u.password) {
-    return { code: 'E-MCP-002', message: 'invalid MCP server url: it carries credentials', hint: 'remove the user:password part; put the token in a Secret and name its variable in `token_env`' };
+    return {
+      code: 'E-MCP-002',
+      message: 'invalid MCP server url: it carries credentials',
+      hint: 'remove the user:password part; put the token in a Secret and name its variable in `token_env`',
+    };
   }
   return undefined;
 }
 
 export function checkMcpToolEntry(v: string): Problem | undefined {
   if (v === '*' || MCP_TOOL_NAME_RE.test(v)) return undefined;
-  return { code: 'E-MCP-004', message: `invalid MCP tool name '${v}'`, hint: "give the tool's name as the server lists it (letters, digits, '_' and '-', at most 64), or '*' alone for every tool" };
+  return {
+    code: 'E-MCP-004',
+    message: `invalid MCP tool name '${v}'`,
+    hint: "give the tool's name as the server lists it (letters, digits, '_' and '-', at most 64), or '*' alone for every tool",
+  };
 }
 
 export function checkMcpCommandWord(v: string): Problem | undefined {
   if (v !== '' && !v.includes('\0')) return undefined;
-  return { code: 'E-MCP-016', message: 'an empty word in an MCP server command', hint: 'give the binary and its arguments as a list of non-empty strings, e.g. [npx, my-mcp-server, --stdio]' };
+  return {
+    code: 'E-MCP-016',
+    message: 'an empty word in an MCP server command',
+    hint: 'give the binary and its arguments as a list of non-empty strings, e.g. [npx, my-mcp-server, --stdio]',
+  };
 }
 
 export function checkMcpHeaderName(v: string): Problem | undefined {
@@ -78,14 +112,25 @@ export function checkMcpHeaderName(v: string): Problem | undefined {
     return { code: 'E-MCP-006', message: `invalid header name '${v}' in headers_env`, hint: 'give an HTTP header name such as X-Api-Key' };
   }
   if (OWNED_HEADERS.has(v.toLowerCase()) || v.toLowerCase() === 'authorization') {
-    return { code: 'E-MCP-006', message: `header '${v}' cannot be set in headers_env`, hint: v.toLowerCase() === 'authorization' ? 'name the token variable in `token_env`: it is sent as `Authorization: Bearer <token>`' : 'the MCP transport sets this header itself' };
+    return {
+      code: 'E-MCP-006',
+      message: `header '${v}' cannot be set in headers_env`,
+      hint:
+        v.toLowerCase() === 'authorization'
+          ? 'name the token variable in `token_env`: it is sent as `Authorization: Bearer <token>`'
+          : 'the MCP transport sets this header itself',
+    };
   }
   return undefined;
 }
 
 export function checkMcpEnvName(v: string): Problem | undefined {
   if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(v)) return undefined;
-  return { code: 'E-MCP-006', message: `invalid environment variable name '${v}'`, hint: "name the variable holding the credential, e.g. 'DOCS_MCP_TOKEN' (letters, digits, '_'; not starting with a digit); never the credential itself" };
+  return {
+    code: 'E-MCP-006',
+    message: `invalid environment variable name '${v}'`,
+    hint: "name the variable holding the credential, e.g. 'DOCS_MCP_TOKEN' (letters, digits, '_'; not starting with a digit); never the credential itself",
+  };
 }
 
 /** The destination an MCP url connects to (the same reading runtime/net gives a request URL). */
@@ -101,7 +146,13 @@ type Add = (code: string, field: string, message: string, hint: string) => void;
  * Cross-field rules of `mcp.servers`: unique names, `*` alone, no repeated tool, and every URL
  * inside `capabilities.network.allow` (an MCP connection is an outgoing request like any other).
  */
-export function mcpChecks(mcp: { servers?: unknown } | undefined, allow: readonly unknown[], shellAllow: readonly unknown[], add: Add, given: (field: string) => boolean): void {
+export function mcpChecks(
+  mcp: { servers?: unknown } | undefined,
+  allow: readonly unknown[],
+  shellAllow: readonly unknown[],
+  add: Add,
+  given: (field: string) => boolean,
+): void {
   const servers = Array.isArray(mcp?.servers) ? (mcp!.servers as (Partial<McpServer> | undefined)[]) : [];
   const grants = allow.filter((e): e is string => typeof e === 'string');
   const seen = new Map<string, number>();
@@ -110,23 +161,39 @@ export function mcpChecks(mcp: { servers?: unknown } | undefined, allow: readonl
     const base = `mcp.servers[${i}]`;
     if (typeof s.name === 'string') {
       const first = seen.get(s.name);
-      if (first !== undefined) add('E-MCP-005', `${base}.name`, `duplicate MCP server name '${s.name}' (first declared at mcp.servers[${first}])`, 'give every server a unique name');
+      if (first !== undefined)
+        add('E-MCP-005', `${base}.name`, `duplicate MCP server name '${s.name}' (first declared at mcp.servers[${first}])`, 'give every server a unique name');
       else seen.set(s.name, i);
     }
     // By the keys written, not the values kept: an invalid url has its own error already.
     const hasUrl = given(`${base}.url`);
     const hasCommand = given(`${base}.command`);
     if (hasUrl === hasCommand) {
-      add('E-MCP-016', `${base}.${hasUrl ? 'command' : 'url'}`, hasUrl ? `MCP server '${String(s.name)}' gives both url and command` : `MCP server '${String(s.name)}' gives neither url nor command`, 'give `url:` (a Streamable HTTP endpoint) or `command:` (a local server over stdio, its binary in capabilities.shell.allow), not both');
+      add(
+        'E-MCP-016',
+        `${base}.${hasUrl ? 'command' : 'url'}`,
+        hasUrl ? `MCP server '${String(s.name)}' gives both url and command` : `MCP server '${String(s.name)}' gives neither url nor command`,
+        'give `url:` (a Streamable HTTP endpoint) or `command:` (a local server over stdio, its binary in capabilities.shell.allow), not both',
+      );
     }
     const bin = Array.isArray(s.command) ? s.command[0] : undefined;
     if (typeof bin === 'string' && bin !== '' && !shellAllow.includes(bin)) {
-      add('E-MCP-017', `${base}.command[0]`, `MCP server '${String(s.name)}' runs '${bin}', which is not in capabilities.shell.allow`, `a local MCP server is allowed the way a shell binary is: add '${bin}' to capabilities.shell.allow, or use a url`);
+      add(
+        'E-MCP-017',
+        `${base}.command[0]`,
+        `MCP server '${String(s.name)}' runs '${bin}', which is not in capabilities.shell.allow`,
+        `a local MCP server is allowed the way a shell binary is: add '${bin}' to capabilities.shell.allow, or use a url`,
+      );
     }
     if (typeof s.url === 'string' && checkMcpUrl(s.url) === undefined) {
       if (!allowsDestination(grants, destinationOf(s.url))) {
         const u = new URL(s.url);
-        add('E-MCP-003', `${base}.url`, `MCP server '${String(s.name)}' url '${s.url}' is not covered by capabilities.network.allow`, `add '${u.protocol}//${u.host}' (or '${u.host}') to capabilities.network.allow: an MCP connection is an outgoing request like any other`);
+        add(
+          'E-MCP-003',
+          `${base}.url`,
+          `MCP server '${String(s.name)}' url '${s.url}' is not covered by capabilities.network.allow`,
+          `add '${u.protocol}//${u.host}' (or '${u.host}') to capabilities.network.allow: an MCP connection is an outgoing request like any other`,
+        );
       }
     }
     // A string-map row has no value check of its own: each header and variable name is checked here.
@@ -136,7 +203,12 @@ export function mcpChecks(mcp: { servers?: unknown } | undefined, allow: readonl
     }
     const tools = Array.isArray(s.tools) ? s.tools : [];
     if (tools.includes('*') && tools.length > 1) {
-      add('E-MCP-004', `${base}.tools`, `MCP server '${String(s.name)}' lists '*' beside named tools`, "write `tools: ['*']` for every tool, or list the tools by name");
+      add(
+        'E-MCP-004',
+        `${base}.tools`,
+        `MCP server '${String(s.name)}' lists '*' beside named tools`,
+        "write `tools: ['*']` for every tool, or list the tools by name",
+      );
     }
     const named = new Set<string>();
     tools.forEach((t, j) => {

@@ -34,7 +34,9 @@ export function rangeText(spec: FieldSpec): string {
 
 /** What to give instead, e.g. `give an integer from 1 to 9007199254740991`. */
 export function rangeHint(spec: FieldSpec): string {
-  return `give ${rangeText(spec).replace(/^integer /, 'an integer ').replace(/^number /, 'a number ')}`;
+  return `give ${rangeText(spec)
+    .replace(/^integer /, 'an integer ')
+    .replace(/^number /, 'a number ')}`;
 }
 
 /** Whether `v` lies in the field's range: an integer or byte size exactly as written (a bigint). */

@@ -94,11 +94,20 @@ export class SchemaWalker {
     if (this.doc.errors.length > 0) return undefined;
     const root = this.doc.contents;
     if (root === null || (isScalar(root) && (root.value === null || root.value === ''))) {
-      this.errors.add('E-MAN-023', 'the manifest is empty', 'write a YAML mapping with at least `name:` and `version:`', { file: this.file, line: 1, column: 1 });
+      this.errors.add('E-MAN-023', 'the manifest is empty', 'write a YAML mapping with at least `name:` and `version:`', {
+        file: this.file,
+        line: 1,
+        column: 1,
+      });
       return undefined;
     }
     if (!isMap(root)) {
-      this.errors.add('E-MAN-003', `the manifest must be a mapping, found ${describeNode(root)}`, 'write `key: value` lines at the top level, starting with `name:` and `version:`', this.loc(undefined, this.pos(root)));
+      this.errors.add(
+        'E-MAN-003',
+        `the manifest must be a mapping, found ${describeNode(root)}`,
+        'write `key: value` lines at the top level, starting with `name:` and `version:`',
+        this.loc(undefined, this.pos(root)),
+      );
       return undefined;
     }
     const value = this.walkObject(root, '', '', { line: 1, column: 1 });
@@ -113,7 +122,12 @@ export class SchemaWalker {
       const dup = e.code === 'DUPLICATE_KEY' ? dups.get(e.pos[0]) : undefined;
       if (dup) {
         const where = dup.parent === '' ? 'the manifest' : `'${dup.parent}'`;
-        this.errors.add('E-MAN-001', `duplicate key '${dup.key}' in ${where} (first given at line ${this.lc.linePos(dup.firstOffset).line})`, 'each key may appear once per mapping; remove or merge the duplicate', this.loc(dup.field, { line: p.line, column: p.col }));
+        this.errors.add(
+          'E-MAN-001',
+          `duplicate key '${dup.key}' in ${where} (first given at line ${this.lc.linePos(dup.firstOffset).line})`,
+          'each key may appear once per mapping; remove or merge the duplicate',
+          this.loc(dup.field, { line: p.line, column: p.col }),
+        );
         continue;
       }
       const msg = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
@@ -144,7 +158,11 @@ export class SchemaWalker {
       const keyNode = this.resolve(pair.key);
       const keyPos = this.pos(keyNode);
       if (!isScalar(keyNode) || typeof keyNode.value !== 'string') {
-        this.report(path || '(root)', keyPos, { code: 'E-MAN-003', message: `keys must be plain strings, found ${describeNode(keyNode)}`, hint: 'use a plain word as the key' });
+        this.report(path || '(root)', keyPos, {
+          code: 'E-MAN-003',
+          message: `keys must be plain strings, found ${describeNode(keyNode)}`,
+          hint: 'use a plain word as the key',
+        });
         continue;
       }
       const key = keyNode.value;
@@ -221,11 +239,15 @@ export class SchemaWalker {
   }
 
   private typeError(spec: FieldSpec, path: string, n: Node | null, keyPos: Position): undefined {
-    const quoteHint = isScalar(n) && typeof n.value !== 'string' && (spec.type === 'string' || spec.type === 'enum') ? ` (quote it: "${n.source ?? String(n.value)}")` : '';
+    const quoteHint =
+      isScalar(n) && typeof n.value !== 'string' && (spec.type === 'string' || spec.type === 'enum') ? ` (quote it: "${n.source ?? String(n.value)}")` : '';
     this.report(path, n ? this.pos(n) : keyPos, {
       code: 'E-MAN-003',
       message: `'${leafKey(path)}' must be ${TYPE_NAMES[spec.type]}, found ${describeNode(n)}`,
-      hint: spec.type === 'integer' || spec.type === 'bytes' ? rangeHint(spec) : `give ${TYPE_NAMES[spec.type]}${quoteHint}${spec.type === 'enum' && spec.values ? `: ${spec.values.join(', ')}` : ''}`,
+      hint:
+        spec.type === 'integer' || spec.type === 'bytes'
+          ? rangeHint(spec)
+          : `give ${TYPE_NAMES[spec.type]}${quoteHint}${spec.type === 'enum' && spec.values ? `: ${spec.values.join(', ')}` : ''}`,
     });
     return undefined;
   }
@@ -235,7 +257,11 @@ export class SchemaWalker {
     const isNull = n === null || (isScalar(n) && n.value === null);
     if (isNull) {
       if (spec.type === 'list' && spec.nonEmpty) {
-        this.report(path, p, { code: 'E-MAN-010', message: `'${path}' is present but empty`, hint: `list at least one entry, or remove \`${leafKey(path)}:\` (and its block) entirely` });
+        this.report(path, p, {
+          code: 'E-MAN-010',
+          message: `'${path}' is present but empty`,
+          hint: `list at least one entry, or remove \`${leafKey(path)}:\` (and its block) entirely`,
+        });
         return undefined;
       }
       if (spec.type === 'object' || spec.type === 'mapping') {
@@ -243,7 +269,11 @@ export class SchemaWalker {
         if (spec.type === 'mapping') return {};
         return this.walkEmptyObject(spec, path, keyPos);
       }
-      this.report(path, p, { code: 'E-MAN-003', message: `'${leafKey(path)}' has no value`, hint: `give ${TYPE_NAMES[spec.type]} (${spec.validation}), or remove the key` });
+      this.report(path, p, {
+        code: 'E-MAN-003',
+        message: `'${leafKey(path)}' has no value`,
+        hint: `give ${TYPE_NAMES[spec.type]} (${spec.validation}), or remove the key`,
+      });
       return undefined;
     }
     let value: unknown;
@@ -335,7 +365,11 @@ export class SchemaWalker {
       const k = this.resolve(pair.key);
       const v = this.resolve(pair.value);
       if (!isScalar(k) || !isScalar(v) || v.value === null || typeof v.value === 'object') {
-        this.report(`${path}.${isScalar(k) ? String(k.value) : '?'}`, this.pos(v ?? k), { code: 'E-MAN-003', message: `'${leafKey(path)}' values must be strings`, hint: 'write each entry as `Name: value`' });
+        this.report(`${path}.${isScalar(k) ? String(k.value) : '?'}`, this.pos(v ?? k), {
+          code: 'E-MAN-003',
+          message: `'${leafKey(path)}' values must be strings`,
+          hint: 'write each entry as `Name: value`',
+        });
         continue;
       }
       out[String(k.value)] = String(v.value);
@@ -350,9 +384,17 @@ export class SchemaWalker {
       try {
         const parsed: unknown = JSON.parse(n.value);
         if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed;
-        this.report(path, p, { code: 'E-MAN-019', message: `'${leafKey(path)}' must hold a JSON object`, hint: 'give a JSON Schema object, e.g. {"type": "object", "properties": {}}' });
+        this.report(path, p, {
+          code: 'E-MAN-019',
+          message: `'${leafKey(path)}' must hold a JSON object`,
+          hint: 'give a JSON Schema object, e.g. {"type": "object", "properties": {}}',
+        });
       } catch (e) {
-        this.report(path, p, { code: 'E-MAN-019', message: `'${leafKey(path)}' is not valid JSON: ${(e as Error).message}`, hint: 'write the schema as a YAML mapping, or fix the JSON string' });
+        this.report(path, p, {
+          code: 'E-MAN-019',
+          message: `'${leafKey(path)}' is not valid JSON: ${(e as Error).message}`,
+          hint: 'write the schema as a YAML mapping, or fix the JSON string',
+        });
       }
       return undefined;
     }
@@ -364,7 +406,11 @@ export class SchemaWalker {
     if (!isSeq(n)) return this.typeError(spec, path, n, keyPos);
     const seq = n as YAMLSeq;
     if (spec.nonEmpty && seq.items.length === 0) {
-      this.report(path, p, { code: 'E-MAN-010', message: `'${path}' is present but empty`, hint: `list at least one entry, or remove \`${leafKey(path)}:\` (and its block) entirely` });
+      this.report(path, p, {
+        code: 'E-MAN-010',
+        message: `'${path}' is present but empty`,
+        hint: `list at least one entry, or remove \`${leafKey(path)}:\` (and its block) entirely`,
+      });
       return undefined;
     }
     const itemSpec = this.idx.byPattern.get(`${spec.path}[]`)!;
@@ -385,7 +431,11 @@ export class SchemaWalker {
     for (const c of this.idx.children.get(spec.path) ?? []) {
       const key = leafKey(c.path);
       if (c.required) {
-        this.report(`${path}.${key}`, keyPos, { code: 'E-MAN-002', message: `missing required field '${key}' in '${path}'`, hint: `add \`${key}:\` (${c.validation}) under \`${leafKey(path)}:\`` });
+        this.report(`${path}.${key}`, keyPos, {
+          code: 'E-MAN-002',
+          message: `missing required field '${key}' in '${path}'`,
+          hint: `add \`${key}:\` (${c.validation}) under \`${leafKey(path)}:\``,
+        });
         continue;
       }
       const d = this.absentValue(c);
@@ -397,7 +447,11 @@ export class SchemaWalker {
   /** Within the row's range; integers and byte sizes compared exactly, `written` as in the file. */
   private inRange(spec: FieldSpec, path: string, p: Position, v: number | bigint, written?: string): boolean {
     if (inRangeOf(spec, v)) return true;
-    this.report(path, p, { code: 'E-MAN-006', message: `'${leafKey(path)}' is ${written ?? String(v)}, out of range (${rangeText(spec)})`, hint: rangeHint(spec) });
+    this.report(path, p, {
+      code: 'E-MAN-006',
+      message: `'${leafKey(path)}' is ${written ?? String(v)}, out of range (${rangeText(spec)})`,
+      hint: rangeHint(spec),
+    });
     return false;
   }
 
@@ -405,12 +459,22 @@ export class SchemaWalker {
   private notDigits(spec: FieldSpec, path: string, n: Node): undefined {
     const src = isScalar(n) ? (n.source ?? String(n.value)) : '?';
     const bytes = spec.type === 'bytes' ? ' (or a string like `512Mi`)' : '';
-    this.report(path, this.pos(n), { code: 'E-MAN-003', message: `'${leafKey(path)}' must be an integer written in digits${bytes}, found ${src}`, hint: rangeHint(spec) });
+    this.report(path, this.pos(n), {
+      code: 'E-MAN-003',
+      message: `'${leafKey(path)}' must be an integer written in digits${bytes}, found ${src}`,
+      hint: rangeHint(spec),
+    });
     return undefined;
   }
 }
 
 /** Walks `text` against `schema`; problems go to `errors`. */
-export function walkYaml(text: string, file: string, schema: readonly FieldSpec[], errors: ErrorCollector, reference: readonly ReferenceKey[] = []): WalkResult | undefined {
+export function walkYaml(
+  text: string,
+  file: string,
+  schema: readonly FieldSpec[],
+  errors: ErrorCollector,
+  reference: readonly ReferenceKey[] = [],
+): WalkResult | undefined {
   return new SchemaWalker(schema, file, errors, text, reference).run();
 }

@@ -11,7 +11,18 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, ErrorCode, McpError, ResultSchema, type CreateMessageRequest, type CreateMessageResult, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  McpError,
+  ResultSchema,
+  type CreateMessageRequest,
+  type CreateMessageResult,
+  type ElicitRequest,
+  type ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { MurError, isMurError } from '../errors.ts';
 import { holdSecret } from '../secrets.ts';
 import type { McpServer } from '../manifest/mcp.ts';
@@ -61,7 +72,10 @@ export class McpConnection {
   /** A stdio server's last stderr bytes (for the error when it dies). */
   private stderr: () => string = () => '';
 
-  constructor(readonly server: McpServer, private readonly o: ConnectionOptions) {
+  constructor(
+    readonly server: McpServer,
+    private readonly o: ConnectionOptions,
+  ) {
     this.headers = credentialHeaders(server, o.env);
     // Held as secrets from here: the trace, spans, answers and printed lines redact them.
     for (const v of Object.values(this.headers)) this.release.push(holdSecret(v.replace(/^Bearer /, '')));
@@ -70,7 +84,10 @@ export class McpConnection {
   /** Connects and lists the server's tools (raw `tools/list` entries, unvalidated). */
   async open(): Promise<unknown[]> {
     const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(new MurError('E-MCP-010', `MCP server '${this.server.name}' did not answer initialize and tools/list within ${this.o.openTimeoutMs} ms`)), this.o.openTimeoutMs);
+    const timer = setTimeout(
+      () => ac.abort(new MurError('E-MCP-010', `MCP server '${this.server.name}' did not answer initialize and tools/list within ${this.o.openTimeoutMs} ms`)),
+      this.o.openTimeoutMs,
+    );
     try {
       const client = await this.connect(ac.signal);
       const tools: unknown[] = [];
@@ -78,7 +95,10 @@ export class McpConnection {
       for (let page = 0; page < MAX_LIST_PAGES; page++) {
         // Listed loosely: each tool is checked on its own (inventory.ts), so one tool with a bad
         // schema costs that tool, not the server.
-        const r = (await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ResultSchema, { signal: ac.signal, timeout: this.o.openTimeoutMs })) as { tools?: unknown; nextCursor?: unknown };
+        const r = (await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ResultSchema, {
+          signal: ac.signal,
+          timeout: this.o.openTimeoutMs,
+        })) as { tools?: unknown; nextCursor?: unknown };
         if (!Array.isArray(r.tools)) throw new MurError('E-MCP-012', `MCP server '${this.server.name}' answered tools/list without a tools list`);
         tools.push(...r.tools);
         if (typeof r.nextCursor !== 'string') break;
@@ -102,12 +122,20 @@ export class McpConnection {
     const client = new Client(CLIENT_INFO, { capabilities });
     if (capabilities.elicitation) client.setRequestHandler(ElicitRequestSchema, (req, extra) => this.o.requests!.elicit!(s.name, req.params, extra.signal));
     if (capabilities.sampling) client.setRequestHandler(CreateMessageRequestSchema, (req, extra) => this.o.requests!.sample!(s.name, req.params, extra.signal));
-    const transport = s.command ? await this.stdio() : new StreamableHTTPClientTransport(new URL(s.url!), {
-      fetch: guardedFetch({ server: s.name, allow: this.o.allow, maxBytes: MAX_RESPONSE_BYTES, onDenied: this.o.onDenied, onOverflow: (e) => this.failInflight(e) }),
-      requestInit: { headers: this.headers },
-      // The transport's own GET-stream retries, bounded like the runtime's reconnects.
-      reconnectionOptions: { maxRetries: 1, initialReconnectionDelay: 100, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 2 },
-    });
+    const transport = s.command
+      ? await this.stdio()
+      : new StreamableHTTPClientTransport(new URL(s.url!), {
+          fetch: guardedFetch({
+            server: s.name,
+            allow: this.o.allow,
+            maxBytes: MAX_RESPONSE_BYTES,
+            onDenied: this.o.onDenied,
+            onOverflow: (e) => this.failInflight(e),
+          }),
+          requestInit: { headers: this.headers },
+          // The transport's own GET-stream retries, bounded like the runtime's reconnects.
+          reconnectionOptions: { maxRetries: 1, initialReconnectionDelay: 100, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 2 },
+        });
     // A connection that fails later (the server went away) is noticed by the next call.
     client.onclose = () => {
       if (this.client === client) this.client = undefined;
@@ -125,7 +153,11 @@ export class McpConnection {
   }
 
   /** Calls one tool; the SDK-validated result, or an `E-MCP-*` MurError. */
-  async call(tool: string, args: Record<string, unknown>, c: CallOptions): Promise<{ content?: unknown; structuredContent?: unknown; isError?: unknown; _meta?: unknown }> {
+  async call(
+    tool: string,
+    args: Record<string, unknown>,
+    c: CallOptions,
+  ): Promise<{ content?: unknown; structuredContent?: unknown; isError?: unknown; _meta?: unknown }> {
     const ac = new AbortController();
     const onAbort = (): void => ac.abort(c.signal.reason);
     c.signal.addEventListener('abort', onAbort, { once: true });
@@ -153,7 +185,9 @@ export class McpConnection {
   private async reconnect(signal: AbortSignal): Promise<Client> {
     const max = this.o.maxReconnects ?? MAX_RECONNECTS;
     if (this.reconnects >= max) {
-      throw new MurError('E-MCP-013', `MCP server '${this.server.name}' is not connected and was reconnected ${max} times in this session already`, { hint: 'the server keeps dropping its sessions; its tools stay unavailable until a new session' });
+      throw new MurError('E-MCP-013', `MCP server '${this.server.name}' is not connected and was reconnected ${max} times in this session already`, {
+        hint: 'the server keeps dropping its sessions; its tools stay unavailable until a new session',
+      });
     }
     this.reconnects++;
     return this.connect(signal);
@@ -170,14 +204,23 @@ export class McpConnection {
     if (isMurError(e) && e.code.startsWith('E-MCP-')) return e;
     const name = this.server.name;
     if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
-      return new MurError('E-MCP-010', `MCP server '${name}' did not answer ${what} within its deadline`, { hint: 'the call was cancelled at the server; the deadline is capabilities.limits.deadline_seconds', cause: e });
+      return new MurError('E-MCP-010', `MCP server '${name}' did not answer ${what} within its deadline`, {
+        hint: 'the call was cancelled at the server; the deadline is capabilities.limits.deadline_seconds',
+        cause: e,
+      });
     }
     // The SDK's own "connection closed" (a server may send -32000 as an error of its own too).
     if (e instanceof McpError && e.code === ErrorCode.ConnectionClosed && /: Connection closed$/.test(e.message)) {
-      return new MurError('E-MCP-013', `MCP server '${name}' closed the connection during ${what}`, { hint: 'the next call reconnects (a bounded number of times)', cause: e });
+      return new MurError('E-MCP-013', `MCP server '${name}' closed the connection during ${what}`, {
+        hint: 'the next call reconnects (a bounded number of times)',
+        cause: e,
+      });
     }
     if (e instanceof StreamableHTTPError && (e.code === 404 || e.code === 400)) {
-      return new MurError('E-MCP-013', `MCP server '${name}' dropped the session during ${what} (HTTP ${e.code})`, { hint: 'the next call reconnects (a bounded number of times)', cause: e });
+      return new MurError('E-MCP-013', `MCP server '${name}' dropped the session during ${what} (HTTP ${e.code})`, {
+        hint: 'the next call reconnects (a bounded number of times)',
+        cause: e,
+      });
     }
     if (e instanceof McpError) {
       return new MurError('E-MCP-012', `MCP server '${name}' answered ${what} with error ${e.code}: ${bounded(e.message)}`, { cause: e });
@@ -185,16 +228,29 @@ export class McpConnection {
     const msg = e instanceof Error ? e.message : String(e);
     const cause = (e as { cause?: { code?: string } })?.cause?.code;
     if (e instanceof TypeError && /fetch failed/.test(msg)) {
-      return new MurError('E-MCP-009', `MCP server '${name}' cannot be reached at ${this.server.url}${cause ? ` (${cause})` : ''}`, { hint: 'the server is down or not listening there; the task goes on without this call', cause: e });
+      return new MurError('E-MCP-009', `MCP server '${name}' cannot be reached at ${this.server.url}${cause ? ` (${cause})` : ''}`, {
+        hint: 'the server is down or not listening there; the task goes on without this call',
+        cause: e,
+      });
     }
     if (this.server.command && (cause === 'ENOENT' || cause === 'EACCES' || (e as { code?: string }).code === 'ENOENT' || /spawn|EPIPE|closed/i.test(msg))) {
       const tail = this.stderr().trim().split('\n').slice(-3).join(' | ');
-      return new MurError('E-MCP-009', `MCP server '${name}' (${this.server.command[0]}) failed during ${what}: ${bounded(msg)}${tail ? `; its stderr: ${bounded(tail)}` : ''}`, { cause: e });
+      return new MurError(
+        'E-MCP-009',
+        `MCP server '${name}' (${this.server.command[0]}) failed during ${what}: ${bounded(msg)}${tail ? `; its stderr: ${bounded(tail)}` : ''}`,
+        { cause: e },
+      );
     }
     if (e instanceof StreamableHTTPError) {
-      return new MurError('E-MCP-009', `MCP server '${name}' refused ${what}: ${bounded(msg)}`, { hint: e.code === 401 || e.code === 403 ? 'check the credential named in token_env / headers_env' : 'check the server', cause: e });
+      return new MurError('E-MCP-009', `MCP server '${name}' refused ${what}: ${bounded(msg)}`, {
+        hint: e.code === 401 || e.code === 403 ? 'check the credential named in token_env / headers_env' : 'check the server',
+        cause: e,
+      });
     }
-    return new MurError('E-MCP-012', `MCP server '${name}' gave an invalid answer to ${what}: ${bounded(msg)}`, { hint: 'the server does not speak MCP as the SDK reads it', cause: e });
+    return new MurError('E-MCP-012', `MCP server '${name}' gave an invalid answer to ${what}: ${bounded(msg)}`, {
+      hint: 'the server does not speak MCP as the SDK reads it',
+      cause: e,
+    });
   }
 
   private async drop(): Promise<void> {
@@ -219,7 +275,10 @@ export function credentialHeaders(s: McpServer, env: NodeJS.ProcessEnv): Record<
   const read = (name: string, field: string): string => {
     const v = env[name];
     if (v === undefined || v === '') {
-      throw new MurError('E-MCP-007', `MCP server '${s.name}': ${field} names ${name}, which is not set`, { hint: `set ${name} in the runtime's environment (on Kubernetes: from a Secret); the credential is never written in murmur.yaml`, location: { field } });
+      throw new MurError('E-MCP-007', `MCP server '${s.name}': ${field} names ${name}, which is not set`, {
+        hint: `set ${name} in the runtime's environment (on Kubernetes: from a Secret); the credential is never written in murmur.yaml`,
+        location: { field },
+      });
     }
     return v;
   };

@@ -33,7 +33,8 @@ export function elicitationResult(params: ElicitRequest['params'], answer: strin
   }
   try {
     const parsed: unknown = JSON.parse(text);
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return { action: 'accept', content: parsed as Record<string, string | number | boolean> };
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
+      return { action: 'accept', content: parsed as Record<string, string | number | boolean> };
   } catch {
     // not JSON: declined below
   }

@@ -46,7 +46,11 @@ export function guardedFetch(o: GuardedFetchOptions): FetchLike {
       });
     }
     if (!res.body || NULL_BODY.has(res.status)) return res;
-    return new Response(res.body.pipeThrough(byteBound(o.server, o.maxBytes, o.onOverflow)), { status: res.status, statusText: res.statusText, headers: res.headers });
+    return new Response(res.body.pipeThrough(byteBound(o.server, o.maxBytes, o.onOverflow)), {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
   };
 }
 
@@ -57,7 +61,9 @@ function byteBound(server: string, max: number, onOverflow?: (e: MurError) => vo
     transform(chunk, ctl) {
       seen += chunk.byteLength;
       if (seen > max) {
-        const e = new MurError('E-MCP-011', `MCP server '${server}' sent a response over ${max} bytes`, { hint: 'the call fails instead of reading further; ask the tool for less output' });
+        const e = new MurError('E-MCP-011', `MCP server '${server}' sent a response over ${max} bytes`, {
+          hint: 'the call fails instead of reading further; ask the tool for less output',
+        });
         ctl.error(e);
         // The SDK reads an SSE stream in the background (and may retry it): the call is failed
         // directly rather than left to its deadline.

@@ -58,10 +58,17 @@ function schemaProblem(schema: unknown): string | undefined {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return 'its input schema is not a JSON object';
   const s = schema as Record<string, unknown>;
   if (s.type !== 'object') return `its input schema has type ${JSON.stringify(s.type)}, not "object" (tool arguments are an object)`;
-  if (s.properties !== undefined && (s.properties === null || typeof s.properties !== 'object' || Array.isArray(s.properties) || Object.values(s.properties).some((p) => p === null || typeof p !== 'object' && typeof p !== 'boolean'))) {
+  if (
+    s.properties !== undefined &&
+    (s.properties === null ||
+      typeof s.properties !== 'object' ||
+      Array.isArray(s.properties) ||
+      Object.values(s.properties).some((p) => p === null || (typeof p !== 'object' && typeof p !== 'boolean')))
+  ) {
     return 'its input schema\'s "properties" is not a mapping of schemas';
   }
-  if (s.required !== undefined && (!Array.isArray(s.required) || s.required.some((r) => typeof r !== 'string'))) return 'its input schema\'s "required" is not a list of names';
+  if (s.required !== undefined && (!Array.isArray(s.required) || s.required.some((r) => typeof r !== 'string')))
+    return 'its input schema\'s "required" is not a list of names';
   let bytes: number;
   try {
     bytes = Buffer.byteLength(JSON.stringify(schema));
@@ -96,7 +103,7 @@ export function admitTools(server: McpServer, listed: readonly unknown[], taken:
     }
     seen.add(t.name);
     if (!MCP_TOOL_NAME_RE.test(t.name)) {
-      refuse(t.name, "its name is not 1-64 of [A-Za-z0-9_-] (the characters every provider admits)");
+      refuse(t.name, 'its name is not 1-64 of [A-Za-z0-9_-] (the characters every provider admits)');
       continue;
     }
     const name = modelToolName(server.name, t.name);

@@ -47,17 +47,29 @@ export interface McpToolOutcome {
 }
 
 /** `raw` is the SDK-validated result of `tools/call`. */
-export function toolOutcome(server: string, tool: string, raw: { content?: unknown; structuredContent?: unknown; isError?: unknown; _meta?: unknown }): McpToolOutcome {
+export function toolOutcome(
+  server: string,
+  tool: string,
+  raw: { content?: unknown; structuredContent?: unknown; isError?: unknown; _meta?: unknown },
+): McpToolOutcome {
   const blocks = Array.isArray(raw.content) ? (raw.content as Block[]) : [];
-  let text = blocks.map(blockText).filter((t) => t !== '').join('\n');
+  let text = blocks
+    .map(blockText)
+    .filter((t) => t !== '')
+    .join('\n');
   if (text === '' && raw.structuredContent !== undefined) text = JSON.stringify(raw.structuredContent);
   const bytes = Buffer.byteLength(text);
   if (bytes > MCP_RESULT_MAX_BYTES) {
-    throw new MurError('E-MCP-011', `MCP tool '${tool}' of server '${server}' returned ${bytes} bytes of text, over the ${MCP_RESULT_MAX_BYTES}-byte bound`, { hint: 'ask the tool for less output' });
+    throw new MurError('E-MCP-011', `MCP tool '${tool}' of server '${server}' returned ${bytes} bytes of text, over the ${MCP_RESULT_MAX_BYTES}-byte bound`, {
+      hint: 'ask the tool for less output',
+    });
   }
   // `_meta` string values are the result's metadata: the reserved keys among them mean what they
   // mean for a WASM tool; other values (objects) are the server's own and are not read.
-  const meta = raw._meta && typeof raw._meta === 'object' ? Object.entries(raw._meta as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string') : [];
+  const meta =
+    raw._meta && typeof raw._meta === 'object'
+      ? Object.entries(raw._meta as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string')
+      : [];
   const result = parseToolResult({ status: raw.isError === true ? 'failed' : 'passed', data: text, truncated: false, metadata: meta });
   return { result, text };
 }

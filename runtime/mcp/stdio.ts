@@ -25,11 +25,15 @@ const STDERR_TAIL = 2048;
 export async function stdioTransport(s: McpServer, o: StdioOptions): Promise<{ transport: StdioClientTransport; stderr: () => string }> {
   const [bin, ...args] = s.command!;
   if (!isShellAllowed(bin!, o.shellAllow)) {
-    throw new MurError('E-MCP-017', `MCP server '${s.name}' runs '${bin}', which is not in capabilities.shell.allow`, { hint: 'a local MCP server is allowed the way a shell binary is' });
+    throw new MurError('E-MCP-017', `MCP server '${s.name}' runs '${bin}', which is not in capabilities.shell.allow`, {
+      hint: 'a local MCP server is allowed the way a shell binary is',
+    });
   }
   const r = await resolveBinary(bin!, { pathVar: o.env.PATH, cwd: o.workdir });
   if (!r.resolved) {
-    throw new MurError('E-MCP-009', `MCP server '${s.name}' cannot be started: '${bin}' is not found on PATH`, { hint: 'install it, or fix mcp.servers[].command' });
+    throw new MurError('E-MCP-009', `MCP server '${s.name}' cannot be started: '${bin}' is not found on PATH`, {
+      hint: 'install it, or fix mcp.servers[].command',
+    });
   }
   const { env } = shellEnv({ env: o.env, stripEnvGlobs: o.stripEnv, home: o.workdir, cwd: o.workdir });
   // The credentials the manifest names for this server are its own: they pass, the rest is stripped.

@@ -55,7 +55,10 @@ export class McpTools {
   /** Events from before the session's trace existed (connecting happens first). */
   private pending: Array<[string, Record<string, unknown>]> = [];
 
-  private constructor(private readonly states: ServerState[], private readonly deadlineMs: number) {}
+  private constructor(
+    private readonly states: ServerState[],
+    private readonly deadlineMs: number,
+  ) {}
 
   static async open(o: McpToolsOptions): Promise<McpTools> {
     // A missing credential refuses the session before any connection is made.
@@ -64,35 +67,60 @@ export class McpTools {
     const deadlineMs = o.deadlineSeconds * 1000;
     const openTimeoutMs = o.openTimeoutMs ?? Math.min(30_000, deadlineMs);
     const self = new McpTools([], deadlineMs);
-    const onDenied = (server: string) => (d: Destination) => self.write('network_denied', { component_kind: 'mcp', component: server, destination: `${d.scheme}://${d.host}:${d.port}` });
-    const states = await Promise.all(o.servers.map(async (s): Promise<ServerState> => {
-      const conn = new McpConnection(s, { allow: o.allow, env: o.env, requests: o.requests, onDenied: onDenied(s.name), openTimeoutMs, maxReconnects: o.maxReconnects, ...(o.stdio ? { stdio: o.stdio } : {}) });
-      try {
-        const listed = await conn.open();
-        return { conn, ...admitTools(s, listed, taken) };
-      } catch (e) {
-        return { conn, tools: [], refused: [], error: isMurError(e) ? e : new MurError('E-MCP-009', `MCP server '${s.name}': ${(e as Error).message}`) };
-      }
-    }));
+    const onDenied = (server: string) => (d: Destination) =>
+      self.write('network_denied', { component_kind: 'mcp', component: server, destination: `${d.scheme}://${d.host}:${d.port}` });
+    const states = await Promise.all(
+      o.servers.map(async (s): Promise<ServerState> => {
+        const conn = new McpConnection(s, {
+          allow: o.allow,
+          env: o.env,
+          requests: o.requests,
+          onDenied: onDenied(s.name),
+          openTimeoutMs,
+          maxReconnects: o.maxReconnects,
+          ...(o.stdio ? { stdio: o.stdio } : {}),
+        });
+        try {
+          const listed = await conn.open();
+          return { conn, ...admitTools(s, listed, taken) };
+        } catch (e) {
+          return { conn, tools: [], refused: [], error: isMurError(e) ? e : new MurError('E-MCP-009', `MCP server '${s.name}': ${(e as Error).message}`) };
+        }
+      }),
+    );
     // Two servers never share a model-visible name: the prefix is the server's unique name.
     self.states.push(...states);
     for (const st of states) {
       self.write('mcp_server', {
-        server: st.conn.server.name, url: st.conn.server.url, command: st.conn.server.command, status: st.error ? 'unavailable' : 'connected',
-        tools: st.tools.map((t) => t.name), refused: st.refused.length ? st.refused : undefined,
+        server: st.conn.server.name,
+        url: st.conn.server.url,
+        command: st.conn.server.command,
+        status: st.error ? 'unavailable' : 'connected',
+        tools: st.tools.map((t) => t.name),
+        refused: st.refused.length ? st.refused : undefined,
         truncated_descriptions: st.tools.filter((t) => t.descriptionTruncated).map((t) => t.name),
-        code: st.error?.code, error: st.error?.message,
+        code: st.error?.code,
+        error: st.error?.message,
       });
     }
     return self;
   }
 
   /** The MCP tools of a capsule manifest's `mcp:` block; undefined when it names no servers. */
-  static forManifest(m: CapsuleManifest, o: { env: NodeJS.ProcessEnv; taken: ReadonlySet<string>; requests?: ServerRequests; workdir: string }): Promise<McpTools> | undefined {
+  static forManifest(
+    m: CapsuleManifest,
+    o: { env: NodeJS.ProcessEnv; taken: ReadonlySet<string>; requests?: ServerRequests; workdir: string },
+  ): Promise<McpTools> | undefined {
     if (!m.mcp?.servers.length) return undefined;
     const { workdir, ...rest } = o;
     const stdio = { workdir, shellAllow: m.capabilities.shell?.allow ?? [], stripEnv: m.capabilities.shell?.stripEnv ?? [] };
-    return McpTools.open({ servers: m.mcp.servers, allow: m.capabilities.network.allow, deadlineSeconds: m.capabilities.limits.deadlineSeconds, stdio, ...rest });
+    return McpTools.open({
+      servers: m.mcp.servers,
+      allow: m.capabilities.network.allow,
+      deadlineSeconds: m.capabilities.limits.deadlineSeconds,
+      stdio,
+      ...rest,
+    });
   }
 
   /** Attaches the session's trace (writing what happened before it existed). */
@@ -121,14 +149,29 @@ export class McpTools {
           const { result, text } = toolOutcome(t.server, t.remote, raw);
           const status = result.status === 'passed' ? 'ok' : 'error';
           this.write('mcp_call', {
-            server: t.server, tool: t.remote, model_tool: t.name, status, duration_ms: Date.now() - started, output_bytes: Buffer.byteLength(text),
-            state_effect: result.stateEffect, resource_id: result.resourceId, warnings: result.warnings.length ? result.warnings : undefined,
+            server: t.server,
+            tool: t.remote,
+            model_tool: t.name,
+            status,
+            duration_ms: Date.now() - started,
+            output_bytes: Buffer.byteLength(text),
+            state_effect: result.stateEffect,
+            resource_id: result.resourceId,
+            warnings: result.warnings.length ? result.warnings : undefined,
           });
           return { content: status === 'ok' ? text : `error: MCP tool ${t.name} reported an error${text ? `: ${text}` : ''}`, isError: status !== 'ok' };
         } catch (e) {
           if (signal.aborted) throw e;
           const err = isMurError(e) ? e : new MurError('E-MCP-012', `MCP tool ${t.name}: ${(e as Error).message}`);
-          this.write('mcp_call', { server: t.server, tool: t.remote, model_tool: t.name, status: 'error', duration_ms: Date.now() - started, code: err.code, error: err.message });
+          this.write('mcp_call', {
+            server: t.server,
+            tool: t.remote,
+            model_tool: t.name,
+            status: 'error',
+            duration_ms: Date.now() - started,
+            code: err.code,
+            error: err.message,
+          });
           // The model is told what failed and that it may go on without it.
           return { content: `error: MCP tool ${t.name} failed [${err.code}]: ${err.message}${err.hint ? ` (${err.hint})` : ''}`, isError: true };
         }

@@ -18,12 +18,17 @@ const HINT_BUILD = 'build a component: componentize-js (`jco componentize`), `ca
 export function componentHeader(bytes: Uint8Array, file: string): void {
   const magic = bytes.length >= 8 && bytes[0] === 0 && bytes[1] === 0x61 && bytes[2] === 0x73 && bytes[3] === 0x6d;
   if (!magic) {
-    const start = Buffer.from(bytes.subarray(0, 16)).toString('latin1').replace(/[^\x20-\x7e]/g, '.');
+    const start = Buffer.from(bytes.subarray(0, 16))
+      .toString('latin1')
+      .replace(/[^\x20-\x7e]/g, '.');
     throw new MurError('E-PKG-001', `${file} is not WebAssembly (${bytes.length} bytes, starting "${start}")`, { hint: HINT_BUILD, location: { file } });
   }
   const layer = bytes[6]! | (bytes[7]! << 8);
   if (layer === 0) {
-    throw new MurError('E-PKG-001', `${file} is a core WebAssembly module, not a component`, { hint: `componentize it: \`wasm-tools component new ${file} -o component.wasm\` (with the world's WIT embedded), or ${HINT_BUILD}`, location: { file } });
+    throw new MurError('E-PKG-001', `${file} is a core WebAssembly module, not a component`, {
+      hint: `componentize it: \`wasm-tools component new ${file} -o component.wasm\` (with the world's WIT embedded), or ${HINT_BUILD}`,
+      location: { file },
+    });
   }
   if (layer !== 1) throw new MurError('E-PKG-001', `${file} is WebAssembly of an unknown layer ${layer}`, { hint: HINT_BUILD, location: { file } });
 }
@@ -41,7 +46,11 @@ export async function componentWorld(bytes: Uint8Array, file: string): Promise<s
   try {
     return await componentWit(bytes);
   } catch (e) {
-    throw new MurError('E-PKG-001', `${file} is not a valid component: ${(e as Error).message?.split('\n')[0] ?? String(e)}`, { hint: HINT_BUILD, location: { file }, cause: e });
+    throw new MurError('E-PKG-001', `${file} is not a valid component: ${(e as Error).message?.split('\n')[0] ?? String(e)}`, {
+      hint: HINT_BUILD,
+      location: { file },
+      cause: e,
+    });
   }
 }
 
@@ -52,10 +61,17 @@ export async function requireComponent(bytes: Uint8Array, runtime: ArtifactRunti
   const want = WORLD_EXPORT[runtime];
   if (want && !want.test(wit)) {
     const exports = [...wit.matchAll(/^\s*export ([^;]+);/gm)].map((m) => m[1]).join(', ') || 'nothing';
-    throw new MurError('E-PKG-001', `${file} does not export ${WORLD_TEXT[runtime]}, which a ${roleFromEntry ? 'wasm (tool or driver)' : runtime} artifact must; it exports ${exports}`, {
-      hint: runtime === 'hook' ? 'build it against the murmur:runtime/hook world (wit/hook)' : 'build it against the murmur:runtime-guest tool or driver world (wit/guest), or fix `runtime:` in murmur.yaml',
-      location: { file },
-    });
+    throw new MurError(
+      'E-PKG-001',
+      `${file} does not export ${WORLD_TEXT[runtime]}, which a ${roleFromEntry ? 'wasm (tool or driver)' : runtime} artifact must; it exports ${exports}`,
+      {
+        hint:
+          runtime === 'hook'
+            ? 'build it against the murmur:runtime/hook world (wit/hook)'
+            : 'build it against the murmur:runtime-guest tool or driver world (wit/guest), or fix `runtime:` in murmur.yaml',
+        location: { file },
+      },
+    );
   }
   return wit;
 }

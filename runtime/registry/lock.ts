@@ -51,7 +51,8 @@ export function parseLock(text: string, file: string): Lockfile {
   const v = doc.toJS() as unknown;
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw lockError(file, 'not a mapping', 1);
   const o = v as Record<string, unknown>;
-  if (o.lock_version !== LOCK_VERSION) throw lockError(file, `lock_version must be ${LOCK_VERSION}, found ${JSON.stringify(o.lock_version)}`, 1, 'lock_version');
+  if (o.lock_version !== LOCK_VERSION)
+    throw lockError(file, `lock_version must be ${LOCK_VERSION}, found ${JSON.stringify(o.lock_version)}`, 1, 'lock_version');
   if (!Array.isArray(o.artifacts)) throw lockError(file, "'artifacts' must be a list", 1, 'artifacts');
   const out: LockEntry[] = [];
   o.artifacts.forEach((a: unknown, i) => {
@@ -64,19 +65,22 @@ export function parseLock(text: string, file: string): Lockfile {
       const wasm = (e.sha256 as Record<string, unknown> | undefined)?.wasm;
       if (typeof e.name !== 'string' || e.name === '') throw lockError(file, `${field}.name is missing`, undefined, `${field}.name`);
       if (typeof rv !== 'string' || rv === '') throw lockError(file, `${field}.resolved_version is missing`, undefined, `${field}.resolved_version`);
-      if (typeof wasm !== 'string' || !SHA256_RE.test(wasm)) throw lockError(file, `${field}.sha256.wasm is not 64 hex characters`, undefined, `${field}.sha256.wasm`);
+      if (typeof wasm !== 'string' || !SHA256_RE.test(wasm))
+        throw lockError(file, `${field}.sha256.wasm is not 64 hex characters`, undefined, `${field}.sha256.wasm`);
       out.push({ name: e.name, version: rv, sha256: '', packageSha256: wasm });
       return;
     }
     const version = typeof e.version === 'number' ? String(e.version) : e.version;
     if (typeof e.name !== 'string' || e.name === '') throw lockError(file, `${field}.name is missing`, undefined, `${field}.name`);
     if (typeof version !== 'string' || version === '') throw lockError(file, `${field}.version is missing`, undefined, `${field}.version`);
-    if (typeof e.sha256 !== 'string' || !SHA256_RE.test(e.sha256)) throw lockError(file, `${field}.sha256 is not 64 hex characters`, undefined, `${field}.sha256`);
+    if (typeof e.sha256 !== 'string' || !SHA256_RE.test(e.sha256))
+      throw lockError(file, `${field}.sha256 is not 64 hex characters`, undefined, `${field}.sha256`);
     const entry: LockEntry = { name: e.name, version, sha256: e.sha256 };
     if (typeof e.package_sha256 === 'string' && SHA256_RE.test(e.package_sha256)) entry.packageSha256 = e.package_sha256;
     if (e.source !== undefined) {
       const s = e.source as Record<string, unknown>;
-      if (typeof s?.url !== 'string' || typeof s?.sha256 !== 'string') throw lockError(file, `${field}.source needs url and sha256`, undefined, `${field}.source`);
+      if (typeof s?.url !== 'string' || typeof s?.sha256 !== 'string')
+        throw lockError(file, `${field}.source needs url and sha256`, undefined, `${field}.source`);
       entry.source = { url: s.url, sha256: s.sha256 };
     }
     out.push(entry);
@@ -175,7 +179,11 @@ export function upsertLock(lock: Lockfile | undefined, entries: readonly LockEnt
  * A pin conflict for `name`, or undefined when the lock has no entry for it or agrees. Codes:
  * E-REG-003 (version differs), E-REG-004 (digest differs).
  */
-export function checkPin(lock: Lockfile | undefined, file: string, want: { name: string; version: string; sha256: string; packageSha256?: string }): MurError | undefined {
+export function checkPin(
+  lock: Lockfile | undefined,
+  file: string,
+  want: { name: string; version: string; sha256: string; packageSha256?: string },
+): MurError | undefined {
   const pin = lock?.artifacts.find((e) => e.name === want.name);
   if (!pin) return undefined;
   const idx = lock!.artifacts.indexOf(pin);
@@ -188,14 +196,18 @@ export function checkPin(lock: Lockfile | undefined, file: string, want: { name:
   if (pin.sha256 === '' && pin.packageSha256) {
     // A reference-runtime pin: the hash of the .mur.zip the artifact was installed from.
     if (want.packageSha256 === pin.packageSha256) return undefined;
-    return new MurError('E-REG-004', want.packageSha256
-      ? `artifact '${want.name}' ${want.version} was installed from a package with sha256 ${want.packageSha256} but ${LOCK_FILE} pins package ${pin.packageSha256}`
-      : `artifact '${want.name}' ${want.version} was not installed from a .mur.zip package, so it cannot be checked against the package hash ${pin.packageSha256} that ${LOCK_FILE} pins`, {
-      hint: want.packageSha256
-        ? `install the pinned package (mur install <file>.mur.zip), or delete the '${want.name}' entry from ${LOCK_FILE} to pin what is installed`
-        : `install the package the pin was made from (mur install ${want.name}-${want.version}.mur.zip --registry <dir>), or delete the '${want.name}' entry from ${LOCK_FILE} to re-pin`,
-      location: { file, field: `artifacts[${idx}].sha256.wasm` },
-    });
+    return new MurError(
+      'E-REG-004',
+      want.packageSha256
+        ? `artifact '${want.name}' ${want.version} was installed from a package with sha256 ${want.packageSha256} but ${LOCK_FILE} pins package ${pin.packageSha256}`
+        : `artifact '${want.name}' ${want.version} was not installed from a .mur.zip package, so it cannot be checked against the package hash ${pin.packageSha256} that ${LOCK_FILE} pins`,
+      {
+        hint: want.packageSha256
+          ? `install the pinned package (mur install <file>.mur.zip), or delete the '${want.name}' entry from ${LOCK_FILE} to pin what is installed`
+          : `install the package the pin was made from (mur install ${want.name}-${want.version}.mur.zip --registry <dir>), or delete the '${want.name}' entry from ${LOCK_FILE} to re-pin`,
+        location: { file, field: `artifacts[${idx}].sha256.wasm` },
+      },
+    );
   }
   if (pin.sha256 !== want.sha256) {
     return new MurError('E-REG-004', `artifact '${want.name}' ${want.version} has sha256 ${want.sha256} but ${LOCK_FILE} pins ${pin.sha256}`, {

@@ -65,14 +65,21 @@ function readCredentials(registry: string, env: NodeJS.ProcessEnv): Credentials 
   try {
     cfg = JSON.parse(text) as typeof cfg;
   } catch (e) {
-    throw new MurError('E-REG-018', `${file} is not valid JSON (${(e as Error).message})`, { hint: 'fix the file (docker login / oras login write it), or set MURMUR_OCI_USERNAME and MURMUR_OCI_PASSWORD', location: { file } });
+    throw new MurError('E-REG-018', `${file} is not valid JSON (${(e as Error).message})`, {
+      hint: 'fix the file (docker login / oras login write it), or set MURMUR_OCI_USERNAME and MURMUR_OCI_PASSWORD',
+      location: { file },
+    });
   }
   const entry = Object.entries(cfg.auths ?? {}).find(([k]) => matches(k, registry))?.[1];
   const from = `${file} auths["${registry}"]`;
   if (entry?.auth) {
     const decoded = Buffer.from(entry.auth, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon < 0) throw new MurError('E-REG-018', `${from}.auth is not base64 of 'user:password'`, { hint: `log in again (docker login ${registry}), or set MURMUR_OCI_USERNAME and MURMUR_OCI_PASSWORD`, location: { file } });
+    if (colon < 0)
+      throw new MurError('E-REG-018', `${from}.auth is not base64 of 'user:password'`, {
+        hint: `log in again (docker login ${registry}), or set MURMUR_OCI_USERNAME and MURMUR_OCI_PASSWORD`,
+        location: { file },
+      });
     return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1), from };
   }
   if (entry?.username !== undefined && entry.password !== undefined) return { username: entry.username, password: entry.password, from };

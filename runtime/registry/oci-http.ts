@@ -28,8 +28,16 @@ function extraCa(): string[] | undefined {
 
 /** Error codes of a TLS certificate the client could not verify (as opposed to a network failure). */
 const CERT_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'ERR_TLS_CERT_ALTNAME_INVALID',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 export function isCertError(e: unknown): e is NodeJS.ErrnoException {
   return typeof (e as NodeJS.ErrnoException)?.code === 'string' && CERT_CODES.has((e as NodeJS.ErrnoException).code!);
@@ -44,12 +52,21 @@ function once(url: URL, init: HttpInit): Promise<{ status: number; headers: Inco
   const mod = url.protocol === 'https:' ? https() : http;
   const ca = url.protocol === 'https:' ? extraCa() : undefined;
   return new Promise((resolve, reject) => {
-    const req = mod.request(url, { method: init.method ?? 'GET', headers: { ...(init.headers ?? {}), ...(init.body ? { 'content-length': String(init.body.byteLength) } : {}) }, ...(ca ? { ca } : {}), timeout: init.timeoutMs ?? 60_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
+    const req = mod.request(
+      url,
+      {
+        method: init.method ?? 'GET',
+        headers: { ...(init.headers ?? {}), ...(init.body ? { 'content-length': String(init.body.byteLength) } : {}) },
+        ...(ca ? { ca } : {}),
+        timeout: init.timeoutMs ?? 60_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${init.timeoutMs ?? 60_000} ms`), { code: 'ETIMEDOUT' })));
     req.on('error', reject);
     req.end(init.body ? Buffer.from(init.body) : undefined);

@@ -37,7 +37,10 @@ function fromMount(entry: ArtifactEntry): Uint8Array | undefined {
   const dir = path.join(root, entry.name);
   if (!existsSync(dir)) return undefined;
   const wasm = readdirSync(dir).filter((f) => f.endsWith('.wasm'));
-  if (wasm.length !== 1) throw new MurError('E-REG-016', `OCI artifact ${entry.oci} mounted at ${dir} holds ${wasm.length} .wasm files, not one`, { hint: 'push exactly one application/wasm layer with a title annotation (oras push ... component.wasm:application/wasm)' });
+  if (wasm.length !== 1)
+    throw new MurError('E-REG-016', `OCI artifact ${entry.oci} mounted at ${dir} holds ${wasm.length} .wasm files, not one`, {
+      hint: 'push exactly one application/wasm layer with a title annotation (oras push ... component.wasm:application/wasm)',
+    });
   return readFileSync(path.join(dir, wasm[0]!));
 }
 
@@ -56,7 +59,10 @@ export async function resolveOci(entry: ArtifactEntry, cacheDir: string): Promis
     return readVerifiedDir(dir);
   } catch (e) {
     if (e instanceof MurError && e.code === 'E-REG-002') {
-      throw new MurError(e.code, `OCI cache entry for '${entry.name}': ${e.message}`, { hint: `the cached copy of ${entry.oci} was modified; delete ${dir} and stage again to pull it`, cause: e });
+      throw new MurError(e.code, `OCI cache entry for '${entry.name}': ${e.message}`, {
+        hint: `the cached copy of ${entry.oci} was modified; delete ${dir} and stage again to pull it`,
+        cause: e,
+      });
     }
     throw e;
   }

@@ -39,11 +39,18 @@ function isLoopback(host: string): boolean {
 
 /** Loopback registries and MURMUR_OCI_INSECURE hosts may speak plain http (tried after https, as Docker does). */
 function mayBePlain(registry: string): boolean {
-  const insecure = (process.env.MURMUR_OCI_INSECURE ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const insecure = (process.env.MURMUR_OCI_INSECURE ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return isLoopback(registry) || insecure.includes(registry);
 }
 
-function ociError(ref: OciRef, what: string, hint = 'check the reference, the registry and its credentials (MURMUR_OCI_USERNAME / MURMUR_OCI_PASSWORD, or docker login)'): MurError {
+function ociError(
+  ref: OciRef,
+  what: string,
+  hint = 'check the reference, the registry and its credentials (MURMUR_OCI_USERNAME / MURMUR_OCI_PASSWORD, or docker login)',
+): MurError {
   return new MurError('E-REG-016', `OCI artifact ${ref.raw}: ${what}`, { hint });
 }
 
@@ -97,9 +104,13 @@ export class OciClient {
   private transportError(url: string, e: unknown): MurError {
     const c = causeOf(e);
     if (isCertError(c)) {
-      return new MurError('E-REG-020', `OCI artifact ${this.ref.raw}: the TLS certificate of ${new URL(url).host} cannot be verified (${c.code}: ${c.message})`, {
-        hint: 'if the registry uses a private CA, point MURMUR_OCI_CA_FILE at its PEM certificate (or start mur with NODE_EXTRA_CA_CERTS=<pem>); check the certificate names the host you pull from',
-      });
+      return new MurError(
+        'E-REG-020',
+        `OCI artifact ${this.ref.raw}: the TLS certificate of ${new URL(url).host} cannot be verified (${c.code}: ${c.message})`,
+        {
+          hint: 'if the registry uses a private CA, point MURMUR_OCI_CA_FILE at its PEM certificate (or start mur with NODE_EXTRA_CA_CERTS=<pem>); check the certificate names the host you pull from',
+        },
+      );
     }
     return ociError(this.ref, `cannot reach ${url}: ${(c as Error)?.message ?? String(c)}`);
   }
@@ -109,16 +120,24 @@ export class OciClient {
     const c = this.credentials();
     const access = `${push ? 'push to' : 'pull from'} ${this.ref.registry}/${this.ref.repository}`;
     if (denied) {
-      return new MurError('E-REG-019', `OCI artifact ${this.ref.raw}: ${where} denied access (HTTP ${status}) to ${access}${c ? ` for the credentials from ${c.from}` : ' without credentials'}${detail}`, {
-        hint: `the credentials are valid but lack ${push ? 'push' : 'pull'} permission on ${this.ref.repository}: grant it in the registry, or use credentials that have it`,
-      });
+      return new MurError(
+        'E-REG-019',
+        `OCI artifact ${this.ref.raw}: ${where} denied access (HTTP ${status}) to ${access}${c ? ` for the credentials from ${c.from}` : ' without credentials'}${detail}`,
+        {
+          hint: `the credentials are valid but lack ${push ? 'push' : 'pull'} permission on ${this.ref.repository}: grant it in the registry, or use credentials that have it`,
+        },
+      );
     }
     const note = c ? undefined : helperNote(this.ref.registry);
-    return new MurError('E-REG-018', `OCI artifact ${this.ref.raw}: ${where} refused ${c ? `the credentials from ${c.from}` : 'an anonymous request'} (HTTP 401) to ${access}${detail}${note ? `; ${note}` : ''}`, {
-      hint: c
-        ? `check the user name and password in ${c.from} (docker login ${this.ref.registry} / oras login ${this.ref.registry} rewrite them)`
-        : `give credentials: MURMUR_OCI_USERNAME and MURMUR_OCI_PASSWORD, or auths["${this.ref.registry}"] in ${dockerConfigPath()} (docker login ${this.ref.registry} writes it)`,
-    });
+    return new MurError(
+      'E-REG-018',
+      `OCI artifact ${this.ref.raw}: ${where} refused ${c ? `the credentials from ${c.from}` : 'an anonymous request'} (HTTP 401) to ${access}${detail}${note ? `; ${note}` : ''}`,
+      {
+        hint: c
+          ? `check the user name and password in ${c.from} (docker login ${this.ref.registry} / oras login ${this.ref.registry} rewrite them)`
+          : `give credentials: MURMUR_OCI_USERNAME and MURMUR_OCI_PASSWORD, or auths["${this.ref.registry}"] in ${dockerConfigPath()} (docker login ${this.ref.registry} writes it)`,
+      },
+    );
   }
 
   /** Answers a 401 challenge (distribution spec token auth); returns the Authorization value. */
@@ -174,7 +193,13 @@ export class OciClient {
     if (res.status === 401 || res.status === 403) {
       const err = challengeParams(res.headers.get('www-authenticate') ?? '').error;
       // A token without the access asked for: the credentials were accepted, the action is not allowed.
-      throw this.authError(res.status, 'the registry', err ? ` (${err})` : '', push, res.status === 403 || (err === 'insufficient_scope' && this.credentials() !== undefined));
+      throw this.authError(
+        res.status,
+        'the registry',
+        err ? ` (${err})` : '',
+        push,
+        res.status === 403 || (err === 'insufficient_scope' && this.credentials() !== undefined),
+      );
     }
     return res;
   }
@@ -189,11 +214,15 @@ export class OciClient {
   /** The manifest by digest (verified against it) or by tag; returns its bytes and digest. */
   async manifest(): Promise<{ bytes: Uint8Array; digest: string; manifest: OciManifest }> {
     const reference = this.ref.digest ?? this.ref.tag ?? 'latest';
-    const res = await this.request('GET', `/v2/${this.ref.repository}/manifests/${reference}`, { headers: { accept: `${OCI_MANIFEST_MEDIA_TYPE}, application/vnd.docker.distribution.manifest.v2+json` } });
+    const res = await this.request('GET', `/v2/${this.ref.repository}/manifests/${reference}`, {
+      headers: { accept: `${OCI_MANIFEST_MEDIA_TYPE}, application/vnd.docker.distribution.manifest.v2+json` },
+    });
     const bytes = await this.bytes(res, `manifest ${reference}`);
     const digest = sha256Digest(bytes);
     if (this.ref.digest && digest !== this.ref.digest) {
-      throw new MurError('E-REG-008', `OCI artifact ${this.ref.raw}: the manifest served hashes to ${digest}, not the pinned ${this.ref.digest}`, { hint: 'the registry served other bytes than the pin; check the reference (never trust a tag over the digest)' });
+      throw new MurError('E-REG-008', `OCI artifact ${this.ref.raw}: the manifest served hashes to ${digest}, not the pinned ${this.ref.digest}`, {
+        hint: 'the registry served other bytes than the pin; check the reference (never trust a tag over the digest)',
+      });
     }
     let manifest: OciManifest;
     try {
@@ -208,7 +237,10 @@ export class OciClient {
   async blob(digest: string): Promise<Uint8Array> {
     const b = await this.bytes(await this.request('GET', `/v2/${this.ref.repository}/blobs/${digest}`), `blob ${digest}`);
     const got = sha256Digest(b);
-    if (got !== digest) throw new MurError('E-REG-008', `OCI artifact ${this.ref.raw}: blob ${digest} hashes to ${got}`, { hint: 'the registry served corrupt or substituted bytes' });
+    if (got !== digest)
+      throw new MurError('E-REG-008', `OCI artifact ${this.ref.raw}: blob ${digest} hashes to ${got}`, {
+        hint: 'the registry served corrupt or substituted bytes',
+      });
     return b;
   }
 
@@ -229,7 +261,11 @@ export class OciClient {
   }
 
   async pushManifest(bytes: Uint8Array, reference: string): Promise<void> {
-    const res = await this.request('PUT', `/v2/${this.ref.repository}/manifests/${reference}`, { push: true, body: bytes, headers: { 'content-type': OCI_MANIFEST_MEDIA_TYPE } });
+    const res = await this.request('PUT', `/v2/${this.ref.repository}/manifests/${reference}`, {
+      push: true,
+      body: bytes,
+      headers: { 'content-type': OCI_MANIFEST_MEDIA_TYPE },
+    });
     if (res.status !== 201) throw ociError(this.ref, `manifest push failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
   }
 }
@@ -255,8 +291,11 @@ export async function pullWasm(ref: OciRef): Promise<{ component: Uint8Array; ma
   const c = new OciClient(ref);
   const { digest, manifest } = await c.manifest();
   if (manifest.config?.mediaType !== WASM_CONFIG_MEDIA_TYPE) {
-    throw ociError(ref, `config media type is ${JSON.stringify(manifest.config?.mediaType)}, not ${WASM_CONFIG_MEDIA_TYPE} (the CNCF Wasm OCI artifact layout)`,
-      `push the component as a Wasm artifact: oras push ${formatOciRef({ ...ref, digest: undefined } as OciRef)} --config config.json:${WASM_CONFIG_MEDIA_TYPE} component.wasm:${WASM_LAYER_MEDIA_TYPE} (or wkg oci push)`);
+    throw ociError(
+      ref,
+      `config media type is ${JSON.stringify(manifest.config?.mediaType)}, not ${WASM_CONFIG_MEDIA_TYPE} (the CNCF Wasm OCI artifact layout)`,
+      `push the component as a Wasm artifact: oras push ${formatOciRef({ ...ref, digest: undefined } as OciRef)} --config config.json:${WASM_CONFIG_MEDIA_TYPE} component.wasm:${WASM_LAYER_MEDIA_TYPE} (or wkg oci push)`,
+    );
   }
   const layers = (manifest.layers ?? []).filter((l) => l.mediaType === WASM_LAYER_MEDIA_TYPE);
   if (layers.length !== 1) throw ociError(ref, `needs exactly one ${WASM_LAYER_MEDIA_TYPE} layer, has ${layers.length}`);

@@ -36,26 +36,44 @@ export function pickComponent(names: readonly string[], name: string, where: str
   const wasm = names.filter((f) => f.endsWith('.wasm') && !f.includes('/'));
   for (const pref of ['component.wasm', `${name}.wasm`]) if (wasm.includes(pref)) return pref;
   if (wasm.length === 1) return wasm[0]!;
-  throw new MurError('E-PKG-002', wasm.length === 0 ? `no .wasm component at the root of ${where}` : `several .wasm files in ${where} (${wasm.join(', ')}) and none is component.wasm or ${name}.wasm`, {
-    hint: `put the component at the root of ${where} as component.wasm (or ${name}.wasm), or list it in requires_files`,
-    location: { file: where },
-  });
+  throw new MurError(
+    'E-PKG-002',
+    wasm.length === 0
+      ? `no .wasm component at the root of ${where}`
+      : `several .wasm files in ${where} (${wasm.join(', ')}) and none is component.wasm or ${name}.wasm`,
+    {
+      hint: `put the component at the root of ${where} as component.wasm (or ${name}.wasm), or list it in requires_files`,
+      location: { file: where },
+    },
+  );
 }
 
 function payloadOf(m: ArtifactManifest, names: readonly string[], where: string): string {
   if (m.runtime === 'skill') {
-    if (!names.includes(SKILL_FILE)) throw new MurError('E-PKG-002', `skill '${m.name}' has no ${SKILL_FILE} in ${where}`, { hint: `write ${SKILL_FILE} next to murmur.yaml`, location: { file: where } });
+    if (!names.includes(SKILL_FILE))
+      throw new MurError('E-PKG-002', `skill '${m.name}' has no ${SKILL_FILE} in ${where}`, {
+        hint: `write ${SKILL_FILE} next to murmur.yaml`,
+        location: { file: where },
+      });
     return SKILL_FILE;
   }
   return pickComponent(names, m.name, where);
 }
 
 /** Reads an artifact folder: its manifest, and exactly the files it packs (`requires_files`, else the component). */
-export function readArtifactFolder(artifactDir: string): { manifest: ArtifactManifest; manifestBytes: Uint8Array; files: Map<string, Uint8Array>; payloadName: string } {
+export function readArtifactFolder(artifactDir: string): {
+  manifest: ArtifactManifest;
+  manifestBytes: Uint8Array;
+  files: Map<string, Uint8Array>;
+  payloadName: string;
+} {
   const dir = path.resolve(artifactDir);
   const mfPath = path.join(dir, ARTIFACT_MANIFEST);
   if (!existsSync(mfPath)) {
-    throw new MurError('E-PKG-001', `${dir} has no ${ARTIFACT_MANIFEST}`, { hint: 'an artifact folder holds murmur.yaml (name, version, runtime) next to its component', location: { file: mfPath } });
+    throw new MurError('E-PKG-001', `${dir} has no ${ARTIFACT_MANIFEST}`, {
+      hint: 'an artifact folder holds murmur.yaml (name, version, runtime) next to its component',
+      location: { file: mfPath },
+    });
   }
   const manifestBytes = readFileSync(mfPath);
   const manifest = parseArtifactManifest(manifestBytes.toString('utf8'), mfPath);
@@ -68,10 +86,16 @@ export function readArtifactFolder(artifactDir: string): { manifest: ArtifactMan
     try {
       st = lstatSync(p);
     } catch {
-      throw new MurError('E-PKG-003', `${field} '${rel}' does not exist in ${dir}`, { hint: `create it, or remove it from requires_files`, location: { file: mfPath, field } });
+      throw new MurError('E-PKG-003', `${field} '${rel}' does not exist in ${dir}`, {
+        hint: `create it, or remove it from requires_files`,
+        location: { file: mfPath, field },
+      });
     }
     if (st.isSymbolicLink() || !st.isFile()) {
-      throw new MurError('E-PKG-003', `${field} '${rel}' is ${st.isSymbolicLink() ? 'a symlink' : 'not a regular file'}`, { hint: 'list regular files inside the artifact folder only (copy the target in place of a symlink)', location: { file: mfPath, field } });
+      throw new MurError('E-PKG-003', `${field} '${rel}' is ${st.isSymbolicLink() ? 'a symlink' : 'not a regular file'}`, {
+        hint: 'list regular files inside the artifact folder only (copy the target in place of a symlink)',
+        location: { file: mfPath, field },
+      });
     }
     if (rel === ARTIFACT_MANIFEST) continue;
     files.set(rel.split(path.sep).join('/'), readFileSync(p));
@@ -91,7 +115,8 @@ export function readArtifactFolder(artifactDir: string): { manifest: ArtifactMan
  */
 export async function packArtifact(artifactDir: string): Promise<{ manifest: ArtifactManifest; bytes: Uint8Array; sha256: string; fileName: string }> {
   const a = readArtifactFolder(artifactDir);
-  if (a.manifest.runtime !== 'skill') await requireComponent(a.files.get(a.payloadName)!, a.manifest.runtime, path.join(path.resolve(artifactDir), a.payloadName), a.manifest.roleFromEntry);
+  if (a.manifest.runtime !== 'skill')
+    await requireComponent(a.files.get(a.payloadName)!, a.manifest.runtime, path.join(path.resolve(artifactDir), a.payloadName), a.manifest.roleFromEntry);
   const entries: Record<string, Uint8Array> = { [ARTIFACT_MANIFEST]: a.manifestBytes };
   for (const [n, b] of a.files) entries[n] = b;
   // A fixed timestamp: the same folder always packs to the same bytes (and the same sha256).
@@ -111,17 +136,29 @@ export function readPackage(bytes: Uint8Array, file: string): PackageContent {
     raw = unzipSync(bytes, {
       filter: (f) => {
         total += f.originalSize;
-        if (total > MAX_DECOMPRESSED) throw new MurError('E-PKG-004', `${file} decompresses to more than ${MAX_DECOMPRESSED} bytes`, { hint: 'raise MURMUR_MAX_ARTIFACT_DECOMPRESSED_BYTES if the package is genuine', location: { file } });
+        if (total > MAX_DECOMPRESSED)
+          throw new MurError('E-PKG-004', `${file} decompresses to more than ${MAX_DECOMPRESSED} bytes`, {
+            hint: 'raise MURMUR_MAX_ARTIFACT_DECOMPRESSED_BYTES if the package is genuine',
+            location: { file },
+          });
         return !(f.name.startsWith('/') || f.name.split('/').includes('..') || f.name.endsWith('/'));
       },
     });
   } catch (e) {
     if (e instanceof MurError) throw e;
-    throw new MurError('E-PKG-004', `${file} is not a readable .mur.zip package: ${(e as Error).message}`, { hint: 'make the package with `mur pack <artifact-dir>` (or Murmur\'s `mur build`)', location: { file }, cause: e });
+    throw new MurError('E-PKG-004', `${file} is not a readable .mur.zip package: ${(e as Error).message}`, {
+      hint: "make the package with `mur pack <artifact-dir>` (or Murmur's `mur build`)",
+      location: { file },
+      cause: e,
+    });
   }
   const files = new Map(Object.entries(raw));
   const manifestBytes = files.get(ARTIFACT_MANIFEST);
-  if (!manifestBytes) throw new MurError('E-PKG-004', `${file} holds no ${ARTIFACT_MANIFEST} at its root`, { hint: 'a package holds murmur.yaml next to its component', location: { file } });
+  if (!manifestBytes)
+    throw new MurError('E-PKG-004', `${file} holds no ${ARTIFACT_MANIFEST} at its root`, {
+      hint: 'a package holds murmur.yaml next to its component',
+      location: { file },
+    });
   const manifest = parseArtifactManifest(Buffer.from(manifestBytes).toString('utf8'), `${file}!/${ARTIFACT_MANIFEST}`);
   files.delete(ARTIFACT_MANIFEST);
   const payloadName = payloadOf(manifest, [...files.keys()], file);

@@ -67,7 +67,9 @@ export function versionDir(registryDir: string, name: string, version: string): 
 /** Versions published for `name`, sorted. */
 export function listVersions(registryDir: string, name: string): string[] {
   try {
-    return readdirSync(path.join(registryDir, name)).filter((v) => existsSync(path.join(registryDir, name, v, RECORD_FILE))).sort();
+    return readdirSync(path.join(registryDir, name))
+      .filter((v) => existsSync(path.join(registryDir, name, v, RECORD_FILE)))
+      .sort();
   } catch {
     return [];
   }
@@ -78,7 +80,9 @@ export function listRegistry(registryDir: string): { name: string; version: stri
   const out: { name: string; version: string; runtime: ArtifactRuntime }[] = [];
   let names: string[] = [];
   try {
-    names = readdirSync(registryDir).filter((n) => !n.startsWith('.')).sort();
+    names = readdirSync(registryDir)
+      .filter((n) => !n.startsWith('.'))
+      .sort();
   } catch {
     return out;
   }
@@ -116,10 +120,19 @@ export function readVerifiedDir(dir: string): VerifiedArtifact {
   } catch (e) {
     throw corrupt(dir, `cannot read ${RECORD_FILE} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, e);
   }
-  if (rec?.format !== RECORD_FORMAT || typeof rec.name !== 'string' || typeof rec.version !== 'string' || typeof rec.sha256 !== 'string' || typeof rec.files !== 'object' || rec.files === null) {
+  if (
+    rec?.format !== RECORD_FORMAT ||
+    typeof rec.name !== 'string' ||
+    typeof rec.version !== 'string' ||
+    typeof rec.sha256 !== 'string' ||
+    typeof rec.files !== 'object' ||
+    rec.files === null
+  ) {
     throw corrupt(dir, `${RECORD_FILE} is not a format-${RECORD_FORMAT} record`);
   }
-  const onDisk = readdirSync(dir).filter((f) => f !== RECORD_FILE && !f.startsWith('.')).sort();
+  const onDisk = readdirSync(dir)
+    .filter((f) => f !== RECORD_FILE && !f.startsWith('.'))
+    .sort();
   const listed = Object.keys(rec.files).sort();
   if (onDisk.join('\0') !== listed.join('\0')) {
     throw new MurError('E-REG-002', `registry entry ${dir} holds files [${onDisk.join(', ')}] but ${RECORD_FILE} lists [${listed.join(', ')}]`, {
@@ -150,11 +163,25 @@ export function readVerifiedDir(dir: string): VerifiedArtifact {
   if (!mf) throw corrupt(dir, `no ${ARTIFACT_MANIFEST}`);
   const manifest = parseArtifactManifest(Buffer.from(mf.bytes).toString('utf8'), path.join(dir, ARTIFACT_MANIFEST));
   if (manifest.name !== rec.name || manifest.version !== rec.version || manifest.runtime !== rec.runtime) {
-    throw corrupt(dir, `${ARTIFACT_MANIFEST} says ${manifest.name} ${manifest.version} (${manifest.runtime}) but ${RECORD_FILE} says ${rec.name} ${rec.version} (${rec.runtime})`);
+    throw corrupt(
+      dir,
+      `${ARTIFACT_MANIFEST} says ${manifest.name} ${manifest.version} (${manifest.runtime}) but ${RECORD_FILE} says ${rec.name} ${rec.version} (${rec.runtime})`,
+    );
   }
   const payload = payloadName(rec.name, rec.runtime);
   if (!files.some((f) => f.name === payload)) throw corrupt(dir, `missing payload ${payload}`);
-  return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, manifest, files, fileSha256: actual, payload, dir, ...(rec.package_sha256 ? { packageSha256: rec.package_sha256 } : {}) };
+  return {
+    name: rec.name,
+    version: rec.version,
+    runtime: rec.runtime,
+    sha256: rec.sha256,
+    manifest,
+    files,
+    fileSha256: actual,
+    payload,
+    dir,
+    ...(rec.package_sha256 ? { packageSha256: rec.package_sha256 } : {}),
+  };
 }
 
 /** Locates `name@version` in the registry (E-REG-001 when absent) and verifies it. */
@@ -163,7 +190,9 @@ export function resolveFromRegistry(registryDir: string, name: string, version: 
   if (!existsSync(path.join(dir, RECORD_FILE))) {
     const have = listVersions(registryDir, name);
     throw new MurError('E-REG-001', `artifact '${name}' version '${version}' is not in the registry ${path.resolve(registryDir)}`, {
-      hint: have.length ? `published versions of '${name}': ${have.join(', ')}; set one in murmur.yaml` : `publish it first (publish(registryDir, artifactDir)), or check the name and the registry directory`,
+      hint: have.length
+        ? `published versions of '${name}': ${have.join(', ')}; set one in murmur.yaml`
+        : `publish it first (publish(registryDir, artifactDir)), or check the name and the registry directory`,
       location: { file: dir },
     });
   }
@@ -174,8 +203,19 @@ export function resolveFromRegistry(registryDir: string, name: string, version: 
  * Writes a verified set of files as a registry-layout directory `dir` (atomic: temp dir + rename).
  * Used by publish and the remote cache.
  */
-export function writeArtifactDir(dir: string, a: { name: string; version: string; runtime: ArtifactRuntime; files: readonly ArtifactFile[]; packageSha256?: string }): ArtifactRecord {
-  const rec: ArtifactRecord = { format: RECORD_FORMAT, name: a.name, version: a.version, runtime: a.runtime, sha256: artifactDigest(a.files), files: fileHashes(a.files), ...(a.packageSha256 ? { package_sha256: a.packageSha256 } : {}) };
+export function writeArtifactDir(
+  dir: string,
+  a: { name: string; version: string; runtime: ArtifactRuntime; files: readonly ArtifactFile[]; packageSha256?: string },
+): ArtifactRecord {
+  const rec: ArtifactRecord = {
+    format: RECORD_FORMAT,
+    name: a.name,
+    version: a.version,
+    runtime: a.runtime,
+    sha256: artifactDigest(a.files),
+    files: fileHashes(a.files),
+    ...(a.packageSha256 ? { package_sha256: a.packageSha256 } : {}),
+  };
   mkdirSync(path.dirname(dir), { recursive: true });
   const tmp = path.join(path.dirname(dir), `.tmp-${path.basename(dir)}-${randomBytes(4).toString('hex')}`);
   mkdirSync(tmp);
@@ -195,10 +235,16 @@ function findComponent(artifactDir: string, name: string): string {
   const wasm = readdirSync(artifactDir).filter((f) => f.endsWith('.wasm') && statSync(path.join(artifactDir, f)).isFile());
   for (const pref of ['component.wasm', `${name}.wasm`]) if (wasm.includes(pref)) return pref;
   if (wasm.length === 1) return wasm[0]!;
-  throw new MurError('E-REG-012', wasm.length === 0 ? `no .wasm component in ${artifactDir}` : `several .wasm files in ${artifactDir} (${wasm.join(', ')}) and none is component.wasm or ${name}.wasm`, {
-    hint: `put the component in ${artifactDir} as component.wasm (or ${name}.wasm)`,
-    location: { file: artifactDir },
-  });
+  throw new MurError(
+    'E-REG-012',
+    wasm.length === 0
+      ? `no .wasm component in ${artifactDir}`
+      : `several .wasm files in ${artifactDir} (${wasm.join(', ')}) and none is component.wasm or ${name}.wasm`,
+    {
+      hint: `put the component in ${artifactDir} as component.wasm (or ${name}.wasm)`,
+      location: { file: artifactDir },
+    },
+  );
 }
 
 export interface PublishResult {
@@ -220,7 +266,11 @@ export function publish(registryDir: string, artifactDir: string): PublishResult
   try {
     mfBytes = readFileSync(mfPath);
   } catch (e) {
-    throw new MurError('E-REG-012', `cannot publish ${artifactDir}: no ${ARTIFACT_MANIFEST}`, { hint: 'an artifact directory holds murmur.yaml (name, version, runtime) next to its component', location: { file: mfPath }, cause: e });
+    throw new MurError('E-REG-012', `cannot publish ${artifactDir}: no ${ARTIFACT_MANIFEST}`, {
+      hint: 'an artifact directory holds murmur.yaml (name, version, runtime) next to its component',
+      location: { file: mfPath },
+      cause: e,
+    });
   }
   const manifest = parseArtifactManifest(mfBytes.toString('utf8'), mfPath);
   const srcPayload = manifest.runtime === 'skill' ? SKILL_FILE : findComponent(artifactDir, manifest.name);
@@ -228,7 +278,11 @@ export function publish(registryDir: string, artifactDir: string): PublishResult
   try {
     payloadBytes = readFileSync(path.join(artifactDir, srcPayload));
   } catch (e) {
-    throw new MurError('E-REG-012', `cannot publish ${artifactDir}: no ${srcPayload}`, { hint: manifest.runtime === 'skill' ? 'a skill artifact holds skill.md' : 'build the component first', location: { file: path.join(artifactDir, srcPayload) }, cause: e });
+    throw new MurError('E-REG-012', `cannot publish ${artifactDir}: no ${srcPayload}`, {
+      hint: manifest.runtime === 'skill' ? 'a skill artifact holds skill.md' : 'build the component first',
+      location: { file: path.join(artifactDir, srcPayload) },
+      cause: e,
+    });
   }
   return publishFiles(registryDir, manifest, mfBytes, payloadBytes, mfPath, undefined, path.join(artifactDir, srcPayload));
 }
@@ -237,23 +291,43 @@ export function publish(registryDir: string, artifactDir: string): PublishResult
  * Publishes a parsed manifest and its payload (the component, or skill.md) as `<name>/<version>/`.
  * A payload that is not a WebAssembly component is refused here (E-PKG-001), not at run time.
  */
-export function publishFiles(registryDir: string, manifest: ArtifactManifest, mfBytes: Uint8Array, payloadBytes: Uint8Array, mfPath: string, packageSha256?: string, payloadFile = mfPath): PublishResult {
+export function publishFiles(
+  registryDir: string,
+  manifest: ArtifactManifest,
+  mfBytes: Uint8Array,
+  payloadBytes: Uint8Array,
+  mfPath: string,
+  packageSha256?: string,
+  payloadFile = mfPath,
+): PublishResult {
   if ((RESERVED_VERSIONS as readonly string[]).includes(manifest.version)) {
-    throw new MurError('E-REG-005', `version '${manifest.version}' is reserved and cannot be published`, { hint: "publish an exact version such as '1.0.0'", location: { file: mfPath, field: 'version' } });
+    throw new MurError('E-REG-005', `version '${manifest.version}' is reserved and cannot be published`, {
+      hint: "publish an exact version such as '1.0.0'",
+      location: { file: mfPath, field: 'version' },
+    });
   }
   if (manifest.runtime !== 'skill') componentHeader(payloadBytes, payloadFile);
   const payload = payloadName(manifest.name, manifest.runtime);
-  const files: ArtifactFile[] = [{ name: ARTIFACT_MANIFEST, bytes: mfBytes }, { name: payload, bytes: payloadBytes }];
+  const files: ArtifactFile[] = [
+    { name: ARTIFACT_MANIFEST, bytes: mfBytes },
+    { name: payload, bytes: payloadBytes },
+  ];
   const dir = versionDir(registryDir, manifest.name, manifest.version);
   const digest = artifactDigest(files);
   if (existsSync(dir)) {
     const existing = readVerifiedDir(dir);
     if (existing.sha256 === digest) return { name: manifest.name, version: manifest.version, runtime: manifest.runtime, sha256: digest, dir };
     throw new MurError('E-REG-012', `${manifest.name} ${manifest.version} is already published with different content (sha256 ${existing.sha256})`, {
-      hint: 'bump the version in the artifact\'s murmur.yaml; a published version never changes',
+      hint: "bump the version in the artifact's murmur.yaml; a published version never changes",
       location: { file: mfPath, field: 'version' },
     });
   }
-  const rec = writeArtifactDir(dir, { name: manifest.name, version: manifest.version, runtime: manifest.runtime, files, ...(packageSha256 ? { packageSha256 } : {}) });
+  const rec = writeArtifactDir(dir, {
+    name: manifest.name,
+    version: manifest.version,
+    runtime: manifest.runtime,
+    files,
+    ...(packageSha256 ? { packageSha256 } : {}),
+  });
   return { name: rec.name, version: rec.version, runtime: rec.runtime, sha256: rec.sha256, dir };
 }

@@ -50,16 +50,23 @@ export async function fetchBytes(url: string, timeoutMs = 60_000): Promise<Uint8
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' });
   } catch (e) {
-    throw new MurError('E-REG-007', `cannot fetch ${url}: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`, {
-      hint: 'check the URL and the network; remote artifacts are fetched at stage time and cached by sha256',
-      cause: e,
-    });
+    throw new MurError(
+      'E-REG-007',
+      `cannot fetch ${url}: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`,
+      {
+        hint: 'check the URL and the network; remote artifacts are fetched at stage time and cached by sha256',
+        cause: e,
+      },
+    );
   }
   if (!res.ok) {
-    throw new MurError('E-REG-007', `cannot fetch ${url}: HTTP ${res.status} ${res.statusText}`, { hint: 'check the URL; the server must answer 200 with the artifact bytes' });
+    throw new MurError('E-REG-007', `cannot fetch ${url}: HTTP ${res.status} ${res.statusText}`, {
+      hint: 'check the URL; the server must answer 200 with the artifact bytes',
+    });
   }
   const buf = new Uint8Array(await res.arrayBuffer());
-  if (buf.byteLength > MAX_REMOTE_BYTES) throw new MurError('E-REG-007', `${url} is larger than ${MAX_REMOTE_BYTES} bytes`, { hint: 'remote artifacts are limited to 256 MiB' });
+  if (buf.byteLength > MAX_REMOTE_BYTES)
+    throw new MurError('E-REG-007', `${url} is larger than ${MAX_REMOTE_BYTES} bytes`, { hint: 'remote artifacts are limited to 256 MiB' });
   return buf;
 }
 
@@ -110,7 +117,11 @@ function bundleError(url: string, why: string): MurError {
 }
 
 /** Turns fetched bytes into registry-layout files (manifest + payload) for `entry`. */
-export function unpackRemote(entry: ArtifactEntry, url: string, bytes: Uint8Array): { name: string; version: string; runtime: ArtifactEntry['runtime']; files: ArtifactFile[] } {
+export function unpackRemote(
+  entry: ArtifactEntry,
+  url: string,
+  bytes: Uint8Array,
+): { name: string; version: string; runtime: ArtifactEntry['runtime']; files: ArtifactFile[] } {
   const isWasm = bytes[0] === 0 && bytes[1] === 0x61 && bytes[2] === 0x73 && bytes[3] === 0x6d;
   if (isWasm) {
     if (entry.runtime === 'skill') throw bundleError(url, 'a skill has no component; serve a tar with murmur.yaml and skill.md');
@@ -119,7 +130,15 @@ export function unpackRemote(entry: ArtifactEntry, url: string, bytes: Uint8Arra
     // contract from the capsule entry is written into it: parsed and checked by the one parser.
     const text = stringify({ name: entry.name, version, runtime: entry.runtime, description: `Remote artifact from ${url}`, ...entryContract(entry) });
     parseArtifactManifest(text, `${url}#murmur.yaml`);
-    return { name: entry.name, version, runtime: entry.runtime, files: [{ name: ARTIFACT_MANIFEST, bytes: Buffer.from(text) }, { name: payloadName(entry.name, entry.runtime), bytes }] };
+    return {
+      name: entry.name,
+      version,
+      runtime: entry.runtime,
+      files: [
+        { name: ARTIFACT_MANIFEST, bytes: Buffer.from(text) },
+        { name: payloadName(entry.name, entry.runtime), bytes },
+      ],
+    };
   }
   let tarBytes = bytes;
   if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
@@ -137,20 +156,30 @@ export function unpackRemote(entry: ArtifactEntry, url: string, bytes: Uint8Arra
     throw bundleError(url, `neither a WebAssembly component nor a tar archive (${(e as Error).message})`);
   }
   const mf = entries.find((f) => f.name === ARTIFACT_MANIFEST);
-  if (!mf) throw bundleError(url, entries.length ? `no murmur.yaml at the archive root (found ${entries.map((f) => f.name).join(', ')})` : 'neither a WebAssembly component nor a tar archive');
+  if (!mf)
+    throw bundleError(
+      url,
+      entries.length
+        ? `no murmur.yaml at the archive root (found ${entries.map((f) => f.name).join(', ')})`
+        : 'neither a WebAssembly component nor a tar archive',
+    );
   const manifest = parseArtifactManifest(Buffer.from(mf.bytes).toString('utf8'), `${url}#murmur.yaml`);
   let payload: ArtifactFile | undefined;
   if (manifest.runtime === 'skill') payload = entries.find((f) => f.name === SKILL_FILE);
   else {
     const wasm = entries.filter((f) => f.name.endsWith('.wasm'));
-    payload = wasm.find((f) => f.name === 'component.wasm') ?? wasm.find((f) => f.name === `${manifest.name}.wasm`) ?? (wasm.length === 1 ? wasm[0] : undefined);
+    payload =
+      wasm.find((f) => f.name === 'component.wasm') ?? wasm.find((f) => f.name === `${manifest.name}.wasm`) ?? (wasm.length === 1 ? wasm[0] : undefined);
   }
   if (!payload) throw bundleError(url, manifest.runtime === 'skill' ? 'no skill.md' : 'no single .wasm component (name it component.wasm)');
   return {
     name: manifest.name,
     version: manifest.version,
     runtime: manifest.runtime,
-    files: [{ name: ARTIFACT_MANIFEST, bytes: mf.bytes }, { name: payloadName(manifest.name, manifest.runtime), bytes: payload.bytes }],
+    files: [
+      { name: ARTIFACT_MANIFEST, bytes: mf.bytes },
+      { name: payloadName(manifest.name, manifest.runtime), bytes: payload.bytes },
+    ],
   };
 }
 

@@ -61,10 +61,14 @@ export async function findCapsuleComponent(staged: StagedCapsule): Promise<Capsu
   const fileChoice = wasmFiles.includes(CAPSULE_FILE) ? CAPSULE_FILE : wasmFiles.length === 1 ? wasmFiles[0] : undefined;
 
   if (art && fileChoice) {
-    throw new MurError('E-SCRIPT-002', `script capsule '${m.name}' has two capsule components: the artifact '${m.name}' and ${fileChoice} in ${staged.capsuleDir}`, {
-      hint: `keep one: remove ${fileChoice} from the capsule folder, or remove the '${m.name}' entry from artifacts`,
-      location: { file },
-    });
+    throw new MurError(
+      'E-SCRIPT-002',
+      `script capsule '${m.name}' has two capsule components: the artifact '${m.name}' and ${fileChoice} in ${staged.capsuleDir}`,
+      {
+        hint: `keep one: remove ${fileChoice} from the capsule folder, or remove the '${m.name}' entry from artifacts`,
+        location: { file },
+      },
+    );
   }
   let wasmPath: string;
   let origin: CapsuleComponent['origin'];
@@ -95,10 +99,14 @@ export async function findCapsuleComponent(staged: StagedCapsule): Promise<Capsu
   const component = await loadComponent(wasmPath, { name: m.name, sha256 });
   if (!component.exports.includes(CAPSULE_EXPORT)) {
     const exported = component.exports.filter((e) => e.includes(':'));
-    throw new MurError('E-SCRIPT-003', `the capsule component of '${m.name}' (${origin === 'artifact' ? `artifact '${m.name}'` : path.basename(wasmPath)}) does not export ${CAPSULE_EXPORT}${exported.length ? ` (it exports ${exported.join(', ')})` : ''}`, {
-      hint: `build it against the murmur:runtime-guest/capsule world; a tool component (murmur:tool/run) cannot be a capsule`,
-      location: { file: wasmPath },
-    });
+    throw new MurError(
+      'E-SCRIPT-003',
+      `the capsule component of '${m.name}' (${origin === 'artifact' ? `artifact '${m.name}'` : path.basename(wasmPath)}) does not export ${CAPSULE_EXPORT}${exported.length ? ` (it exports ${exported.join(', ')})` : ''}`,
+      {
+        hint: `build it against the murmur:runtime-guest/capsule world; a tool component (murmur:tool/run) cannot be a capsule`,
+        location: { file: wasmPath },
+      },
+    );
   }
   return {
     name: m.name,
@@ -133,7 +141,10 @@ export function clampGrant(tool: EffectiveGrant, ceiling: EffectiveGrant): Effec
   let scope: string | null = tool.filesystem.scope;
   if (ceiling.filesystem.scope === null) scope = null;
   else if (scope !== null && !scopeCovers(ceiling.filesystem.scope, scope)) scope = ceiling.filesystem.scope;
-  const shell = tool.shell && ceiling.shell ? { allow: tool.shell.allow.filter((b) => ceiling.shell!.allow.includes(b)), stripEnv: [...new Set([...tool.shell.stripEnv, ...ceiling.shell.stripEnv])] } : undefined;
+  const shell =
+    tool.shell && ceiling.shell
+      ? { allow: tool.shell.allow.filter((b) => ceiling.shell!.allow.includes(b)), stripEnv: [...new Set([...tool.shell.stripEnv, ...ceiling.shell.stripEnv])] }
+      : undefined;
   return {
     network: { allow: network },
     filesystem: { scope },

@@ -94,7 +94,14 @@ export class ScriptHost {
       onInstalled: (a) => {
         this.totals.pulls++;
         if (a.runtime === 'tool' && a.wasmPath) this.pin(a);
-        this.trace.write('artifact_installed', { name: a.name, version: a.version, runtime: a.runtime, sha256: a.sha256, origin: a.origin, task_id: this.task?.taskId });
+        this.trace.write('artifact_installed', {
+          name: a.name,
+          version: a.version,
+          runtime: a.runtime,
+          sha256: a.sha256,
+          origin: a.origin,
+          task_id: this.task?.taskId,
+        });
       },
     });
   }
@@ -165,7 +172,12 @@ export class ScriptHost {
         grants.env = { ...guestEnv(grant.env.allow, this.hostEnv), ...(a.entry?.config ? { MURMUR_ARTIFACT_CONFIG: JSON.stringify(a.entry.config) } : {}) };
         return new ComponentInstance(c, {
           grants,
-          onNetworkDenied: traceNetworkDenied(() => this.trace, 'tool', a.name, () => this.task?.taskId),
+          onNetworkDenied: traceNetworkDenied(
+            () => this.trace,
+            'tool',
+            a.name,
+            () => this.task?.taskId,
+          ),
           imports: {
             'murmur:text/chunks': {
               emitChunk: (c: string) => this.task?.io?.textChunk?.(c),
@@ -198,8 +210,13 @@ export class ScriptHost {
       this.totals.toolCalls++;
       const durationMs = Date.now() - started;
       this.trace.write('tool_call', {
-        caller: 'capsule', task_id: this.task?.taskId, tool_name: name, input: inputForTrace(data), input_bytes: inputBytes,
-        duration_ms: durationMs, ...fields,
+        caller: 'capsule',
+        task_id: this.task?.taskId,
+        tool_name: name,
+        input: inputForTrace(data),
+        input_bytes: inputBytes,
+        duration_ms: durationMs,
+        ...fields,
       });
       this.task?.io?.artifact?.({ name: 'tool-call', data: { tool: name, status: fields.status, duration_ms: durationMs, caller: 'capsule' } });
     };
@@ -251,8 +268,12 @@ export class ScriptHost {
       const out = r.data ?? r.summary ?? '';
       event({
         output: this.staged.manifest.trace.includeToolOutput ? out : undefined,
-        output_bytes: Buffer.byteLength(out), status: r.status === 'passed' ? 'ok' : 'error', tool_status: r.status,
-        state_effect: r.stateEffect, resource_id: r.resourceId, origin: tool.origin === 'pull' ? 'pull' : undefined,
+        output_bytes: Buffer.byteLength(out),
+        status: r.status === 'passed' ? 'ok' : 'error',
+        tool_status: r.status,
+        state_effect: r.stateEffect,
+        resource_id: r.resourceId,
+        origin: tool.origin === 'pull' ? 'pull' : undefined,
       });
       settle({ status: r.status === 'passed' ? 'ok' : 'error', kind: 'wasm', isError: r.status !== 'passed' });
       return { status: r.status, summary: r.summary, data: r.data, dataPath: r.dataPath, truncated: r.truncated, metadata: r.metadata };
@@ -280,16 +301,29 @@ export class ScriptHost {
     }
     try {
       const r = await runShell({
-        binary, args, workdir: this.grantedDir, allow,
+        binary,
+        args,
+        workdir: this.grantedDir,
+        allow,
         env: { ...this.hostEnv, ...Object.fromEntries(env) },
         stripEnvGlobs: grant.shell?.stripEnv,
         timeoutMs: grant.limits.deadlineSeconds * 1000,
         ...(this.task ? { signal: this.task.signal } : {}),
       });
       this.trace.write('shell', {
-        caller: 'capsule', task_id: this.task?.taskId, binary: r.identity.binary, command: r.identity.command, argv: r.identity.argv, script: r.identity.script,
-        exit_code: r.exitCode, stdout_bytes: r.stdoutBytes, stderr_bytes: r.stderrBytes, duration_ms: r.durationMs,
-        truncated: r.truncated || undefined, full_output_path: r.fullOutputPath, timed_out: r.timedOut || undefined,
+        caller: 'capsule',
+        task_id: this.task?.taskId,
+        binary: r.identity.binary,
+        command: r.identity.command,
+        argv: r.identity.argv,
+        script: r.identity.script,
+        exit_code: r.exitCode,
+        stdout_bytes: r.stdoutBytes,
+        stderr_bytes: r.stderrBytes,
+        duration_ms: r.durationMs,
+        truncated: r.truncated || undefined,
+        full_output_path: r.fullOutputPath,
+        timed_out: r.timedOut || undefined,
       });
       return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated, fullOutputPath: r.fullOutputPath };
     } catch (e) {
@@ -323,7 +357,10 @@ export class ScriptHost {
       traceparent: currentTraceparent(this.trace),
     });
     this.trace.write('a2a_send', {
-      task_id: this.task?.taskId, peer_url: peerUrl, message_id: message.messageId, duration_ms: Date.now() - started,
+      task_id: this.task?.taskId,
+      peer_url: peerUrl,
+      message_id: message.messageId,
+      duration_ms: Date.now() - started,
       ...(r.ok ? { peer_task_id: r.taskId, context_id: r.contextId, state: r.state } : { error: r.error }),
     });
     if (!r.ok) return witErr(r.error);

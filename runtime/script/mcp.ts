@@ -8,11 +8,19 @@ import { McpTools, elicitationPrompt, elicitationResult, type McpRuntimeTool } f
 import type { StagedCapsule } from '../session/stage.ts';
 import type { HostTask, WitToolResult } from './host-records.ts';
 
-export function openScriptMcp(staged: StagedCapsule, env: NodeJS.ProcessEnv, taken: ReadonlySet<string>, task: () => HostTask | undefined, workdir = staged.workdir.dir): Promise<McpTools> | undefined {
+export function openScriptMcp(
+  staged: StagedCapsule,
+  env: NodeJS.ProcessEnv,
+  taken: ReadonlySet<string>,
+  task: () => HostTask | undefined,
+  workdir = staged.workdir.dir,
+): Promise<McpTools> | undefined {
   // No driver to sample with: `sampling: driver` has nothing to run here, and is refused.
   const m = { ...staged.manifest, mcp: staged.manifest.mcp && { servers: staged.manifest.mcp.servers.map((s) => ({ ...s, sampling: 'refuse' as const })) } };
   return McpTools.forManifest(m, {
-    env, taken, workdir,
+    env,
+    taken,
+    workdir,
     requests: {
       elicit: async (server, params) => {
         const ask = task()?.io?.requestInput;
@@ -27,7 +35,11 @@ export function openScriptMcp(staged: StagedCapsule, env: NodeJS.ProcessEnv, tak
  * One invoke of an MCP tool: the tool-result record the component gets (`passed`, or `error` with
  * the E-MCP error text as data), and the fields of its `tool_call` trace event.
  */
-export async function invokeMcp(tool: McpRuntimeTool, data: string | undefined, signal: AbortSignal): Promise<{ result: WitToolResult; event: Record<string, unknown> }> {
+export async function invokeMcp(
+  tool: McpRuntimeTool,
+  data: string | undefined,
+  signal: AbortSignal,
+): Promise<{ result: WitToolResult; event: Record<string, unknown> }> {
   let input: Record<string, unknown> = {};
   if (data !== undefined && data !== '') {
     let parsed: unknown;
@@ -38,7 +50,10 @@ export async function invokeMcp(tool: McpRuntimeTool, data: string | undefined, 
     }
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
       const why = `MCP tool '${tool.spec.name}' takes a JSON object as its input`;
-      return { result: { status: 'error', summary: why, data: undefined, dataPath: undefined, truncated: false, metadata: [] }, event: { output_bytes: 0, status: 'error', error: why } };
+      return {
+        result: { status: 'error', summary: why, data: undefined, dataPath: undefined, truncated: false, metadata: [] },
+        event: { output_bytes: 0, status: 'error', error: why },
+      };
     }
     input = parsed as Record<string, unknown>;
   }

@@ -157,14 +157,25 @@ export class ScriptSession {
     s.host.mcp = await openScriptMcp(staged, s.hostEnv, new Set(s.host.callable().map((x) => x.name)), () => s.host.currentTask);
     s.host.mcp?.attach(trace);
     // Fail fast when the component imports something the runtime does not provide (no worker starts).
-    new ComponentInstance(capsule.component, { grants: { env: {}, networkAllow: [] }, imports: s.host.imports(), deadlineMs: 1000, memoryBytes: capsule.grant.limits.memoryBytes });
+    new ComponentInstance(capsule.component, {
+      grants: { env: {}, networkAllow: [] },
+      imports: s.host.imports(),
+      deadlineMs: 1000,
+      memoryBytes: capsule.grant.limits.memoryBytes,
+    });
     const g = capsule.grant;
     trace.write('session_start', {
-      capsule_name: m.name, capsule_version: m.version, kind: 'script',
+      capsule_name: m.name,
+      capsule_version: m.version,
+      kind: 'script',
       capsule_component: { origin: capsule.origin, path: capsule.wasmPath, sha256: capsule.sha256 },
       tools_declared: [...s.host.callable().map((a) => a.name), ...(s.host.mcp?.names() ?? [])],
-      filesystem_scope: g.filesystem.scope, network_allow: g.network.allow, shell_allow: g.shell?.allow ?? [], env_allow: g.env.allow,
-      memory_bytes: g.limits.memoryBytes, deadline_seconds: g.limits.deadlineSeconds,
+      filesystem_scope: g.filesystem.scope,
+      network_allow: g.network.allow,
+      shell_allow: g.shell?.allow ?? [],
+      env_allow: g.env.allow,
+      memory_bytes: g.limits.memoryBytes,
+      deadline_seconds: g.limits.deadlineSeconds,
     });
     return s;
   }
@@ -191,7 +202,12 @@ export class ScriptSession {
     else signal?.addEventListener('abort', onAbort, { once: true });
     this.tasks++;
     this.trace.write('task_start', {
-      task_id: task.taskId, context_id: task.contextId, source, origin: task.origin ?? 'user', trust: task.trust ?? 'untrusted', message_bytes: Buffer.byteLength(task.text),
+      task_id: task.taskId,
+      context_id: task.contextId,
+      source,
+      origin: task.origin ?? 'user',
+      trust: task.trust ?? 'untrusted',
+      message_bytes: Buffer.byteLength(task.text),
       traceparent_from_caller: task.traceparent,
     });
     let outcome: ScriptTaskOutcome;
@@ -209,7 +225,12 @@ export class ScriptSession {
       inst = new ComponentInstance(c.component, {
         grants,
         imports: this.host.imports(),
-        onNetworkDenied: traceNetworkDenied(() => this.trace, 'capsule', c.name, () => task.taskId),
+        onNetworkDenied: traceNetworkDenied(
+          () => this.trace,
+          'capsule',
+          c.name,
+          () => task.taskId,
+        ),
         deadlineMs: c.grant.limits.deadlineSeconds * 1000,
         memoryBytes: c.grant.limits.memoryBytes,
       });
@@ -239,8 +260,13 @@ export class ScriptSession {
     if (outcome.exit !== 'completed') this.failed++;
     const t = this.host.totals;
     this.trace.write('task_end', {
-      task_id: task.taskId, exit_status: outcome.exit === 'completed' ? 'ok' : outcome.exit, reason: outcome.reason, duration_ms: Date.now() - started,
-      tool_calls: t.toolCalls - before.toolCalls, shell_calls: t.shellCalls - before.shellCalls, a2a_sends: t.a2aSends - before.a2aSends,
+      task_id: task.taskId,
+      exit_status: outcome.exit === 'completed' ? 'ok' : outcome.exit,
+      reason: outcome.reason,
+      duration_ms: Date.now() - started,
+      tool_calls: t.toolCalls - before.toolCalls,
+      shell_calls: t.shellCalls - before.shellCalls,
+      a2a_sends: t.a2aSends - before.a2aSends,
       result_bytes: outcome.text !== undefined ? Buffer.byteLength(outcome.text) : undefined,
     });
     return outcome;
@@ -253,8 +279,13 @@ export class ScriptSession {
     this.closed = true;
     const t = this.host.totals;
     this.trace.write('session_end', {
-      tasks: this.tasks, total_tool_calls: t.toolCalls, total_shell_calls: t.shellCalls, total_a2a_sends: t.a2aSends, total_pulls: t.pulls,
-      duration_ms: Date.now() - this.startedAt, exit_status: exitStatus ?? (this.failed > 0 ? 'failed' : 'ok'),
+      tasks: this.tasks,
+      total_tool_calls: t.toolCalls,
+      total_shell_calls: t.shellCalls,
+      total_a2a_sends: t.a2aSends,
+      total_pulls: t.pulls,
+      duration_ms: Date.now() - this.startedAt,
+      exit_status: exitStatus ?? (this.failed > 0 ? 'failed' : 'ok'),
     });
     await this.host.close();
     await this.host.mcp?.close();
@@ -311,7 +342,9 @@ function progressLine(e: TraceEvent): string | undefined {
     case 'tool_call':
       return `tool ${String(e.tool_name)}: ${String(e.status)}${e.tool_status && e.tool_status !== 'passed' ? ` (${String(e.tool_status)})` : ''} in ${String(e.duration_ms)} ms${e.error ? ` — ${String(e.error)}` : ''}`;
     case 'shell':
-      return e.refused || e.error ? `shell ${String(e.binary)}: ${String(e.error)}` : `shell ${String(e.binary)}: exit ${String(e.exit_code)} in ${String(e.duration_ms)} ms${e.truncated ? ` (truncated; full output in ${String(e.full_output_path)})` : ''}`;
+      return e.refused || e.error
+        ? `shell ${String(e.binary)}: ${String(e.error)}`
+        : `shell ${String(e.binary)}: exit ${String(e.exit_code)} in ${String(e.duration_ms)} ms${e.truncated ? ` (truncated; full output in ${String(e.full_output_path)})` : ''}`;
     case 'a2a_send':
       return `message/send ${String(e.peer_url)}: ${e.error ? String(e.error) : String(e.state)}`;
     case 'artifact_installed':
@@ -326,26 +359,36 @@ function progressLine(e: TraceEvent): string | undefined {
  * the capsule's answer (or `task failed: <reason>`). Returns the process exit code: 0 completed,
  * 1 otherwise.
  */
-export async function runScriptCapsule(staged: StagedCapsule, taskText: string, o: { out(s: string): void; err(s: string): void; quiet?: boolean }): Promise<number> {
+export async function runScriptCapsule(
+  staged: StagedCapsule,
+  taskText: string,
+  o: { out(s: string): void; err(s: string): void; quiet?: boolean },
+): Promise<number> {
   const session = await ScriptSession.open(staged);
   const telemetry = await instrument(session);
-  const stop = o.quiet ? () => {} : session.trace.onEvent((e) => {
-    const line = progressLine(e);
-    if (line) o.out(line);
-  });
+  const stop = o.quiet
+    ? () => {}
+    : session.trace.onEvent((e) => {
+        const line = progressLine(e);
+        if (line) o.out(line);
+      });
   const abort = new AbortController();
   const onSigint = (): void => abort.abort(new MurError('E-RUN-020', 'interrupted'));
   process.once('SIGINT', onSigint);
   let outcome: ScriptTaskOutcome | undefined;
   try {
-    if (!o.quiet) o.out(`capsule component: ${session.capsule.origin === 'artifact' ? `artifact ${session.capsule.name}` : session.capsule.wasmPath} (script capsule)`);
-    outcome = await session.runTask({ taskId: randomUUID(), contextId: randomUUID(), text: taskText, trust: 'trusted' }, { signal: abort.signal, source: 'task_md' });
+    if (!o.quiet)
+      o.out(`capsule component: ${session.capsule.origin === 'artifact' ? `artifact ${session.capsule.name}` : session.capsule.wasmPath} (script capsule)`);
+    outcome = await session.runTask(
+      { taskId: randomUUID(), contextId: randomUUID(), text: taskText, trust: 'trusted' },
+      { signal: abort.signal, source: 'task_md' },
+    );
     if (outcome.exit === 'completed') o.out(outcome.text ?? '');
     else o.err(formatTaskFailure(outcome.exit, outcome.reason, outcome.error));
     return outcome.exit === 'completed' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSigint);
-    await session.close(outcome?.exit === 'completed' ? 'ok' : outcome?.exit ?? 'failed');
+    await session.close(outcome?.exit === 'completed' ? 'ok' : (outcome?.exit ?? 'failed'));
     await telemetry.shutdown();
     stop();
     if (!o.quiet) o.out(`trace: ${staged.workdir.trace}`);

@@ -14,7 +14,14 @@ import type { ScriptSession } from './script-session.ts';
 export function scriptTaskExecutor(session: ScriptSession): TaskExecutor {
   return async (ctx, ev) => {
     const r = await session.runTask(
-      { taskId: ctx.taskId, contextId: ctx.contextId, text: ctx.text, trust: ctx.trust, origin: ctx.origin, ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}) },
+      {
+        taskId: ctx.taskId,
+        contextId: ctx.contextId,
+        text: ctx.text,
+        trust: ctx.trust,
+        origin: ctx.origin,
+        ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}),
+      },
       {
         signal: ctx.signal,
         source: 'a2a',

@@ -76,7 +76,10 @@ function ends(trace: string, size: number): { start?: Record<string, unknown>; e
   const head = headText.split('\n').slice(0, 5);
   const tail = tailText.split('\n').slice(-6);
   const start = head.map(parse).find((e) => e?.event_type === 'session_start');
-  const end = tail.map(parse).reverse().find((e) => e?.event_type === 'session_end');
+  const end = tail
+    .map(parse)
+    .reverse()
+    .find((e) => e?.event_type === 'session_end');
   return { ...(start ? { start } : {}), ...(end ? { end } : {}) };
 }
 

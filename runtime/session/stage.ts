@@ -153,14 +153,24 @@ function contractMismatch(entry: ArtifactEntry, a: VerifiedArtifact, file: strin
   if (diffs.length === 0) return undefined;
   const say = (v: string) => (v === 'absent' ? 'no binding (every session event)' : `'${v}'`);
   const ownContract = `binding ${own.binding ?? '(none: every session event)'}, execution_mode ${own.executionMode}, commit_policy ${own.commitPolicy}`;
-  return new MurError('E-REG-017', `hook '${entry.name}': artifacts[${index}] declares ${diffs.map((d) => `${d.field} ${say(d.declared)}`).join(', ')} but the artifact's own manifest (${a.manifest.file}) declares ${diffs.map((d) => `${d.field} ${say(d.own)}`).join(', ')}`, {
-    hint: `the artifact's own murmur.yaml is the hook's contract (${ownContract}): make artifacts[${index}] say the same or leave its ${diffs.map((d) => d.field).join('/')} out; for another contract, publish the hook with that contract in its own murmur.yaml (or serve the bare .wasm, whose manifest is derived from the entry)`,
-    location: { file, field: `artifacts[${index}].${diffs[0]!.field}` },
-  });
+  return new MurError(
+    'E-REG-017',
+    `hook '${entry.name}': artifacts[${index}] declares ${diffs.map((d) => `${d.field} ${say(d.declared)}`).join(', ')} but the artifact's own manifest (${a.manifest.file}) declares ${diffs.map((d) => `${d.field} ${say(d.own)}`).join(', ')}`,
+    {
+      hint: `the artifact's own murmur.yaml is the hook's contract (${ownContract}): make artifacts[${index}] say the same or leave its ${diffs.map((d) => d.field).join('/')} out; for another contract, publish the hook with that contract in its own murmur.yaml (or serve the bare .wasm, whose manifest is derived from the entry)`,
+      location: { file, field: `artifacts[${index}].${diffs[0]!.field}` },
+    },
+  );
 }
 
 export function lockEntryOf(a: { name: string; version: string; sha256: string; packageSha256?: string; source?: { url: string; sha256: string } }): LockEntry {
-  return { name: a.name, version: a.version, sha256: a.sha256, ...(a.packageSha256 ? { packageSha256: a.packageSha256 } : {}), ...(a.source ? { source: { url: a.source.url, sha256: a.source.sha256 } } : {}) };
+  return {
+    name: a.name,
+    version: a.version,
+    sha256: a.sha256,
+    ...(a.packageSha256 ? { packageSha256: a.packageSha256 } : {}),
+    ...(a.source ? { source: { url: a.source.url, sha256: a.source.sha256 } } : {}),
+  };
 }
 
 export function stagedArtifactOf(
@@ -180,7 +190,10 @@ export function stagedArtifactOf(
     dir,
     ...(a.runtime === 'skill'
       ? { skillPath: path.join(dir, SKILL_FILE) }
-      : { wasmPath: path.join(dir, a.payload), ...(a.fileSha256[a.payload] ? { wasmSha256: a.fileSha256[a.payload], wasmIdentity: fileIdentity(path.join(dir, a.payload)) } : {}) }),
+      : {
+          wasmPath: path.join(dir, a.payload),
+          ...(a.fileSha256[a.payload] ? { wasmSha256: a.fileSha256[a.payload], wasmIdentity: fileIdentity(path.join(dir, a.payload)) } : {}),
+        }),
     manifestPath: path.join(dir, ARTIFACT_MANIFEST),
     manifest: { ...a.manifest, file: path.join(dir, ARTIFACT_MANIFEST) },
     ...(entry ? { entry } : {}),
@@ -208,10 +221,15 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
       const pinned = entry.source || entry.oci ? undefined : lock?.artifacts.find((p) => p.name === entry.name)?.version;
       const version = pinned ?? entry.version!;
       if (pinned !== undefined && pinned !== entry.version) {
-        notices.push(`${entry.name}: murmur.yaml asks for version ${entry.version}, murmur.lock pins ${pinned}; staging ${pinned} (delete the '${entry.name}' entry from murmur.lock to move to ${entry.version})`);
+        notices.push(
+          `${entry.name}: murmur.yaml asks for version ${entry.version}, murmur.lock pins ${pinned}; staging ${pinned} (delete the '${entry.name}' entry from murmur.lock to move to ${entry.version})`,
+        );
       }
-      let a = entry.oci ? await resolveOci(entry, opts.cacheDir ?? defaultCacheDir())
-        : entry.source ? await resolveRemote(entry, opts.cacheDir ?? defaultCacheDir()) : resolveFromRegistry(registryDir, entry.name, version);
+      let a = entry.oci
+        ? await resolveOci(entry, opts.cacheDir ?? defaultCacheDir())
+        : entry.source
+          ? await resolveRemote(entry, opts.cacheDir ?? defaultCacheDir())
+          : resolveFromRegistry(registryDir, entry.name, version);
       // `runtime: wasm` in the artifact's own manifest: the capsule entry gives the role.
       if (a.manifest.roleFromEntry && (entry.runtime === 'tool' || entry.runtime === 'driver')) {
         a = { ...a, runtime: entry.runtime, manifest: { ...a.manifest, runtime: entry.runtime } };
@@ -236,7 +254,11 @@ export async function stageCapsule(opts: StageOptions): Promise<StagedCapsule> {
 
   // Everything checked: now write.
   const sessionId = opts.sessionId ?? newSessionId();
-  const workdir = createWorkdir(opts.workRoot, sessionId, verified.map((a) => ({ name: a.name, files: a.files })));
+  const workdir = createWorkdir(
+    opts.workRoot,
+    sessionId,
+    verified.map((a) => ({ name: a.name, files: a.files })),
+  );
   const artifacts = verified.map((a, i) => {
     const entry = manifest.artifacts[i]!;
     const staged = stagedArtifactOf(workdir, a, entry.source || entry.oci ? 'remote' : 'registry', effectiveCapabilities(manifest, entry.name), entry);

@@ -59,7 +59,10 @@ export function toolDir(w: WorkdirLayout, name: string): string {
 export function installTool(w: WorkdirLayout, a: WorkdirArtifact): string {
   const dest = toolDir(w, a.name);
   if (existsSync(dest)) {
-    throw new MurError('E-REG-013', `tools/${a.name}/ already exists in ${w.dir}`, { hint: 'an installed artifact cannot be replaced within a session; start a new session', location: { file: dest } });
+    throw new MurError('E-REG-013', `tools/${a.name}/ already exists in ${w.dir}`, {
+      hint: 'an installed artifact cannot be replaced within a session; start a new session',
+      location: { file: dest },
+    });
   }
   const tmp = path.join(w.tools, `.tmp-${a.name}-${randomBytes(4).toString('hex')}`);
   mkdirSync(tmp, { recursive: true });
@@ -79,7 +82,9 @@ export function installTool(w: WorkdirLayout, a: WorkdirArtifact): string {
  */
 export function createWorkdir(root: string, sessionId: string, artifacts: readonly WorkdirArtifact[] = []): WorkdirLayout {
   if (!isSessionId(sessionId)) {
-    throw new MurError('E-REG-015', `invalid session id '${sessionId}'`, { hint: "session ids are 'ses_' followed by 32 lowercase hex characters; use newSessionId()" });
+    throw new MurError('E-REG-015', `invalid session id '${sessionId}'`, {
+      hint: "session ids are 'ses_' followed by 32 lowercase hex characters; use newSessionId()",
+    });
   }
   const w = workdirLayout(root, sessionId);
   mkdirSync(path.dirname(w.dir), { recursive: true });
@@ -87,7 +92,11 @@ export function createWorkdir(root: string, sessionId: string, artifacts: readon
     mkdirSync(w.dir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new MurError('E-REG-015', `session workdir ${w.dir} already exists`, { hint: 'every session gets a fresh workdir; use a new session id', location: { file: w.dir }, cause: e });
+      throw new MurError('E-REG-015', `session workdir ${w.dir} already exists`, {
+        hint: 'every session gets a fresh workdir; use a new session id',
+        location: { file: w.dir },
+        cause: e,
+      });
     }
     throw e;
   }

@@ -64,7 +64,10 @@ const cache = new Map<string, RegExp>();
 export function globToRegExp(glob: string): RegExp {
   let re = cache.get(glob);
   if (re === undefined) {
-    const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+    const body = glob
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.');
     re = new RegExp(`^${body}$`, 'i');
     cache.set(glob, re);
   }

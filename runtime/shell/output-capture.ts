@@ -49,7 +49,10 @@ export class OutputCapture {
   lastData = performance.now();
   private readonly pending: Promise<void>[] = [];
 
-  constructor(private readonly logDir: string, private readonly stamp: string) {}
+  constructor(
+    private readonly logDir: string,
+    private readonly stamp: string,
+  ) {}
 
   /** Starts reading the child's stdout and stderr. */
   attach(stdout: Readable | null, stderr: Readable | null): void {

@@ -169,7 +169,12 @@ export function justRecipeName(args: readonly string[]): string | undefined {
     if (a.startsWith('-')) {
       if (/^(-f|--justfile|-d|--working-directory|--global-justfile|-g)(=|$)/.test(a) || /^-[a-zA-Z]*[fdg]/.test(a)) return undefined;
       if (a === '--set') i += 2;
-      else if (/^(--shell|--shell-arg|--dotenv-filename|--dotenv-path|--color|--list-heading|--list-prefix|--command|-c|--chooser|--dump-format|--timestamp-format)$/.test(a)) i++;
+      else if (
+        /^(--shell|--shell-arg|--dotenv-filename|--dotenv-path|--color|--list-heading|--list-prefix|--command|-c|--chooser|--dump-format|--timestamp-format)$/.test(
+          a,
+        )
+      )
+        i++;
       continue;
     }
     if (a.includes('=')) continue; // var=value overrides

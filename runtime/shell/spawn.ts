@@ -150,8 +150,7 @@ async function checkedCall(opts: RunShellOptions): Promise<{ workdir: string; id
       hint: 'stage the session before running shell commands; the workdir must exist',
     });
   }
-  const identity =
-    opts.identity ?? (await shellEventIdentity({ binary: opts.binary, args: opts.args, workdir, env: opts.env }));
+  const identity = opts.identity ?? (await shellEventIdentity({ binary: opts.binary, args: opts.args, workdir, env: opts.env }));
   if (identity.invoked !== opts.binary) {
     throw new MurError('E-SHELL-004', `shell identity was built for ${JSON.stringify(identity.invoked)}, not ${JSON.stringify(opts.binary)}`, {
       hint: 'pass the identity built for this very call',
@@ -196,8 +195,7 @@ function waitForExit(child: ChildProcess, capture: OutputCapture, identity: Shel
       let closed = false;
       let grace: NodeJS.Timeout | undefined;
       const exitedAt = performance.now();
-      const idle = () =>
-        (capture.spilling === 0 && performance.now() - capture.lastData >= PIPE_GRACE_MS) || performance.now() - exitedAt >= PIPE_DRAIN_MAX_MS;
+      const idle = () => (capture.spilling === 0 && performance.now() - capture.lastData >= PIPE_GRACE_MS) || performance.now() - exitedAt >= PIPE_DRAIN_MAX_MS;
       const check = () => {
         if (closed) return;
         if (!idle()) {

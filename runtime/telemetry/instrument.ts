@@ -76,10 +76,13 @@ export function instrumentSession(session: InstrumentableSession, o: InstrumentO
   // MCP tools (mcp__<server>__<tool>) of declared servers: only admitted tools run (at most 64 a
   // server), a name the model invents is an unknown tool.
   const mcpPrefixes = (m.mcp?.servers ?? []).map((s) => `mcp__${s.name}__`);
-  const knownTool = (name: string): boolean => name === 'delegate-task' || shellAllow.has(name) || session.staged.artifacts.some((a) => a.name === name) || mcpPrefixes.some((p) => name.startsWith(p));
+  const knownTool = (name: string): boolean =>
+    name === 'delegate-task' || shellAllow.has(name) || session.staged.artifacts.some((a) => a.name === name) || mcpPrefixes.some((p) => name.startsWith(p));
   const knownBinary = (name: string): boolean => shellAllow.has(name);
   const metrics = o.metrics === false ? undefined : (o.metrics ?? runtimeMetrics());
-  const detachTrace = metrics ? attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, knownTool, knownBinary }, metrics) : () => {};
+  const detachTrace = metrics
+    ? attachMetrics(session.trace, { capsule: m.name, version: m.version, model: m.inference?.model, provider, knownTool, knownBinary }, metrics)
+    : () => {};
   const spend = session.spend;
   const unwatchSpend = metrics && spend ? metrics.watchSpend(m.name, () => ({ spent: spend.spent, limit: spend.limit })) : () => {};
   const detachMetrics = (): void => {

@@ -29,7 +29,7 @@ export class RuntimeMetrics {
 
   readonly tokens = new Counter({
     name: 'capsule_tokens_total',
-    help: 'Tokens used by inference, by capsule, model and token type (input includes cached input; cache_read and cache_write are subsets of it). source: provider when the driver reported the number, host when it is the runtime\'s own count.',
+    help: "Tokens used by inference, by capsule, model and token type (input includes cached input; cache_read and cache_write are subsets of it). source: provider when the driver reported the number, host when it is the runtime's own count.",
     labelNames: ['capsule', 'model', 'token_type', 'source'] as const,
     registers: [this.registry],
   });
@@ -89,7 +89,7 @@ export class RuntimeMetrics {
 
   readonly mcpCalls = new Counter({
     name: 'capsule_mcp_calls_total',
-    help: 'MCP tool calls (mcp_call) by server, tool (the server\'s name for it), status (ok, error) and error code (E-MCP-*, empty when ok). Only admitted tools of declared servers are called, so the values are bounded.',
+    help: "MCP tool calls (mcp_call) by server, tool (the server's name for it), status (ok, error) and error code (E-MCP-*, empty when ok). Only admitted tools of declared servers are called, so the values are bounded.",
     labelNames: ['capsule', 'server', 'tool', 'status', 'code'] as const,
     registers: [this.registry],
   });
@@ -262,7 +262,7 @@ export function attachMetrics(trace: TraceWriter, labels: MetricLabels, m: Runti
   };
   const binLabel = (v: unknown): string => {
     const b = binaryLabel(v);
-    return labels.knownBinary?.(b) ?? true ? b : 'unknown';
+    return (labels.knownBinary?.(b) ?? true) ? b : 'unknown';
   };
   let active = 0;
   m.info.set({ capsule, version: labels.version ?? '', model: labels.model ?? '', provider: labels.provider }, 1);
@@ -320,7 +320,13 @@ export function attachMetrics(trace: TraceWriter, labels: MetricLabels, m: Runti
         return;
       }
       case 'mcp_call':
-        m.mcpCalls.inc({ capsule, server: str(e.server) ?? 'unknown', tool: str(e.tool) ?? 'unknown', status: str(e.status) ?? 'unknown', code: str(e.code) ?? '' });
+        m.mcpCalls.inc({
+          capsule,
+          server: str(e.server) ?? 'unknown',
+          tool: str(e.tool) ?? 'unknown',
+          status: str(e.status) ?? 'unknown',
+          code: str(e.code) ?? '',
+        });
         return;
       case 'network_denied':
         m.networkDenied.inc({ capsule, component_kind: str(e.component_kind) ?? 'unknown', component: str(e.component) ?? 'unknown' });

@@ -7,7 +7,14 @@
  */
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter as OTLPJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OTLPProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import {
@@ -79,7 +86,9 @@ class GuardedExporter implements SpanExporter {
       }
       if (!ok && !this.failing) {
         this.failing = true;
-        this.warn(`exporting ${spans.length} span(s) to ${this.where} failed (${r.error?.message ?? 'unknown error'}); spans are dropped until it recovers, the session goes on [E-OBS-001]`);
+        this.warn(
+          `exporting ${spans.length} span(s) to ${this.where} failed (${r.error?.message ?? 'unknown error'}); spans are dropped until it recovers, the session goes on [E-OBS-001]`,
+        );
       } else if (ok && this.failing) {
         this.failing = false;
         this.warn(`exporting to ${this.where} recovered`);

@@ -23,7 +23,15 @@
  * otel-sdk.ts, loaded only when spans are exported; the two share the handle in telemetry-handle.ts
  * (the SDK registers its builder there), so neither imports the other back.
  */
-import { TELEMETRY_OFF, registeredTelemetrySdk, setCurrentTelemetry, type OtlpProtocol, type ResolvedEndpoint, type Telemetry, type TelemetryOptions } from './telemetry-handle.ts';
+import {
+  TELEMETRY_OFF,
+  registeredTelemetrySdk,
+  setCurrentTelemetry,
+  type OtlpProtocol,
+  type ResolvedEndpoint,
+  type Telemetry,
+  type TelemetryOptions,
+} from './telemetry-handle.ts';
 
 // The handle's types and state are part of this module's surface (spans.ts, instrument.ts, the barrel).
 export {
@@ -43,7 +51,13 @@ export {
 export function resolveEndpoint(o: Pick<TelemetryOptions, 'endpoint' | 'headers' | 'env' | 'protocol'>): ResolvedEndpoint | undefined {
   const env = o.env ?? process.env;
   if (isTrue(env.OTEL_SDK_DISABLED)) return undefined;
-  if ((env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim()).includes('none')) return undefined;
+  if (
+    (env.OTEL_TRACES_EXPORTER ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .includes('none')
+  )
+    return undefined;
   let url: string | undefined;
   let headers: Record<string, string> = {};
   if (o.endpoint && o.endpoint.trim() !== '') {
@@ -62,7 +76,8 @@ export function resolveEndpoint(o: Pick<TelemetryOptions, 'endpoint' | 'headers'
   let protocol: OtlpProtocol = 'http/protobuf';
   let warning: string | undefined;
   if (asked === 'http/json') protocol = 'http/json';
-  else if (asked !== 'http/protobuf') warning = `OTLP protocol '${asked}' is not supported by the capsule runtime; exporting with http/protobuf to ${url} [E-OBS-002]`;
+  else if (asked !== 'http/protobuf')
+    warning = `OTLP protocol '${asked}' is not supported by the capsule runtime; exporting with http/protobuf to ${url} [E-OBS-002]`;
   return { url, headers, protocol, ...(warning ? { warning } : {}) };
 }
 

@@ -75,12 +75,25 @@ export function providerFromDriver(artifact: string | undefined): string {
   if (!artifact) return 'unknown';
   const n = artifact.toLowerCase();
   for (const [needle, value] of KNOWN_PROVIDERS) if (n.includes(needle)) return value;
-  const stripped = n.replace(/^murmur-/, '').replace(/^driver-/, '').replace(/-driver$/, '');
+  const stripped = n
+    .replace(/^murmur-/, '')
+    .replace(/^driver-/, '')
+    .replace(/-driver$/, '');
   return stripped || 'unknown';
 }
 
 const KNOWN_PROVIDERS: [string, string][] = [
-  ['anthropic', 'anthropic'], ['openai', 'openai'], ['bedrock', 'aws.bedrock'], ['gemini', 'gcp.gemini'], ['vertex', 'gcp.vertex_ai'],
-  ['mistral', 'mistral_ai'], ['groq', 'groq'], ['deepseek', 'deepseek'], ['cohere', 'cohere'], ['xai', 'x_ai'], ['perplexity', 'perplexity'],
-  ['ollama', 'ollama'], ['vllm', 'vllm'],
+  ['anthropic', 'anthropic'],
+  ['openai', 'openai'],
+  ['bedrock', 'aws.bedrock'],
+  ['gemini', 'gcp.gemini'],
+  ['vertex', 'gcp.vertex_ai'],
+  ['mistral', 'mistral_ai'],
+  ['groq', 'groq'],
+  ['deepseek', 'deepseek'],
+  ['cohere', 'cohere'],
+  ['xai', 'x_ai'],
+  ['perplexity', 'perplexity'],
+  ['ollama', 'ollama'],
+  ['vllm', 'vllm'],
 ];

@@ -22,17 +22,21 @@ export const NOOP_TOOL_SPAN: ToolSpan = { traceparent: undefined, end: () => {} 
 export function openToolSpan(s: Scope | undefined, o: { name: string; callId?: string; turn?: number; known?: boolean }): ToolSpan {
   if (!s) return NOOP_TOOL_SPAN;
   const name = truncate(o.name, 64) ?? '';
-  const span = s.tracer.startSpan(`execute_tool ${name}`, {
-    kind: SpanKind.INTERNAL,
-    attributes: clean({
-      [GEN_AI.OPERATION_NAME]: 'execute_tool',
-      [GEN_AI.TOOL_NAME]: name,
-      [GEN_AI.TOOL_CALL_ID]: o.callId,
-      [GEN_AI.TOOL_TYPE]: 'function',
-      [GEN_AI.CONVERSATION_ID]: s.task?.contextId,
-      [CAPSULE.TURN]: o.turn,
-    }),
-  }, s.task?.ctx ?? ROOT_CONTEXT);
+  const span = s.tracer.startSpan(
+    `execute_tool ${name}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: clean({
+        [GEN_AI.OPERATION_NAME]: 'execute_tool',
+        [GEN_AI.TOOL_NAME]: name,
+        [GEN_AI.TOOL_CALL_ID]: o.callId,
+        [GEN_AI.TOOL_TYPE]: 'function',
+        [GEN_AI.CONVERSATION_ID]: s.task?.contextId,
+        [CAPSULE.TURN]: o.turn,
+      }),
+    },
+    s.task?.ctx ?? ROOT_CONTEXT,
+  );
   const open = s.push(span, 'tool', s.task?.ctx ?? ROOT_CONTEXT);
   let ended = false;
   return {
@@ -70,10 +74,19 @@ export const NOOP_COMPACTION_SPAN: CompactionSpan = { end: () => {} };
 export function openCompactionSpan(s: Scope | undefined, o: { turn?: number; tokensBefore?: number; threshold?: number }): CompactionSpan {
   if (!s) return NOOP_COMPACTION_SPAN;
   s.finishCompaction();
-  const span = s.tracer.startSpan('compaction', {
-    kind: SpanKind.INTERNAL,
-    attributes: clean({ [CAPSULE.TURN]: o.turn, [CAPSULE.COMPACTION_TOKENS_BEFORE]: o.tokensBefore, [CAPSULE.COMPACTION_THRESHOLD]: o.threshold, [GEN_AI.CONVERSATION_ID]: s.task?.contextId }),
-  }, s.task?.ctx ?? ROOT_CONTEXT);
+  const span = s.tracer.startSpan(
+    'compaction',
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: clean({
+        [CAPSULE.TURN]: o.turn,
+        [CAPSULE.COMPACTION_TOKENS_BEFORE]: o.tokensBefore,
+        [CAPSULE.COMPACTION_THRESHOLD]: o.threshold,
+        [GEN_AI.CONVERSATION_ID]: s.task?.contextId,
+      }),
+    },
+    s.task?.ctx ?? ROOT_CONTEXT,
+  );
   const open = s.push(span, 'compaction', s.task?.ctx ?? ROOT_CONTEXT);
   const c = { span, pending: false };
   s.compaction = c;
@@ -110,13 +123,20 @@ export const NOOP_HOOK_SPAN: HookSpan = { end: () => {} };
  * execution mode and the outcome. A blocking hook's span is the parent of what the hook causes
  * (its `run-inference` chat spans); an async hook's span hangs off the task span.
  */
-export function openHookSpan(s: Scope | undefined, o: { hook: string; handler: string; mode?: 'blocking' | 'async'; phase?: 'decision' | 'observation' }): HookSpan {
+export function openHookSpan(
+  s: Scope | undefined,
+  o: { hook: string; handler: string; mode?: 'blocking' | 'async'; phase?: 'decision' | 'observation' },
+): HookSpan {
   if (!s) return NOOP_HOOK_SPAN;
-  const parent = o.mode === 'async' ? s.task?.ctx ?? ROOT_CONTEXT : s.parent();
-  const span = s.tracer.startSpan(`hook ${o.hook}`, {
-    kind: SpanKind.INTERNAL,
-    attributes: clean({ [CAPSULE.HOOK_NAME]: o.hook, [CAPSULE.HOOK_HANDLER]: o.handler, [CAPSULE.HOOK_MODE]: o.mode, [CAPSULE.HOOK_PHASE]: o.phase }),
-  }, parent);
+  const parent = o.mode === 'async' ? (s.task?.ctx ?? ROOT_CONTEXT) : s.parent();
+  const span = s.tracer.startSpan(
+    `hook ${o.hook}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: clean({ [CAPSULE.HOOK_NAME]: o.hook, [CAPSULE.HOOK_HANDLER]: o.handler, [CAPSULE.HOOK_MODE]: o.mode, [CAPSULE.HOOK_PHASE]: o.phase }),
+    },
+    parent,
+  );
   const open = o.mode === 'async' ? undefined : s.push(span, 'hook', parent);
   let ended = false;
   return {
@@ -137,10 +157,14 @@ export function openHookSpan(s: Scope | undefined, o: { hook: string; handler: s
 /** Opens `hook_dispatch <handler>` (one per dispatch of a handler to all bound hooks). */
 export function openHandlerSpan(s: Scope | undefined, o: { handler: string; phase?: 'decision' | 'observation' }): HookSpan {
   if (!s) return NOOP_HOOK_SPAN;
-  const span = s.tracer.startSpan(`hook_dispatch ${o.handler}`, {
-    kind: SpanKind.INTERNAL,
-    attributes: clean({ [CAPSULE.HOOK_HANDLER]: o.handler, [CAPSULE.HOOK_PHASE]: o.phase }),
-  }, s.parent());
+  const span = s.tracer.startSpan(
+    `hook_dispatch ${o.handler}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: clean({ [CAPSULE.HOOK_HANDLER]: o.handler, [CAPSULE.HOOK_PHASE]: o.phase }),
+    },
+    s.parent(),
+  );
   const open = s.push(span, 'handler');
   let ended = false;
   return {

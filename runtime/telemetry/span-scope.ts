@@ -47,7 +47,10 @@ export class Scope {
   /** Stops listening to the session's trace (set by attachSpans, which subscribes the scope). */
   detach: () => void = () => {};
 
-  constructor(readonly info: SpanInfo, readonly telemetry: Telemetry) {}
+  constructor(
+    readonly info: SpanInfo,
+    readonly telemetry: Telemetry,
+  ) {}
 
   get tracer() {
     return this.telemetry.tracer;
@@ -74,21 +77,25 @@ export class Scope {
     const remote = parseTraceparent(str(e.traceparent_from_caller));
     const parent = remote ? trace.setSpanContext(ROOT_CONTEXT, remote) : ROOT_CONTEXT;
     const contextId = str(e.context_id) ?? '';
-    const span = this.tracer.startSpan(`invoke_agent ${this.info.capsule}`, {
-      kind: SpanKind.INTERNAL,
-      attributes: clean({
-        [GEN_AI.OPERATION_NAME]: 'invoke_agent',
-        [GEN_AI.AGENT_NAME]: this.info.capsule,
-        [GEN_AI.AGENT_VERSION]: this.info.version,
-        [GEN_AI.PROVIDER_NAME]: this.info.provider,
-        [GEN_AI.REQUEST_MODEL]: this.info.model,
-        [GEN_AI.CONVERSATION_ID]: contextId,
-        [CAPSULE.TASK_ID]: str(e.task_id),
-        [CAPSULE.TASK_SOURCE]: str(e.source),
-        [CAPSULE.TASK_ORIGIN]: str(e.origin),
-        [CAPSULE.TASK_TRUST]: str(e.trust),
-      }),
-    }, parent);
+    const span = this.tracer.startSpan(
+      `invoke_agent ${this.info.capsule}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: clean({
+          [GEN_AI.OPERATION_NAME]: 'invoke_agent',
+          [GEN_AI.AGENT_NAME]: this.info.capsule,
+          [GEN_AI.AGENT_VERSION]: this.info.version,
+          [GEN_AI.PROVIDER_NAME]: this.info.provider,
+          [GEN_AI.REQUEST_MODEL]: this.info.model,
+          [GEN_AI.CONVERSATION_ID]: contextId,
+          [CAPSULE.TASK_ID]: str(e.task_id),
+          [CAPSULE.TASK_SOURCE]: str(e.source),
+          [CAPSULE.TASK_ORIGIN]: str(e.origin),
+          [CAPSULE.TASK_TRUST]: str(e.trust),
+        }),
+      },
+      parent,
+    );
     this.task = { span, ctx: trace.setSpan(parent, span), contextId, input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
   }
 
@@ -102,16 +109,18 @@ export class Scope {
     }
     this.stack = [];
     this.finishCompaction();
-    const exit = e ? str(e.exit_status) ?? 'unknown' : abandoned ?? 'abandoned';
-    t.span.setAttributes(clean({
-      [CAPSULE.TASK_EXIT_STATUS]: exit,
-      [CAPSULE.TASK_TURNS]: num(e?.turns),
-      [CAPSULE.TASK_REOPENS]: num(e?.reopen_count),
-      [GEN_AI.USAGE_INPUT_TOKENS]: t.input,
-      [GEN_AI.USAGE_OUTPUT_TOKENS]: t.output,
-      [GEN_AI.USAGE_CACHE_READ_INPUT_TOKENS]: t.cacheRead || undefined,
-      [GEN_AI.USAGE_CACHE_CREATION_INPUT_TOKENS]: t.cacheWrite || undefined,
-    }));
+    const exit = e ? (str(e.exit_status) ?? 'unknown') : (abandoned ?? 'abandoned');
+    t.span.setAttributes(
+      clean({
+        [CAPSULE.TASK_EXIT_STATUS]: exit,
+        [CAPSULE.TASK_TURNS]: num(e?.turns),
+        [CAPSULE.TASK_REOPENS]: num(e?.reopen_count),
+        [GEN_AI.USAGE_INPUT_TOKENS]: t.input,
+        [GEN_AI.USAGE_OUTPUT_TOKENS]: t.output,
+        [GEN_AI.USAGE_CACHE_READ_INPUT_TOKENS]: t.cacheRead || undefined,
+        [GEN_AI.USAGE_CACHE_CREATION_INPUT_TOKENS]: t.cacheWrite || undefined,
+      }),
+    );
     if (exit !== 'ok') {
       t.span.setAttribute(GEN_AI.ERROR_TYPE, exit);
       t.span.setStatus({ code: SpanStatusCode.ERROR, message: str(e?.reason) ?? exit });
@@ -122,17 +131,21 @@ export class Scope {
 
   startChat(o: { model?: string; turn?: number; maxTokens?: number }): void {
     this.endChat('superseded');
-    this.chat = this.tracer.startSpan(`chat ${o.model ?? this.info.model ?? ''}`.trim(), {
-      kind: SpanKind.CLIENT,
-      attributes: clean({
-        [GEN_AI.OPERATION_NAME]: 'chat',
-        [GEN_AI.PROVIDER_NAME]: this.info.provider,
-        [GEN_AI.REQUEST_MODEL]: o.model ?? this.info.model,
-        [GEN_AI.REQUEST_MAX_TOKENS]: o.maxTokens,
-        [GEN_AI.CONVERSATION_ID]: this.task?.contextId,
-        [CAPSULE.TURN]: o.turn,
-      }),
-    }, this.task?.ctx ?? ROOT_CONTEXT);
+    this.chat = this.tracer.startSpan(
+      `chat ${o.model ?? this.info.model ?? ''}`.trim(),
+      {
+        kind: SpanKind.CLIENT,
+        attributes: clean({
+          [GEN_AI.OPERATION_NAME]: 'chat',
+          [GEN_AI.PROVIDER_NAME]: this.info.provider,
+          [GEN_AI.REQUEST_MODEL]: o.model ?? this.info.model,
+          [GEN_AI.REQUEST_MAX_TOKENS]: o.maxTokens,
+          [GEN_AI.CONVERSATION_ID]: this.task?.contextId,
+          [CAPSULE.TURN]: o.turn,
+        }),
+      },
+      this.task?.ctx ?? ROOT_CONTEXT,
+    );
   }
 
   endChat(canceled?: string): void {
@@ -150,44 +163,52 @@ export class Scope {
     else {
       const model = str(e.model) ?? this.info.model;
       const dur = num(e.duration_ms) ?? 0;
-      span = this.tracer.startSpan(`chat ${model ?? ''}`.trim(), {
-        kind: SpanKind.CLIENT,
-        startTime: e.timestamp - dur,
-        attributes: clean({
-          [GEN_AI.OPERATION_NAME]: 'chat',
-          [GEN_AI.PROVIDER_NAME]: this.info.provider,
-          [GEN_AI.REQUEST_MODEL]: model,
-          [GEN_AI.CONVERSATION_ID]: this.task?.contextId,
-          [CAPSULE.TURN]: num(e.turn),
-          [CAPSULE.INFERENCE_ORIGIN]: origin,
-          [CAPSULE.HOOK_NAME]: origin?.startsWith('hook:') ? origin.slice(5) : undefined,
-        }),
-      }, origin !== undefined ? this.parent() : this.task?.ctx ?? ROOT_CONTEXT);
+      span = this.tracer.startSpan(
+        `chat ${model ?? ''}`.trim(),
+        {
+          kind: SpanKind.CLIENT,
+          startTime: e.timestamp - dur,
+          attributes: clean({
+            [GEN_AI.OPERATION_NAME]: 'chat',
+            [GEN_AI.PROVIDER_NAME]: this.info.provider,
+            [GEN_AI.REQUEST_MODEL]: model,
+            [GEN_AI.CONVERSATION_ID]: this.task?.contextId,
+            [CAPSULE.TURN]: num(e.turn),
+            [CAPSULE.INFERENCE_ORIGIN]: origin,
+            [CAPSULE.HOOK_NAME]: origin?.startsWith('hook:') ? origin.slice(5) : undefined,
+          }),
+        },
+        origin !== undefined ? this.parent() : (this.task?.ctx ?? ROOT_CONTEXT),
+      );
     }
     const decision = str(e.decision);
     if (decision === 'error') {
-      span.setAttributes(clean({ [GEN_AI.ERROR_TYPE]: 'driver_error', [CAPSULE.INFERENCE_DECISION]: decision, [CAPSULE.ESTIMATED_INPUT_TOKENS]: num(e.input_tokens) }));
+      span.setAttributes(
+        clean({ [GEN_AI.ERROR_TYPE]: 'driver_error', [CAPSULE.INFERENCE_DECISION]: decision, [CAPSULE.ESTIMATED_INPUT_TOKENS]: num(e.input_tokens) }),
+      );
       span.setStatus({ code: SpanStatusCode.ERROR, message: str(e.error) ?? 'inference failed' });
       span.end();
       return;
     }
     const u = normaliseUsage(e, this.info.provider);
     const stop = str(e.stop_reason);
-    span.setAttributes(clean({
-      [GEN_AI.USAGE_INPUT_TOKENS]: u.input,
-      [GEN_AI.USAGE_OUTPUT_TOKENS]: u.output,
-      [GEN_AI.USAGE_CACHE_READ_INPUT_TOKENS]: u.cacheRead,
-      [GEN_AI.USAGE_CACHE_CREATION_INPUT_TOKENS]: u.cacheWrite,
-      [CAPSULE.USAGE_SOURCE]: u.inputSource,
-      [CAPSULE.ESTIMATED_INPUT_TOKENS]: num(e.input_tokens),
-      [CAPSULE.ESTIMATED_OUTPUT_TOKENS]: num(e.output_tokens),
-      [CAPSULE.INFERENCE_DECISION]: decision,
-      [CAPSULE.INFERENCE_CONTINUED]: e.continued === true ? true : undefined,
-      [GEN_AI.RESPONSE_FINISH_REASONS]: stop ? [stop] : undefined,
-      // The driver's report exactly as the trace event records it (wit-interfaces.md: "on the
-      // call's inference trace event and its span"): members it did not report stay absent.
-      ...reportedAttributes(e.reported_usage),
-    }));
+    span.setAttributes(
+      clean({
+        [GEN_AI.USAGE_INPUT_TOKENS]: u.input,
+        [GEN_AI.USAGE_OUTPUT_TOKENS]: u.output,
+        [GEN_AI.USAGE_CACHE_READ_INPUT_TOKENS]: u.cacheRead,
+        [GEN_AI.USAGE_CACHE_CREATION_INPUT_TOKENS]: u.cacheWrite,
+        [CAPSULE.USAGE_SOURCE]: u.inputSource,
+        [CAPSULE.ESTIMATED_INPUT_TOKENS]: num(e.input_tokens),
+        [CAPSULE.ESTIMATED_OUTPUT_TOKENS]: num(e.output_tokens),
+        [CAPSULE.INFERENCE_DECISION]: decision,
+        [CAPSULE.INFERENCE_CONTINUED]: e.continued === true ? true : undefined,
+        [GEN_AI.RESPONSE_FINISH_REASONS]: stop ? [stop] : undefined,
+        // The driver's report exactly as the trace event records it (wit-interfaces.md: "on the
+        // call's inference trace event and its span"): members it did not report stay absent.
+        ...reportedAttributes(e.reported_usage),
+      }),
+    );
     if (this.task) {
       this.task.input += u.input;
       this.task.output += u.output;

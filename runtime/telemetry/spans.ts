@@ -28,7 +28,18 @@ import type { TraceWriter } from '../trace/writer.ts';
 import { currentTelemetry } from './telemetry-handle.ts';
 import { formatTraceparent } from './traceparent.ts';
 import { spanFromEvent } from './span-events.ts';
-import { NOOP_COMPACTION_SPAN, NOOP_HOOK_SPAN, NOOP_TOOL_SPAN, openCompactionSpan, openHandlerSpan, openHookSpan, openToolSpan, type CompactionSpan, type HookSpan, type ToolSpan } from './span-handles.ts';
+import {
+  NOOP_COMPACTION_SPAN,
+  NOOP_HOOK_SPAN,
+  NOOP_TOOL_SPAN,
+  openCompactionSpan,
+  openHandlerSpan,
+  openHookSpan,
+  openToolSpan,
+  type CompactionSpan,
+  type HookSpan,
+  type ToolSpan,
+} from './span-handles.ts';
 import { Scope, type SpanInfo } from './span-scope.ts';
 
 export { CAPSULE, GEN_AI, providerFromDriver } from './semconv.ts';
@@ -104,7 +115,10 @@ export function startCompactionSpan(traceWriter: TraceWriter, o: { turn?: number
 }
 
 /** For the hook bus: `hook <name>` per hook per dispatch (see openHookSpan). */
-export function startHookSpan(traceWriter: TraceWriter | undefined, o: { hook: string; handler: string; mode?: 'blocking' | 'async'; phase?: 'decision' | 'observation' }): HookSpan {
+export function startHookSpan(
+  traceWriter: TraceWriter | undefined,
+  o: { hook: string; handler: string; mode?: 'blocking' | 'async'; phase?: 'decision' | 'observation' },
+): HookSpan {
   return guard(() => guardEnd(openHookSpan(traceWriter ? scopes.get(traceWriter) : undefined, o)), NOOP_HOOK_SPAN);
 }
 

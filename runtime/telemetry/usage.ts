@@ -26,7 +26,7 @@ export function normaliseUsage(e: Record<string, unknown>, provider: string): No
   const rIn = num(r.input_tokens);
   const rOut = num(r.output_tokens);
   const excludesCache = provider === 'anthropic';
-  const input = rIn !== undefined ? rIn + (excludesCache ? (cacheRead ?? 0) + (cacheWrite ?? 0) : 0) : num(e.input_tokens) ?? 0;
+  const input = rIn !== undefined ? rIn + (excludesCache ? (cacheRead ?? 0) + (cacheWrite ?? 0) : 0) : (num(e.input_tokens) ?? 0);
   return {
     input,
     output: rOut ?? num(e.output_tokens) ?? 0,

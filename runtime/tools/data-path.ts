@@ -74,7 +74,12 @@ export async function resolveDataPath(workdir: string, dataPath: string): Promis
       throw fail('E-TOOL-014', dataPath, `cannot be read: ${(e as Error).message}`, 'write a readable regular file under the session workdir');
     }
     if (st.isSymbolicLink()) {
-      throw fail('E-TOOL-013', dataPath, `passes through a symlink (${parts.slice(0, i + 1).join('/')})`, 'write the result to a regular file; symlinks are refused wherever they point');
+      throw fail(
+        'E-TOOL-013',
+        dataPath,
+        `passes through a symlink (${parts.slice(0, i + 1).join('/')})`,
+        'write the result to a regular file; symlinks are refused wherever they point',
+      );
     }
     const isLast = i === parts.length - 1;
     if (!isLast && !st.isDirectory()) {
@@ -87,10 +92,16 @@ export async function resolveDataPath(workdir: string, dataPath: string): Promis
     throw fail('E-TOOL-016', dataPath, 'is not a regular file', 'return the name of a regular file, not a directory, socket or device');
   }
   if (last!.size > DATA_PATH_MAX_BYTES) {
-    throw fail('E-TOOL-015', dataPath, `is ${last!.size} bytes, over the 10 MiB (${DATA_PATH_MAX_BYTES} bytes) limit`, 'return less output, or split it across calls');
+    throw fail(
+      'E-TOOL-015',
+      dataPath,
+      `is ${last!.size} bytes, over the 10 MiB (${DATA_PATH_MAX_BYTES} bytes) limit`,
+      'return less output, or split it across calls',
+    );
   }
   const fh = await open(cur, fsc.O_RDONLY | fsc.O_NOFOLLOW).catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'ELOOP') throw fail('E-TOOL-013', dataPath, 'passes through a symlink', 'write the result to a regular file; symlinks are refused wherever they point');
+    if (e.code === 'ELOOP')
+      throw fail('E-TOOL-013', dataPath, 'passes through a symlink', 'write the result to a regular file; symlinks are refused wherever they point');
     throw fail('E-TOOL-014', dataPath, `cannot be opened: ${e.message}`, 'write a readable regular file under the session workdir');
   });
   try {
@@ -131,7 +142,13 @@ export async function resolveDataPath(workdir: string, dataPath: string): Promis
 export async function toolResultPayload(root: string | undefined, result: Pick<ToolResult, 'data' | 'dataPath'>): Promise<string | undefined> {
   if (result.data !== undefined) return result.data;
   if (result.dataPath !== undefined) {
-    if (root === undefined) throw fail('E-TOOL-017', result.dataPath, 'cannot be read: the tool has no filesystem grant, so it has no directory to name a file in', "return the output in `data`, or grant the tool `filesystem.scope`");
+    if (root === undefined)
+      throw fail(
+        'E-TOOL-017',
+        result.dataPath,
+        'cannot be read: the tool has no filesystem grant, so it has no directory to name a file in',
+        'return the output in `data`, or grant the tool `filesystem.scope`',
+      );
     return resolveDataPath(root, result.dataPath);
   }
   return undefined;

@@ -58,7 +58,11 @@ function optString(obj: Record<string, unknown>, names: readonly string[]): stri
 
 export function parseToolResult(raw: unknown): ToolResult {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw malformed(`expected a record, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}`, 'tool-result', 'a tool returns {status, summary?, data?, data-path?, truncated, metadata}');
+    throw malformed(
+      `expected a record, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}`,
+      'tool-result',
+      'a tool returns {status, summary?, data?, data-path?, truncated, metadata}',
+    );
   }
   const o = raw as Record<string, unknown>;
   if (!(TOOL_STATUSES as readonly unknown[]).includes(o.status)) {

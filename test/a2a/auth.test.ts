@@ -26,7 +26,13 @@ let shared: A2AServer | undefined;
 async function server(): Promise<A2AServer> {
   shared ??= await serve(exec, {
     grpcPort: 0,
-    auth: createAuthenticator({ apiKeys: [{ name: 'alice', key: ALICE }, { name: 'bob', key: BOB }], anonymous: false }),
+    auth: createAuthenticator({
+      apiKeys: [
+        { name: 'alice', key: ALICE },
+        { name: 'bob', key: BOB },
+      ],
+      anonymous: false,
+    }),
   });
   return shared;
 }
@@ -39,7 +45,16 @@ const BINDINGS: Array<[string, () => TransportFactory]> = [
 
 const send = (text: string) => ({ tenant: '', message: userMessage(text), configuration: undefined, metadata: undefined });
 const as = (key: string) => ({ serviceParameters: { authorization: `Bearer ${key}` } });
-const listAll = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 100, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false };
+const listAll = {
+  tenant: '',
+  contextId: '',
+  status: TaskState.TASK_STATE_UNSPECIFIED,
+  pageSize: 100,
+  pageToken: '',
+  historyLength: undefined,
+  statusTimestampAfter: undefined,
+  includeArtifacts: false,
+};
 
 describe('the agent card says how to authenticate', () => {
   it('offers bearer API keys, in the 1.0 and the 0.3 form, and requires one', async () => {
@@ -63,7 +78,11 @@ describe('raw HTTP refusals', () => {
     const url = new URL(path, s.url);
     const before = s.stats().tasks;
     for (const auth of [undefined, 'Bearer wrong-key', `Bearer ${ALICE}x`, 'Basic YWxpY2U6cHc=', 'Bearer']) {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers, ...(auth ? { authorization: auth } : {}) }, body: body() });
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers, ...(auth ? { authorization: auth } : {}) },
+        body: body(),
+      });
       const text = await r.text();
       expect(r.status, `${auth}`).toBe(401);
       expect(r.headers.get('www-authenticate')).toMatch(/^Bearer/);
@@ -99,7 +118,9 @@ describe.each(BINDINGS)('binding %s', (binding, factory) => {
     await expect(resub()).rejects.toMatchObject({ name: 'TaskNotFoundError' });
     // A reply from another caller cannot answer Alice's question either.
     const reply = { ...userMessage('from bob'), taskId: mine.id, contextId: mine.contextId };
-    await expect(c.sendMessage({ tenant: '', message: reply, configuration: undefined, metadata: undefined }, as(BOB))).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+    await expect(c.sendMessage({ tenant: '', message: reply, configuration: undefined, metadata: undefined }, as(BOB))).rejects.toMatchObject({
+      name: 'TaskNotFoundError',
+    });
     expect((await c.listTasks(listAll, as(BOB))).tasks.map((t) => t.id)).not.toContain(mine.id);
     expect((await c.listTasks(listAll, as(ALICE))).tasks.map((t) => t.id)).toContain(mine.id);
     expect((await c.cancelTask({ tenant: '', id: mine.id, metadata: undefined }, as(ALICE))).status?.state).toBe(TaskState.TASK_STATE_CANCELED);

@@ -23,7 +23,9 @@ const FINAL = [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, Task
 const send = (text: string, extra: Partial<Message> = {}, returnImmediately = false) => ({
   tenant: '',
   message: userMessage(text, extra),
-  configuration: returnImmediately ? { acceptedOutputModes: [], historyLength: undefined, returnImmediately: true, taskPushNotificationConfig: undefined } : undefined,
+  configuration: returnImmediately
+    ? { acceptedOutputModes: [], historyLength: undefined, returnImmediately: true, taskPushNotificationConfig: undefined }
+    : undefined,
   metadata: undefined,
 });
 
@@ -130,10 +132,28 @@ describe.each(BINDINGS)('binding %s', (binding, factory) => {
   it('lists tasks newest first and refuses a bad pageSize', async () => {
     const client = await clientFor(await server(), binding, factory);
     const a = (await client.sendMessage(send('list-a'))) as Task;
-    const listed = await client.listTasks({ tenant: '', contextId: a.contextId, status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false });
+    const listed = await client.listTasks({
+      tenant: '',
+      contextId: a.contextId,
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageSize: 10,
+      pageToken: '',
+      historyLength: undefined,
+      statusTimestampAfter: undefined,
+      includeArtifacts: false,
+    });
     expect(listed.tasks.map((t) => t.id)).toEqual([a.id]);
     await expect(
-      client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 500, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false }),
+      client.listTasks({
+        tenant: '',
+        contextId: '',
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageSize: 500,
+        pageToken: '',
+        historyLength: undefined,
+        statusTimestampAfter: undefined,
+        includeArtifacts: false,
+      }),
     ).rejects.toMatchObject({ message: expect.stringMatching(/pageSize/) });
   });
 
@@ -146,6 +166,8 @@ describe.each(BINDINGS)('binding %s', (binding, factory) => {
     const client = await clientFor(await server(), binding, factory);
     const m = userMessage('x');
     m.parts = [{ content: { $case: 'raw', value: Buffer.from('png') }, metadata: undefined, filename: 'a.png', mediaType: 'image/png' }];
-    await expect(client.sendMessage({ tenant: '', message: m, configuration: undefined, metadata: undefined })).rejects.toMatchObject({ name: 'ContentTypeNotSupportedError' });
+    await expect(client.sendMessage({ tenant: '', message: m, configuration: undefined, metadata: undefined })).rejects.toMatchObject({
+      name: 'ContentTypeNotSupportedError',
+    });
   });
 });

@@ -15,7 +15,18 @@ const SERVE = fileURLToPath(new URL('../../runtime/cli/serve.ts', import.meta.ur
 
 /** The packages the entry imports statically, and those only a dynamic import reaches. */
 async function packages(entry: string): Promise<{ atStart: Set<string>; later: Set<string> }> {
-  const r = await esbuild.build({ entryPoints: [entry], bundle: true, splitting: true, outdir: tmpdir(), write: false, metafile: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'silent' });
+  const r = await esbuild.build({
+    entryPoints: [entry],
+    bundle: true,
+    splitting: true,
+    outdir: tmpdir(),
+    write: false,
+    metafile: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    logLevel: 'silent',
+  });
   const outs = r.metafile.outputs;
   // The entry's own output (each module reached by a dynamic import is an entry point of a chunk too).
   const start = Object.keys(outs).find((o) => outs[o]!.entryPoint && entry.endsWith(outs[o]!.entryPoint!))!;

@@ -37,14 +37,17 @@ let server: Postgres | undefined;
 /** A fresh store URL of each engine; the PostgreSQL server is started once for the file. */
 const ENGINES: Array<[string, (name: string) => Promise<string>]> = [
   ['sqlite', async (name) => `sqlite:${join(tmp(`${name}-`), 'store.db')}`],
-  ['postgres', async (name) => {
-    if (!server) {
-      server = await startPostgres();
-      const s = server;
-      cleanup.push(() => s.stop());
-    }
-    return server.url(name.replace(/-/g, '_'));
-  }],
+  [
+    'postgres',
+    async (name) => {
+      if (!server) {
+        server = await startPostgres();
+        const s = server;
+        cleanup.push(() => s.stop());
+      }
+      return server.url(name.replace(/-/g, '_'));
+    },
+  ],
 ];
 
 /** A Kysely of the store's database without openStore's migrations: to build one as an older runtime left it. */
@@ -57,14 +60,19 @@ function rawDb(url: string): Kysely<any> {
 /** The SDK's own schema migrations (its `a2a-db upgrade`), as openStore runs them. */
 async function sdkUpgrade(url: string): Promise<void> {
   const entry = createRequire(import.meta.url).resolve('@a2a-js/sdk/server/database');
-  const { run } = (await import(pathToFileURL(join(dirname(entry), '..', '..', 'cli', 'run.js')).href)) as { run: (argv: string[], env: object, out: object) => Promise<number> };
+  const { run } = (await import(pathToFileURL(join(dirname(entry), '..', '..', 'cli', 'run.js')).href)) as {
+    run: (argv: string[], env: object, out: object) => Promise<number>;
+  };
   expect(await run(['upgrade', '--url', url], {}, { log: () => undefined, error: () => undefined })).toBe(0);
 }
 
 const task = (contextId: string): Task => ({
-  id: crypto.randomUUID(), contextId,
+  id: crypto.randomUUID(),
+  contextId,
   status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
-  artifacts: [], history: [], metadata: undefined,
+  artifacts: [],
+  history: [],
+  metadata: undefined,
 });
 const callerOf = (o: ConversationOwner) => new ServerCallContext({ user: { isAuthenticated: true, userName: o.user }, tenant: o.tenant });
 
@@ -83,7 +91,10 @@ describe.each(ENGINES)('conversation owners on %s', (_engine, urlOf) => {
     // The record keeps every message, each with its owner (conversation/read scopes by it).
     const record = await c.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES);
     expect(record.map((r) => [r.owner.user, texts([r.message])[0]])).toEqual([
-      [ANN.user, 'ann 1'], [ANN.user, 'ann 2'], [BOB.user, 'bob 1'], [ANN.user, 'ann 3'],
+      [ANN.user, 'ann 1'],
+      [ANN.user, 'ann 2'],
+      [BOB.user, 'bob 1'],
+      [ANN.user, 'ann 3'],
     ]);
   }, 120_000);
 
@@ -98,11 +109,22 @@ describe.each(ENGINES)('conversation owners on %s', (_engine, urlOf) => {
     await tasks.save(task('ann-only'), callerOf(ANN));
     await tasks.save(task('shared'), callerOf(ANN));
     await tasks.save(task('shared'), callerOf(BOB));
-    const rows = [['ann-only', 'ann a'], ['shared', 'ann s'], ['shared', 'bob s'], ['orphan', 'nobody o'], ['ann-only', 'ann b']];
-    await db.insertInto(CONVERSATION_TABLE).values(rows.map(([context, text], i) => {
-      const message = JSON.stringify(msg(text!));
-      return { seq: i + 1, context_id: context, bytes: Buffer.byteLength(message), message };
-    })).execute();
+    const rows = [
+      ['ann-only', 'ann a'],
+      ['shared', 'ann s'],
+      ['shared', 'bob s'],
+      ['orphan', 'nobody o'],
+      ['ann-only', 'ann b'],
+    ];
+    await db
+      .insertInto(CONVERSATION_TABLE)
+      .values(
+        rows.map(([context, text], i) => {
+          const message = JSON.stringify(msg(text!));
+          return { seq: i + 1, context_id: context, bytes: Buffer.byteLength(message), message };
+        }),
+      )
+      .execute();
     await db.destroy();
 
     const store = await openStore(url);

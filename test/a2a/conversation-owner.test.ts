@@ -43,10 +43,19 @@ async function threadedCapsule(): Promise<{ server: A2AServer; provider: Scripte
   const store = await openStore(`sqlite:${join(tmp('owner-store-'), 'store.db')}`);
   const staged = await stage({ capsuleDir: dir, registryDir: registry, workRoot: tmp('owner-work-'), hostEnv });
   const session = await openSession(staged, { hostEnv, conversations: store.conversations });
-  cleanup.push(() => store.close(), () => session.close('ok'));
+  cleanup.push(
+    () => store.close(),
+    () => session.close('ok'),
+  );
   const server = await serve(taskExecutor(session), {
     grpcPort: 0,
-    auth: createAuthenticator({ apiKeys: [{ name: 'alice', key: ALICE }, { name: 'bob', key: BOB }], anonymous: false }),
+    auth: createAuthenticator({
+      apiKeys: [
+        { name: 'alice', key: ALICE },
+        { name: 'bob', key: BOB },
+      ],
+      anonymous: false,
+    }),
   });
   shared = { server, provider };
   return shared;

@@ -54,17 +54,35 @@ describe('conversation table', () => {
     // 3 writers × 20 tasks × 5 messages, all started together.
     await Promise.all(
       stores.flatMap((s, w) =>
-        Array.from({ length: 20 }, (_, t) => s.conversations.append(ANN, `w${w}-t${t}`, Array.from({ length: 5 }, (_, k) => msg(`w${w}-t${t}-m${k}`)))),
+        Array.from({ length: 20 }, (_, t) =>
+          s.conversations.append(
+            ANN,
+            `w${w}-t${t}`,
+            Array.from({ length: 5 }, (_, k) => msg(`w${w}-t${t}-m${k}`)),
+          ),
+        ),
       ),
     );
-    const rows = (await sql<{ seq: string; context_id: string; message: string }>`SELECT seq, context_id, message FROM ${sql.table(CONVERSATION_TABLE)} ORDER BY seq`.execute(stores[0]!.db)).rows;
+    const rows = (
+      await sql<{
+        seq: string;
+        context_id: string;
+        message: string;
+      }>`SELECT seq, context_id, message FROM ${sql.table(CONVERSATION_TABLE)} ORDER BY seq`.execute(stores[0]!.db)
+    ).rows;
     expect(rows.length).toBe(300);
     expect(rows.map((r) => Number(r.seq))).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
     // Each task's five messages are one run of numbers, in their order.
     for (let i = 0; i < 300; i += 5) {
       const run = rows.slice(i, i + 5);
       expect(new Set(run.map((r) => r.context_id)).size).toBe(1);
-      expect(run.map((r) => (JSON.parse(r.message) as ConversationMessage).content[0]).map((b) => (b as { text: string }).text.split('-m')[1])).toEqual(['0', '1', '2', '3', '4']);
+      expect(run.map((r) => (JSON.parse(r.message) as ConversationMessage).content[0]).map((b) => (b as { text: string }).text.split('-m')[1])).toEqual([
+        '0',
+        '1',
+        '2',
+        '3',
+        '4',
+      ]);
     }
     // And every writer's record reads the same.
     const seen = await Promise.all(stores.map((s) => s.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES)));

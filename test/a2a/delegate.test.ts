@@ -20,9 +20,17 @@ describe('delegate-task', () => {
 
   it('an entry a component claims (a tool’s API, the driver’s provider, the inference endpoint) is not a peer', () => {
     // Only API destinations: no delegate-task at all.
-    expect(delegateTaskTool(['https://api.anthropic.com', 'api.search.internal:8443'], { entries: ['api.search.internal:8443'], endpoint: 'https://api.anthropic.com' })).toBeUndefined();
+    expect(
+      delegateTaskTool(['https://api.anthropic.com', 'api.search.internal:8443'], {
+        entries: ['api.search.internal:8443'],
+        endpoint: 'https://api.anthropic.com',
+      }),
+    ).toBeUndefined();
     // A peer beside them is offered, and only it is advertised.
-    const t = delegateTaskTool(['https://api.anthropic.com', 'api.search.internal:8443', 'http://researcher.default.svc.cluster.local:8080'], { entries: ['API.search.internal:8443'], endpoint: 'https://api.anthropic.com/v1' });
+    const t = delegateTaskTool(['https://api.anthropic.com', 'api.search.internal:8443', 'http://researcher.default.svc.cluster.local:8080'], {
+      entries: ['API.search.internal:8443'],
+      endpoint: 'https://api.anthropic.com/v1',
+    });
     expect(t?.description).toContain('Allowed peers: http://researcher.default.svc.cluster.local:8080.');
     expect(t?.description).not.toContain('anthropic');
     expect(t?.description).not.toContain('api.search.internal');
@@ -67,9 +75,7 @@ describe('delegate-task', () => {
   });
 
   it('is bounded by the delegation deadline; the peer task is then canceled', async () => {
-    const s = await serve(
-      (ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve({ state: 'canceled' }))),
-    );
+    const s = await serve((ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve({ state: 'canceled' }))));
     // The peer never finishes on its own: only the deadline ends the call (a broken bound hangs and fails by timeout).
     const r = await runDelegateTask({ peer: s.url, task: 'forever' }, { allow: [hostPort(s.url)], trust: 'trusted', deadlineSecs: 0.3 });
     expect(r.isError).toBe(true);

@@ -23,11 +23,29 @@ const COUNT = 2000;
 const KNOWN_CODES = new Set([-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32007, -32009]);
 
 function makeCase(r: () => number, i: number): { body: string | Uint8Array; headers: Record<string, string> } {
-  const pick = <T,>(xs: T[]): T => xs[Math.floor(r() * xs.length)]!;
-  const weird = (): unknown =>
-    pick([null, 0, -1, 1.5, '', 'x', true, [], {}, [1, 2], { a: 1 }, 'A'.repeat(1000), '\u0000', '💥', { kind: 'text' }]);
-  const methods = ['message/send', 'message/stream', 'tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'SendMessage', 'SendStreamingMessage', 'GetTask', 'CancelTask', 'ListTasks', 'SubscribeToTask', 'nope', '', 'tasks/pushNotificationConfig/set', 'agent/getAuthenticatedExtendedCard', 'GetExtendedAgentCard'];
-  const headers: Record<string, string> = { 'content-type': pick(['application/json', 'application/json', 'application/json', 'text/plain', 'application/json; charset=utf-8']) };
+  const pick = <T>(xs: T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const weird = (): unknown => pick([null, 0, -1, 1.5, '', 'x', true, [], {}, [1, 2], { a: 1 }, 'A'.repeat(1000), '\u0000', '💥', { kind: 'text' }]);
+  const methods = [
+    'message/send',
+    'message/stream',
+    'tasks/get',
+    'tasks/cancel',
+    'tasks/resubscribe',
+    'SendMessage',
+    'SendStreamingMessage',
+    'GetTask',
+    'CancelTask',
+    'ListTasks',
+    'SubscribeToTask',
+    'nope',
+    '',
+    'tasks/pushNotificationConfig/set',
+    'agent/getAuthenticatedExtendedCard',
+    'GetExtendedAgentCard',
+  ];
+  const headers: Record<string, string> = {
+    'content-type': pick(['application/json', 'application/json', 'application/json', 'text/plain', 'application/json; charset=utf-8']),
+  };
   if (r() < 0.3) headers['A2A-Version'] = pick(['1.0', '0.3', '1', '2.0', 'abc', '', '0.2', '1.0.1']);
   if (r() < 0.1) headers['x-murmur-task-origin'] = pick(['peer', 'root', '']);
   const kind = i % 6;
@@ -45,7 +63,7 @@ function makeCase(r: () => number, i: number): { body: string | Uint8Array; head
   }
   if (kind === 2) {
     // valid JSON, wrong top-level type
-    return { body: JSON.stringify(pick([null, 1, 'str', [], [{ jsonrpc: '2.0', id: 1, method: 'tasks/get' }], true, { }])), headers };
+    return { body: JSON.stringify(pick([null, 1, 'str', [], [{ jsonrpc: '2.0', id: 1, method: 'tasks/get' }], true, {}])), headers };
   }
   if (kind === 3) {
     // envelope mutations
@@ -61,8 +79,26 @@ function makeCase(r: () => number, i: number): { body: string | Uint8Array; head
     const field = pick(['messageId', 'role', 'parts', 'kind', 'taskId', 'contextId', 'metadata']);
     if (r() < 0.3) delete m[field];
     else m[field] = weird();
-    if (r() < 0.3) m['parts'] = [pick([{ kind: 'text' }, { kind: 'file', file: {} }, { kind: 'data', data: 5 }, { text: 5 }, { raw: '!!' }, null, 'str', { kind: 'text', text: weird() }])];
-    const params: Record<string, unknown> = pick([{ message: m }, { message: m, configuration: weird() }, { id: weird() }, { id: 'missing-task' }, { message: m, metadata: weird() }]);
+    if (r() < 0.3)
+      m['parts'] = [
+        pick([
+          { kind: 'text' },
+          { kind: 'file', file: {} },
+          { kind: 'data', data: 5 },
+          { text: 5 },
+          { raw: '!!' },
+          null,
+          'str',
+          { kind: 'text', text: weird() },
+        ]),
+      ];
+    const params: Record<string, unknown> = pick([
+      { message: m },
+      { message: m, configuration: weird() },
+      { id: weird() },
+      { id: 'missing-task' },
+      { message: m, metadata: weird() },
+    ]);
     return { body: JSON.stringify({ jsonrpc: '2.0', id: i, method: pick(methods), params }), headers };
   }
   // oversized or deeply nested
@@ -116,19 +152,38 @@ describe('fuzzed requests', () => {
   it('answers the classic errors with the standard codes and helpful messages', async () => {
     const s = await serve(async () => ({ state: 'completed' }));
     const post = (body: string, h: Record<string, string> = {}) =>
-      fetch(s.url, { method: 'POST', headers: { 'content-type': 'application/json', ...h }, body }).then(async (r) => ({ status: r.status, body: await r.json() }));
+      fetch(s.url, { method: 'POST', headers: { 'content-type': 'application/json', ...h }, body }).then(async (r) => ({
+        status: r.status,
+        body: await r.json(),
+      }));
     expect((await post('{"jsonrpc":')).body.error).toMatchObject({ code: -32700, message: expect.stringContaining('not valid JSON') });
     expect((await post('')).body.error.code).toBe(-32700);
     expect((await post('[]')).body.error).toMatchObject({ code: -32600, message: expect.stringContaining('batch') });
-    expect((await post('{"jsonrpc":"1.0","id":1,"method":"tasks/get","params":{"id":"x"}}')).body).toMatchObject({ id: 1, error: { code: -32600, message: expect.stringContaining('"2.0"') } });
-    expect((await post('{"jsonrpc":"2.0","id":2,"method":"tasks/frobnicate","params":{}}')).body).toMatchObject({ id: 2, error: { code: -32601, message: expect.stringContaining('message/send') } });
+    expect((await post('{"jsonrpc":"1.0","id":1,"method":"tasks/get","params":{"id":"x"}}')).body).toMatchObject({
+      id: 1,
+      error: { code: -32600, message: expect.stringContaining('"2.0"') },
+    });
+    expect((await post('{"jsonrpc":"2.0","id":2,"method":"tasks/frobnicate","params":{}}')).body).toMatchObject({
+      id: 2,
+      error: { code: -32601, message: expect.stringContaining('message/send') },
+    });
     expect((await post('{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":[]}')).body.error.code).toBe(-32602);
-    expect((await post('{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{}}')).body.error).toMatchObject({ code: -32602, message: expect.stringContaining('params.id') });
-    expect((await post('{"jsonrpc":"2.0","id":5,"method":"message/send","params":{"message":{"kind":"message","role":"user","parts":[]}}}')).body.error.code).toBe(-32602);
-    expect((await post('{"jsonrpc":"2.0","id":6,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[]}}}')).body.error).toMatchObject({ code: -32602, message: expect.stringContaining('at least one part') });
+    expect((await post('{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{}}')).body.error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('params.id'),
+    });
+    expect(
+      (await post('{"jsonrpc":"2.0","id":5,"method":"message/send","params":{"message":{"kind":"message","role":"user","parts":[]}}}')).body.error.code,
+    ).toBe(-32602);
+    expect(
+      (await post('{"jsonrpc":"2.0","id":6,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[]}}}')).body
+        .error,
+    ).toMatchObject({ code: -32602, message: expect.stringContaining('at least one part') });
     expect((await post('{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"id":"nope"}}')).body.error.code).toBe(-32001);
     const deep = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
-    const nested = await post(`{"jsonrpc":"2.0","id":9,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}],"metadata":${deep}}}}`);
+    const nested = await post(
+      `{"jsonrpc":"2.0","id":9,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}],"metadata":${deep}}}}`,
+    );
     expect(nested.body.error).toMatchObject({ code: -32600, message: expect.stringContaining('nests deeper') });
     const big = await post(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tasks/get', params: { id: 'x'.repeat(2 * 1024 * 1024) } }));
     expect(big.status).toBe(413);

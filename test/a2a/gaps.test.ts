@@ -115,7 +115,11 @@ describe('historyLength', () => {
 describe('message content', () => {
   it('a message whose parts match none of the input modes gets ContentTypeNotSupportedError (-32005)', async () => {
     const s = await serve(echo);
-    const png = { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ raw: Buffer.from('png').toString('base64'), mediaType: 'image/png', filename: 'a.png' }] };
+    const png = {
+      messageId: crypto.randomUUID(),
+      role: 'ROLE_USER',
+      parts: [{ raw: Buffer.from('png').toString('base64'), mediaType: 'image/png', filename: 'a.png' }],
+    };
     const v1 = await rpc(s.url, 'SendMessage', { message: png }, V1);
     expect(v1.body.error?.code).toBe(-32005);
     expect(v1.body.error.message).toContain('image/png');

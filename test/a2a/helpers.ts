@@ -5,10 +5,7 @@ import { Role, type Message } from '@a2a-js/sdk';
 
 export const servers: A2AServer[] = [];
 
-export async function serve(
-  executor: TaskExecutor,
-  o: Partial<Omit<A2AServerOptions, 'executor'>> = {},
-): Promise<A2AServer> {
+export async function serve(executor: TaskExecutor, o: Partial<Omit<A2AServerOptions, 'executor'>> = {}): Promise<A2AServer> {
   const s = await startA2AServer({
     card: { name: 'test-capsule', version: '0.1.0', description: 'test', skills: [{ id: 'echo', description: 'echo' }] },
     acceptance: 'queue',
@@ -26,12 +23,7 @@ export async function closeAll(): Promise<void> {
 
 let nextId = 1;
 
-export async function rpc(
-  url: string,
-  method: string,
-  params: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: any }> {
+export async function rpc(url: string, method: string, params: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const r = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -51,12 +43,7 @@ export function msg10(text: string, extra: Record<string, unknown> = {}) {
 }
 
 /** POST a streaming request and collect every SSE `data:` payload until the server closes. */
-export async function sse(
-  url: string,
-  method: string,
-  params: unknown,
-  headers: Record<string, string> = {},
-): Promise<any[]> {
+export async function sse(url: string, method: string, params: unknown, headers: Record<string, string> = {}): Promise<any[]> {
   const r = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
@@ -66,7 +53,13 @@ export async function sse(
   if (!(r.headers.get('content-type') ?? '').includes('text/event-stream')) return [JSON.parse(text)];
   return text
     .split('\n\n')
-    .map((frame) => frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join(''))
+    .map((frame) =>
+      frame
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join(''),
+    )
     .filter((d) => d !== '')
     .map((d) => JSON.parse(d));
 }

@@ -61,9 +61,19 @@ describe('request-input timeout default', () => {
     // The clock is the test's: an hour passes without waiting one. Only setTimeout is faked.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const caller = new ServerCallContext({ user: { isAuthenticated: true, userName: 'alice' } });
-    const message = (text: string): Message => ({ messageId: crypto.randomUUID(), role: Role.ROLE_USER, parts: [textPart(text)], contextId: '', taskId: '', metadata: undefined, extensions: [], referenceTaskIds: [] });
+    const message = (text: string): Message => ({
+      messageId: crypto.randomUUID(),
+      role: Role.ROLE_USER,
+      parts: [textPart(text)],
+      contextId: '',
+      taskId: '',
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    });
     const m = new TaskMachine({
-      executor: async (ctx, ev) => (ctx.text === 'ask' ? { state: 'completed', text: await ev.requestInput('which branch?') } : { state: 'completed', text: 'second ran' }),
+      executor: async (ctx, ev) =>
+        ctx.text === 'ask' ? { state: 'completed', text: await ev.requestInput('which branch?') } : { state: 'completed', text: 'second ran' },
       acceptance: 'queue',
       queueDepth: 19,
       maxLiveTasks: 100,

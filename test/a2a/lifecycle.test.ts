@@ -23,8 +23,7 @@ function gated() {
         w.resolve();
       }
     });
-  const whenStarted = (n: number) =>
-    started.length >= n ? Promise.resolve() : new Promise<void>((resolve) => startWaiters.push({ n, resolve }));
+  const whenStarted = (n: number) => (started.length >= n ? Promise.resolve() : new Promise<void>((resolve) => startWaiters.push({ n, resolve })));
   return { exec, releases, started, whenStarted };
 }
 

@@ -107,7 +107,9 @@ describe('mur serve limits from the environment', () => {
     const l = a2aLimitsFromEnv({ MURMUR_A2A_REQUEST_TIMEOUT_MS: '5000', MURMUR_A2A_MAX_CONNECTIONS_PER_CLIENT: '0', MURMUR_A2A_PUSH_MAX_URL_LENGTH: '512' });
     expect(l.connections).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 5000, keepAliveTimeoutMs: 65_000, maxConnectionsPerClient: 0 });
     expect(l.push).toEqual({ maxConfigsPerTask: 10, maxConfigsPerCaller: 100, maxUrlLength: 512 });
-    expect(() => a2aLimitsFromEnv({ MURMUR_A2A_HEADERS_TIMEOUT_MS: '10s' })).toThrow(/MURMUR_A2A_HEADERS_TIMEOUT_MS must be a number of milliseconds ≥ 0, not "10s"/);
+    expect(() => a2aLimitsFromEnv({ MURMUR_A2A_HEADERS_TIMEOUT_MS: '10s' })).toThrow(
+      /MURMUR_A2A_HEADERS_TIMEOUT_MS must be a number of milliseconds ≥ 0, not "10s"/,
+    );
     expect(() => a2aLimitsFromEnv({ MURMUR_A2A_PUSH_MAX_CONFIGS_PER_TASK: '-1' })).toThrow(expect.objectContaining({ code: 'E-A2A-040' }));
   });
 });

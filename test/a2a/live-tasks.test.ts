@@ -18,8 +18,20 @@ describe('finished tasks kept in memory', () => {
     { why: 'over the count: the oldest finished leave first', live: [fin('a', 1), fin('b', 1), fin('c', 1)], maxTasks: 1, maxBytes: 100, out: ['a', 'b'] },
     { why: 'over the size: the oldest leave until the rest fit', live: [fin('a', 60), fin('b', 30), fin('c', 30)], maxTasks: 10, maxBytes: 60, out: ['a'] },
     { why: 'one task larger than the size bound leaves too', live: [fin('a', 500)], maxTasks: 10, maxBytes: 100, out: ['a'] },
-    { why: 'running and queued tasks never leave and do not count', live: [run('r'), fin('a', 50), run('q'), fin('b', 50)], maxTasks: 1, maxBytes: 50, out: ['a'] },
-    { why: 'a finished task with a stream open stays, and counts', live: [fin('a', 50, 1), fin('b', 50), fin('c', 50)], maxTasks: 10, maxBytes: 100, out: ['b'] },
+    {
+      why: 'running and queued tasks never leave and do not count',
+      live: [run('r'), fin('a', 50), run('q'), fin('b', 50)],
+      maxTasks: 1,
+      maxBytes: 50,
+      out: ['a'],
+    },
+    {
+      why: 'a finished task with a stream open stays, and counts',
+      live: [fin('a', 50, 1), fin('b', 50), fin('c', 50)],
+      maxTasks: 10,
+      maxBytes: 100,
+      out: ['b'],
+    },
     { why: 'when only subscribed ones remain over the bound, they stay', live: [fin('a', 80, 1), fin('b', 80, 2)], maxTasks: 10, maxBytes: 100, out: [] },
   ])('$why', ({ live, maxTasks, maxBytes, out }) => {
     expect(evictions(live, { maxTasks, maxBytes }, finishedTotals(live))).toEqual(out);
@@ -41,11 +53,24 @@ describe('finished tasks kept in memory', () => {
   it('sizes text, URLs, raw bytes and data by what they hold', () => {
     expect(partBytes(textPart('abcd'))).toBe(4);
     expect(partBytes(dataPart({ k: [1, 2] }))).toBe(JSON.stringify({ k: [1, 2] }).length);
-    expect(partBytes({ content: { $case: 'raw', value: Buffer.alloc(1000) }, metadata: undefined, filename: 'f', mediaType: 'application/octet-stream' })).toBe(1000);
+    expect(partBytes({ content: { $case: 'raw', value: Buffer.alloc(1000) }, metadata: undefined, filename: 'f', mediaType: 'application/octet-stream' })).toBe(
+      1000,
+    );
     expect(partBytes({ content: { $case: 'url', value: 'https://x.test/f' }, metadata: undefined, filename: '', mediaType: '' })).toBe(16);
     expect(partBytes({ content: undefined, metadata: undefined, filename: '', mediaType: '' })).toBe(0);
-    const m = (t: string): Message => ({ messageId: 'm', role: Role.ROLE_USER, parts: [textPart(t)], contextId: '', taskId: '', metadata: undefined, extensions: [], referenceTaskIds: [] });
-    expect(retainedBytes({ history: [m('12345'), m('678')], artifacts: [artifact('response', [textPart('ab')], { name: 'response' })], statusMessage: m('x') })).toBe(11);
+    const m = (t: string): Message => ({
+      messageId: 'm',
+      role: Role.ROLE_USER,
+      parts: [textPart(t)],
+      contextId: '',
+      taskId: '',
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    });
+    expect(
+      retainedBytes({ history: [m('12345'), m('678')], artifacts: [artifact('response', [textPart('ab')], { name: 'response' })], statusMessage: m('x') }),
+    ).toBe(11);
   });
 
   it('the machine drops finished tasks of 100 KiB past its size bound, and the store still answers for them', async () => {
@@ -62,7 +87,22 @@ describe('finished tasks kept in memory', () => {
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) {
       const text = String(i).repeat(100 * 1024);
-      const rec = m.create({ message: { messageId: `m${i}`, role: Role.ROLE_USER, parts: [textPart(text)], contextId: '', taskId: '', metadata: undefined, extensions: [], referenceTaskIds: [] }, origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
+      const rec = m.create({
+        message: {
+          messageId: `m${i}`,
+          role: Role.ROLE_USER,
+          parts: [textPart(text)],
+          contextId: '',
+          taskId: '',
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        },
+        origin: 'user',
+        trust: 'untrusted',
+        traceparent: undefined,
+        caller,
+      });
       m.admit(rec);
       ids.push(rec.id);
       await m.idle();

@@ -111,7 +111,15 @@ describe('peering between processes', () => {
     const future = '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes-next';
     const r = await sendMessage({ peerUrl: B, text: 'whoami', allow: allowAll(), trust: 'trusted', traceparent: future, bearer: MESH_KEY, wait: true });
     expect(r.ok && r.text).toBe(`B origin=peer trust=trusted traceparent=${future}`);
-    const ff = await sendMessage({ peerUrl: B, text: 'whoami', allow: allowAll(), trust: 'trusted', traceparent: `ff${future.slice(2)}`, bearer: MESH_KEY, wait: true });
+    const ff = await sendMessage({
+      peerUrl: B,
+      text: 'whoami',
+      allow: allowAll(),
+      trust: 'trusted',
+      traceparent: `ff${future.slice(2)}`,
+      bearer: MESH_KEY,
+      wait: true,
+    });
     expect(ff.ok && ff.text).toBe('B origin=peer trust=trusted traceparent=-');
   });
 
@@ -142,11 +150,18 @@ describe('client policy and headers (in process)', () => {
     const before = counter.connections();
     const liar = http.createServer((req, res) => {
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({
-        name: 'liar', description: 'x', version: '1', capabilities: { streaming: true },
-        defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [],
-        supportedInterfaces: [{ url: counter.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      }));
+      res.end(
+        JSON.stringify({
+          name: 'liar',
+          description: 'x',
+          version: '1',
+          capabilities: { streaming: true },
+          defaultInputModes: ['text/plain'],
+          defaultOutputModes: ['text/plain'],
+          skills: [],
+          supportedInterfaces: [{ url: counter.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        }),
+      );
     });
     await new Promise<void>((r) => liar.listen(0, '127.0.0.1', r));
     const liarUrl = `http://127.0.0.1:${(liar.address() as AddressInfo).port}/`;
@@ -182,7 +197,12 @@ describe('client policy and headers (in process)', () => {
       fetch(s.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: 'Bearer k-peer', ...h },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'message/send',
+          params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } },
+        }),
       }).then((r) => r.json());
     await send({});
     await send({ 'x-murmur-task-origin': 'peer', 'x-murmur-task-trust': 'trusted' });
@@ -209,13 +229,27 @@ describe('client policy and headers (in process)', () => {
         seen.push(ctx.trust);
         return { state: 'completed' };
       },
-      { auth: createAuthenticator({ apiKeys: [{ name: 'peer', key: 'k-peer' }, { name: 'outsider', key: 'k-out' }], anonymous: true, trustedCallers: ['apikey:peer'] }) },
+      {
+        auth: createAuthenticator({
+          apiKeys: [
+            { name: 'peer', key: 'k-peer' },
+            { name: 'outsider', key: 'k-out' },
+          ],
+          anonymous: true,
+          trustedCallers: ['apikey:peer'],
+        }),
+      },
     );
     const send = (h: Record<string, string>) =>
       fetch(s.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-murmur-task-origin': 'peer', 'x-murmur-task-trust': 'trusted', ...h },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'message/send',
+          params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } },
+        }),
       }).then((r) => r.json());
     await send({});
     await send({ authorization: 'Bearer k-out' });

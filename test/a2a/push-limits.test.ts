@@ -53,7 +53,9 @@ describe('push config bounds', () => {
     const g = gate();
     const s = await serve(g.exec, { push: { allow: [hook.host], limits: { maxConfigsPerTask: 3 } } });
     const task = await runningTask(s.url);
-    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => rpc(s.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: `c${i}`, url: hook.url }, V1)));
+    const burst = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => rpc(s.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: `c${i}`, url: hook.url }, V1)),
+    );
     const refused = burst.filter((r) => r.body.error);
     expect(burst.length - refused.length).toBe(3);
     expect(refused[0]!.body.error.code).toBe(-32602);
@@ -65,7 +67,9 @@ describe('push config bounds', () => {
     const again = await rpc(s.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: held[0].id, url: `${hook.url}?v=2` }, V1);
     expect(again.body.result.url).toBe(`${hook.url}?v=2`);
     await rpc(s.url, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: held[1].id }, V1);
-    expect((await rpc(s.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'after-delete', url: hook.url }, V1)).body.result.id).toBe('after-delete');
+    expect((await rpc(s.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'after-delete', url: hook.url }, V1)).body.result.id).toBe(
+      'after-delete',
+    );
     g.release();
     await until(s, () => s.stats().running === 0);
     await s.pushIdle();
@@ -86,7 +90,12 @@ describe('push config bounds', () => {
     expect(over.body.error.message).toContain('already holds 4 push notification configs on its unfinished tasks; at most 4');
     expect(over.body.error.message).toContain('[E-A2A-047]');
     // A new task sent with a config counts too.
-    const viaSend = await rpc(s.url, 'SendMessage', { message: msg10('x'), configuration: { returnImmediately: true, taskPushNotificationConfig: { url: hook.url } } }, V1);
+    const viaSend = await rpc(
+      s.url,
+      'SendMessage',
+      { message: msg10('x'), configuration: { returnImmediately: true, taskPushNotificationConfig: { url: hook.url } } },
+      V1,
+    );
     expect(viaSend.body.error.message).toContain('[E-A2A-047]');
     // The tasks end: their configs push nothing more and no longer count.
     g.release();

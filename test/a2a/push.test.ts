@@ -145,7 +145,13 @@ describe('push notifications', () => {
     const hook = await receiver();
     const s = await serve(held, {
       push: { allow: [hook.host] },
-      auth: createAuthenticator({ apiKeys: [{ name: 'a', key: 'key-of-alice-000' }, { name: 'b', key: 'key-of-bob-00000' }], anonymous: false }),
+      auth: createAuthenticator({
+        apiKeys: [
+          { name: 'a', key: 'key-of-alice-000' },
+          { name: 'b', key: 'key-of-bob-00000' },
+        ],
+        anonymous: false,
+      }),
     });
     const A = { ...V1, authorization: 'Bearer key-of-alice-000' };
     const B = { ...V1, authorization: 'Bearer key-of-bob-00000' };

@@ -105,7 +105,10 @@ describe('replica bus (PostgreSQL LISTEN/NOTIFY)', () => {
     // Kill the victim's bus connection from the server side, as a dead pod's socket would end.
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
-    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'murmur-replica-bus' AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1)`, [Number(victim.id)]);
+    await admin.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'murmur-replica-bus' AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1)`,
+      [Number(victim.id)],
+    );
     await admin.end();
     expect((await victimLost).message).toMatch(/terminat|ended|Connection/i);
     const err = await pending;

@@ -63,7 +63,11 @@ describe('SQLite prepared-statement cache', () => {
     const db = new Kysely<{ t: { id: number; v: string } }>({ dialect: new SqliteDialect({ database: cache }) });
     cleanup.push(() => db.destroy());
     await sql`create table t (id integer primary key, v text)`.execute(db);
-    for (let i = 0; i < 10; i++) await db.insertInto('t').values({ id: i, v: `v${i}` }).execute();
+    for (let i = 0; i < 10; i++)
+      await db
+        .insertInto('t')
+        .values({ id: i, v: `v${i}` })
+        .execute();
     const insertText = compiled.filter((s) => s.startsWith('insert'));
     expect(insertText).toHaveLength(1);
     // Three distinct texts in turn through a cache of two: each use evicts the next one due.

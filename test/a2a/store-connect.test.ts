@@ -57,7 +57,10 @@ describe('opening a PostgreSQL store', () => {
         starting ??= startPostgres({ port }).then((s) => (server = s));
       },
     });
-    cleanup.push(async () => server?.stop(), async () => store.close());
+    cleanup.push(
+      async () => server?.stop(),
+      async () => store.close(),
+    );
     await starting;
     expect(retries.length).toBeGreaterThanOrEqual(1);
     expect((retries[0] as { code?: string }).code).toBe('ECONNREFUSED');
@@ -70,7 +73,9 @@ describe('opening a PostgreSQL store', () => {
     const server = await startPostgres();
     cleanup.push(() => server.stop());
     const retries: unknown[] = [];
-    const err = await openStore(`postgresql://murmur@127.0.0.1:${server.port}/nodb`, undefined, { connectSecs: 60, onRetry: (r) => retries.push(r) }).catch((e: unknown) => e);
+    const err = await openStore(`postgresql://murmur@127.0.0.1:${server.port}/nodb`, undefined, { connectSecs: 60, onRetry: (r) => retries.push(r) }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: 'E-STORE-002', message: expect.stringMatching(/cannot connect: .*nodb/) });
     expect(retries).toEqual([]);
   }, 120_000);
@@ -78,7 +83,9 @@ describe('opening a PostgreSQL store', () => {
   it('gives up when its budget is spent, saying how many attempts it made (E-STORE-002)', async () => {
     const port = await freePort();
     const retries: unknown[] = [];
-    const err = await openStore(`postgresql://murmur@127.0.0.1:${port}/postgres`, undefined, { connectSecs: 1, onRetry: (r) => retries.push(r) }).catch((e: unknown) => e);
+    const err = await openStore(`postgresql://murmur@127.0.0.1:${port}/postgres`, undefined, { connectSecs: 1, onRetry: (r) => retries.push(r) }).catch(
+      (e: unknown) => e,
+    );
     expect(retries.length).toBeGreaterThanOrEqual(1);
     expect(err).toMatchObject({ code: 'E-STORE-002', message: expect.stringContaining(`cannot connect (${retries.length + 1} attempts over 1 s)`) });
     expect((err as Error).message).toContain('ECONNREFUSED');
@@ -102,7 +109,9 @@ describe('a PostgreSQL store whose connections the server ends', () => {
     }) as typeof process.stderr.write;
     try {
       const admin = await pg.admin('murmur_store_idle_end');
-      const ended = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'murmur_store_idle_end' AND pid <> pg_backend_pid()");
+      const ended = await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'murmur_store_idle_end' AND pid <> pg_backend_pid()",
+      );
       await admin.end();
       expect(ended.rowCount).toBeGreaterThan(0);
       // The pool hears the end (its 'error' event) and drops that connection; the next query works.

@@ -41,7 +41,13 @@ function openStream(url: string): Promise<{ req: http.ClientRequest; res: http.I
 function parseFrames(raw: string): any[] {
   return raw
     .split('\n\n')
-    .map((f) => f.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join(''))
+    .map((f) =>
+      f
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join(''),
+    )
     .filter((d) => d !== '')
     .map((d) => JSON.parse(d).result);
 }
@@ -111,10 +117,20 @@ describe('heartbeat', () => {
     const events = [];
     for await (const e of client.sendMessageStream({
       tenant: '',
-      message: { messageId: 'h', contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: 'q' }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+      message: {
+        messageId: 'h',
+        contextId: '',
+        taskId: '',
+        role: Role.ROLE_USER,
+        parts: [{ content: { $case: 'text', value: 'q' }, metadata: undefined, filename: '', mediaType: '' }],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      },
       configuration: undefined,
       metadata: undefined,
-    })) events.push(e);
+    }))
+      events.push(e);
     expect(events.at(-1)?.payload?.$case).toBe('statusUpdate');
   });
 });

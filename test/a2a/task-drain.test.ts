@@ -13,7 +13,16 @@ import { textPart } from '../../runtime/a2a/core/wire.ts';
 const caller = new ServerCallContext({ user: { isAuthenticated: true, userName: 'alice' } });
 
 function message(text: string): Message {
-  return { messageId: crypto.randomUUID(), role: Role.ROLE_USER, parts: [textPart(text)], contextId: '', taskId: '', metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: crypto.randomUUID(),
+    role: Role.ROLE_USER,
+    parts: [textPart(text)],
+    contextId: '',
+    taskId: '',
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 describe('drain budget', () => {
@@ -31,8 +40,13 @@ describe('drain budget', () => {
         started();
       });
     const m = new TaskMachine({
-      executor, acceptance: 'queue', queueDepth: 4, maxLiveTasks: 100, store: new InMemoryTaskStore(),
-      stream: { maxQueued: 16, maxBuffered: 1 << 20, heartbeatMs: 0 }, onEvent: () => {},
+      executor,
+      acceptance: 'queue',
+      queueDepth: 4,
+      maxLiveTasks: 100,
+      store: new InMemoryTaskStore(),
+      stream: { maxQueued: 16, maxBuffered: 1 << 20, heartbeatMs: 0 },
+      onEvent: () => {},
     });
     const rec = m.create({ message: message('work'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
     m.admit(rec);

@@ -21,7 +21,16 @@ afterAll(async () => {
 const caller = new ServerCallContext({ user: { isAuthenticated: true, userName: 'ann' } });
 
 function message(text: string): Message {
-  return { messageId: crypto.randomUUID(), role: Role.ROLE_USER, parts: [textPart(text)], contextId: '', taskId: '', metadata: undefined, extensions: [], referenceTaskIds: [] } as Message;
+  return {
+    messageId: crypto.randomUUID(),
+    role: Role.ROLE_USER,
+    parts: [textPart(text)],
+    contextId: '',
+    taskId: '',
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  } as Message;
 }
 
 /** The real store, with the state of each write it is asked for listed in order. */
@@ -41,7 +50,14 @@ async function listedStore(): Promise<{ store: DurableStore; tasks: TaskStore; w
 }
 
 function machine(executor: TaskExecutor, store: TaskStore): TaskMachine {
-  return new TaskMachine({ executor, acceptance: 'queue', queueDepth: 4, maxLiveTasks: 100, store, stream: { maxQueued: 16, maxBuffered: 1 << 20, heartbeatMs: 0 } });
+  return new TaskMachine({
+    executor,
+    acceptance: 'queue',
+    queueDepth: 4,
+    maxLiveTasks: 100,
+    store,
+    stream: { maxQueued: 16, maxBuffered: 1 << 20, heartbeatMs: 0 },
+  });
 }
 
 describe('task saves', () => {

@@ -16,7 +16,17 @@ const alice = user('alice');
 const bob = user('bob');
 
 function message(text: string, extra: Partial<Message> = {}): Message {
-  return { messageId: crypto.randomUUID(), role: Role.ROLE_USER, parts: [textPart(text)], contextId: '', taskId: '', metadata: undefined, extensions: [], referenceTaskIds: [], ...extra };
+  return {
+    messageId: crypto.randomUUID(),
+    role: Role.ROLE_USER,
+    parts: [textPart(text)],
+    contextId: '',
+    taskId: '',
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+    ...extra,
+  };
 }
 
 function machine(executor: TaskExecutor, acceptance: TaskAcceptance = 'queue', o: { queueDepth?: number; store?: TaskStore } = {}) {
@@ -36,7 +46,14 @@ function machine(executor: TaskExecutor, acceptance: TaskAcceptance = 'queue', o
     return rec;
   };
   const finals = (id: string) =>
-    events.filter((e) => e.id === id && e.resp.payload?.$case === 'statusUpdate' && [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED].includes(e.resp.payload.value.status!.state));
+    events.filter(
+      (e) =>
+        e.id === id &&
+        e.resp.payload?.$case === 'statusUpdate' &&
+        [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED].includes(
+          e.resp.payload.value.status!.state,
+        ),
+    );
   return { m, start, events, finals };
 }
 
@@ -97,7 +114,9 @@ describe('task machine', () => {
 
   it('none: creating a task is refused', () => {
     const { m } = machine(async () => ({ state: 'completed' }), 'none');
-    expect(() => m.create({ message: message('x'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller: alice })).toThrow(/task_acceptance: none/);
+    expect(() => m.create({ message: message('x'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller: alice })).toThrow(
+      /task_acceptance: none/,
+    );
   });
 
   it('request-input: the reply is delivered to the waiting executor and the task goes on', async () => {

@@ -60,10 +60,18 @@ describe('REST paths with bad percent-escapes', () => {
     const s = await server();
     const task = await newTask(s);
     let seed = 7;
-    const r = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
-    const pick = <T,>(xs: T[]): T => xs[Math.floor(r() * xs.length)]!;
+    const r = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const pick = <T>(xs: T[]): T => xs[Math.floor(r() * xs.length)]!;
     const bits = ['%zz', '%', '%c0%ae', '%ff', '%e2%82', '%00', '%2F', 'a', task, '..', '%25', '~', ':cancel', ':subscribe', '💥'];
-    const shapes = ['/tasks/{}', '/tasks/{}:cancel', '/tasks/{}/pushNotificationConfigs', '/tasks/{}/pushNotificationConfigs/{}', '/{}/tasks/{}', '/message:send', '/tasks'];
+    const shapes = [
+      '/tasks/{}',
+      '/tasks/{}:cancel',
+      '/tasks/{}/pushNotificationConfigs',
+      '/tasks/{}/pushNotificationConfigs/{}',
+      '/{}/tasks/{}',
+      '/message:send',
+      '/tasks',
+    ];
     const bad: string[] = [];
     for (let i = 0; i < 600; i++) {
       const path = pick(shapes).replace(/\{\}/g, () => Array.from({ length: 1 + Math.floor(r() * 3) }, () => pick(bits)).join(''));
@@ -75,7 +83,8 @@ describe('REST paths with bad percent-escapes', () => {
       }
       const res = await rest(s, encodeURI(path).replace(/%25/g, '%'), init);
       if (res.status >= 500) bad.push(`${method} ${path}: ${res.status}`);
-      else if (res.status >= 400 && res.status !== 404 && !(res.body?.error?.status && typeof res.body.error.message === 'string')) bad.push(`${method} ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 100)}`);
+      else if (res.status >= 400 && res.status !== 404 && !(res.body?.error?.status && typeof res.body.error.message === 'string'))
+        bad.push(`${method} ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 100)}`);
     }
     expect(bad).toEqual([]);
   });

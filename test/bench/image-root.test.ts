@@ -40,10 +40,13 @@ function archive(layers: Record<string, string>[], config: object): string {
 
 describe('unpacking the runtime image for the reference bench', () => {
   it('applies the layers in order, with their file and opaque-directory whiteouts', () => {
-    const tar = archive([
-      { 'app/keep.txt': 'one', 'app/gone.txt': 'x', 'opt/cache/old.bin': 'old', 'etc/conf': 'v1' },
-      { 'app/.wh.gone.txt': '', 'opt/cache/.wh..wh..opq': '', 'opt/cache/new.bin': 'new', 'etc/conf': 'v2' },
-    ], { Env: ['A=1'], Entrypoint: ['node', '/app/x'] });
+    const tar = archive(
+      [
+        { 'app/keep.txt': 'one', 'app/gone.txt': 'x', 'opt/cache/old.bin': 'old', 'etc/conf': 'v1' },
+        { 'app/.wh.gone.txt': '', 'opt/cache/.wh..wh..opq': '', 'opt/cache/new.bin': 'new', 'etc/conf': 'v2' },
+      ],
+      { Env: ['A=1'], Entrypoint: ['node', '/app/x'] },
+    );
     const root = tmp('img-root-');
     const { layers, config } = unpackImage(tar, root);
     expect(layers).toBe(2);

@@ -20,7 +20,10 @@ interface Call {
 }
 
 /** Forwards every POST to `target`, recording the call; counts the client's connections. */
-async function forwarder(target: string, onAnswer: (c: Call) => void): Promise<{ url: string; calls: Call[]; connections(): number; inFlightGets: () => Map<string, number>; close(): Promise<void> }> {
+async function forwarder(
+  target: string,
+  onAnswer: (c: Call) => void,
+): Promise<{ url: string; calls: Call[]; connections(): number; inFlightGets: () => Map<string, number>; close(): Promise<void> }> {
   const calls: Call[] = [];
   const agent = new http.Agent({ keepAlive: true });
   const inFlight = new Map<string, number>();
@@ -38,17 +41,27 @@ async function forwarder(target: string, onAnswer: (c: Call) => void): Promise<{
         maxSame.set(id, Math.max(maxSame.get(id) ?? 0, inFlight.get(id)!));
       }
       const u = new URL(target);
-      const out = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (r) => {
-        const back: Buffer[] = [];
-        r.on('data', (c: Buffer) => back.push(c));
-        r.on('end', () => {
-          if (id) inFlight.set(id, inFlight.get(id)! - 1);
-          const call = { method: rpc.method, params: rpc.params, answer: JSON.parse(Buffer.concat(back).toString()) as Record<string, any> };
-          calls.push(call);
-          onAnswer(call);
-          res.writeHead(r.statusCode ?? 500, { 'content-type': 'application/json' }).end(Buffer.concat(back));
-        });
-      });
+      const out = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': body.length },
+        },
+        (r) => {
+          const back: Buffer[] = [];
+          r.on('data', (c: Buffer) => back.push(c));
+          r.on('end', () => {
+            if (id) inFlight.set(id, inFlight.get(id)! - 1);
+            const call = { method: rpc.method, params: rpc.params, answer: JSON.parse(Buffer.concat(back).toString()) as Record<string, any> };
+            calls.push(call);
+            onAnswer(call);
+            res.writeHead(r.statusCode ?? 500, { 'content-type': 'application/json' }).end(Buffer.concat(back));
+          });
+        },
+      );
       out.end(body);
     });
   });
@@ -59,7 +72,12 @@ async function forwarder(target: string, onAnswer: (c: Call) => void): Promise<{
     calls,
     connections: () => connections,
     inFlightGets: () => maxSame,
-    close: () => new Promise((r) => { agent.destroy(); server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise((r) => {
+        agent.destroy();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -72,11 +90,12 @@ describe('bench task client (bench/task-poller.ts)', () => {
       released.add(id);
       gates.get(id)?.();
     };
-    const exec: TaskExecutor = (ctx) => new Promise((resolve) => {
-      const done = (): void => resolve({ state: 'completed', text: `done ${ctx.text}` });
-      if (released.has(ctx.taskId)) done();
-      else gates.set(ctx.taskId, done);
-    });
+    const exec: TaskExecutor = (ctx) =>
+      new Promise((resolve) => {
+        const done = (): void => resolve({ state: 'completed', text: `done ${ctx.text}` });
+        if (released.has(ctx.taskId)) done();
+        else gates.set(ctx.taskId, done);
+      });
     const s = await serve(exec);
     const fwd = await forwarder(s.url, (c) => {
       if (c.method === 'message/send' && c.answer.result?.id) release(c.answer.result.id as string);

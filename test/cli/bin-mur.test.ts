@@ -23,7 +23,10 @@ function tree(): { root: string; run(env?: Record<string, string>): string } {
   writeFileSync(join(root, 'dist/runtime/cli/main.js'), "console.log('dist');\n");
   return {
     root,
-    run: (env = {}) => execFileSync(process.execPath, [join(root, 'bin/mur')], { env: { PATH: process.env.PATH, ...env } }).toString().trim(),
+    run: (env = {}) =>
+      execFileSync(process.execPath, [join(root, 'bin/mur')], { env: { PATH: process.env.PATH, ...env } })
+        .toString()
+        .trim(),
   };
 }
 

@@ -36,7 +36,10 @@ describe('mur run', () => {
       writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml());
       writeFileSync(join(capsule, 'task.md'), 'echo x please');
       const work = tmp('cli-work-');
-      const r = await mur(['run', capsule, '--registry', registry, '--work-root', work], { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY });
+      const r = await mur(['run', capsule, '--registry', registry, '--work-root', work], {
+        MURMUR_INFERENCE_ENDPOINT: provider.url,
+        MURMUR_INFERENCE_API_KEY: API_KEY,
+      });
       expect(r.code).toBe(0);
       expect(r.out).toMatch(/staged kit-capsule 1\.0\.0: 2 artifact\(s\), murmur\.lock created/);
       expect(r.out).toMatch(/turn 1: claude-test → tool echo/);
@@ -61,7 +64,10 @@ describe('mur run', () => {
       const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
       const capsule = tmp('cli-caps-');
       writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml());
-      const r = await mur(['run', capsule, '--task', 'x', '--registry', registry, '--work-root', tmp('w-')], { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY });
+      const r = await mur(['run', capsule, '--task', 'x', '--registry', registry, '--work-root', tmp('w-')], {
+        MURMUR_INFERENCE_ENDPOINT: provider.url,
+        MURMUR_INFERENCE_API_KEY: API_KEY,
+      });
       expect(r.code).toBe(1);
       // A failure goes to stderr, never stdout.
       expect(r.err).toMatch(/task failed: inference driver|task failed: driver reported an error/);
@@ -77,9 +83,14 @@ describe('mur run', () => {
       const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
       const capsule = tmp('cli-deadline-');
       writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ extra: 'capabilities:\n  limits:\n    deadline_seconds: 2' }));
-      const r = await mur(['run', capsule, '--task', 'x', '--registry', registry, '--work-root', tmp('w-')], { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY });
+      const r = await mur(['run', capsule, '--task', 'x', '--registry', registry, '--work-root', tmp('w-')], {
+        MURMUR_INFERENCE_ENDPOINT: provider.url,
+        MURMUR_INFERENCE_API_KEY: API_KEY,
+      });
       expect(r.code).toBe(1);
-      expect(r.err).toMatch(/task failed: inference driver failed: driver-anthropic: run\.run did not finish within its 2000 ms deadline \(capabilities\.limits\.deadline_seconds\)/);
+      expect(r.err).toMatch(
+        /task failed: inference driver failed: driver-anthropic: run\.run did not finish within its 2000 ms deadline \(capabilities\.limits\.deadline_seconds\)/,
+      );
       expect(r.err).toMatch(/\[E-HOST-003\]\n  hint: raise capabilities\.limits\.deadline_seconds in murmur\.yaml/);
       expect(r.out).not.toMatch(/^task failed:/m);
     } finally {

@@ -10,7 +10,11 @@ import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 
 describe('npm run demo', () => {
   it('runs the hello capsule end to end and says it completed', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'scripts', 'demo.ts')], { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 240_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'scripts', 'demo.ts')], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+      timeout: 240_000,
+    });
     const out = `${r.stdout}\n${r.stderr}`;
     expect(r.status, out).toBe(0);
     expect(out).toContain('→ tool greet');

@@ -20,9 +20,20 @@ async function served(turns: ScriptTurn[], args: string[] = [], tool: ArtifactDe
   const provider = await startScriptedProvider(turns);
   const registry = await makeRegistry([driverDef('anthropic'), tool]);
   const capsule = tmp('drain-');
-  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'drainer', tools: [tool.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }));
-  const s = await serve(capsule, { registry, workRoot: tmp('drain-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args });
-  cleanup.push(() => s.stop(), () => provider.stop());
+  writeFileSync(
+    join(capsule, 'murmur.yaml'),
+    capsuleYaml({ name: 'drainer', tools: [tool.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }),
+  );
+  const s = await serve(capsule, {
+    registry,
+    workRoot: tmp('drain-work-'),
+    env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+    args,
+  });
+  cleanup.push(
+    () => s.stop(),
+    () => provider.stop(),
+  );
   return s;
 }
 
@@ -38,8 +49,14 @@ describe('graceful drain (SIGTERM)', () => {
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({ ready: false, draining: true });
     const refused = await fetch(s.url, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'message/send', params: { message: { kind: 'message', messageId: 'm-late', role: 'user', parts: [{ kind: 'text', text: 'too late' }] } } }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'message/send',
+        params: { message: { kind: 'message', messageId: 'm-late', role: 'user', parts: [{ kind: 'text', text: 'too late' }] } },
+      }),
     });
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('1');
@@ -67,7 +84,11 @@ describe('graceful drain (SIGTERM)', () => {
 
   it('a task waiting for input is visible: /readyz and capsule_tasks_waiting_for_input say the session is blocked on input', async () => {
     const metricsPort = await freePort();
-    const s = await served([{ toolCalls: [{ name: 'probe', input: { op: 'ask', prompt: 'Which colour?' } }] }, { text: 'got it' }], ['--metrics-port', String(metricsPort)], PROBE_TOOL);
+    const s = await served(
+      [{ toolCalls: [{ name: 'probe', input: { op: 'ask', prompt: 'Which colour?' } }] }, { text: 'got it' }],
+      ['--metrics-port', String(metricsPort)],
+      PROBE_TOOL,
+    );
     const first = await sendMessage({ peerUrl: s.url, text: 'paint it', allow: [s.url], wait: true });
     expect(first.ok && first.state).toBe('input-required');
     if (!first.ok) return;

@@ -23,7 +23,10 @@ afterAll(async () => {
 async function capsule(): Promise<{ dir: string; registry: string }> {
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
   const dir = tmp('durable-');
-  writeFileSync(join(dir, 'murmur.yaml'), capsuleYaml({ name: 'keeper', tools: [ECHO_TOOL.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }));
+  writeFileSync(
+    join(dir, 'murmur.yaml'),
+    capsuleYaml({ name: 'keeper', tools: [ECHO_TOOL.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }),
+  );
   return { dir, registry };
 }
 
@@ -31,7 +34,10 @@ async function servedWith(c: { dir: string; registry: string }, turns: ScriptTur
   const provider = await startScriptedProvider(turns);
   const workRoot = tmp('durable-work-');
   const s = await serve(c.dir, { registry: c.registry, workRoot, env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args });
-  cleanup.push(() => s.stop(), () => provider.stop());
+  cleanup.push(
+    () => s.stop(),
+    () => provider.stop(),
+  );
   return { s, provider, workRoot };
 }
 
@@ -70,7 +76,9 @@ describe('durable task store (mur serve --store)', () => {
     expect(lost.ok && lost.statusText).toMatch(/runtime restarted/);
 
     const listed = await rpc(second.url, 'ListTasks', { includeArtifacts: true, historyLength: 10 }, V1);
-    const byId = new Map<string, { status: { state: string } }>((listed.body.result.tasks as Array<{ id: string; status: { state: string } }>).map((t) => [t.id, t]));
+    const byId = new Map<string, { status: { state: string } }>(
+      (listed.body.result.tasks as Array<{ id: string; status: { state: string } }>).map((t) => [t.id, t]),
+    );
     expect([...byId.keys()].sort()).toEqual([done.taskId, running.taskId].sort());
     expect(byId.get(done.taskId)).toEqual(before.body.result);
     expect(byId.get(running.taskId)!.status.state).toBe('TASK_STATE_FAILED');
@@ -102,7 +110,9 @@ describe('durable task store (mur serve --store)', () => {
 
   it('a threaded context continues with its history after kill -9 and restart, and conversation/read returns the record of both launches', async () => {
     const reader: HookDef = {
-      name: 'reader', contract: 'binding: on-session-end\n', caps: { conversation: { read: true } },
+      name: 'reader',
+      contract: 'binding: on-session-end\n',
+      caps: { conversation: { read: true } },
       script: { 'on-session-end': { ops: [{ op: 'read-messages', limit: 100 }], record: true } },
     };
     const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(reader)]);
@@ -129,7 +139,10 @@ describe('durable task store (mur serve --store)', () => {
     expect(await two.s.exited).toBe(0);
     const session = /\(session (\S+),/.exec(two.s.output())![1]!;
     const log = readFileSync(join(two.workRoot, session, 'logs', 'hook-reader.log'), 'utf8');
-    const rec = log.split('\n').filter((l) => l.startsWith('{"rec"')).map((l) => JSON.parse(l) as { rec: string; ops?: Array<{ ok?: { messages: Array<{ role: string; content: string }>; total: number } }> });
+    const rec = log
+      .split('\n')
+      .filter((l) => l.startsWith('{"rec"'))
+      .map((l) => JSON.parse(l) as { rec: string; ops?: Array<{ ok?: { messages: Array<{ role: string; content: string }>; total: number } }> });
     const page = rec.find((r) => r.rec === 'on-session-end:ops')!.ops![0]!.ok!;
     // Newest first: task 2 (user, assistant), then task 1 from the first launch (user, assistant), each once.
     expect(page.total).toBe(4);

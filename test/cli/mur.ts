@@ -8,7 +8,11 @@ export async function mur(args: string[], env: Record<string, string> = {}): Pro
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
   Object.assign(process.env, env);
   try {
-    const code = await main(args, (s) => out.push(s), (s) => err.push(s));
+    const code = await main(
+      args,
+      (s) => out.push(s),
+      (s) => err.push(s),
+    );
     return { code, out: out.join('\n'), err: err.join('\n') };
   } finally {
     for (const [k, v] of Object.entries(saved)) {

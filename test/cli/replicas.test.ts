@@ -45,13 +45,21 @@ async function roundRobin(upstreams: string[]): Promise<{ url: string; log: numb
   return {
     url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`,
     log,
-    close: () => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        srv.closeAllConnections();
+        srv.close(() => r());
+      }),
   };
 }
 
 /** A JSON-RPC streaming call read event by event: `onEvent` sees each one as it arrives. */
 async function stream(url: string, method: string, params: unknown, onEvent: (ev: any) => void = () => undefined): Promise<any[]> {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...V1 }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...V1 },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const events: any[] = [];
   const dec = new TextDecoder();
   let buf = '';
@@ -61,7 +69,11 @@ async function stream(url: string, method: string, params: unknown, onEvent: (ev
     while ((at = buf.indexOf('\n\n')) >= 0) {
       const frame = buf.slice(0, at);
       buf = buf.slice(at + 2);
-      const data = frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('');
+      const data = frame
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('');
       if (!data) continue;
       const ev = JSON.parse(data);
       events.push(ev);
@@ -88,9 +100,18 @@ beforeAll(async () => {
   provider = await startScriptedProvider({ turns });
   const registry = await makeRegistry([driverDef('anthropic'), PROBE_TOOL]);
   const dir = tmp('replicas-');
-  writeFileSync(join(dir, 'murmur.yaml'), capsuleYaml({ name: 'many', tools: [PROBE_TOOL.name], extra: 'lifecycle:\n  conversation: threaded\n  task_acceptance: queue\n  queue_depth: 4\n' }));
+  writeFileSync(
+    join(dir, 'murmur.yaml'),
+    capsuleYaml({ name: 'many', tools: [PROBE_TOOL.name], extra: 'lifecycle:\n  conversation: threaded\n  task_acceptance: queue\n  queue_depth: 4\n' }),
+  );
   // Started together, as a Deployment's pods are: their migrations of the one database take turns.
-  startReplica = () => serve(dir, { registry, workRoot: tmp('replicas-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args: ['--store', url] });
+  startReplica = () =>
+    serve(dir, {
+      registry,
+      workRoot: tmp('replicas-work-'),
+      env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+      args: ['--store', url],
+    });
   replicas = await Promise.all([0, 1, 2].map(() => startReplica()));
   front = await roundRobin(replicas.map((r) => r.url));
 }, 240_000);
@@ -220,7 +241,15 @@ describe('three mur serve replicas on one PostgreSQL store, behind a round-robin
     expect(new Set(seen.slice(0, 3)).size).toBe(3);
     expect(responseText(taskOf(last.result))).toBe('lantern, harbour, willow');
     const body = JSON.stringify(provider.requests.at(-1)!.body);
-    const order = ['remember the word lantern', 'noted: lantern', 'remember the word harbour', 'noted: harbour', 'remember the word willow', 'noted: willow', 'which words?'];
+    const order = [
+      'remember the word lantern',
+      'noted: lantern',
+      'remember the word harbour',
+      'noted: harbour',
+      'remember the word willow',
+      'noted: willow',
+      'which words?',
+    ];
     const at = order.map((s) => body.indexOf(s));
     expect(at.every((i) => i >= 0)).toBe(true);
     expect([...at].sort((a, b) => a - b)).toEqual(at);

@@ -19,10 +19,14 @@ afterEach(() => {
 /** Runs `bin/mur run <capsule>` and resolves with its exit code and stderr once it exits. */
 function murRun(capsule: string): Promise<{ code: number | null; err: string }> {
   const root = tmp('mur-run-file-');
-  const proc = spawn(process.execPath, [join(PROJECT_ROOT, 'bin/mur'), 'run', capsule, '--task', 'hello', '--registry', join(root, 'registry'), '--work-root', join(root, 'sessions')], {
-    env: { PATH: process.env.PATH, HOME: root, MUR_FROM: 'src' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const proc = spawn(
+    process.execPath,
+    [join(PROJECT_ROOT, 'bin/mur'), 'run', capsule, '--task', 'hello', '--registry', join(root, 'registry'), '--work-root', join(root, 'sessions')],
+    {
+      env: { PATH: process.env.PATH, HOME: root, MUR_FROM: 'src' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   started.push(proc);
   let err = '';
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));

@@ -28,7 +28,10 @@ describe('mur serve authentication', () => {
   it('reads keys from a holder:key file and from a Secret folder; the notice names holders, never keys', async () => {
     const file = path.join(tmp, 'keys.txt');
     writeFileSync(file, `# CI and ops\nci-bot: ${KEY_A}\n\nops:${KEY_B}\n`);
-    expect(readApiKeys(file)).toEqual([{ name: 'ci-bot', key: KEY_A }, { name: 'ops', key: KEY_B }]);
+    expect(readApiKeys(file)).toEqual([
+      { name: 'ci-bot', key: KEY_A },
+      { name: 'ops', key: KEY_B },
+    ]);
     const dir = path.join(tmp, 'secret');
     mkdirSync(path.join(dir, '..2026_01_01'), { recursive: true });
     writeFileSync(path.join(dir, 'ci-bot'), `${KEY_A}\n`);

@@ -24,18 +24,24 @@ async function served(name: string, env: Record<string, string>): Promise<{ s: S
   const provider = await startScriptedProvider({ turns: [...TURNS, ...TURNS] });
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
   const capsule = tmp(`idle-${name}-`);
-  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name, tools: [ECHO_TOOL.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }));
+  writeFileSync(
+    join(capsule, 'murmur.yaml'),
+    capsuleYaml({ name, tools: [ECHO_TOOL.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }),
+  );
   const workRoot = tmp('idle-work-');
   const s = await serve(capsule, { registry, workRoot, env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, ...env } });
-  cleanup.push(() => s.stop(), () => provider.stop());
+  cleanup.push(
+    () => s.stop(),
+    () => provider.stop(),
+  );
   return { s, workRoot };
 }
 
 /** input/output tokens the runtime counted for each inference turn, in order. */
 function countedTurns(s: Served, workRoot: string): [number, number][] {
   const id = /session (ses_[0-9a-f]{32})/.exec(s.output())![1]!;
-  return readTrace(join(workRoot, id, 'trace.jsonl')).events
-    .filter((e) => e.event_type === 'inference')
+  return readTrace(join(workRoot, id, 'trace.jsonl'))
+    .events.filter((e) => e.event_type === 'inference')
     .map((e) => [Number((e as Record<string, unknown>).input_tokens), Number((e as Record<string, unknown>).output_tokens)]);
 }
 
@@ -67,7 +73,10 @@ describe('an idle mur serve', () => {
     const dir = tmp('idle-modules-');
     const list = join(dir, 'modules.txt');
     const preload = join(dir, 'record.mjs');
-    writeFileSync(preload, `process.on('exit', () => process.getBuiltinModule('node:fs').writeFileSync(${JSON.stringify(list)}, process.moduleLoadList.join('\\n')));\n`);
+    writeFileSync(
+      preload,
+      `process.on('exit', () => process.getBuiltinModule('node:fs').writeFileSync(${JSON.stringify(list)}, process.moduleLoadList.join('\\n')));\n`,
+    );
     const { s } = await served('plain', { NODE_OPTIONS: `--import ${preload}` });
     const done = await sendMessage({ peerUrl: s.url, text: 'one task', allow: [s.url], wait: true });
     expect(done.ok && done.state).toBe('completed');

@@ -12,11 +12,31 @@ export interface Served {
   stop(): Promise<void>;
 }
 
-export async function serve(capsuleDir: string, o: { registry: string; workRoot: string; env: Record<string, string | undefined>; args?: string[] }): Promise<Served> {
-  const proc = spawn(process.execPath, [join(PROJECT_ROOT, 'bin/mur'), 'serve', capsuleDir, '--a2a-port', '0', '--metrics-port', '0', '--registry', o.registry, '--workdir', o.workRoot, ...(o.args ?? [])], {
-    env: { PATH: process.env.PATH, ...o.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function serve(
+  capsuleDir: string,
+  o: { registry: string; workRoot: string; env: Record<string, string | undefined>; args?: string[] },
+): Promise<Served> {
+  const proc = spawn(
+    process.execPath,
+    [
+      join(PROJECT_ROOT, 'bin/mur'),
+      'serve',
+      capsuleDir,
+      '--a2a-port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--registry',
+      o.registry,
+      '--workdir',
+      o.workRoot,
+      ...(o.args ?? []),
+    ],
+    {
+      env: { PATH: process.env.PATH, ...o.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -37,7 +57,10 @@ export async function serve(capsuleDir: string, o: { registry: string; workRoot:
     });
   });
   return {
-    url, proc, output: () => out, exited,
+    url,
+    proc,
+    output: () => out,
+    exited,
     async stop() {
       if (proc.exitCode === null) {
         proc.kill('SIGTERM');

@@ -16,22 +16,37 @@ import { freePort, serve, type Served } from './serve-kit.ts';
 import { startOtlpReceiver } from '../telemetry/otlp-receiver.ts';
 import { demoYaml, program, scriptRegistry } from '../script/helpers.ts';
 
-
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const c of cleanup.reverse()) await c().catch(() => {});
 });
 
-
-async function servedCapsule(o: { name: string; turns: Parameters<typeof startScriptedProvider>[0]; tools?: ArtifactDef[]; extra?: string; args?: string[] }): Promise<{ served: Served; provider: ScriptedProvider; workRoot: string }> {
+async function servedCapsule(o: {
+  name: string;
+  turns: Parameters<typeof startScriptedProvider>[0];
+  tools?: ArtifactDef[];
+  extra?: string;
+  args?: string[];
+}): Promise<{ served: Served; provider: ScriptedProvider; workRoot: string }> {
   const provider = await startScriptedProvider(o.turns);
   const tools = o.tools ?? [ECHO_TOOL];
   const registry = await makeRegistry([driverDef('anthropic'), ...tools]);
   const capsule = tmp(`serve-${o.name}-`);
-  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: o.name, tools: tools.map((t) => t.name), extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n${o.extra ?? ''}` }));
+  writeFileSync(
+    join(capsule, 'murmur.yaml'),
+    capsuleYaml({ name: o.name, tools: tools.map((t) => t.name), extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n${o.extra ?? ''}` }),
+  );
   const workRoot = tmp('serve-work-');
-  const served = await serve(capsule, { registry, workRoot, env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args: o.args });
-  cleanup.push(() => served.stop(), () => provider.stop());
+  const served = await serve(capsule, {
+    registry,
+    workRoot,
+    env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+    args: o.args,
+  });
+  cleanup.push(
+    () => served.stop(),
+    () => provider.stop(),
+  );
   return { served, provider, workRoot };
 }
 
@@ -45,7 +60,11 @@ function traceOf(served: Served): ReturnType<typeof readTrace>['events'] {
 describe('mur serve', () => {
   it('serves Prometheus /metrics on its own port, with the task’s token usage, and health on both', async () => {
     const metricsPort = await freePort();
-    const { served } = await servedCapsule({ name: 'metered', turns: { turns: [{ text: 'metered answer', usage: { input: 321, output: 12 } }] }, args: ['--metrics-port', String(metricsPort)] });
+    const { served } = await servedCapsule({
+      name: 'metered',
+      turns: { turns: [{ text: 'metered answer', usage: { input: 321, output: 12 } }] },
+      args: ['--metrics-port', String(metricsPort)],
+    });
     const done = await sendMessage({ peerUrl: served.url, text: 'count me', allow: [served.url], wait: true });
     expect(done.ok && done.state).toBe('completed');
     const body = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -67,7 +86,13 @@ describe('mur serve', () => {
     const served = await serve(capsule, {
       registry,
       workRoot: tmp('serve-work-'),
-      env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' },
+      env: {
+        MURMUR_INFERENCE_ENDPOINT: provider.url,
+        MURMUR_INFERENCE_API_KEY: API_KEY,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
     });
     cleanup.push(() => served.stop());
     const done = await sendMessage({ peerUrl: served.url, text: 'trace me', allow: [served.url], wait: true });
@@ -77,11 +102,23 @@ describe('mur serve', () => {
   });
 
   it('serves tasks over A2A to the official SDK client: the agent loop runs and the task completes', async () => {
-    const { served } = await servedCapsule({ name: 'solo', turns: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'q' } }] }, { text: 'answer from solo' }] } });
+    const { served } = await servedCapsule({
+      name: 'solo',
+      turns: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'q' } }] }, { text: 'answer from solo' }] },
+    });
     const client = await new ClientFactory().createFromUrl(served.url);
     const res = await client.sendMessage({
       tenant: '',
-      message: { messageId: 'm1', contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: 'hello solo' }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+      message: {
+        messageId: 'm1',
+        contextId: '',
+        taskId: '',
+        role: Role.ROLE_USER,
+        parts: [{ content: { $case: 'text', value: 'hello solo' }, metadata: undefined, filename: '', mediaType: '' }],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      },
       configuration: undefined,
       metadata: undefined,
     });
@@ -103,16 +140,22 @@ describe('mur serve', () => {
     writeFileSync(join(tokens, '127.0.0.1'), peerKey);
     process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = tokens;
     cleanup.push(async () => delete process.env['MURMUR_A2A_PEER_TOKENS_DIR']);
-    const { served: b, provider: providerB } = await servedCapsule({ name: 'peer-b', turns: { turns: [{ text: 'B did the work' }], onExhausted: 'repeat-last' }, args: ['--api-keys', keys, '--trusted-callers', 'apikey:caller-a'] });
+    const { served: b, provider: providerB } = await servedCapsule({
+      name: 'peer-b',
+      turns: { turns: [{ text: 'B did the work' }], onExhausted: 'repeat-last' },
+      args: ['--api-keys', keys, '--trusted-callers', 'apikey:caller-a'],
+    });
     const { served: c, provider: providerC } = await servedCapsule({ name: 'peer-c', turns: { turns: [{ text: 'C should never run' }] } });
     const kit = await openKit({
       yaml: capsuleYaml({ name: 'caller-a', extra: `capabilities:\n  network:\n    allow: ["${b.url.replace(/\/$/, '')}"]\n` }),
       artifacts: [driverDef('anthropic'), ECHO_TOOL],
-      script: { turns: [
-        { toolCalls: [{ name: 'delegate-task', input: { peer: b.url, task: 'summarize the news' } }] },
-        { toolCalls: [{ name: 'delegate-task', input: { peer: c.url, task: 'sneak past the allowlist' } }] },
-        { text: 'A is done' },
-      ] },
+      script: {
+        turns: [
+          { toolCalls: [{ name: 'delegate-task', input: { peer: b.url, task: 'summarize the news' } }] },
+          { toolCalls: [{ name: 'delegate-task', input: { peer: c.url, task: 'sneak past the allowlist' } }] },
+          { text: 'A is done' },
+        ],
+      },
     });
     cleanup.push(() => kit.close());
     const r = await kit.session.runTask({ taskId: 'a1', contextId: 'ctx-a', text: 'use your peer', source: 'task_md', trust: 'trusted' });
@@ -149,7 +192,10 @@ describe('mur serve', () => {
     let release!: () => void;
     const inFlight = new Promise<void>((r) => (arrived = r));
     const released = new Promise<void>((r) => (release = r));
-    const { served } = await servedCapsule({ name: 'slow', turns: { turns: [{ text: 'too late', hold: () => (arrived(), released) }, { text: 'second task fine' }] } });
+    const { served } = await servedCapsule({
+      name: 'slow',
+      turns: { turns: [{ text: 'too late', hold: () => (arrived(), released) }, { text: 'second task fine' }] },
+    });
     cleanup.push(async () => release()); // runs first (cleanup runs in reverse)
     const sent = await sendMessage({ peerUrl: served.url, text: 'take your time', allow: [served.url] });
     expect(sent.ok).toBe(true);
@@ -167,7 +213,12 @@ describe('mur serve', () => {
     writeFileSync(join(capsule, 'murmur.yaml'), demoYaml({ top: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 2' }));
     const served = await serve(capsule, { registry, workRoot: tmp('serve-script-work-'), env: {} });
     cleanup.push(() => served.stop());
-    const r = await sendMessage({ peerUrl: served.url, text: program({ op: 'invoke', name: 'echo-tool', data: 'served script' }), allow: [served.url], wait: true });
+    const r = await sendMessage({
+      peerUrl: served.url,
+      text: program({ op: 'invoke', name: 'echo-tool', data: 'served script' }),
+      allow: [served.url],
+      wait: true,
+    });
     expect(r.ok && r.state).toBe('completed');
     if (!r.ok) return;
     expect(r.text).toContain('served script');
@@ -180,9 +231,18 @@ describe('mur serve', () => {
     const capsule = tmp('serve-single-');
     writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'single', extra: 'lifecycle:\n  task_acceptance: single' }));
     const metricsPort = await freePort();
-    const served = await serve(capsule, { registry, workRoot: tmp('serve-single-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args: ['--metrics-port', String(metricsPort)] });
+    const served = await serve(capsule, {
+      registry,
+      workRoot: tmp('serve-single-work-'),
+      env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+      args: ['--metrics-port', String(metricsPort)],
+    });
     cleanup.push(() => served.stop());
-    const readyz = () => fetch(`http://127.0.0.1:${metricsPort}/readyz`).then((x) => x.status, () => 0);
+    const readyz = () =>
+      fetch(`http://127.0.0.1:${metricsPort}/readyz`).then(
+        (x) => x.status,
+        () => 0,
+      );
     expect(await readyz()).toBe(200);
     const r = await sendMessage({ peerUrl: served.url, text: 'just one', allow: [served.url], wait: true });
     expect(r.ok && r.state).toBe('completed');
@@ -195,23 +255,31 @@ describe('mur serve', () => {
   it('an on-compaction error ends the session: the task fails, the server stops taking tasks and exits 1, session_end says failed', async () => {
     const provider = await startScriptedProvider({ turns: [{ text: 'a long answer that fills the small window' }] });
     cleanup.push(() => provider.stop());
-    const squash: ArtifactDef = { component: 'hook-script', name: 'squash', runtime: 'hook', extra: 'binding: on-compaction\ncommit_policy: replace-context\n' };
+    const squash: ArtifactDef = {
+      component: 'hook-script',
+      name: 'squash',
+      runtime: 'hook',
+      extra: 'binding: on-compaction\ncommit_policy: replace-context\n',
+    };
     const registry = await makeRegistry([driverDef('anthropic'), squash]);
     const capsule = tmp('serve-compaction-');
-    writeFileSync(join(capsule, 'murmur.yaml'), [
-      'name: squashed',
-      'version: 1.0.0',
-      'artifacts:',
-      '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
-      `  - {name: squash, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: { 'on-compaction': { err: 'cannot summarize' } } })}}`,
-      'inference:',
-      '  driver: {artifact: driver-anthropic}',
-      '  model: claude-test',
-      'context:',
-      '  max_tokens: 60',
-      'lifecycle:',
-      '  task_acceptance: queue',
-    ].join('\n'));
+    writeFileSync(
+      join(capsule, 'murmur.yaml'),
+      [
+        'name: squashed',
+        'version: 1.0.0',
+        'artifacts:',
+        '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
+        `  - {name: squash, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: { 'on-compaction': { err: 'cannot summarize' } } })}}`,
+        'inference:',
+        '  driver: {artifact: driver-anthropic}',
+        '  model: claude-test',
+        'context:',
+        '  max_tokens: 60',
+        'lifecycle:',
+        '  task_acceptance: queue',
+      ].join('\n'),
+    );
     const workRoot = tmp('serve-compaction-work-');
     const served = await serve(capsule, { registry, workRoot, env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
     cleanup.push(() => served.stop());

@@ -22,7 +22,10 @@ function session(root: string, o: { capsule: string; idleDays: number; exit?: st
   const id = newSessionId();
   const w = createWorkdir(root, id);
   const t = Date.now() - o.idleDays * DAY;
-  appendFileSync(w.trace, JSON.stringify({ event_type: 'session_start', session_id: id, timestamp: t - 60_000, seq: 1, capsule_name: o.capsule, capsule_version: '1.0.0' }) + '\n');
+  appendFileSync(
+    w.trace,
+    JSON.stringify({ event_type: 'session_start', session_id: id, timestamp: t - 60_000, seq: 1, capsule_name: o.capsule, capsule_version: '1.0.0' }) + '\n',
+  );
   writeFileSync(join(w.out, 'result.txt'), 'x'.repeat(1000));
   if (o.exit) appendFileSync(w.trace, JSON.stringify({ event_type: 'session_end', session_id: id, timestamp: t, seq: 2, exit_status: o.exit }) + '\n');
   // Whose process runs it: by default one that has exited.
@@ -88,14 +91,22 @@ describe('mur sessions', () => {
     const r = await mur(['sessions', 'prune', '--work-root', root, '--older-than', '7d', '--keep', '1']);
     expect(r.code).toBe(0);
     expect(r.out).toContain(`kept ${oldRunning}: still running`);
-    expect(listSessions(root).map((s) => s.id).sort()).toEqual([fresh, oldRunning].sort());
+    expect(
+      listSessions(root)
+        .map((s) => s.id)
+        .sort(),
+    ).toEqual([fresh, oldRunning].sort());
     for (const id of [oldEnded, oldCrashed, older]) expect(existsSync(join(root, id))).toBe(false);
     expect(existsSync(join(root, 'keep-me'))).toBe(true);
 
     // --keep holds the most recent even when they are old.
     const all = await mur(['sessions', 'prune', '--work-root', root, '--older-than', '0', '--keep', '1']);
     expect(all.code).toBe(0);
-    expect(listSessions(root).map((s) => s.id).sort()).toEqual([fresh, oldRunning].sort());
+    expect(
+      listSessions(root)
+        .map((s) => s.id)
+        .sort(),
+    ).toEqual([fresh, oldRunning].sort());
   });
 
   it('a workdir records the process running it', () => {

@@ -10,7 +10,10 @@ describe('mur serve start-up line', () => {
     clock.mark('store');
     const line = clock.line();
     expect(x).toBeGreaterThan(0);
-    const m = /^start-up: boot (\d+) ms \(CPU (\d+)\), stage (\d+) ms \(CPU (\d+)\), store (\d+) ms \(CPU (\d+)\); serving (\d+) ms after the process started, CPU (\d+) ms$/.exec(line);
+    const m =
+      /^start-up: boot (\d+) ms \(CPU (\d+)\), stage (\d+) ms \(CPU (\d+)\), store (\d+) ms \(CPU (\d+)\); serving (\d+) ms after the process started, CPU (\d+) ms$/.exec(
+        line,
+      );
     expect(m, line).not.toBeNull();
     const [boot, , stage, , store, , total] = m!.slice(1).map(Number);
     // The phases add up to the total (each rounded: within a millisecond per phase).

@@ -29,9 +29,15 @@ describe('mur serve without the SQLite engine (E-STORE-004)', () => {
     const c = await capsule();
     const provider = await startScriptedProvider([{ text: 'answered from memory' }]);
     cleanup.push(() => provider.stop());
-    const s = await serve(c.dir, { registry: c.registry, workRoot: tmp('fallback-work-'), env: { NODE_OPTIONS: '--no-addons', MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
+    const s = await serve(c.dir, {
+      registry: c.registry,
+      workRoot: tmp('fallback-work-'),
+      env: { NODE_OPTIONS: '--no-addons', MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+    });
     cleanup.push(() => s.stop());
-    expect(s.output()).toMatch(/store: memory \(tasks and conversations do not survive a restart\): the embedded SQLite engine \(better-sqlite3\) cannot be loaded: [^\n]*\[E-STORE-004\]/);
+    expect(s.output()).toMatch(
+      /store: memory \(tasks and conversations do not survive a restart\): the embedded SQLite engine \(better-sqlite3\) cannot be loaded: [^\n]*\[E-STORE-004\]/,
+    );
     const done = await sendMessage({ peerUrl: s.url, text: 'hello', allow: [s.url], wait: true });
     expect(done.ok && done.state).toBe('completed');
     if (!done.ok) return;
@@ -44,6 +50,8 @@ describe('mur serve without the SQLite engine (E-STORE-004)', () => {
   it('an explicit SQLite --store is never swapped for memory: mur serve stops with E-STORE-004 before it serves', async () => {
     const c = await capsule();
     const file = join(tmp('fallback-store-'), 'tasks.db');
-    await expect(serve(c.dir, { registry: c.registry, workRoot: tmp('fallback-work-'), env: { NODE_OPTIONS: '--no-addons' }, args: ['--store', file] })).rejects.toThrow(/better-sqlite3[^\n]*cannot be loaded[^\n]*E-STORE-004|E-STORE-004[^\n]*better-sqlite3/);
+    await expect(
+      serve(c.dir, { registry: c.registry, workRoot: tmp('fallback-work-'), env: { NODE_OPTIONS: '--no-addons' }, args: ['--store', file] }),
+    ).rejects.toThrow(/better-sqlite3[^\n]*cannot be loaded[^\n]*E-STORE-004|E-STORE-004[^\n]*better-sqlite3/);
   }, 240_000);
 });

@@ -9,7 +9,13 @@ async function report(events: Record<string, unknown>[]): Promise<{ redundant: {
   const dir = mkdtempSync(join(tmpdir(), 'trace-report-'));
   writeFileSync(join(dir, 'trace.jsonl'), events.map((e, i) => JSON.stringify({ session_id: 's', timestamp: i, seq: i + 1, ...e })).join('\n') + '\n');
   const out: string[] = [];
-  expect(await main(['trace', 'report', dir, '--json'], (s) => out.push(s), () => {})).toBe(0);
+  expect(
+    await main(
+      ['trace', 'report', dir, '--json'],
+      (s) => out.push(s),
+      () => {},
+    ),
+  ).toBe(0);
   return JSON.parse(out.join('\n'));
 }
 

@@ -23,13 +23,13 @@ function chat(args: string[], stdin: string): Promise<{ code: number | null; out
 
 describe('mur chat', () => {
   it('answers an input-required question with the next line, in place, and keeps one context', async () => {
-    const { served, provider } = await capsule('chatty', {
-      turns: [
-        { toolCalls: [{ name: 'probe', input: { op: 'ask', prompt: 'Which colour?' } }] },
-        { text: 'painted it blue' },
-        { text: 'you are welcome' },
-      ],
-    }, { lifecycle: '  conversation: threaded\n' });
+    const { served, provider } = await capsule(
+      'chatty',
+      {
+        turns: [{ toolCalls: [{ name: 'probe', input: { op: 'ask', prompt: 'Which colour?' } }] }, { text: 'painted it blue' }, { text: 'you are welcome' }],
+      },
+      { lifecycle: '  conversation: threaded\n' },
+    );
     const r = await chat([served.url], 'paint the fence\nblue\nthanks\n');
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
@@ -53,7 +53,9 @@ describe('mur chat', () => {
   });
 
   it('a failed task is reported and the conversation goes on; /exit ends it', async () => {
-    const { served, provider } = await capsule('chat-errors', { turns: [{ error: { status: 400, type: 'invalid_request_error', message: 'scripted refusal' } }, { text: 'still here' }] });
+    const { served, provider } = await capsule('chat-errors', {
+      turns: [{ error: { status: 400, type: 'invalid_request_error', message: 'scripted refusal' } }, { text: 'still here' }],
+    });
     const r = await chat([served.url, '--context-id', 'c1'], 'first\nsecond\n/exit\nnever sent\n');
     expect(r.code).toBe(0);
     expect(r.err).toMatch(/^task failed: .*scripted refusal/);

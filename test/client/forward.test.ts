@@ -20,13 +20,20 @@ describe('a capsule behind a forward', () => {
   it('is spoken to at the local address though its card names the in-cluster URL; without the rewrite it is unreachable', async () => {
     const port = await freePort();
     const grpcPort = await freePort();
-    await capsule('forwarded', { turns: [{ text: 'through the forward' }] }, { args: ['--a2a-port', String(port), '--grpc-port', String(grpcPort), '--public-url', `${ADVERTISED}/`] });
+    await capsule(
+      'forwarded',
+      { turns: [{ text: 'through the forward' }] },
+      { args: ['--a2a-port', String(port), '--grpc-port', String(grpcPort), '--public-url', `${ADVERTISED}/`] },
+    );
     const local = `http://127.0.0.1:${port}/`;
     const card = await (await fetch(new URL('/.well-known/agent-card.json', local))).json();
     expect(card.supportedInterfaces[0].url).toBe(`${ADVERTISED}/`);
 
     const direct = await connectAgent({ url: local });
-    await expect(sendAndFollow(direct, userMessage({ text: 'hi' }), () => {})).rejects.toMatchObject({ code: 'E-CLI-032', message: expect.stringMatching(/unreachable while sending the task: ENOTFOUND/) });
+    await expect(sendAndFollow(direct, userMessage({ text: 'hi' }), () => {})).rejects.toMatchObject({
+      code: 'E-CLI-032',
+      message: expect.stringMatching(/unreachable while sending the task: ENOTFOUND/),
+    });
 
     const via = await connectAgent({ url: local, reachVia: { advertised: ADVERTISED, local } });
     // Only the forwarded HTTP port is offered; gRPC's own port is not forwarded.

@@ -12,13 +12,28 @@ export async function closeAll(): Promise<void> {
   for (const c of cleanup.splice(0).reverse()) await c().catch(() => {});
 }
 
-export async function capsule(name: string, script: Script, o: { args?: string[]; lifecycle?: string } = {}): Promise<{ served: Served; provider: ScriptedProvider }> {
+export async function capsule(
+  name: string,
+  script: Script,
+  o: { args?: string[]; lifecycle?: string } = {},
+): Promise<{ served: Served; provider: ScriptedProvider }> {
   const provider = await startScriptedProvider(script);
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, PROBE_TOOL]);
   const dir = tmp(`client-${name}-`);
-  writeFileSync(join(dir, 'murmur.yaml'), capsuleYaml({ name, tools: ['echo', 'probe'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n${o.lifecycle ?? ''}` }));
-  const served = await serve(dir, { registry, workRoot: tmp('client-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, ...(o.args ? { args: o.args } : {}) });
-  cleanup.push(() => provider.stop(), () => served.stop());
+  writeFileSync(
+    join(dir, 'murmur.yaml'),
+    capsuleYaml({ name, tools: ['echo', 'probe'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n${o.lifecycle ?? ''}` }),
+  );
+  const served = await serve(dir, {
+    registry,
+    workRoot: tmp('client-work-'),
+    env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+    ...(o.args ? { args: o.args } : {}),
+  });
+  cleanup.push(
+    () => provider.stop(),
+    () => served.stop(),
+  );
   return { served, provider };
 }
 
@@ -40,7 +55,11 @@ export async function mur(args: string[], o: { env?: Record<string, string>; onL
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
   Object.assign(process.env, env);
   try {
-    const code = await main(args, (s) => (out.push(s), o.onLine?.(s)), (s) => err.push(s));
+    const code = await main(
+      args,
+      (s) => (out.push(s), o.onLine?.(s)),
+      (s) => err.push(s),
+    );
     return { code, out: out.join('\n'), err: err.join('\n'), lines: out };
   } finally {
     for (const [k, v] of Object.entries(saved)) {

@@ -78,7 +78,9 @@ describe('mur send', () => {
   });
 
   it('exits 3 when the capsule asks for input, says how to answer, and --task-id answers it', async () => {
-    const { served } = await capsule('asker', { turns: [{ toolCalls: [{ name: 'probe', input: { op: 'ask', prompt: 'Which colour?' } }] }, { text: 'painted blue' }] });
+    const { served } = await capsule('asker', {
+      turns: [{ toolCalls: [{ name: 'probe', input: { op: 'ask', prompt: 'Which colour?' } }] }, { text: 'painted blue' }],
+    });
     const first = await mur(['send', served.url, 'paint it']);
     expect(first.code).toBe(3);
     expect(first.out).toContain('? Which colour?');
@@ -117,7 +119,10 @@ describe('mur send', () => {
     const inFlight = new Promise<void>((r) => (arrived = r));
     const released = new Promise<void>((r) => (release = r));
     const { served } = await capsule('interrupted', { turns: [{ text: 'too late', hold: () => (arrived(), released) }] });
-    const proc = spawn(process.execPath, [join(PROJECT_ROOT, 'bin/mur'), 'send', served.url, 'take your time'], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [join(PROJECT_ROOT, 'bin/mur'), 'send', served.url, 'take your time'], {
+      env: { PATH: process.env.PATH },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
     proc.stderr.on('data', (d: Buffer) => (out += d.toString()));

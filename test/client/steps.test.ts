@@ -34,35 +34,48 @@ const SCRIPT: Script = {
 async function stepsCapsule(): Promise<{ dir: string; registry: string }> {
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(GUARD)]);
   const dir = tmp('client-steps-');
-  writeFileSync(join(dir, 'murmur.yaml'), [
-    'name: steps',
-    'version: 1.0.0',
-    'artifacts:',
-    '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
-    '  - {name: echo, version: 1.0.0, runtime: tool}',
-    `  - {name: guard, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: GUARD.script })}}`,
-    'capabilities:',
-    '  shell:',
-    '    allow: [printf]',
-    'inference:',
-    '  driver: {artifact: driver-anthropic}',
-    '  model: claude-test',
-    '',
-  ].join('\n'));
+  writeFileSync(
+    join(dir, 'murmur.yaml'),
+    [
+      'name: steps',
+      'version: 1.0.0',
+      'artifacts:',
+      '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
+      '  - {name: echo, version: 1.0.0, runtime: tool}',
+      `  - {name: guard, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: GUARD.script })}}`,
+      'capabilities:',
+      '  shell:',
+      '    allow: [printf]',
+      'inference:',
+      '  driver: {artifact: driver-anthropic}',
+      '  model: claude-test',
+      '',
+    ].join('\n'),
+  );
   return { dir, registry };
 }
 
 async function servedSteps(script: Script = SCRIPT): Promise<string> {
   const { dir, registry } = await stepsCapsule();
   const provider = await startScriptedProvider(script);
-  const served = await serve(dir, { registry, workRoot: tmp('client-steps-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
-  cleanup.push(() => provider.stop(), () => served.stop());
+  const served = await serve(dir, {
+    registry,
+    workRoot: tmp('client-steps-work-'),
+    env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+  });
+  cleanup.push(
+    () => provider.stop(),
+    () => served.stop(),
+  );
   return served.url;
 }
 
 /** The step lines of a run's output (indented steps and the totals), durations made equal. */
 function stepLines(lines: string[]): string[] {
-  return lines.flatMap((l) => l.split('\n')).filter((l) => /^ {2}\S|^ {4}\S|^■ task ok after/.test(l)).map((l) => l.replace(/\d+ ms/g, 'N ms'));
+  return lines
+    .flatMap((l) => l.split('\n'))
+    .filter((l) => /^ {2}\S|^ {4}\S|^■ task ok after/.test(l))
+    .map((l) => l.replace(/\d+ ms/g, 'N ms'));
 }
 
 describe('the task’s steps on the A2A stream', () => {
@@ -72,9 +85,24 @@ describe('the task’s steps on the A2A stream', () => {
     expect(r.code).toBe(0);
     const records = (JSON.parse(r.out).steps as { kind: string; record?: Record<string, unknown> }[]).filter((s) => s.kind === 'step').map((s) => s.record!);
     expect(records[0]).toMatchObject({ event_type: 'task_start', source: 'a2a' });
-    expect(records).toContainEqual(expect.objectContaining({ event_type: 'inference', turn: 1, model: 'claude-test', decision: 'tool_call', tool_name: 'echo', input_tokens: expect.any(Number), output_tokens: expect.any(Number), duration_ms: expect.any(Number) }));
-    expect(records).toContainEqual(expect.objectContaining({ event_type: 'call_denied', tool_name: 'echo', hook: 'guard', reason: 'echo is not allowed today' }));
-    expect(records).toContainEqual(expect.objectContaining({ event_type: 'shell', binary: '/usr/bin/printf', command: 'hello-from-shell', argv: ['hello-from-shell'], exit_code: 0 }));
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        event_type: 'inference',
+        turn: 1,
+        model: 'claude-test',
+        decision: 'tool_call',
+        tool_name: 'echo',
+        input_tokens: expect.any(Number),
+        output_tokens: expect.any(Number),
+        duration_ms: expect.any(Number),
+      }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({ event_type: 'call_denied', tool_name: 'echo', hook: 'guard', reason: 'echo is not allowed today' }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({ event_type: 'shell', binary: '/usr/bin/printf', command: 'hello-from-shell', argv: ['hello-from-shell'], exit_code: 0 }),
+    );
     expect(records.at(-1)).toMatchObject({ event_type: 'task_end', exit_status: 'ok', turns: 3, input_tokens: expect.any(Number) });
   });
 
@@ -101,7 +129,9 @@ describe('the task’s steps on the A2A stream', () => {
     const { dir, registry } = await stepsCapsule();
     const provider = await startScriptedProvider(SCRIPT);
     cleanup.push(() => provider.stop());
-    const ran = await mur(['run', dir, '--task', 'do the steps', '--registry', registry, '--work-root', tmp('client-steps-run-')], { env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
+    const ran = await mur(['run', dir, '--task', 'do the steps', '--registry', registry, '--work-root', tmp('client-steps-run-')], {
+      env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+    });
     expect(ran.code, ran.err).toBe(0);
 
     const local = stepLines(ran.lines);
@@ -120,7 +150,9 @@ describe('the task’s steps on the A2A stream', () => {
 
 describe('mur send and a network denial', () => {
   it('prints a tool’s refused outgoing request as mur run does', async () => {
-    const { served } = await capsule('netdenied', { turns: [{ toolCalls: [{ name: 'probe', input: { op: 'fetch', url: 'http://127.0.0.1:9/secret' } }] }, { text: 'done' }] });
+    const { served } = await capsule('netdenied', {
+      turns: [{ toolCalls: [{ name: 'probe', input: { op: 'fetch', url: 'http://127.0.0.1:9/secret' } }] }, { text: 'done' }],
+    });
     const r = await mur(['send', served.url, 'try the network']);
     expect(r.code).toBe(0);
     expect(r.lines).toContain('    ⛔ tool probe: outgoing request to http://127.0.0.1:9 refused (not in its network grant)');
@@ -167,7 +199,9 @@ describe('file parts', () => {
     writeFileSync(join(dir, 'big.txt'), `${'a'.repeat(65_536)}TAIL-NOT-SENT${'b'.repeat(30_000)}`);
     const r = await mur(['send', served.url, 'see attached', '--file', join(dir, 'big.txt')]);
     expect(r.code).toBe(0);
-    const user = JSON.stringify((provider.requests[0]!.body as { messages: { role: string; content: unknown }[] }).messages.find((m) => m.role === 'user')!.content);
+    const user = JSON.stringify(
+      (provider.requests[0]!.body as { messages: { role: string; content: unknown }[] }).messages.find((m) => m.role === 'user')!.content,
+    );
     expect(user).toContain('[attached file big.txt (text/plain, 95549 bytes)]');
     expect(user).not.toContain('TAIL-NOT-SENT');
     expect(user).toContain('[… 30013 more characters of big.txt not shown]');

@@ -21,7 +21,11 @@ beforeAll(async () => {
   ({ served: plain } = await capsule('listed', { turns: [{ text: 'first answer' }, { text: 'second answer' }] }));
   const keys = join(tmp('client-keys-'), 'keys.txt');
   writeFileSync(keys, `cli-user:${KEY}\n`);
-  ({ served: keyed } = await capsule('keyed', { turns: [{ text: 'key from file' }, { text: 'key from env' }, { text: 'key over grpc' }] }, { args: ['--api-keys', keys, '--grpc-port', String(await freePort())] }));
+  ({ served: keyed } = await capsule(
+    'keyed',
+    { turns: [{ text: 'key from file' }, { text: 'key from env' }, { text: 'key over grpc' }] },
+    { args: ['--api-keys', keys, '--grpc-port', String(await freePort())] },
+  ));
   keyFile = join(tmp('client-keyfile-'), 'key');
   writeFileSync(keyFile, `# the capsule's key\n${KEY}\n`);
 });

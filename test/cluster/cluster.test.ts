@@ -2,15 +2,7 @@
 // @kubernetes/client-node 1.4 and with kubectl/helm.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import {
-  ApiException,
-  AppsV1Api,
-  CoreV1Api,
-  KubeConfig,
-  KubernetesObjectApi,
-  PatchStrategy,
-  type V1ConfigMap,
-} from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, type V1ConfigMap } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { helmPath, kubectlPath } from './harness.ts';
 
@@ -92,7 +84,9 @@ describe('test cluster', () => {
     expect((forced as V1ConfigMap).data).toEqual({ key: 'three' });
 
     // Apply without a fieldManager is rejected by the real server.
-    const missing = await objects.patch(spec('four'), undefined, undefined, undefined, undefined, PatchStrategy.ServerSideApply).then(() => undefined, statusOf);
+    const missing = await objects
+      .patch(spec('four'), undefined, undefined, undefined, undefined, PatchStrategy.ServerSideApply)
+      .then(() => undefined, statusOf);
     expect(missing).toBe(422);
   });
 

@@ -71,8 +71,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   log(`binaries ready in ${binDir} (${Date.now() - tBuild} ms)`);
 
   const cluster: Cluster = await startCluster({ log: process.env.CLUSTER_VERBOSE ? log : undefined });
-  log(`started in ${cluster.startupMs} ms: ${cluster.server} (kubeconfig ${cluster.kubeconfigPath}; ` +
-    `controller-manager ${cluster.features.controllerManager}, scheduler ${cluster.features.scheduler}, kwok ${cluster.features.kwok})`);
+  log(
+    `started in ${cluster.startupMs} ms: ${cluster.server} (kubeconfig ${cluster.kubeconfigPath}; ` +
+      `controller-manager ${cluster.features.controllerManager}, scheduler ${cluster.features.scheduler}, kwok ${cluster.features.kwok})`,
+  );
 
   process.env.KUBECONFIG = cluster.kubeconfigPath;
   try {

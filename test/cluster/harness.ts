@@ -203,11 +203,15 @@ function tail(path: string, lines = 40): string {
 
 async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((res, rej) => {
-      const s = createServer();
-      s.on('error', rej);
-      s.listen(0, '127.0.0.1', () => res(s));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((res, rej) => {
+          const s = createServer();
+          s.on('error', rej);
+          s.listen(0, '127.0.0.1', () => res(s));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as AddressInfo).port);
   await Promise.all(servers.map((s) => new Promise((res) => s.close(res))));
@@ -305,22 +309,57 @@ function makeCerts(dir: string, extraIps: string[] = []): Certs {
   mkdirSync(dir, { recursive: true });
   const p = (f: string) => join(dir, f);
   const ecKey = (file: string) =>
-    writeFileSync(
-      p(file),
-      generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
-      { mode: 0o600 },
-    );
+    writeFileSync(p(file), generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, {
+      mode: 0o600,
+    });
   writeFileSync(p('openssl.cnf'), OPENSSL_CNF.replace('@EXTRA_SANS@', extraIps.map((ip) => `,IP:${ip}`).join('')));
   const serial = () => '0x' + randomBytes(8).toString('hex');
 
   ecKey('ca.key');
-  openssl(['req', '-x509', '-new', '-config', p('openssl.cnf'), '-extensions', 'v3_ca', '-key', p('ca.key'), '-sha256', '-days', '30',
-    '-subj', '/O=capsule-operator-tests/CN=capsule-test-ca', '-set_serial', serial(), '-out', p('ca.crt')]);
+  openssl([
+    'req',
+    '-x509',
+    '-new',
+    '-config',
+    p('openssl.cnf'),
+    '-extensions',
+    'v3_ca',
+    '-key',
+    p('ca.key'),
+    '-sha256',
+    '-days',
+    '30',
+    '-subj',
+    '/O=capsule-operator-tests/CN=capsule-test-ca',
+    '-set_serial',
+    serial(),
+    '-out',
+    p('ca.crt'),
+  ]);
   const leaf = (name: string, subj: string, ext: string) => {
     ecKey(`${name}.key`);
     openssl(['req', '-new', '-config', p('openssl.cnf'), '-key', p(`${name}.key`), '-subj', subj, '-out', p(`${name}.csr`)]);
-    openssl(['x509', '-req', '-in', p(`${name}.csr`), '-CA', p('ca.crt'), '-CAkey', p('ca.key'), '-set_serial', serial(), '-days', '30',
-      '-sha256', '-extfile', p('openssl.cnf'), '-extensions', ext, '-out', p(`${name}.crt`)]);
+    openssl([
+      'x509',
+      '-req',
+      '-in',
+      p(`${name}.csr`),
+      '-CA',
+      p('ca.crt'),
+      '-CAkey',
+      p('ca.key'),
+      '-set_serial',
+      serial(),
+      '-days',
+      '30',
+      '-sha256',
+      '-extfile',
+      p('openssl.cnf'),
+      '-extensions',
+      ext,
+      '-out',
+      p(`${name}.crt`),
+    ]);
   };
   leaf('apiserver', '/CN=kube-apiserver', 'v3_server');
   leaf('admin', '/O=system:masters/CN=admin', 'v3_client');
@@ -550,52 +589,58 @@ async function startOnce(opts: StartClusterOptions): Promise<Cluster> {
     const core = [etcd, apiserver];
     const started: Proc[] = [];
     if (withKcm) {
-      started.push(launch('kube-controller-manager', bins.kubeControllerManager, [
-        `--kubeconfig=${kubeconfigPath}`,
-        `--authentication-kubeconfig=${kubeconfigPath}`,
-        `--authorization-kubeconfig=${kubeconfigPath}`,
-        '--authentication-skip-lookup=true',
-        '--bind-address=127.0.0.1',
-        `--secure-port=${kcmPort}`,
-        `--cert-dir=${join(dir, 'certs', 'kcm')}`,
-        '--leader-elect=false',
-        '--use-service-account-credentials=false',
-        `--service-account-private-key-file=${certs.saKey}`,
-        `--root-ca-file=${certs.caCrt}`,
-        `--cluster-signing-cert-file=${certs.caCrt}`,
-        `--cluster-signing-key-file=${certs.caKey}`,
-        '--cluster-name=capsule-test',
-        '--kube-api-qps=200',
-        '--kube-api-burst=400',
-        '--profiling=false',
-        ...(realNode ? ['--allocate-node-cidrs=true', `--cluster-cidr=${realNode.clusterCidr}`, '--node-cidr-mask-size=24'] : []),
-      ]));
+      started.push(
+        launch('kube-controller-manager', bins.kubeControllerManager, [
+          `--kubeconfig=${kubeconfigPath}`,
+          `--authentication-kubeconfig=${kubeconfigPath}`,
+          `--authorization-kubeconfig=${kubeconfigPath}`,
+          '--authentication-skip-lookup=true',
+          '--bind-address=127.0.0.1',
+          `--secure-port=${kcmPort}`,
+          `--cert-dir=${join(dir, 'certs', 'kcm')}`,
+          '--leader-elect=false',
+          '--use-service-account-credentials=false',
+          `--service-account-private-key-file=${certs.saKey}`,
+          `--root-ca-file=${certs.caCrt}`,
+          `--cluster-signing-cert-file=${certs.caCrt}`,
+          `--cluster-signing-key-file=${certs.caKey}`,
+          '--cluster-name=capsule-test',
+          '--kube-api-qps=200',
+          '--kube-api-burst=400',
+          '--profiling=false',
+          ...(realNode ? ['--allocate-node-cidrs=true', `--cluster-cidr=${realNode.clusterCidr}`, '--node-cidr-mask-size=24'] : []),
+        ]),
+      );
     }
     if (withScheduler) {
-      started.push(launch('kube-scheduler', bins.kubeScheduler, [
-        `--kubeconfig=${kubeconfigPath}`,
-        `--authentication-kubeconfig=${kubeconfigPath}`,
-        `--authorization-kubeconfig=${kubeconfigPath}`,
-        '--authentication-skip-lookup=true',
-        '--bind-address=127.0.0.1',
-        `--secure-port=${schedPort}`,
-        `--cert-dir=${join(dir, 'certs', 'scheduler')}`,
-        '--leader-elect=false',
-        '--profiling=false',
-      ]));
+      started.push(
+        launch('kube-scheduler', bins.kubeScheduler, [
+          `--kubeconfig=${kubeconfigPath}`,
+          `--authentication-kubeconfig=${kubeconfigPath}`,
+          `--authorization-kubeconfig=${kubeconfigPath}`,
+          '--authentication-skip-lookup=true',
+          '--bind-address=127.0.0.1',
+          `--secure-port=${schedPort}`,
+          `--cert-dir=${join(dir, 'certs', 'scheduler')}`,
+          '--leader-elect=false',
+          '--profiling=false',
+        ]),
+      );
     }
     const nodeName = 'kwok-node-0';
     if (withKwok) {
-      started.push(launch('kwok', bins.kwok, [
-        `--kubeconfig=${kubeconfigPath}`,
-        `--config=${bins.kwokStages}`,
-        '--manage-all-nodes=false',
-        '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
-        '--cidr=10.244.0.0/16',
-        '--node-ip=10.244.0.1',
-        `--server-address=127.0.0.1:${kwokPort}`,
-        '--node-lease-duration-seconds=40',
-      ]));
+      started.push(
+        launch('kwok', bins.kwok, [
+          `--kubeconfig=${kubeconfigPath}`,
+          `--config=${bins.kwokStages}`,
+          '--manage-all-nodes=false',
+          '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+          '--cidr=10.244.0.0/16',
+          '--node-ip=10.244.0.1',
+          `--server-address=127.0.0.1:${kwokPort}`,
+          '--node-lease-duration-seconds=40',
+        ]),
+      );
     }
     const watch = [...core, ...started];
     const healthz = (port: number) => async () => (await request(`https://127.0.0.1:${port}/healthz`, { insecure: true })).status === 200;
@@ -620,10 +665,14 @@ async function startOnce(opts: StartClusterOptions): Promise<Cluster> {
       };
       const r = await request(`${server}/api/v1/nodes`, admin, 'POST', node);
       if (r.status !== 201) throw new Error(`creating kwok node failed: ${r.status} ${r.body}`);
-      await waitFor(`node ${nodeName} Ready (kwok)`, async () => {
-        const n = JSON.parse((await request(`${server}/api/v1/nodes/${nodeName}`, admin)).body);
-        return (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
-      }, watch);
+      await waitFor(
+        `node ${nodeName} Ready (kwok)`,
+        async () => {
+          const n = JSON.parse((await request(`${server}/api/v1/nodes/${nodeName}`, admin)).body);
+          return (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+        },
+        watch,
+      );
       // kwok's node stages report cpu, memory and pods but no ephemeral-storage, and the scheduler
       // refuses a pod requesting some (capsule pods do) on a node with none allocatable; a kubelet
       // reports its disk. Its status stages keep an allocatable that is already there.
@@ -631,7 +680,10 @@ async function startOnce(opts: StartClusterOptions): Promise<Cluster> {
       for (let attempt = 1; ; attempt++) {
         const n = JSON.parse((await request(`${server}/api/v1/nodes/${nodeName}`, admin)).body);
         const resources = { ...n.status.allocatable, 'ephemeral-storage': '1Ti' };
-        const put = await request(`${server}/api/v1/nodes/${nodeName}/status`, admin, 'PUT', { ...n, status: { ...n.status, capacity: resources, allocatable: resources } });
+        const put = await request(`${server}/api/v1/nodes/${nodeName}/status`, admin, 'PUT', {
+          ...n,
+          status: { ...n.status, capacity: resources, allocatable: resources },
+        });
         if (put.status === 200) break;
         if (put.status !== 409 || attempt === 5) throw new Error(`giving node ${nodeName} ephemeral-storage failed: ${put.status} ${put.body}`);
       }

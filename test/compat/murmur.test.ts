@@ -53,7 +53,14 @@ async function murmurPackage(manifest = MURMUR_TOOL_MANIFEST): Promise<Uint8Arra
 describe('the reference runtime artifact manifest', () => {
   it('runtime: wasm, implementation, execution, requires_files and a JSON-string input_schema are accepted', () => {
     const m = parseArtifactManifest(MURMUR_TOOL_MANIFEST, 'murmur.yaml');
-    expect(m).toMatchObject({ name: 'crashy', version: '0.3.1', runtime: 'tool', roleFromEntry: true, requiresFiles: ['crashy.wasm'], inputSchema: { type: 'object' } });
+    expect(m).toMatchObject({
+      name: 'crashy',
+      version: '0.3.1',
+      runtime: 'tool',
+      roleFromEntry: true,
+      requiresFiles: ['crashy.wasm'],
+      inputSchema: { type: 'object' },
+    });
   });
 
   it('runtime: native is refused with what to write instead', () => {
@@ -66,18 +73,35 @@ describe('the reference runtime artifact manifest', () => {
 
 describe('the reference runtime capsule manifest', () => {
   it('inference.transport: http and inference.api_key: ${VAR} are accepted; a path in network.allow is taken for its destination', () => {
-    const m = parseManifest([
-      'name: ported', 'version: 0.1.0',
-      'artifacts:', '  - {name: drv, version: 0.1.0, runtime: driver}',
-      'capabilities:', '  network:', '    allow: ["https://api.openai.com/v1"]',
-      'inference:', '  transport: http', '  endpoint: https://api.openai.com', '  model: gpt-4o', '  api_key: ${OPENAI_API_KEY}', '  driver: {artifact: drv}',
-    ].join('\n'), 'murmur.yaml');
+    const m = parseManifest(
+      [
+        'name: ported',
+        'version: 0.1.0',
+        'artifacts:',
+        '  - {name: drv, version: 0.1.0, runtime: driver}',
+        'capabilities:',
+        '  network:',
+        '    allow: ["https://api.openai.com/v1"]',
+        'inference:',
+        '  transport: http',
+        '  endpoint: https://api.openai.com',
+        '  model: gpt-4o',
+        '  api_key: ${OPENAI_API_KEY}',
+        '  driver: {artifact: drv}',
+      ].join('\n'),
+      'murmur.yaml',
+    );
     expect(m.inference).toMatchObject({ transport: 'http', apiKey: '${OPENAI_API_KEY}' });
     expect(m.capabilities.network.allow).toEqual(['https://api.openai.com/v1']);
   });
 
   it('inference.transport: process is refused saying what to write instead', () => {
-    const errs = errorsOf(() => parseManifest('name: p\nversion: 1.0.0\ninference:\n  transport: process\n  command: claude\n  model: m\n  driver: {artifact: d}\nartifacts:\n  - {name: d, version: 1.0.0, runtime: driver}\n', 'murmur.yaml'));
+    const errs = errorsOf(() =>
+      parseManifest(
+        'name: p\nversion: 1.0.0\ninference:\n  transport: process\n  command: claude\n  model: m\n  driver: {artifact: d}\nartifacts:\n  - {name: d, version: 1.0.0, runtime: driver}\n',
+        'murmur.yaml',
+      ),
+    );
     const t = errs.find((e) => e.message.includes('transport'))!;
     expect(t.code).toBe('E-MAN-004');
     expect(t.hint).toMatch(/remove `transport: process`.*name a driver/);
@@ -87,13 +111,18 @@ describe('the reference runtime capsule manifest', () => {
 /** Builds a minimal capsule manifest holding `key: value` at the schema path `p` (`[]` = one list item). */
 function manifestWith(p: string, value: unknown): string {
   const parts = p.split('.');
-  const inner = parts.reduceRight<unknown>((acc, k) => ({ [k.replace('[]', '')]: k.endsWith('[]') ? [{ name: 't', version: '1.0.0', ...(acc as object) }] : acc }), value);
+  const inner = parts.reduceRight<unknown>(
+    (acc, k) => ({ [k.replace('[]', '')]: k.endsWith('[]') ? [{ name: 't', version: '1.0.0', ...(acc as object) }] : acc }),
+    value,
+  );
   return stringify({ name: 'ported', version: '0.1.0', ...(inner as Record<string, unknown>) });
 }
 
 describe('the reference runtime capsule manifest: every other key (murmur.md §2.2, §13)', () => {
   const V02 = [
-    'name: ported-v02', 'version: 0.2.0', 'mur_version: 0.2.0',
+    'name: ported-v02',
+    'version: 0.2.0',
+    'mur_version: 0.2.0',
     'registry: {default: remote, remote_url: "https://registry.example.com"}',
     'artifacts:',
     '  - {name: drv, version: 0.1.0, runtime: driver}',
@@ -102,7 +131,11 @@ describe('the reference runtime capsule manifest: every other key (murmur.md §2
     '  containment: advisory',
     '  network: {allow: ["https://api.example.com"], unix_sockets: true}',
     '  filesystem: {workdir_exec: true}',
-    'inference:', '  provider: {artifact: drv}', '  endpoint: https://api.example.com', '  model: m', '  max_task_reopens: 3',
+    'inference:',
+    '  provider: {artifact: drv}',
+    '  endpoint: https://api.example.com',
+    '  model: m',
+    '  max_task_reopens: 3',
     'lifecycle: {task_acceptance: queue, after_task: exit}',
   ].join('\n');
 
@@ -116,18 +149,27 @@ describe('the reference runtime capsule manifest: every other key (murmur.md §2
   });
 
   it('E-MAN-012: provider and driver both, or inference.max_task_reopens disagreeing with lifecycle.max_task_reopens', () => {
-    const both = errorsOf(() => parseManifest(V02.replace('  provider: {artifact: drv}', '  provider: {artifact: drv}\n  driver: {artifact: drv}'), 'murmur.yaml'));
+    const both = errorsOf(() =>
+      parseManifest(V02.replace('  provider: {artifact: drv}', '  provider: {artifact: drv}\n  driver: {artifact: drv}'), 'murmur.yaml'),
+    );
     expect(both.map((e) => e.code)).toEqual(['E-MAN-012']);
     expect(both[0]!.hint).toBe('keep `driver:` and remove `provider:`');
     const reopen = errorsOf(() => parseManifest(V02.replace('after_task: exit}', 'after_task: exit, max_task_reopens: 1}'), 'murmur.yaml'));
-    expect(reopen.map((e) => e.message)).toEqual(["inference.max_task_reopens (3, the reference runtime's v0.2 spelling) disagrees with lifecycle.max_task_reopens (1)"]);
+    expect(reopen.map((e) => e.message)).toEqual([
+      "inference.max_task_reopens (3, the reference runtime's v0.2 spelling) disagrees with lifecycle.max_task_reopens (1)",
+    ]);
     const neither = errorsOf(() => parseManifest(V02.replace('  provider: {artifact: drv}\n', ''), 'murmur.yaml'));
     expect(neither.map((e) => [e.code, e.message])).toEqual([['E-MAN-002', "missing required field 'driver' in 'inference'"]]);
   });
 
   it.each([
     ['capabilities.containment', 'sealed', /'containment: sealed' cannot be honoured: this runtime applies no OS containment/, /write `containment: advisory`/],
-    ['capabilities.filesystem.workdir_exec', false, /'workdir_exec: false' cannot be honoured: there is no Landlock here/, /remove the key \(or write `true`\)/],
+    [
+      'capabilities.filesystem.workdir_exec',
+      false,
+      /'workdir_exec: false' cannot be honoured: there is no Landlock here/,
+      /remove the key \(or write `true`\)/,
+    ],
     ['capabilities.network.unix_sockets', false, /'unix_sockets: false' cannot be honoured: shell subprocesses are not seccomp-filtered/, /remove the key/],
     ['lifecycle.after_task', 'sleep', /'after_task: sleep' cannot be honoured/, /`mur serve` and `task_acceptance: queue`/],
     ['artifacts[].prompt_payload', true, /'prompt_payload: true' cannot be honoured: a skill's text is staged/, /inference\.system_prompt_file/],
@@ -139,9 +181,13 @@ describe('the reference runtime capsule manifest: every other key (murmur.md §2
   });
 
   it('E-MAN-026: local_source, network.internal_port and capabilities.resources are refused with what to write instead (not "unknown key")', () => {
-    const local = errorsOf(() => parseManifest('name: p\nversion: 1.0.0\nartifacts:\n  - name: mine\n    version: 1.0.0\n    local_source: true\n', 'murmur.yaml'));
+    const local = errorsOf(() =>
+      parseManifest('name: p\nversion: 1.0.0\nartifacts:\n  - name: mine\n    version: 1.0.0\n    local_source: true\n', 'murmur.yaml'),
+    );
     expect(local.map((e) => e.code)).toEqual(['E-MAN-026']);
-    expect(local[0]!.message).toBe("'local_source' (artifacts[].local_source, a key of the reference runtime) is not supported here: an artifact is staged from a registry, a URL or an OCI registry, not from a folder named in the manifest");
+    expect(local[0]!.message).toBe(
+      "'local_source' (artifacts[].local_source, a key of the reference runtime) is not supported here: an artifact is staged from a registry, a URL or an OCI registry, not from a folder named in the manifest",
+    );
     expect(local[0]!.hint).toMatch(/^publish the folder into the capsule's registry \(`mur publish <folder> --registry <capsule>\/registry`/);
     const port = errorsOf(() => parseManifest('name: p\nversion: 1.0.0\nnetwork:\n  internal_port: 8080\n', 'murmur.yaml'));
     expect(port.map((e) => e.code)).toEqual(['E-MAN-026']);
@@ -180,11 +226,16 @@ describe('the reference runtime murmur.lock', () => {
     const i = await mur(['install', file, '--registry', reg, '--capsule', tmp('elsewhere-')]);
     expect(i.code, i.err).toBe(0);
     // The reference's own lock, pinning this package's hash.
-    writeFileSync(path.join(capsule, 'murmur.lock'), `lock_version: 1\nartifacts:\n  - name: crashy\n    resolved_version: 0.3.1\n    sha256:\n      wasm: ${sha256(pkg)}\n`);
+    writeFileSync(
+      path.join(capsule, 'murmur.lock'),
+      `lock_version: 1\nartifacts:\n  - name: crashy\n    resolved_version: 0.3.1\n    sha256:\n      wasm: ${sha256(pkg)}\n`,
+    );
     const staged = await stageCapsule({ capsuleDir: capsule, registryDir: reg, workRoot: tmp('work-') });
     expect(staged.artifacts[0]).toMatchObject({ name: 'crashy', version: '0.3.1', runtime: 'tool', packageSha256: sha256(pkg) });
     writeFileSync(path.join(capsule, 'murmur.lock'), LOCK);
-    const err = await stageCapsule({ capsuleDir: capsule, registryDir: reg, workRoot: tmp('work-') }).catch((e: { errors: { code: string; message: string }[] }) => e.errors[0]!);
+    const err = await stageCapsule({ capsuleDir: capsule, registryDir: reg, workRoot: tmp('work-') }).catch(
+      (e: { errors: { code: string; message: string }[] }) => e.errors[0]!,
+    );
     expect(err).toMatchObject({ code: 'E-REG-004' });
     expect((err as { message: string }).message).toMatch(/pins package a{64}/);
   });
@@ -215,15 +266,32 @@ describe('mur run --manifest with the OpenAI driver, as a ported capsule writes 
       const reg = await makeRegistry([{ component: 'driver-openai', name: 'openai', version: '0.1.0', runtime: 'driver' }]);
       const capsule = tmp('ported-run-');
       mkdirSync(capsule, { recursive: true });
-      writeFileSync(path.join(capsule, 'murmur.yaml'), [
-        'name: ported-run', 'version: 0.1.0', 'mur_version: 0.2.0',
-        'artifacts:', '  - {name: openai, version: 0.1.0, runtime: driver}',
-        'capabilities:', '  containment: advisory', '  network:', `    allow: ["${provider.url}/v1"]`,
-        'inference:', '  transport: http', `  endpoint: ${provider.url}`, '  model: gpt-test', '  api_key: ${PORTED_KEY}', '  provider: {artifact: openai}', '  max_task_reopens: 0',
-        'lifecycle: {after_task: exit}',
-      ].join('\n'));
+      writeFileSync(
+        path.join(capsule, 'murmur.yaml'),
+        [
+          'name: ported-run',
+          'version: 0.1.0',
+          'mur_version: 0.2.0',
+          'artifacts:',
+          '  - {name: openai, version: 0.1.0, runtime: driver}',
+          'capabilities:',
+          '  containment: advisory',
+          '  network:',
+          `    allow: ["${provider.url}/v1"]`,
+          'inference:',
+          '  transport: http',
+          `  endpoint: ${provider.url}`,
+          '  model: gpt-test',
+          '  api_key: ${PORTED_KEY}',
+          '  provider: {artifact: openai}',
+          '  max_task_reopens: 0',
+          'lifecycle: {after_task: exit}',
+        ].join('\n'),
+      );
       await fixture('driver-openai');
-      const r = await mur(['run', '--manifest', path.join(capsule, 'murmur.yaml'), '--task', 'hi', '--registry', reg, '--work-root', tmp('w-')], { PORTED_KEY: 'sk-ported' });
+      const r = await mur(['run', '--manifest', path.join(capsule, 'murmur.yaml'), '--task', 'hi', '--registry', reg, '--work-root', tmp('w-')], {
+        PORTED_KEY: 'sk-ported',
+      });
       expect(r.err).not.toMatch(/task failed/);
       expect(r.code).toBe(0);
       expect(r.out).toMatch(/ported and running/);
@@ -237,7 +305,10 @@ describe('mur run --manifest with the OpenAI driver, as a ported capsule writes 
   it('an api_key naming an unset variable fails before any inference, naming the variable and the fix (E-RUN-015)', async () => {
     const reg = await makeRegistry([{ component: 'driver-openai', name: 'openai', version: '0.1.0', runtime: 'driver' }]);
     const capsule = tmp('ported-nokey-');
-    writeFileSync(path.join(capsule, 'murmur.yaml'), 'name: nokey\nversion: 0.1.0\nartifacts:\n  - {name: openai, version: 0.1.0, runtime: driver}\ninference:\n  endpoint: http://127.0.0.1:9\n  model: m\n  api_key: ${SURELY_UNSET_KEY}\n  driver: {artifact: openai}\n');
+    writeFileSync(
+      path.join(capsule, 'murmur.yaml'),
+      'name: nokey\nversion: 0.1.0\nartifacts:\n  - {name: openai, version: 0.1.0, runtime: driver}\ninference:\n  endpoint: http://127.0.0.1:9\n  model: m\n  api_key: ${SURELY_UNSET_KEY}\n  driver: {artifact: openai}\n',
+    );
     const r = await mur(['run', '--manifest', path.join(capsule, 'murmur.yaml'), '--task', 'hi', '--registry', reg, '--work-root', tmp('w-')]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/inference\.api_key names \$\{SURELY_UNSET_KEY\}, which is not set.*\[E-RUN-015\]/);

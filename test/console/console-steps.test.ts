@@ -34,21 +34,24 @@ beforeAll(async () => {
 beforeAll(async () => {
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(GUARD)]);
   const dir = tmp('console-steps-');
-  writeFileSync(join(dir, 'murmur.yaml'), [
-    'name: steps',
-    'version: 1.0.0',
-    'artifacts:',
-    '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
-    '  - {name: echo, version: 1.0.0, runtime: tool}',
-    `  - {name: guard, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: GUARD.script })}}`,
-    'capabilities:',
-    '  shell:',
-    '    allow: [printf]',
-    'inference:',
-    '  driver: {artifact: driver-anthropic}',
-    '  model: claude-test',
-    '',
-  ].join('\n'));
+  writeFileSync(
+    join(dir, 'murmur.yaml'),
+    [
+      'name: steps',
+      'version: 1.0.0',
+      'artifacts:',
+      '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
+      '  - {name: echo, version: 1.0.0, runtime: tool}',
+      `  - {name: guard, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: GUARD.script })}}`,
+      'capabilities:',
+      '  shell:',
+      '    allow: [printf]',
+      'inference:',
+      '  driver: {artifact: driver-anthropic}',
+      '  model: claude-test',
+      '',
+    ].join('\n'),
+  );
   const provider = await startScriptedProvider({
     turns: [
       { toolCalls: [{ name: 'echo', input: { text: 'q' } }] },
@@ -56,10 +59,21 @@ beforeAll(async () => {
       { text: 'all done' },
     ],
   });
-  const served = await serve(dir, { registry, workRoot: tmp('console-steps-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY } });
-  cleanup.push(() => provider.stop(), () => served.stop());
+  const served = await serve(dir, {
+    registry,
+    workRoot: tmp('console-steps-work-'),
+    env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+  });
+  cleanup.push(
+    () => provider.stop(),
+    () => served.stop(),
+  );
   url = served.url;
-  con = (await openConsole([url, '--kubeconfig', '/nonexistent/kubeconfig'], () => {}, () => {}))!;
+  con = (await openConsole(
+    [url, '--kubeconfig', '/nonexistent/kubeconfig'],
+    () => {},
+    () => {},
+  ))!;
 });
 
 afterAll(async () => {
@@ -79,11 +93,23 @@ describe('mur console: a task’s steps', () => {
     await page.locator('body[data-chat="done"]').waitFor();
     const expectSteps = (lines: string[]) => {
       const all = JSON.stringify(lines);
-      expect(lines.some((l) => /^turn 1: claude-test → tool echo — \d+ in \/ \d+ out tokens, \d+ ms$/.test(l)), all).toBe(true);
+      expect(
+        lines.some((l) => /^turn 1: claude-test → tool echo — \d+ in \/ \d+ out tokens, \d+ ms$/.test(l)),
+        all,
+      ).toBe(true);
       expect(lines, all).toContain('⊘ "echo" denied by hook guard: echo is not allowed today');
-      expect(lines.some((l) => /^turn 2: claude-test → tool printf — \d+ in \/ \d+ out tokens, \d+ ms$/.test(l)), all).toBe(true);
-      expect(lines.some((l) => /^\$ printf hello-from-shell ✓ ok, \d+ ms \(exit 0\)$/.test(l)), all).toBe(true);
-      expect(lines.some((l) => /^end: ok after 3 turn\(s\), [\d,]+ in \/ [\d,]+ out tokens$/.test(l)), all).toBe(true);
+      expect(
+        lines.some((l) => /^turn 2: claude-test → tool printf — \d+ in \/ \d+ out tokens, \d+ ms$/.test(l)),
+        all,
+      ).toBe(true);
+      expect(
+        lines.some((l) => /^\$ printf hello-from-shell ✓ ok, \d+ ms \(exit 0\)$/.test(l)),
+        all,
+      ).toBe(true);
+      expect(
+        lines.some((l) => /^end: ok after 3 turn\(s\), [\d,]+ in \/ [\d,]+ out tokens$/.test(l)),
+        all,
+      ).toBe(true);
       // Each call once: the stream's tool-call artifacts say again what the records say.
       expect(lines.filter((l) => /echo/.test(l) && !l.startsWith('turn'))).toHaveLength(1);
     };

@@ -24,14 +24,20 @@ beforeAll(async () => {
 beforeAll(async () => {
   const { served } = await capsule('console', {
     turns: [
-      { toolCalls: [{ name: 'echo', input: { text: 'from the console' } }] }, { text: 'the console answer' },
-      { toolCalls: [{ name: 'echo', input: { text: 'from the terminal' } }] }, { text: 'the terminal answer' },
+      { toolCalls: [{ name: 'echo', input: { text: 'from the console' } }] },
+      { text: 'the console answer' },
+      { toolCalls: [{ name: 'echo', input: { text: 'from the terminal' } }] },
+      { text: 'the terminal answer' },
     ],
   });
   servedUrl = served.url;
   const lines: string[] = [];
   // No cluster (a kubeconfig that is not there): the console serves the URL it was given.
-  const c = await openConsole([servedUrl, '--kubeconfig', '/nonexistent/kubeconfig'], (s) => lines.push(s), () => {});
+  const c = await openConsole(
+    [servedUrl, '--kubeconfig', '/nonexistent/kubeconfig'],
+    (s) => lines.push(s),
+    () => {},
+  );
   con = c!;
   expect(lines).toEqual([`mur console at ${con.url}`]);
 });
@@ -76,7 +82,10 @@ describe('mur console with a mur serve capsule', () => {
     expect(log[0]).toBe('say something');
     // With the capsule's trace records on the stream, a turn says its model and tokens
     // ("turn 1: claude-test → tool echo — 155 in / 50 out tokens, 417 ms"); without, its number.
-    expect(log.some((l) => /^turn 1(: claude-test → tool echo — \d+ in \/ \d+ out tokens, \d+ ms)?$/.test(l)), JSON.stringify(log)).toBe(true);
+    expect(
+      log.some((l) => /^turn 1(: claude-test → tool echo — \d+ in \/ \d+ out tokens, \d+ ms)?$/.test(l)),
+      JSON.stringify(log),
+    ).toBe(true);
     expect(log.some((l) => /^echo ✓ ok, \d+ ms$/.test(l))).toBe(true);
     expect(log.some((l) => /^turn 2\b/.test(l))).toBe(true);
     expect(log).toContain('the console answer');
@@ -93,7 +102,10 @@ describe('mur console with a mur serve capsule', () => {
     // Sent from this console: the steps as its stream carried them, the chat's own lines.
     expect(await page.locator('#timeline-source').textContent()).toBe('the steps as this console saw them streamed');
     expect(timeline[0]).toBe('say something');
-    expect(timeline.some((l) => /^turn 1\b/.test(l)), JSON.stringify(timeline)).toBe(true);
+    expect(
+      timeline.some((l) => /^turn 1\b/.test(l)),
+      JSON.stringify(timeline),
+    ).toBe(true);
     expect(timeline.some((l) => /^echo ✓ ok, \d+ ms$/.test(l))).toBe(true);
     expect(timeline.at(-2)).toBe('the console answer');
     expect(timeline.at(-1)).toBe('task completed');
@@ -110,7 +122,10 @@ describe('mur console with a mur serve capsule', () => {
     expect(await page.locator('#timeline-source').textContent()).toMatch(/^what the task keeps: its messages, tool calls and answer/);
     const kept = await page.locator('#timeline-list li').allTextContents();
     expect(kept[0]).toBe('from the terminal');
-    expect(kept.some((l) => /^echo ✓ ok, \d+ ms$/.test(l)), JSON.stringify(kept)).toBe(true);
+    expect(
+      kept.some((l) => /^echo ✓ ok, \d+ ms$/.test(l)),
+      JSON.stringify(kept),
+    ).toBe(true);
     expect(kept.at(-1)).toBe('task completed');
     await page.close();
   });
@@ -120,7 +135,10 @@ describe('mur console with a mur serve capsule', () => {
     const token = { 'x-mur-console-token': con.token };
     expect((await raw('/api/agents', { host, ...token })).status).toBe(200);
     const none = await raw('/api/agents', { host });
-    expect(none).toEqual({ status: 401, body: { error: "missing or wrong x-mur-console-token header (the console's URL carries the token)", code: 'E-CLI-052' } });
+    expect(none).toEqual({
+      status: 401,
+      body: { error: "missing or wrong x-mur-console-token header (the console's URL carries the token)", code: 'E-CLI-052' },
+    });
     expect((await raw('/api/agents', { host, 'x-mur-console-token': 'guess' })).status).toBe(401);
     const foreign = await raw('/api/agents', { host, ...token, origin: 'http://evil.example' });
     expect(foreign).toEqual({ status: 403, body: { error: "requests from origin 'http://evil.example' are not accepted", code: 'E-CLI-052' } });
@@ -131,8 +149,18 @@ describe('mur console with a mur serve capsule', () => {
   });
 
   it('calls only the A2A URLs it was given (E-CLI-051)', async () => {
-    const r = await raw(`/api/tasks?agent=${encodeURIComponent('url:http://127.0.0.1:9/')}`, { host: `127.0.0.1:${con.port}`, 'x-mur-console-token': con.token });
-    expect(r).toEqual({ status: 400, body: { error: "agent 'http://127.0.0.1:9/' was not named on the mur console command line", code: 'E-CLI-051', hint: 'mur console <A2A URL>… names the URLs the console may call' } });
+    const r = await raw(`/api/tasks?agent=${encodeURIComponent('url:http://127.0.0.1:9/')}`, {
+      host: `127.0.0.1:${con.port}`,
+      'x-mur-console-token': con.token,
+    });
+    expect(r).toEqual({
+      status: 400,
+      body: {
+        error: "agent 'http://127.0.0.1:9/' was not named on the mur console command line",
+        code: 'E-CLI-051',
+        hint: 'mur console <A2A URL>… names the URLs the console may call',
+      },
+    });
   });
 
   it('mur --help lists console; mur console takes A2A URLs only as arguments (E-CLI-050)', async () => {

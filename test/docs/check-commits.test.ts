@@ -19,7 +19,10 @@ function repo(): { dir: string; git: (...args: string[]) => string; commit: (fil
   const dir = mkdtempSync(join(tmpdir(), 'check-commits-'));
   dirs.push(dir);
   const git = (...args: string[]): string =>
-    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', '-c', 'commit.gpgsign=false', ...args], { cwd: dir, encoding: 'utf8' }).trim();
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', '-c', 'commit.gpgsign=false', ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+    }).trim();
   git('init', '-q', '-b', 'main');
   const commit = (file: string, ...message: string[]): string => {
     writeFileSync(join(dir, file), file);

@@ -17,7 +17,9 @@ const RUN_LOG = [/\bsessions? \d+/i, /\bload(?: average)?(?: 1\/5\/15 min)? ≈?
 describe('docs/measurements', () => {
   it('reference docs and the README carry no run logs: no session numbers or load averages', () => {
     const found: string[] = [];
-    const referenceDocs = readdirSync(DOCS).filter((f) => f.endsWith('.md')).map((f) => join('docs', f));
+    const referenceDocs = readdirSync(DOCS)
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => join('docs', f));
     for (const file of ['README.md', ...referenceDocs]) {
       readFileSync(join(PROJECT_ROOT, file), 'utf8')
         .split('\n')

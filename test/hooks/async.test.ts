@@ -28,7 +28,9 @@ describe('async dispatch', () => {
     await h.recorded(1); // the hook reports it is running on-session-start
     await h.bus.drain(0);
     // The drain found the one call still running and the five dispatched after it still queued.
-    expect(h.events('hook_dispatch_error')).toEqual([expect.objectContaining({ event: 'drain', arm: 'timeout', detail: expect.stringMatching(/instance stopped, 6 event\(s\) abandoned/) })]);
+    expect(h.events('hook_dispatch_error')).toEqual([
+      expect.objectContaining({ event: 'drain', arm: 'timeout', detail: expect.stringMatching(/instance stopped, 6 event\(s\) abandoned/) }),
+    ]);
     expect(h.recs.map((r) => r.rec)).toEqual(['on-session-start']);
   });
 
@@ -82,7 +84,11 @@ describe('queue overflow', () => {
     for (let i = 1; i <= 6; i++) await h.bus.inference({ ...INFERENCE_EV, turn: i });
     // One running, two queued, three dropped.
     const drops = h.events('hook_dispatch_error');
-    expect(drops.map((e) => [e.event, e.arm])).toEqual([['on-inference', 'queue-overflow'], ['on-inference', 'queue-overflow'], ['on-inference', 'queue-overflow']]);
+    expect(drops.map((e) => [e.event, e.arm])).toEqual([
+      ['on-inference', 'queue-overflow'],
+      ['on-inference', 'queue-overflow'],
+      ['on-inference', 'queue-overflow'],
+    ]);
     await h.bus.drain();
     expect(h.recs.map((r) => (r.ev as { turn: number }).turn)).toEqual([1, 2, 3]);
     expect(h.log('bg')).toMatch(/queue overflow: 3 event\(s\) dropped this session \(on_overflow: drop\)/);

@@ -48,17 +48,20 @@ const SCRIPT = { 'on-tool-call:decision': { record: true, ret: { tag: 'deny', va
 async function run(contract: string) {
   const provider = await startScriptedProvider({ turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }] }, { text: 'done' }] });
   const capsuleDir = tmp('capsule-');
-  writeFileSync(join(capsuleDir, 'murmur.yaml'), [
-    'name: bare-hook',
-    'version: 1.0.0',
-    'artifacts:',
-    '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
-    '  - {name: echo, version: 1.0.0, runtime: tool}',
-    `  - {name: guard, runtime: hook, source: {url: "${url}", sha256: ${sha}}${contract}, config: ${JSON.stringify({ script: SCRIPT })}}`,
-    'inference:',
-    '  driver: {artifact: driver-anthropic}',
-    '  model: claude-test',
-  ].join('\n'));
+  writeFileSync(
+    join(capsuleDir, 'murmur.yaml'),
+    [
+      'name: bare-hook',
+      'version: 1.0.0',
+      'artifacts:',
+      '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
+      '  - {name: echo, version: 1.0.0, runtime: tool}',
+      `  - {name: guard, runtime: hook, source: {url: "${url}", sha256: ${sha}}${contract}, config: ${JSON.stringify({ script: SCRIPT })}}`,
+      'inference:',
+      '  driver: {artifact: driver-anthropic}',
+      '  model: claude-test',
+    ].join('\n'),
+  );
   const hostEnv = { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY };
   const staged = await stageCapsule({ capsuleDir, registryDir: registry, workRoot: tmp('work-'), cacheDir: tmp('cache-') });
   const session = await openSession(staged, { hostEnv });
@@ -72,7 +75,9 @@ describe('a bare .wasm hook with its contract in the capsule entry', () => {
   it('runs as a policy hook: the tool call is denied before it runs and the model reads the refusal', async () => {
     const { r, events, bodies } = await run(', binding: on-tool-call, commit_policy: deny');
     expect(r.exit).toBe('completed');
-    expect(events.filter((e) => e.event_type === 'call_denied')).toEqual([expect.objectContaining({ hook: 'guard', reason: 'echo is not allowed here', tool_name: 'echo', kind: 'tool' })]);
+    expect(events.filter((e) => e.event_type === 'call_denied')).toEqual([
+      expect.objectContaining({ hook: 'guard', reason: 'echo is not allowed here', tool_name: 'echo', kind: 'tool' }),
+    ]);
     expect(events.filter((e) => e.event_type === 'tool_call')).toEqual([]);
     expect(bodies[1]).toContain("Refused by policy hook 'guard': echo is not allowed here");
   });

@@ -8,7 +8,21 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { COMMIT_TABLE, HANDLERS, type Arm, type Handler } from '../../runtime/contracts/commit-table.ts';
-import { harness, scriptHook, compactionEv, INFERENCE_EV, SESSION_CTX, SESSION_END, SHELL_EV, SHELL_OUTCOME, TASK_END, TASK_START, TOOL_EV, TOOL_OUTCOME, type Harness } from './harness.ts';
+import {
+  harness,
+  scriptHook,
+  compactionEv,
+  INFERENCE_EV,
+  SESSION_CTX,
+  SESSION_END,
+  SHELL_EV,
+  SHELL_OUTCOME,
+  TASK_END,
+  TASK_START,
+  TOOL_EV,
+  TOOL_OUTCOME,
+  type Harness,
+} from './harness.ts';
 
 /** The spec's table, written out independently of runtime/contracts/commit-table.ts. */
 const SPEC: Record<Handler, Arm | 'none'> = {
@@ -65,7 +79,11 @@ function expectFault(h: Harness, handler: string, arm: string, n: number): void 
 describe('each handler commits exactly its arm', () => {
   it('on-stage: write-manifests is written; every other arm is logged (no trace: it does not exist yet)', async () => {
     // Staging runs each hook in a throwaway instance, so one hook per arm.
-    const hooks = await Promise.all(NON_NONE.map((arm) => scriptHook(`stage-${arm}`, { 'on-stage': { ret: { tag: arm, val: ARM_VALUES[arm] } } }, { binding: 'on-stage', commitPolicy: 'write-manifests' })));
+    const hooks = await Promise.all(
+      NON_NONE.map((arm) =>
+        scriptHook(`stage-${arm}`, { 'on-stage': { ret: { tag: arm, val: ARM_VALUES[arm] } } }, { binding: 'on-stage', commitPolicy: 'write-manifests' }),
+      ),
+    );
     const h = await harness(hooks, {}, false);
     open.push(h);
     await h.bus.stage({ shellAllow: ['git'] });
@@ -187,7 +205,16 @@ it('`none` is always silent', async () => {
   expect(h.events()).toEqual([]);
   // Each call is still timed: one hook_call per dispatch, outcome none.
   const calls = h.events('hook_call');
-  expect(calls.map((e) => e.event)).toEqual(['on-session-start', 'on-task-start', 'on-inference', 'on-tool-call', 'on-shell', 'on-compaction', 'on-task-end', 'on-session-end']);
+  expect(calls.map((e) => e.event)).toEqual([
+    'on-session-start',
+    'on-task-start',
+    'on-inference',
+    'on-tool-call',
+    'on-shell',
+    'on-compaction',
+    'on-task-end',
+    'on-session-end',
+  ]);
   expect(calls.every((e) => e.outcome === 'none' && e.hook_name === 'quiet' && typeof e.duration_ms === 'number')).toBe(true);
   expect(h.log('quiet')).toBe('');
   expect(existsSync(join(h.dir, 'tools'))).toBe(false);
@@ -195,12 +222,24 @@ it('`none` is always silent', async () => {
 
 describe('commit_policy decides too', () => {
   it('a committable arm from a hook whose commit_policy is none is discarded loudly', async () => {
-    const h = await harness([await scriptHook('observer', { 'on-task-end': { ret: { tag: 'reopen-task', val: 'again' } }, 'on-compaction': { ret: { tag: 'replace-context', val: [{ role: 'user', content: 'x' }] } } }, { commitPolicy: 'none' })]);
+    const h = await harness([
+      await scriptHook(
+        'observer',
+        {
+          'on-task-end': { ret: { tag: 'reopen-task', val: 'again' } },
+          'on-compaction': { ret: { tag: 'replace-context', val: [{ role: 'user', content: 'x' }] } },
+        },
+        { commitPolicy: 'none' },
+      ),
+    ]);
     open.push(h);
     expect(await h.bus.taskEnd(TASK_END)).toEqual({});
     expect(await h.bus.compaction(compactionEv([]))).toEqual({ kind: 'none' });
     expect(h.log('observer')).toMatch(/on-task-end returned arm 'reopen-task', but the hook declares commit_policy 'none'; discarded/);
-    expect(h.events('hook_dispatch_error').map((e) => [e.event, e.arm])).toEqual([['on-task-end', 'reopen-task'], ['on-compaction', 'replace-context']]);
+    expect(h.events('hook_dispatch_error').map((e) => [e.event, e.arm])).toEqual([
+      ['on-task-end', 'reopen-task'],
+      ['on-compaction', 'replace-context'],
+    ]);
   });
 
   it('an artifact needs no policy: on-inference commits it from a commit_policy none hook', async () => {
@@ -210,7 +249,13 @@ describe('commit_policy decides too', () => {
   });
 
   it('an artifact that is not a JSON object is a fault, not an artifact', async () => {
-    const h = await harness([await scriptHook('art', { 'on-inference': [{ ret: { tag: 'artifact', val: 'not json' } }, { ret: { tag: 'artifact', val: '[1,2]' } }] }, { binding: 'on-inference' })]);
+    const h = await harness([
+      await scriptHook(
+        'art',
+        { 'on-inference': [{ ret: { tag: 'artifact', val: 'not json' } }, { ret: { tag: 'artifact', val: '[1,2]' } }] },
+        { binding: 'on-inference' },
+      ),
+    ]);
     open.push(h);
     expect(await h.bus.inference(INFERENCE_EV)).toEqual([]);
     expect(await h.bus.inference(INFERENCE_EV)).toEqual([]);
@@ -219,8 +264,16 @@ describe('commit_policy decides too', () => {
   });
 
   it('several blocking hooks: all artifacts are collected; the first reopen wins', async () => {
-    const a = await scriptHook('first', { 'on-inference': { ret: { tag: 'artifact', val: '{"n":1}' } }, 'on-task-end': { ret: { tag: 'reopen-task', val: 'from first' } } }, { commitPolicy: 'reopen-task' });
-    const b = await scriptHook('second', { 'on-inference': { ret: { tag: 'artifact', val: '{"n":2}' } }, 'on-task-end': { ret: { tag: 'reopen-task', val: 'from second' } } }, { commitPolicy: 'reopen-task' });
+    const a = await scriptHook(
+      'first',
+      { 'on-inference': { ret: { tag: 'artifact', val: '{"n":1}' } }, 'on-task-end': { ret: { tag: 'reopen-task', val: 'from first' } } },
+      { commitPolicy: 'reopen-task' },
+    );
+    const b = await scriptHook(
+      'second',
+      { 'on-inference': { ret: { tag: 'artifact', val: '{"n":2}' } }, 'on-task-end': { ret: { tag: 'reopen-task', val: 'from second' } } },
+      { commitPolicy: 'reopen-task' },
+    );
     const h = await harness([a, b]);
     open.push(h);
     expect(await h.bus.inference(INFERENCE_EV)).toEqual(['{"n":1}', '{"n":2}']);
@@ -236,11 +289,16 @@ describe('handler errors are logged and the session goes on', () => {
     await h.bus.sessionStart(SESSION_CTX);
     expect(await h.bus.inference(INFERENCE_EV)).toEqual([]);
     expect(h.log('grumpy')).toMatch(/on-session-start returned err: cannot start/);
-    expect(h.events('hook_dispatch_error').map((e) => [e.event, e.arm])).toEqual([['on-session-start', 'error'], ['on-inference', 'error']]);
+    expect(h.events('hook_dispatch_error').map((e) => [e.event, e.arm])).toEqual([
+      ['on-session-start', 'error'],
+      ['on-inference', 'error'],
+    ]);
   });
 
   it('a trap at an observation handler: logged, the next event reaches a fresh instance', async () => {
-    const h = await harness([await scriptHook('crashy', { 'on-inference': [{ trap: true }, { ret: { tag: 'artifact', val: '{"after":"trap"}' } }] }, { binding: 'on-inference' })]);
+    const h = await harness([
+      await scriptHook('crashy', { 'on-inference': [{ trap: true }, { ret: { tag: 'artifact', val: '{"after":"trap"}' } }] }, { binding: 'on-inference' }),
+    ]);
     open.push(h);
     expect(await h.bus.inference(INFERENCE_EV)).toEqual([]);
     expect(h.events('hook_dispatch_error')[0]).toMatchObject({ event: 'on-inference', arm: 'trap' });

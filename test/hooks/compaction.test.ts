@@ -36,7 +36,12 @@ describe('replace-context', () => {
     if (r.kind !== 'replaced') return;
     expect(r.hook).toBe('squash');
     expect(r.messages).toHaveLength(1);
-    expect(r.messages[0]).toMatchObject({ role: 'user', content: 'summary: completion of 3 message(s)', sourceId: 'summary:v1', insertedBy: 'replace-context' });
+    expect(r.messages[0]).toMatchObject({
+      role: 'user',
+      content: 'summary: completion of 3 message(s)',
+      sourceId: 'summary:v1',
+      insertedBy: 'replace-context',
+    });
     expect(r.messages[0]!.id).toMatch(/^msg_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(h.events()).toEqual([]);
   });
@@ -59,7 +64,11 @@ describe('replace-context', () => {
     const unanswered = [{ role: 'user', content: 'summary' }, HISTORY[1]!];
     const h = await compactor({ 'on-compaction': [{ ret: { tag: 'replace-context', val: orphan } }, { ret: { tag: 'replace-context', val: unanswered } }] });
     const a = await h.bus.compaction(compactionEv(HISTORY));
-    expect(a).toEqual({ kind: 'invalid', hook: 'squash', reason: expect.stringMatching(/replacement refused: tool result at message 1 answers no open tool call \(call_1\)/) });
+    expect(a).toEqual({
+      kind: 'invalid',
+      hook: 'squash',
+      reason: expect.stringMatching(/replacement refused: tool result at message 1 answers no open tool call \(call_1\)/),
+    });
     const b = await h.bus.compaction(compactionEv(HISTORY));
     expect(b).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/tool call call_1 is never answered/) });
     expect(h.events('hook_dispatch_error').map((e) => e.arm)).toEqual(['replace-context', 'replace-context']);
@@ -72,8 +81,16 @@ describe('replace-context', () => {
   });
 
   it('the first replacement wins; a later hook’s is discarded', async () => {
-    const a = await scriptHook('one', { 'on-compaction': { ret: { tag: 'replace-context', val: [{ role: 'user', content: 'from one' }] } } }, { commitPolicy: 'replace-context' });
-    const b = await scriptHook('two', { 'on-compaction': { ret: { tag: 'replace-context', val: [{ role: 'user', content: 'from two' }] } } }, { commitPolicy: 'replace-context' });
+    const a = await scriptHook(
+      'one',
+      { 'on-compaction': { ret: { tag: 'replace-context', val: [{ role: 'user', content: 'from one' }] } } },
+      { commitPolicy: 'replace-context' },
+    );
+    const b = await scriptHook(
+      'two',
+      { 'on-compaction': { ret: { tag: 'replace-context', val: [{ role: 'user', content: 'from two' }] } } },
+      { commitPolicy: 'replace-context' },
+    );
     const h = await harness([a, b]);
     open.push(h);
     expect(await h.bus.compaction(compactionEv(HISTORY))).toMatchObject({ kind: 'replaced', hook: 'one', messages: [{ content: 'from one' }] });
@@ -112,7 +129,11 @@ describe('a compaction handler error ends the session', () => {
     expect(await h.bus.compaction(compactionEv(HISTORY))).toMatchObject({ kind: 'fatal', exitStatus: 'failed', message: expect.stringMatching(/crashed/) });
     // (the trap restarted the instance: its script starts over at the first step)
     const h2 = await compactor({ 'on-compaction': { loop: true } }, { deadlineMs: 1500 });
-    expect(await h2.bus.compaction(compactionEv(HISTORY))).toMatchObject({ kind: 'fatal', exitStatus: 'failed', message: expect.stringMatching(/1500 ms deadline/) });
+    expect(await h2.bus.compaction(compactionEv(HISTORY))).toMatchObject({
+      kind: 'fatal',
+      exitStatus: 'failed',
+      message: expect.stringMatching(/1500 ms deadline/),
+    });
   });
 
   it('an async hook’s compaction error is not fatal', async () => {

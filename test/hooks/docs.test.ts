@@ -11,6 +11,8 @@ describe('docs/hooks.md', () => {
   it('has one row per handler naming its committed arm', () => {
     const doc = renderHookDocs();
     for (const h of HANDLERS) expect(doc).toContain(`| \`${h}\` |`);
-    expect(doc).toContain('| `on-tool-call` | Twice per model-requested tool invocation: before dispatch and after it returns or errors | `deny`, at the decision point only |');
+    expect(doc).toContain(
+      '| `on-tool-call` | Twice per model-requested tool invocation: before dispatch and after it returns or errors | `deny`, at the decision point only |',
+    );
   });
 });

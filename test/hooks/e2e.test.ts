@@ -30,7 +30,11 @@ const hookLog = (k: Kit, name: string) => {
   const f = join(k.session.staged.workdir.dir, 'logs', `hook-${name}.log`);
   return existsSync(f) ? readFileSync(f, 'utf8') : '';
 };
-const recs = (k: Kit, name: string) => hookLog(k, name).split('\n').filter((l) => l.startsWith('{"rec"')).map((l) => JSON.parse(l) as { rec: string; n: number; ev: Record<string, unknown> });
+const recs = (k: Kit, name: string) =>
+  hookLog(k, name)
+    .split('\n')
+    .filter((l) => l.startsWith('{"rec"'))
+    .map((l) => JSON.parse(l) as { rec: string; n: number; ev: Record<string, unknown> });
 const bodies = (k: Kit) => k.provider.requests.map((r) => JSON.stringify(r.body));
 
 /** A window the first turn already fills past the threshold. */
@@ -41,12 +45,26 @@ const TASK = { taskId: 't1', contextId: 'ctx-1', text: 'please echo hi', source:
 
 describe('policy hooks in a session', () => {
   it('deny: the call is not made, the agent reads the refusal, call_denied is traced and no tool_call', async () => {
-    const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { record: true, ret: { tag: 'deny', val: 'echo is not allowed today' } }, 'on-tool-call:observe': { record: true } } }], TOOL_THEN_DONE);
+    const k = await open(
+      [
+        {
+          name: 'guard',
+          contract: 'binding: on-tool-call\ncommit_policy: deny\n',
+          script: {
+            'on-tool-call:decision': { record: true, ret: { tag: 'deny', val: 'echo is not allowed today' } },
+            'on-tool-call:observe': { record: true },
+          },
+        },
+      ],
+      TOOL_THEN_DONE,
+    );
     // Hooks are not tools: the model never sees them.
     expect(k.session.toolInventory().map((t) => t.name)).toEqual(['echo']);
     const r = await k.session.runTask(TASK);
     expect(r.exit).toBe('completed');
-    expect(events(k, 'call_denied')).toEqual([expect.objectContaining({ hook: 'guard', reason: 'echo is not allowed today', tool_name: 'echo', kind: 'tool' })]);
+    expect(events(k, 'call_denied')).toEqual([
+      expect.objectContaining({ hook: 'guard', reason: 'echo is not allowed today', tool_name: 'echo', kind: 'tool' }),
+    ]);
     expect(events(k, 'tool_call')).toEqual([]);
     const second = bodies(k)[1]!;
     expect(second).toContain("Refused by policy hook 'guard': echo is not allowed today");
@@ -70,7 +88,10 @@ describe('policy hooks in a session', () => {
   ];
   for (const [what, step, message, caps] of FAIL_CLOSED) {
     it(`fail-closed in a session: ${what} refuses the call, names the hook and the defect, and the session goes on`, async () => {
-      const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': step }, ...(caps ? { caps } : {}) }], TOOL_THEN_DONE);
+      const k = await open(
+        [{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': step }, ...(caps ? { caps } : {}) }],
+        TOOL_THEN_DONE,
+      );
       const r = await k.session.runTask(TASK);
       expect(r.exit).toBe('completed');
       expect(events(k, 'tool_call')).toEqual([]);
@@ -81,7 +102,10 @@ describe('policy hooks in a session', () => {
   }
 
   it('fail-closed: a policy hook that traps refuses the call and the session goes on', async () => {
-    const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { trap: true } } }], TOOL_THEN_DONE);
+    const k = await open(
+      [{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { trap: true } } }],
+      TOOL_THEN_DONE,
+    );
     const r = await k.session.runTask(TASK);
     expect(r.exit).toBe('completed');
     expect(events(k, 'call_denied')[0]).toMatchObject({ hook: 'guard', fail_closed: true });
@@ -90,7 +114,16 @@ describe('policy hooks in a session', () => {
   });
 
   it('a clean none lets the call run; the policy hook then observes it', async () => {
-    const k = await open([{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { record: true }, 'on-tool-call:observe': { record: true } } }], TOOL_THEN_DONE);
+    const k = await open(
+      [
+        {
+          name: 'guard',
+          contract: 'binding: on-tool-call\ncommit_policy: deny\n',
+          script: { 'on-tool-call:decision': { record: true }, 'on-tool-call:observe': { record: true } },
+        },
+      ],
+      TOOL_THEN_DONE,
+    );
     await k.session.runTask(TASK);
     expect(events(k, 'tool_call')).toHaveLength(1);
     expect(recs(k, 'guard').map((x) => x.rec)).toEqual(['on-tool-call:decision', 'on-tool-call:observe']);
@@ -102,9 +135,14 @@ describe('observation after a tool that errors', () => {
   it('on-tool-call observes a call that returned an error result and one that trapped, each with status error', async () => {
     const watch: HookDef = { name: 'watch', contract: 'binding: on-tool-call\n', script: { 'on-tool-call': { record: true } } };
     kit = await openKit({
-      yaml: hookCapsuleYaml([watch]).replace('  - {name: echo, version: 1.0.0, runtime: tool}', '  - {name: echo, version: 1.0.0, runtime: tool}\n  - {name: probe, version: 1.0.0, runtime: tool}'),
+      yaml: hookCapsuleYaml([watch]).replace(
+        '  - {name: echo, version: 1.0.0, runtime: tool}',
+        '  - {name: echo, version: 1.0.0, runtime: tool}\n  - {name: probe, version: 1.0.0, runtime: tool}',
+      ),
       artifacts: [driverDef('anthropic'), ECHO_TOOL, PROBE_TOOL, hookArtifact(watch)],
-      script: { turns: [{ toolCalls: [{ name: 'probe', input: { op: 'no-such-op' } }] }, { toolCalls: [{ name: 'probe', input: { op: 'trap' } }] }, { text: 'done' }] },
+      script: {
+        turns: [{ toolCalls: [{ name: 'probe', input: { op: 'no-such-op' } }] }, { toolCalls: [{ name: 'probe', input: { op: 'trap' } }] }, { text: 'done' }],
+      },
     });
     const r = await kit.session.runTask(TASK);
     expect(r.exit).toBe('completed');
@@ -121,8 +159,12 @@ describe('observation after a tool that errors', () => {
 describe('shell policy hooks in a session', () => {
   const SHELL_CAPS = 'capabilities:\n  shell:\n    allow: [make, sh]\n';
   const guard: HookDef = {
-    name: 'guard', contract: 'binding: on-shell\ncommit_policy: deny\n',
-    script: { 'on-shell:decision': [{ record: true, ret: { tag: 'deny', val: 'no builds on Sundays' } }, { record: true }], 'on-shell:observe': { record: true } },
+    name: 'guard',
+    contract: 'binding: on-shell\ncommit_policy: deny\n',
+    script: {
+      'on-shell:decision': [{ record: true, ret: { tag: 'deny', val: 'no builds on Sundays' } }, { record: true }],
+      'on-shell:observe': { record: true },
+    },
   };
 
   it('the policy hook decides on the resolved identity (binary path, argv, recipe body) before make runs', async () => {
@@ -170,7 +212,15 @@ describe('the lifecycle in a session', () => {
     await k.close();
     kit = undefined;
     const seen = recs(k, 'watch');
-    expect(seen.map((x) => x.rec)).toEqual(['on-session-start', 'on-task-start', 'on-inference', 'on-tool-call', 'on-inference', 'on-task-end', 'on-session-end']);
+    expect(seen.map((x) => x.rec)).toEqual([
+      'on-session-start',
+      'on-task-start',
+      'on-inference',
+      'on-tool-call',
+      'on-inference',
+      'on-task-end',
+      'on-session-end',
+    ]);
     expect(seen[0]!.ev.sessionId).toBe(sid);
     expect(sid).toMatch(/^ses_[0-9a-f]{32}$/);
     expect(seen[3]!.ev.outcome).toBeDefined();
@@ -178,7 +228,11 @@ describe('the lifecycle in a session', () => {
   });
 
   it('task_acceptance queue: on-task-start and on-task-end fire once per task, on-session-start and on-session-end once per launch', async () => {
-    const k = await open([{ name: 'watch', script: { '*': { record: true } } }], { turns: [{ text: 'first' }, { text: 'second' }] }, 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4');
+    const k = await open(
+      [{ name: 'watch', script: { '*': { record: true } } }],
+      { turns: [{ text: 'first' }, { text: 'second' }] },
+      'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4',
+    );
     await k.session.runTask({ ...TASK, taskId: 'q1', contextId: 'c1' });
     await k.session.runTask({ ...TASK, taskId: 'q2', contextId: 'c2' });
     await k.close();
@@ -186,20 +240,40 @@ describe('the lifecycle in a session', () => {
     const seen = recs(k, 'watch').map((x) => x.rec);
     expect(seen.filter((r) => r === 'on-session-start')).toHaveLength(1);
     expect(seen.filter((r) => r === 'on-session-end')).toHaveLength(1);
-    expect(recs(k, 'watch').filter((x) => x.rec === 'on-task-start').map((x) => x.ev.taskId)).toEqual(['q1', 'q2']);
+    expect(
+      recs(k, 'watch')
+        .filter((x) => x.rec === 'on-task-start')
+        .map((x) => x.ev.taskId),
+    ).toEqual(['q1', 'q2']);
     expect(seen.filter((r) => r === 'on-task-end')).toHaveLength(2);
   });
 
   it('on-inference artifacts stream to the task as artifacts', async () => {
-    const k = await open([{ name: 'notes', contract: 'binding: on-inference\n', script: { 'on-inference': { ret: { tag: 'artifact', val: '{"turn":"$n"}' } } } }], { turns: [{ text: 'hello' }] });
+    const k = await open(
+      [{ name: 'notes', contract: 'binding: on-inference\n', script: { 'on-inference': { ret: { tag: 'artifact', val: '{"turn":"$n"}' } } } }],
+      { turns: [{ text: 'hello' }] },
+    );
     const got: unknown[] = [];
     await k.session.runTask(TASK, { ...SILENT_SINK, artifact: (a) => got.push(a) });
     expect(got).toEqual([expect.objectContaining({ data: { turn: '1' } })]);
   });
 
   it('seed-context: messages at the head of the first request, ids and source-id never sent; context_seed traced', async () => {
-    const seed = [{ role: 'user', content: 'Earlier you learned: the build uses make.', sourceId: 'memory:7', id: 'hook-own-id' }, { role: 'assistant', content: 'Noted.' }];
-    const k = await open([{ name: 'memory', contract: 'binding: on-task-start\ncommit_policy: seed-context\n', script: { 'on-task-start': { ret: { tag: 'seed-context', val: seed } } } }], { turns: [{ text: 'ok' }] }, 'context:\n  max_tokens: 2000\n  seed_budget: 0.1');
+    const seed = [
+      { role: 'user', content: 'Earlier you learned: the build uses make.', sourceId: 'memory:7', id: 'hook-own-id' },
+      { role: 'assistant', content: 'Noted.' },
+    ];
+    const k = await open(
+      [
+        {
+          name: 'memory',
+          contract: 'binding: on-task-start\ncommit_policy: seed-context\n',
+          script: { 'on-task-start': { ret: { tag: 'seed-context', val: seed } } },
+        },
+      ],
+      { turns: [{ text: 'ok' }] },
+      'context:\n  max_tokens: 2000\n  seed_budget: 0.1',
+    );
     await k.session.runTask(TASK);
     const first = k.provider.requests[0]!.body as { messages: Array<{ role: string; content: unknown }> };
     expect(JSON.stringify(first.messages[0])).toContain('Earlier you learned: the build uses make.');
@@ -213,10 +287,22 @@ describe('the lifecycle in a session', () => {
   });
 
   it('reopen-task: the task re-runs with the feedback; the hook reads the task text through task-io', async () => {
-    const k = await open([{
-      name: 'review', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', caps: { task_io: { read: true } },
-      script: { 'on-task-end': [{ ret: { tag: 'reopen-task', val: 'say it louder' } }, { ops: [{ op: 'read-input', form: 'as-given' }, { op: 'read-input', form: 'original' }, { op: 'read-output' }], record: true }] },
-    }], { turns: [{ text: 'hi' }, { text: 'HI' }] });
+    const k = await open(
+      [
+        {
+          name: 'review',
+          contract: 'binding: on-task-end\ncommit_policy: reopen-task\n',
+          caps: { task_io: { read: true } },
+          script: {
+            'on-task-end': [
+              { ret: { tag: 'reopen-task', val: 'say it louder' } },
+              { ops: [{ op: 'read-input', form: 'as-given' }, { op: 'read-input', form: 'original' }, { op: 'read-output' }], record: true },
+            ],
+          },
+        },
+      ],
+      { turns: [{ text: 'hi' }, { text: 'HI' }] },
+    );
     const r = await k.session.runTask(TASK);
     expect(r).toMatchObject({ exit: 'completed', text: 'HI', reopens: 1 });
     expect(events(k, 'task_reopened')[0]).toMatchObject({ hook_name: 'review', reason: 'say it louder', reopen_number: 1 });
@@ -232,7 +318,13 @@ describe('the lifecycle in a session', () => {
 
   it('compaction: the hook summarizes through run-inference (the capsule driver), the history is replaced', async () => {
     const k = await open(
-      [{ name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { compact: { sourceId: 'compaction:1' } } } }],
+      [
+        {
+          name: 'squash',
+          contract: 'binding: on-compaction\ncommit_policy: replace-context\n',
+          script: { 'on-compaction': { compact: { sourceId: 'compaction:1' } } },
+        },
+      ],
       { turns: [{ text: 'a long answer' }, { text: 'SUMMARY OF EVERYTHING' }] },
       SMALL_WINDOW,
     );
@@ -249,7 +341,11 @@ describe('the lifecycle in a session', () => {
     const k = await open(
       [
         { name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { err: 'no summary' } } },
-        { name: 'review', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', script: { 'on-task-end': { record: true, ret: { tag: 'reopen-task', val: 'try again' } } } },
+        {
+          name: 'review',
+          contract: 'binding: on-task-end\ncommit_policy: reopen-task\n',
+          script: { 'on-task-end': { record: true, ret: { tag: 'reopen-task', val: 'try again' } } },
+        },
       ],
       { turns: [{ text: 'big answer' }] },
       SMALL_WINDOW,
@@ -276,7 +372,11 @@ describe('the lifecycle in a session', () => {
   });
 
   it('compaction: an error after the spend ceiling refused the hook’s run-inference ends the session spend_ceiling_reached', async () => {
-    const squash: HookDef = { name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { compact: {} } } };
+    const squash: HookDef = {
+      name: 'squash',
+      contract: 'binding: on-compaction\ncommit_policy: replace-context\n',
+      script: { 'on-compaction': { compact: {} } },
+    };
     const turns: Script = { turns: [{ text: 'a long answer' }, { text: 'SUMMARY' }] };
     // Measure the two calls' token counts without a ceiling, then set one the task's own turn fits
     // under and the hook's completion does not.
@@ -303,7 +403,11 @@ describe('the lifecycle in a session', () => {
   });
 
   it('reopen-task is bounded by lifecycle.max_task_reopens, then by the task’s remaining turns', async () => {
-    const nag: HookDef = { name: 'nag', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', script: { 'on-task-end': { ret: { tag: 'reopen-task', val: 'again' } } } };
+    const nag: HookDef = {
+      name: 'nag',
+      contract: 'binding: on-task-end\ncommit_policy: reopen-task\n',
+      script: { 'on-task-end': { ret: { tag: 'reopen-task', val: 'again' } } },
+    };
     // Two reopens allowed: three attempts, then refused; a completed task that still wants a reopen fails.
     const k = await open([nag], { turns: [{ text: 'one' }, { text: 'two' }, { text: 'three' }] }, 'lifecycle:\n  max_task_reopens: 2\n');
     const r = await k.session.runTask(TASK);
@@ -323,7 +427,9 @@ describe('the lifecycle in a session', () => {
 
   it('conversation/read serves the session’s record: every finished task’s messages, tool calls included, even at on-session-end', async () => {
     const reader: HookDef = {
-      name: 'reader', contract: 'binding: on-session-end\n', caps: { conversation: { read: true } },
+      name: 'reader',
+      contract: 'binding: on-session-end\n',
+      caps: { conversation: { read: true } },
       script: { 'on-session-end': { ops: [{ op: 'read-messages', limit: 100 }], record: true } },
     };
     const k = await open([reader], { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }] }, { text: 'first done' }, { text: 'second done' }] });
@@ -331,7 +437,9 @@ describe('the lifecycle in a session', () => {
     await k.session.runTask({ ...TASK, taskId: 't2', text: 'and another' });
     await k.close();
     kit = undefined;
-    const ops = recs(k, 'reader').find((x) => x.rec === 'on-session-end:ops') as unknown as { ops: Array<{ ok?: { messages: Array<{ role: string; content: string }>; total: number } }> };
+    const ops = recs(k, 'reader').find((x) => x.rec === 'on-session-end:ops') as unknown as {
+      ops: Array<{ ok?: { messages: Array<{ role: string; content: string }>; total: number } }>;
+    };
     const page = ops.ops[0]!.ok!;
     // Task 1: user, assistant (tool call), tool result, assistant; task 2: user, assistant. Newest first.
     expect(page.total).toBe(6);
@@ -357,7 +465,11 @@ describe('the lifecycle in a session', () => {
   });
 
   it('on-task-end fires once for every task, canceled and out-of-budget ones too; their reopen is refused', async () => {
-    const review = { name: 'review', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', script: { 'on-task-end': { record: true, ret: { tag: 'reopen-task', val: 'again' } } } };
+    const review = {
+      name: 'review',
+      contract: 'binding: on-task-end\ncommit_policy: reopen-task\n',
+      script: { 'on-task-end': { record: true, ret: { tag: 'reopen-task', val: 'again' } } },
+    };
     const k = await open([review], { turns: [{ text: 'never reached' }] }, '  max_session_tokens: 10');
     const broke = await k.session.runTask({ ...TASK, taskId: 'over-budget' });
     expect(broke.exit).toBe('spend_ceiling_reached');
@@ -380,7 +492,13 @@ describe('the lifecycle in a session', () => {
   it('on-stage enrichment: the description a hook wrote for an allowlisted shell binary is what the model sees', async () => {
     const manifest = 'name: jq\ndescription: "Query and reshape JSON.\\nPass a jq filter and a file, e.g. .items[] data.json"\n';
     const k = await open(
-      [{ name: 'enrich', contract: 'binding: on-stage\ncommit_policy: write-manifests\n', script: { 'on-stage': { ret: { tag: 'write-manifests', val: [{ binaryName: 'jq', content: manifest }] } } } }],
+      [
+        {
+          name: 'enrich',
+          contract: 'binding: on-stage\ncommit_policy: write-manifests\n',
+          script: { 'on-stage': { ret: { tag: 'write-manifests', val: [{ binaryName: 'jq', content: manifest }] } } },
+        },
+      ],
       { turns: [{ text: 'ok' }] },
       'capabilities:\n  shell:\n    allow: [jq, wc]\n',
     );
@@ -392,7 +510,16 @@ describe('the lifecycle in a session', () => {
   });
 
   it('on-stage writes tool manifests into the workdir while staging', async () => {
-    const k = await open([{ name: 'enrich', contract: 'binding: on-stage\ncommit_policy: write-manifests\n', script: { 'on-stage': { ret: { tag: 'write-manifests', val: [{ binaryName: 'jq', content: 'name: jq\n' }] } } } }], { turns: [{ text: 'ok' }] });
+    const k = await open(
+      [
+        {
+          name: 'enrich',
+          contract: 'binding: on-stage\ncommit_policy: write-manifests\n',
+          script: { 'on-stage': { ret: { tag: 'write-manifests', val: [{ binaryName: 'jq', content: 'name: jq\n' }] } } },
+        },
+      ],
+      { turns: [{ text: 'ok' }] },
+    );
     expect(readFileSync(join(k.session.staged.workdir.dir, 'tools', 'jq', 'murmur.yaml'), 'utf8')).toBe('name: jq\n');
   });
 });
@@ -405,7 +532,10 @@ describe('load failures surface at session open', () => {
     writeFileSync(join(src, 'component.wasm'), readFileSync(await variantFixture('hook-missing-export')));
     publish(registry, src);
     const capsuleDir = tmp('capsule-');
-    writeFileSync(join(capsuleDir, 'murmur.yaml'), hookCapsuleYaml([]).replace('artifacts:\n', 'artifacts:\n  - {name: half, version: 1.0.0, runtime: hook}\n'));
+    writeFileSync(
+      join(capsuleDir, 'murmur.yaml'),
+      hookCapsuleYaml([]).replace('artifacts:\n', 'artifacts:\n  - {name: half, version: 1.0.0, runtime: hook}\n'),
+    );
     const provider = await startScriptedProvider({ turns: [] });
     try {
       const hostEnv = { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY };

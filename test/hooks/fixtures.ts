@@ -22,7 +22,9 @@ function hashDir(dir: string, h: ReturnType<typeof createHash>): void {
 /** Same rule as the shared builder: toolchain version + the fixture folder + the project WIT. */
 function variantKey(name: string): string {
   const h = createHash('sha256');
-  h.update((JSON.parse(readFileSync(join(PROJECT_ROOT, 'node_modules/@bytecodealliance/componentize-js/package.json'), 'utf8')) as { version: string }).version);
+  h.update(
+    (JSON.parse(readFileSync(join(PROJECT_ROOT, 'node_modules/@bytecodealliance/componentize-js/package.json'), 'utf8')) as { version: string }).version,
+  );
   hashDir(join(FIXTURES_SRC, name), h);
   hashDir(join(PROJECT_ROOT, 'wit'), h);
   return h.digest('hex').slice(0, 20);

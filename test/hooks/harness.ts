@@ -65,7 +65,12 @@ export async function harness(hooks: StagedHook[], opts: Partial<HookBusOptions>
   const recWaiters: { n: number; resolve: () => void }[] = [];
   const inferences: InferenceCall[] = [];
   const services: FakeServices = {
-    infer: async (req) => ({ text: `completion of ${req.messages.length} message(s)`, modelUsed: req.model ?? 'primary-model', inputTokens: 11n, outputTokens: 7n }),
+    infer: async (req) => ({
+      text: `completion of ${req.messages.length} message(s)`,
+      modelUsed: req.model ?? 'primary-model',
+      inputTokens: 11n,
+      outputTokens: 7n,
+    }),
     io: undefined,
     history: [],
     runInference(req, hook) {
@@ -96,7 +101,8 @@ export async function harness(hooks: StagedHook[], opts: Partial<HookBusOptions>
     services,
     // Without a type: what the bus reported (faults, denials, seeds…), not the hook_call timing line
     // every call writes; events('hook_call') reads those.
-    events: (type) => (existsSync(trace.path) ? readTrace(trace.path).events.filter((e) => (type === undefined ? e.event_type !== 'hook_call' : e.event_type === type)) : []),
+    events: (type) =>
+      existsSync(trace.path) ? readTrace(trace.path).events.filter((e) => (type === undefined ? e.event_type !== 'hook_call' : e.event_type === type)) : [],
     log: (name) => (existsSync(join(dir, 'logs', `hook-${name}.log`)) ? readFileSync(join(dir, 'logs', `hook-${name}.log`), 'utf8') : ''),
   };
 }
@@ -105,11 +111,34 @@ export const TOOL_EV = { turn: 1, toolName: 'echo', inputBytes: 13n, input: '{"d
 export const TOOL_OUTCOME = { outputBytes: 2n, durationMs: 3n, status: 'ok' };
 export const SHELL_EV = { turn: 2, binary: '/usr/bin/git', command: 'status --short', argv: ['status', '--short'], script: undefined, recipe: undefined };
 export const SHELL_OUTCOME = { exitCode: 0, stdout: '', stderr: '', stdoutBytes: 0n, stderrBytes: 0n, durationMs: 4n };
-export const SESSION_CTX = { capsuleName: 'cap', capsuleVersion: '1.0.0', sessionId: 'ses_0123456789abcdef0123456789abcdef', model: 'primary-model', capabilities: [] };
-export const INFERENCE_EV = { turn: 1, inputTokens: 100n, outputTokens: 20n, decision: 'end_turn', toolName: undefined, prompt: undefined, output: undefined, tools: undefined };
+export const SESSION_CTX = {
+  capsuleName: 'cap',
+  capsuleVersion: '1.0.0',
+  sessionId: 'ses_0123456789abcdef0123456789abcdef',
+  model: 'primary-model',
+  capabilities: [],
+};
+export const INFERENCE_EV = {
+  turn: 1,
+  inputTokens: 100n,
+  outputTokens: 20n,
+  decision: 'end_turn',
+  toolName: undefined,
+  prompt: undefined,
+  output: undefined,
+  tools: undefined,
+};
 export const TASK_START = { taskId: 't1', contextId: 'c1', source: 'a2a', inputBytes: 5n, budgetTokens: 100n, contextWindow: 1000n, priorTokens: 0n };
 export const TASK_END = { taskId: 't1', exitStatus: 'ok' };
-export const SESSION_END = { totalTurns: 1, totalInputTokens: 1n, totalOutputTokens: 1n, totalToolCalls: 0, totalShellCalls: 0, durationMs: 5n, exitStatus: 'ok' };
+export const SESSION_END = {
+  totalTurns: 1,
+  totalInputTokens: 1n,
+  totalOutputTokens: 1n,
+  totalToolCalls: 0,
+  totalShellCalls: 0,
+  durationMs: 5n,
+  exitStatus: 'ok',
+};
 export function compactionEv(messages: HookMessage[]) {
   return { messages, sessionTokens: 900n, threshold: 0.8, model: 'small-model', systemPrompt: 'Summarize.' };
 }

@@ -24,7 +24,10 @@ export function hookCapsuleYaml(hooks: HookDef[], extra = '', name = 'hook-capsu
     'artifacts:',
     '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
     '  - {name: echo, version: 1.0.0, runtime: tool}',
-    ...hooks.map((h) => `  - {name: ${h.name}, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: h.script })}${h.caps ? `, capabilities: ${JSON.stringify(h.caps)}` : ''}}`),
+    ...hooks.map(
+      (h) =>
+        `  - {name: ${h.name}, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: h.script })}${h.caps ? `, capabilities: ${JSON.stringify(h.caps)}` : ''}}`,
+    ),
     'inference:',
     '  driver: {artifact: driver-anthropic}',
     '  model: claude-test',

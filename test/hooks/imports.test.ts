@@ -15,8 +15,14 @@ afterAll(async () => {
 
 type OpResult = { ok?: unknown; err?: unknown };
 
-async function probe(ops: Record<string, unknown>[], extra: Partial<StagedHook> = {}, setup?: (h: Harness) => void): Promise<{ h: Harness; results: OpResult[] }> {
-  const h = await harness([await scriptHook('probe', { 'on-inference': { ops, ret: { tag: 'artifact', val: '{"ops":$ops}' } } }, { binding: 'on-inference', ...extra })]);
+async function probe(
+  ops: Record<string, unknown>[],
+  extra: Partial<StagedHook> = {},
+  setup?: (h: Harness) => void,
+): Promise<{ h: Harness; results: OpResult[] }> {
+  const h = await harness([
+    await scriptHook('probe', { 'on-inference': { ops, ret: { tag: 'artifact', val: '{"ops":$ops}' } } }, { binding: 'on-inference', ...extra }),
+  ]);
   open.push(h);
   setup?.(h);
   const [a] = await h.bus.inference(INFERENCE_EV);
@@ -77,22 +83,26 @@ describe('murmur:task-io/read', () => {
   });
 
   it('as-given vs original, byte lengths, windows that end on a character boundary, out-of-range', async () => {
-    const { results } = await probe([
-      { op: 'input-len', form: 'as-given' },
-      { op: 'input-len', form: 'original' },
-      { op: 'read-input', form: 'original', offset: 0, max: 2 }, // 'h' + the first byte of 'é' -> 'h'
-      { op: 'read-input', form: 'original', offset: 1, max: 2 }, // 'é'
-      { op: 'read-input', form: 'original', offset: 2, max: 4 }, // inside 'é'
-      { op: 'read-input', form: 'original', offset: 13, max: 4 }, // past the end (12 bytes... 13)
-      { op: 'read-input', form: 'original', offset: 0, max: 1000 },
-      { op: 'read-input', form: 'as-given', offset: 14, max: 1000 },
-      { op: 'output-len' },
-      { op: 'read-output', offset: 0, max: 7 }, // 'done ' + 3 bytes of ✓ -> 'done '
-      { op: 'read-output', offset: 5, max: 3 },
-      { op: 'read-output', offset: 8, max: 3 },
-    ], { grants: { taskIoRead: true } }, (h) => {
-      h.services.io = io;
-    });
+    const { results } = await probe(
+      [
+        { op: 'input-len', form: 'as-given' },
+        { op: 'input-len', form: 'original' },
+        { op: 'read-input', form: 'original', offset: 0, max: 2 }, // 'h' + the first byte of 'é' -> 'h'
+        { op: 'read-input', form: 'original', offset: 1, max: 2 }, // 'é'
+        { op: 'read-input', form: 'original', offset: 2, max: 4 }, // inside 'é'
+        { op: 'read-input', form: 'original', offset: 13, max: 4 }, // past the end (12 bytes... 13)
+        { op: 'read-input', form: 'original', offset: 0, max: 1000 },
+        { op: 'read-input', form: 'as-given', offset: 14, max: 1000 },
+        { op: 'output-len' },
+        { op: 'read-output', offset: 0, max: 7 }, // 'done ' + 3 bytes of ✓ -> 'done '
+        { op: 'read-output', offset: 5, max: 3 },
+        { op: 'read-output', offset: 8, max: 3 },
+      ],
+      { grants: { taskIoRead: true } },
+      (h) => {
+        h.services.io = io;
+      },
+    );
     expect(Buffer.byteLength('héllo wörld')).toBe(13);
     expect(results).toEqual([
       { ok: Buffer.byteLength(io.input.asGiven) },
@@ -111,15 +121,27 @@ describe('murmur:task-io/read', () => {
   });
 
   it('an offset past the end is out-of-range', async () => {
-    const { results } = await probe([{ op: 'read-input', offset: 100, max: 4 }, { op: 'read-output', offset: 9, max: 1 }], { grants: { taskIoRead: true } }, (h) => {
-      h.services.io = io;
-    });
+    const { results } = await probe(
+      [
+        { op: 'read-input', offset: 100, max: 4 },
+        { op: 'read-output', offset: 9, max: 1 },
+      ],
+      { grants: { taskIoRead: true } },
+      (h) => {
+        h.services.io = io;
+      },
+    );
     expect(results).toEqual([{ err: 'out-of-range' }, { err: 'out-of-range' }]);
   });
 });
 
 describe('murmur:conversation/read', () => {
-  const record: HookMessage[] = Array.from({ length: 250 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}`, id: `msg_${i}`, ...(i === 0 ? { sourceId: 'src-0', insertedBy: 'seed-context' as const } : {}) }));
+  const record: HookMessage[] = Array.from({ length: 250 }, (_, i) => ({
+    role: i % 2 ? 'assistant' : 'user',
+    content: `m${i}`,
+    id: `msg_${i}`,
+    ...(i === 0 ? { sourceId: 'src-0', insertedBy: 'seed-context' as const } : {}),
+  }));
 
   it('without the grant: not-granted', async () => {
     const { results } = await probe([{ op: 'read-messages', limit: 5 }], {}, (h) => {
@@ -129,14 +151,18 @@ describe('murmur:conversation/read', () => {
   });
 
   it('pages newest first with a cursor; limit clamped to 1..=100; total counts the record', async () => {
-    const { results } = await probe([
-      { op: 'read-messages', limit: 1000 },
-      { op: 'read-messages', cursor: 'c150', limit: 100 },
-      { op: 'read-messages', cursor: 'c50', limit: 100 },
-      { op: 'read-messages', limit: 0 },
-    ], { grants: { conversationRead: true } }, (h) => {
-      h.services.history = record;
-    });
+    const { results } = await probe(
+      [
+        { op: 'read-messages', limit: 1000 },
+        { op: 'read-messages', cursor: 'c150', limit: 100 },
+        { op: 'read-messages', cursor: 'c50', limit: 100 },
+        { op: 'read-messages', limit: 0 },
+      ],
+      { grants: { conversationRead: true } },
+      (h) => {
+        h.services.history = record;
+      },
+    );
     type Page = { messages: HookMessage[]; nextCursor?: string; total: number };
     const [p1, p2, p3, p4] = results.map((r) => r.ok as Page);
     expect(p1!.messages).toHaveLength(100);
@@ -153,9 +179,16 @@ describe('murmur:conversation/read', () => {
   });
 
   it('an invalid cursor, an unavailable record, and an empty record', async () => {
-    const a = await probe([{ op: 'read-messages', cursor: 'bogus', limit: 5 }, { op: 'read-messages', cursor: 'c999', limit: 5 }], { grants: { conversationRead: true } }, (h) => {
-      h.services.history = record;
-    });
+    const a = await probe(
+      [
+        { op: 'read-messages', cursor: 'bogus', limit: 5 },
+        { op: 'read-messages', cursor: 'c999', limit: 5 },
+      ],
+      { grants: { conversationRead: true } },
+      (h) => {
+        h.services.history = record;
+      },
+    );
     expect(a.results).toEqual([{ err: 'invalid-cursor' }, { err: 'invalid-cursor' }]);
     const b = await probe([{ op: 'read-messages', limit: 5 }], { grants: { conversationRead: true } }, (h) => {
       h.services.conversation = () => {

@@ -20,7 +20,12 @@ afterAll(async () => {
   await Promise.all(open.map((h) => h.bus.close()));
 });
 
-const services = { runInference: async () => ({ text: '', modelUsed: '', inputTokens: 0n, outputTokens: 0n }), countTokens: () => 0, taskIo: () => undefined, conversation: () => [] };
+const services = {
+  runInference: async () => ({ text: '', modelUsed: '', inputTokens: 0n, outputTokens: 0n }),
+  countTokens: () => 0,
+  taskIo: () => undefined,
+  conversation: () => [],
+};
 
 async function loadErr(hooks: StagedHook[]): Promise<MurError> {
   const dir = mkdtempSync(join(tmpdir(), 'hookload-'));
@@ -44,7 +49,14 @@ describe('required exports', () => {
   });
 
   it('a missing on-stage is logged and staging goes on; on-task-start / on-task-end are optional and never dispatched', async () => {
-    const h = await harness([await variantHook('hook-no-stage', 'lean'), await scriptHook('stager', { 'on-stage': { ret: { tag: 'write-manifests', val: [{ binaryName: 'jq', content: 'name: jq\n' }] } } }, { binding: 'on-stage', commitPolicy: 'write-manifests' })]);
+    const h = await harness([
+      await variantHook('hook-no-stage', 'lean'),
+      await scriptHook(
+        'stager',
+        { 'on-stage': { ret: { tag: 'write-manifests', val: [{ binaryName: 'jq', content: 'name: jq\n' }] } } },
+        { binding: 'on-stage', commitPolicy: 'write-manifests' },
+      ),
+    ]);
     open.push(h);
     expect(h.log('lean')).toMatch(/hook lean: component exports no 'on-stage' handler; it is never staged/);
     await h.bus.stage({ shellAllow: ['jq'] });
@@ -71,10 +83,18 @@ describe('the hook contract, checked before any component is compiled', () => {
     const bad: StagedHook = { name: 'x', wasmPath: '/nonexistent.wasm', binding: 'on-stage', executionMode: 'blocking', commitPolicy: 'reopen-task' };
     const e = await loadErr([bad]);
     expect(e.code).toBe('E-HOOK-001');
-    expect(e.message).toBe("hook 'x': hook contract violation: commit_policy 'reopen-task' is not valid for binding 'on-stage'; binding 'on-stage' honors commit_policy 'write-manifests'");
-    expect((await loadErr([{ ...bad, binding: undefined, commitPolicy: 'deny' }])).message).toMatch(/commit_policy 'deny' requires an explicit binding of 'on-shell' or 'on-tool-call'/);
-    expect((await loadErr([{ ...bad, binding: 'on-stage', commitPolicy: 'none', executionMode: 'async' }])).message).toMatch(/execution_mode 'async' is not valid for binding 'on-stage'; binding 'on-stage' is always blocking/);
-    expect((await loadErr([{ ...bad, binding: 'on-compaction', commitPolicy: 'replace-context', executionMode: 'async' }])).message).toMatch(/execution_mode 'async' requires commit_policy 'none' \(declared 'replace-context'\)/);
+    expect(e.message).toBe(
+      "hook 'x': hook contract violation: commit_policy 'reopen-task' is not valid for binding 'on-stage'; binding 'on-stage' honors commit_policy 'write-manifests'",
+    );
+    expect((await loadErr([{ ...bad, binding: undefined, commitPolicy: 'deny' }])).message).toMatch(
+      /commit_policy 'deny' requires an explicit binding of 'on-shell' or 'on-tool-call'/,
+    );
+    expect((await loadErr([{ ...bad, binding: 'on-stage', commitPolicy: 'none', executionMode: 'async' }])).message).toMatch(
+      /execution_mode 'async' is not valid for binding 'on-stage'; binding 'on-stage' is always blocking/,
+    );
+    expect((await loadErr([{ ...bad, binding: 'on-compaction', commitPolicy: 'replace-context', executionMode: 'async' }])).message).toMatch(
+      /execution_mode 'async' requires commit_policy 'none' \(declared 'replace-context'\)/,
+    );
   });
 
   it('a hook artifact murmur.yaml with a bad pair fails to parse with the same message; a good one loads and runs', async () => {
@@ -85,7 +105,10 @@ describe('the hook contract, checked before any component is compiled', () => {
       return d;
     };
     const cases: Array<[string, RegExp]> = [
-      ['binding: on-stage\ncommit_policy: reopen-task\n', /commit_policy 'reopen-task' is not valid for binding 'on-stage'; binding 'on-stage' honors commit_policy 'write-manifests'/],
+      [
+        'binding: on-stage\ncommit_policy: reopen-task\n',
+        /commit_policy 'reopen-task' is not valid for binding 'on-stage'; binding 'on-stage' honors commit_policy 'write-manifests'/,
+      ],
       ['binding: on-inference\ncommit_policy: seed-context\n', /binding 'on-inference' honors commit_policy 'none'/],
       ['commit_policy: deny\n', /commit_policy 'deny' requires an explicit binding of 'on-shell' or 'on-tool-call'/],
       ['binding: on-stage\nexecution_mode: async\n', /execution_mode 'async' is not valid for binding 'on-stage'/],
@@ -104,10 +127,17 @@ describe('the hook contract, checked before any component is compiled', () => {
       expect(inner?.message, body).toMatch(/^hook contract violation: /);
     }
     const good = loadArtifactManifest(write('binding: on-shell\ncommit_policy: deny\n'));
-    const staged = await scriptHook('guard', { 'on-shell:decision': { ret: { tag: 'deny', val: 'manifest-loaded policy' } } }, { binding: good.hook!.binding!, executionMode: good.hook!.executionMode, commitPolicy: good.hook!.commitPolicy });
+    const staged = await scriptHook(
+      'guard',
+      { 'on-shell:decision': { ret: { tag: 'deny', val: 'manifest-loaded policy' } } },
+      { binding: good.hook!.binding!, executionMode: good.hook!.executionMode, commitPolicy: good.hook!.commitPolicy },
+    );
     const h = await harness([staged]);
     open.push(h);
-    expect(await h.bus.shellDecision({ turn: 1, binary: 'rm', command: '-rf /', argv: ['-rf', '/'] })).toMatchObject({ allowed: false, reason: 'manifest-loaded policy' });
+    expect(await h.bus.shellDecision({ turn: 1, binary: 'rm', command: '-rf /', argv: ['-rf', '/'] })).toMatchObject({
+      allowed: false,
+      reason: 'manifest-loaded policy',
+    });
   });
 });
 

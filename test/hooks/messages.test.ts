@@ -19,7 +19,13 @@ describe('ids', () => {
   });
 
   it('adopting a hook list: fresh ids (two identical messages get different ones), source-id kept or absent, inserted-by set', () => {
-    const out = adoptHookMessages([{ role: 'user', content: 'same', id: 'mine', sourceId: 'k1' }, { role: 'user', content: 'same' }], 'seed-context');
+    const out = adoptHookMessages(
+      [
+        { role: 'user', content: 'same', id: 'mine', sourceId: 'k1' },
+        { role: 'user', content: 'same' },
+      ],
+      'seed-context',
+    );
     expect(out[0]!.id).not.toBe('mine');
     expect(out[0]!.id).not.toBe(out[1]!.id);
     expect(out[0]).toMatchObject({ sourceId: 'k1', insertedBy: 'seed-context' });
@@ -29,7 +35,18 @@ describe('ids', () => {
 
 describe('stripping before the driver payload', () => {
   it('stripBookkeeping drops id / source-id / inserted-by in both spellings and leaves the input alone', () => {
-    const input = [{ role: 'user', content: 'x', id: 'msg_1', sourceId: 's', insertedBy: 'seed-context', 'source-id': 's', 'inserted-by': 'seed-context', tool_call_id: 't' }];
+    const input = [
+      {
+        role: 'user',
+        content: 'x',
+        id: 'msg_1',
+        sourceId: 's',
+        insertedBy: 'seed-context',
+        'source-id': 's',
+        'inserted-by': 'seed-context',
+        tool_call_id: 't',
+      },
+    ];
     expect(stripBookkeeping(input)).toEqual([{ role: 'user', content: 'x', tool_call_id: 't' }]);
     expect(input[0]!.id).toBe('msg_1');
   });
@@ -78,8 +95,14 @@ describe('reading a hook-output', () => {
   it('accepts the seven arms with their payloads', () => {
     expect(readHookOutput({ tag: 'none' })).toEqual({ tag: 'none' });
     expect(readHookOutput({ tag: 'deny', val: 'x' })).toEqual({ tag: 'deny', val: 'x' });
-    expect(readHookOutput({ tag: 'seed-context', val: [{ role: 'user', content: 'c', id: undefined, sourceId: 's', insertedBy: undefined }] })).toEqual({ tag: 'seed-context', val: [{ role: 'user', content: 'c', sourceId: 's' }] });
-    expect(readHookOutput({ tag: 'write-manifests', val: [{ binaryName: 'jq', content: 'y' }] })).toEqual({ tag: 'write-manifests', val: [{ binaryName: 'jq', content: 'y' }] });
+    expect(readHookOutput({ tag: 'seed-context', val: [{ role: 'user', content: 'c', id: undefined, sourceId: 's', insertedBy: undefined }] })).toEqual({
+      tag: 'seed-context',
+      val: [{ role: 'user', content: 'c', sourceId: 's' }],
+    });
+    expect(readHookOutput({ tag: 'write-manifests', val: [{ binaryName: 'jq', content: 'y' }] })).toEqual({
+      tag: 'write-manifests',
+      val: [{ binaryName: 'jq', content: 'y' }],
+    });
   });
 
   it('names what cannot be read', () => {

@@ -34,7 +34,13 @@ describe('policy hooks and delegate-task', () => {
   it('a deny at the decision point stops a delegate-task call: no request reaches the peer, call_denied is traced', { timeout: 180_000 }, async () => {
     peer = await recordingPeer();
     kit = await openHookCapsule(
-      [{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { record: true, ret: { tag: 'deny', val: 'no delegation today' } }, 'on-tool-call:observe': { record: true } } }],
+      [
+        {
+          name: 'guard',
+          contract: 'binding: on-tool-call\ncommit_policy: deny\n',
+          script: { 'on-tool-call:decision': { record: true, ret: { tag: 'deny', val: 'no delegation today' } }, 'on-tool-call:observe': { record: true } },
+        },
+      ],
       { turns: [{ toolCalls: [{ name: 'delegate-task', input: { peer: peer.url, task: 'summarize the report' } }] }, { text: 'done' }] },
       `capabilities:\n  network:\n    allow: ['${peer.url}']\n`,
     );
@@ -42,7 +48,9 @@ describe('policy hooks and delegate-task', () => {
     const r = await kit.session.runTask({ taskId: 't1', contextId: 'ctx-d', text: 'delegate it', source: 'task_md' });
     expect(r.exit).toBe('completed');
     const events = readTrace(kit.session.staged.workdir.trace).events;
-    expect(events.filter((e) => e.event_type === 'call_denied')).toEqual([expect.objectContaining({ hook: 'guard', reason: 'no delegation today', tool_name: 'delegate-task', kind: 'tool' })]);
+    expect(events.filter((e) => e.event_type === 'call_denied')).toEqual([
+      expect.objectContaining({ hook: 'guard', reason: 'no delegation today', tool_name: 'delegate-task', kind: 'tool' }),
+    ]);
     expect(peer.requests).toEqual([]);
     // The model was told why; the hook saw the exact input before anything ran.
     expect(JSON.stringify(kit.provider.requests[1]!.body)).toContain("Refused by policy hook 'guard': no delegation today");

@@ -46,13 +46,24 @@ describe('the decision point', () => {
 
   it('a shell policy hook sees binary, exact argv, script and recipe; command is display only', async () => {
     const h = await policy({ 'on-shell:decision': { record: true } }, {}, 'on-shell');
-    const ev = { turn: 3, binary: '/usr/bin/sh', command: 'x'.repeat(200), argv: ['-c', 'echo ' + 'y'.repeat(300)], script: 'echo ' + 'y'.repeat(300), recipe: undefined };
+    const ev = {
+      turn: 3,
+      binary: '/usr/bin/sh',
+      command: 'x'.repeat(200),
+      argv: ['-c', 'echo ' + 'y'.repeat(300)],
+      script: 'echo ' + 'y'.repeat(300),
+      recipe: undefined,
+    };
     expect(await h.bus.shellDecision(ev)).toEqual({ allowed: true });
     expect(h.recs[0]!.ev).toMatchObject({ binary: '/usr/bin/sh', argv: ev.argv, script: ev.script });
   });
 
   it('only policy hooks are consulted: an observer bound to the same handler is not called before the call', async () => {
-    const observer = await scriptHook('watcher', { 'on-tool-call': { record: true, ret: { tag: 'deny', val: 'observer says no' } } }, { binding: 'on-tool-call', commitPolicy: 'none' });
+    const observer = await scriptHook(
+      'watcher',
+      { 'on-tool-call': { record: true, ret: { tag: 'deny', val: 'observer says no' } } },
+      { binding: 'on-tool-call', commitPolicy: 'none' },
+    );
     const h = await harness([observer]);
     open.push(h);
     expect(await h.bus.toolDecision(TOOL_EV)).toEqual({ allowed: true });
@@ -61,7 +72,11 @@ describe('the decision point', () => {
 
   it('policy hooks run in manifest order; the first refusal decides and later hooks are not asked', async () => {
     const a = await scriptHook('first', { 'on-tool-call:decision': { record: true } }, { binding: 'on-tool-call', commitPolicy: 'deny' });
-    const b = await scriptHook('second', { 'on-tool-call:decision': { record: true, ret: { tag: 'deny', val: 'second refuses' } } }, { binding: 'on-tool-call', commitPolicy: 'deny' });
+    const b = await scriptHook(
+      'second',
+      { 'on-tool-call:decision': { record: true, ret: { tag: 'deny', val: 'second refuses' } } },
+      { binding: 'on-tool-call', commitPolicy: 'deny' },
+    );
     const c = await scriptHook('third', { 'on-tool-call:decision': { record: true } }, { binding: 'on-tool-call', commitPolicy: 'deny' });
     const h = await harness([a, b, c]);
     open.push(h);

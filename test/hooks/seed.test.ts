@@ -16,10 +16,15 @@ afterAll(async () => {
 
 const ID_RE = /^msg_[0-9a-f-]{36}$/;
 const text = (n: number, tag: string): string => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(' ');
-const msgs = (count: number, words: number): HookMessage[] => Array.from({ length: count }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: text(words, `m${i}_`), sourceId: `mem:${i}` }));
+const msgs = (count: number, words: number): HookMessage[] =>
+  Array.from({ length: count }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: text(words, `m${i}_`), sourceId: `mem:${i}` }));
 
 async function seeder(seed: unknown[], more: StagedHook[] = [], ev = {}): Promise<{ h: Harness; r: { messages: HookMessage[] } }> {
-  const s = await scriptHook('memory', { 'on-task-start': { ret: { tag: 'seed-context', val: seed } } }, { binding: 'on-task-start', commitPolicy: 'seed-context' });
+  const s = await scriptHook(
+    'memory',
+    { 'on-task-start': { ret: { tag: 'seed-context', val: seed } } },
+    { binding: 'on-task-start', commitPolicy: 'seed-context' },
+  );
   const h = await harness([s, ...more]);
   open.push(h);
   const r = await h.bus.taskStart({ ...TASK_START, ...ev });
@@ -32,11 +37,15 @@ function seedEvent(h: Harness): Record<string, unknown> {
   return e[0]!;
 }
 
-const compactHook = (): Promise<StagedHook> => scriptHook('squash', { 'on-compaction': { compact: { sourceId: 'seed-summary' } } }, { binding: 'on-compaction', commitPolicy: 'replace-context' });
+const compactHook = (): Promise<StagedHook> =>
+  scriptHook('squash', { 'on-compaction': { compact: { sourceId: 'seed-summary' } } }, { binding: 'on-compaction', commitPolicy: 'replace-context' });
 
 describe('outcomes', () => {
   it('committed whole: messages at the head, ids minted (a hook id replaced), source-id verbatim, inserted-by seed-context', async () => {
-    const seed = [{ role: 'user', content: text(10, 'a'), id: 'hook-id', sourceId: 'mem:1' }, { role: 'assistant', content: text(10, 'b') }];
+    const seed = [
+      { role: 'user', content: text(10, 'a'), id: 'hook-id', sourceId: 'mem:1' },
+      { role: 'assistant', content: text(10, 'b') },
+    ];
     const { h, r } = await seeder(seed);
     expect(r.messages.map((m) => m.content)).toEqual([seed[0]!.content, seed[1]!.content]);
     expect(r.messages.every((m) => ID_RE.test(m.id!))).toBe(true);
@@ -44,14 +53,27 @@ describe('outcomes', () => {
     expect(r.messages[0]!.sourceId).toBe('mem:1');
     expect('sourceId' in r.messages[1]!).toBe(false);
     expect(r.messages.every((m) => m.insertedBy === 'seed-context')).toBe(true);
-    expect(seedEvent(h)).toMatchObject({ hook: 'memory', tokens: 20, proposed_tokens: 20, budget_tokens: 100, outcome: 'committed', message_ids: r.messages.map((m) => m.id) });
+    expect(seedEvent(h)).toMatchObject({
+      hook: 'memory',
+      tokens: 20,
+      proposed_tokens: 20,
+      budget_tokens: 100,
+      outcome: 'committed',
+      message_ids: r.messages.map((m) => m.id),
+    });
     expect(seedEvent(h).reason).toBeUndefined();
   });
 
   it('over budget within the margin: the oldest messages are dropped', async () => {
     const { h, r } = await seeder(msgs(3, 36)); // 108 tokens, budget 100, margin 10 %
     expect(r.messages.map((m) => m.sourceId)).toEqual(['mem:1', 'mem:2']);
-    expect(seedEvent(h)).toMatchObject({ outcome: 'dropped_oldest', tokens: 72, proposed_tokens: 108, budget_tokens: 100, message_ids: r.messages.map((m) => m.id) });
+    expect(seedEvent(h)).toMatchObject({
+      outcome: 'dropped_oldest',
+      tokens: 72,
+      proposed_tokens: 108,
+      budget_tokens: 100,
+      message_ids: r.messages.map((m) => m.id),
+    });
   });
 
   it('beyond the margin: the overflowing front is summarized through the compaction hook', async () => {
@@ -59,7 +81,7 @@ describe('outcomes', () => {
     expect(h.inferences).toHaveLength(1);
     // The newest messages fitting half the budget stay verbatim; the other eight were summarized.
     expect(h.inferences[0]!.req.messages.map((m) => m.sourceId)).toEqual(['mem:0', 'mem:1', 'mem:2', 'mem:3', 'mem:4', 'mem:5', 'mem:6', 'mem:7']);
-    expect(r.messages.map((m) => m.content.startsWith('summary:') ? 'summary' : m.sourceId)).toEqual(['summary', 'mem:8', 'mem:9']);
+    expect(r.messages.map((m) => (m.content.startsWith('summary:') ? 'summary' : m.sourceId))).toEqual(['summary', 'mem:8', 'mem:9']);
     expect(r.messages[0]!.sourceId).toBe('seed-summary');
     expect(r.messages.every((m) => ID_RE.test(m.id!) && m.insertedBy === 'seed-context')).toBe(true);
     expect(seedEvent(h)).toMatchObject({ outcome: 'summarized', proposed_tokens: 200, tokens: 45, budget_tokens: 100 });
@@ -100,7 +122,11 @@ describe('outcomes', () => {
 
 describe('who seeds', () => {
   it('the first blocking hook returning a seed wins; a later one is discarded', async () => {
-    const second = await scriptHook('other', { 'on-task-start': { ret: { tag: 'seed-context', val: [{ role: 'user', content: 'second' }] } } }, { binding: 'on-task-start', commitPolicy: 'seed-context' });
+    const second = await scriptHook(
+      'other',
+      { 'on-task-start': { ret: { tag: 'seed-context', val: [{ role: 'user', content: 'second' }] } } },
+      { binding: 'on-task-start', commitPolicy: 'seed-context' },
+    );
     const { h, r } = await seeder([{ role: 'user', content: 'first' }], [second]);
     expect(r.messages.map((m) => m.content)).toEqual(['first']);
     expect(h.log('other')).toMatch(/superseded by hook 'memory'/);

@@ -14,11 +14,25 @@ afterAll(async () => {
   await Promise.all(open.map((h) => h.bus.close()));
 });
 
-const stager = (val: unknown, extra = {}) => scriptHook('enrich', { 'on-stage': { record: true, ret: { tag: 'write-manifests', val } } }, { binding: 'on-stage', commitPolicy: 'write-manifests', ...extra });
+const stager = (val: unknown, extra = {}) =>
+  scriptHook(
+    'enrich',
+    { 'on-stage': { record: true, ret: { tag: 'write-manifests', val } } },
+    { binding: 'on-stage', commitPolicy: 'write-manifests', ...extra },
+  );
 
 describe('write-manifests', () => {
   it('writes tools/<binary>/murmur.yaml, overwriting an existing file; the hook saw shell-allow', async () => {
-    const h = await harness([await stager([{ binaryName: 'jq', content: 'name: jq\ndescription: JSON processor\n' }, { binaryName: 'git', content: 'name: git\n' }])], {}, false);
+    const h = await harness(
+      [
+        await stager([
+          { binaryName: 'jq', content: 'name: jq\ndescription: JSON processor\n' },
+          { binaryName: 'git', content: 'name: git\n' },
+        ]),
+      ],
+      {},
+      false,
+    );
     open.push(h);
     mkdirSync(join(h.dir, 'tools', 'jq'), { recursive: true });
     writeFileSync(join(h.dir, 'tools', 'jq', 'murmur.yaml'), 'old content\n');

@@ -201,17 +201,20 @@ describe('an isolated instance called back to back', () => {
     let release: (v: string) => void = () => {};
     let asked!: () => void;
     const waiting = new Promise<void>((r) => (asked = r));
-    const held = await probe({}, {
-      imports: {
-        ...quietImports,
-        'murmur:task/task': {
-          requestInput: () => {
-            asked();
-            return new Promise<string>((r) => (release = r));
+    const held = await probe(
+      {},
+      {
+        imports: {
+          ...quietImports,
+          'murmur:task/task': {
+            requestInput: () => {
+              asked();
+              return new Promise<string>((r) => (release = r));
+            },
           },
         },
       },
-    });
+    );
     open.push(held);
     const busy = await watTool(MAX_SPIN_US);
     await backToBack(busy, 5); // its recent calls are fast: alone, it would be polled for

@@ -39,7 +39,10 @@ describe('component loading', () => {
       const other = await loadComponent(await fixture('sandbox-probe'));
       expect(other.dir.startsWith(writable)).toBe(true);
     } finally {
-      for (const [k, v] of [['MURMUR_COMPONENT_CACHE_SEED', saved.seed], ['MURMUR_COMPONENT_CACHE', saved.cache]] as const) {
+      for (const [k, v] of [
+        ['MURMUR_COMPONENT_CACHE_SEED', saved.seed],
+        ['MURMUR_COMPONENT_CACHE', saved.cache],
+      ] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }
@@ -119,8 +122,9 @@ describe('component loading', () => {
 
   it('refuses to instantiate a component whose imports the host does not provide, naming them', async () => {
     const c = await loadComponent(await fixture('echo-tool'));
-    expect(() => new ComponentInstance(c, { grants: { env: {}, networkAllow: [] }, imports: {}, deadlineMs: 1000, memoryBytes: 1 << 28 }))
-      .toThrow(/echo-tool: imports murmur:task\/task, which the runtime does not provide/);
+    expect(() => new ComponentInstance(c, { grants: { env: {}, networkAllow: [] }, imports: {}, deadlineMs: 1000, memoryBytes: 1 << 28 })).toThrow(
+      /echo-tool: imports murmur:task\/task, which the runtime does not provide/,
+    );
   });
 
   it('a copy of the same bytes under another name shares the cache entry', async () => {
@@ -142,7 +146,9 @@ describe('memory cap patch', () => {
     const capped = capMemory(noMax, 10 * 65536);
     const m = new WebAssembly.Memory({ initial: 1 });
     expect(m).toBeTruthy();
-    const inst = new WebAssembly.Instance(new WebAssembly.Module(Uint8Array.from([...capped.subarray(0, 8), ...capped.subarray(8), 7, 10, 1, 6, 0x6d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 2, 0])));
+    const inst = new WebAssembly.Instance(
+      new WebAssembly.Module(Uint8Array.from([...capped.subarray(0, 8), ...capped.subarray(8), 7, 10, 1, 6, 0x6d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 2, 0])),
+    );
     const mem = inst.exports.memory as WebAssembly.Memory;
     expect(mem.grow(9)).toBe(1);
     expect(() => mem.grow(1)).toThrow();

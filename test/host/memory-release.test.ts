@@ -26,7 +26,10 @@ function nextRelease(): Promise<Released> {
 
 describe('giving freed memory back', () => {
   it('has its addon built and loading (scripts/build-native.ts, run by npm test)', () => {
-    if (!canRelease()) throw new Error(`runtime/native/memory.node is ${addonPath() ? 'there but does not load' : 'not built'}: run node --import tsx scripts/build-native.ts (needs a C compiler and Node's headers)`);
+    if (!canRelease())
+      throw new Error(
+        `runtime/native/memory.node is ${addonPath() ? 'there but does not load' : 'not built'}: run node --import tsx scripts/build-native.ts (needs a C compiler and Node's headers)`,
+      );
     expect(canRelease()).toBe(true);
   });
 
@@ -34,7 +37,9 @@ describe('giving freed memory back', () => {
     // In a process of its own: 64 MiB of 16-KiB buffers (malloc'd from glibc's heap, under its mmap
     // threshold), every 50th and the last kept alive so the heap cannot shrink from its top.
     const script = join(tmp('release-'), 'probe.mts');
-    writeFileSync(script, `
+    writeFileSync(
+      script,
+      `
       import { releaseFreedMemory } from ${JSON.stringify(join(PROJECT_ROOT, 'runtime/memory.ts'))};
       const rss = () => process.memoryUsage.rss();
       const keep = [];
@@ -46,7 +51,8 @@ describe('giving freed memory back', () => {
       const afterGc = rss();
       const r = releaseFreedMemory(['probe']);
       console.log(JSON.stringify({ filled, afterGc, afterRelease: rss(), r, kept: keep.length }));
-    `);
+    `,
+    );
     const p = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', script], { cwd: PROJECT_ROOT, encoding: 'utf8', env: { PATH: process.env.PATH } });
     expect(p.stderr).toBe('');
     const out = JSON.parse(p.stdout) as { filled: number; afterGc: number; afterRelease: number; r: Released };
@@ -80,7 +86,8 @@ describe('giving freed memory back', () => {
   });
 
   it('says when the addon is missing that freed memory is kept', () => {
-    expect(describeRelease({ addon: false, returned: false, rssBefore: 100 * MiB, rssAfter: 98 * MiB, after: ['spare worker'] }))
-      .toBe('idle (spare worker let go): RSS 100.0 → 98.0 MiB (freed memory kept: runtime/native/memory.node is not built, scripts/build-native.ts)');
+    expect(describeRelease({ addon: false, returned: false, rssBefore: 100 * MiB, rssAfter: 98 * MiB, after: ['spare worker'] })).toBe(
+      'idle (spare worker let go): RSS 100.0 → 98.0 MiB (freed memory kept: runtime/native/memory.node is not built, scripts/build-native.ts)',
+    );
   });
 });

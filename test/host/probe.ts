@@ -12,7 +12,18 @@ export const quietImports: HostImports = {
   'murmur:text/chunks': { emitChunk: () => {}, emitThinkingChunk: () => {} },
 };
 
-export async function probe(grants: Partial<Grants> = {}, opts: { deadlineMs?: number; memoryBytes?: number; imports?: HostImports; onNetworkDenied?: (d: NetworkDenial) => void; retireAfterGrowthBytes?: number; thread?: ComponentThread; spinUs?: number } = {}): Promise<ComponentInstance> {
+export async function probe(
+  grants: Partial<Grants> = {},
+  opts: {
+    deadlineMs?: number;
+    memoryBytes?: number;
+    imports?: HostImports;
+    onNetworkDenied?: (d: NetworkDenial) => void;
+    retireAfterGrowthBytes?: number;
+    thread?: ComponentThread;
+    spinUs?: number;
+  } = {},
+): Promise<ComponentInstance> {
   const c = await loadComponent(await fixture('sandbox-probe'));
   return new ComponentInstance(c, {
     grants: { env: {}, networkAllow: [], ...grants },

@@ -34,7 +34,9 @@ describe('retire policy (table)', () => {
 
   it('refuses a MURMUR_DRIVER_RETIRE_GROWTH_MIB that is not a size, naming the variable (E-RUN-031)', () => {
     for (const bad of ['lots', '-1', 'Infinity']) {
-      expect(() => driverRetireGrowth({ MURMUR_DRIVER_RETIRE_GROWTH_MIB: bad })).toThrow(expect.objectContaining({ code: 'E-RUN-031', message: expect.stringContaining('MURMUR_DRIVER_RETIRE_GROWTH_MIB') }));
+      expect(() => driverRetireGrowth({ MURMUR_DRIVER_RETIRE_GROWTH_MIB: bad })).toThrow(
+        expect.objectContaining({ code: 'E-RUN-031', message: expect.stringContaining('MURMUR_DRIVER_RETIRE_GROWTH_MIB') }),
+      );
     }
   });
 });

@@ -155,7 +155,15 @@ describe('limits', () => {
   });
 
   it('stops a host call that never returns at the deadline', async () => {
-    const stuck = await probe({}, { imports: { 'murmur:task/task': { requestInput: () => new Promise(() => {}) }, 'murmur:text/chunks': { emitChunk: () => {}, emitThinkingChunk: () => {} } } });
+    const stuck = await probe(
+      {},
+      {
+        imports: {
+          'murmur:task/task': { requestInput: () => new Promise(() => {}) },
+          'murmur:text/chunks': { emitChunk: () => {}, emitThinkingChunk: () => {} },
+        },
+      },
+    );
     try {
       const err = await op(stuck, { op: 'ask' }, 1500).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(DeadlineExceeded);
@@ -195,7 +203,10 @@ describe('closing', () => {
     // yields: only terminating its worker can answer the call.
     let spinning!: () => void;
     const inLoop = new Promise<void>((r) => (spinning = r));
-    const x = await probe({}, { deadlineMs: 120_000, imports: { ...quietImports, 'murmur:text/chunks': { emitChunk: () => spinning(), emitThinkingChunk: () => {} } } });
+    const x = await probe(
+      {},
+      { deadlineMs: 120_000, imports: { ...quietImports, 'murmur:text/chunks': { emitChunk: () => spinning(), emitThinkingChunk: () => {} } } },
+    );
     const running = op(x, { op: 'spin', announce: true }).catch((e: unknown) => e);
     await inLoop;
     await x.close();

@@ -162,7 +162,14 @@ describe('spare pool', () => {
       workers.push(worker);
       worker.once('exit', () => exited.add(worker));
       const { port1 } = new (await import('node:worker_threads')).MessageChannel();
-      return { worker, slot: 0, release: () => port1.close(), mainPort: port1, flag: new Int32Array(new SharedArrayBuffer(4)), ready: readBeforeBind instanceof Error ? Promise.reject(readBeforeBind) : Promise.resolve(readBeforeBind) };
+      return {
+        worker,
+        slot: 0,
+        release: () => port1.close(),
+        mainPort: port1,
+        flag: new Int32Array(new SharedArrayBuffer(4)),
+        ready: readBeforeBind instanceof Error ? Promise.reject(readBeforeBind) : Promise.resolve(readBeforeBind),
+      };
     };
   }
   const exitOf = (w: Worker): Promise<void> => (exited.has(w) ? Promise.resolve() : new Promise((r) => w.once('exit', () => r())));
@@ -244,12 +251,39 @@ describe('spare pool', () => {
 
 describe('worker flags', () => {
   it('a component worker gets the parent’s Node flags without its module loaders (an inherited --import tsx made every glue import ≈ 16× slower on Node 24)', () => {
-    expect(workerExecArgv(['--import', 'tsx', '--enable-source-maps', '--import=./x.mjs', '-r', 'dotenv/config', '--no-warnings', '--experimental-loader', 'y', '--loader=z'])).toEqual(['--enable-source-maps', '--no-warnings']);
+    expect(
+      workerExecArgv([
+        '--import',
+        'tsx',
+        '--enable-source-maps',
+        '--import=./x.mjs',
+        '-r',
+        'dotenv/config',
+        '--no-warnings',
+        '--experimental-loader',
+        'y',
+        '--loader=z',
+      ]),
+    ).toEqual(['--enable-source-maps', '--no-warnings']);
     expect(workerExecArgv([])).toEqual([]);
   });
 
   it('a runtime started with V8 heap options (the image entrypoint) still starts its workers: V8 options are left out of theirs', async () => {
-    const parent = ['--max-semi-space-size=1', '--optimize-for-size', '--max_old_space_size=200', '--stack-size=2000', '--wasm-lazy-compilation', '--no-liftoff', '--no-maglev', '--no-opt', '--max-opt=2', '--no-sparkplug', '--flush-baseline-code', '--bytecode-old-age=2', '--enable-source-maps'];
+    const parent = [
+      '--max-semi-space-size=1',
+      '--optimize-for-size',
+      '--max_old_space_size=200',
+      '--stack-size=2000',
+      '--wasm-lazy-compilation',
+      '--no-liftoff',
+      '--no-maglev',
+      '--no-opt',
+      '--max-opt=2',
+      '--no-sparkplug',
+      '--flush-baseline-code',
+      '--bytecode-old-age=2',
+      '--enable-source-maps',
+    ];
     expect(() => new Worker('1', { eval: true, execArgv: parent })).toThrow(/invalid execArgv/);
     const argv = workerExecArgv(parent);
     expect(argv).toEqual(['--enable-source-maps']);

@@ -4,7 +4,15 @@
  * own start; a trap drops one slot, a deadline stops the thread.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ComponentThread, DeadlineExceeded, GuestTrap, HostFault, componentIdleMs, componentThreads, type ComponentInstance } from '../../runtime/host/index.ts';
+import {
+  ComponentThread,
+  DeadlineExceeded,
+  GuestTrap,
+  HostFault,
+  componentIdleMs,
+  componentThreads,
+  type ComponentInstance,
+} from '../../runtime/host/index.ts';
 import type { ThreadOptions } from '../../runtime/host/thread.ts';
 import { MurError } from '../../runtime/errors.ts';
 import { op, probe, quietImports } from './probe.ts';
@@ -45,7 +53,7 @@ async function heldMember(t: ComponentThread): Promise<{ inst: ComponentInstance
 }
 
 describe('a shared component thread', () => {
-  it("runs its instances in one worker, each with its own grants and its own state", async () => {
+  it('runs its instances in one worker, each with its own grants and its own state', async () => {
     const t = thread();
     const a = await member(t, { WHO: 'a' });
     const b = await member(t, { WHO: 'b' });

@@ -24,7 +24,10 @@ describe('the transpiler process', () => {
     const dir = mkdtempSync(join(tmpdir(), 'bad-batch-'));
     writeFileSync(join(dir, 'junk.wasm'), Buffer.from([0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0, 9, 9, 9]));
     const before = transpilerStarts();
-    const [bad, good] = await Promise.allSettled([loadComponent(join(dir, 'junk.wasm'), { cacheDir: freshCache() }), loadComponent(await fixture('echo-tool'), { cacheDir: freshCache() })]);
+    const [bad, good] = await Promise.allSettled([
+      loadComponent(join(dir, 'junk.wasm'), { cacheDir: freshCache() }),
+      loadComponent(await fixture('echo-tool'), { cacheDir: freshCache() }),
+    ]);
     expect(bad.status).toBe('rejected');
     expect((bad as PromiseRejectedResult).reason).toBeInstanceOf(ComponentLoadError);
     expect(String((bad as PromiseRejectedResult).reason.message)).toMatch(/^junk: /);
@@ -82,7 +85,9 @@ describe('the transpiler process', () => {
   });
 
   it("a line something else printed on the transpiler's stdout is never taken for a job's answer", () => {
-    expect(parseReply('{"meta":{"imports":[],"exports":["run"],"coreFiles":["a.wasm"]}}')).toEqual({ meta: { imports: [], exports: ['run'], coreFiles: ['a.wasm'] } });
+    expect(parseReply('{"meta":{"imports":[],"exports":["run"],"coreFiles":["a.wasm"]}}')).toEqual({
+      meta: { imports: [], exports: ['run'], coreFiles: ['a.wasm'] },
+    });
     expect(parseReply('{"error":"is not a component","hint":"check it"}')).toEqual({ error: 'is not a component', hint: 'check it' });
     for (const other of ['(node:1) ExperimentalWarning: something', '{"level":"warn"}', 'null', '[1]', '']) expect(parseReply(other)).toBeUndefined();
   });

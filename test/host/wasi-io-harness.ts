@@ -27,7 +27,14 @@ const opened = (): Record<string, number> => {
 function request(method: string, url: string, body?: Uint8Array[], contentLength?: bigint, headers: [string, string][] = []): number {
   const u = new URL(url);
   const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, contentLength) as number;
-  const future = call(c.HTTP_CREATE_REQUEST!, null, { method, scheme: u.protocol, authority: u.host, pathWithQuery: u.pathname + u.search, headers, body: out }) as number;
+  const future = call(c.HTTP_CREATE_REQUEST!, null, {
+    method,
+    scheme: u.protocol,
+    authority: u.host,
+    pathWithQuery: u.pathname + u.search,
+    headers,
+    body: out,
+  }) as number;
   for (const b of body ?? []) call(c.OUTPUT_STREAM_WRITE! | c.HTTP!, out, b);
   call(c.HTTP_OUTPUT_STREAM_FINISH!, out);
   call(c.HTTP_OUTGOING_BODY_DISPOSE!, out);
@@ -76,7 +83,14 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
   },
   tooLong(a) {
     const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, 3n) as number;
-    call(c.HTTP_CREATE_REQUEST!, null, { method: 'POST', scheme: 'http:', authority: new URL(a.url as string).host, pathWithQuery: '/', headers: [], body: out });
+    call(c.HTTP_CREATE_REQUEST!, null, {
+      method: 'POST',
+      scheme: 'http:',
+      authority: new URL(a.url as string).host,
+      pathWithQuery: '/',
+      headers: [],
+      body: out,
+    });
     try {
       call(c.OUTPUT_STREAM_WRITE! | c.HTTP!, out, enc.encode('four'));
       return { thrown: null };
@@ -86,7 +100,14 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
   },
   shortOnFinish(a) {
     const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, 10n) as number;
-    call(c.HTTP_CREATE_REQUEST!, null, { method: 'POST', scheme: 'http:', authority: new URL(a.url as string).host, pathWithQuery: '/', headers: [], body: out });
+    call(c.HTTP_CREATE_REQUEST!, null, {
+      method: 'POST',
+      scheme: 'http:',
+      authority: new URL(a.url as string).host,
+      pathWithQuery: '/',
+      headers: [],
+      body: out,
+    });
     call(c.OUTPUT_STREAM_WRITE! | c.HTTP!, out, enc.encode('abc'));
     try {
       call(c.HTTP_OUTPUT_STREAM_FINISH!, out);
@@ -112,7 +133,8 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
     const f = request('GET', a.url as string);
     const head = response(f).val.val as { status: number; bodyStreamId: number };
     let text = '';
-    while (!text.includes(a.marker as string)) text += Buffer.from(call(c.INPUT_STREAM_BLOCKING_READ! | c.HTTP!, head.bodyStreamId, 65536n) as Uint8Array).toString();
+    while (!text.includes(a.marker as string))
+      text += Buffer.from(call(c.INPUT_STREAM_BLOCKING_READ! | c.HTTP!, head.bodyStreamId, 65536n) as Uint8Array).toString();
     call(c.INPUT_STREAM_DISPOSE! | c.HTTP!, head.bodyStreamId);
     call(c.FUTURE_DISPOSE! | c.HTTP!, f);
     return { status: head.status, text, left: opened() };
@@ -137,7 +159,14 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
   pollReady(a) {
     const u = new URL(a.url as string);
     const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, undefined) as number;
-    const f = call(c.HTTP_CREATE_REQUEST!, null, { method: 'GET', scheme: u.protocol, authority: u.host, pathWithQuery: u.pathname, headers: [], body: out }) as number;
+    const f = call(c.HTTP_CREATE_REQUEST!, null, {
+      method: 'GET',
+      scheme: u.protocol,
+      authority: u.host,
+      pathWithQuery: u.pathname,
+      headers: [],
+      body: out,
+    }) as number;
     const p = call(c.FUTURE_SUBSCRIBE! | c.HTTP!, f) as number;
     while (!(call(c.POLL_POLLABLE_READY!, p) as boolean)) {
       // Yield the thread briefly between polls, as a guest doing other work would.
@@ -150,7 +179,14 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
   dropBeforeSend(a) {
     const u = new URL(a.url as string);
     const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, undefined) as number;
-    const f = call(c.HTTP_CREATE_REQUEST!, null, { method: 'POST', scheme: u.protocol, authority: u.host, pathWithQuery: '/never', headers: [], body: out }) as number;
+    const f = call(c.HTTP_CREATE_REQUEST!, null, {
+      method: 'POST',
+      scheme: u.protocol,
+      authority: u.host,
+      pathWithQuery: '/never',
+      headers: [],
+      body: out,
+    }) as number;
     call(c.OUTPUT_STREAM_WRITE! | c.HTTP!, out, enc.encode('late'));
     call(c.FUTURE_DISPOSE! | c.HTTP!, f);
     call(c.HTTP_OUTPUT_STREAM_FINISH!, out);
@@ -177,7 +213,7 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
     return [...(call(c.POLL_POLL_LIST!, null, [far, out]) as Uint32Array)];
   },
   files(a) {
-    const { id } = call(c.FILESYSTEM_DESCRIPTOR_OPEN!, null, { path: a.path, flags: (a.flags as number) }) as { id: number };
+    const { id } = call(c.FILESYSTEM_DESCRIPTOR_OPEN!, null, { path: a.path, flags: a.flags as number }) as { id: number };
     const w = call(c.OUTPUT_STREAM_CREATE! | c.FILE!, null, { descriptorId: id, offset: 0n }) as number;
     call(c.OUTPUT_STREAM_BLOCKING_WRITE_AND_FLUSH! | c.FILE!, w, enc.encode('hello '));
     call(c.OUTPUT_STREAM_WRITE! | c.FILE!, w, enc.encode('files'));

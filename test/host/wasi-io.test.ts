@@ -180,7 +180,15 @@ describe('streams, clocks and files in the component thread', () => {
     const dir = mkdtempSync(join(tmpdir(), 'wasi-io-'));
     const path = join(dir, 'f.txt');
     const r = await h.run('files', { path, flags: constants.O_CREAT | constants.O_RDWR });
-    expect(r).toEqual({ type: 'regular-file', size: 11, first: 'files', closed: true, pread: 'hello', afterClose: 'EBADF', left: { streams: 0, polls: 0, futures: 0 } });
+    expect(r).toEqual({
+      type: 'regular-file',
+      size: 11,
+      first: 'files',
+      closed: true,
+      pread: 'hello',
+      afterClose: 'EBADF',
+      left: { streams: 0, polls: 0, futures: 0 },
+    });
     expect(readFileSync(path, 'utf8')).toBe('hello files');
   });
 

@@ -9,7 +9,9 @@ import { wasiImports } from '../../runtime/host/wasi.ts';
 
 type Sockets = {
   'wasi:sockets/instance-network': { instanceNetwork(): unknown };
-  'wasi:sockets/tcp-create-socket': { createTcpSocket(family: string): { startConnect(net: unknown, addr: unknown): void; startBind(net: unknown, addr: unknown): void } };
+  'wasi:sockets/tcp-create-socket': {
+    createTcpSocket(family: string): { startConnect(net: unknown, addr: unknown): void; startBind(net: unknown, addr: unknown): void };
+  };
   'wasi:sockets/ip-name-lookup': { resolveAddresses(net: unknown, name: string): unknown };
 };
 

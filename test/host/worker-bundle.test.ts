@@ -39,12 +39,24 @@ describe('the component worker bundle', () => {
 describe('built-ins in a split bundle (the image bundles main.js split at its dynamic imports)', () => {
   it("keeps a dynamically imported built-in's named exports, and takes static ones lazily", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'split-builtins-'));
-    writeFileSync(join(dir, 'entry.mjs'), [
-      "import { createHash } from 'node:crypto';",
-      "const { Agent } = await import('http');",
-      "console.log(JSON.stringify({ agent: typeof Agent, hash: createHash('sha256').update('x').digest('hex').slice(0, 8) }));",
-    ].join('\n'));
-    await esbuild.build({ entryPoints: [join(dir, 'entry.mjs')], bundle: true, splitting: true, format: 'esm', platform: 'node', outdir: join(dir, 'out'), plugins: [lazyBuiltinsPlugin()], logLevel: 'silent' });
+    writeFileSync(
+      join(dir, 'entry.mjs'),
+      [
+        "import { createHash } from 'node:crypto';",
+        "const { Agent } = await import('http');",
+        "console.log(JSON.stringify({ agent: typeof Agent, hash: createHash('sha256').update('x').digest('hex').slice(0, 8) }));",
+      ].join('\n'),
+    );
+    await esbuild.build({
+      entryPoints: [join(dir, 'entry.mjs')],
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      outdir: join(dir, 'out'),
+      plugins: [lazyBuiltinsPlugin()],
+      logLevel: 'silent',
+    });
     const out = JSON.parse(execFileSync(process.execPath, [join(dir, 'out', 'entry.js')], { encoding: 'utf8' })) as { agent: string; hash: string };
     expect(out).toEqual({ agent: 'function', hash: '2d711642' });
   });

@@ -79,7 +79,14 @@ export function capsuleDir(name = 'probe'): string {
  * except authentication: `--anonymous`, as a Capsule with `a2a.auth.anonymous` renders it (the
  * default, `--token-review`, needs an API server; test/operator/pod-contract.test.ts covers it).
  */
-export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvider; capsule: string; a2aPort: number; workVolume?: string; env?: Record<string, string> }): GenericContainer {
+export function runtimeContainer(o: {
+  net: TestNetwork;
+  provider: ScriptedProvider;
+  capsule: string;
+  a2aPort: number;
+  workVolume?: string;
+  env?: Record<string, string>;
+}): GenericContainer {
   const c = new ReadOnlyContainer(runtimeImage()).withNetwork(o.net.network);
   const capsule = { source: o.capsule, target: '/etc/murmur/capsule', mode: 'ro' as const };
   // The work root: a tmpfs (an emptyDir that dies with the container), or a host folder (a
@@ -87,16 +94,29 @@ export function runtimeContainer(o: { net: TestNetwork; provider: ScriptedProvid
   // (withBindMounts replaces the list: one call.)
   if (o.workVolume) c.withBindMounts([capsule, { source: o.workVolume, target: '/var/lib/murmur', mode: 'rw' }]);
   else c.withBindMounts([capsule]).withTmpFs({ '/var/lib/murmur': 'rw,uid=65532,gid=65532,mode=0700' });
-  return c
-    .withEnvironment({ MURMUR_INFERENCE_ENDPOINT: o.provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, ...o.env })
-    .withExposedPorts({ container: 8080, host: o.a2aPort }, 9090)
-    .withCommand([
-      'serve', '/etc/murmur/capsule', '--a2a-port', '8080', '--metrics-port', '9090', '--workdir', '/var/lib/murmur',
-      '--host', '0.0.0.0', '--anonymous', '--public-url', `http://127.0.0.1:${o.a2aPort}/`,
-    ])
-    // The line mur serve prints once both servers listen (runtime/cli/serve.ts).
-    .withWaitStrategy(Wait.forLogMessage(/serving \S+ \S+ at /))
-    .withStartupTimeout(120_000);
+  return (
+    c
+      .withEnvironment({ MURMUR_INFERENCE_ENDPOINT: o.provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, ...o.env })
+      .withExposedPorts({ container: 8080, host: o.a2aPort }, 9090)
+      .withCommand([
+        'serve',
+        '/etc/murmur/capsule',
+        '--a2a-port',
+        '8080',
+        '--metrics-port',
+        '9090',
+        '--workdir',
+        '/var/lib/murmur',
+        '--host',
+        '0.0.0.0',
+        '--anonymous',
+        '--public-url',
+        `http://127.0.0.1:${o.a2aPort}/`,
+      ])
+      // The line mur serve prints once both servers listen (runtime/cli/serve.ts).
+      .withWaitStrategy(Wait.forLogMessage(/serving \S+ \S+ at /))
+      .withStartupTimeout(120_000)
+  );
 }
 
 /** A runtime container serving a capsule against a scripted provider of its own, both on `net`. */
@@ -108,7 +128,13 @@ export interface RunningRuntime {
   stop(): Promise<void>;
 }
 
-export async function startRuntime(o: { net: TestNetwork; turns: ScriptTurn[]; capsule: string; workVolume?: string; env?: Record<string, string> }): Promise<RunningRuntime> {
+export async function startRuntime(o: {
+  net: TestNetwork;
+  turns: ScriptTurn[];
+  capsule: string;
+  workVolume?: string;
+  env?: Record<string, string>;
+}): Promise<RunningRuntime> {
   const provider = await providerOn(o.net, o.turns);
   const a2aPort = await freePort();
   const container = await runtimeContainer({ net: o.net, provider, capsule: o.capsule, a2aPort, workVolume: o.workVolume, env: o.env }).start();

@@ -44,7 +44,15 @@ describe('the operator image', () => {
     const lines = out.split(/\s+/).filter(Boolean);
     expect(lines[0]).toBe('65532');
     expect(lines).toContain('@kubernetes/client-node');
-    for (const absent of ['@bytecodealliance/jco', '@bytecodealliance/preview2-shim', '@bytecodealliance/componentize-js', 'binaryen', 'tsx', 'typescript', 'esbuild']) {
+    for (const absent of [
+      '@bytecodealliance/jco',
+      '@bytecodealliance/preview2-shim',
+      '@bytecodealliance/componentize-js',
+      'binaryen',
+      'tsx',
+      'typescript',
+      'esbuild',
+    ]) {
       expect(lines).not.toContain(absent);
     }
   });

@@ -43,7 +43,11 @@ describe('the runtime image', () => {
     const work = await exec(container, ['sh', '-c', 'ls /var/lib/murmur']);
     expect(work.output).toMatch(/ses_/);
     // The seeded caches (components, Node's compile cache, token tables) are root's: no tool can plant code there.
-    const seeds = await exec(container, ['sh', '-c', 'ls /opt/murmur/components /opt/murmur/compile-cache /opt/murmur/tokens | grep -c . ; find /opt/murmur ! -user 0 | head -3']);
+    const seeds = await exec(container, [
+      'sh',
+      '-c',
+      'ls /opt/murmur/components /opt/murmur/compile-cache /opt/murmur/tokens | grep -c . ; find /opt/murmur ! -user 0 | head -3',
+    ]);
     expect(Number(seeds.output.trim().split('\n')[0])).toBeGreaterThan(2);
     expect(seeds.output.trim().split('\n').slice(1)).toEqual([]);
   });
@@ -88,7 +92,11 @@ describe('the runtime image', () => {
     expect(transpiled.output.trim()).toBe('0');
     // …and the token counter's rank tables too: read from the image's seed, not built by a worker
     // (which would have written them into the writable cache).
-    const seeded = await exec(container, ['sh', '-c', 'head -c 7 /opt/murmur/tokens/cl100k_base.v1.tables; echo; ls -A /var/lib/murmur/cache/tokens 2>/dev/null | wc -l']);
+    const seeded = await exec(container, [
+      'sh',
+      '-c',
+      'head -c 7 /opt/murmur/tokens/cl100k_base.v1.tables; echo; ls -A /var/lib/murmur/cache/tokens 2>/dev/null | wc -l',
+    ]);
     expect(seeded.output.trim().split('\n')).toEqual(['MURBPE1', '0']);
     // The driver inside the container called the provider with the key from the environment.
     expect(provider.requests).toHaveLength(1);
@@ -100,7 +108,17 @@ describe('the runtime image', () => {
     const modules = await exec(container, ['sh', '-c', 'cd /app/node_modules && ls -d * @*/*']);
     const names = modules.output.split(/\s+/).filter(Boolean);
     expect(names).toContain('@bytecodealliance/jco');
-    for (const absent of ['@kubernetes/client-node', 'tsx', 'typescript', 'esbuild', '@bytecodealliance/componentize-js', 'binaryen', 'vitest', '@vercel/nft', 'testcontainers']) {
+    for (const absent of [
+      '@kubernetes/client-node',
+      'tsx',
+      'typescript',
+      'esbuild',
+      '@bytecodealliance/componentize-js',
+      'binaryen',
+      'vitest',
+      '@vercel/nft',
+      'testcontainers',
+    ]) {
       expect(names).not.toContain(absent);
     }
     const ts = await exec(container, ['sh', '-c', "find /app -name '*.ts' -not -name '*.d.ts' | head -5"]);
@@ -137,14 +155,24 @@ describe('the runtime image idle (issue 18: what a pod pays per capsule)', () =>
     // files of the package, required from the bundle's folder when a codec needs one.
     const inlined = await exec(container, ['sh', '-c', 'grep -l -E "require_(cp936|cp949|cp950|eucjp|shiftjis)\\b" /app/dist/runtime/cli/*.js | wc -l']);
     expect(inlined.output.trim()).toBe('0');
-    const table = await exec(container, ['node', '-e', "console.log(require(require.resolve('iconv-lite/encodings/tables/cp936.json', { paths: ['/app/dist/runtime/cli'] })).length > 100)"]);
+    const table = await exec(container, [
+      'node',
+      '-e',
+      "console.log(require(require.resolve('iconv-lite/encodings/tables/cp936.json', { paths: ['/app/dist/runtime/cli'] })).length > 100)",
+    ]);
     expect(table.output.trim()).toBe('true');
   });
 
   it('lets go of its component thread and token tables when idle and returns the freed memory, then serves the next task', async () => {
     const p = await providerOn(net, [{ text: 'before the idle' }, { text: 'after the idle' }]);
     const a2aPort = await freePort();
-    const c = await runtimeContainer({ net, provider: p, capsule: capsuleDir('idle'), a2aPort, env: { MURMUR_COMPONENT_IDLE_MS: '300', MURMUR_TOKEN_TABLES_IDLE_MS: '300', MURMUR_TOKEN_WORKER_IDLE_MS: '100' } }).start();
+    const c = await runtimeContainer({
+      net,
+      provider: p,
+      capsule: capsuleDir('idle'),
+      a2aPort,
+      env: { MURMUR_COMPONENT_IDLE_MS: '300', MURMUR_TOKEN_TABLES_IDLE_MS: '300', MURMUR_TOKEN_WORKER_IDLE_MS: '100' },
+    }).start();
     try {
       const url = `http://127.0.0.1:${a2aPort}/`;
       const first = await sendMessage({ peerUrl: url, text: 'one', allow: [url], wait: true });

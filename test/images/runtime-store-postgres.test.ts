@@ -19,7 +19,12 @@ beforeAll(async () => {
   // Only the test network's own subnet may connect (samenet: the subnets of the server's addresses).
   pg = await startPostgres({ listen: net.gateway, hba: ['host all murmur samenet trust'] });
   const store = await pg.url('capsule_store');
-  rt = await startRuntime({ net, turns: [{ text: 'stored in postgres', usage: { input: 7, output: 3 } }], capsule: capsuleDir('shared'), env: { MURMUR_STORE: store } });
+  rt = await startRuntime({
+    net,
+    turns: [{ text: 'stored in postgres', usage: { input: 7, output: 3 } }],
+    capsule: capsuleDir('shared'),
+    env: { MURMUR_STORE: store },
+  });
 }, 300_000);
 
 afterAll(async () => {
@@ -35,7 +40,7 @@ describe('the runtime image on a PostgreSQL store', () => {
     expect(log).toContain(`store: postgres postgresql://${net.gateway}:${pg.port}/capsule_store (opened in`);
   });
 
-  it('keeps a completed task in the server\'s task table', async () => {
+  it("keeps a completed task in the server's task table", async () => {
     const done = await sendMessage({ peerUrl: rt.a2aUrl, text: 'keep this', allow: [rt.a2aUrl], wait: true });
     expect(done).toMatchObject({ ok: true, state: 'completed', text: 'stored in postgres' });
     const taskId = (done as { taskId: string }).taskId;

@@ -15,7 +15,12 @@ let rt: RunningRuntime;
 
 beforeAll(async () => {
   net = await startNetwork();
-  rt = await startRuntime({ net, turns: [{ text: 'kept across the restart', usage: { input: 9, output: 4 } }], capsule: capsuleDir('durable'), workVolume: workVolume() });
+  rt = await startRuntime({
+    net,
+    turns: [{ text: 'kept across the restart', usage: { input: 9, output: 4 } }],
+    capsule: capsuleDir('durable'),
+    workVolume: workVolume(),
+  });
 }, 300_000);
 
 afterAll(async () => {

@@ -8,7 +8,15 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cl100kCounter, type Cl100kTables } from '../../runtime/inference/bpe-count.ts';
 import { buildCl100kTables } from '../../runtime/inference/bpe-tables.ts';
-import { TABLE_FORMAT, checkTablesFile, decodeTables, encodeTables, readTablesFile, tablesFile, writeTablesFile } from '../../runtime/inference/bpe-table-file.ts';
+import {
+  TABLE_FORMAT,
+  checkTablesFile,
+  decodeTables,
+  encodeTables,
+  readTablesFile,
+  tablesFile,
+  writeTablesFile,
+} from '../../runtime/inference/bpe-table-file.ts';
 import { countChunked } from '../../runtime/inference/chunk.ts';
 import { tmp } from '../loop/kit.ts';
 import recorded from './token-counts.json' with { type: 'json' };
@@ -47,7 +55,11 @@ describe('the rank-table file', () => {
     ['a file shorter than its header', () => bytes.subarray(0, 40), /shorter than the header/],
     ['a changed byte in the tables', () => edited((b) => (b[b.length - 100]! ^= 1)), /does not match its digest/],
     ['another file altogether', () => edited((b) => b.write('PNG', 1, 'latin1')), /not a rank-table file/],
-    ['another format version', () => edited((b) => b.writeUInt32LE(TABLE_FORMAT + 1, 12)), new RegExp(`format ${TABLE_FORMAT + 1}, this build reads ${TABLE_FORMAT}`)],
+    [
+      'another format version',
+      () => edited((b) => b.writeUInt32LE(TABLE_FORMAT + 1, 12)),
+      new RegExp(`format ${TABLE_FORMAT + 1}, this build reads ${TABLE_FORMAT}`),
+    ],
     ['a file written in the other byte order', () => edited((b) => b.writeUInt32BE(0x01020304, 8)), /other byte order/],
     ['section lengths that do not fit the layout', () => edited((b) => b.writeUInt32LE(65535, 24)), /section lengths/],
   ])('refuses %s, saying why', (_what, make, why) => {

@@ -100,11 +100,7 @@ function longRunStart(maxRun: number): RegExp {
 
 /** The rest of a run of each class, at most 65 536 code points per step (sticky). */
 const RUN_STEP = 65_536;
-const RUN_REST = [
-  new RegExp(`\\p{L}{1,${RUN_STEP}}`, 'uy'),
-  new RegExp(`[^\\s\\p{L}\\p{N}]{1,${RUN_STEP}}`, 'uy'),
-  new RegExp(`\\s{1,${RUN_STEP}}`, 'uy'),
-];
+const RUN_REST = [new RegExp(`\\p{L}{1,${RUN_STEP}}`, 'uy'), new RegExp(`[^\\s\\p{L}\\p{N}]{1,${RUN_STEP}}`, 'uy'), new RegExp(`\\s{1,${RUN_STEP}}`, 'uy')];
 
 /** End (code-unit index) of the run of class `cls` that continues at `from`. */
 function runEnd(text: string, cls: number, from: number): number {
@@ -198,4 +194,3 @@ export function chunkText(text: string, opts: ChunkOptions = {}, stats?: ChunkSt
   }
   return out;
 }
-

@@ -2,7 +2,30 @@ import { describe, expect, it } from 'vitest';
 import { chunkText, type ChunkStats } from '../../runtime/inference/chunk.ts';
 import { chunkText as referenceChunkText } from './chunk-reference.ts';
 
-const PARTS = ['a', 'Zq', 'é', '日本', '𝐀', '7', '42', '٣', '.', '==', '-_', '😀', '\u0301', '\ud800', '\udc00', ' ', '\t', '\n', '\r\n', '\u00a0', '\u3000', "'s"];
+const PARTS = [
+  'a',
+  'Zq',
+  'é',
+  '日本',
+  '𝐀',
+  '7',
+  '42',
+  '٣',
+  '.',
+  '==',
+  '-_',
+  '😀',
+  '\u0301',
+  '\ud800',
+  '\udc00',
+  ' ',
+  '\t',
+  '\n',
+  '\r\n',
+  '\u00a0',
+  '\u3000',
+  "'s",
+];
 
 function seeded(seed: number): string {
   let s = seed >>> 0;

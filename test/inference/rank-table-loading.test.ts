@@ -13,7 +13,16 @@ const at = (p: string): string => fileURLToPath(new URL(`../../runtime/inference
 
 /** Every module the entry's static imports reach (its own files, and the packages it imports). */
 async function reached(entry: string): Promise<string[]> {
-  const r = await esbuild.build({ entryPoints: [at(entry)], bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'silent' });
+  const r = await esbuild.build({
+    entryPoints: [at(entry)],
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    logLevel: 'silent',
+  });
   const out = Object.values(r.metafile.outputs)[0]!;
   return [...Object.keys(r.metafile.inputs), ...out.imports.map((i) => i.path)];
 }

@@ -44,6 +44,12 @@ export function tokenInputs(): Record<string, string> {
     dash_underscore_200k: '_-'.repeat(100_000),
     digits_100k: '1234567890'.repeat(10_000),
     emoji_40k: '😀🎉'.repeat(10_000),
-    json_tools: JSON.stringify(Array.from({ length: 50 }, (_, i) => ({ name: `tool_${i}`, description: `Does thing number ${i} well.`, input_schema: { type: 'object', properties: { path: { type: 'string' } } } }))),
+    json_tools: JSON.stringify(
+      Array.from({ length: 50 }, (_, i) => ({
+        name: `tool_${i}`,
+        description: `Does thing number ${i} well.`,
+        input_schema: { type: 'object', properties: { path: { type: 'string' } } },
+      })),
+    ),
   };
 }

@@ -27,7 +27,12 @@ function counter(opts: ConstructorParameters<typeof TokenCounter>[0]): TokenCoun
 function idleOutcome(): { opts: { onTablesIdle: (d: boolean) => void }; next: () => Promise<boolean> } {
   let waiters: ((d: boolean) => void)[] = [];
   return {
-    opts: { onTablesIdle: (d) => { for (const w of waiters) w(d); waiters = []; } },
+    opts: {
+      onTablesIdle: (d) => {
+        for (const w of waiters) w(d);
+        waiters = [];
+      },
+    },
     next: () => new Promise<boolean>((r) => waiters.push(r)),
   };
 }
@@ -122,7 +127,10 @@ describe('the token counter’s tables file', () => {
 
   it('finds seeds under each seed root, laid out as the writable cache', () => {
     expect(tablesFile({ MURMUR_COMPONENT_CACHE: '/var/lib/murmur/cache/components' })).toBe('/var/lib/murmur/cache/tokens/cl100k_base.v1.tables');
-    expect(seedTablesFiles({ MURMUR_COMPONENT_CACHE_SEED: '/opt/murmur/components::/srv/seed/c' })).toEqual(['/opt/murmur/tokens/cl100k_base.v1.tables', '/srv/seed/tokens/cl100k_base.v1.tables']);
+    expect(seedTablesFiles({ MURMUR_COMPONENT_CACHE_SEED: '/opt/murmur/components::/srv/seed/c' })).toEqual([
+      '/opt/murmur/tokens/cl100k_base.v1.tables',
+      '/srv/seed/tokens/cl100k_base.v1.tables',
+    ]);
     expect(seedTablesFiles({})).toEqual([]);
   });
 

@@ -25,8 +25,15 @@ describe('token counting (cl100k_base, chunked, in a worker)', () => {
 
   it('agrees with the library encoder on seeded random text of every kind (ASCII, 2-, 3- and 4-byte UTF-8, lone surrogates)', async () => {
     let seed = 7;
-    const rnd = (n: number): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
-    const ranges = [[0x20, 0x7f], [0x80, 0x800], [0x800, 0xd800], [0xd800, 0xe000], [0xe000, 0x10000], [0x10000, 0x30000]] as const;
+    const rnd = (n: number): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n;
+    const ranges = [
+      [0x20, 0x7f],
+      [0x80, 0x800],
+      [0x800, 0xd800],
+      [0xd800, 0xe000],
+      [0xe000, 0x10000],
+      [0x10000, 0x30000],
+    ] as const;
     const texts: string[] = [];
     for (let t = 0; t < 40; t++) {
       let s = '';
@@ -58,9 +65,33 @@ describe('token counting (cl100k_base, chunked, in a worker)', () => {
   });
 
   it('safe-boundary cuts never change the count (randomised)', async () => {
-    const alphabet = ['a', 'Zq', ' ', '  ', '\n', '\r\n', '\t', '7', '42', '.', ',', "'s", "'", '(', 'é', '日本', '😀', '-', '\u00a0', 'the ', '\n\n', ' \n', 'x1'];
+    const alphabet = [
+      'a',
+      'Zq',
+      ' ',
+      '  ',
+      '\n',
+      '\r\n',
+      '\t',
+      '7',
+      '42',
+      '.',
+      ',',
+      "'s",
+      "'",
+      '(',
+      'é',
+      '日本',
+      '😀',
+      '-',
+      '\u00a0',
+      'the ',
+      '\n\n',
+      ' \n',
+      'x1',
+    ];
     let seed = 12345;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const exact: string[] = [];
     for (let k = 0; k < 1500; k++) {
       let s = '';
@@ -92,10 +123,19 @@ describe('token counting (cl100k_base, chunked, in a worker)', () => {
 
   it('other unbroken runs (random letters, whitespace, punctuation bars, CJK) never exceed the run cap', () => {
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     let letters = '';
     for (let i = 0; i < 100_000; i++) letters += String.fromCharCode(97 + Math.floor(rnd() * 26));
-    for (const t of [letters, ' '.repeat(200_000), '='.repeat(200_000), '日本語'.repeat(50_000), '\n'.repeat(100_000), ' \n\t'.repeat(70_000), '_-'.repeat(100_000), '😀'.repeat(100_000)]) {
+    for (const t of [
+      letters,
+      ' '.repeat(200_000),
+      '='.repeat(200_000),
+      '日本語'.repeat(50_000),
+      '\n'.repeat(100_000),
+      ' \n\t'.repeat(70_000),
+      '_-'.repeat(100_000),
+      '😀'.repeat(100_000),
+    ]) {
       const chunks = chunkText(t);
       expect(chunks.join('')).toBe(t);
       expect(Math.max(...chunks.map((c) => c.length))).toBeLessThanOrEqual(65);

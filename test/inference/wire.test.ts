@@ -61,7 +61,14 @@ describe('driver wire format (research/murmur.md §3)', () => {
   it('carries continuation_id (before prompt_cache_key) only when non-empty', () => {
     const base = { model: 'm', maxTokens: 8, system: 's', messages: [], tools: [], promptCacheKey: 'k' } as const;
     expect(Object.keys(buildDriverRequest({ ...base, continuationId: 'resp_9' }))).toEqual([
-      'model', 'max_tokens', 'messages', 'tools', 'params', 'system', 'continuation_id', 'prompt_cache_key',
+      'model',
+      'max_tokens',
+      'messages',
+      'tools',
+      'params',
+      'system',
+      'continuation_id',
+      'prompt_cache_key',
     ]);
     expect('continuation_id' in buildDriverRequest({ ...base, continuationId: '' })).toBe(false);
     expect('continuation_id' in buildDriverRequest(base)).toBe(false);
@@ -113,7 +120,17 @@ describe('driver wire format (research/murmur.md §3)', () => {
       [{ stop_reason: 'end_turn' }, 'E-INF-003', /content must be an array/],
       [{ stop_reason: 'end_turn', content: [{ type: 'image' }] }, 'E-INF-003', /content\[0\]\.type/],
       [{ stop_reason: 'tool_call', content: [{ type: 'text', text: 'x' }] }, 'E-INF-003', /no tool_call block/],
-      [{ stop_reason: 'tool_call', content: [{ type: 'tool_call', id: 'a', name: 't', input: {} }, { type: 'tool_call', id: 'a', name: 't', input: {} }] }, 'E-INF-003', /share the id/],
+      [
+        {
+          stop_reason: 'tool_call',
+          content: [
+            { type: 'tool_call', id: 'a', name: 't', input: {} },
+            { type: 'tool_call', id: 'a', name: 't', input: {} },
+          ],
+        },
+        'E-INF-003',
+        /share the id/,
+      ],
       [{ stop_reason: 'end_turn', content: [{ type: 'tool_call', id: 'a', name: 't', input: '{}' }] }, 'E-INF-003', /input must be a JSON object/],
     ];
     for (const [raw, code, msg] of bad) {
@@ -132,13 +149,26 @@ describe('driver wire format (research/murmur.md §3)', () => {
 describe('message helpers', () => {
   it('assistantMessage / toolMessage / toolCalls build wire messages that round-trip through buildDriverRequest', async () => {
     const { assistantMessage, toolMessage, toolCalls } = await import('../../runtime/inference/wire.ts');
-    const resp = parseDriverResponse({ stop_reason: 'tool_call', content: [{ type: 'text', text: 'hi' }, { type: 'tool_call', id: 'c1', name: 'ls', input: { a: 1 } }] });
+    const resp = parseDriverResponse({
+      stop_reason: 'tool_call',
+      content: [
+        { type: 'text', text: 'hi' },
+        { type: 'tool_call', id: 'c1', name: 'ls', input: { a: 1 } },
+      ],
+    });
     const a = assistantMessage(resp);
     expect(a).toEqual({ role: 'assistant', content: resp.content });
     expect(toolCalls(resp).map((c) => c.id)).toEqual(['c1']);
     const t = toolMessage('c1', 'a.txt', true);
     expect(t).toEqual({ role: 'tool', content: [{ type: 'text', text: 'a.txt' }], tool_call_id: 'c1', is_error: true });
-    const req = buildDriverRequest({ model: 'm', maxTokens: 1, system: '', messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }, a, t], tools: [], promptCacheKey: 'k' });
+    const req = buildDriverRequest({
+      model: 'm',
+      maxTokens: 1,
+      system: '',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }, a, t],
+      tools: [],
+      promptCacheKey: 'k',
+    });
     expect(req.messages).toHaveLength(3);
   });
 });

@@ -27,7 +27,10 @@ beforeAll(async () => {
   provider = await startScriptedProvider({ turns: [{ text: 'answer one' }, { text: 'answer two' }, { text: 'answer three' }] });
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
   const capsule = tmp('py-interop-');
-  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'pyinterop', tools: [ECHO_TOOL.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }));
+  writeFileSync(
+    join(capsule, 'murmur.yaml'),
+    capsuleYaml({ name: 'pyinterop', tools: [ECHO_TOOL.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }),
+  );
   const keys = join(tmp('py-keys-'), 'keys.txt');
   writeFileSync(keys, `python-client:${A2A_KEY}\n`);
   served = await serve(capsule, {

@@ -1,14 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { clusterSource, noClusterMessage, SERVICE_ACCOUNT_TOKEN } from '../../operator/kube/cluster-source.ts';
 
-const has = (...files: string[]) => (p: string) => files.includes(p);
+const has =
+  (...files: string[]) =>
+  (p: string) =>
+    files.includes(p);
 
 describe('the operator finds its cluster as client-node does, and names what is missing', () => {
   it.each([
     ['a KUBECONFIG file', { KUBECONFIG: '/k/a', HOME: '/h' }, has('/k/a'), { kind: 'kubeconfig', files: ['/k/a'] }],
     ['the present files of a KUBECONFIG list', { KUBECONFIG: '/k/a:/k/b' }, has('/k/b'), { kind: 'kubeconfig', files: ['/k/b'] }],
-    ['~/.kube/config when KUBECONFIG names nothing that exists', { KUBECONFIG: '/k/a', HOME: '/h' }, has('/h/.kube/config'), { kind: 'kubeconfig', files: ['/h/.kube/config'] }],
-    ['the ServiceAccount in a pod', { HOME: '/h', KUBERNETES_SERVICE_HOST: '10.96.0.1' }, has(SERVICE_ACCOUNT_TOKEN), { kind: 'in-cluster', host: '10.96.0.1' }],
+    [
+      '~/.kube/config when KUBECONFIG names nothing that exists',
+      { KUBECONFIG: '/k/a', HOME: '/h' },
+      has('/h/.kube/config'),
+      { kind: 'kubeconfig', files: ['/h/.kube/config'] },
+    ],
+    [
+      'the ServiceAccount in a pod',
+      { HOME: '/h', KUBERNETES_SERVICE_HOST: '10.96.0.1' },
+      has(SERVICE_ACCOUNT_TOKEN),
+      { kind: 'in-cluster', host: '10.96.0.1' },
+    ],
   ])('uses %s', (_name, env, exists, want) => {
     expect(clusterSource(env, exists)).toEqual(want);
   });

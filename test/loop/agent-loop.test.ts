@@ -21,7 +21,12 @@ describe('agent loop, end to end through a real driver component and real HTTP',
         api,
         yaml: capsuleYaml({ api }),
         artifacts: [driverDef(api), ECHO_TOOL],
-        script: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }], usage: { input: 100, output: 10 } }, { text: 'The echo said hi.', usage: { input: 120, output: 8, cacheRead: 90 } }] },
+        script: {
+          turns: [
+            { toolCalls: [{ name: 'echo', input: { text: 'hi' } }], usage: { input: 100, output: 10 } },
+            { text: 'The echo said hi.', usage: { input: 120, output: 8, cacheRead: 90 } },
+          ],
+        },
       });
       const r = await kit.session.runTask({ taskId: 't1', contextId: 'ctx-1', text: 'please echo hi', source: 'task_md' });
       expect(r.exit).toBe('completed');
@@ -95,7 +100,10 @@ describe('agent loop, end to end through a real driver component and real HTTP',
 
 describe('openai driver config', () => {
   it('max_tokens_field "max_tokens" sends the limit under the older name, for servers without max_completion_tokens', async () => {
-    const yaml = capsuleYaml({ api: 'openai' }).replace('  driver: {artifact: driver-openai}', '  driver: {artifact: driver-openai, config: {max_tokens_field: max_tokens}}');
+    const yaml = capsuleYaml({ api: 'openai' }).replace(
+      '  driver: {artifact: driver-openai}',
+      '  driver: {artifact: driver-openai, config: {max_tokens_field: max_tokens}}',
+    );
     const k = await openKit({ api: 'openai', yaml, artifacts: [driverDef('openai'), ECHO_TOOL], script: { turns: [{ text: 'ok' }] } });
     try {
       expect((await k.session.runTask({ taskId: 't', contextId: 'c', text: 'hi', source: 'task_md' })).exit).toBe('completed');

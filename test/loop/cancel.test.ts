@@ -17,7 +17,11 @@ describe('cancel', () => {
   it('between turns: the loop stops before the next inference', async () => {
     kit = await openReplay({ tools: [ECHO_TOOL], responses: [toolCall('echo', { text: 'a' }), endTurn('never reached')] });
     const ac = new AbortController();
-    const r = await kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'a2a' }, { ...SILENT_SINK, artifact: (a) => a.name === 'tool-call' && ac.abort() }, ac.signal);
+    const r = await kit.session.runTask(
+      { taskId: 't', contextId: 'c', text: 'x', source: 'a2a' },
+      { ...SILENT_SINK, artifact: (a) => a.name === 'tool-call' && ac.abort() },
+      ac.signal,
+    );
     expect(r.exit).toBe('canceled');
     expect(r.reason).toMatch(/between turns/);
     expect(kit.recorder.bodies).toHaveLength(1);

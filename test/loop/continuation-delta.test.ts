@@ -21,12 +21,20 @@ describe('continuation delta', () => {
   it('a driver continuing its state is sent its own last turn first, then the tool result answering it', async () => {
     const registry = await makeRegistry([{ component: 'driver-continuation', name: 'cont-driver', version: '0.1.0', runtime: 'driver' }, ECHO_TOOL]);
     const capsuleDir = tmp('capsule-');
-    writeFileSync(join(capsuleDir, 'murmur.yaml'), [
-      'name: continuation-delta', 'version: 1.0.0', 'artifacts:',
-      '  - {name: cont-driver, version: 0.1.0, runtime: driver}',
-      '  - {name: echo, version: 1.0.0, runtime: tool}',
-      'inference:', '  driver: {artifact: cont-driver}', '  model: m', '  endpoint: http://127.0.0.1:9/unused',
-    ].join('\n'));
+    writeFileSync(
+      join(capsuleDir, 'murmur.yaml'),
+      [
+        'name: continuation-delta',
+        'version: 1.0.0',
+        'artifacts:',
+        '  - {name: cont-driver, version: 0.1.0, runtime: driver}',
+        '  - {name: echo, version: 1.0.0, runtime: tool}',
+        'inference:',
+        '  driver: {artifact: cont-driver}',
+        '  model: m',
+        '  endpoint: http://127.0.0.1:9/unused',
+      ].join('\n'),
+    );
     const hostEnv = { PATH: process.env.PATH };
     const staged = await stage({ capsuleDir, registryDir: registry, workRoot: tmp('work-'), hostEnv });
     session = await openSession(staged, { hostEnv });

@@ -29,7 +29,11 @@ function textOf(m: ConversationMessage): string {
 describe('conversation memory bounded by bytes', () => {
   it('the conversation record keeps the newest messages within 16 MiB: six tasks of 3 MiB leave the messages of the last five (and the small answer of the first)', async () => {
     expect(RECORD_MAX_BYTES).toBe(16 * MiB);
-    const kit = await openKit({ script: { turns: [1, 2, 3, 4, 5, 6].map((i) => ({ text: `answer ${i}` })) }, yaml: capsuleYaml({ name: 'recorder', tools: [ECHO_TOOL.name] }), artifacts: [driverDef('anthropic'), ECHO_TOOL] });
+    const kit = await openKit({
+      script: { turns: [1, 2, 3, 4, 5, 6].map((i) => ({ text: `answer ${i}` })) },
+      yaml: capsuleYaml({ name: 'recorder', tools: [ECHO_TOOL.name] }),
+      artifacts: [driverDef('anthropic'), ECHO_TOOL],
+    });
     kits.push(kit);
     for (let i = 1; i <= 6; i++) {
       const r = await kit.session.runTask({ taskId: `t${i}`, contextId: `c${i}`, text: bulk(`marker-${i}`, 3), source: 'a2a' });
@@ -40,7 +44,10 @@ describe('conversation memory bounded by bytes', () => {
     const bytes = record.reduce((n, m) => n + messageBytes(m), 0);
     expect(bytes).toBeLessThanOrEqual(RECORD_MAX_BYTES);
     // The first task's 3 MiB message is the one that no longer fits; everything newer is kept, in order.
-    expect(record.map((m) => (m.role === 'user' ? textOf(m).slice(0, 8) : textOf(m)))).toEqual(['answer 1', ...[2, 3, 4, 5, 6].flatMap((i) => [`marker-${i}`, `answer ${i}`])]);
+    expect(record.map((m) => (m.role === 'user' ? textOf(m).slice(0, 8) : textOf(m)))).toEqual([
+      'answer 1',
+      ...[2, 3, 4, 5, 6].flatMap((i) => [`marker-${i}`, `answer ${i}`]),
+    ]);
   }, 240_000);
 
   it('threaded histories keep at most 32 MiB: a third 11 MiB context evicts the least recently used one, which then starts afresh', async () => {

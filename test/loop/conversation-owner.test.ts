@@ -40,13 +40,18 @@ const task = (owner: ConversationOwner, text: string, contextId = 'support-chat'
 async function sent(s: CapsuleSession, provider: ScriptedProvider, t: TaskInput): Promise<string> {
   const from = provider.requests.length;
   expect((await s.runTask(t)).exit).toBe('completed');
-  return provider.requests.slice(from).map((r) => JSON.stringify(r.body)).join('\n');
+  return provider.requests
+    .slice(from)
+    .map((r) => JSON.stringify(r.body))
+    .join('\n');
 }
 
 describe('conversation/read during a task', () => {
   it("shows the task's own caller's messages, never another caller's, even under the same context id", async () => {
     const reader: HookDef = {
-      name: 'reader', contract: 'binding: on-task-start\n', caps: { conversation: { read: true } },
+      name: 'reader',
+      contract: 'binding: on-task-start\n',
+      caps: { conversation: { read: true } },
       script: { 'on-task-start': { ops: [{ op: 'read-messages', limit: 100 }], record: true } },
     };
     kit = await openHookCapsule([reader], { turns: [{ text: 'noted' }], onExhausted: 'repeat-last' }, THREADED);
@@ -54,7 +59,9 @@ describe('conversation/read during a task', () => {
     await kit.session.runTask(task(BOB, INJECTED));
     await kit.session.runTask(task(ANN, 'and my balance?'));
     const log = join(kit.session.staged.workdir.dir, 'logs', 'hook-reader.log');
-    const reads = readFileSync(log, 'utf8').split('\n').filter((l) => l.startsWith('{"rec":"on-task-start:ops"'))
+    const reads = readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('{"rec":"on-task-start:ops"'))
       .map((l) => (JSON.parse(l) as { ops: Array<{ ok: { messages: Array<{ content: string }> } }> }).ops[0]!.ok.messages.map((m) => m.content));
     expect(reads).toHaveLength(3);
     // Ann's first task: nothing yet. Bob's: nothing of Ann's. Ann's second: hers, none of Bob's.
@@ -66,13 +73,28 @@ describe('conversation/read during a task', () => {
 
 describe('compaction and reopen', () => {
   it("work on the task's own caller's history: another caller's compacted thread under the same context id never reaches them", async () => {
-    const squash: HookDef = { name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { record: true, compact: {} } } };
+    const squash: HookDef = {
+      name: 'squash',
+      contract: 'binding: on-compaction\ncommit_policy: replace-context\n',
+      script: { 'on-compaction': { record: true, compact: {} } },
+    };
     // Reopen Bob's task once (the second task to end), nobody else's.
-    const review: HookDef = { name: 'review', contract: 'binding: on-task-end\ncommit_policy: reopen-task\n', script: { 'on-task-end': [{}, { ret: { tag: 'reopen-task', val: 'once more' } }, {}] } };
+    const review: HookDef = {
+      name: 'review',
+      contract: 'binding: on-task-end\ncommit_policy: reopen-task\n',
+      script: { 'on-task-end': [{}, { ret: { tag: 'reopen-task', val: 'once more' } }, {}] },
+    };
     // A window every turn fills: each turn compacts. Ann's summary is what her thread goes on from.
-    kit = await openHookCapsule([squash, review], { turns: [{ text: 'noted' }, { text: 'ANN-SUMMARY' }, { text: 'noted' }], onExhausted: 'repeat-last' }, `${THREADED}context:\n  max_tokens: 60\n`);
+    kit = await openHookCapsule(
+      [squash, review],
+      { turns: [{ text: 'noted' }, { text: 'ANN-SUMMARY' }, { text: 'noted' }], onExhausted: 'repeat-last' },
+      `${THREADED}context:\n  max_tokens: 60\n`,
+    );
     const k = kit;
-    const compactions = () => readFileSync(join(k.session.staged.workdir.dir, 'logs', 'hook-squash.log'), 'utf8').split('\n').filter((l) => l.startsWith('{"rec":"on-compaction"'));
+    const compactions = () =>
+      readFileSync(join(k.session.staged.workdir.dir, 'logs', 'hook-squash.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{"rec":"on-compaction"'));
     expect(await sent(k.session, k.provider, task(ANN, SECRET))).toContain(SECRET);
     const annsCompactions = compactions().length;
     expect(annsCompactions).toBeGreaterThan(0);
@@ -101,7 +123,10 @@ async function threadedCapsule(provider: ScriptedProvider): Promise<{ open: (sto
       const store = await openStore(url);
       const staged = await stage({ capsuleDir: dir, registryDir: registry, workRoot: tmp('owner-session-work-'), hostEnv });
       const session = await openSession(staged, { hostEnv, conversations: store.conversations });
-      cleanup.push(() => store.close(), () => session.close('ok'));
+      cleanup.push(
+        () => store.close(),
+        () => session.close('ok'),
+      );
       return session;
     },
   };

@@ -18,10 +18,14 @@ describe('a session whose component thread was let go for idling', () => {
     const kit = await openKit({
       yaml: capsuleYaml(),
       artifacts: [driverDef('anthropic'), ECHO_TOOL],
-      script: { turns: [
-        { toolCalls: [{ name: 'echo', input: { text: 'first' } }] }, { text: 'answer 1' },
-        { toolCalls: [{ name: 'echo', input: { text: 'second' } }] }, { text: 'answer 2' },
-      ] },
+      script: {
+        turns: [
+          { toolCalls: [{ name: 'echo', input: { text: 'first' } }] },
+          { text: 'answer 1' },
+          { toolCalls: [{ name: 'echo', input: { text: 'second' } }] },
+          { text: 'answer 2' },
+        ],
+      },
       env: { MURMUR_COMPONENT_IDLE_MS: '1000' },
     });
     kits.push(kit);

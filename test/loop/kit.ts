@@ -28,7 +28,10 @@ export { tmp };
 export async function makeRegistry(defs: ArtifactDef[], registry = tmp('reg-')): Promise<string> {
   for (const d of defs) {
     const src = tmp(`art-${d.name}-`);
-    writeFileSync(join(src, 'murmur.yaml'), `name: ${d.name}\nversion: ${d.version ?? '1.0.0'}\nruntime: ${d.runtime}\ndescription: The ${d.name} ${d.runtime}.\n${d.extra ?? ''}`);
+    writeFileSync(
+      join(src, 'murmur.yaml'),
+      `name: ${d.name}\nversion: ${d.version ?? '1.0.0'}\nruntime: ${d.runtime}\ndescription: The ${d.name} ${d.runtime}.\n${d.extra ?? ''}`,
+    );
     writeFileSync(join(src, 'component.wasm'), readFileSync(await fixture(d.component)));
     publish(registry, src);
   }
@@ -36,7 +39,9 @@ export async function makeRegistry(defs: ArtifactDef[], registry = tmp('reg-')):
 }
 
 export const ECHO_TOOL: ArtifactDef = {
-  component: 'echo-tool', name: 'echo', runtime: 'tool',
+  component: 'echo-tool',
+  name: 'echo',
+  runtime: 'tool',
   extra: 'input_schema:\n  type: object\n  properties:\n    text: {type: string}\n',
 };
 
@@ -47,7 +52,9 @@ export function driverDef(api: 'anthropic' | 'openai'): ArtifactDef {
   return { component: `driver-${api}`, name: `driver-${api}`, version: '0.1.0', runtime: 'driver' };
 }
 
-export function capsuleYaml(o: { name?: string; api?: 'anthropic' | 'openai'; tools?: string[]; extra?: string; shell?: string[]; inference?: string } = {}): string {
+export function capsuleYaml(
+  o: { name?: string; api?: 'anthropic' | 'openai'; tools?: string[]; extra?: string; shell?: string[]; inference?: string } = {},
+): string {
   const api = o.api ?? 'anthropic';
   const tools = o.tools ?? ['echo'];
   return [
@@ -74,7 +81,14 @@ export interface Kit {
   close(status?: string): Promise<void>;
 }
 
-export async function openKit(o: { script: Script; yaml: string; artifacts: ArtifactDef[]; api?: 'anthropic' | 'openai'; files?: Record<string, string>; env?: Record<string, string> }): Promise<Kit> {
+export async function openKit(o: {
+  script: Script;
+  yaml: string;
+  artifacts: ArtifactDef[];
+  api?: 'anthropic' | 'openai';
+  files?: Record<string, string>;
+  env?: Record<string, string>;
+}): Promise<Kit> {
   const provider = await startScriptedProvider(o.script);
   const registry = await makeRegistry(o.artifacts);
   const capsuleDir = tmp('capsule-');
@@ -94,7 +108,11 @@ export async function openKit(o: { script: Script; yaml: string; artifacts: Arti
   const staged = await stage({ capsuleDir, registryDir: registry, workRoot, hostEnv });
   const session = await openSession(staged, { hostEnv });
   return {
-    provider, capsuleDir, registry, workRoot, session,
+    provider,
+    capsuleDir,
+    registry,
+    workRoot,
+    session,
     async close(status = 'ok') {
       await session.close(status);
       await provider.stop();

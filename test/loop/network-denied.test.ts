@@ -35,4 +35,3 @@ describe('network_denied', () => {
     expect(lines).toContain('    ⛔ tool probe: outgoing request to http://127.0.0.1:9 refused (not in its network grant)');
   });
 });
-

@@ -50,7 +50,11 @@ describe('pre-warmed session components', () => {
   });
 
   it('warmUp (what mur serve runs once it is ready) starts the driver and the tool before any task, and the task reuses them', async () => {
-    const kit = await openKit({ yaml: capsuleYaml(), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'w' } }] }, { text: 'after warm-up' }] } });
+    const kit = await openKit({
+      yaml: capsuleYaml(),
+      artifacts: [driverDef('anthropic'), ECHO_TOOL],
+      script: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'w' } }] }, { text: 'after warm-up' }] },
+    });
     kits.push(kit);
     const tools = kit.session.staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath);
     await kit.session.warmUp(tools);

@@ -18,7 +18,10 @@ import type { MurError } from '../../runtime/errors.ts';
 /** A capsule whose compaction prompt is `summary.md`, validated while that file is small. */
 function capsule(): { dir: string; staged: StagedCapsule } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mur-prompt-file-'));
-  writeFileSync(path.join(dir, 'murmur.yaml'), 'name: demo\nversion: 1.0.0\nartifacts:\n  - name: drv\n    version: 1.0.0\n    runtime: driver\ninference:\n  driver:\n    artifact: drv\n  model: m\n  compaction:\n    system_prompt_file: summary.md\n');
+  writeFileSync(
+    path.join(dir, 'murmur.yaml'),
+    'name: demo\nversion: 1.0.0\nartifacts:\n  - name: drv\n    version: 1.0.0\n    runtime: driver\ninference:\n  driver:\n    artifact: drv\n  model: m\n  compaction:\n    system_prompt_file: summary.md\n',
+  );
   writeFileSync(path.join(dir, 'summary.md'), 'Summarise.');
   // compactionPrompt reads only the manifest and the capsule folder of what staging hands over.
   const staged = { manifest: loadManifest(dir), capsuleDir: dir } as StagedCapsule;

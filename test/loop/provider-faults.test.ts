@@ -24,7 +24,12 @@ async function run(api: 'anthropic' | 'openai', turns: ScriptTurn[], config?: Re
   kit = await openKit({ api, yaml: yaml(api, config), artifacts: [driverDef(api), ECHO_TOOL], script: { turns } });
   const r = await kit.session.runTask({ taskId: 't1', contextId: 'c1', text: 'hello', source: 'task_md' });
   const ev = readTrace(kit.session.staged.workdir.trace).events;
-  return { r, attempts: ev.filter((e) => e.event_type === 'inference_attempt'), inference: ev.filter((e) => e.event_type === 'inference'), requests: kit.provider.requests };
+  return {
+    r,
+    attempts: ev.filter((e) => e.event_type === 'inference_attempt'),
+    inference: ev.filter((e) => e.event_type === 'inference'),
+    requests: kit.provider.requests,
+  };
 }
 
 // Small backoff base: the waits are the driver's decisions, recorded on the trace, never timed here.
@@ -41,11 +46,11 @@ describe('provider faults', () => {
     });
 
     it(`${api}: 429 with Retry-After, then 503, then an answer: retried, every attempt on the trace`, async () => {
-      const { r, attempts, requests } = await run(api, [
-        { error: { status: 429, retryAfter: 0 } },
-        { error: { status: 503 } },
-        { text: 'third time lucky' },
-      ], FAST);
+      const { r, attempts, requests } = await run(
+        api,
+        [{ error: { status: 429, retryAfter: 0 } }, { error: { status: 503 } }, { text: 'third time lucky' }],
+        FAST,
+      );
       expect(r.exit).toBe('completed');
       expect(r.text).toBe('third time lucky');
       expect(requests.map((q) => q.status)).toEqual([429, 503, 200]);
@@ -72,7 +77,10 @@ describe('provider faults', () => {
     });
 
     it(`${api}: 5xx on every attempt fails after max_attempts (configurable), with the attempts on the trace`, async () => {
-      const { r, attempts, requests } = await run(api, [{ error: { status: 500 } }, { error: { status: 502 } }, { error: { status: 500 } }], { ...FAST, max_attempts: 2 });
+      const { r, attempts, requests } = await run(api, [{ error: { status: 500 } }, { error: { status: 502 } }, { error: { status: 500 } }], {
+        ...FAST,
+        max_attempts: 2,
+      });
       expect(r.exit).toBe('failed');
       expect(r.reason).toMatch(/HTTP 502 after 2 attempt/);
       expect(requests).toHaveLength(2);
@@ -80,7 +88,11 @@ describe('provider faults', () => {
     });
 
     it(`${api}: the default is 3 attempts`, async () => {
-      const { r, requests } = await run(api, Array.from({ length: 4 }, () => ({ error: { status: 529 } })), FAST);
+      const { r, requests } = await run(
+        api,
+        Array.from({ length: 4 }, () => ({ error: { status: 529 } })),
+        FAST,
+      );
       expect(r.exit).toBe('failed');
       expect(requests).toHaveLength(3);
     });

@@ -25,7 +25,10 @@ describe('stateful driver continuation (all five rows)', () => {
   it('driver returns a non-empty continuation_id → the runtime holds it and sends it on the next turn', async () => {
     kit = await openReplay({
       tools: [ECHO_TOOL],
-      responses: [{ ...toolCall('echo', { text: 'a' }), metadata: [['continuation_id', 'cont-1']] }, { ...endTurn('done'), metadata: [['continuation_id', 'cont-2']] }],
+      responses: [
+        { ...toolCall('echo', { text: 'a' }), metadata: [['continuation_id', 'cont-1']] },
+        { ...endTurn('done'), metadata: [['continuation_id', 'cont-2']] },
+      ],
     });
     expect((await kit.session.runTask(task())).exit).toBe('completed');
     expect(sent(kit, 0).continuation_id).toBeUndefined();
@@ -64,7 +67,11 @@ describe('stateful driver continuation (all five rows)', () => {
     kit = await openReplay({
       name: 'cont-follow-up',
       yamlExtra: 'lifecycle:\n  conversation: threaded',
-      responses: [{ ...endTurn('first answer'), metadata: [['continuation_id', 'cont-1']] }, { ...endTurn('second answer'), metadata: [['continuation_id', 'cont-2']] }, endTurn('third answer')],
+      responses: [
+        { ...endTurn('first answer'), metadata: [['continuation_id', 'cont-1']] },
+        { ...endTurn('second answer'), metadata: [['continuation_id', 'cont-2']] },
+        endTurn('third answer'),
+      ],
     });
     await kit.session.runTask(task('ctx-A', 'first task'));
     await kit.session.runTask(task('ctx-A', 'follow-up'));
@@ -140,7 +147,10 @@ describe('compaction event fields', () => {
     });
     await kit.session.runTask(task());
     const log = readFileSync(join(kit.session.staged.workdir.dir, 'logs', 'hook-watcher.log'), 'utf8');
-    const rec = log.split('\n').filter((l) => l.startsWith('{"rec"')).map((l) => JSON.parse(l) as { ev: Record<string, unknown> })[0]!;
+    const rec = log
+      .split('\n')
+      .filter((l) => l.startsWith('{"rec"'))
+      .map((l) => JSON.parse(l) as { ev: Record<string, unknown> })[0]!;
     expect(rec.ev.model).toBe('small-model');
     expect(rec.ev.systemPrompt).toBe('Summarize tersely.\nKeep file names.');
   });
@@ -149,7 +159,11 @@ describe('compaction event fields', () => {
 describe('compaction threshold', () => {
   const recorded = (k: ReplayKit) => {
     const f = join(k.session.staged.workdir.dir, 'logs', 'hook-watcher.log');
-    return existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter((l) => l.startsWith('{"rec"')).length : 0;
+    return existsSync(f)
+      ? readFileSync(f, 'utf8')
+          .split('\n')
+          .filter((l) => l.startsWith('{"rec"')).length
+      : 0;
   };
   const open = (window: number) =>
     openReplay({
@@ -204,7 +218,13 @@ describe('prompt cache routing hint', () => {
 
   it('has no context id → <name>:<version> (a hook’s run-inference belongs to no task context)', async () => {
     kit = await openReplay({
-      hooks: [{ name: 'asker', contract: 'binding: on-task-end\n', script: { 'on-task-end': { ops: [{ op: 'infer', messages: [{ role: 'user', content: 'grade it' }] }] } } }],
+      hooks: [
+        {
+          name: 'asker',
+          contract: 'binding: on-task-end\n',
+          script: { 'on-task-end': { ops: [{ op: 'infer', messages: [{ role: 'user', content: 'grade it' }] }] } },
+        },
+      ],
       responses: [endTurn('answer'), endTurn('graded')],
     });
     await kit.session.runTask(task('ctx-x'));
@@ -213,7 +233,11 @@ describe('prompt cache routing hint', () => {
   });
 
   it('would run past 64 characters → the leading characters, then ":" and a 16-hex suffix, still opening with the capsule name', async () => {
-    kit = await openReplay({ name: 'a-capsule-with-a-rather-long-descriptive-name', tools: [ECHO_TOOL], responses: [toolCall('echo', { text: 'a' }), endTurn('done')] });
+    kit = await openReplay({
+      name: 'a-capsule-with-a-rather-long-descriptive-name',
+      tools: [ECHO_TOOL],
+      responses: [toolCall('echo', { text: 'a' }), endTurn('done')],
+    });
     const ctx = '0b8e7c1e-8d1f-4b1a-9a57-6f6b2a0f5e11';
     await kit.session.runTask(task(ctx));
     const key = sent(kit, 0).prompt_cache_key;
@@ -225,7 +249,10 @@ describe('prompt cache routing hint', () => {
 });
 
 describe('reported token usage (degrade rows)', () => {
-  const usageOf = (k: ReplayKit) => trace(k).filter((e) => e.event_type === 'inference').map((e) => e.reported_usage);
+  const usageOf = (k: ReplayKit) =>
+    trace(k)
+      .filter((e) => e.event_type === 'inference')
+      .map((e) => e.reported_usage);
 
   it('no usage → nothing recorded (absent, never 0)', async () => {
     kit = await openReplay({ responses: [endTurn('x')] });
@@ -272,7 +299,7 @@ describe('spend ceiling', () => {
 
 describe('token accounting stays linear', () => {
   // How long counting takes is bench/'s to measure; here, that the loop counts all of it.
-  it('1 MiB of text with no break points is counted in full: the turn\'s input tokens hold the whole text\'s count', async () => {
+  it("1 MiB of text with no break points is counted in full: the turn's input tokens hold the whole text's count", async () => {
     kit = await openReplay({ responses: [endTurn('ok')] });
     const text = 'a'.repeat(1024 * 1024);
     const r = await kit.session.runTask(task('ctx', text));
@@ -281,7 +308,7 @@ describe('token accounting stays linear', () => {
     const counter = new TokenCounter();
     const whole = await counter.count(text);
     await counter.close();
-    expect(whole).toBeGreaterThan(1024 * 1024 / 64);
+    expect(whole).toBeGreaterThan((1024 * 1024) / 64);
     expect(Number(inf.input_tokens)).toBeGreaterThanOrEqual(whole);
   });
 });

@@ -20,7 +20,10 @@ afterAll(async () => {
   for (const c of cleanup.reverse()) await c().catch(() => {});
 });
 
-const recordOf = (s: CapsuleSession) => (s as unknown as { conversationRecord(): ConversationMessage[] }).conversationRecord().map((m) => m.content.map((b) => ('text' in b ? String(b.text) : '')).join(''));
+const recordOf = (s: CapsuleSession) =>
+  (s as unknown as { conversationRecord(): ConversationMessage[] })
+    .conversationRecord()
+    .map((m) => m.content.map((b) => ('text' in b ? String(b.text) : '')).join(''));
 
 describe('conversation record shared by replicas', () => {
   it("a replica's record holds the other replicas' tasks too, in the order they finished, each message once", async () => {
@@ -37,12 +40,16 @@ describe('conversation record shared by replicas', () => {
       const store = await openStore(url);
       const staged = await stage({ capsuleDir: dir, registryDir: registry, workRoot: tmp('shared-record-work-'), hostEnv });
       const session = await openSession(staged, { hostEnv, conversations: store.conversations });
-      cleanup.push(() => store.close(), () => session.close('ok'));
+      cleanup.push(
+        () => store.close(),
+        () => session.close('ok'),
+      );
       return session;
     };
     const a = await open();
     const b = await open();
-    const run = async (s: CapsuleSession, id: string) => expect((await s.runTask({ taskId: id, contextId: `ctx-${id}`, text: `task ${id}`, source: 'a2a' })).exit).toBe('completed');
+    const run = async (s: CapsuleSession, id: string) =>
+      expect((await s.runTask({ taskId: id, contextId: `ctx-${id}`, text: `task ${id}`, source: 'a2a' })).exit).toBe('completed');
     await run(a, 'a1');
     await run(b, 'b1');
     await run(b, 'b2');

@@ -77,10 +77,16 @@ tags: [search, text]
 
 describe('hook contract violations (checkHookContract via real YAML)', () => {
   it('a policy the binding cannot honor names the binding, the declared policy and the honored one, at its line', () => {
-    const l = errorsOf(hook('binding: on-task-end\nexecution_mode: blocking\ncommit_policy: replace-context\n'), 'artifact', 'registry/guard/1.0.0/murmur.yaml');
+    const l = errorsOf(
+      hook('binding: on-task-end\nexecution_mode: blocking\ncommit_policy: replace-context\n'),
+      'artifact',
+      'registry/guard/1.0.0/murmur.yaml',
+    );
     const e = errorAt(l, 'commit_policy');
     expect(e.code).toBe('E-MAN-020');
-    expect(e.message).toBe("hook contract violation: commit_policy 'replace-context' is not valid for binding 'on-task-end'; binding 'on-task-end' honors commit_policy 'reopen-task'");
+    expect(e.message).toBe(
+      "hook contract violation: commit_policy 'replace-context' is not valid for binding 'on-task-end'; binding 'on-task-end' honors commit_policy 'reopen-task'",
+    );
     expect(e.location).toEqual({ file: 'registry/guard/1.0.0/murmur.yaml', line: 7, column: 16, field: 'commit_policy' });
     expect(e.hint).toBe("set `commit_policy: reopen-task` or `none`, or bind the hook to 'on-compaction' which honors 'replace-context'");
   });
@@ -105,7 +111,9 @@ describe('hook contract violations (checkHookContract via real YAML)', () => {
   it('async requires commit_policy none', () => {
     const e = errorAt(errorsOf(hook('binding: on-compaction\nexecution_mode: async\ncommit_policy: replace-context\n'), 'artifact'), 'execution_mode');
     expect(e.code).toBe('E-MAN-020');
-    expect(e.message).toBe("hook contract violation: execution_mode 'async' requires commit_policy 'none' (declared 'replace-context'); a hook that commits an arm must be blocking");
+    expect(e.message).toBe(
+      "hook contract violation: execution_mode 'async' requires commit_policy 'none' (declared 'replace-context'); a hook that commits an arm must be blocking",
+    );
     expect(e.location?.line).toBe(6);
     // Also with no binding.
     const u = errorAt(errorsOf(hook('execution_mode: async\ncommit_policy: reopen-task\n'), 'artifact'), 'execution_mode');
@@ -121,7 +129,9 @@ describe('hook contract violations (checkHookContract via real YAML)', () => {
 
   it('deny requires an explicit on-shell or on-tool-call binding', () => {
     const e = errorAt(errorsOf(hook('commit_policy: deny\n'), 'artifact'), 'commit_policy');
-    expect(e.message).toBe("hook contract violation: commit_policy 'deny' requires an explicit binding of 'on-shell' or 'on-tool-call'; a hook with no binding receives every event and cannot deny");
+    expect(e.message).toBe(
+      "hook contract violation: commit_policy 'deny' requires an explicit binding of 'on-shell' or 'on-tool-call'; a hook with no binding receives every event and cannot deny",
+    );
     expect(e.hint).toContain('binding: on-shell');
     expect(e.location?.line).toBe(5);
     for (const b of ['on-shell', 'on-tool-call']) {
@@ -136,7 +146,12 @@ describe('hook contract violations (checkHookContract via real YAML)', () => {
   });
 
   it('async observers are fine', () => {
-    expect(parseArtifactManifest(hook('binding: on-inference\nexecution_mode: async\n'), 'h.yaml').hook).toEqual({ binding: 'on-inference', handlers: ['on-inference'], executionMode: 'async', commitPolicy: 'none' });
+    expect(parseArtifactManifest(hook('binding: on-inference\nexecution_mode: async\n'), 'h.yaml').hook).toEqual({
+      binding: 'on-inference',
+      handlers: ['on-inference'],
+      executionMode: 'async',
+      commitPolicy: 'none',
+    });
   });
 });
 

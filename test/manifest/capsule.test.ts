@@ -131,7 +131,12 @@ trace:
 `);
     expect(m.version).toBe('2.1');
     expect(m.artifacts[0]!.config).toEqual({ some_key: 1, Other: ['a'] });
-    expect(m.artifacts[1]).toMatchObject({ name: 'remote-tool', runtime: 'tool', source: { url: 'https://example.com/t.wasm', sha256: 'a'.repeat(64) }, capabilities: { network: { allow: ['https://api.example.com'] }, limits: { memoryBytes: 64 * 1024 * 1024 } } });
+    expect(m.artifacts[1]).toMatchObject({
+      name: 'remote-tool',
+      runtime: 'tool',
+      source: { url: 'https://example.com/t.wasm', sha256: 'a'.repeat(64) },
+      capabilities: { network: { allow: ['https://api.example.com'] }, limits: { memoryBytes: 64 * 1024 * 1024 } },
+    });
     expect(m.artifacts[1]!.version).toBeUndefined();
     expect(m.artifacts[2]!.onOverflow).toBe('block');
     expect(m.capabilities).toEqual({
@@ -153,7 +158,14 @@ trace:
       compaction: { threshold: 0.5, model: 'small', systemPromptFile: 'prompts/compact.md', dumpSummaries: true },
     });
     expect(m.context).toEqual({ maxTokens: 1000, seedBudget: 0.2, seedOverflowMargin: 0.05 });
-    expect(m.lifecycle).toEqual({ taskAcceptance: 'queue', queueDepth: 4, inputTimeoutSecs: 30, conversation: 'threaded', maxTaskReopens: 0, delegationDeadlineSecs: 60 });
+    expect(m.lifecycle).toEqual({
+      taskAcceptance: 'queue',
+      queueDepth: 4,
+      inputTimeoutSecs: 30,
+      conversation: 'threaded',
+      maxTaskReopens: 0,
+      delegationDeadlineSecs: 60,
+    });
     expect(m.observability).toEqual({ otelEndpoint: 'http://localhost:4318', otelHeaders: { 'X-Api-Key': 'abc', Retries: '3' }, metricsPort: 9464 });
     expect(m.trace).toEqual({ includeToolOutput: true });
 
@@ -292,7 +304,9 @@ describe('capsule manifest: each error kind names file, line, column, field and 
   });
 
   it('E-MAN-006 out of range', () => {
-    const l = errorsOf(`${MINIMAL}inference:\n  driver: {artifact: d}\n  model: m\n  max_turns: 0\n  compaction:\n    threshold: 1.5\ncontext:\n  seed_budget: -0.1\n`);
+    const l = errorsOf(
+      `${MINIMAL}inference:\n  driver: {artifact: d}\n  model: m\n  max_turns: 0\n  compaction:\n    threshold: 1.5\ncontext:\n  seed_budget: -0.1\n`,
+    );
     const t = errorAt(l, 'inference.max_turns');
     expect(t.code).toBe('E-MAN-006');
     expect(t.message).toBe("'max_turns' is 0, out of range (integer from 1 to 9007199254740991)");
@@ -308,11 +322,15 @@ describe('capsule manifest: each error kind names file, line, column, field and 
   });
 
   it('E-MAN-008 network.allow entries', () => {
-    const l = errorsOf(`${MINIMAL}capabilities:\n  network:\n    allow:\n      - https://api.example.com/v1?key=1\n      - ftp://files.example.com\n      - "example.com:99999"\n      - "capsule://Bad"\n      - "exa mple.com"\n`);
+    const l = errorsOf(
+      `${MINIMAL}capabilities:\n  network:\n    allow:\n      - https://api.example.com/v1?key=1\n      - ftp://files.example.com\n      - "example.com:99999"\n      - "capsule://Bad"\n      - "exa mple.com"\n`,
+    );
     const p = errorAt(l, 'capabilities.network.allow[0]');
     expect(p.code).toBe('E-MAN-008');
     // A path alone is accepted (the grant is the destination); a query is not.
-    expect(p.message).toBe("invalid network.allow entry 'https://api.example.com/v1?key=1': an entry names a host, not a URL path, query, fragment or credentials");
+    expect(p.message).toBe(
+      "invalid network.allow entry 'https://api.example.com/v1?key=1': an entry names a host, not a URL path, query, fragment or credentials",
+    );
     expect(p.hint).toBe("drop everything after the host and port: 'https://api.example.com'");
     expect(p.location?.line).toBe(6);
     expect(errorAt(l, 'capabilities.network.allow[1]').message).toContain("scheme 'ftp' is not allowed; only http and https");
@@ -331,7 +349,9 @@ describe('capsule manifest: each error kind names file, line, column, field and 
   });
 
   it('accepts every documented network.allow form', () => {
-    const m = parseManifest(`${MINIMAL}capabilities:\n  network:\n    allow: [example.com, "example.com:8443", "https://example.com", "http://127.0.0.1:8080", "https://example.com/", "[::1]:80", "capsule://ns/name"]\n`);
+    const m = parseManifest(
+      `${MINIMAL}capabilities:\n  network:\n    allow: [example.com, "example.com:8443", "https://example.com", "http://127.0.0.1:8080", "https://example.com/", "[::1]:80", "capsule://ns/name"]\n`,
+    );
     expect(m.capabilities.network.allow).toHaveLength(7);
   });
 
@@ -391,7 +411,9 @@ describe('capsule manifest: each error kind names file, line, column, field and 
   });
 
   it('E-MAN-015 on_overflow on a non-hook, capabilities on a skill', () => {
-    const l = errorsOf(`${MINIMAL}artifacts:\n  - name: t\n    version: "1"\n    on_overflow: block\n  - name: s\n    version: "1"\n    runtime: skill\n    capabilities: {}\n`);
+    const l = errorsOf(
+      `${MINIMAL}artifacts:\n  - name: t\n    version: "1"\n    on_overflow: block\n  - name: s\n    version: "1"\n    runtime: skill\n    capabilities: {}\n`,
+    );
     const o = errorAt(l, 'artifacts[0].on_overflow');
     expect(o.code).toBe('E-MAN-015');
     expect(o.message).toBe("'on_overflow' applies to hooks only; artifact 't' has runtime 'tool'");
@@ -410,12 +432,19 @@ describe('capsule manifest: each error kind names file, line, column, field and 
   });
 
   it('E-MAN-020 a hook entry contract that breaks the commit table, at the entry field', () => {
-    const l = errorsOf(`${MINIMAL}artifacts:\n  - name: g\n    version: "1"\n    runtime: hook\n    execution_mode: async\n    commit_policy: replace-context\n`);
+    const l = errorsOf(
+      `${MINIMAL}artifacts:\n  - name: g\n    version: "1"\n    runtime: hook\n    execution_mode: async\n    commit_policy: replace-context\n`,
+    );
     const e = errorAt(l, 'artifacts[0].execution_mode');
     expect(e.code).toBe('E-MAN-020');
-    expect(e.message).toBe("hook contract violation in artifact 'g': execution_mode 'async' requires commit_policy 'none' (declared 'replace-context'); a hook that commits an arm must be blocking");
+    expect(e.message).toBe(
+      "hook contract violation in artifact 'g': execution_mode 'async' requires commit_policy 'none' (declared 'replace-context'); a hook that commits an arm must be blocking",
+    );
     expect(e.hint).toBe('set `execution_mode: blocking`, or set `commit_policy: none` if the hook commits nothing');
-    const d = errorAt(errorsOf(`${MINIMAL}artifacts:\n  - name: g\n    version: "1"\n    runtime: hook\n    commit_policy: deny\n`), 'artifacts[0].commit_policy');
+    const d = errorAt(
+      errorsOf(`${MINIMAL}artifacts:\n  - name: g\n    version: "1"\n    runtime: hook\n    commit_policy: deny\n`),
+      'artifacts[0].commit_policy',
+    );
     expect(d.message).toContain("commit_policy 'deny' requires an explicit binding of 'on-shell' or 'on-tool-call'");
   });
 

@@ -80,7 +80,9 @@ describe('system prompts are bounded', () => {
     expect(l).toBeInstanceOf(MurErrorList);
     const e = errorAt(l, 'inference.system_prompt_file');
     expect(e.code).toBe('E-MAN-032');
-    expect(e.message).toBe(`system_prompt_file 'big.md' (${path.join(d, 'big.md')}) is ${MAX_SYSTEM_PROMPT_BYTES + 1} bytes, over the limit of 1048576 bytes (1 MiB)`);
+    expect(e.message).toBe(
+      `system_prompt_file 'big.md' (${path.join(d, 'big.md')}) is ${MAX_SYSTEM_PROMPT_BYTES + 1} bytes, over the limit of 1048576 bytes (1 MiB)`,
+    );
     expect(e.location).toMatchObject({ file: path.join(d, 'murmur.yaml'), line: 11 });
   });
 

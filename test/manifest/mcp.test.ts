@@ -14,13 +14,25 @@ ${servers}
 
 describe('manifest: the mcp block (MCP servers a capsule may use)', () => {
   it('reads mcp.servers with their tools, credentials by variable name, and defaults', () => {
-    const m = parseManifest(base(`    - name: docs
+    const m = parseManifest(
+      base(`    - name: docs
       url: http://127.0.0.1:3001/mcp
       tools: [echo, get-sum]
       token_env: DOCS_TOKEN
-      headers_env: {X-Api-Key: DOCS_KEY}`));
+      headers_env: {X-Api-Key: DOCS_KEY}`),
+    );
     expect(m.mcp).toEqual({
-      servers: [{ name: 'docs', url: 'http://127.0.0.1:3001/mcp', tools: ['echo', 'get-sum'], tokenEnv: 'DOCS_TOKEN', headersEnv: { 'X-Api-Key': 'DOCS_KEY' }, sampling: 'refuse', elicitation: 'input-required' }],
+      servers: [
+        {
+          name: 'docs',
+          url: 'http://127.0.0.1:3001/mcp',
+          tools: ['echo', 'get-sum'],
+          tokenEnv: 'DOCS_TOKEN',
+          headersEnv: { 'X-Api-Key': 'DOCS_KEY' },
+          sampling: 'refuse',
+          elicitation: 'input-required',
+        },
+      ],
     });
   });
 
@@ -38,10 +50,12 @@ describe('manifest: the mcp block (MCP servers a capsule may use)', () => {
   });
 
   it('refuses bad names, urls with credentials, duplicate servers, and * beside named tools', () => {
-    const list = errorsOf(base(`    - {name: Docs_1, url: 'http://127.0.0.1:3001/mcp', tools: [echo]}
+    const list = errorsOf(
+      base(`    - {name: Docs_1, url: 'http://127.0.0.1:3001/mcp', tools: [echo]}
     - {name: dup, url: 'http://user:pw@127.0.0.1:3001/mcp', tools: [echo]}
     - {name: dup, url: 'ftp://127.0.0.1:3001/', tools: ['*', echo]}
-    - {name: bad-tool, url: 'http://127.0.0.1:3001/mcp', tools: ['a.b', echo, echo]}`));
+    - {name: bad-tool, url: 'http://127.0.0.1:3001/mcp', tools: ['a.b', echo, echo]}`),
+    );
     expect(errorAt(list, 'mcp.servers[0].name').code).toBe('E-MCP-001');
     expect(errorAt(list, 'mcp.servers[1].url').code).toBe('E-MCP-002');
     expect(errorAt(list, 'mcp.servers[1].url').message).not.toContain('pw');
@@ -53,23 +67,29 @@ describe('manifest: the mcp block (MCP servers a capsule may use)', () => {
   });
 
   it('refuses credential keys that are not variable names, and headers the transport owns', () => {
-    const list = errorsOf(base(`    - name: docs
+    const list = errorsOf(
+      base(`    - name: docs
       url: http://127.0.0.1:3001/mcp
       tools: ['*']
       token_env: 'sk-live-123'
-      headers_env: {Authorization: TOKEN, X-Key: 'not a name'}`));
+      headers_env: {Authorization: TOKEN, X-Key: 'not a name'}`),
+    );
     expect(errorAt(list, 'mcp.servers[0].token_env').code).toBe('E-MCP-006');
     expect(errorAt(list, 'mcp.servers[0].headers_env.Authorization').hint).toContain('token_env');
     expect(errorAt(list, 'mcp.servers[0].headers_env.X-Key').code).toBe('E-MCP-006');
   });
 
   it('a local server over stdio: command instead of url, its binary in capabilities.shell.allow', () => {
-    const ok = parseManifest(`name: demo\nversion: 1.0.0\ncapabilities:\n  shell:\n    allow: [npx]\nmcp:\n  servers:\n    - {name: local, command: [npx, my-mcp-server, --stdio], tools: ['*']}\n`);
+    const ok = parseManifest(
+      `name: demo\nversion: 1.0.0\ncapabilities:\n  shell:\n    allow: [npx]\nmcp:\n  servers:\n    - {name: local, command: [npx, my-mcp-server, --stdio], tools: ['*']}\n`,
+    );
     expect(ok.mcp!.servers[0]).toMatchObject({ name: 'local', command: ['npx', 'my-mcp-server', '--stdio'] });
-    const list = errorsOf(base(`    - {name: a, command: [node, server.js], tools: ['*']}
+    const list = errorsOf(
+      base(`    - {name: a, command: [node, server.js], tools: ['*']}
     - {name: b, url: 'http://127.0.0.1:3001/mcp', command: [node], tools: ['*']}
     - {name: c, tools: ['*']}
-    - {name: d, command: [node, ''], tools: ['*']}`));
+    - {name: d, command: [node, ''], tools: ['*']}`),
+    );
     const e = errorAt(list, 'mcp.servers[0].command[0]');
     expect(e.code).toBe('E-MCP-017');
     expect(e.hint).toContain("add 'node' to capabilities.shell.allow");

@@ -17,10 +17,17 @@ describe('network.allow in murmur.yaml', () => {
 
   it('refuses bad wildcards at their index with the wildcard rule (E-MAN-008)', () => {
     const l = errorsOf(allowYaml(['ok.example.com', '*', 'a.*.example.com', '*.com', '*.0.0.1']));
-    for (const [i, raw] of [[1, '*'], [2, 'a.*.example.com'], [3, '*.com'], [4, '*.0.0.1']] as const) {
+    for (const [i, raw] of [
+      [1, '*'],
+      [2, 'a.*.example.com'],
+      [3, '*.com'],
+      [4, '*.0.0.1'],
+    ] as const) {
       const e = errorAt(l, `capabilities.network.allow[${i}]`);
       expect(e.code).toBe('E-MAN-008');
-      expect(e.message).toBe(`invalid network.allow entry '${raw}': a wildcard is '*.' before a domain of at least two labels, e.g. '*.googleapis.com' (not '*', '*.com' or 'a.*.com'); it allows the names below the domain, not the domain itself`);
+      expect(e.message).toBe(
+        `invalid network.allow entry '${raw}': a wildcard is '*.' before a domain of at least two labels, e.g. '*.googleapis.com' (not '*', '*.com' or 'a.*.com'); it allows the names below the domain, not the domain itself`,
+      );
       expect(e.location?.line).toBe(6 + i);
     }
   });
@@ -33,11 +40,14 @@ describe('network.allow in murmur.yaml', () => {
   it('refuses a CIDR, saying it is a NetworkPolicy grant the runtime cannot hold', () => {
     const e = errorAt(errorsOf(allowYaml(['10.0.0.0/8'])), 'capabilities.network.allow[0]');
     expect(e.code).toBe('E-MAN-008');
-    expect(e.message).toBe("invalid network.allow entry '10.0.0.0/8': a CIDR is a NetworkPolicy grant (a Capsule's spec takes it); the runtime's allowlist holds hosts and IP addresses");
+    expect(e.message).toBe(
+      "invalid network.allow entry '10.0.0.0/8': a CIDR is a NetworkPolicy grant (a Capsule's spec takes it); the runtime's allowlist holds hosts and IP addresses",
+    );
   });
 
   it('a capsule-wide wildcard covers a per-artifact host or narrower wildcard below it, not the reverse', () => {
-    const yaml = (ceiling: string, narrower: string) => `${allowYaml([ceiling])}artifacts:\n  - name: t\n    version: "1"\n    capabilities:\n      network:\n        allow: [${JSON.stringify(narrower)}]\n`;
+    const yaml = (ceiling: string, narrower: string) =>
+      `${allowYaml([ceiling])}artifacts:\n  - name: t\n    version: "1"\n    capabilities:\n      network:\n        allow: [${JSON.stringify(narrower)}]\n`;
     expect(() => parseManifest(yaml('*.googleapis.com', 'storage.googleapis.com'))).not.toThrow();
     expect(() => parseManifest(yaml('*.googleapis.com', '*.eu.googleapis.com'))).not.toThrow();
     const e = errorAt(errorsOf(yaml('storage.googleapis.com', '*.googleapis.com')), 'artifacts[0].capabilities.network.allow[0]');

@@ -44,7 +44,9 @@ describe('manifest integers', () => {
   it('memory_bytes above the 4 GiB a 32-bit linear memory can address is refused, written with a unit too', () => {
     const e = errorAt(errorsOf(`${MINIMAL}capabilities:\n  limits:\n    memory_bytes: 99999999999999999999Gi\n`), 'capabilities.limits.memory_bytes');
     expect(e.code).toBe('E-MAN-006');
-    expect(e.message).toBe("'memory_bytes' is 99999999999999999999Gi, out of range (integer from 1 to 4294967296 (4 GiB: a 32-bit linear memory), or a string like `512Mi` / `4GiB`)");
+    expect(e.message).toBe(
+      "'memory_bytes' is 99999999999999999999Gi, out of range (integer from 1 to 4294967296 (4 GiB: a 32-bit linear memory), or a string like `512Mi` / `4GiB`)",
+    );
     const big = errorAt(errorsOf(`${MINIMAL}capabilities:\n  limits:\n    memory_bytes: 4294967297\n`), 'capabilities.limits.memory_bytes');
     expect(big.code).toBe('E-MAN-006');
     expect(parseManifest(`${MINIMAL}capabilities:\n  limits:\n    memory_bytes: 4Gi\n`).capabilities.limits.memoryBytes).toBe(4 * 2 ** 30);

@@ -20,9 +20,15 @@ const NODE20 = fileURLToPath(new URL('./conformance/node20.mjs', import.meta.url
 
 /** Runs one client scenario; resolves with the suite's output once it exits. */
 function scenario(name: string): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, ['--import', NODE20, SUITE, 'client', '--command', `${process.execPath} --import ${TSX} ${CLIENT}`, '--scenario', name], {
-    cwd: tmp('mcp-conformance-'), env: { PATH: process.env.PATH, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', NODE20, SUITE, 'client', '--command', `${process.execPath} --import ${TSX} ${CLIENT}`, '--scenario', name],
+    {
+      cwd: tmp('mcp-conformance-'),
+      env: { PATH: process.env.PATH, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));

@@ -37,23 +37,41 @@ function mcpYaml(url: string, tools = "['echo', 'get-sum', 'trigger-long-running
 }
 
 async function open(script: Script, hooks: HookDef[] = [], url = everything.url, yaml = mcpYaml(url)): Promise<Kit> {
-  kit = await openKit({ yaml: hookCapsuleYaml(hooks, yaml, 'mcp-capsule'), artifacts: [driverDef('anthropic'), ECHO_TOOL, ...hooks.map(hookArtifact)], script });
+  kit = await openKit({
+    yaml: hookCapsuleYaml(hooks, yaml, 'mcp-capsule'),
+    artifacts: [driverDef('anthropic'), ECHO_TOOL, ...hooks.map(hookArtifact)],
+    script,
+  });
   return kit;
 }
 
 const events = (k: Kit, type: string) => readTrace(k.session.staged.workdir.trace).events.filter((e) => e.event_type === type);
-const toolResults = (k: Kit) => k.provider.requests.flatMap((r) => ((r.body as { messages?: Array<{ content: unknown }> }).messages ?? []).flatMap((m) => (Array.isArray(m.content) ? m.content : []).filter((c: { type?: string }) => c.type === 'tool_result')));
+const toolResults = (k: Kit) =>
+  k.provider.requests.flatMap((r) =>
+    ((r.body as { messages?: Array<{ content: unknown }> }).messages ?? []).flatMap((m) =>
+      (Array.isArray(m.content) ? m.content : []).filter((c: { type?: string }) => c.type === 'tool_result'),
+    ),
+  );
 const TASK = { taskId: 't1', contextId: 'ctx-1', text: 'use the MCP tool', source: 'task_md' as const };
 const recs = (k: Kit, name: string) => {
   const f = join(k.session.staged.workdir.dir, 'logs', `hook-${name}.log`);
-  return (existsSync(f) ? readFileSync(f, 'utf8') : '').split('\n').filter((l) => l.startsWith('{"rec"')).map((l) => JSON.parse(l) as { rec: string; ev: Record<string, unknown> });
+  return (existsSync(f) ? readFileSync(f, 'utf8') : '')
+    .split('\n')
+    .filter((l) => l.startsWith('{"rec"'))
+    .map((l) => JSON.parse(l) as { rec: string; ev: Record<string, unknown> });
 };
 
 describe('MCP tools from server-everything', () => {
   it('are in the inventory beside the WASM tools, prefixed, attributed, with their input schemas', async () => {
     const k = await open({ turns: [{ text: 'nothing to do' }] });
     const inv = k.session.toolInventory() as Array<{ name: string; description: string; parameters: { properties?: Record<string, unknown> } }>;
-    expect(inv.map((t) => t.name)).toEqual(['echo', 'mcp__everything__echo', 'mcp__everything__get-sum', 'mcp__everything__trigger-elicitation-request', 'mcp__everything__trigger-long-running-operation']);
+    expect(inv.map((t) => t.name)).toEqual([
+      'echo',
+      'mcp__everything__echo',
+      'mcp__everything__get-sum',
+      'mcp__everything__trigger-elicitation-request',
+      'mcp__everything__trigger-long-running-operation',
+    ]);
     const echo = inv.find((t) => t.name === 'mcp__everything__echo')!;
     expect(echo.description).toBe("[MCP server 'everything'] Echoes back the input string");
     expect(Object.keys(echo.parameters.properties ?? {})).toEqual(['message']);
@@ -61,12 +79,18 @@ describe('MCP tools from server-everything', () => {
     await k.session.runTask(TASK);
     const offered = (k.provider.requests[0]!.body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
     expect(offered).toContain('mcp__everything__get-sum');
-    expect(events(k, 'mcp_server')).toEqual([expect.objectContaining({ server: 'everything', status: 'connected', tools: expect.arrayContaining(['mcp__everything__echo']) })]);
+    expect(events(k, 'mcp_server')).toEqual([
+      expect.objectContaining({ server: 'everything', status: 'connected', tools: expect.arrayContaining(['mcp__everything__echo']) }),
+    ]);
   });
 
   it('a model tool call runs on the server through on-tool-call before and after, and is traced', async () => {
     // A policy hook that allows (it decides before the call) and records what it sees, and after.
-    const watch: HookDef = { name: 'watch', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { record: true }, 'on-tool-call:observe': { record: true } } };
+    const watch: HookDef = {
+      name: 'watch',
+      contract: 'binding: on-tool-call\ncommit_policy: deny\n',
+      script: { 'on-tool-call:decision': { record: true }, 'on-tool-call:observe': { record: true } },
+    };
     const k = await open({ turns: [{ toolCalls: [{ name: 'mcp__everything__get-sum', input: { a: 40, b: 2 } }] }, { text: 'the sum is 42' }] }, [watch]);
     const r = await k.session.runTask(TASK);
     expect(r.exit).toBe('completed');
@@ -74,7 +98,9 @@ describe('MCP tools from server-everything', () => {
     expect(JSON.stringify(results[0]!.content)).toContain('The sum of 40 and 2 is 42.');
     expect(results[0]!.is_error).toBeFalsy();
     expect(events(k, 'tool_call')).toEqual([expect.objectContaining({ tool_name: 'mcp__everything__get-sum', status: 'ok' })]);
-    expect(events(k, 'mcp_call')).toEqual([expect.objectContaining({ server: 'everything', tool: 'get-sum', model_tool: 'mcp__everything__get-sum', status: 'ok' })]);
+    expect(events(k, 'mcp_call')).toEqual([
+      expect.objectContaining({ server: 'everything', tool: 'get-sum', model_tool: 'mcp__everything__get-sum', status: 'ok' }),
+    ]);
     const seen = recs(k, 'watch');
     expect(seen.map((x) => x.rec)).toEqual(['on-tool-call:decision', 'on-tool-call:observe']);
     expect(seen[0]!.ev.toolName).toBe('mcp__everything__get-sum');
@@ -99,7 +125,11 @@ describe('MCP tools from server-everything', () => {
   });
 
   it('a deny hook stops the MCP call: nothing reaches the server, the model reads the refusal', async () => {
-    const guard: HookDef = { name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { ret: { tag: 'deny', val: 'no MCP today' } } } };
+    const guard: HookDef = {
+      name: 'guard',
+      contract: 'binding: on-tool-call\ncommit_policy: deny\n',
+      script: { 'on-tool-call:decision': { ret: { tag: 'deny', val: 'no MCP today' } } },
+    };
     const k = await open({ turns: [{ toolCalls: [{ name: 'mcp__everything__echo', input: { message: 'x' } }] }, { text: 'ok' }] }, [guard]);
     const r = await k.session.runTask(TASK);
     expect(r.exit).toBe('completed');
@@ -109,12 +139,16 @@ describe('MCP tools from server-everything', () => {
   });
 
   it('progress notifications of a long-running tool reach the task stream as status messages', async () => {
-    const k = await open({ turns: [{ toolCalls: [{ name: 'mcp__everything__trigger-long-running-operation', input: { duration: 0.2, steps: 2 } }] }, { text: 'done' }] });
+    const k = await open({
+      turns: [{ toolCalls: [{ name: 'mcp__everything__trigger-long-running-operation', input: { duration: 0.2, steps: 2 } }] }, { text: 'done' }],
+    });
     const statuses: string[] = [];
     const sink: TaskSink = { textChunk: () => {}, thinkingChunk: () => {}, status: (m) => statuses.push(m), artifact: () => {} };
     const r = await k.session.runTask(TASK, sink);
     expect(r.exit).toBe('completed');
-    expect(statuses).toEqual(expect.arrayContaining(['MCP everything/trigger-long-running-operation: 1/2', 'MCP everything/trigger-long-running-operation: 2/2']));
+    expect(statuses).toEqual(
+      expect.arrayContaining(['MCP everything/trigger-long-running-operation: 1/2', 'MCP everything/trigger-long-running-operation: 2/2']),
+    );
     expect(JSON.stringify(toolResults(k))).toContain('Long running operation completed');
   });
 
@@ -122,7 +156,10 @@ describe('MCP tools from server-everything', () => {
     const k = await open({ turns: [{ toolCalls: [{ name: 'mcp__everything__trigger-elicitation-request', input: {} }] }, { text: 'thanks' }] });
     const asked: string[] = [];
     const sink: TaskSink = {
-      textChunk: () => {}, thinkingChunk: () => {}, status: () => {}, artifact: () => {},
+      textChunk: () => {},
+      thinkingChunk: () => {},
+      status: () => {},
+      artifact: () => {},
       requestInput: async (prompt) => {
         asked.push(prompt);
         return JSON.stringify({ name: 'Ada Lovelace', check: true });
@@ -141,7 +178,18 @@ describe('MCP tools from server-everything', () => {
     const url = everything.url;
     const port = new URL(url).port;
     const yaml = `capabilities:\n  network:\n    allow: ['http://127.0.0.1:${port}']\nmcp:\n  servers:\n    - {name: everything, url: '${url}', tools: [trigger-sampling-request], sampling: driver}\n`;
-    const k = await open({ turns: [{ toolCalls: [{ name: 'mcp__everything__trigger-sampling-request', input: { prompt: 'say hi' } }] }, { text: 'hi from the driver', usage: { input: 30, output: 5 } }, { text: 'done' }] }, [], url, yaml);
+    const k = await open(
+      {
+        turns: [
+          { toolCalls: [{ name: 'mcp__everything__trigger-sampling-request', input: { prompt: 'say hi' } }] },
+          { text: 'hi from the driver', usage: { input: 30, output: 5 } },
+          { text: 'done' },
+        ],
+      },
+      [],
+      url,
+      yaml,
+    );
     const r = await k.session.runTask(TASK);
     expect(r.exit).toBe('completed');
     // The second provider request is the sampling call: the server's system prompt and message.
@@ -173,14 +221,20 @@ describe('MCP tools from server-everything', () => {
   it('a server that goes away fails that call with a clear error; the task goes on', async () => {
     const own = await startEverything();
     try {
-      const k = await open({ turns: [{ toolCalls: [{ name: 'mcp__everything__echo', input: { message: 'x' } }] }, { text: 'the server was down, carrying on' }] }, [], own.url);
+      const k = await open(
+        { turns: [{ toolCalls: [{ name: 'mcp__everything__echo', input: { message: 'x' } }] }, { text: 'the server was down, carrying on' }] },
+        [],
+        own.url,
+      );
       await own.stop();
       const r = await k.session.runTask(TASK);
       expect(r.exit).toBe('completed');
       expect(r.text).toBe('the server was down, carrying on');
       const result = JSON.stringify(toolResults(k));
       expect(result).toMatch(/error: MCP tool mcp__everything__echo failed \[E-MCP-0(09|13)\]/);
-      expect(events(k, 'mcp_call')).toEqual([expect.objectContaining({ server: 'everything', tool: 'echo', status: 'error', code: expect.stringMatching(/^E-MCP-0(09|13)$/) })]);
+      expect(events(k, 'mcp_call')).toEqual([
+        expect.objectContaining({ server: 'everything', tool: 'echo', status: 'error', code: expect.stringMatching(/^E-MCP-0(09|13)$/) }),
+      ]);
       expect(events(k, 'tool_call')).toEqual([expect.objectContaining({ tool_name: 'mcp__everything__echo', status: 'error' })]);
     } finally {
       await own.stop();

@@ -33,7 +33,10 @@ const require = createRequire(import.meta.url);
 export async function startEverything(at?: number): Promise<RunningServer & { child: ChildProcess }> {
   const pkg = dirname(require.resolve('@modelcontextprotocol/server-everything/package.json'));
   const port = at ?? (await freePort());
-  const child = spawn(process.execPath, [join(pkg, 'dist', 'index.js'), 'streamableHttp'], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [join(pkg, 'dist', 'index.js'), 'streamableHttp'], {
+    env: { PATH: process.env.PATH, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   await new Promise<void>((resolve, reject) => {
     child.stderr!.on('data', (d: Buffer) => {
@@ -43,7 +46,9 @@ export async function startEverything(at?: number): Promise<RunningServer & { ch
     child.once('exit', (code) => reject(new Error(`server-everything exited (${code}): ${err}`)));
   });
   return {
-    child, port, url: `http://127.0.0.1:${port}/mcp`,
+    child,
+    port,
+    url: `http://127.0.0.1:${port}/mcp`,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const gone = new Promise((r) => child.once('exit', r));
@@ -58,7 +63,10 @@ export async function startEverything(at?: number): Promise<RunningServer & { ch
  * `setup` on a fresh McpServer per session. `intercept` may answer a request itself first (garbage,
  * a dropped session).
  */
-export async function startSdkServer(setup: (s: McpServer) => void, o: { intercept?: (req: IncomingMessage, res: ServerResponse, body: unknown) => boolean; json?: boolean } = {}): Promise<RunningServer & { sessions: Map<string, StreamableHTTPServerTransport>; requests: IncomingMessage[] }> {
+export async function startSdkServer(
+  setup: (s: McpServer) => void,
+  o: { intercept?: (req: IncomingMessage, res: ServerResponse, body: unknown) => boolean; json?: boolean } = {},
+): Promise<RunningServer & { sessions: Map<string, StreamableHTTPServerTransport>; requests: IncomingMessage[] }> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const requests: IncomingMessage[] = [];
   const server = http.createServer(async (req, res) => {
@@ -72,10 +80,16 @@ export async function startSdkServer(setup: (s: McpServer) => void, o: { interce
     let t = sid ? sessions.get(sid) : undefined;
     if (!t) {
       if (sid) {
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
         return;
       }
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), enableJsonResponse: o.json ?? true, onsessioninitialized: (id) => void sessions.set(id, transport) });
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: o.json ?? true,
+        onsessioninitialized: (id) => void sessions.set(id, transport),
+      });
       const mcp = new McpServer({ name: 'hostile', version: '1.0.0' });
       setup(mcp);
       await mcp.connect(transport);
@@ -86,7 +100,10 @@ export async function startSdkServer(setup: (s: McpServer) => void, o: { interce
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
   return {
-    port, url: `http://127.0.0.1:${port}/mcp`, sessions, requests,
+    port,
+    url: `http://127.0.0.1:${port}/mcp`,
+    sessions,
+    requests,
     async stop() {
       for (const t of sessions.values()) await t.close().catch(() => {});
       server.closeAllConnections();

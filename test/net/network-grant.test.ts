@@ -85,7 +85,8 @@ describe('parse and classify', () => {
 
   it('IPv6 addresses are the ones the API server’s isIP() takes', () => {
     for (const ok of ['::', '::1', 'fd00::1', '2001:db8:0:0:0:0:0:1', '64:ff9b::1.2.3.4']) expect(validIPv6(ok), ok).toBe(true);
-    for (const bad of ['1:2:3:4:5:6:7:8:9', '1::2::3', 'fe80::1%eth0', '::ffff:1.2.3.4', '12345::1', ':1', '1:2:3:4:5:6:7::8']) expect(validIPv6(bad), bad).toBe(false);
+    for (const bad of ['1:2:3:4:5:6:7:8:9', '1::2::3', 'fe80::1%eth0', '::ffff:1.2.3.4', '12345::1', ':1', '1:2:3:4:5:6:7::8'])
+      expect(validIPv6(bad), bad).toBe(false);
   });
 });
 
@@ -132,21 +133,67 @@ describe('match', () => {
 /** The CRD's rule (operator/crd/admission.ts) as JavaScript: the fragments, isIP and isCIDR. */
 function celVerdict(e: string): boolean {
   const isIP = (s: string) => validIPv6(s) || new RegExp(IPV4_VALID_PATTERN.replace(/\(:\|\/\|\$\)$/, '$')).test(s);
-  const isCIDR = (s: string) => { const g = parseGrant(s); return !isGrantProblem(g) && g.kind === 'cidr' && g.port === undefined; };
+  const isCIDR = (s: string) => {
+    const g = parseGrant(s);
+    return !isGrantProblem(g) && g.kind === 'cidr' && g.port === undefined;
+  };
   const m = (p: string) => new RegExp(p).test(e);
   if (e.startsWith('capsule://')) return m(CAPSULE_PATTERN);
-  return isCIDR(e) || isIP(e) || (m(CIDR_PORT_PATTERN) && isCIDR(e.slice(0, e.lastIndexOf(':')))) ||
-    (m(HOST_ENTRY_PATTERN) && (e.includes('://') || !e.includes('/')) && (!m(IPV4_SHAPED_PATTERN) || m(IPV4_VALID_PATTERN)) && (!e.includes('[') || validIPv6(e.slice(e.indexOf('[') + 1, e.indexOf(']')))));
+  return (
+    isCIDR(e) ||
+    isIP(e) ||
+    (m(CIDR_PORT_PATTERN) && isCIDR(e.slice(0, e.lastIndexOf(':')))) ||
+    (m(HOST_ENTRY_PATTERN) &&
+      (e.includes('://') || !e.includes('/')) &&
+      (!m(IPV4_SHAPED_PATTERN) || m(IPV4_VALID_PATTERN)) &&
+      (!e.includes('[') || validIPv6(e.slice(e.indexOf('[') + 1, e.indexOf(']')))))
+  );
 }
 
 describe('the CEL fragments say what the parser says', () => {
   const table = [
-    'api.example.com', 'api.example.com:8443', 'https://api.example.com', 'http://x.example.com:80/', 'HTTPS://Api.Example.com', 'https://api.example.com/v1',
-    '*.googleapis.com', 'https://*.googleapis.com:8443/x', '*', '*.com', 'a.*.example.com', '*.0.0.1', 'https://*', '*.example.com:0',
-    '10.0.0.0/8', '10.0.0.0/8:5432', '10.0.0.0/8:0', '1.2.3.4', '1.2.3.4:443', '[fd00::1]:8080', '[fd00::1]:0', 'fd00::/64', 'fd00::1', '[::ffff:1.2.3.4]',
-    'capsule://team-a/reviewer', 'capsule://Bad/x', 'ftp://files.example.com', 'https://api.example.com?x=1', '10.0.0.0/33', 'api.example.com:99999',
-    'api.example.com:0', 'api.example.com:0443', 'user:pw@api.example.com', 'https://user:pw@api.example.com', '999.1.1.1', 'a b', 'host:port', 'api.example.com/',
-    `${'a'.repeat(64)}.example.com`, `${'a'.repeat(63)}.example.com`, 'https://x.example.com/a b', 'https://x.example.com/[x]',
+    'api.example.com',
+    'api.example.com:8443',
+    'https://api.example.com',
+    'http://x.example.com:80/',
+    'HTTPS://Api.Example.com',
+    'https://api.example.com/v1',
+    '*.googleapis.com',
+    'https://*.googleapis.com:8443/x',
+    '*',
+    '*.com',
+    'a.*.example.com',
+    '*.0.0.1',
+    'https://*',
+    '*.example.com:0',
+    '10.0.0.0/8',
+    '10.0.0.0/8:5432',
+    '10.0.0.0/8:0',
+    '1.2.3.4',
+    '1.2.3.4:443',
+    '[fd00::1]:8080',
+    '[fd00::1]:0',
+    'fd00::/64',
+    'fd00::1',
+    '[::ffff:1.2.3.4]',
+    'capsule://team-a/reviewer',
+    'capsule://Bad/x',
+    'ftp://files.example.com',
+    'https://api.example.com?x=1',
+    '10.0.0.0/33',
+    'api.example.com:99999',
+    'api.example.com:0',
+    'api.example.com:0443',
+    'user:pw@api.example.com',
+    'https://user:pw@api.example.com',
+    '999.1.1.1',
+    'a b',
+    'host:port',
+    'api.example.com/',
+    `${'a'.repeat(64)}.example.com`,
+    `${'a'.repeat(63)}.example.com`,
+    'https://x.example.com/a b',
+    'https://x.example.com/[x]',
   ];
   it.each(table)('%s', (e) => expect(celVerdict(e)).toBe(!isGrantProblem(parseGrant(e))));
 });

@@ -42,10 +42,13 @@ function componentDir(): string {
 /** A DOCKER_CONFIG folder whose config.json holds `auths` as `docker login` writes them. */
 function dockerConfig(auths: Record<string, { user: string; password: string }>, extra: Record<string, unknown> = {}): string {
   const d = tmp('docker-config-');
-  writeFileSync(path.join(d, 'config.json'), JSON.stringify({
-    auths: Object.fromEntries(Object.entries(auths).map(([host, c]) => [host, { auth: Buffer.from(`${c.user}:${c.password}`).toString('base64') }])),
-    ...extra,
-  }));
+  writeFileSync(
+    path.join(d, 'config.json'),
+    JSON.stringify({
+      auths: Object.fromEntries(Object.entries(auths).map(([host, c]) => [host, { auth: Buffer.from(`${c.user}:${c.password}`).toString('base64') }])),
+      ...extra,
+    }),
+  );
   return d;
 }
 
@@ -60,7 +63,11 @@ function pull(ref: string, env: Record<string, string>, dir = capsule()) {
   return mur(['pull', ref, '--capsule', dir, '--version', '1.0.0'], { DOCKER_CONFIG: tmp('no-docker-config-'), ...env });
 }
 
-const secretsIn = (s: string) => [PUSHER, READER, STRANGER].map((c) => c.password).concat(basicReg.password!).filter((p) => s.includes(p));
+const secretsIn = (s: string) =>
+  [PUSHER, READER, STRANGER]
+    .map((c) => c.password)
+    .concat(basicReg.password!)
+    .filter((p) => s.includes(p));
 
 // The registry and oras, built from the Go module proxy on first use (cold: minutes).
 beforeAll(ensureOciTools, BUILD_TIMEOUT_MS);
@@ -74,9 +81,22 @@ beforeAll(async () => {
     [STRANGER.user]: { password: STRANGER.password, repos: {} },
   });
   tokenReg = await startRegistry({ token: tokens });
-  const basicDigest = await orasPushWasm(`${basicReg.host}/tools/crashy:1.0.0`, componentDir(), undefined, ['--ca-file', certs.ca, '-u', 'docker', '-p', basicReg.password!]);
+  const basicDigest = await orasPushWasm(`${basicReg.host}/tools/crashy:1.0.0`, componentDir(), undefined, [
+    '--ca-file',
+    certs.ca,
+    '-u',
+    'docker',
+    '-p',
+    basicReg.password!,
+  ]);
   basicRef = `${basicReg.host}/tools/crashy:1.0.0@${basicDigest}`;
-  const tokenDigest = await orasPushWasm(`${tokenReg.host}/tools/crashy:1.0.0`, componentDir(), undefined, ['--plain-http', '-u', PUSHER.user, '-p', PUSHER.password]);
+  const tokenDigest = await orasPushWasm(`${tokenReg.host}/tools/crashy:1.0.0`, componentDir(), undefined, [
+    '--plain-http',
+    '-u',
+    PUSHER.user,
+    '-p',
+    PUSHER.password,
+  ]);
   tokenRef = `${tokenReg.host}/tools/crashy:1.0.0@${tokenDigest}`;
 });
 afterAll(async () => {
@@ -86,7 +106,11 @@ afterAll(async () => {
 describe('basic auth over https with a private CA', () => {
   it('mur pull uses the credentials of Docker config.json auths and the CA of MURMUR_OCI_CA_FILE; nothing secret is printed', async () => {
     const dir = capsule();
-    const r = await pull(basicRef, { DOCKER_CONFIG: dockerConfig({ [basicReg.host]: { user: 'docker', password: basicReg.password! } }), MURMUR_OCI_CA_FILE: certs.ca }, dir);
+    const r = await pull(
+      basicRef,
+      { DOCKER_CONFIG: dockerConfig({ [basicReg.host]: { user: 'docker', password: basicReg.password! } }), MURMUR_OCI_CA_FILE: certs.ca },
+      dir,
+    );
     expect(r.code, r.err).toBe(0);
     expect(readLock(dir)!.artifacts).toMatchObject([{ name: 'crashy', version: '1.0.0' }]);
     expect(secretsIn(r.out + r.err)).toEqual([]);
@@ -95,7 +119,9 @@ describe('basic auth over https with a private CA', () => {
   it('MURMUR_OCI_USERNAME/MURMUR_OCI_PASSWORD work too, and win over config.json', async () => {
     const r = await pull(basicRef, {
       DOCKER_CONFIG: dockerConfig({ [basicReg.host]: { user: 'docker', password: 'not-the-password' } }),
-      MURMUR_OCI_USERNAME: 'docker', MURMUR_OCI_PASSWORD: basicReg.password!, MURMUR_OCI_CA_FILE: certs.ca,
+      MURMUR_OCI_USERNAME: 'docker',
+      MURMUR_OCI_PASSWORD: basicReg.password!,
+      MURMUR_OCI_CA_FILE: certs.ca,
     });
     expect(r.code, r.err).toBe(0);
   });
@@ -143,14 +169,20 @@ describe('Docker token auth (auth: token, JWTs the registry verifies)', () => {
 
   it('staging a source: {oci} artifact (the mur run path) authenticates the same way', async () => {
     const d = tmp('oci-caps-');
-    writeFileSync(path.join(d, 'murmur.yaml'), `name: oci-caps\nversion: 1.0.0\nartifacts:\n  - name: crashy\n    runtime: tool\n    source: {oci: "${tokenRef}"}\n`);
+    writeFileSync(
+      path.join(d, 'murmur.yaml'),
+      `name: oci-caps\nversion: 1.0.0\nartifacts:\n  - name: crashy\n    runtime: tool\n    source: {oci: "${tokenRef}"}\n`,
+    );
     const saved = { u: process.env.MURMUR_OCI_USERNAME, p: process.env.MURMUR_OCI_PASSWORD };
     Object.assign(process.env, { MURMUR_OCI_USERNAME: READER.user, MURMUR_OCI_PASSWORD: READER.password });
     try {
       const s = await stageCapsule({ capsuleDir: d, registryDir: tmp('reg-'), workRoot: tmp('work-'), cacheDir: tmp('cache-') });
       expect(s.artifacts[0]).toMatchObject({ name: 'crashy', runtime: 'tool' });
     } finally {
-      for (const [k, v] of [['MURMUR_OCI_USERNAME', saved.u], ['MURMUR_OCI_PASSWORD', saved.p]] as const) {
+      for (const [k, v] of [
+        ['MURMUR_OCI_USERNAME', saved.u],
+        ['MURMUR_OCI_PASSWORD', saved.p],
+      ] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }
@@ -177,7 +209,11 @@ describe('Docker token auth (auth: token, JWTs the registry verifies)', () => {
     const art = tmp('art-');
     writeFileSync(path.join(art, 'murmur.yaml'), 'name: crashy\nversion: 3.0.0\nruntime: tool\n');
     copyFileSync(wasm, path.join(art, 'crashy.wasm'));
-    const r = await mur(['publish', art, '--oci', `${tokenReg.host}/tools/crashy`], { DOCKER_CONFIG: tmp('no-docker-config-'), MURMUR_OCI_USERNAME: READER.user, MURMUR_OCI_PASSWORD: READER.password });
+    const r = await mur(['publish', art, '--oci', `${tokenReg.host}/tools/crashy`], {
+      DOCKER_CONFIG: tmp('no-docker-config-'),
+      MURMUR_OCI_USERNAME: READER.user,
+      MURMUR_OCI_PASSWORD: READER.password,
+    });
     expect(r.code).not.toBe(0);
     expect(r.err).toContain('E-REG-019');
     expect(r.err).toMatch(/the registry denied access \(HTTP 401\) to push to .*\/tools\/crashy .*\(insufficient_scope\)/);

@@ -18,7 +18,9 @@ export { OCI_BIN };
 export function requireBinaries(): void {
   for (const b of ['registry', 'oras']) {
     if (!existsSync(path.join(OCI_BIN, b))) {
-      throw new Error(`${path.join(OCI_BIN, b)} is missing: run \`bash test/oci/build.sh\` (builds the CNCF distribution registry and oras from the Go module proxy; the OCI test files' first beforeAll and .ci/run do this)`);
+      throw new Error(
+        `${path.join(OCI_BIN, b)} is missing: run \`bash test/oci/build.sh\` (builds the CNCF distribution registry and oras from the Go module proxy; the OCI test files' first beforeAll and .ci/run do this)`,
+      );
     }
   }
 }
@@ -58,18 +60,23 @@ export async function startRegistry(o: RegistryOptions = {}): Promise<Registry> 
   const port = await freePort();
   const cfgDir = tmp('oci-config-');
   const config = path.join(cfgDir, 'config.yml');
-  writeFileSync(config, [
-    'version: 0.1',
-    'log: {level: info, formatter: text}',
-    'storage:',
-    `  filesystem: {rootdirectory: ${storage}}`,
-    '  delete: {enabled: true}',
-    'http:',
-    `  addr: 127.0.0.1:${port}`,
-    ...(o.tls ? [`  tls: {certificate: ${o.tls.cert}, key: ${o.tls.key}}`] : []),
-    ...(o.htpasswd ? ['auth:', `  htpasswd: {realm: test-registry, path: ${path.join(cfgDir, 'htpasswd')}}`] : []),
-    ...(o.token ? ['auth:', '  token:', `    realm: ${o.token.realm}`, `    service: ${o.token.service}`, `    issuer: ${o.token.issuer}`, `    jwks: ${o.token.jwks}`] : []),
-  ].join('\n'));
+  writeFileSync(
+    config,
+    [
+      'version: 0.1',
+      'log: {level: info, formatter: text}',
+      'storage:',
+      `  filesystem: {rootdirectory: ${storage}}`,
+      '  delete: {enabled: true}',
+      'http:',
+      `  addr: 127.0.0.1:${port}`,
+      ...(o.tls ? [`  tls: {certificate: ${o.tls.cert}, key: ${o.tls.key}}`] : []),
+      ...(o.htpasswd ? ['auth:', `  htpasswd: {realm: test-registry, path: ${path.join(cfgDir, 'htpasswd')}}`] : []),
+      ...(o.token
+        ? ['auth:', '  token:', `    realm: ${o.token.realm}`, `    service: ${o.token.service}`, `    issuer: ${o.token.issuer}`, `    jwks: ${o.token.jwks}`]
+        : []),
+    ].join('\n'),
+  );
   const child: ChildProcess = spawn(path.join(OCI_BIN, 'registry'), ['serve', config], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   await new Promise<void>((resolve, reject) => {
@@ -103,14 +110,33 @@ export async function startRegistry(o: RegistryOptions = {}): Promise<Registry> 
 /** A CA and a server certificate for 127.0.0.1 signed by it (openssl CLI), as PEM files in a temp dir. */
 export async function makeCerts(): Promise<{ ca: string; cert: string; key: string; otherCa: string }> {
   const d = tmp('oci-tls-');
-  const ssl = (args: string[]) => run('openssl', args, { cwd: d }).catch((e: Error) => { throw new Error(`openssl ${args[0]} failed (is openssl installed? .ci/run installs it): ${e.message}`); });
+  const ssl = (args: string[]) =>
+    run('openssl', args, { cwd: d }).catch((e: Error) => {
+      throw new Error(`openssl ${args[0]} failed (is openssl installed? .ci/run installs it): ${e.message}`);
+    });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   const caExt = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
   await ssl(['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=capsule-test-ca', ...caExt]);
   await ssl(['req', '-x509', ...ec, '-keyout', 'other.key', '-out', 'other.pem', '-days', '2', '-subj', '/CN=some-other-ca', ...caExt]);
   await ssl(['req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1']);
   writeFileSync(path.join(d, 'server.ext'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n');
-  await ssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'server.ext']);
+  await ssl([
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'server.ext',
+  ]);
   return { ca: path.join(d, 'ca.pem'), cert: path.join(d, 'server.pem'), key: path.join(d, 'server.key'), otherCa: path.join(d, 'other.pem') };
 }
 

@@ -41,7 +41,10 @@ function pushDir(tag?: string): string {
 
 function capsuleWith(oci: string): string {
   const dir = tmp('oci-caps-');
-  writeFileSync(path.join(dir, 'murmur.yaml'), `name: oci-caps\nversion: 1.0.0\nartifacts:\n  - name: crashy\n    runtime: tool\n    source: {oci: "${oci}"}\n`);
+  writeFileSync(
+    path.join(dir, 'murmur.yaml'),
+    `name: oci-caps\nversion: 1.0.0\nartifacts:\n  - name: crashy\n    runtime: tool\n    source: {oci: "${oci}"}\n`,
+  );
   return dir;
 }
 
@@ -78,7 +81,9 @@ describe('source: {oci} (CNCF Wasm OCI artifact layout, pushed by oras)', () => 
   it('a component whose bytes in the registry changed is refused before use (E-REG-008), nothing cached', async () => {
     const digest = await orasPushWasm(`${reg.host}/tools/tampered:1.0.0`, pushDir('tampered'));
     // Corrupt the layer blob in the registry's own storage.
-    const layer = (JSON.parse(await oras(['manifest', 'fetch', '--plain-http', `${reg.host}/tools/tampered@${digest}`], tmp('o-'))) as { layers: { digest: string }[] }).layers[0]!.digest.slice(7);
+    const layer = (
+      JSON.parse(await oras(['manifest', 'fetch', '--plain-http', `${reg.host}/tools/tampered@${digest}`], tmp('o-'))) as { layers: { digest: string }[] }
+    ).layers[0]!.digest.slice(7);
     const blob = path.join(reg.storage, 'docker/registry/v2/blobs/sha256', layer.slice(0, 2), layer, 'data');
     const bytes = readFileSync(blob);
     bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;

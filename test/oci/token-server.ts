@@ -64,7 +64,9 @@ export async function startTokenServer(users: Record<string, TokenUser>): Promis
     }
     const now = Math.floor(Date.now() / 1000);
     const head = b64url(JSON.stringify({ alg: 'ES256', typ: 'JWT', kid }));
-    const claims = b64url(JSON.stringify({ iss: issuer, sub: user, aud: service, exp: now + 300, nbf: now - 10, iat: now, jti: randomBytes(8).toString('hex'), access }));
+    const claims = b64url(
+      JSON.stringify({ iss: issuer, sub: user, aud: service, exp: now + 300, nbf: now - 10, iat: now, jti: randomBytes(8).toString('hex'), access }),
+    );
     const sig = sign('sha256', Buffer.from(`${head}.${claims}`), { key: privateKey, dsaEncoding: 'ieee-p1363' });
     const token = `${head}.${claims}.${b64url(sig)}`;
     answer(200, { token, access_token: token, expires_in: 300 });
@@ -72,7 +74,11 @@ export async function startTokenServer(users: Record<string, TokenUser>): Promis
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const realm = `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`;
   return {
-    realm, service, issuer, jwks, requests,
+    realm,
+    service,
+    issuer,
+    jwks,
+    requests,
     stop: () => new Promise<void>((r) => server.close(() => r())),
   };
 }

@@ -60,12 +60,22 @@ spec:
     expect(pod.containers[0].env.find((e: any) => e.name === 'MURMUR_A2A_TRUSTED_CALLERS').value).toBe('apikey:ci-bot');
 
     const hash = dep.spec.template.metadata.annotations[ANNOTATION_CONFIG_HASH];
-    await kubectlOk(['create', 'secret', 'generic', 'gateway-keys', '-n', ns, '--from-literal=ci-bot=fedcba9876543210fedc', '--dry-run=client', '-o', 'yaml'])
-      .then((yaml) => kubectlOk(['apply', '-n', ns, '-f', '-'], yaml));
+    await kubectlOk([
+      'create',
+      'secret',
+      'generic',
+      'gateway-keys',
+      '-n',
+      ns,
+      '--from-literal=ci-bot=fedcba9876543210fedc',
+      '--dry-run=client',
+      '-o',
+      'yaml',
+    ]).then((yaml) => kubectlOk(['apply', '-n', ns, '-f', '-'], yaml));
     await eventually('rolled on rotation', async () => (await deployment('gateway'))?.spec.template.metadata.annotations[ANNOTATION_CONFIG_HASH] !== hash);
   });
 
-  it('a caller gets a projected token for its peer\'s URL, the peer lists it as trusted; the API server accepts the templates and steady state writes nothing', async () => {
+  it("a caller gets a projected token for its peer's URL, the peer lists it as trusted; the API server accepts the templates and steady state writes nothing", async () => {
     await apply(`apiVersion: murmur.io/v1alpha1
 kind: Capsule
 metadata: { name: callee }
@@ -103,24 +113,42 @@ spec:
   });
 
   it('when the peer stops taking ServiceAccount tokens, its callers stop presenting one (it would be refused)', async () => {
-    await kubectlOk(['-n', ns, 'patch', 'capsule', 'callee', '--type=merge', '-p', JSON.stringify({ spec: { a2a: { auth: { serviceAccounts: false, anonymous: true } } } })]);
+    await kubectlOk([
+      '-n',
+      ns,
+      'patch',
+      'capsule',
+      'callee',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { a2a: { auth: { serviceAccounts: false, anonymous: true } } } }),
+    ]);
     await eventually('the caller drops the projection', async () => {
       const d = await deployment('caller');
       return d && !d.spec.template.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens');
     });
     // The callee itself re-renders in its own reconcile (not ordered with its caller's).
-    await eventually('the callee drops --token-review', async () => (await deployment('callee'))?.spec.template.spec.containers[0].args.includes('--anonymous'));
+    await eventually('the callee drops --token-review', async () =>
+      (await deployment('callee'))?.spec.template.spec.containers[0].args.includes('--anonymous'),
+    );
     expect((await deployment('callee')).spec.template.spec.containers[0].args).not.toContain('--token-review');
     await kubectlOk(['-n', ns, 'patch', 'capsule', 'callee', '--type=json', '-p', JSON.stringify([{ op: 'remove', path: '/spec/a2a' }])]);
-    await eventually('and projects it again', async () => (await deployment('caller'))?.spec.template.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens'));
+    await eventually('and projects it again', async () =>
+      (await deployment('caller'))?.spec.template.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens'),
+    );
   });
 
-  it('the pod started from the template carries the projection and runs as the capsule\'s own ServiceAccount', async () => {
+  it("the pod started from the template carries the projection and runs as the capsule's own ServiceAccount", async () => {
     if (!cluster.podsBecomeReady) throw new Error('this test needs pods to be created from Deployments (controller-manager, scheduler, kwok)');
     const pod = await eventually('a caller pod of the current template', async () =>
-      (await client.list<any>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: 'murmur.io/capsule=caller' })).items.find((p: any) => p.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens')));
+      (await client.list<any>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: 'murmur.io/capsule=caller' })).items.find((p: any) =>
+        p.spec.volumes.some((v: any) => v.name === 'a2a-peer-tokens'),
+      ),
+    );
     expect(pod.spec.serviceAccountName).toBe('caller');
-    expect(pod.spec.volumes.find((v: any) => v.name === 'a2a-peer-tokens').projected.sources[0].serviceAccountToken.audience).toBe(`http://callee.${ns}.svc.cluster.local:9000/`);
+    expect(pod.spec.volumes.find((v: any) => v.name === 'a2a-peer-tokens').projected.sources[0].serviceAccountToken.audience).toBe(
+      `http://callee.${ns}.svc.cluster.local:9000/`,
+    );
     expect((await get(`/api/v1/namespaces/${ns}/serviceaccounts/caller`)).automountServiceAccountToken).toBe(false);
   });
 });

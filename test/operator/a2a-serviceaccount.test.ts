@@ -40,13 +40,22 @@ async function send(bearer: string | undefined, trust = 'trusted') {
       'x-murmur-task-trust': trust,
       ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
     },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+    }),
   });
   return { status: r.status, body: await r.json() };
 }
 
 beforeAll(async () => {
-  for (const args of [['create', 'namespace', NS], ['create', 'serviceaccount', 'peer', '-n', NS], ['create', 'serviceaccount', 'stranger', '-n', NS]]) {
+  for (const args of [
+    ['create', 'namespace', NS],
+    ['create', 'serviceaccount', 'peer', '-n', NS],
+    ['create', 'serviceaccount', 'stranger', '-n', NS],
+  ]) {
     const r = await kubectl(args);
     expect(r.code, r.stderr).toBe(0);
   }
@@ -113,18 +122,24 @@ describe('ServiceAccount tokens (TokenReview on a real API server)', () => {
     await eventually('the revoked token is refused', async () => (await send(t)).status === 401, 30_000);
   });
 
-  describe('tokens signed with the cluster\'s own ServiceAccount key', () => {
+  describe("tokens signed with the cluster's own ServiceAccount key", () => {
     /** A real token's claims, changed by `over`, signed again with the API server's signing key (same kid). */
     async function resign(over: Record<string, unknown>): Promise<string> {
-      if (!cluster.saSigningKey) throw new Error('this test signs tokens with the test cluster\'s ServiceAccount key; an external cluster ($KUBECONFIG) does not give it');
+      if (!cluster.saSigningKey)
+        throw new Error("this test signs tokens with the test cluster's ServiceAccount key; an external cluster ($KUBECONFIG) does not give it");
       const real = await token('peer', audience);
       const { kid } = decodeProtectedHeader(real);
       const claims = { ...decodeJwt(real), ...over };
-      return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', ...(kid ? { kid } : {}) }).sign(createPrivateKey(readFileSync(cluster.saSigningKey, 'utf8')));
+      return new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', ...(kid ? { kid } : {}) })
+        .sign(createPrivateKey(readFileSync(cluster.saSigningKey, 'utf8')));
     }
     /** What the API server itself says of a token (its TokenReview status), to name the reason the runtime does not. */
     async function review(t: string, aud: string) {
-      const r = await kubectl(['create', '-o', 'json', '-f', '-'], JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: t, audiences: [aud] } }));
+      const r = await kubectl(
+        ['create', '-o', 'json', '-f', '-'],
+        JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: t, audiences: [aud] } }),
+      );
       expect(r.code, r.stderr).toBe(0);
       return JSON.parse(r.stdout).status as { authenticated?: boolean; error?: string };
     }
@@ -160,7 +175,9 @@ describe('ServiceAccount tokens (TokenReview on a real API server)', () => {
     it('a token signed with another key is refused', async () => {
       const real = await token('peer', audience);
       const { kid } = decodeProtectedHeader(real);
-      const forged = await new SignJWT(decodeJwt(real)).setProtectedHeader({ alg: 'RS256', ...(kid ? { kid } : {}) }).sign(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
+      const forged = await new SignJWT(decodeJwt(real))
+        .setProtectedHeader({ alg: 'RS256', ...(kid ? { kid } : {}) })
+        .sign(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
       expect((await send(forged)).status).toBe(401);
     });
   });

@@ -26,16 +26,26 @@ const consoles: RunningConsole[] = [];
 
 function capsule(ns: string, name: string, model: string): string {
   return JSON.stringify({
-    apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name, namespace: ns },
+    apiVersion: 'murmur.io/v1alpha1',
+    kind: 'Capsule',
+    metadata: { name, namespace: ns },
     spec: {
-      version: '1.0.0', replicas: 1,
+      version: '1.0.0',
+      replicas: 1,
       artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
       inference: { driver: { artifact: 'driver-anthropic' }, model, endpoint: 'https://api.anthropic.com', max_session_tokens: 50000 },
     },
   });
 }
 
-async function setStatus(ns: string, name: string, ready: 'True' | 'False', reason: string, message: string, extra: Record<string, unknown> = {}): Promise<void> {
+async function setStatus(
+  ns: string,
+  name: string,
+  ready: 'True' | 'False',
+  reason: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
   const now = new Date().toISOString();
   const status = {
     conditions: [
@@ -49,11 +59,22 @@ async function setStatus(ns: string, name: string, ready: 'True' | 'False', reas
 
 async function event(ns: string, capsuleName: string, name: string, type: string, reason: string, message: string): Promise<void> {
   const now = new Date().toISOString();
-  await kubectlOk(['apply', '-f', '-'], JSON.stringify({
-    apiVersion: 'v1', kind: 'Event', metadata: { name, namespace: ns },
-    involvedObject: { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', name: capsuleName, namespace: ns },
-    type, reason, message, count: 1, firstTimestamp: now, lastTimestamp: now, source: { component: 'capsule-operator' },
-  }));
+  await kubectlOk(
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name, namespace: ns },
+      involvedObject: { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', name: capsuleName, namespace: ns },
+      type,
+      reason,
+      message,
+      count: 1,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      source: { component: 'capsule-operator' },
+    }),
+  );
 }
 
 /** A raw API call to a console, with the Host and token the page would send. */
@@ -76,14 +97,23 @@ async function kubeconfigOf(sa: string): Promise<string> {
   admin.loadFromFile(kubeconfig);
   const cluster = admin.getCurrentCluster()!;
   const kc = new KubeConfig();
-  kc.loadFromOptions({ clusters: [cluster], users: [{ name: sa, token }], contexts: [{ name: sa, cluster: cluster.name, user: sa, namespace: nsA }], currentContext: sa });
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: sa, token }],
+    contexts: [{ name: sa, cluster: cluster.name, user: sa, namespace: nsA }],
+    currentContext: sa,
+  });
   const file = join(tmp('console-kc-'), 'kubeconfig');
   writeFileSync(file, kc.exportConfig());
   return file;
 }
 
 async function startFor(config: string): Promise<RunningConsole> {
-  const c = (await openConsole(['--kubeconfig', config], () => {}, () => {}))!;
+  const c = (await openConsole(
+    ['--kubeconfig', config],
+    () => {},
+    () => {},
+  ))!;
   consoles.push(c);
   return c;
 }
@@ -100,7 +130,12 @@ beforeAll(async () => {
   await kubectlOk(['apply', '-f', '-'], capsule(nsA, 'beta', 'claude-beta'));
   await kubectlOk(['apply', '-f', '-'], capsule(nsB, 'bravo', 'model-only-in-b'));
   const usage = { inputTokens: 1200, outputTokens: 345, totalTokens: 1545, observedAt: new Date().toISOString(), pods: 1 };
-  await setStatus(nsA, 'alpha', 'True', 'Available', '1/1 replicas ready', { replicas: 1, readyReplicas: 1, a2aUrl: `http://alpha.${nsA}.svc.cluster.local:8080`, usage });
+  await setStatus(nsA, 'alpha', 'True', 'Available', '1/1 replicas ready', {
+    replicas: 1,
+    readyReplicas: 1,
+    a2aUrl: `http://alpha.${nsA}.svc.cluster.local:8080`,
+    usage,
+  });
   await setStatus(nsA, 'beta', 'False', 'RollingOut', '0/1 replicas ready', { replicas: 1, readyReplicas: 0 });
   await setStatus(nsB, 'bravo', 'False', 'SecretMissing', 'secret bravo-key-in-b not found', { replicas: 1, readyReplicas: 0 });
   await event(nsA, 'alpha', 'alpha.1', 'Normal', 'Reconciled', 'Deployment alpha rolled out');
@@ -145,8 +180,13 @@ describe('mur console on a real API server', () => {
     await page.getByRole('button', { name: `${nsA}/alpha` }).click();
     await page.locator('body[data-loaded="detail"]').waitFor();
     expect(await page.locator('#detail-h').textContent()).toBe(`Capsule ${nsA}/alpha`);
-    const conditions = await page.locator('#conditions tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
-    expect(conditions).toEqual([['Ready', 'True', 'Available', '1/1 replicas ready'], ['ConfigValid', 'True', 'Valid', 'murmur.yaml validates']]);
+    const conditions = await page
+      .locator('#conditions tbody tr')
+      .evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+    expect(conditions).toEqual([
+      ['Ready', 'True', 'Available', '1/1 replicas ready'],
+      ['ConfigValid', 'True', 'Valid', 'murmur.yaml validates'],
+    ]);
     const events = await page.locator('#events li').allTextContents();
     expect(events).toHaveLength(2);
     expect(events.some((e) => e.startsWith('UsageScrape pod alpha-1 /metrics timed out ×1'))).toBe(true);

@@ -28,10 +28,15 @@ export function goldenInput(text: string) {
   const secrets: Record<string, SecretInfo> = {};
   for (const d of docs)
     if (d.kind === 'Secret' && (d.metadata.namespace ?? 'default') === ns)
-      secrets[d.metadata.name] = { name: d.metadata.name, resourceVersion: String(d.metadata.resourceVersion ?? '1'), keys: Object.keys({ ...d.data, ...d.stringData }).sort() };
+      secrets[d.metadata.name] = {
+        name: d.metadata.name,
+        resourceVersion: String(d.metadata.resourceVersion ?? '1'),
+        keys: Object.keys({ ...d.data, ...d.stringData }).sort(),
+      };
   // Services (any namespace): the ones spec.mcp.servers[].service names, as the controller keeps them.
   const services: Record<string, ServiceInfo> = {};
-  for (const d of docs) if (d.kind === 'Service') services[`${d.metadata.namespace ?? 'default'}/${d.metadata.name}`] = serviceInfo(d as Parameters<typeof serviceInfo>[0]);
+  for (const d of docs)
+    if (d.kind === 'Service') services[`${d.metadata.namespace ?? 'default'}/${d.metadata.name}`] = serviceInfo(d as Parameters<typeof serviceInfo>[0]);
   const capsulePorts: Record<string, number> = {};
   for (const c of capsules) capsulePorts[`${c.metadata.namespace ?? 'default'}/${c.metadata.name}`] = c.spec.servicePort ?? 8080;
   const opt = docs.find((d) => d.kind === 'TranslateOptions');
@@ -50,7 +55,9 @@ function render(input: ReturnType<typeof goldenInput>): string {
   return docs.map((d) => stringify(d, { lineWidth: 0, aliasDuplicateObjects: false })).join('---\n');
 }
 
-const cases = readdirSync(DIR).filter((f) => f.endsWith('.input.yaml')).sort();
+const cases = readdirSync(DIR)
+  .filter((f) => f.endsWith('.input.yaml'))
+  .sort();
 
 describe('translate golden files', () => {
   it('has cases', () => expect(cases.length).toBeGreaterThan(3));

@@ -25,7 +25,10 @@ afterAll(async () => {
   await deleteNamespace(watched);
 });
 
-const docs = (text: string) => parseAllDocuments(text).map((d) => d.toJS()).filter(Boolean) as any[];
+const docs = (text: string) =>
+  parseAllDocuments(text)
+    .map((d) => d.toJS())
+    .filter(Boolean) as any[];
 
 describe('helm chart', () => {
   it('lints', async () => {
@@ -33,7 +36,7 @@ describe('helm chart', () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
   });
 
-  it('by default grants the operator cluster-wide only reading Capsules and creating Events; Roles in the watched namespaces; TokenReview for the watched namespaces\' ServiceAccounts', async () => {
+  it("by default grants the operator cluster-wide only reading Capsules and creating Events; Roles in the watched namespaces; TokenReview for the watched namespaces' ServiceAccounts", async () => {
     const all = docs((await helm(['template', 'x', chart, '-n', 'ops'])).stdout);
     // Cluster-scoped RBAC: create tokenreviews, for the ServiceAccounts of the watched namespaces
     // (capsule pods verify callers' tokens); and, for the operator, read Capsules and create Events
@@ -66,16 +69,36 @@ describe('helm chart', () => {
     const lease = all.find((d) => d.kind === 'Role' && d.metadata.name.endsWith('leader-election'));
     expect(lease.metadata.namespace).toBe('ops');
 
-    const scoped = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}', '--set', 'a2a.tokenReview=false', '--set', 'tellUnwatchedCapsules=false'])).stdout);
+    const scoped = docs(
+      (
+        await helm([
+          'template',
+          'x',
+          chart,
+          '-n',
+          'ops',
+          '--set',
+          'watchNamespaces={a,b}',
+          '--set',
+          'a2a.tokenReview=false',
+          '--set',
+          'tellUnwatchedCapsules=false',
+        ])
+      ).stdout,
+    );
     expect(scoped.some((d) => d.kind === 'ClusterRole')).toBe(false);
-    const scopedReview = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}'])).stdout).find((d) => d.kind === 'ClusterRoleBinding' && d.metadata.name.endsWith('tokenreview'));
+    const scopedReview = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'watchNamespaces={a,b}'])).stdout).find(
+      (d) => d.kind === 'ClusterRoleBinding' && d.metadata.name.endsWith('tokenreview'),
+    );
     expect(scopedReview.subjects.map((x: any) => x.name)).toEqual(['system:serviceaccounts:a', 'system:serviceaccounts:b']);
     expect(scoped.filter((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election')).map((d) => d.metadata.namespace)).toEqual(['a', 'b']);
 
     // Cluster-wide only when asked for, by name.
     const wide = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'clusterWide=true', '--set', 'watchNamespaces=null'])).stdout);
     expect(wide.some((d) => d.kind === 'ClusterRole' && d.metadata.name === 'x-capsule-operator')).toBe(true);
-    expect(wide.find((d) => d.kind === 'ClusterRoleBinding' && d.metadata.name.endsWith('tokenreview')).subjects).toEqual([{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts' }]);
+    expect(wide.find((d) => d.kind === 'ClusterRoleBinding' && d.metadata.name.endsWith('tokenreview')).subjects).toEqual([
+      { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts' },
+    ]);
     const none = await helm(['template', 'x', chart, '--set', 'watchNamespaces=null']);
     expect(none.code).not.toBe(0);
     expect(none.stderr).toContain('watchNamespaces is empty');
@@ -95,7 +118,9 @@ describe('helm chart', () => {
       expect(r.stderr, set).toContain(what);
     }
     // network.apiServer: the capsules' TokenReview egress, passed to the operator as cidr:port.
-    const apiServer = docs((await helm(['template', 'x', chart, '--set-json', 'network.apiServer=[{"cidr":"10.0.0.1/32","port":6443},{"cidr":"fd00::1/128","port":443}]'])).stdout);
+    const apiServer = docs(
+      (await helm(['template', 'x', chart, '--set-json', 'network.apiServer=[{"cidr":"10.0.0.1/32","port":6443},{"cidr":"fd00::1/128","port":443}]'])).stdout,
+    );
     const opEnv = apiServer.find((d) => d.kind === 'Deployment').spec.template.spec.containers[0].env;
     expect(opEnv.find((e: any) => e.name === 'API_SERVER_EGRESS').value).toBe('10.0.0.1/32:6443,fd00::1/128:443');
     for (const bad of ['[{"cidr":"10.0.0.1","port":6443}]', '[{"cidr":"10.0.0.1/32","port":0}]', '[{"cidr":"10.0.0.1/32"}]']) {
@@ -104,7 +129,19 @@ describe('helm chart', () => {
       expect(r.stderr, bad).toContain('apiServer');
     }
     // And the interface other tooling uses stays valid.
-    const ok = await helm(['template', 'x', chart, '--set', 'image.repository=r.example/op', '--set', 'image.tag=dev', '--set', 'image.pullPolicy=Never', '--set', 'runtime.image.pullPolicy=Never']);
+    const ok = await helm([
+      'template',
+      'x',
+      chart,
+      '--set',
+      'image.repository=r.example/op',
+      '--set',
+      'image.tag=dev',
+      '--set',
+      'image.pullPolicy=Never',
+      '--set',
+      'runtime.image.pullPolicy=Never',
+    ]);
     expect(ok.code, ok.stderr).toBe(0);
   });
 
@@ -145,14 +182,17 @@ describe('helm chart', () => {
     try {
       await eventually('leads with the chart RBAC', () => op.isLeader() && op.ready(), 30_000);
       await kubectlOk(['create', 'secret', 'generic', 'k', '-n', watched, '--from-literal=api-key=x']);
-      const r = await kubectl(['apply', '-n', watched, '-f', '-'], `apiVersion: murmur.io/v1alpha1
+      const r = await kubectl(
+        ['apply', '-n', watched, '-f', '-'],
+        `apiVersion: murmur.io/v1alpha1
 kind: Capsule
 metadata: { name: rbac }
 spec:
   artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]
   inference: { driver: { artifact: drv }, model: m, endpoint: 'https://api.anthropic.com', apiKeySecretRef: { name: k, key: api-key } }
   hooks: [{ name: absent }]
-`);
+`,
+      );
       expect(r.code, r.stderr).toBe(0);
       // Blocked by the missing Hook: status and an Event written with the chart's permissions.
       await eventually('status + event as the ServiceAccount', async () => {
@@ -160,28 +200,59 @@ spec:
         const ev = await client.list<any>(`/api/v1/namespaces/${watched}/events`, { fieldSelector: 'involvedObject.name=rbac' });
         return c?.status?.conditions?.some((x: any) => x.reason === 'MissingHook') && ev.items.length > 0;
       });
-      await kubectlOk(['apply', '-n', watched, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Hook\nmetadata: { name: absent }\nspec: { artifact: { name: absent, version: 1.0.0 } }\n');
-      await eventually('objects applied as the ServiceAccount', async () => (await client.get(`/apis/apps/v1/namespaces/${watched}/deployments/rbac`)) !== undefined);
-      await eventually('Hook status as the ServiceAccount', async () => (await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${watched}/hooks/absent`))?.status?.usedBy?.[0] === 'rbac');
+      await kubectlOk(
+        ['apply', '-n', watched, '-f', '-'],
+        'apiVersion: murmur.io/v1alpha1\nkind: Hook\nmetadata: { name: absent }\nspec: { artifact: { name: absent, version: 1.0.0 } }\n',
+      );
+      await eventually(
+        'objects applied as the ServiceAccount',
+        async () => (await client.get(`/apis/apps/v1/namespaces/${watched}/deployments/rbac`)) !== undefined,
+      );
+      await eventually(
+        'Hook status as the ServiceAccount',
+        async () => (await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${watched}/hooks/absent`))?.status?.usedBy?.[0] === 'rbac',
+      );
       expect(await op.metrics.total('capsule_operator_reconcile_errors_total')).toBe(0);
       // Outside the watched namespaces: Capsules may be read (to tell them they are not watched), Hooks not.
-      const denied = await asSa.list('/apis/murmur.io/v1alpha1/namespaces/default/hooks').then(() => 0, (e: { status: number }) => e.status);
+      const denied = await asSa.list('/apis/murmur.io/v1alpha1/namespaces/default/hooks').then(
+        () => 0,
+        (e: { status: number }) => e.status,
+      );
       expect(denied).toBe(403);
       // What the API server's authorizer says (kubectl auth can-i, as the ServiceAccount).
       const sa = `system:serviceaccount:${ns}:capsule-operator`;
       const can = async (verb: string, res: string, where: string[]) => (await kubectl(['auth', 'can-i', verb, res, ...where, `--as=${sa}`])).stdout.trim();
       for (const where of [['-n', 'kube-system'], ['-n', 'default'], ['--all-namespaces']]) {
-        for (const [verb, res] of [['get', 'secrets'], ['list', 'secrets'], ['watch', 'secrets'], ['create', 'deployments.apps'], ['patch', 'configmaps'], ['create', 'services'], ['delete', 'networkpolicies.networking.k8s.io'], ['create', 'serviceaccounts']]) {
+        for (const [verb, res] of [
+          ['get', 'secrets'],
+          ['list', 'secrets'],
+          ['watch', 'secrets'],
+          ['create', 'deployments.apps'],
+          ['patch', 'configmaps'],
+          ['create', 'services'],
+          ['delete', 'networkpolicies.networking.k8s.io'],
+          ['create', 'serviceaccounts'],
+        ]) {
           expect(await can(verb!, res!, where), `${verb} ${res} ${where.join(' ')}`).toBe('no');
         }
       }
       // The one cluster-wide grant (tellUnwatchedCapsules): read Capsules, create Events; nothing else of theirs.
-      for (const [verb, res] of [['list', 'capsules.murmur.io'], ['watch', 'capsules.murmur.io'], ['create', 'events']]) {
+      for (const [verb, res] of [
+        ['list', 'capsules.murmur.io'],
+        ['watch', 'capsules.murmur.io'],
+        ['create', 'events'],
+      ]) {
         expect(await can(verb!, res!, ['--all-namespaces']), `${verb} ${res} cluster-wide`).toBe('yes');
       }
       expect(await can('patch', 'capsules.murmur.io', ['-n', 'default', '--subresource=status'])).toBe('no');
       expect(await can('patch', 'events', ['-n', 'default'])).toBe('no');
-      for (const [verb, res] of [['list', 'secrets'], ['watch', 'secrets'], ['patch', 'deployments.apps'], ['create', 'configmaps'], ['create', 'events']]) {
+      for (const [verb, res] of [
+        ['list', 'secrets'],
+        ['watch', 'secrets'],
+        ['patch', 'deployments.apps'],
+        ['create', 'configmaps'],
+        ['create', 'events'],
+      ]) {
         expect(await can(verb!, res!, ['-n', watched]), `${verb} ${res} in the watched namespace`).toBe('yes');
       }
       expect(await can('patch', 'capsules.murmur.io', ['-n', watched, '--subresource=status'])).toBe('yes');
@@ -202,7 +273,8 @@ spec:
       // A capsule's ServiceAccount in a watched namespace may create TokenReviews (to verify its
       // callers) and nothing else the chart grants: no SubjectAccessReview, no token minting, no reads.
       const capsuleSa = `system:serviceaccount:${watched}:rbac`;
-      const capsuleCan = async (verb: string, res: string, where: string[] = [], as = capsuleSa) => (await kubectl(['auth', 'can-i', verb, res, ...where, `--as=${as}`])).stdout.trim();
+      const capsuleCan = async (verb: string, res: string, where: string[] = [], as = capsuleSa) =>
+        (await kubectl(['auth', 'can-i', verb, res, ...where, `--as=${as}`])).stdout.trim();
       expect(await capsuleCan('create', 'tokenreviews.authentication.k8s.io')).toBe('yes');
       for (const [verb, res, where] of [
         ['create', 'subjectaccessreviews.authorization.k8s.io', []],
@@ -221,7 +293,18 @@ spec:
       asSa.close();
     }
 
-    const up = await helm(['upgrade', 'capsule-operator', chart, '-n', ns, '--reuse-values', '--set', 'replicas=2', '--set', 'otlp.endpoint=http://otel.observability.svc:4318']);
+    const up = await helm([
+      'upgrade',
+      'capsule-operator',
+      chart,
+      '-n',
+      ns,
+      '--reuse-values',
+      '--set',
+      'replicas=2',
+      '--set',
+      'otlp.endpoint=http://otel.observability.svc:4318',
+    ]);
     expect(up.code, up.stderr).toBe(0);
     const dep2 = await eventually('upgraded', async () => {
       const d = await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/capsule-operator`);
@@ -244,8 +327,11 @@ spec:
     const group = `upgrade${Date.now().toString(36)}.example`;
     // No short names or categories: `kubectl get cap` must keep meaning the real Capsules.
     const crdText = (file: string) =>
-      readFileSync(join(chart, 'crds', file), 'utf8').replaceAll('murmur.io', group)
-        .split('\n').filter((l) => !/^\s+(shortNames:|categories:|- cap$|- murmur$)/.test(l)).join('\n');
+      readFileSync(join(chart, 'crds', file), 'utf8')
+        .replaceAll('murmur.io', group)
+        .split('\n')
+        .filter((l) => !/^\s+(shortNames:|categories:|- cap$|- murmur$)/.test(l))
+        .join('\n');
     const old = join(dir, 'v1');
     const next = join(dir, 'v2');
     try {
@@ -254,7 +340,13 @@ spec:
         rmSync(join(d, 'crds', 'murmur.io_hooks.yaml'));
       }
       const current = crdText('murmur.io_capsules.yaml');
-      writeFileSync(join(old, 'crds', 'murmur.io_capsules.yaml'), current.split('\n').filter((l) => !/^\s+(scale:|specReplicasPath:|statusReplicasPath:|labelSelectorPath:)/.test(l)).join('\n'));
+      writeFileSync(
+        join(old, 'crds', 'murmur.io_capsules.yaml'),
+        current
+          .split('\n')
+          .filter((l) => !/^\s+(scale:|specReplicasPath:|statusReplicasPath:|labelSelectorPath:)/.test(l))
+          .join('\n'),
+      );
       writeFileSync(join(next, 'crds', 'murmur.io_capsules.yaml'), current);
       expect(readFileSync(join(old, 'crds', 'murmur.io_capsules.yaml'), 'utf8')).not.toContain('specReplicasPath');
       const release = `crd-up-${Date.now().toString(36)}`;

@@ -49,14 +49,21 @@ export async function helm(args: string[]): Promise<{ stdout: string; stderr: st
  * fails, because a 60-s test timeout alone names neither the wait that never came true nor why
  * (the operator's log is silent unless OPERATOR_TEST_LOG is set).
  */
-interface Waiting { what: string; since: number; last?: unknown }
+interface Waiting {
+  what: string;
+  since: number;
+  last?: unknown;
+}
 let waitingFor: Waiting | undefined;
 const operatorLog: string[] = [];
 const OPERATOR_LOG_KEPT = 200;
 beforeEach(({ onTestFailed, task }) => {
   onTestFailed(() => {
     const lines = [`--- ${task.name}`];
-    if (waitingFor) lines.push(`waiting for: ${waitingFor.what} (for ${Date.now() - waitingFor.since} ms${waitingFor.last ? `; last error: ${String(waitingFor.last)}` : ''})`);
+    if (waitingFor)
+      lines.push(
+        `waiting for: ${waitingFor.what} (for ${Date.now() - waitingFor.since} ms${waitingFor.last ? `; last error: ${String(waitingFor.last)}` : ''})`,
+      );
     if (operatorLog.length) lines.push(`operator log, last ${operatorLog.length} lines:`, ...operatorLog);
     process.stderr.write(lines.join('\n') + '\n');
   });
@@ -89,7 +96,12 @@ export async function resynced(ctrl: { resyncNow(): Promise<number> }, passes = 
  * `null`, `false`, `0` and `''` all mean "not yet": a check that wants a count of zero returns
  * `n === 0`, not `n`.
  */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 60_000, stepMs = 150): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 60_000,
+  stepMs = 150,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   return waiting(what, async (record) => {
     for (;;) {

@@ -68,11 +68,18 @@ describe('informer', () => {
 describe('informer index', () => {
   it('answers a key with exactly the cached objects under it, as they are added, relabelled, deleted and relisted away', async () => {
     const labelled = (name: string, owner: string) => ({ ...cm(name), metadata: { ...cm(name).metadata, labels: { t: 'index', owner } } });
-    const under = (inf: Informer<KubeObject>, k: string) => inf.indexed(k).map((o) => o.metadata.name).sort();
+    const under = (inf: Informer<KubeObject>, k: string) =>
+      inf
+        .indexed(k)
+        .map((o) => o.metadata.name)
+        .sort();
     await client.create(labelled('ix-a1', 'a'));
     await client.create(labelled('ix-b1', 'b'));
     const seen: string[] = [];
-    const inf = new Informer<KubeObject>(client, 'cm', [`/api/v1/namespaces/${ns}/configmaps`], { labelSelector: 't=index', indexBy: (o) => o.metadata.labels?.owner });
+    const inf = new Informer<KubeObject>(client, 'cm', [`/api/v1/namespaces/${ns}/configmaps`], {
+      labelSelector: 't=index',
+      indexBy: (o) => o.metadata.labels?.owner,
+    });
     inf.on((type, o) => seen.push(`${type} ${o.metadata.name}`));
     inf.start();
     await inf.waitForSync();
@@ -81,7 +88,10 @@ describe('informer index', () => {
     await eventually('a2 indexed', () => under(inf, 'a').length === 2);
     expect(under(inf, 'a')).toEqual(['ix-a1', 'ix-a2']);
     // Relabelled: it moves from one key to the other.
-    await client.request('PATCH', `/api/v1/namespaces/${ns}/configmaps/ix-a2`, { body: { metadata: { labels: { owner: 'b' } } }, contentType: 'application/merge-patch+json' });
+    await client.request('PATCH', `/api/v1/namespaces/${ns}/configmaps/ix-a2`, {
+      body: { metadata: { labels: { owner: 'b' } } },
+      contentType: 'application/merge-patch+json',
+    });
     await eventually('a2 moved', () => under(inf, 'b').length === 2);
     expect(under(inf, 'a')).toEqual(['ix-a1']);
     expect(under(inf, 'b')).toEqual(['ix-a2', 'ix-b1']);
@@ -104,7 +114,13 @@ describe('operator HTTP server', () => {
       await eventually('ready', async () => (await fetch(`${base}/readyz`)).status === 200);
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       const text = await (await fetch(`${base}/metrics`)).text();
-      for (const m of ['capsule_operator_reconcile_total', 'capsule_operator_reconcile_errors_total', 'capsule_operator_reconcile_duration_seconds_bucket', 'capsule_operator_is_leader 1']) expect(text).toContain(m);
+      for (const m of [
+        'capsule_operator_reconcile_total',
+        'capsule_operator_reconcile_errors_total',
+        'capsule_operator_reconcile_duration_seconds_bucket',
+        'capsule_operator_is_leader 1',
+      ])
+        expect(text).toContain(m);
     } finally {
       await op.stop();
     }
@@ -116,9 +132,15 @@ describe('leader election without a release', () => {
     const o = { namespace: ns, name: 'crash-lease', leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200 };
     const a = new LeaderElector(client, { ...o, identity: 'a' });
     const b = new LeaderElector(client, { ...o, identity: 'b' });
-    a.start(() => {}, () => {});
+    a.start(
+      () => {},
+      () => {},
+    );
     await eventually('a leads', () => a.isLeader);
-    b.start(() => {}, () => {});
+    b.start(
+      () => {},
+      () => {},
+    );
     // b tries (and is refused) several times while a renews.
     await eventually('b tried three times', () => b.attempts >= 3, 10_000, 20);
     expect(b.isLeader).toBe(false);
@@ -142,13 +164,26 @@ describe('graceful shutdown', () => {
   it('SIGTERM: the operator process releases its Lease and exits 0', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'operator/main.ts')], {
       cwd: repoRoot,
-      env: { ...process.env, KUBECONFIG: kubeconfig, WATCH_NAMESPACES: ns, LEADER_ELECTION: 'true', LEASE_NAMESPACE: ns, LEASE_NAME: 'sigterm', POD_NAME: 'op-sigterm', HTTP_PORT: '0' },
+      env: {
+        ...process.env,
+        KUBECONFIG: kubeconfig,
+        WATCH_NAMESPACES: ns,
+        LEADER_ELECTION: 'true',
+        LEASE_NAMESPACE: ns,
+        LEASE_NAME: 'sigterm',
+        POD_NAME: 'op-sigterm',
+        HTTP_PORT: '0',
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     try {
-      await eventually('holds the lease', async () => (await client.get<any>(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/sigterm`))?.spec.holderIdentity === 'op-sigterm', 30_000);
+      await eventually(
+        'holds the lease',
+        async () => (await client.get<any>(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/sigterm`))?.spec.holderIdentity === 'op-sigterm',
+        30_000,
+      );
       await eventually('controller started', () => err.includes('controller started'), 30_000);
       const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
       child.kill('SIGTERM');

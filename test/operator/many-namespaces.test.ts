@@ -34,9 +34,12 @@ beforeAll(async () => {
 afterAll(() => Promise.all([...watched, outside].map(deleteNamespace)));
 
 const capsulePath = (ns: string, name: string) => `/apis/murmur.io/v1alpha1/namespaces/${ns}/capsules/${name}`;
-const apply = (ns: string, name: string) => kubectlOk(['apply', '-n', ns, '-f', '-'], example('quickstart.yaml', ns).replace('name: assistant', `name: ${name}`));
+const apply = (ns: string, name: string) =>
+  kubectlOk(['apply', '-n', ns, '-f', '-'], example('quickstart.yaml', ns).replace('name: assistant', `name: ${name}`));
 const notWatchedEvents = async (ns: string, name: string) =>
-  (await client.list<any>(`/api/v1/namespaces/${ns}/events`, { fieldSelector: `involvedObject.name=${name}` })).items.filter((e) => e.reason === 'NamespaceNotWatched');
+  (await client.list<any>(`/api/v1/namespaces/${ns}/events`, { fieldSelector: `involvedObject.name=${name}` })).items.filter(
+    (e) => e.reason === 'NamespaceNotWatched',
+  );
 
 describe(`an operator watching ${WATCHED} namespaces`, () => {
   let op: Operator;
@@ -52,10 +55,14 @@ describe(`an operator watching ${WATCHED} namespaces`, () => {
     const last = watched[WATCHED - 1]!;
     await kubectlOk(['create', 'secret', 'generic', 'anthropic-key', '-n', last, '--from-literal=api-key=x']);
     await apply(last, 'assistant');
-    const c = await eventually(`status of the Capsule in the ${WATCHED}th namespace`, async () => {
-      const got = await client.get<Capsule>(capsulePath(last, 'assistant'));
-      return got?.status?.configHash ? got : undefined;
-    }, 120_000);
+    const c = await eventually(
+      `status of the Capsule in the ${WATCHED}th namespace`,
+      async () => {
+        const got = await client.get<Capsule>(capsulePath(last, 'assistant'));
+        return got?.status?.configHash ? got : undefined;
+      },
+      120_000,
+    );
     expect(c.status?.conditions?.find((x) => x.type === 'Ready')).toBeDefined();
     expect(await client.get(`/apis/apps/v1/namespaces/${last}/deployments/assistant`)).toBeDefined();
     expect(op.controller()!.synced).toBe(true);

@@ -23,19 +23,32 @@ const URL_OF = (name: string) => `http://${name}.${ns}.svc.cluster.local:8080`;
 async function mur(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(args, (s) => out.push(s), (s) => err.push(s));
+  const code = await main(
+    args,
+    (s) => out.push(s),
+    (s) => err.push(s),
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
 function capsule(name: string): string {
   return JSON.stringify({
-    apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name, namespace: ns },
-    spec: { version: '1.0.0', artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }], inference: { driver: { artifact: 'driver-anthropic' }, model: 'claude-test', endpoint: 'https://api.anthropic.com' } },
+    apiVersion: 'murmur.io/v1alpha1',
+    kind: 'Capsule',
+    metadata: { name, namespace: ns },
+    spec: {
+      version: '1.0.0',
+      artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
+      inference: { driver: { artifact: 'driver-anthropic' }, model: 'claude-test', endpoint: 'https://api.anthropic.com' },
+    },
   });
 }
 
 async function setStatus(name: string, ready: 'True' | 'False', reason: string, message: string, a2aUrl?: string): Promise<void> {
-  const status = { conditions: [{ type: 'Ready', status: ready, reason, message, lastTransitionTime: new Date().toISOString() }], ...(a2aUrl ? { a2aUrl } : {}) };
+  const status = {
+    conditions: [{ type: 'Ready', status: ready, reason, message, lastTransitionTime: new Date().toISOString() }],
+    ...(a2aUrl ? { a2aUrl } : {}),
+  };
   await kubectlOk(['patch', 'capsule', name, '-n', ns, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
 }
 
@@ -56,7 +69,12 @@ beforeAll(async () => {
   const cluster = admin.getCurrentCluster()!;
   const kc = new KubeConfig();
   // The context names the namespace: `capsule/<name>` without -n takes it, as kubectl does.
-  kc.loadFromOptions({ clusters: [cluster], users: [{ name: 'viewer', token }], contexts: [{ name: 'viewer', cluster: cluster.name, user: 'viewer', namespace: ns }], currentContext: 'viewer' });
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: 'viewer', token }],
+    contexts: [{ name: 'viewer', cluster: cluster.name, user: 'viewer', namespace: ns }],
+    currentContext: 'viewer',
+  });
   viewerConfig = join(tmp('mur-client-kc-'), 'kubeconfig');
   writeFileSync(viewerConfig, kc.exportConfig());
 }, 120_000);
@@ -123,19 +141,32 @@ describe('mur send capsule/<name> on a real API server', () => {
   });
 
   it('a pod the API server cannot forward to (a simulated node): E-CLI-032 naming the Capsule and the pod', async () => {
-    await kubectlOk(['apply', '-f', '-'], JSON.stringify({
-      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'ready-0', namespace: ns, labels: { app: 'ready' } },
-      spec: { containers: [{ name: 'runtime', image: 'capsule-runtime:test', ports: [{ name: 'a2a', containerPort: 8080 }] }] },
-    }));
+    await kubectlOk(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'ready-0', namespace: ns, labels: { app: 'ready' } },
+        spec: { containers: [{ name: 'runtime', image: 'capsule-runtime:test', ports: [{ name: 'a2a', containerPort: 8080 }] }] },
+      }),
+    );
     await kubectlOk(['wait', '-n', ns, '--for=condition=Ready', 'pod/ready-0', '--timeout=60s']);
     const r = await mur(['send', 'capsule/ready', '-n', ns, 'hi', '--kubeconfig', kubeconfig, '--service-account', 'caller']);
     expect(r.code, r.err).toBe(1);
     // The API server's reason is kept: a simulated node has no kubelet to forward through.
-    expect(r.err).toMatch(new RegExp(`capsule/ready \\(${ns}\\) through the port-forward to pod ready-0 unreachable while reading its agent card: .*\\(port-forward: .+\\) \\[E-CLI-032\\]`));
+    expect(r.err).toMatch(
+      new RegExp(
+        `capsule/ready \\(${ns}\\) through the port-forward to pod ready-0 unreachable while reading its agent card: .*\\(port-forward: .+\\) \\[E-CLI-032\\]`,
+      ),
+    );
   });
 
   it('a kubeconfig that is not there, or a context it lacks: E-CLI-039', async () => {
-    expect((await mur(['send', 'capsule/ready', 'hi', '--kubeconfig', '/nonexistent/kubeconfig'])).err).toMatch(/cannot load the kubeconfig \(\/nonexistent\/kubeconfig\).*\[E-CLI-039\]/);
-    expect((await mur(['tasks', 'capsule/ready', 'list', '--kubeconfig', viewerConfig, '--context', 'prod'])).err).toMatch(/has no context 'prod' \[E-CLI-039\]\n {2}hint: one of: viewer/);
+    expect((await mur(['send', 'capsule/ready', 'hi', '--kubeconfig', '/nonexistent/kubeconfig'])).err).toMatch(
+      /cannot load the kubeconfig \(\/nonexistent\/kubeconfig\).*\[E-CLI-039\]/,
+    );
+    expect((await mur(['tasks', 'capsule/ready', 'list', '--kubeconfig', viewerConfig, '--context', 'prod'])).err).toMatch(
+      /has no context 'prod' \[E-CLI-039\]\n {2}hint: one of: viewer/,
+    );
   });
 });

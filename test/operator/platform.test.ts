@@ -59,14 +59,49 @@ describe('admission refuses what the runtime would refuse', () => {
   // Accepted and refused entries; the API server's verdict must be the operator's parser's (which
   // defers to the runtime's parser for everything but CIDRs).
   const entries = [
-    'api.example.com', 'api.example.com:8443', 'https://api.example.com', 'http://x.example.com:80/', 'HTTPS://Api.Example.com',
-    '10.0.0.0/8', '10.0.0.0/8:5432', '1.2.3.4', '1.2.3.4:443', '[fd00::1]:8080', 'fd00::/64', 'capsule://team-a/reviewer',
-    'ftp://files.example.com', 'https://api.example.com/v1', 'https://api.example.com?x=1', '10.0.0.0/33', 'api.example.com:99999',
-    'api.example.com:0', 'user:pw@api.example.com', 'https://user:pw@api.example.com', '*', '*.example.com', 'capsule://Bad/x',
-    '999.1.1.1', 'a b', 'host:port', 'api.example.com/',
+    'api.example.com',
+    'api.example.com:8443',
+    'https://api.example.com',
+    'http://x.example.com:80/',
+    'HTTPS://Api.Example.com',
+    '10.0.0.0/8',
+    '10.0.0.0/8:5432',
+    '1.2.3.4',
+    '1.2.3.4:443',
+    '[fd00::1]:8080',
+    'fd00::/64',
+    'capsule://team-a/reviewer',
+    'ftp://files.example.com',
+    'https://api.example.com/v1',
+    'https://api.example.com?x=1',
+    '10.0.0.0/33',
+    'api.example.com:99999',
+    'api.example.com:0',
+    'user:pw@api.example.com',
+    'https://user:pw@api.example.com',
+    '*',
+    '*.example.com',
+    'capsule://Bad/x',
+    '999.1.1.1',
+    'a b',
+    'host:port',
+    'api.example.com/',
     // Wildcards, IPv6 and ports as the one grammar (runtime/contracts/network-grant.ts) reads them.
-    '*.googleapis.com', 'https://*.googleapis.com:8443', '*.eu.example.com:443', '*.com', 'a.*.example.com', '*.0.0.1', 'https://*',
-    'fd00::1', '[::ffff:1.2.3.4]', 'https://fd00::1', '1.2.3.4:0', '10.0.0.0/8:0', '[fd00::1]:0', 'api.example.com:0443', 'https://x.example.com/a b',
+    '*.googleapis.com',
+    'https://*.googleapis.com:8443',
+    '*.eu.example.com:443',
+    '*.com',
+    'a.*.example.com',
+    '*.0.0.1',
+    'https://*',
+    'fd00::1',
+    '[::ffff:1.2.3.4]',
+    'https://fd00::1',
+    '1.2.3.4:0',
+    '10.0.0.0/8:0',
+    '[fd00::1]:0',
+    'api.example.com:0443',
+    'https://x.example.com/a b',
   ];
 
   it('every network.allow entry: the API server agrees with the runtime parser, naming the list index', async () => {
@@ -83,7 +118,11 @@ describe('admission refuses what the runtime would refuse', () => {
   });
 
   it.each([
-    ['a per-artifact grant', { artifacts: [{ name: 't', version: '1', capabilities: { network: { allow: ['a.example.com', 'ftp://x.example.com'] } } }] }, 'spec.artifacts[0].capabilities.network.allow[1]'],
+    [
+      'a per-artifact grant',
+      { artifacts: [{ name: 't', version: '1', capabilities: { network: { allow: ['a.example.com', 'ftp://x.example.com'] } } }] },
+      'spec.artifacts[0].capabilities.network.allow[1]',
+    ],
     ['a hook grant', { hooks: [{ name: 'h', capabilities: { network: { allow: ['10.0.0.0/33'] } } }] }, 'spec.hooks[0].capabilities.network.allow[0]'],
   ])('malformed entries in %s are refused at their index', async (_what, spec, field) => {
     const msg = await dryRun(spec);
@@ -92,10 +131,18 @@ describe('admission refuses what the runtime would refuse', () => {
   });
 
   it.each([
-    ['a version with spaces', { version: '1 0' }, "spec.version: Invalid value: \"1 0\": invalid version '1 0'"],
-    ['an artifact version with a slash', { artifacts: [{ name: 't', version: '1/0' }] }, "spec.artifacts[0].version: Invalid value: \"1/0\": invalid version '1/0'"],
-    ['a bad spec.name', { name: 'Bad_Name' }, "spec.name: Invalid value: \"Bad_Name\": invalid spec.name 'Bad_Name'"],
-    ['a bad strip_env glob', { capabilities: { shell: { allow: ['ls'], strip_env: ['OK_*', 'AWS-*'] } } }, "spec.capabilities.shell.strip_env[1]: Invalid value: \"AWS-*\": invalid shell.strip_env pattern 'AWS-*'"],
+    ['a version with spaces', { version: '1 0' }, 'spec.version: Invalid value: "1 0": invalid version \'1 0\''],
+    [
+      'an artifact version with a slash',
+      { artifacts: [{ name: 't', version: '1/0' }] },
+      'spec.artifacts[0].version: Invalid value: "1/0": invalid version \'1/0\'',
+    ],
+    ['a bad spec.name', { name: 'Bad_Name' }, 'spec.name: Invalid value: "Bad_Name": invalid spec.name \'Bad_Name\''],
+    [
+      'a bad strip_env glob',
+      { capabilities: { shell: { allow: ['ls'], strip_env: ['OK_*', 'AWS-*'] } } },
+      'spec.capabilities.shell.strip_env[1]: Invalid value: "AWS-*": invalid shell.strip_env pattern \'AWS-*\'',
+    ],
   ])('%s is refused with the field and the fix', async (_what, spec, message) => {
     const msg = await dryRun(spec);
     expect(msg).toContain(message);
@@ -103,7 +150,9 @@ describe('admission refuses what the runtime would refuse', () => {
   });
 
   it('kubectl apply of a Capsule with a wildcard over a top-level domain fails and stores nothing', async () => {
-    const r = await apply(capsuleYaml('wild').replace('capabilities: { network: { allow: [api.example.com] } }\n', "capabilities: { network: { allow: ['*.com'] } }\n"));
+    const r = await apply(
+      capsuleYaml('wild').replace('capabilities: { network: { allow: [api.example.com] } }\n', "capabilities: { network: { allow: ['*.com'] } }\n"),
+    );
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("invalid network.allow entry '*.com': a wildcard is '*.' before a domain of at least two labels");
     expect(await client.get(capsulePath('wild'))).toBeUndefined();
@@ -112,7 +161,12 @@ describe('admission refuses what the runtime would refuse', () => {
 
 describe('what admission cannot see, the operator reports with the runtime message', () => {
   it('an artifact grant wider than the capsule grant: Ready=False InvalidManifest, nothing applied, a Warning event', async () => {
-    const r = await apply(capsuleYaml('wider').replace('{ name: tool, version: 1.0.0, capabilities: { network: { allow: [api.example.com] } } }', '{ name: tool, version: 1.0.0, capabilities: { network: { allow: [other.example.com] } } }'));
+    const r = await apply(
+      capsuleYaml('wider').replace(
+        '{ name: tool, version: 1.0.0, capabilities: { network: { allow: [api.example.com] } } }',
+        '{ name: tool, version: 1.0.0, capabilities: { network: { allow: [other.example.com] } } }',
+      ),
+    );
     expect(r.code, r.stderr).toBe(0);
     const c = await eventually('wider blocked', async () => {
       const x = await client.get<Capsule>(capsulePath('wider'));
@@ -160,7 +214,10 @@ describe('failures are conditions and events', () => {
   it('a ResourceQuota of services: 0 → Ready=False WriteRefused + Warning event; lifting it → applied, Normal event', async () => {
     expect((await apply('apiVersion: v1\nkind: ResourceQuota\nmetadata: { name: no-services }\nspec: { hard: { services: "0" } }\n')).code).toBe(0);
     // The quota is enforced once the quota controller has computed its usage.
-    await eventually('quota observed', async () => (await client.get<any>(`/api/v1/namespaces/${ns}/resourcequotas/no-services`))?.status?.hard?.services === '0');
+    await eventually(
+      'quota observed',
+      async () => (await client.get<any>(`/api/v1/namespaces/${ns}/resourcequotas/no-services`))?.status?.hard?.services === '0',
+    );
     expect((await apply(capsuleYaml('quota'))).code).toBe(0);
     const c = await eventually('quota refusal reported', async () => {
       const x = await client.get<Capsule>(capsulePath('quota'));
@@ -184,7 +241,10 @@ describe('failures are conditions and events', () => {
     expect((await apply(capsuleYaml('big'))).code).toBe(0);
     await eventually('big applied', async () => (await client.get<Capsule>(capsulePath('big')))?.status?.configHash);
     const big = 'x'.repeat(1_100_000);
-    await client.request('PATCH', capsulePath('big'), { body: [{ op: 'add', path: '/spec/artifacts/1/config', value: { blob: big } }], contentType: 'application/json-patch+json' });
+    await client.request('PATCH', capsulePath('big'), {
+      body: [{ op: 'add', path: '/spec/artifacts/1/config', value: { blob: big } }],
+      contentType: 'application/json-patch+json',
+    });
     const c = await eventually('too big reported', async () => {
       const x = await client.get<Capsule>(capsulePath('big'));
       return condition(x, 'Ready')?.reason === 'WriteRefused' ? x : undefined;
@@ -203,8 +263,13 @@ describe('failures are conditions and events', () => {
 describe('scale', () => {
   it('kubectl scale capsule goes through /scale to the Deployment, and the operator keeps it', async () => {
     // More than one replica needs the shared store (admission refuses it on the embedded one).
-    expect((await apply(`apiVersion: v1\nkind: Secret\nmetadata: { name: scaled-store }\nstringData: { url: 'postgresql://murmur@10.20.0.5:5432/capsules' }\n`)).code).toBe(0);
-    const applied = await apply(capsuleYaml('scaled', "  store: { postgres: { urlSecretRef: { name: scaled-store, key: url }, address: '10.20.0.5:5432' } }\n"));
+    expect(
+      (await apply(`apiVersion: v1\nkind: Secret\nmetadata: { name: scaled-store }\nstringData: { url: 'postgresql://murmur@10.20.0.5:5432/capsules' }\n`))
+        .code,
+    ).toBe(0);
+    const applied = await apply(
+      capsuleYaml('scaled', "  store: { postgres: { urlSecretRef: { name: scaled-store, key: url }, address: '10.20.0.5:5432' } }\n"),
+    );
     expect(applied.code, applied.stderr).toBe(0);
     await eventually('scaled applied', async () => (await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/scaled`))?.spec.replicas === 1);
     const r = await kubectl(['scale', 'capsule', 'scaled', '-n', ns, '--replicas=3']);
@@ -226,13 +291,22 @@ describe('scale', () => {
       apiVersion: 'autoscaling/v2',
       kind: 'HorizontalPodAutoscaler',
       metadata: { name: 'scaled' },
-      spec: { scaleTargetRef: { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', name: 'scaled' }, minReplicas: 4, maxReplicas: 5, metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }] },
+      spec: {
+        scaleTargetRef: { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', name: 'scaled' },
+        minReplicas: 4,
+        maxReplicas: 5,
+        metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }],
+      },
     });
     expect((await apply(hpaYaml)).code).toBe(0);
-    const hpa = await eventually('HPA reads the scale subresource', async () => {
-      const h = await client.get<any>(`/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/scaled`);
-      return h?.status?.conditions?.find((c: any) => c.type === 'AbleToScale') ? h : undefined;
-    }, 90_000);
+    const hpa = await eventually(
+      'HPA reads the scale subresource',
+      async () => {
+        const h = await client.get<any>(`/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/scaled`);
+        return h?.status?.conditions?.find((c: any) => c.type === 'AbleToScale') ? h : undefined;
+      },
+      90_000,
+    );
     const able = hpa.status.conditions.find((c: any) => c.type === 'AbleToScale');
     expect(able, JSON.stringify(able)).toMatchObject({ status: 'True' });
     // Below minReplicas the HPA scales without metrics: 3 → 4 on the Capsule, carried to the Deployment.
@@ -248,8 +322,31 @@ describe('no write loops', () => {
   it('an env var and a sidecar added by hand to the Deployment stay, and resyncs write nothing', async () => {
     expect((await apply(capsuleYaml('handmade'))).code).toBe(0);
     await eventually('handmade applied', async () => (await client.get<Capsule>(capsulePath('handmade')))?.status?.configHash);
-    const patch = { spec: { template: { spec: { containers: [{ name: 'runtime', env: [{ name: 'DEBUG', value: '1' }] }, { name: 'sidecar', image: 'busybox:1' }] } } } };
-    const r = await kubectl(['patch', 'deployment', 'handmade', '-n', ns, '--type', 'strategic', '-p', JSON.stringify(patch), '-o', 'jsonpath={.metadata.resourceVersion}']);
+    const patch = {
+      spec: {
+        template: {
+          spec: {
+            containers: [
+              { name: 'runtime', env: [{ name: 'DEBUG', value: '1' }] },
+              { name: 'sidecar', image: 'busybox:1' },
+            ],
+          },
+        },
+      },
+    };
+    const r = await kubectl([
+      'patch',
+      'deployment',
+      'handmade',
+      '-n',
+      ns,
+      '--type',
+      'strategic',
+      '-p',
+      JSON.stringify(patch),
+      '-o',
+      'jsonpath={.metadata.resourceVersion}',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     // Let the watch deliver the hand-made change (the cache holds that version or a newer one),
     // then count writes over full resync passes.
@@ -265,6 +362,9 @@ describe('no write loops', () => {
     expect(dep.spec.template.spec.containers.find((c: any) => c.name === 'runtime').env.some((e: any) => e.name === 'DEBUG')).toBe(true);
     // A field of ours changed by hand is still repaired.
     await kubectlOk(['patch', 'deployment', 'handmade', '-n', ns, '--type', 'merge', '-p', '{"spec":{"revisionHistoryLimit":9}}']);
-    await eventually('drift repaired', async () => (await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/handmade`))?.spec.revisionHistoryLimit === 3);
+    await eventually(
+      'drift repaired',
+      async () => (await client.get<any>(`/apis/apps/v1/namespaces/${ns}/deployments/handmade`))?.spec.revisionHistoryLimit === 3,
+    );
   });
 });

@@ -92,7 +92,13 @@ async function startPod(capsule: Capsule, name: string): Promise<Pod> {
   const r = translate({
     capsule,
     hooks: {},
-    secrets: { [capsule.spec.inference!.apiKeySecretRef!.name]: { name: capsule.spec.inference!.apiKeySecretRef!.name, resourceVersion: '1', keys: [capsule.spec.inference!.apiKeySecretRef!.key] } },
+    secrets: {
+      [capsule.spec.inference!.apiKeySecretRef!.name]: {
+        name: capsule.spec.inference!.apiKeySecretRef!.name,
+        resourceVersion: '1',
+        keys: [capsule.spec.inference!.apiKeySecretRef!.key],
+      },
+    },
     callers: [],
     capsulePorts: { [`${capsule.metadata.namespace}/${capsule.metadata.name}`]: 8080 },
     options: defaultOptions(),
@@ -130,8 +136,17 @@ async function startPod(capsule: Capsule, name: string): Promise<Pod> {
 
   // Probes, as the kubelet would call them: on the named port "metrics".
   expect(ctr.readinessProbe.httpGet.port).toBe('metrics');
-  const probe = (path: string) => fetch(`http://127.0.0.1:${metricsPort}${path}`).then((x) => x.status, () => 0);
-  await eventually(`readiness ${ctr.readinessProbe.httpGet.path} (log: ${log})`, async () => (await probe(ctr.readinessProbe.httpGet.path)) === 200, 60_000, 200);
+  const probe = (path: string) =>
+    fetch(`http://127.0.0.1:${metricsPort}${path}`).then(
+      (x) => x.status,
+      () => 0,
+    );
+  await eventually(
+    `readiness ${ctr.readinessProbe.httpGet.path} (log: ${log})`,
+    async () => (await probe(ctr.readinessProbe.httpGet.path)) === 200,
+    60_000,
+    200,
+  );
   expect(await probe(ctr.livenessProbe.httpGet.path)).toBe(200);
 
   return {
@@ -142,7 +157,12 @@ async function startPod(capsule: Capsule, name: string): Promise<Pod> {
       const res = await fetch(`http://127.0.0.1:${a2aPort}/`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', role: 'user', messageId: `m-${name}`, parts: [{ kind: 'text', text }] } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'message/send',
+          params: { message: { kind: 'message', role: 'user', messageId: `m-${name}`, parts: [{ kind: 'text', text }] } },
+        }),
       });
       return res.json();
     },

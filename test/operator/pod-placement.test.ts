@@ -38,7 +38,9 @@ afterAll(async () => {
 
 describe('disruption budget', () => {
   it('a Capsule scaled to 3 gets a PodDisruptionBudget allowing one pod down at a time, pruned when it goes back to 1; the pod template never changes', async () => {
-    expect((await apply(`apiVersion: v1\nkind: Secret\nmetadata: { name: ha-store }\nstringData: { url: 'postgresql://murmur@10.20.0.5:5432/capsules' }\n`)).code).toBe(0);
+    expect(
+      (await apply(`apiVersion: v1\nkind: Secret\nmetadata: { name: ha-store }\nstringData: { url: 'postgresql://murmur@10.20.0.5:5432/capsules' }\n`)).code,
+    ).toBe(0);
     const applied = await apply(capsuleYaml('ha', "  store: { postgres: { urlSecretRef: { name: ha-store, key: url }, address: '10.20.0.5:5432' } }\n"));
     expect(applied.code, applied.stderr).toBe(0);
     const one = await eventually('ha applied', async () => (await deployment('ha'))?.spec.template);
@@ -53,10 +55,14 @@ describe('disruption budget', () => {
 
     if (cluster.controllerManager && cluster.kwok) {
       // The real disruption controller's verdict over the 3 running pods: one may be evicted, no more.
-      const status = await eventually('disruption controller counted 3 healthy pods', async () => {
-        const s = (await pdb('ha'))?.status;
-        return s?.expectedPods === 3 && s.currentHealthy === 3 ? s : undefined;
-      }, 90_000);
+      const status = await eventually(
+        'disruption controller counted 3 healthy pods',
+        async () => {
+          const s = (await pdb('ha'))?.status;
+          return s?.expectedPods === 3 && s.currentHealthy === 3 ? s : undefined;
+        },
+        90_000,
+      );
       expect(status).toMatchObject({ desiredHealthy: 2, disruptionsAllowed: 1 });
     }
 
@@ -70,7 +76,7 @@ describe('disruption budget', () => {
 
 describe('local disk', () => {
   it('spec.workdirSizeLimit and ephemeral-storage reach the Deployment the API server accepted', async () => {
-    const applied = await apply(capsuleYaml('disk', "  workdirSizeLimit: 300Mi\n  resources: { requests: { memory: 256Mi, ephemeral-storage: 128Mi } }\n"));
+    const applied = await apply(capsuleYaml('disk', '  workdirSizeLimit: 300Mi\n  resources: { requests: { memory: 256Mi, ephemeral-storage: 128Mi } }\n'));
     expect(applied.code, applied.stderr).toBe(0);
     const spec = await eventually('disk applied', async () => (await deployment('disk'))?.spec.template.spec);
     expect(spec.volumes.find((v: any) => v.name === 'workdir').emptyDir).toEqual({ sizeLimit: '300Mi' });

@@ -100,7 +100,14 @@ describe('reconcile on a real API server', () => {
       });
       expect(l.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Capsule', name: 'researcher', uid: researcher.metadata.uid, controller: true });
     }
-    expect(live.map((o) => o.metadata.name).sort()).toEqual(['researcher', 'researcher', 'researcher', 'researcher-egress', 'researcher-ingress', 'researcher-manifest']);
+    expect(live.map((o) => o.metadata.name).sort()).toEqual([
+      'researcher',
+      'researcher',
+      'researcher',
+      'researcher-egress',
+      'researcher-ingress',
+      'researcher-manifest',
+    ]);
 
     // The writer's manifest names the researcher by its Service URL; the researcher admits the writer.
     const cm = await get(`/api/v1/namespaces/${ns}/configmaps/writer-manifest`);
@@ -119,7 +126,8 @@ describe('reconcile on a real API server', () => {
   it('reports Ready when the pods are (Progressing until then)', async () => {
     // Without pods that become ready (no kwok node, no controller-manager) this cannot be shown:
     // say so and fail rather than pass on something else.
-    if (!cluster.podsBecomeReady) throw new Error('this cluster runs no pods to readiness (kwok, scheduler and controller-manager are needed): Ready cannot be tested');
+    if (!cluster.podsBecomeReady)
+      throw new Error('this cluster runs no pods to readiness (kwok, scheduler and controller-manager are needed): Ready cannot be tested');
     const before = await get(capsulePath('researcher'));
     if (condition(before, 'Ready')?.status !== 'True') expect(condition(before, 'Progressing')?.status).toBe('True');
     const c = await eventually(
@@ -140,17 +148,30 @@ describe('reconcile on a real API server', () => {
 
   it('steady state: resyncs write nothing', async () => {
     // Quiet = a full resync pass (every Capsule and Hook reconciled once) that wrote nothing.
-    await eventually('quiet', async () => {
-      const a = await writes();
-      await resynced(op.controller()!);
-      return (await writes()) === a;
-    }, 60_000, 10);
-    const byVerb = async () => Object.fromEntries(await Promise.all(['apply', 'delete', 'status', 'event'].map(async (v) => [v, await op.metrics.total('capsule_operator_writes_total', { verb: v })])));
+    await eventually(
+      'quiet',
+      async () => {
+        const a = await writes();
+        await resynced(op.controller()!);
+        return (await writes()) === a;
+      },
+      60_000,
+      10,
+    );
+    const byVerb = async () =>
+      Object.fromEntries(
+        await Promise.all(['apply', 'delete', 'status', 'event'].map(async (v) => [v, await op.metrics.total('capsule_operator_writes_total', { verb: v })])),
+      );
     const before = await byVerb();
-    const deploymentsRv = async () => (await client.list<any>(`/apis/apps/v1/namespaces/${ns}/deployments`)).items.map((d) => d.metadata.resourceVersion).join();
+    const deploymentsRv = async () =>
+      (await client.list<any>(`/apis/apps/v1/namespaces/${ns}/deployments`)).items.map((d) => d.metadata.resourceVersion).join();
     const depsBefore = await deploymentsRv();
     // Deployments change status as kwok's pods move; everything else must not change at all.
-    const rvs = async () => (await ownedObjects('researcher')).filter((o) => o.kind !== 'Deployment').map((o) => o.metadata.resourceVersion).sort();
+    const rvs = async () =>
+      (await ownedObjects('researcher'))
+        .filter((o) => o.kind !== 'Deployment')
+        .map((o) => o.metadata.resourceVersion)
+        .sort();
     const rvBefore = await rvs();
     const reconcilesBefore = await op.metrics.total('capsule_operator_reconcile_total');
     // The periodic resync (every 500 ms here): wait for three more full passes it completes.
@@ -275,9 +296,15 @@ spec:
       return h.status?.usedByCount === 2 ? h : undefined;
     });
     expect(used.status!.usedBy).toEqual(['user-a', 'user-b']);
-    expect(used.status!.conditions!.find((c) => c.type === 'InUse')).toMatchObject({ status: 'True', reason: 'Referenced', message: 'used by 2 Capsules: user-a, user-b' });
+    expect(used.status!.conditions!.find((c) => c.type === 'InUse')).toMatchObject({
+      status: 'True',
+      reason: 'Referenced',
+      message: 'used by 2 Capsules: user-a, user-b',
+    });
     // Accepted did not transition, so its time is kept.
-    expect(used.status!.conditions!.find((c) => c.type === 'Accepted')!.lastTransitionTime).toBe(unused.status!.conditions!.find((c) => c.type === 'Accepted')!.lastTransitionTime);
+    expect(used.status!.conditions!.find((c) => c.type === 'Accepted')!.lastTransitionTime).toBe(
+      unused.status!.conditions!.find((c) => c.type === 'Accepted')!.lastTransitionTime,
+    );
 
     // A spec change is observed (generation), a status-only resync writes nothing.
     await kubectlOk(['patch', 'hook', 'audit', '-n', ns, '--type', 'merge', '-p', '{"spec":{"artifact":{"version":"1.1.0"}}}']);
@@ -317,7 +344,10 @@ spec:
     await kubectlOk(['annotate', 'networkpolicy', 'orphan-egress', '-n', ns, 'x=y']);
     await kubectlOk(['patch', 'networkpolicy', 'orphan-egress', '-n', ns, '--type', 'merge', '-p', '{"spec":{"policyTypes":["Ingress","Egress"]}}']);
     await eventually('replicas restored', async () => (await deployment('orphan')).spec.replicas === 1);
-    await eventually('policy restored', async () => (await get(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/orphan-egress`)).spec.policyTypes.join() === 'Egress');
+    await eventually(
+      'policy restored',
+      async () => (await get(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/orphan-egress`)).spec.policyTypes.join() === 'Egress',
+    );
   });
 
   it('deleting a Capsule removes everything it owned', async () => {

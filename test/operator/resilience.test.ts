@@ -55,7 +55,15 @@ describe('operator killed mid-reconcile', () => {
   it('converges after restart with nothing lost or duplicated', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'operator/main.ts')], {
       cwd: repoRoot,
-      env: { ...process.env, KUBECONFIG: kubeconfig, WATCH_NAMESPACES: ns, LEADER_ELECTION: 'false', HTTP_PORT: '0', WORKERS: '2', CAPSULE_OPERATOR_WRITE_DELAY_MS: '150' },
+      env: {
+        ...process.env,
+        KUBECONFIG: kubeconfig,
+        WATCH_NAMESPACES: ns,
+        LEADER_ELECTION: 'false',
+        HTTP_PORT: '0',
+        WORKERS: '2',
+        CAPSULE_OPERATOR_WRITE_DELAY_MS: '150',
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     children.push(child);
@@ -64,10 +72,15 @@ describe('operator killed mid-reconcile', () => {
     const r = await kubectl(['apply', '-n', ns, '-f', '-'], Array.from({ length: N }, (_, i) => capsuleYaml(i)).join(''));
     expect(r.code, r.stderr).toBe(0);
     // Kill it once some, but not all, objects exist.
-    const partial = await eventually('some objects written', async () => {
-      const inv = await inventory();
-      return inv.length >= 8 ? inv.length : undefined;
-    }, 60_000, 50);
+    const partial = await eventually(
+      'some objects written',
+      async () => {
+        const inv = await inventory();
+        return inv.length >= 8 ? inv.length : undefined;
+      },
+      60_000,
+      50,
+    );
     child.kill('SIGKILL');
     await new Promise((res) => child.once('exit', res));
     const afterKill = (await inventory()).length;
@@ -81,11 +94,22 @@ describe('operator killed mid-reconcile', () => {
     const keys = inv.map((o) => `${o.kind}/${o.metadata.name}`);
     expect(new Set(keys).size).toBe(keys.length);
     for (let i = 0; i < N; i++) {
-      for (const k of [`ServiceAccount/c${i}`, `ConfigMap/c${i}-manifest`, `Service/c${i}`, `NetworkPolicy/c${i}-egress`, `NetworkPolicy/c${i}-ingress`, `Deployment/c${i}`]) expect(keys).toContain(k);
+      for (const k of [
+        `ServiceAccount/c${i}`,
+        `ConfigMap/c${i}-manifest`,
+        `Service/c${i}`,
+        `NetworkPolicy/c${i}-egress`,
+        `NetworkPolicy/c${i}-ingress`,
+        `Deployment/c${i}`,
+      ])
+        expect(keys).toContain(k);
     }
     // Every capsule has a status, and each ingress policy admits exactly its one caller.
     for (let i = 0; i < N; i++) {
-      const c = await eventually(`c${i} status`, async () => (await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${ns}/capsules/c${i}`))?.status?.configHash && true);
+      const c = await eventually(
+        `c${i} status`,
+        async () => (await client.get<any>(`/apis/murmur.io/v1alpha1/namespaces/${ns}/capsules/c${i}`))?.status?.configHash && true,
+      );
       expect(c).toBe(true);
       const ing = inv.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === `c${i}-ingress`) as any;
       expect(ing.spec.ingress[0].from.map((f: any) => f.podSelector.matchLabels['murmur.io/capsule'])).toEqual([`c${(i + N - 1) % N}`]);

@@ -77,11 +77,18 @@ afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const expected = (tool: string) => ACCEPTED.filter((a) => a.tool === tool).flatMap((a) => a.objects.map((o) => `${a.check} ${o}`)).sort();
+const expected = (tool: string) =>
+  ACCEPTED.filter((a) => a.tool === tool)
+    .flatMap((a) => a.objects.map((o) => `${a.check} ${o}`))
+    .sort();
 
 describe('third-party checkers', () => {
   it('renders what it checks: the chart (operator Deployment, RBAC, its NetworkPolicy) and every capsule of the examples, with a PodDisruptionBudget for the replicated one', () => {
-    const kinds = (f: string) => parseAllDocuments(readFileSync(f, 'utf8')).map((d) => d.toJS() as KubeObject).filter(Boolean).map((d) => `${d.kind}/${d.metadata.name}`);
+    const kinds = (f: string) =>
+      parseAllDocuments(readFileSync(f, 'utf8'))
+        .map((d) => d.toJS() as KubeObject)
+        .filter(Boolean)
+        .map((d) => `${d.kind}/${d.metadata.name}`);
     expect(kinds(files[0]!)).toEqual(expect.arrayContaining(['Deployment/capsule-operator', 'NetworkPolicy/capsule-operator', 'Role/capsule-operator']));
     const capsules = kinds(files[1]!);
     expect(capsules.filter((k) => k.startsWith('Deployment/')).sort()).toEqual(CAPSULES);
@@ -91,22 +98,45 @@ describe('third-party checkers', () => {
   it('kube-score: every finding on the chart and the rendered capsules is fixed or accepted with a reason', async () => {
     // Exit 1 when it found something critical: the JSON says what.
     const r = await run(KUBE_SCORE, ['score', '-o', 'json', ...files], { maxBuffer: 64 << 20 }).catch((e) => e);
-    const objects = JSON.parse(r.stdout) as Array<{ type_meta: { kind: string }; object_meta: { name: string }; checks: Array<{ check: { id: string }; grade: number; skipped: boolean; comments: Array<{ summary: string }> | null }> }>;
+    const objects = JSON.parse(r.stdout) as Array<{
+      type_meta: { kind: string };
+      object_meta: { name: string };
+      checks: Array<{ check: { id: string }; grade: number; skipped: boolean; comments: Array<{ summary: string }> | null }>;
+    }>;
     // kube-score scores the kinds it has checks for: every Deployment, NetworkPolicy, Service and PodDisruptionBudget here.
     const scored = objects.map((o) => `${o.type_meta.kind}/${o.object_meta.name}`);
-    expect(scored).toEqual(expect.arrayContaining([...CAPSULES, ...OPERATOR, 'NetworkPolicy/capsule-operator', 'NetworkPolicy/assistant-ha-egress', 'PodDisruptionBudget/assistant-ha', 'Service/assistant-ha']));
-    const found = objects.flatMap((o) => o.checks.filter((c) => !c.skipped && c.grade < 10).map((c) => `${c.check.id} ${o.type_meta.kind}/${o.object_meta.name}`)).sort();
+    expect(scored).toEqual(
+      expect.arrayContaining([
+        ...CAPSULES,
+        ...OPERATOR,
+        'NetworkPolicy/capsule-operator',
+        'NetworkPolicy/assistant-ha-egress',
+        'PodDisruptionBudget/assistant-ha',
+        'Service/assistant-ha',
+      ]),
+    );
+    const found = objects
+      .flatMap((o) => o.checks.filter((c) => !c.skipped && c.grade < 10).map((c) => `${c.check.id} ${o.type_meta.kind}/${o.object_meta.name}`))
+      .sort();
     expect(found).toEqual(expected('kube-score'));
   });
 
   it('checkov: every finding on the chart and the rendered capsules is fixed or accepted with a reason', async () => {
-    const r = await run(CHECKOV, [...files.flatMap((f) => ['-f', f]), '--framework', 'kubernetes', '-o', 'json', '--quiet', '--skip-download'], { maxBuffer: 64 << 20, cwd: dir }).catch((e) => e);
+    const r = await run(CHECKOV, [...files.flatMap((f) => ['-f', f]), '--framework', 'kubernetes', '-o', 'json', '--quiet', '--skip-download'], {
+      maxBuffer: 64 << 20,
+      cwd: dir,
+    }).catch((e) => e);
     const out = JSON.parse(r.stdout);
-    const reports = (Array.isArray(out) ? out : [out]) as Array<{ summary: { passed: number; parsing_errors: number }; results: { failed_checks: Array<{ check_id: string; resource: string }> } }>;
+    const reports = (Array.isArray(out) ? out : [out]) as Array<{
+      summary: { passed: number; parsing_errors: number };
+      results: { failed_checks: Array<{ check_id: string; resource: string }> };
+    }>;
     expect(reports.reduce((n, x) => n + x.summary.passed, 0)).toBeGreaterThan(100);
     expect(reports.reduce((n, x) => n + x.summary.parsing_errors, 0)).toBe(0);
     // resource: Kind.namespace.name
-    const found = reports.flatMap((x) => x.results.failed_checks.map((f) => `${f.check_id} ${f.resource.split('.')[0]}/${f.resource.split('.').slice(2).join('.')}`)).sort();
+    const found = reports
+      .flatMap((x) => x.results.failed_checks.map((f) => `${f.check_id} ${f.resource.split('.')[0]}/${f.resource.split('.').slice(2).join('.')}`))
+      .sort();
     expect(found).toEqual(expected('checkov'));
   });
 

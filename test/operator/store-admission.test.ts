@@ -22,7 +22,10 @@ const PG = "  store: { postgres: { urlSecretRef: { name: capsule-store, key: url
 
 describe('Capsule store admission', () => {
   it('refuses replicas > 1 on the embedded store (default or explicit), naming spec.replicas and the shared store', async () => {
-    for (const [name, spec] of [['dflt', '  replicas: 3\n'], ['embed', '  replicas: 2\n  store: { embedded: {} }\n']] as const) {
+    for (const [name, spec] of [
+      ['dflt', '  replicas: 3\n'],
+      ['embed', '  replicas: 2\n  store: { embedded: {} }\n'],
+    ] as const) {
       const r = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], capsule(name, spec));
       expect(r.code, name).not.toBe(0);
       expect(r.stderr, name).toContain('spec.replicas: Invalid value');
@@ -39,13 +42,22 @@ describe('Capsule store admission', () => {
   });
 
   it('refuses embedded and postgres together, and a postgres store without its address or Secret key', async () => {
-    const both = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], capsule('both', "  store: { embedded: {}, postgres: { urlSecretRef: { name: s, key: url }, address: 'db:5432' } }\n"));
+    const both = await kubectl(
+      ['apply', '--dry-run=server', '-n', ns, '-f', '-'],
+      capsule('both', "  store: { embedded: {}, postgres: { urlSecretRef: { name: s, key: url }, address: 'db:5432' } }\n"),
+    );
     expect(both.code).not.toBe(0);
     expect(both.stderr).toContain('give store.embedded or store.postgres, not both');
-    const noAddr = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], capsule('noaddr', '  store: { postgres: { urlSecretRef: { name: s, key: url } } }\n'));
+    const noAddr = await kubectl(
+      ['apply', '--dry-run=server', '-n', ns, '-f', '-'],
+      capsule('noaddr', '  store: { postgres: { urlSecretRef: { name: s, key: url } } }\n'),
+    );
     expect(noAddr.code).not.toBe(0);
     expect(noAddr.stderr).toMatch(/spec\.store\.postgres\.address: Required value/);
-    const noKey = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], capsule('nokey', "  store: { postgres: { urlSecretRef: { name: s }, address: 'db:5432' } }\n"));
+    const noKey = await kubectl(
+      ['apply', '--dry-run=server', '-n', ns, '-f', '-'],
+      capsule('nokey', "  store: { postgres: { urlSecretRef: { name: s }, address: 'db:5432' } }\n"),
+    );
     expect(noKey.code).not.toBe(0);
     expect(noKey.stderr).toMatch(/spec\.store\.postgres\.urlSecretRef\.key: Required value/);
   });

@@ -31,7 +31,6 @@ import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '.
 import { parseExposition } from '../telemetry/prom-text.ts';
 import { client, cluster, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, newNamespace, operator, repoRoot } from './helpers.ts';
 
-
 // ---- one real `mur serve` (restartable on the same metrics port) ---------------------------------
 
 const metricsPort = await freePort();
@@ -47,7 +46,12 @@ async function startRuntime(turns: ScriptTurn[]): Promise<void> {
   provider = await startScriptedProvider({ turns });
   const capsule = tmp('usage-capsule-');
   writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'metered', extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }));
-  served = await serve(capsule, { registry, workRoot: tmp('usage-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args: ['--metrics-port', String(metricsPort)] });
+  served = await serve(capsule, {
+    registry,
+    workRoot: tmp('usage-work-'),
+    env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+    args: ['--metrics-port', String(metricsPort)],
+  });
 }
 
 async function task(text: string): Promise<void> {
@@ -98,7 +102,9 @@ describe('Prometheus text parser', () => {
     // Same samples as the independent test parser, line for line.
     const ref = parseExposition(text).samples;
     expect(samples.length).toBe(ref.length);
-    expect(samples.map((s) => [s.name, s.labels, Number.isNaN(s.value) ? 'NaN' : s.value])).toEqual(ref.map((s) => [s.name, s.labels, Number.isNaN(s.value) ? 'NaN' : s.value]));
+    expect(samples.map((s) => [s.name, s.labels, Number.isNaN(s.value) ? 'NaN' : s.value])).toEqual(
+      ref.map((s) => [s.name, s.labels, Number.isNaN(s.value) ? 'NaN' : s.value]),
+    );
     // The counters as the runtime exports them; cache_* are subsets of input and not added again.
     const tok = samples.filter((s) => s.name === 'capsule_tokens_total');
     const by = (t: string) => tok.filter((s) => s.labels.token_type === t).reduce((a, s) => a + s.value, 0);
@@ -200,7 +206,11 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
   const podTarget = new Map<string, string>();
   const metricsUrl = (pod: PodLike) => {
     const uid = pod.metadata.uid!;
-    if (!podTarget.has(uid)) podTarget.set(uid, podTarget.size === 0 ? `http://127.0.0.1:${metricsPort}/metrics` : `http://127.0.0.1:${(hanging.address() as { port: number }).port}/metrics`);
+    if (!podTarget.has(uid))
+      podTarget.set(
+        uid,
+        podTarget.size === 0 ? `http://127.0.0.1:${metricsPort}/metrics` : `http://127.0.0.1:${(hanging.address() as { port: number }).port}/metrics`,
+      );
     return podTarget.get(uid);
   };
   const logs: string[] = [];
@@ -213,10 +223,14 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
   const usageWrites = () => op!.metrics.total('capsule_operator_writes_total', { verb: 'usage' });
   const untilTotals = async (input: number, output: number) => {
     try {
-      return await eventually(`status.usage ${input}/${output}`, async () => {
-        const u = await usageOf();
-        return u && u.inputTokens === input && u.outputTokens === output ? u : undefined;
-      }, 40_000);
+      return await eventually(
+        `status.usage ${input}/${output}`,
+        async () => {
+          const u = await usageOf();
+          return u && u.inputTokens === input && u.outputTokens === output ? u : undefined;
+        },
+        40_000,
+      );
     } catch (e) {
       throw new Error(`${(e as Error).message}; status.usage ${JSON.stringify(await usageOf())}, ok scrapes ${await okScrapes()}\n${logs.join('\n')}`);
     }
@@ -240,7 +254,10 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
   });
 
   it('a Capsule with ready pods gets status.usage with the exact totals; a hanging pod is tolerated', async () => {
-    const r = await kubectl(['apply', '-n', ns, '-f', '-'], 'apiVersion: v1\nkind: Secret\nmetadata: { name: metered-store }\nstringData: { url: \'postgresql://murmur@10.20.0.5:5432/capsules\' }\n---\napiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: metered }\nspec:\n  replicas: 2\n  store: { postgres: { urlSecretRef: { name: metered-store, key: url }, address: \'10.20.0.5:5432\' } }\n  artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]\n  inference: { driver: { artifact: drv }, model: claude-test, endpoint: \'https://api.anthropic.com\' }\n');
+    const r = await kubectl(
+      ['apply', '-n', ns, '-f', '-'],
+      "apiVersion: v1\nkind: Secret\nmetadata: { name: metered-store }\nstringData: { url: 'postgresql://murmur@10.20.0.5:5432/capsules' }\n---\napiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: metered }\nspec:\n  replicas: 2\n  store: { postgres: { urlSecretRef: { name: metered-store, key: url }, address: '10.20.0.5:5432' } }\n  artifacts: [{ name: drv, runtime: driver, version: 1.0.0 }]\n  inference: { driver: { artifact: drv }, model: claude-test, endpoint: 'https://api.anthropic.com' }\n",
+    );
     expect(r.code, r.stderr).toBe(0);
     await eventually('2 ready pods', async () => (await get())?.status?.readyReplicas === 2);
     const u = await untilTotals(175, 17);
@@ -296,7 +313,10 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
   });
 
   it('a runtime restart (counters back to 0) adds the new counts; the total never goes backwards', async () => {
-    await startRuntime([{ text: 'three', usage: { input: 50, output: 5 } }, { text: 'four', usage: { input: 10, output: 1 } }]);
+    await startRuntime([
+      { text: 'three', usage: { input: 50, output: 5 } },
+      { text: 'four', usage: { input: 10, output: 1 } },
+    ]);
     // Scraped at 0 first (a real pod needs seconds to become ready; the failover case below
     // relies on the process having started well before the write).
     await scrapes(2);
@@ -324,7 +344,10 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
   });
 
   it('a write that races another writer gets a real 409, re-reads and writes on the fresh object', async () => {
-    const r = await kubectl(['apply', '-n', ns, '-f', '-'], 'apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: second }\nspec: { replicas: 1 }\n');
+    const r = await kubectl(
+      ['apply', '-n', ns, '-f', '-'],
+      'apiVersion: murmur.io/v1alpha1\nkind: Capsule\nmetadata: { name: second }\nspec: { replicas: 1 }\n',
+    );
     expect(r.code, r.stderr).toBe(0);
     const secondPath = `/apis/murmur.io/v1alpha1/namespaces/${ns}/capsules/second`;
     await eventually('second ready', async () => (await client.get<Capsule>(secondPath))?.status?.readyReplicas === 1);
@@ -334,8 +357,13 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
     kc.loadFromFile(kubeconfig);
     const calls: string[] = [];
     class Racing extends KubeClient {
-      override async mergePatchStatus<T extends KubeObject>(o: Capsule, status: unknown, opts: { fieldManager?: string; resourceVersion?: string } = {}): Promise<T> {
-        if (o.metadata.name === 'second' && !calls.length) await client.request('PATCH', secondPath, { body: { metadata: { labels: { raced: 'yes' } } }, contentType: 'application/merge-patch+json' });
+      override async mergePatchStatus<T extends KubeObject>(
+        o: Capsule,
+        status: unknown,
+        opts: { fieldManager?: string; resourceVersion?: string } = {},
+      ): Promise<T> {
+        if (o.metadata.name === 'second' && !calls.length)
+          await client.request('PATCH', secondPath, { body: { metadata: { labels: { raced: 'yes' } } }, contentType: 'application/merge-patch+json' });
         try {
           const out = await super.mergePatchStatus<T>(o, status, opts);
           calls.push('ok');
@@ -349,7 +377,13 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
     const racing = new Racing(kc);
     cleanup.push(async () => racing.close());
     const real = `http://127.0.0.1:${metricsPort}/metrics`;
-    const s = new UsageScraper(racing, op!.controller()!.capsules, { intervalMs: 60_000, metricsUrl: () => real, namespaces: [ns], metrics: new OperatorMetrics(false), log: (m) => logs.push(m) });
+    const s = new UsageScraper(racing, op!.controller()!.capsules, {
+      intervalMs: 60_000,
+      metricsUrl: () => real,
+      namespaces: [ns],
+      metrics: new OperatorMetrics(false),
+      log: (m) => logs.push(m),
+    });
     const report = await s.scrapeOnce();
     await s.stop();
     // 'metered' is not written (this scraper's first sight of its pods comes after the last write:
@@ -371,7 +405,14 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
       await new Promise<void>((r) => silent.close(() => r()));
     });
     const dead = `http://127.0.0.1:${(silent.address() as { port: number }).port}/metrics`;
-    const s = new UsageScraper(client, op!.controller()!.capsules, { intervalMs: 60_000, timeoutMs: 600_000, concurrency: 1, metricsUrl: () => dead, namespaces: [ns], metrics: new OperatorMetrics(false) });
+    const s = new UsageScraper(client, op!.controller()!.capsules, {
+      intervalMs: 60_000,
+      timeoutMs: 600_000,
+      concurrency: 1,
+      metricsUrl: () => dead,
+      namespaces: [ns],
+      metrics: new OperatorMetrics(false),
+    });
     const round = s.scrapeOnce();
     await eventually('the round is waiting on a pod', () => held.size > 0);
     // The fetch would wait 10 minutes (far past the test timeout): only stop() can end the round.
@@ -381,7 +422,6 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
     expect(report).toMatchObject({ pods: 3, ok: 0, failed: 0, written: [] });
     expect(held.size).toBe(1);
   });
-
 });
 
 // ---- chart and configuration -------------------------------------------------------------------
@@ -398,7 +438,9 @@ describe('chart and configuration', () => {
     const cr = docs.find((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election'));
     expect(cr.rules.filter((r: any) => r.resources.includes('pods')).flatMap((r: any) => r.verbs)).toEqual(['list', 'watch']);
     const dep = docs.find((d) => d.kind === 'Deployment');
-    const env: Record<string, string> = Object.fromEntries(dep.spec.template.spec.containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]));
+    const env: Record<string, string> = Object.fromEntries(
+      dep.spec.template.spec.containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]),
+    );
     expect(env).toMatchObject({ USAGE_SCRAPE_INTERVAL_SECONDS: '30', USAGE_SCRAPE_TIMEOUT_SECONDS: '5', USAGE_SCRAPE_CONCURRENCY: '8' });
     // POD_NAMESPACE comes from the downward API: the release namespace.
     const { usage, usageScraper } = usageFromEnv({ ...env, POD_NAMESPACE: 'ops' });
@@ -408,12 +450,24 @@ describe('chart and configuration', () => {
     expect(dep.spec.template.metadata.labels).toMatchObject(usageScraper!.podSelector!.matchLabels!);
     // A capsule's ingress policy then admits Prometheus' namespace and the operator on 9090.
     const capsule: Capsule = { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'c', namespace: 'team', uid: 'u' }, spec: {} };
-    const options = defaultOptions({ metricsFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ...(usageScraper ? { usageScraper } : {}) });
-    const policy = translate({ capsule, hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options }).objects.find((o) => o.metadata.name === 'c-ingress') as any;
+    const options = defaultOptions({
+      metricsFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+      ...(usageScraper ? { usageScraper } : {}),
+    });
+    const policy = translate({ capsule, hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options }).objects.find(
+      (o) => o.metadata.name === 'c-ingress',
+    ) as any;
     const metricsRule = policy.spec.ingress.find((r: any) => r.ports.some((p: any) => p.port === 9090));
     expect(metricsRule.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }, usageScraper]);
     // Without metricsFrom the port stays open to any source (the operator included).
-    const open = translate({ capsule, hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options: defaultOptions({ ...(usageScraper ? { usageScraper } : {}) }) }).objects.find((o) => o.metadata.name === 'c-ingress') as any;
+    const open = translate({
+      capsule,
+      hooks: {},
+      secrets: {},
+      callers: [],
+      capsulePorts: {},
+      options: defaultOptions({ ...(usageScraper ? { usageScraper } : {}) }),
+    }).objects.find((o) => o.metadata.name === 'c-ingress') as any;
     expect(open.spec.ingress.find((r: any) => r.ports.some((p: any) => p.port === 9090)).from).toBeUndefined();
   });
 

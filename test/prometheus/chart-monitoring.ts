@@ -23,7 +23,11 @@ export async function exec(cmd: string, args: string[], cwd?: string): Promise<{
     return { code: 0, out: stdout + stderr, stdout };
   } catch (e) {
     const x = e as { stdout?: string; stderr?: string; code?: number | string; message: string };
-    return { code: typeof x.code === 'number' ? x.code : 127, out: `${x.stdout ?? ''}${x.stderr ?? ''}${typeof x.code === 'number' ? '' : x.message}`, stdout: x.stdout ?? '' };
+    return {
+      code: typeof x.code === 'number' ? x.code : 127,
+      out: `${x.stdout ?? ''}${x.stderr ?? ''}${typeof x.code === 'number' ? '' : x.message}`,
+      stdout: x.stdout ?? '',
+    };
   }
 }
 
@@ -42,9 +46,19 @@ export function renderChart(...set: string[]): Promise<any[]> {
 
 /** Every object `helm template` renders for a cluster serving these extra API versions. */
 export async function renderChartOn(apiVersions: string[], ...set: string[]): Promise<any[]> {
-  const r = await exec(helmPath(), ['template', 'x', CHART, '-n', 'ops', ...apiVersions.flatMap((v) => ['--api-versions', v]), ...set.flatMap((s) => ['--set', s])]);
+  const r = await exec(helmPath(), [
+    'template',
+    'x',
+    CHART,
+    '-n',
+    'ops',
+    ...apiVersions.flatMap((v) => ['--api-versions', v]),
+    ...set.flatMap((s) => ['--set', s]),
+  ]);
   if (r.code !== 0) throw new Error(`helm template ${set.join(' ')} failed (exit ${r.code}): ${r.out}`);
-  return parseAllDocuments(r.out).map((d) => d.toJS()).filter(Boolean);
+  return parseAllDocuments(r.out)
+    .map((d) => d.toJS())
+    .filter(Boolean);
 }
 
 export interface Panel {

@@ -13,7 +13,7 @@ beforeAll(() => ensureHelm(), BUILD_TIMEOUT_MS);
 
 const dashboardsOf = (docs: any[]) => docs.filter((d) => d.kind === 'ConfigMap' && d.metadata.name.endsWith('-dashboards'));
 
-describe('the chart\'s Grafana dashboard ConfigMap', () => {
+describe("the chart's Grafana dashboard ConfigMap", () => {
   it('is off by default', async () => {
     expect(dashboardsOf(await renderChart())).toEqual([]);
   });
@@ -32,7 +32,15 @@ describe('the chart\'s Grafana dashboard ConfigMap', () => {
   });
 
   it('label, value, namespace and folder annotation follow the values', async () => {
-    const [cm] = dashboardsOf(await renderChart('dashboards.enabled=true', 'dashboards.label=grafana_dashboards', 'dashboards.labelValue=capsules', 'dashboards.namespace=monitoring', 'dashboards.annotations.grafana_folder=Capsules'));
+    const [cm] = dashboardsOf(
+      await renderChart(
+        'dashboards.enabled=true',
+        'dashboards.label=grafana_dashboards',
+        'dashboards.labelValue=capsules',
+        'dashboards.namespace=monitoring',
+        'dashboards.annotations.grafana_folder=Capsules',
+      ),
+    );
     expect(cm.metadata.namespace).toBe('monitoring');
     expect(cm.metadata.labels.grafana_dashboards).toBe('capsules');
     expect(cm.metadata.labels.grafana_dashboard).toBeUndefined();

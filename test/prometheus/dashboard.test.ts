@@ -31,20 +31,39 @@ const SENT = { rateInterval: '10s', range: '10m' };
 let prometheus: Prometheus;
 let panels: Panel[];
 beforeAll(async () => {
-  const provider = await startScriptedProvider({ turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }], usage: { input: 120, output: 9 } }, { text: 'done', usage: { input: 140, output: 4 } }] });
+  const provider = await startScriptedProvider({
+    turns: [
+      { toolCalls: [{ name: 'echo', input: { text: 'hi' } }], usage: { input: 120, output: 9 } },
+      { text: 'done', usage: { input: 140, output: 4 } },
+    ],
+  });
   cleanup.push(() => provider.stop());
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(WATCH)]);
   const capsule = tmp('dashboarded-');
-  writeFileSync(join(capsule, 'murmur.yaml'), hookCapsuleYaml([WATCH], '  max_session_tokens: 1000000\nlifecycle:\n  task_acceptance: queue\n  queue_depth: 4', 'dashboarded'));
+  writeFileSync(
+    join(capsule, 'murmur.yaml'),
+    hookCapsuleYaml([WATCH], '  max_session_tokens: 1000000\nlifecycle:\n  task_acceptance: queue\n  queue_depth: 4', 'dashboarded'),
+  );
   const metricsPort = await freePort();
-  const served = await serve(capsule, { registry, workRoot: tmp('dashboarded-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY }, args: ['--metrics-port', String(metricsPort)] });
+  const served = await serve(capsule, {
+    registry,
+    workRoot: tmp('dashboarded-work-'),
+    env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
+    args: ['--metrics-port', String(metricsPort)],
+  });
   cleanup.push(() => served.stop());
   const done = await sendMessage({ peerUrl: served.url, text: 'echo hi', allow: [served.url], wait: true });
   expect(done.ok && done.state).toBe('completed');
   // The capsule job of the documented scrape configuration (docs/operator.md), with the pod found
   // by address instead of by the Kubernetes API, scraping every second.
   prometheus = await startPrometheus(
-    ['global: {scrape_interval: 1s, evaluation_interval: 1s}', 'scrape_configs:', '  - job_name: capsules', '    metrics_path: /metrics', `    static_configs: [{targets: ['127.0.0.1:${metricsPort}'], labels: {namespace: default, pod: dashboarded-0}}]`].join('\n') + '\n',
+    [
+      'global: {scrape_interval: 1s, evaluation_interval: 1s}',
+      'scrape_configs:',
+      '  - job_name: capsules',
+      '    metrics_path: /metrics',
+      `    static_configs: [{targets: ['127.0.0.1:${metricsPort}'], labels: {namespace: default, pod: dashboarded-0}}]`,
+    ].join('\n') + '\n',
   );
   cleanup.push(() => prometheus.stop());
   // rate() needs two samples in its window; four scrapes leave room for a late one.
@@ -54,15 +73,31 @@ beforeAll(async () => {
 
 const isOperatorPanel = (p: Panel): boolean => p.targets.every((t) => t.expr.includes('capsule_operator_'));
 
-describe('the chart\'s dashboard on a real Prometheus scraping mur serve after one task', () => {
+describe("the chart's dashboard on a real Prometheus scraping mur serve after one task", () => {
   it('has the panels the issue asks for', () => {
     const titles = panels.map((p) => p.title);
-    for (const want of [/^Tokens per second/, /^Session spend/, /^Tasks per second/, /^Task latency/, /^Task failure/, /^Tasks waiting for input/, /^Provider call latency/, /^Provider errors/, /^Tool call latency/, /^Hook call latency/, /^Reconciles/, /queue depth/i]) {
-      expect(titles.some((t) => want.test(t)), `a panel matching ${want}`).toBe(true);
+    for (const want of [
+      /^Tokens per second/,
+      /^Session spend/,
+      /^Tasks per second/,
+      /^Task latency/,
+      /^Task failure/,
+      /^Tasks waiting for input/,
+      /^Provider call latency/,
+      /^Provider errors/,
+      /^Tool call latency/,
+      /^Hook call latency/,
+      /^Reconciles/,
+      /queue depth/i,
+    ]) {
+      expect(
+        titles.some((t) => want.test(t)),
+        `a panel matching ${want}`,
+      ).toBe(true);
     }
   });
 
-  it('every panel query is valid PromQL, and every capsule panel\'s query returns series', async () => {
+  it("every panel query is valid PromQL, and every capsule panel's query returns series", async () => {
     const empty: string[] = [];
     for (const p of panels) {
       for (const t of p.targets) {

@@ -42,7 +42,10 @@ export async function startPrometheus(config: string, o: PrometheusOptions = {})
   const port = o.port ?? (await freePort());
   const inNs = (cmd: string, args: string[]): [string, string[]] => (o.netns ? ['nsenter', [`--net=/run/netns/${o.netns}`, '--', cmd, ...args]] : [cmd, args]);
   // nsenter without --fork execs the command: the child's pid is Prometheus's own.
-  const proc = spawn(...inNs(PROMETHEUS, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`]), { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(
+    ...inNs(PROMETHEUS, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`]),
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   await new Promise<void>((resolve, reject) => {

@@ -15,7 +15,16 @@ import { CHART, PROMTOOL, ensureHelm, exec, renderChart, renderChartOn } from '.
 beforeAll(() => ensurePrometheus(), BUILD_TIMEOUT_MS);
 beforeAll(() => ensureHelm(), BUILD_TIMEOUT_MS);
 
-const ALERTS = ['CapsuleSpendNearCeiling', 'CapsuleSpendCeilingReached', 'CapsuleTaskFailureRate', 'CapsuleProviderErrors', 'CapsuleTasksWaitingForInput', 'CapsuleOperatorNoLeader', 'CapsuleOperatorReconcileErrors', 'CapsuleOperatorQueueBacklog'];
+const ALERTS = [
+  'CapsuleSpendNearCeiling',
+  'CapsuleSpendCeilingReached',
+  'CapsuleTaskFailureRate',
+  'CapsuleProviderErrors',
+  'CapsuleTasksWaitingForInput',
+  'CapsuleOperatorNoLeader',
+  'CapsuleOperatorReconcileErrors',
+  'CapsuleOperatorQueueBacklog',
+];
 
 /** The rendered PrometheusRule's spec as a Prometheus rule file, in a fresh directory. */
 async function renderedRuleFile(): Promise<{ dir: string; spec: { groups: Array<{ name: string; rules: Array<{ alert: string }> }> } }> {
@@ -26,7 +35,7 @@ async function renderedRuleFile(): Promise<{ dir: string; spec: { groups: Array<
   return { dir, spec: rule.spec };
 }
 
-describe('the chart\'s alerts under promtool', () => {
+describe("the chart's alerts under promtool", () => {
   it('the PrometheusRule is off by default, and when on it holds the rule file the chart ships, every alert in it', async () => {
     expect((await renderChart()).some((d) => d.kind === 'PrometheusRule')).toBe(false);
     const { spec } = await renderedRuleFile();
@@ -50,7 +59,9 @@ describe('the chart\'s alerts under promtool', () => {
   it('promtool test rules: each alert fires on the series meant to fire it and on no other', async () => {
     const { dir } = await renderedRuleFile();
     copyFileSync(join(import.meta.dirname, 'alerts.promtest.yaml'), join(dir, 'alerts.promtest.yaml'));
-    const tested = parse(readFileSync(join(dir, 'alerts.promtest.yaml'), 'utf8')) as { tests: Array<{ alert_rule_test: Array<{ alertname: string; exp_alerts: unknown[] }> }> };
+    const tested = parse(readFileSync(join(dir, 'alerts.promtest.yaml'), 'utf8')) as {
+      tests: Array<{ alert_rule_test: Array<{ alertname: string; exp_alerts: unknown[] }> }>;
+    };
     const fired = new Set(tested.tests.flatMap((t) => t.alert_rule_test.filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname)));
     const silent = new Set(tested.tests.flatMap((t) => t.alert_rule_test.filter((a) => a.exp_alerts.length === 0).map((a) => a.alertname)));
     // Every alert is tested firing; the silent cases are in the same groups as series that must not fire.

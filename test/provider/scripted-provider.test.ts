@@ -63,7 +63,11 @@ async function sse(res: Response): Promise<{ event?: string; data: string }[]> {
 describe('scripted provider: Anthropic Messages API', () => {
   it('answers JSON with text + tool_use blocks, stop_reason and usage incl. cache members; records body and headers', async () => {
     const p = await start([
-      { text: 'Let me look.', toolCalls: [{ id: 'toolu_1', name: 'ls', input: { command: '-la' } }], usage: { input: 120, output: 30, cacheRead: 100, cacheWrite: 20 } },
+      {
+        text: 'Let me look.',
+        toolCalls: [{ id: 'toolu_1', name: 'ls', input: { command: '-la' } }],
+        usage: { input: 120, output: 30, cacheRead: 100, cacheWrite: 20 },
+      },
     ]);
     const res = await post(`${p.url}/v1/messages`, anthropicHeaders, anthropicBody());
     expect(res.status).toBe(200);
@@ -100,7 +104,13 @@ describe('scripted provider: Anthropic Messages API', () => {
   });
 
   it('streams SSE when stream: true (message_start … content_block_* … message_delta, message_stop)', async () => {
-    const p = await start([{ text: 'Hello there, streaming world.', toolCalls: [{ id: 'toolu_9', name: 'ls', input: { path: 'src', deep: true } }], usage: { input: 50, output: 12, cacheRead: 40 } }]);
+    const p = await start([
+      {
+        text: 'Hello there, streaming world.',
+        toolCalls: [{ id: 'toolu_9', name: 'ls', input: { path: 'src', deep: true } }],
+        usage: { input: 50, output: 12, cacheRead: 40 },
+      },
+    ]);
     const res = await post(`${p.url}/v1/messages`, anthropicHeaders, anthropicBody({ stream: true }));
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const events = await sse(res);
@@ -168,13 +178,28 @@ describe('scripted provider: Anthropic Messages API', () => {
         400,
         /`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1/,
       ],
-      [anthropicHeaders, anthropicBody({ messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'nope', content: 'x' }] }] }), 400, /unexpected `tool_use_id`/],
+      [
+        anthropicHeaders,
+        anthropicBody({ messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'nope', content: 'x' }] }] }),
+        400,
+        /unexpected `tool_use_id`/,
+      ],
       [anthropicHeaders, anthropicBody({ messages: [{ role: 'user', content: [{ type: 'tool_call', id: 'x' }] }] }), 400, /Input tag 'tool_call'/],
       [anthropicHeaders, anthropicBody({ tools: [{ name: 'file.read', input_schema: { type: 'object' } }] }), 400, /String should match pattern/],
       [anthropicHeaders, anthropicBody({ tools: [{ name: 'ls', parameters: { type: 'object' } }] }), 400, /input_schema: Field required/],
       [anthropicHeaders, '{not json', 400, /parsing the body/],
       [anthropicHeaders, anthropicBody({ messages: [{ role: 'user', content: [{ type: 'text', text: '' }] }] }), 400, /text content blocks must be non-empty/],
-      [anthropicHeaders, anthropicBody({ messages: [{ role: 'user', content: [] }, { role: 'assistant', content: 'x' }] }), 400, /all messages must have non-empty content/],
+      [
+        anthropicHeaders,
+        anthropicBody({
+          messages: [
+            { role: 'user', content: [] },
+            { role: 'assistant', content: 'x' },
+          ],
+        }),
+        400,
+        /all messages must have non-empty content/,
+      ],
     ];
     for (const [headers, body, status, msg] of cases) {
       const res = await post(url, headers, body);
@@ -191,7 +216,13 @@ describe('scripted provider: Anthropic Messages API', () => {
       anthropicBody({
         messages: [
           { role: 'user', content: 'hi' },
-          { role: 'assistant', content: [{ type: 'text', text: 'x' }, { type: 'tool_use', id: 'toolu_1', name: 'ls', input: {} }] },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'text', text: 'x' },
+              { type: 'tool_use', id: 'toolu_1', name: 'ls', input: {} },
+            ],
+          },
           { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'a.txt', is_error: false }] },
         ],
       }),
@@ -209,7 +240,9 @@ describe('scripted provider: Anthropic Messages API', () => {
 
 describe('scripted provider: OpenAI Chat Completions', () => {
   it('answers JSON with tool_calls (arguments as a JSON string), finish_reason and usage incl. cached_tokens; accepts prompt_cache_key', async () => {
-    const p = await start([{ toolCalls: [{ id: 'call_1', name: 'ls', input: { command: '-la' } }], usage: { input: 2000, output: 15, cacheRead: 1920, cacheWrite: 5 } }]);
+    const p = await start([
+      { toolCalls: [{ id: 'call_1', name: 'ls', input: { command: '-la' } }], usage: { input: 2000, output: 15, cacheRead: 1920, cacheWrite: 5 } },
+    ]);
     const res = await post(`${p.url}/v1/chat/completions`, openaiHeaders, openaiBody({ prompt_cache_key: 'hello:1.0.0:ctx' }));
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, any>;
@@ -244,7 +277,16 @@ describe('scripted provider: OpenAI Chat Completions', () => {
   });
 
   it('streams SSE data: chunks with tool_call fragments keyed by index, a usage chunk with include_usage, then [DONE]', async () => {
-    const p = await start([{ text: 'Checking both.', toolCalls: [{ name: 'ls', input: { path: 'a' } }, { name: 'cat', input: { file: 'b.txt' } }], usage: { input: 9, output: 4, cacheRead: 0 } }]);
+    const p = await start([
+      {
+        text: 'Checking both.',
+        toolCalls: [
+          { name: 'ls', input: { path: 'a' } },
+          { name: 'cat', input: { file: 'b.txt' } },
+        ],
+        usage: { input: 9, output: 4, cacheRead: 0 },
+      },
+    ]);
     const res = await post(`${p.url}/v1/chat/completions`, openaiHeaders, openaiBody({ stream: true, stream_options: { include_usage: true } }));
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const events = await sse(res);
@@ -293,7 +335,18 @@ describe('scripted provider: OpenAI Chat Completions', () => {
       [openaiHeaders, openaiBody({ prompt_cache_key: 'k'.repeat(65) }), 400, /maximum length 64, but got a string with length 65/, 'string_above_max_length'],
       [openaiHeaders, openaiBody({ messages: [] }), 400, /empty array/, 'empty_array'],
       [openaiHeaders, openaiBody({ stream_options: { include_usage: true } }), 400, /only allowed when 'stream' is enabled/, null],
-      [openaiHeaders, openaiBody({ messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'call_9', content: 'r' }] }), 400, /must be a response to a preceeding message with 'tool_calls'/, null],
+      [
+        openaiHeaders,
+        openaiBody({
+          messages: [
+            { role: 'user', content: 'x' },
+            { role: 'tool', tool_call_id: 'call_9', content: 'r' },
+          ],
+        }),
+        400,
+        /must be a response to a preceeding message with 'tool_calls'/,
+        null,
+      ],
       [
         openaiHeaders,
         openaiBody({
@@ -309,7 +362,12 @@ describe('scripted provider: OpenAI Chat Completions', () => {
       ],
       [
         openaiHeaders,
-        openaiBody({ messages: [{ role: 'user', content: 'x' }, { role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'ls', arguments: {} } }] }] }),
+        openaiBody({
+          messages: [
+            { role: 'user', content: 'x' },
+            { role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'ls', arguments: {} } }] },
+          ],
+        }),
         400,
         /expected a string, but got an object/,
         'invalid_type',
@@ -329,7 +387,7 @@ describe('scripted provider: OpenAI Chat Completions', () => {
 });
 
 describe('scripted provider: script control', () => {
-  it('replays HTTP errors in each API\'s own shape, with retry-after', async () => {
+  it("replays HTTP errors in each API's own shape, with retry-after", async () => {
     const p = await start([
       { error: { status: 429, message: 'slow down', retryAfter: 3 } },
       { error: { status: 529 } },
@@ -391,7 +449,9 @@ describe('scripted provider: CLI', () => {
       await writeFile(scriptFile, JSON.stringify({ turns: [{ text: 'from the CLI' }] }));
       const entry = fileURLToPath(new URL('./scripted-provider.ts', import.meta.url));
       const tsx = fileURLToPath(new URL('../../node_modules/tsx/dist/esm/index.mjs', import.meta.url));
-      const child = spawn(process.execPath, ['--import', tsx, entry, '--script', scriptFile, '--port', '0', '--record', recordFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, ['--import', tsx, entry, '--script', scriptFile, '--port', '0', '--record', recordFile], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       try {
         const url = await new Promise<string>((resolve, rejectP) => {
           let out = '';

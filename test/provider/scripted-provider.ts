@@ -131,20 +131,79 @@ export interface StartOptions {
 // ------------------------------------------------------------------------------------------- shapes
 
 const ANTHROPIC_FIELDS = new Set([
-  'model', 'messages', 'max_tokens', 'system', 'tools', 'tool_choice', 'stop_sequences', 'stream', 'temperature',
-  'top_k', 'top_p', 'thinking', 'metadata', 'service_tier', 'cache_control', 'container', 'mcp_servers',
-  'context_management', 'output_config', 'output_format', 'inference_geo',
+  'model',
+  'messages',
+  'max_tokens',
+  'system',
+  'tools',
+  'tool_choice',
+  'stop_sequences',
+  'stream',
+  'temperature',
+  'top_k',
+  'top_p',
+  'thinking',
+  'metadata',
+  'service_tier',
+  'cache_control',
+  'container',
+  'mcp_servers',
+  'context_management',
+  'output_config',
+  'output_format',
+  'inference_geo',
 ]);
 const ANTHROPIC_BLOCKS = new Set([
-  'text', 'image', 'document', 'search_result', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking',
-  'server_tool_use', 'web_search_tool_result', 'web_fetch_tool_result', 'code_execution_tool_result', 'container_upload',
+  'text',
+  'image',
+  'document',
+  'search_result',
+  'tool_use',
+  'tool_result',
+  'thinking',
+  'redacted_thinking',
+  'server_tool_use',
+  'web_search_tool_result',
+  'web_fetch_tool_result',
+  'code_execution_tool_result',
+  'container_upload',
 ]);
 const OPENAI_FIELDS = new Set([
-  'messages', 'model', 'audio', 'frequency_penalty', 'function_call', 'functions', 'logit_bias', 'logprobs',
-  'max_completion_tokens', 'max_tokens', 'metadata', 'modalities', 'n', 'parallel_tool_calls', 'prediction',
-  'presence_penalty', 'prompt_cache_key', 'prompt_cache_retention', 'reasoning_effort', 'response_format',
-  'safety_identifier', 'seed', 'service_tier', 'stop', 'store', 'stream', 'stream_options', 'temperature',
-  'tool_choice', 'tools', 'top_logprobs', 'top_p', 'user', 'verbosity', 'web_search_options',
+  'messages',
+  'model',
+  'audio',
+  'frequency_penalty',
+  'function_call',
+  'functions',
+  'logit_bias',
+  'logprobs',
+  'max_completion_tokens',
+  'max_tokens',
+  'metadata',
+  'modalities',
+  'n',
+  'parallel_tool_calls',
+  'prediction',
+  'presence_penalty',
+  'prompt_cache_key',
+  'prompt_cache_retention',
+  'reasoning_effort',
+  'response_format',
+  'safety_identifier',
+  'seed',
+  'service_tier',
+  'stop',
+  'store',
+  'stream',
+  'stream_options',
+  'temperature',
+  'tool_choice',
+  'tools',
+  'top_logprobs',
+  'top_p',
+  'user',
+  'verbosity',
+  'web_search_options',
 ]);
 const OPENAI_ROLES = ['system', 'assistant', 'user', 'function', 'tool', 'developer'];
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -211,7 +270,11 @@ function validateAnthropic(headers: Record<string, string>, body: unknown, apiKe
     const m = msgs[i];
     if (!isObj(m)) return reject(400, 'invalid_request_error', `messages.${i}: Input should be a valid dictionary`);
     if (m.role === 'system') {
-      return reject(400, 'invalid_request_error', `messages.${i}.role: Unexpected role "system". The Messages API accepts a top-level \`system\` parameter, not "system" as an input message role.`);
+      return reject(
+        400,
+        'invalid_request_error',
+        `messages.${i}.role: Unexpected role "system". The Messages API accepts a top-level \`system\` parameter, not "system" as an input message role.`,
+      );
     }
     if (m.role !== 'user' && m.role !== 'assistant') return reject(400, 'invalid_request_error', `messages.${i}.role: Input should be 'user' or 'assistant'`);
     if (typeof m.content === 'string') continue;
@@ -224,7 +287,11 @@ function validateAnthropic(headers: Record<string, string>, body: unknown, apiKe
       const where = `messages.${i}.content.${j}`;
       if (!isObj(b) || typeof b.type !== 'string') return reject(400, 'invalid_request_error', `${where}: Unable to extract tag using discriminator 'type'`);
       if (!ANTHROPIC_BLOCKS.has(b.type)) {
-        return reject(400, 'invalid_request_error', `${where}: Input tag '${b.type}' found using 'type' does not match any of the expected tags: ${[...ANTHROPIC_BLOCKS].map((t) => `'${t}'`).join(', ')}`);
+        return reject(
+          400,
+          'invalid_request_error',
+          `${where}: Input tag '${b.type}' found using 'type' does not match any of the expected tags: ${[...ANTHROPIC_BLOCKS].map((t) => `'${t}'`).join(', ')}`,
+        );
       }
       if (b.type === 'text' && typeof b.text !== 'string') return reject(400, 'invalid_request_error', `${where}.text: Field required`);
       if (b.type === 'text' && b.text === '') return reject(400, 'invalid_request_error', 'messages: text content blocks must be non-empty');
@@ -236,7 +303,8 @@ function validateAnthropic(headers: Record<string, string>, body: unknown, apiKe
       if (b.type === 'tool_result') {
         if (m.role !== 'user') return reject(400, 'invalid_request_error', `${where}: tool_result blocks are only allowed in user messages`);
         if (typeof b.tool_use_id !== 'string') return reject(400, 'invalid_request_error', `${where}.tool_use_id: Field required`);
-        if (b.is_error !== undefined && typeof b.is_error !== 'boolean') return reject(400, 'invalid_request_error', `${where}.is_error: Input should be a valid boolean`);
+        if (b.is_error !== undefined && typeof b.is_error !== 'boolean')
+          return reject(400, 'invalid_request_error', `${where}.is_error: Input should be a valid boolean`);
         if (b.content !== undefined && typeof b.content !== 'string' && !Array.isArray(b.content)) {
           return reject(400, 'invalid_request_error', `${where}.content: Input should be a valid string or list`);
         }
@@ -256,7 +324,11 @@ function validateAnthropic(headers: Record<string, string>, body: unknown, apiKe
     for (let j = 0; j < blocks.length; j++) {
       const b = blocks[j]!;
       if (b.type === 'tool_result' && !prevUses.has(b.tool_use_id as string)) {
-        return reject(400, 'invalid_request_error', `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(b.tool_use_id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`);
+        return reject(
+          400,
+          'invalid_request_error',
+          `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(b.tool_use_id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
+        );
       }
     }
     if (m.role === 'assistant') {
@@ -270,7 +342,11 @@ function validateAnthropic(headers: Record<string, string>, body: unknown, apiKe
       );
       const missing = uses.filter((id) => !results.has(id));
       if (missing.length > 0) {
-        return reject(400, 'invalid_request_error', `messages.${i + 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
+        return reject(
+          400,
+          'invalid_request_error',
+          `messages.${i + 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+        );
       }
     }
   }
@@ -298,35 +374,63 @@ function validateOpenAI(headers: Record<string, string>, body: unknown, apiKey?:
   const auth = headers.authorization;
   const key = auth?.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
   if (!key) {
-    return reject(401, 'invalid_request_error', "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).");
+    return reject(
+      401,
+      'invalid_request_error',
+      "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+    );
   }
   if (apiKey !== undefined && key !== apiKey) {
     return reject(401, 'invalid_request_error', `Incorrect API key provided: ${key.slice(0, 3)}***${key.slice(-4)}.`, null, 'invalid_api_key');
   }
-  if (!isObj(body)) return reject(400, 'invalid_request_error', "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)");
+  if (!isObj(body))
+    return reject(
+      400,
+      'invalid_request_error',
+      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)",
+    );
   for (const k of Object.keys(body)) {
     if (!OPENAI_FIELDS.has(k)) return reject(400, 'invalid_request_error', `Unrecognized request argument supplied: ${k}`);
   }
   if (typeof body.model !== 'string' || body.model === '') return reject(400, 'invalid_request_error', 'you must provide a model parameter');
-  if (body.messages === undefined) return reject(400, 'invalid_request_error', "Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
+  if (body.messages === undefined)
+    return reject(400, 'invalid_request_error', "Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
   if (!Array.isArray(body.messages)) return reject(400, 'invalid_request_error', "Invalid type for 'messages': expected an array.", 'messages', 'invalid_type');
   if (body.messages.length === 0) {
-    return reject(400, 'invalid_request_error', "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", 'messages', 'empty_array');
+    return reject(
+      400,
+      'invalid_request_error',
+      "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+      'messages',
+      'empty_array',
+    );
   }
   if (body.stream_options !== undefined && body.stream !== true) {
     return reject(400, 'invalid_request_error', "The 'stream_options' parameter is only allowed when 'stream' is enabled.", 'stream_options', null);
   }
   if (body.prompt_cache_key !== undefined) {
-    if (typeof body.prompt_cache_key !== 'string') return reject(400, 'invalid_request_error', "Invalid type for 'prompt_cache_key': expected a string.", 'prompt_cache_key', 'invalid_type');
+    if (typeof body.prompt_cache_key !== 'string')
+      return reject(400, 'invalid_request_error', "Invalid type for 'prompt_cache_key': expected a string.", 'prompt_cache_key', 'invalid_type');
     if (body.prompt_cache_key.length > 64) {
-      return reject(400, 'invalid_request_error', `Invalid 'prompt_cache_key': string too long. Expected a string with maximum length 64, but got a string with length ${body.prompt_cache_key.length} instead.`, 'prompt_cache_key', 'string_above_max_length');
+      return reject(
+        400,
+        'invalid_request_error',
+        `Invalid 'prompt_cache_key': string too long. Expected a string with maximum length 64, but got a string with length ${body.prompt_cache_key.length} instead.`,
+        'prompt_cache_key',
+        'string_above_max_length',
+      );
     }
   }
   const msgs = body.messages as unknown[];
   let open: { index: number; ids: Set<string> } | undefined;
   const closeOpen = (): Rejection | undefined => {
     if (open && open.ids.size > 0) {
-      return reject(400, 'invalid_request_error', `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open.ids].join(', ')}`, `messages.[${open.index}].role`);
+      return reject(
+        400,
+        'invalid_request_error',
+        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open.ids].join(', ')}`,
+        `messages.[${open.index}].role`,
+      );
     }
     open = undefined;
     return undefined;
@@ -335,22 +439,46 @@ function validateOpenAI(headers: Record<string, string>, body: unknown, apiKey?:
     const m = msgs[i];
     if (!isObj(m)) return reject(400, 'invalid_request_error', `Invalid type for 'messages[${i}]': expected an object.`, `messages[${i}]`, 'invalid_type');
     if (!OPENAI_ROLES.includes(m.role as string)) {
-      return reject(400, 'invalid_request_error', `Invalid value: '${String(m.role)}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`, `messages[${i}].role`, 'invalid_value');
+      return reject(
+        400,
+        'invalid_request_error',
+        `Invalid value: '${String(m.role)}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`,
+        `messages[${i}].role`,
+        'invalid_value',
+      );
     }
     if (m.role === 'tool') {
       if (!open || typeof m.tool_call_id !== 'string' || !open.ids.has(m.tool_call_id)) {
-        return reject(400, 'invalid_request_error', "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", `messages.[${i}].role`);
+        return reject(
+          400,
+          'invalid_request_error',
+          "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          `messages.[${i}].role`,
+        );
       }
       open.ids.delete(m.tool_call_id);
       if (typeof m.content !== 'string' && !Array.isArray(m.content)) {
-        return reject(400, 'invalid_request_error', `Invalid type for 'messages[${i}].content': expected one of a string or array of objects.`, `messages[${i}].content`, 'invalid_type');
+        return reject(
+          400,
+          'invalid_request_error',
+          `Invalid type for 'messages[${i}].content': expected one of a string or array of objects.`,
+          `messages[${i}].content`,
+          'invalid_type',
+        );
       }
       continue;
     }
     const err = closeOpen();
     if (err) return err;
     if (m.role === 'assistant' && m.tool_calls !== undefined) {
-      if (!Array.isArray(m.tool_calls)) return reject(400, 'invalid_request_error', `Invalid type for 'messages[${i}].tool_calls': expected an array.`, `messages[${i}].tool_calls`, 'invalid_type');
+      if (!Array.isArray(m.tool_calls))
+        return reject(
+          400,
+          'invalid_request_error',
+          `Invalid type for 'messages[${i}].tool_calls': expected an array.`,
+          `messages[${i}].tool_calls`,
+          'invalid_type',
+        );
       const ids = new Set<string>();
       for (let j = 0; j < m.tool_calls.length; j++) {
         const c = m.tool_calls[j] as unknown;
@@ -359,13 +487,25 @@ function validateOpenAI(headers: Record<string, string>, body: unknown, apiKey?:
           return reject(400, 'invalid_request_error', `Missing required parameter: '${where}.function'.`, `${where}`, 'missing_required_parameter');
         }
         if (typeof c.function.arguments !== 'string') {
-          return reject(400, 'invalid_request_error', `Invalid type for '${where}.function.arguments': expected a string, but got ${Array.isArray(c.function.arguments) ? 'an array' : `an ${typeof c.function.arguments}`} instead.`, `${where}.function.arguments`, 'invalid_type');
+          return reject(
+            400,
+            'invalid_request_error',
+            `Invalid type for '${where}.function.arguments': expected a string, but got ${Array.isArray(c.function.arguments) ? 'an array' : `an ${typeof c.function.arguments}`} instead.`,
+            `${where}.function.arguments`,
+            'invalid_type',
+          );
         }
         ids.add(c.id);
       }
       if (ids.size > 0) open = { index: i, ids };
     } else if (m.content === undefined || (m.content === null && m.role !== 'assistant')) {
-      return reject(400, 'invalid_request_error', `Missing required parameter: 'messages[${i}].content'.`, `messages[${i}].content`, 'missing_required_parameter');
+      return reject(
+        400,
+        'invalid_request_error',
+        `Missing required parameter: 'messages[${i}].content'.`,
+        `messages[${i}].content`,
+        'missing_required_parameter',
+      );
     }
   }
   const err = closeOpen();
@@ -375,10 +515,22 @@ function validateOpenAI(headers: Record<string, string>, body: unknown, apiKey?:
     for (let i = 0; i < body.tools.length; i++) {
       const t = body.tools[i] as unknown;
       if (!isObj(t) || t.type !== 'function' || !isObj(t.function)) {
-        return reject(400, 'invalid_request_error', `Missing required parameter: 'tools[${i}].function'.`, `tools[${i}].function`, 'missing_required_parameter');
+        return reject(
+          400,
+          'invalid_request_error',
+          `Missing required parameter: 'tools[${i}].function'.`,
+          `tools[${i}].function`,
+          'missing_required_parameter',
+        );
       }
       if (typeof t.function.name !== 'string' || !TOOL_NAME.test(t.function.name)) {
-        return reject(400, 'invalid_request_error', `Invalid 'tools[${i}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`, `tools[${i}].function.name`, 'invalid_value');
+        return reject(
+          400,
+          'invalid_request_error',
+          `Invalid 'tools[${i}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+          `tools[${i}].function.name`,
+          'invalid_value',
+        );
       }
     }
   }
@@ -518,12 +670,23 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
     let index = next;
     if (index >= s.turns.length) {
       if (s.onExhausted === 'repeat-last' && s.turns.length > 0) index = s.turns.length - 1;
-      else return sendError(api, reject(500, api === 'openai' ? 'server_error' : 'api_error', `scripted provider: script exhausted after ${s.turns.length} turn(s)`));
+      else
+        return sendError(
+          api,
+          reject(500, api === 'openai' ? 'server_error' : 'api_error', `scripted provider: script exhausted after ${s.turns.length} turn(s)`),
+        );
     } else next++;
     const turn = s.turns[index]!;
     rec.turn = index;
     if (turn.api !== undefined && turn.api !== api) {
-      return sendError(api, reject(500, api === 'openai' ? 'server_error' : 'api_error', `scripted provider: turn ${index} is scripted for ${turn.api}, but the request came on ${api}`));
+      return sendError(
+        api,
+        reject(
+          500,
+          api === 'openai' ? 'server_error' : 'api_error',
+          `scripted provider: turn ${index} is scripted for ${turn.api}, but the request came on ${api}`,
+        ),
+      );
     }
     if (turn.delayMs) await sleep(turn.delayMs);
     if (turn.hold) await turn.hold();
@@ -651,9 +814,18 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
     const base = { id, object: 'chat.completion.chunk', created: 1_700_000_000 + index, model, service_tier: 'default', system_fingerprint: null };
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
       send(`data: ${JSON.stringify({ ...base, choices, ...(includeUsage ? { usage: null } : {}), ...extra })}\n\n`);
-    await chunk([{ index: 0, delta: { role: 'assistant', content: plan.text === '' && plan.calls.length > 0 ? null : '', refusal: null }, logprobs: null, finish_reason: null }]);
+    await chunk([
+      {
+        index: 0,
+        delta: { role: 'assistant', content: plan.text === '' && plan.calls.length > 0 ? null : '', refusal: null },
+        logprobs: null,
+        finish_reason: null,
+      },
+    ]);
     if (turn.streamError) {
-      await send(`data: ${JSON.stringify({ error: { message: turn.streamError.message ?? 'The server had an error while processing your request.', type: turn.streamError.type ?? 'server_error', param: null, code: null } })}\n\n`);
+      await send(
+        `data: ${JSON.stringify({ error: { message: turn.streamError.message ?? 'The server had an error while processing your request.', type: turn.streamError.type ?? 'server_error', param: null, code: null } })}\n\n`,
+      );
       finish();
       res.end();
       return;
@@ -661,7 +833,14 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
     for (const p of plan.text === '' ? [] : pieces(plan.text)) await chunk([{ index: 0, delta: { content: p }, logprobs: null, finish_reason: null }]);
     for (let i = 0; i < plan.calls.length; i++) {
       const c = plan.calls[i]!;
-      await chunk([{ index: 0, delta: { tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }, logprobs: null, finish_reason: null }]);
+      await chunk([
+        {
+          index: 0,
+          delta: { tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] },
+          logprobs: null,
+          finish_reason: null,
+        },
+      ]);
       for (const p of pieces(JSON.stringify(c.input), 7)) {
         await chunk([{ index: 0, delta: { tool_calls: [{ index: i, function: { arguments: p } }] }, logprobs: null, finish_reason: null }]);
       }

@@ -33,7 +33,11 @@ describe('mur console on the real node', () => {
     capsule.spec.inference.endpoint = provider;
     await apply(stringify(capsule));
     await waitFor(ns, 'capsule/assistant', 'condition=Ready', '180s');
-    con = (await openConsole(['--kubeconfig', kubeconfig()], () => {}, () => {}))!;
+    con = (await openConsole(
+      ['--kubeconfig', kubeconfig()],
+      () => {},
+      () => {},
+    ))!;
   });
   afterAll(async () => {
     await browser?.close();
@@ -55,7 +59,10 @@ describe('mur console on the real node', () => {
     await page.getByRole('button', { name: 'Send' }).click();
     await page.locator('body[data-chat="done"]').waitFor({ timeout: 120_000 });
     const log = await page.locator('#chat-log li').allTextContents();
-    expect(log.some((l) => SHELL_LINE.test(l)), JSON.stringify(log)).toBe(true);
+    expect(
+      log.some((l) => SHELL_LINE.test(l)),
+      JSON.stringify(log),
+    ).toBe(true);
     expect(log).toContain('The pod echoed it.');
     expect(log.at(-1)).toBe('task completed');
     await screenshot(page, 'realnode-chat');
@@ -67,7 +74,10 @@ describe('mur console on the real node', () => {
     await page.locator(`body[data-timeline="${taskId}"]`).waitFor();
     const timeline = await page.locator('#timeline-list li').allTextContents();
     expect(timeline[0]).toBe('Echo a greeting.');
-    expect(timeline.some((l) => SHELL_LINE.test(l)), JSON.stringify(timeline)).toBe(true);
+    expect(
+      timeline.some((l) => SHELL_LINE.test(l)),
+      JSON.stringify(timeline),
+    ).toBe(true);
     expect(timeline.at(-1)).toBe('task completed');
     await screenshot(page, 'realnode-timeline');
     await page.close();

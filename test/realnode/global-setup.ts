@@ -27,7 +27,13 @@ declare module 'vitest' {
   }
 }
 
-const load = (): string => { try { return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '); } catch { return 'n/a'; } };
+const load = (): string => {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  } catch {
+    return 'n/a';
+  }
+};
 const secs = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 const log = (m: string) => process.stderr.write(`[realnode ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 
@@ -82,7 +88,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await node.stop();
     // The real-node suite's own time, on one line (.ci/run prints it beside its step times).
     log(`node down in ${Date.now() - t} ms`);
-    process.stderr.write(`::: real-node suite: ${secs(Date.now() - t0)} (builds/images ${secs(buildMs)}, node up ${secs(node.startupMs)}, ` +
-      `operator ${secs(operatorMs)}, tests ${secs(t - testsFrom)}, teardown ${secs(Date.now() - t)}; load ${load()})\n`);
+    process.stderr.write(
+      `::: real-node suite: ${secs(Date.now() - t0)} (builds/images ${secs(buildMs)}, node up ${secs(node.startupMs)}, ` +
+        `operator ${secs(operatorMs)}, tests ${secs(t - testsFrom)}, teardown ${secs(Date.now() - t)}; load ${load()})\n`,
+    );
   };
 }

@@ -7,7 +7,21 @@
 // went through).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, policyAdmits, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
+import {
+  apiKeySecret,
+  apply,
+  callerToken,
+  clientPod,
+  createNamespace,
+  deleteNamespace,
+  fixturePod,
+  messageSend,
+  policyAdmits,
+  providerPod,
+  recordedRequests,
+  waitFor,
+  wgetPost,
+} from './support.ts';
 
 const ns = 'rn-hook';
 const component = 'hook-deny-shell.wasm';
@@ -21,21 +35,42 @@ describe('a policy Hook in a real pod', () => {
       fixturePod(ns, [component]),
       providerPod(ns, { turns: [{ toolCalls: [{ name: 'echo', input: { command: 'forbidden-marker' } }] }, { text: 'The shell was refused.' }] }),
     ]);
-    await apply(stringify({
-      apiVersion: 'murmur.io/v1alpha1', kind: 'Hook', metadata: { name: 'shell-guard', namespace: ns },
-      spec: { artifact: { name: 'hook-deny-shell', version: '0.1.0', source: files[component] }, binding: 'on-shell', execution_mode: 'blocking', commit_policy: 'deny' },
-    }));
-    await apply(stringify({
-      apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'guarded', namespace: ns },
-      spec: {
-        version: '1.0.0',
-        artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
-        capabilities: { shell: { allow: ['echo'] } },
-        hooks: [{ name: 'shell-guard' }],
-        inference: { driver: { artifact: 'driver-anthropic' }, model: 'claude-sonnet-4-5', endpoint: provider, max_turns: 4, max_tokens: 1024, system_prompt: 'You run echo.', apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' } },
-        ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
-      },
-    }));
+    await apply(
+      stringify({
+        apiVersion: 'murmur.io/v1alpha1',
+        kind: 'Hook',
+        metadata: { name: 'shell-guard', namespace: ns },
+        spec: {
+          artifact: { name: 'hook-deny-shell', version: '0.1.0', source: files[component] },
+          binding: 'on-shell',
+          execution_mode: 'blocking',
+          commit_policy: 'deny',
+        },
+      }),
+    );
+    await apply(
+      stringify({
+        apiVersion: 'murmur.io/v1alpha1',
+        kind: 'Capsule',
+        metadata: { name: 'guarded', namespace: ns },
+        spec: {
+          version: '1.0.0',
+          artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
+          capabilities: { shell: { allow: ['echo'] } },
+          hooks: [{ name: 'shell-guard' }],
+          inference: {
+            driver: { artifact: 'driver-anthropic' },
+            model: 'claude-sonnet-4-5',
+            endpoint: provider,
+            max_turns: 4,
+            max_tokens: 1024,
+            system_prompt: 'You run echo.',
+            apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' },
+          },
+          ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
+        },
+      }),
+    );
     await waitFor(ns, 'capsule/guarded', 'condition=Ready', '180s');
     exec = await clientPod(ns, 'client', { role: 'client' });
     await policyAdmits(ns, 'client');

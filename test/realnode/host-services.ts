@@ -44,7 +44,10 @@ export interface NodePostgres {
 /** PostgreSQL in the node's network namespace on <node address>:`port`. */
 export async function startNodePostgres(port = 5432): Promise<NodePostgres> {
   const server = await startPostgres({
-    netns: paths().netns, listen: nodeAddress, port, parent: hostDir(),
+    netns: paths().netns,
+    listen: nodeAddress,
+    port,
+    parent: hostDir(),
     hba: [`host all all ${net.podCidr} scram-sha-256`],
   });
   const password = randomBytes(12).toString('hex');
@@ -76,15 +79,21 @@ export async function forwardIntoNode(port: number, target: number, name = `fwd-
   const pipe: Server = createServer((inner) => {
     const outer = connect(target, '127.0.0.1');
     open.add(inner);
-    inner.once('close', () => { open.delete(inner); outer.destroy(); });
+    inner.once('close', () => {
+      open.delete(inner);
+      outer.destroy();
+    });
     inner.pipe(outer).pipe(inner);
     inner.on('error', () => outer.destroy());
     outer.on('error', () => inner.destroy());
   });
   await new Promise<void>((r) => pipe.listen(sock, r));
   // -d -d: socat says "listening on …" once its socket is bound; that line is the readiness signal.
-  const socat: ChildProcess = spawn('nsenter', [`--net=/run/netns/${paths().netns}`, '--', 'socat', '-d', '-d',
-    `TCP-LISTEN:${port},bind=${nodeAddress},fork,reuseaddr`, `UNIX-CONNECT:${sock}`], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const socat: ChildProcess = spawn(
+    'nsenter',
+    [`--net=/run/netns/${paths().netns}`, '--', 'socat', '-d', '-d', `TCP-LISTEN:${port},bind=${nodeAddress},fork,reuseaddr`, `UNIX-CONNECT:${sock}`],
+    { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
+  );
   const exited = new Promise<void>((r) => socat.once('exit', () => r()));
   let log = '';
   await new Promise<void>((resolve, reject) => {
@@ -98,7 +107,11 @@ export async function forwardIntoNode(port: number, target: number, name = `fwd-
     url: `http://${nodeAddress}:${port}`,
     async stop() {
       // its own process group: the listener and the children it forked per connection
-      try { process.kill(-socat.pid!, 'SIGTERM'); } catch { /* gone */ }
+      try {
+        process.kill(-socat.pid!, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
       await exited;
       // close() waits for open connections (a client's keep-alive ones): end them
       const closed = new Promise<void>((r) => pipe.close(() => r()));
@@ -112,11 +125,18 @@ export async function forwardIntoNode(port: number, target: number, name = `fwd-
 /** A Service without a selector and its EndpointSlice: `<name>.<ns>.svc` → <node address>:`port`. */
 export function hostServiceYaml(ns: string, name: string, port: number): string {
   return JSON.stringify({
-    apiVersion: 'v1', kind: 'List', items: [
+    apiVersion: 'v1',
+    kind: 'List',
+    items: [
       { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: ns }, spec: { ports: [{ name: 'tcp', port, targetPort: port, protocol: 'TCP' }] } },
       {
-        apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
-        metadata: { name: `${name}-host`, namespace: ns, labels: { 'kubernetes.io/service-name': name, 'endpointslice.kubernetes.io/managed-by': 'capsule-realnode-tests' } },
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: {
+          name: `${name}-host`,
+          namespace: ns,
+          labels: { 'kubernetes.io/service-name': name, 'endpointslice.kubernetes.io/managed-by': 'capsule-realnode-tests' },
+        },
         addressType: 'IPv4',
         ports: [{ name: 'tcp', port, protocol: 'TCP' }],
         endpoints: [{ addresses: [nodeAddress], conditions: { ready: true } }],

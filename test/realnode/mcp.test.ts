@@ -11,7 +11,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { repoRoot } from '../cluster/node/config.ts';
 import { runtimeImage } from '../cluster/node/operator.ts';
-import { apiKeySecret, apply, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, policyAdmits, providerPod, recordedRequests, waitFor, wgetPost } from './support.ts';
+import {
+  apiKeySecret,
+  apply,
+  clientPod,
+  createNamespace,
+  deleteNamespace,
+  getJson,
+  kubectl,
+  messageSend,
+  policyAdmits,
+  providerPod,
+  recordedRequests,
+  waitFor,
+  wgetPost,
+} from './support.ts';
 
 const ns = 'rn-mcp';
 // The servers listen on 3001 (server-everything's default), not 8080: the capsule's egress opens
@@ -25,22 +39,41 @@ const PEER = 'http://peer.example.test:9000';
 /** server-everything's Streamable HTTP transport as a pod + Service `name` (port 80 → 3001). */
 async function mcpServerPod(name: string): Promise<void> {
   const main = '/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js';
-  await apply(JSON.stringify({
-    apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels: { app: name } },
-    spec: {
-      terminationGracePeriodSeconds: 0, automountServiceAccountToken: false,
-      // the node shares this machine's filesystem (as fixturePod's hostPath): the checkout's
-      // node_modules holds the server and its dependencies (express, the SDK, zod)
-      containers: [{
-        name: 'mcp', image: runtimeImage(), imagePullPolicy: 'Never', securityContext: { runAsUser: 0 },
-        command: ['node', main, 'streamableHttp'], env: [{ name: 'PORT', value: String(MCP_PORT) }],
-        ports: [{ containerPort: MCP_PORT, name: 'mcp' }], readinessProbe: { tcpSocket: { port: MCP_PORT }, periodSeconds: 1 },
-        volumeMounts: [{ name: 'modules', mountPath: '/mcp/node_modules', readOnly: true }],
-      }],
-      volumes: [{ name: 'modules', hostPath: { path: join(repoRoot, 'node_modules'), type: 'Directory' } }],
-    },
-  }));
-  await apply(JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: ns }, spec: { selector: { app: name }, ports: [{ port: 80, targetPort: MCP_PORT }] } }));
+  await apply(
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: ns, labels: { app: name } },
+      spec: {
+        terminationGracePeriodSeconds: 0,
+        automountServiceAccountToken: false,
+        // the node shares this machine's filesystem (as fixturePod's hostPath): the checkout's
+        // node_modules holds the server and its dependencies (express, the SDK, zod)
+        containers: [
+          {
+            name: 'mcp',
+            image: runtimeImage(),
+            imagePullPolicy: 'Never',
+            securityContext: { runAsUser: 0 },
+            command: ['node', main, 'streamableHttp'],
+            env: [{ name: 'PORT', value: String(MCP_PORT) }],
+            ports: [{ containerPort: MCP_PORT, name: 'mcp' }],
+            readinessProbe: { tcpSocket: { port: MCP_PORT }, periodSeconds: 1 },
+            volumeMounts: [{ name: 'modules', mountPath: '/mcp/node_modules', readOnly: true }],
+          },
+        ],
+        volumes: [{ name: 'modules', hostPath: { path: join(repoRoot, 'node_modules'), type: 'Directory' } }],
+      },
+    }),
+  );
+  await apply(
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name, namespace: ns },
+      spec: { selector: { app: name }, ports: [{ port: 80, targetPort: MCP_PORT }] },
+    }),
+  );
   await waitFor(ns, `pod/${name}`, 'condition=Ready');
 }
 
@@ -100,7 +133,9 @@ describe('MCP servers on the real node', () => {
   it('the operator renders the listed server: its Service URL in murmur.yaml, its token from the Secret, egress to its pods on the target port', async () => {
     const cm = await getJson(ns, 'configmap analyst-manifest');
     const manifest = parse(cm.data['murmur.yaml']);
-    expect(manifest.mcp.servers).toEqual([{ name: 'listed', url: `http://${svcHost('mcp-listed')}/mcp`, tools: ['get-sum'], token_env: 'MURMUR_MCP_LISTED_TOKEN' }]);
+    expect(manifest.mcp.servers).toEqual([
+      { name: 'listed', url: `http://${svcHost('mcp-listed')}/mcp`, tools: ['get-sum'], token_env: 'MURMUR_MCP_LISTED_TOKEN' },
+    ]);
     expect(manifest.capabilities.network.allow).toEqual([PEER, `http://${svcHost('mcp-listed')}`]);
     const egress = (await getJson(ns, 'networkpolicy analyst-egress')).spec.egress;
     expect(egress).toContainEqual({
@@ -110,7 +145,7 @@ describe('MCP servers on the real node', () => {
     expect(JSON.stringify(egress)).not.toContain('mcp-unlisted');
   });
 
-  it('a task calls the listed server\'s get-sum through its Service and completes', async () => {
+  it("a task calls the listed server's get-sum through its Service and completes", async () => {
     const r = await exec(wgetPost(`${capsuleUrl}/`, messageSend('What is 40 + 2? Ask the MCP server.'), 90));
     expect(r.code, r.out).toBe(0);
     const body = JSON.parse(r.out);
@@ -130,13 +165,26 @@ describe('MCP servers on the real node', () => {
     expect(toolResult).toContain('mcp-unlisted');
   });
 
-  it('from inside the capsule\'s pod, the listed server is reachable and the unlisted one is blocked by the NetworkPolicy', async () => {
+  it("from inside the capsule's pod, the listed server is reachable and the unlisted one is blocked by the NetworkPolicy", async () => {
     const pods = await getJson(ns, 'pods -l app.kubernetes.io/instance=analyst');
     const pod = pods.items[0].metadata.name;
-    const probe = (host: string) => kubectl(['-n', ns, 'exec', pod, '-c', 'runtime', '--', 'node', '-e',
-      `const s=require('net').connect(80,'${host}');s.setTimeout(5000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
-      `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})`])
-      .then((out) => out.trim(), (e: { stdout: string }) => e.stdout.trim());
+    const probe = (host: string) =>
+      kubectl([
+        '-n',
+        ns,
+        'exec',
+        pod,
+        '-c',
+        'runtime',
+        '--',
+        'node',
+        '-e',
+        `const s=require('net').connect(80,'${host}');s.setTimeout(5000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
+          `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})`,
+      ]).then(
+        (out) => out.trim(),
+        (e: { stdout: string }) => e.stdout.trim(),
+      );
     expect(await probe(svcHost('mcp-listed'))).toBe('connected');
     expect(await probe(svcHost('mcp-unlisted'))).not.toBe('connected');
   });

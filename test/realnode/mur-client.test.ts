@@ -10,7 +10,11 @@ import { apiKeySecret, apply, createNamespace, deleteNamespace, kubeconfig, prov
 async function mur(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(args, (s) => out.push(s), (s) => err.push(s));
+  const code = await main(
+    args,
+    (s) => out.push(s),
+    (s) => err.push(s),
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -33,7 +37,11 @@ describe('mur send to a Capsule on the real node', () => {
   it('sends a task to capsule/assistant -n <ns> and prints its answer; mur tasks lists it', async () => {
     const r = await mur(['send', 'capsule/assistant', '-n', ns, 'Say hello.', '--kubeconfig', kubeconfig()]);
     expect(r.code, `${r.out}\n${r.err}`).toBe(0);
-    expect(r.err).toMatch(new RegExp(`capsule/assistant \\(${ns}\\): http://assistant\\.${ns}\\.svc\\.cluster\\.local:8080 through a port-forward to pod assistant-\\S+ at http://127\\.0\\.0\\.1:\\d+/`));
+    expect(r.err).toMatch(
+      new RegExp(
+        `capsule/assistant \\(${ns}\\): http://assistant\\.${ns}\\.svc\\.cluster\\.local:8080 through a port-forward to pod assistant-\\S+ at http://127\\.0\\.0\\.1:\\d+/`,
+      ),
+    );
     expect(r.out).toContain('■ task completed');
     // Printed once: as its chunks stream in (before the final status), or after it when none did.
     expect(r.out.split('\n').filter((l) => l === 'Hello from the pod, through a port-forward.')).toHaveLength(1);

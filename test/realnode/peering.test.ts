@@ -7,7 +7,25 @@
 // so, serves anonymous callers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, otlpPod, policyAdmits, providerPod, recordedRequests, spansUntil, type PodSpan, waitFor, wgetPost } from './support.ts';
+import {
+  apiKeySecret,
+  apply,
+  callerToken,
+  clientPod,
+  createNamespace,
+  deleteNamespace,
+  getJson,
+  kubectl,
+  messageSend,
+  otlpPod,
+  policyAdmits,
+  providerPod,
+  recordedRequests,
+  spansUntil,
+  type PodSpan,
+  waitFor,
+  wgetPost,
+} from './support.ts';
 
 const ns = 'rn-peering';
 // C lives in a namespace of its own: A's egress opens its own namespace on 8080 for the provider
@@ -56,21 +74,31 @@ describe('peering between capsules on the real node', () => {
     otlp = await otlpPod(ns);
     // A: asks B through delegate-task, then answers with what B said; B: answers.
     const [provA, provB] = await Promise.all([
-      providerPod(ns, {
-        turns: [
-          { toolCalls: [{ name: 'delegate-task', input: { peer: url('cap-b'), task: 'Say the word from B.' } }] },
-          { text: 'A relays: done.' },
-          // the fence test: a destination outside the allowlist
-          { toolCalls: [{ name: 'delegate-task', input: { peer: url('cap-c'), task: 'Should never arrive.' } }] },
-          { text: 'A could not reach C.' },
-        ],
-      }, 'provider-a'),
+      providerPod(
+        ns,
+        {
+          turns: [
+            { toolCalls: [{ name: 'delegate-task', input: { peer: url('cap-b'), task: 'Say the word from B.' } }] },
+            { text: 'A relays: done.' },
+            // the fence test: a destination outside the allowlist
+            { toolCalls: [{ name: 'delegate-task', input: { peer: url('cap-c'), task: 'Should never arrive.' } }] },
+            { text: 'A could not reach C.' },
+          ],
+        },
+        'provider-a',
+      ),
       providerPod(ns, { turns: [{ text: 'B says: pineapple.' }], onExhausted: 'repeat-last' }, 'provider-b'),
     ]);
     // C exists and admits every pod of A's namespace: only A's own fences may stop A.
     await apply(capsule('cap-b', provB, { ingress: [{ podSelector: { matchLabels: { role: 'client' } } }] }));
     await apply(capsule('cap-c', provB, { namespace: nsC, ingress: [{ namespace: ns }], auth: { anonymous: true } }));
-    await apply(capsule('cap-a', provA, { allow: ['capsule://rn-peering/cap-b'], ingress: [{ podSelector: { matchLabels: { role: 'client' } } }], auth: { apiKeys: { secretName: 'a-keys' } } }));
+    await apply(
+      capsule('cap-a', provA, {
+        allow: ['capsule://rn-peering/cap-b'],
+        ingress: [{ podSelector: { matchLabels: { role: 'client' } } }],
+        auth: { apiKeys: { secretName: 'a-keys' } },
+      }),
+    );
     await Promise.all(['cap-a', 'cap-b', 'cap-c'].map((c) => waitFor(c === 'cap-c' ? nsC : ns, `capsule/${c}`, 'condition=Ready', '180s')));
     [exec, outsider, withApiToken] = await Promise.all([
       clientPod(ns, 'client', { role: 'client' }),
@@ -83,7 +111,7 @@ describe('peering between capsules on the real node', () => {
     await Promise.all([deleteNamespace(ns), deleteNamespace(nsC)]);
   });
 
-  it('capsule A completes a task by delegating to B through B\'s Service URL (delegate-task); B\'s task span nests under A\'s in the OTLP receiver', async () => {
+  it("capsule A completes a task by delegating to B through B's Service URL (delegate-task); B's task span nests under A's in the OTLP receiver", async () => {
     const r = await exec(wgetPost(`${url('cap-a')}/`, messageSend('Ask B for the word.'), 60, CLIENT_KEY));
     expect(r.code, r.out).toBe(0);
     const body = JSON.parse(r.out);
@@ -100,14 +128,17 @@ describe('peering between capsules on the real node', () => {
       const calleeTask = spans.find((s) => s.name === 'invoke_agent cap-b');
       return { callerTask, delegate, calleeTask };
     };
-    const spans = await spansUntil(ns, (s) => { const f = find(s); return !!(f.callerTask && f.delegate && f.calleeTask); });
+    const spans = await spansUntil(ns, (s) => {
+      const f = find(s);
+      return !!(f.callerTask && f.delegate && f.calleeTask);
+    });
     const { callerTask, delegate, calleeTask } = find(spans);
     expect(calleeTask!.traceId).toBe(callerTask!.traceId);
     expect(delegate!.parentSpanId).toBe(callerTask!.spanId);
     expect(calleeTask!.parentSpanId).toBe(delegate!.spanId);
   });
 
-  it('a pod outside B\'s ingress is refused by the network, while an admitted pod gets through', async () => {
+  it("a pod outside B's ingress is refused by the network, while an admitted pod gets through", async () => {
     const card = `${url('cap-b')}/.well-known/agent-card.json`;
     const ok = await exec(`timeout 20 wget -q -O- '${card}'`);
     expect(ok.code, ok.out).toBe(0);
@@ -119,7 +150,7 @@ describe('peering between capsules on the real node', () => {
     expect(c.code, c.out).toBe(0);
   });
 
-  it('fence 1: the runtime refuses a delegate-task to a destination outside A\'s allowlist (fail-closed)', async () => {
+  it("fence 1: the runtime refuses a delegate-task to a destination outside A's allowlist (fail-closed)", async () => {
     const r = await exec(wgetPost(`${url('cap-a')}/`, messageSend('Ask C.', 'm-2'), 60, CLIENT_KEY));
     expect(r.code, r.out).toBe(0);
     const reqs = await recordedRequests(ns, 'provider-a');
@@ -129,18 +160,31 @@ describe('peering between capsules on the real node', () => {
     expect(toolResult).toContain('cap-c');
   });
 
-  it('fence 2: from inside A\'s pod, other means (a raw TCP connection) reach B but not C: the NetworkPolicy blocks it', async () => {
+  it("fence 2: from inside A's pod, other means (a raw TCP connection) reach B but not C: the NetworkPolicy blocks it", async () => {
     const pods = await getJson(ns, 'pods -l app.kubernetes.io/instance=cap-a');
     const pod = pods.items[0].metadata.name;
-    const probe = (host: string) => kubectl(['-n', ns, 'exec', pod, '-c', pods.items[0].spec.containers[0].name, '--', 'node', '-e',
-      `const s=require('net').connect(8080,'${host}');s.setTimeout(5000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
-      `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})`])
-      .then((out) => out.trim(), (e: { stdout: string }) => e.stdout.trim());
+    const probe = (host: string) =>
+      kubectl([
+        '-n',
+        ns,
+        'exec',
+        pod,
+        '-c',
+        pods.items[0].spec.containers[0].name,
+        '--',
+        'node',
+        '-e',
+        `const s=require('net').connect(8080,'${host}');s.setTimeout(5000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
+          `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})`,
+      ]).then(
+        (out) => out.trim(),
+        (e: { stdout: string }) => e.stdout.trim(),
+      );
     expect(await probe(`cap-b.${ns}.svc.cluster.local`)).toBe('connected');
     expect(await probe(`cap-c.${nsC}.svc.cluster.local`)).not.toBe('connected');
   });
 
-  it('B takes only ServiceAccount tokens for its own URL: none, the pod\'s API server token, or a token for A\'s URL get 401; a token for B\'s URL is served', async () => {
+  it("B takes only ServiceAccount tokens for its own URL: none, the pod's API server token, or a token for A's URL get 401; a token for B's URL is served", async () => {
     const b = `${url('cap-b')}/`;
     const none = await exec(wgetPost(b, messageSend('Hello B.', 'm-none'), 20));
     expect(none.code).not.toBe(0);

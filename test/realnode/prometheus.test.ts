@@ -14,7 +14,21 @@ import { operatorNamespace } from '../cluster/node/operator.ts';
 import { BUILD_TIMEOUT_MS, ensurePrometheus } from '../support/build-on-use.ts';
 import { asSent, renderedDashboard, type Panel } from '../prometheus/chart-monitoring.ts';
 import { startPrometheus, type Prometheus } from '../prometheus/prometheus-server.ts';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, kubeconfig, messageSend, policyAdmits, providerPod, waitFor, wgetPost } from './support.ts';
+import {
+  apiKeySecret,
+  apply,
+  callerToken,
+  clientPod,
+  createNamespace,
+  deleteNamespace,
+  fixturePod,
+  kubeconfig,
+  messageSend,
+  policyAdmits,
+  providerPod,
+  waitFor,
+  wgetPost,
+} from './support.ts';
 
 const ns = 'rn-prometheus';
 const tool = 'echo-tool.wasm';
@@ -42,26 +56,57 @@ beforeAll(async () => {
     providerPod(ns, {
       turns: [
         // a tool call (tool latency) and a shell call the policy hook refuses (hook latency)
-        { toolCalls: [{ name: 'echoer', input: { text: 'hi' } }, { name: 'printf', input: { command: 'x' } }], usage: { input: 150, output: 20 } },
+        {
+          toolCalls: [
+            { name: 'echoer', input: { text: 'hi' } },
+            { name: 'printf', input: { command: 'x' } },
+          ],
+          usage: { input: 150, output: 20 },
+        },
         { text: 'Echoed; printf was refused.', usage: { input: 180, output: 10 } },
       ],
     }),
   ]);
-  await apply(stringify({
-    apiVersion: 'murmur.io/v1alpha1', kind: 'Hook', metadata: { name: 'shell-guard', namespace: ns },
-    spec: { artifact: { name: 'hook-deny-shell', version: '0.1.0', source: files[hook] }, binding: 'on-shell', execution_mode: 'blocking', commit_policy: 'deny' },
-  }));
-  await apply(stringify({
-    apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'watched', namespace: ns },
-    spec: {
-      version: '1.0.0',
-      artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }, { name: 'echoer', runtime: 'tool', source: files[tool] }],
-      capabilities: { shell: { allow: ['printf'] } },
-      hooks: [{ name: 'shell-guard' }],
-      inference: { driver: { artifact: 'driver-anthropic' }, model: 'claude-sonnet-4-5', endpoint: provider, max_turns: 4, max_tokens: 1024, max_session_tokens: 1_000_000, system_prompt: 'You echo.', apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' } },
-      ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
-    },
-  }));
+  await apply(
+    stringify({
+      apiVersion: 'murmur.io/v1alpha1',
+      kind: 'Hook',
+      metadata: { name: 'shell-guard', namespace: ns },
+      spec: {
+        artifact: { name: 'hook-deny-shell', version: '0.1.0', source: files[hook] },
+        binding: 'on-shell',
+        execution_mode: 'blocking',
+        commit_policy: 'deny',
+      },
+    }),
+  );
+  await apply(
+    stringify({
+      apiVersion: 'murmur.io/v1alpha1',
+      kind: 'Capsule',
+      metadata: { name: 'watched', namespace: ns },
+      spec: {
+        version: '1.0.0',
+        artifacts: [
+          { name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' },
+          { name: 'echoer', runtime: 'tool', source: files[tool] },
+        ],
+        capabilities: { shell: { allow: ['printf'] } },
+        hooks: [{ name: 'shell-guard' }],
+        inference: {
+          driver: { artifact: 'driver-anthropic' },
+          model: 'claude-sonnet-4-5',
+          endpoint: provider,
+          max_turns: 4,
+          max_tokens: 1024,
+          max_session_tokens: 1_000_000,
+          system_prompt: 'You echo.',
+          apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' },
+        },
+        ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
+      },
+    }),
+  );
   await waitFor(ns, 'capsule/watched', 'condition=Ready', '180s');
   const exec = await clientPod(ns, 'client', { role: 'client' });
   await policyAdmits(ns, 'client');
@@ -82,7 +127,11 @@ beforeAll(async () => {
     j.kubernetes_sd_configs[0].kubeconfig_file = kc;
     j.kubernetes_sd_configs[0].namespaces.names = [j.job_name === 'capsules' ? ns : operatorNamespace];
   }
-  prometheus = await startPrometheus(stringify({ global: { scrape_interval: '1s', evaluation_interval: '1s' }, scrape_configs: jobs }), { netns: nodePaths(inject('realnode').name).netns, port: 19090, parent: dir });
+  prometheus = await startPrometheus(stringify({ global: { scrape_interval: '1s', evaluation_interval: '1s' }, scrape_configs: jobs }), {
+    netns: nodePaths(inject('realnode').name).netns,
+    port: 19090,
+    parent: dir,
+  });
   cleanup.push(() => prometheus.stop());
   // rate() needs two samples in its window; four scrapes of each job leave room for a late one.
   await prometheus.scraped('capsules', 4, 120_000);
@@ -102,7 +151,7 @@ describe('Prometheus on the real node with the documented scrape configuration',
     expect((await prometheus.query('count by (pod) (up{job="capsules"})')).data!.result.every((s) => s.value[1] === '1')).toBe(true);
   });
 
-  it('every dashboard panel query returns series after one task, the operator\'s included', async () => {
+  it("every dashboard panel query returns series after one task, the operator's included", async () => {
     const empty: string[] = [];
     for (const p of panels) {
       for (const t of p.targets) {
@@ -114,7 +163,7 @@ describe('Prometheus on the real node with the documented scrape configuration',
     expect(empty).toEqual([]);
   });
 
-  it('the task\'s tokens and the spend ceiling are what the capsule pod reported', async () => {
+  it("the task's tokens and the spend ceiling are what the capsule pod reported", async () => {
     const tokens = await prometheus.query(`sum(capsule_tokens_total{namespace="${ns}", capsule="watched", token_type=~"input|output"})`);
     expect(Number(tokens.data!.result[0]!.value[1])).toBe(150 + 20 + 180 + 10);
     const ceiling = await prometheus.query(`capsule_spend_ceiling_tokens{namespace="${ns}"}`);

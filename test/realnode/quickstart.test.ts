@@ -3,7 +3,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { operatorImage, operatorNamespace, releaseName, runtimeImage } from '../cluster/node/operator.ts';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, getJson, kubectl, messageSend, policyAdmits, providerPod, readExample, waitFor, wgetPost } from './support.ts';
+import {
+  apiKeySecret,
+  apply,
+  callerToken,
+  clientPod,
+  createNamespace,
+  deleteNamespace,
+  getJson,
+  kubectl,
+  messageSend,
+  policyAdmits,
+  providerPod,
+  readExample,
+  waitFor,
+  wgetPost,
+} from './support.ts';
 
 describe('operator installed by helm on the real node', () => {
   it('runs as a pod under the chart ServiceAccount, not cluster-admin, and holds its Lease', async () => {
@@ -76,7 +91,7 @@ describe('quickstart Capsule on the real node', () => {
     expect(JSON.stringify(body.result)).toContain('It is Tuesday, from a real pod.');
   });
 
-  it('the operator, in the cluster, scrapes the pod\'s /metrics: `kubectl get capsules` shows its tokens', async () => {
+  it("the operator, in the cluster, scrapes the pod's /metrics: `kubectl get capsules` shows its tokens", async () => {
     // one task so far: 120 input + 30 output tokens, as the scripted provider reported them
     await waitFor(ns, 'capsule/assistant', 'jsonpath={.status.usage.totalTokens}=150', '120s');
     const table = await kubectl(['-n', ns, 'get', 'capsules']);
@@ -95,11 +110,23 @@ describe('quickstart Capsule on the real node', () => {
     const podIp = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items[0].status.podIP;
     const active = await exec(`timeout 60 sh -c 'until wget -q -O- http://${podIp}:9090/metrics | grep -q "^capsule_active_tasks.* 1$"; do sleep 0.2; done'`);
     expect(active.code, `the task never showed as active: ${active.out}`).toBe(0);
-    await kubectl(['-n', ns, 'patch', 'capsule', 'assistant', '--type=merge', '-p', JSON.stringify({ spec: { inference: { system_prompt: 'You are a concise assistant, second edition.' } } })]);
+    await kubectl([
+      '-n',
+      ns,
+      'patch',
+      'capsule',
+      'assistant',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { inference: { system_prompt: 'You are a concise assistant, second edition.' } } }),
+    ]);
     await kubectl(['-n', ns, 'rollout', 'status', 'deployment/assistant', '--timeout=180s']);
     await waitFor(ns, 'capsule/assistant', 'condition=Ready', '120s');
     const after = (await getJson(ns, 'pods -l app.kubernetes.io/instance=assistant')).items.map((p: any) => p.metadata.name);
-    expect(after.some((n: string) => !before.includes(n)), 'new pods after the roll').toBe(true);
+    expect(
+      after.some((n: string) => !before.includes(n)),
+      'new pods after the roll',
+    ).toBe(true);
 
     const r = await inFlight;
     const out = r.out.replace(/ exit=\d+\s*$/, '').trim();

@@ -17,7 +17,19 @@ import { gate } from '../cli/serve-kit.ts';
 import { alive } from '../cluster/node/node.ts';
 import { startScriptedProvider, type ScriptTurn, type ScriptedProvider } from '../provider/scripted-provider.ts';
 import { forwardIntoNode, hostServiceYaml, nodeAddress, startNodePostgres, type Forward, type NodePostgres } from './host-services.ts';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, getJson, kubectl, policyAdmits, waitFor } from './support.ts';
+import {
+  apiKeySecret,
+  apply,
+  callerToken,
+  clientPod,
+  createNamespace,
+  deleteNamespace,
+  fixturePod,
+  getJson,
+  kubectl,
+  policyAdmits,
+  waitFor,
+} from './support.ts';
 
 const ns = 'rn-replicas';
 const PG_PORT = 5432;
@@ -37,11 +49,24 @@ let pods: Array<{ name: string; ip: string; replica: string }> = [];
 
 function capsule(name: string, extra: Record<string, unknown>, sources: Record<string, { url: string; sha256: string }>): string {
   return stringify({
-    apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name, namespace: ns },
+    apiVersion: 'murmur.io/v1alpha1',
+    kind: 'Capsule',
+    metadata: { name, namespace: ns },
     spec: {
       version: '1.0.0',
-      artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }, { name: 'probe', runtime: 'tool', source: sources[probe] }],
-      inference: { driver: { artifact: 'driver-anthropic' }, model: 'claude-sonnet-4-5', endpoint: forward.url, max_turns: 4, max_tokens: 256, system_prompt: `You are ${name}.`, apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' } },
+      artifacts: [
+        { name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' },
+        { name: 'probe', runtime: 'tool', source: sources[probe] },
+      ],
+      inference: {
+        driver: { artifact: 'driver-anthropic' },
+        model: 'claude-sonnet-4-5',
+        endpoint: forward.url,
+        max_turns: 4,
+        max_tokens: 256,
+        system_prompt: `You are ${name}.`,
+        apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' },
+      },
       lifecycle: { task_acceptance: 'queue', queue_depth: 4, conversation: 'threaded' },
       ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
       ...extra,
@@ -52,7 +77,9 @@ function capsule(name: string, extra: Record<string, unknown>, sources: Record<s
 /** One A2A 1.0 JSON-RPC call from the client pod to `url` (a new connection each time). */
 async function call(url: string, method: string, params: unknown): Promise<{ result: any; error: any }> {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }).replace(/'/g, `'\\''`);
-  const r = await exec(`timeout 60 wget -q -O- --header 'content-type: application/json' --header 'A2A-Version: 1.0' --header 'Authorization: Bearer ${token}' --post-data '${body}' '${url}/'`);
+  const r = await exec(
+    `timeout 60 wget -q -O- --header 'content-type: application/json' --header 'A2A-Version: 1.0' --header 'Authorization: Bearer ${token}' --post-data '${body}' '${url}/'`,
+  );
   expect(r.code, `${method} to ${url}: ${r.out}`).toBe(0);
   const parsed = JSON.parse(r.out);
   return { result: parsed.result, error: parsed.error };
@@ -84,7 +111,9 @@ beforeAll(async () => {
   await apply(apiKeySecret(ns));
   await apply(stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'store', namespace: ns }, stringData: { url } }));
   const sources = await fixturePod(ns, [probe]);
-  await apply(capsule('many', { replicas: 3, store: { postgres: { urlSecretRef: { name: 'store', key: 'url' }, address: `${nodeAddress}:${PG_PORT}` } } }, sources));
+  await apply(
+    capsule('many', { replicas: 3, store: { postgres: { urlSecretRef: { name: 'store', key: 'url' }, address: `${nodeAddress}:${PG_PORT}` } } }, sources),
+  );
   // another capsule of the namespace, on the embedded store: its policy does not open the server
   await apply(capsule('outsider', {}, sources));
   exec = await clientPod(ns, 'client', { role: 'client' });
@@ -106,20 +135,28 @@ describe('a Capsule with replicas: 3 on the shared PostgreSQL store, on the real
     await kubectl(['-n', ns, 'rollout', 'status', 'deployment/many', '--timeout=120s']);
     const list = (await getJson(ns, 'pods -l app.kubernetes.io/instance=many')).items.filter((p: any) => !p.metadata.deletionTimestamp);
     expect(list).toHaveLength(3);
-    for (const p of list) expect(p.status.containerStatuses.every((c: any) => c.ready && c.state.running), p.metadata.name).toBe(true);
-    pods = await Promise.all(list.map(async (p: any) => {
-      const log = await kubectl(['-n', ns, 'logs', p.metadata.name, '-c', 'runtime']);
-      const m = /store: postgres [^\n]*replica (\d+)/.exec(log);
-      expect(m, `${p.metadata.name} did not join the replica bus:\n${log}`).not.toBeNull();
-      return { name: p.metadata.name as string, ip: p.status.podIP as string, replica: m![1]! };
-    }));
+    for (const p of list)
+      expect(
+        p.status.containerStatuses.every((c: any) => c.ready && c.state.running),
+        p.metadata.name,
+      ).toBe(true);
+    pods = await Promise.all(
+      list.map(async (p: any) => {
+        const log = await kubectl(['-n', ns, 'logs', p.metadata.name, '-c', 'runtime']);
+        const m = /store: postgres [^\n]*replica (\d+)/.exec(log);
+        expect(m, `${p.metadata.name} did not join the replica bus:\n${log}`).not.toBeNull();
+        return { name: p.metadata.name as string, ip: p.status.podIP as string, replica: m![1]! };
+      }),
+    );
     expect(new Set(pods.map((p) => p.replica)).size).toBe(3);
     // the URL was the Secret's (the password is nowhere in the pod spec or the logs)
     const dep = await getJson(ns, 'deployment/many');
     expect(JSON.stringify(dep)).not.toContain('postgresql://');
     // the server sees each pod: their connections come from the three pod IPs
     const c = await store.server.admin();
-    const seen = (await c.query("SELECT DISTINCT host(client_addr) AS ip FROM pg_stat_activity WHERE datname = 'murmur' AND client_addr IS NOT NULL")).rows.map((r) => r.ip);
+    const seen = (await c.query("SELECT DISTINCT host(client_addr) AS ip FROM pg_stat_activity WHERE datname = 'murmur' AND client_addr IS NOT NULL")).rows.map(
+      (r) => r.ip,
+    );
     await c.end();
     expect(seen.sort()).toEqual(pods.map((p) => p.ip).sort());
     // the egress policy opens exactly the store's address
@@ -127,15 +164,28 @@ describe('a Capsule with replicas: 3 on the shared PostgreSQL store, on the real
     expect(egress).toContainEqual({ to: [{ ipBlock: { cidr: `${nodeAddress}/32` } }], ports: [{ protocol: 'TCP', port: PG_PORT }] });
   });
 
-  it('only this capsule reaches the server: a replica connects to it, another capsule\'s pod is stopped by its NetworkPolicy', async () => {
+  it("only this capsule reaches the server: a replica connects to it, another capsule's pod is stopped by its NetworkPolicy", async () => {
     // The name is resolved first (its own step: a slow DNS answer on a loaded node is not a
     // refused connection), then a TCP connection to the address; a refusal by the policy is
     // immediate (kube-router rejects), the timeout only bounds a hang.
-    const tcp = (pod: string, host: string) => kubectl(['-n', ns, 'exec', pod, '-c', 'runtime', '--', 'node', '-e',
-      `require('dns').lookup('${host}',(err,ip)=>{if(err){console.log('lookup '+err.code);process.exit(5)}` +
-      `const s=require('net').connect(${PG_PORT},ip);s.setTimeout(20000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
-      `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})})`])
-      .then((out) => out.trim(), (e: { stdout: string }) => e.stdout.trim());
+    const tcp = (pod: string, host: string) =>
+      kubectl([
+        '-n',
+        ns,
+        'exec',
+        pod,
+        '-c',
+        'runtime',
+        '--',
+        'node',
+        '-e',
+        `require('dns').lookup('${host}',(err,ip)=>{if(err){console.log('lookup '+err.code);process.exit(5)}` +
+          `const s=require('net').connect(${PG_PORT},ip);s.setTimeout(20000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
+          `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})})`,
+      ]).then(
+        (out) => out.trim(),
+        (e: { stdout: string }) => e.stdout.trim(),
+      );
     const outsider = (await getJson(ns, 'pods -l app.kubernetes.io/instance=outsider')).items[0].metadata.name;
     for (const host of [`postgres.${ns}.svc.cluster.local.`, nodeAddress]) {
       expect(await tcp(pods[0]!.name, host), host).toBe('connected');
@@ -164,7 +214,7 @@ describe('a Capsule with replicas: 3 on the shared PostgreSQL store, on the real
     expect(responseText(mine)).toBe('the first answer');
   });
 
-  it('through the capsule\'s Service, new connections land on different pods, and every pod answers tasks/get for each task', async () => {
+  it("through the capsule's Service, new connections land on different pods, and every pod answers tasks/get for each task", async () => {
     const runners = new Set<number>();
     const ids: string[] = [];
     // kube-proxy picks a pod per connection at random: a few sends reach two pods (12 all on one: p = 3·3⁻¹²)
@@ -218,7 +268,10 @@ describe('a Capsule with replicas: 3 on the shared PostgreSQL store, on the real
     turns.push({ text: 'noted: lantern' }, { text: 'noted: harbour' }, { text: 'noted: willow' }, { text: 'lantern, harbour, willow' });
     const first = await call(at(0), 'SendMessage', { message: msg('remember the word lantern') });
     const contextId = taskOf(first.result).contextId;
-    for (const [i, word] of [[1, 'harbour'], [2, 'willow']] as const) {
+    for (const [i, word] of [
+      [1, 'harbour'],
+      [2, 'willow'],
+    ] as const) {
       const r = await call(at(i), 'SendMessage', { message: msg(`remember the word ${word}`, { contextId }) });
       expect(taskOf(r.result).status.state).toBe('TASK_STATE_COMPLETED');
       expect(podOf(await runnerOf(taskOf(r.result).id))).toBe(i);
@@ -227,9 +280,20 @@ describe('a Capsule with replicas: 3 on the shared PostgreSQL store, on the real
     const last = await call(at(0), 'SendMessage', { message: msg('which words?', { contextId }) });
     expect(responseText(taskOf(last.result))).toBe('lantern, harbour, willow');
     const body = JSON.stringify(provider.requests.at(-1)!.body);
-    const order = ['remember the word lantern', 'noted: lantern', 'remember the word harbour', 'noted: harbour', 'remember the word willow', 'noted: willow', 'which words?'];
+    const order = [
+      'remember the word lantern',
+      'noted: lantern',
+      'remember the word harbour',
+      'noted: harbour',
+      'remember the word willow',
+      'noted: willow',
+      'which words?',
+    ];
     const where = order.map((s) => body.indexOf(s));
-    expect(where.every((i) => i >= 0), body).toBe(true);
+    expect(
+      where.every((i) => i >= 0),
+      body,
+    ).toBe(true);
     expect([...where].sort((a, b) => a - b)).toEqual(where);
     expect(body.split('remember the word harbour').length).toBe(2);
   });

@@ -5,7 +5,23 @@
 // the scripted provider) completes it: its task span reaches the OTLP receiver and tasks/get says so.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { apiKeySecret, apply, callerToken, clientPod, createNamespace, deleteNamespace, fixturePod, messageSend, otlpPod, policyAdmits, providerPod, recordedRequests, spansUntil, waitFor, wgetPost } from './support.ts';
+import {
+  apiKeySecret,
+  apply,
+  callerToken,
+  clientPod,
+  createNamespace,
+  deleteNamespace,
+  fixturePod,
+  messageSend,
+  otlpPod,
+  policyAdmits,
+  providerPod,
+  recordedRequests,
+  spansUntil,
+  waitFor,
+  wgetPost,
+} from './support.ts';
 
 const ns = 'rn-script';
 const url = (name: string) => `http://${name}.${ns}.svc.cluster.local:8080`;
@@ -13,39 +29,59 @@ const component = 'script-capsule.wasm';
 
 /** Every text part of an A2A task result (status message and artifacts). */
 const texts = (result: any): string[] =>
-  [result?.status?.message, ...(result?.artifacts ?? [])].flatMap((m: any) => (m?.parts ?? []).filter((p: any) => p.kind === 'text').map((p: any) => p.text as string));
+  [result?.status?.message, ...(result?.artifacts ?? [])].flatMap((m: any) =>
+    (m?.parts ?? []).filter((p: any) => p.kind === 'text').map((p: any) => p.text as string),
+  );
 
-describe('peering through a script capsule\'s message/send on the real node', () => {
+describe("peering through a script capsule's message/send on the real node", () => {
   let exec: Awaited<ReturnType<typeof clientPod>>;
   beforeAll(async () => {
     await createNamespace(ns);
     await apply(apiKeySecret(ns));
     const [files, provider, otlp] = await Promise.all([
       fixturePod(ns, [component]),
-      providerPod(ns, { turns: [{ text: 'B got the script\'s task.' }], onExhausted: 'repeat-last' }, 'provider-b'),
+      providerPod(ns, { turns: [{ text: "B got the script's task." }], onExhausted: 'repeat-last' }, 'provider-b'),
       otlpPod(ns),
     ]);
-    const admitClientAndA = { from: [{ podSelector: { matchLabels: { role: 'client' } } }, { podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'script-a' } } }] };
-    await apply(stringify({
-      apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'cap-b', namespace: ns },
-      spec: {
-        version: '1.0.0',
-        artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
-        inference: { driver: { artifact: 'driver-anthropic' }, model: 'claude-sonnet-4-5', endpoint: provider, max_turns: 2, max_tokens: 256, system_prompt: 'You are B.', apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' } },
-        observability: { otel_endpoint: otlp },
-        ingress: admitClientAndA,
-      },
-    }));
+    const admitClientAndA = {
+      from: [{ podSelector: { matchLabels: { role: 'client' } } }, { podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'script-a' } } }],
+    };
+    await apply(
+      stringify({
+        apiVersion: 'murmur.io/v1alpha1',
+        kind: 'Capsule',
+        metadata: { name: 'cap-b', namespace: ns },
+        spec: {
+          version: '1.0.0',
+          artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
+          inference: {
+            driver: { artifact: 'driver-anthropic' },
+            model: 'claude-sonnet-4-5',
+            endpoint: provider,
+            max_turns: 2,
+            max_tokens: 256,
+            system_prompt: 'You are B.',
+            apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' },
+          },
+          observability: { otel_endpoint: otlp },
+          ingress: admitClientAndA,
+        },
+      }),
+    );
     // A: no inference; the capsule component is the artifact named like the capsule.
-    await apply(stringify({
-      apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'script-a', namespace: ns },
-      spec: {
-        version: '1.0.0',
-        artifacts: [{ name: 'script-a', runtime: 'tool', source: files[component] }],
-        capabilities: { network: { allow: [`capsule://${ns}/cap-b`] } },
-        ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
-      },
-    }));
+    await apply(
+      stringify({
+        apiVersion: 'murmur.io/v1alpha1',
+        kind: 'Capsule',
+        metadata: { name: 'script-a', namespace: ns },
+        spec: {
+          version: '1.0.0',
+          artifacts: [{ name: 'script-a', runtime: 'tool', source: files[component] }],
+          capabilities: { network: { allow: [`capsule://${ns}/cap-b`] } },
+          ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
+        },
+      }),
+    );
     await Promise.all(['cap-b', 'script-a'].map((c) => waitFor(ns, `capsule/${c}`, 'condition=Ready', '180s')));
     exec = await clientPod(ns, 'client', { role: 'client' });
     await policyAdmits(ns, 'client');
@@ -54,7 +90,7 @@ describe('peering through a script capsule\'s message/send on the real node', ()
     await deleteNamespace(ns);
   });
 
-  it('script capsule A reaches capsule B by B\'s Service URL through message/send, and both tasks complete', async () => {
+  it("script capsule A reaches capsule B by B's Service URL through message/send, and both tasks complete", async () => {
     const program = JSON.stringify({ steps: [{ op: 'send', url: `${url('cap-b')}/`, text: 'hello from the script capsule', messageId: 'm-script-1' }] });
     const r = await exec(wgetPost(`${url('script-a')}/`, messageSend(program), 60, await callerToken(ns, `${url('script-a')}/`)));
     expect(r.code, r.out).toBe(0);
@@ -80,6 +116,6 @@ describe('peering through a script capsule\'s message/send on the real node', ()
     expect(g.code, g.out).toBe(0);
     const task = JSON.parse(g.out).result;
     expect(task.status.state, g.out).toBe('completed');
-    expect(texts(task).join(' ')).toContain('B got the script\'s task.');
+    expect(texts(task).join(' ')).toContain("B got the script's task.");
   });
 });

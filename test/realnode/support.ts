@@ -14,7 +14,12 @@ import type { Script } from '../provider/scripted-provider.ts';
 export const kubeconfig = (): string => inject('realnode').kubeconfig;
 
 export class KubectlError extends Error {
-  constructor(readonly args: string[], readonly stderr: string, readonly stdout: string, readonly code: number | undefined) {
+  constructor(
+    readonly args: string[],
+    readonly stderr: string,
+    readonly stdout: string,
+    readonly code: number | undefined,
+  ) {
     super(`kubectl ${args.join(' ')} failed (exit ${code}): ${stderr.trim()}`);
   }
 }
@@ -31,7 +36,8 @@ export async function kubectl(args: string[], input?: string): Promise<string> {
 
 export const apply = (yaml: string, ns?: string): Promise<string> => kubectl([...(ns ? ['-n', ns] : []), 'apply', '-f', '-'], yaml);
 /** kubectl get … -o json; `what` may carry flags (`pods -l app=x`). */
-export const getJson = async <T = any>(ns: string, what: string): Promise<T> => JSON.parse(await kubectl(['-n', ns, 'get', ...what.split(/\s+/), '-o', 'json'])) as T;
+export const getJson = async <T = any>(ns: string, what: string): Promise<T> =>
+  JSON.parse(await kubectl(['-n', ns, 'get', ...what.split(/\s+/), '-o', 'json'])) as T;
 
 /** kubectl wait (a watch), e.g. waitFor(ns, 'capsule/a', 'condition=Ready'). */
 export const waitFor = (ns: string, what: string, cond: string, timeout = '120s'): Promise<string> =>
@@ -54,8 +60,15 @@ export const deleteNamespace = async (ns: string): Promise<string> =>
  * kubelet mounts the namespace's default ServiceAccount token (audience: the API server) at
  * /var/run/secrets/kubernetes.io/serviceaccount/token, as in any pod that does not opt out.
  */
-export async function clientPod(ns: string, name: string, labels: Record<string, string> = {}, o: { apiToken?: boolean } = {}): Promise<(script: string) => Promise<{ code: number; out: string }>> {
-  const lbl = Object.entries({ app: name, ...labels }).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', ');
+export async function clientPod(
+  ns: string,
+  name: string,
+  labels: Record<string, string> = {},
+  o: { apiToken?: boolean } = {},
+): Promise<(script: string) => Promise<{ code: number; out: string }>> {
+  const lbl = Object.entries({ app: name, ...labels })
+    .map(([k, v]) => `${k}: ${JSON.stringify(v)}`)
+    .join(', ');
   await apply(`apiVersion: v1
 kind: Pod
 metadata: { name: ${name}, namespace: ${ns}, labels: { ${lbl} } }
@@ -93,16 +106,26 @@ export async function policyAdmits(ns: string, pod: string, timeoutMs = 90_000):
   const member = new RegExp(`^add KUBE-SRC-\\S+ ${ip.replaceAll('.', '\\.')}(\\s|$)`, 'm');
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const sets = await new Promise<string>((res, rej) => execFile('ip', ['netns', 'exec', netns, 'ipset', 'save'], { maxBuffer: 32 << 20 }, (err, out, errOut) => (err ? rej(new Error(`ipset save in ${netns}: ${String(errOut).trim() || err.message}`)) : res(String(out)))));
+    const sets = await new Promise<string>((res, rej) =>
+      execFile('ip', ['netns', 'exec', netns, 'ipset', 'save'], { maxBuffer: 32 << 20 }, (err, out, errOut) =>
+        err ? rej(new Error(`ipset save in ${netns}: ${String(errOut).trim() || err.message}`)) : res(String(out)),
+      ),
+    );
     if (member.test(sets)) return;
-    if (Date.now() > deadline) throw new Error(`pod ${ns}/${pod} (${ip}) is in no kube-router source ipset after ${timeoutMs} ms: no NetworkPolicy admits it as a client`);
+    if (Date.now() > deadline)
+      throw new Error(`pod ${ns}/${pod} (${ip}) is in no kube-router source ipset after ${timeoutMs} ms: no NetworkPolicy admits it as a client`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
 
 /** JSON-RPC message/send body (A2A). */
 export function messageSend(text: string, id = 'm-1'): string {
-  return JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: id, role: 'user', parts: [{ kind: 'text', text }] } } });
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'message/send',
+    params: { message: { kind: 'message', messageId: id, role: 'user', parts: [{ kind: 'text', text }] } },
+  });
 }
 
 /**
@@ -203,7 +226,13 @@ spec:
   return `http://otlp.${ns}.svc.cluster.local:4318`;
 }
 
-export interface PodSpan { traceId: string; spanId: string; parentSpanId: string; name: string; service: string }
+export interface PodSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  service: string;
+}
 
 /** Follows the receiver pod's log (kubectl logs -f) until `done(spans so far)` holds; returns the spans. */
 export function spansUntil(ns: string, done: (spans: PodSpan[]) => boolean, timeoutMs = 90_000): Promise<PodSpan[]> {
@@ -211,7 +240,10 @@ export function spansUntil(ns: string, done: (spans: PodSpan[]) => boolean, time
     const spans: PodSpan[] = [];
     const child = spawn(kubectlPath(), [`--kubeconfig=${kubeconfig()}`, '-n', ns, 'logs', '-f', 'otlp'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let buf = '';
-    const timer = setTimeout(() => { child.kill(); rej(new Error(`spans did not arrive in ${timeoutMs} ms; got: ${spans.map((s) => s.name).join(', ')}`)); }, timeoutMs);
+    const timer = setTimeout(() => {
+      child.kill();
+      rej(new Error(`spans did not arrive in ${timeoutMs} ms; got: ${spans.map((s) => s.name).join(', ')}`));
+    }, timeoutMs);
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (c: string) => {
       buf += c;
@@ -221,16 +253,26 @@ export function spansUntil(ns: string, done: (spans: PodSpan[]) => boolean, time
         buf = buf.slice(nl + 1);
         if (line.startsWith('{')) spans.push(JSON.parse(line) as PodSpan);
       }
-      if (done(spans)) { clearTimeout(timer); child.kill(); res(spans); }
+      if (done(spans)) {
+        clearTimeout(timer);
+        child.kill();
+        res(spans);
+      }
     });
-    child.on('error', (e) => { clearTimeout(timer); rej(e); });
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      rej(e);
+    });
   });
 }
 
 /** The requests the provider pod has answered so far (its --record file), in order. */
 export async function recordedRequests(ns: string, name = 'provider'): Promise<any[]> {
   const out = await kubectl(['-n', ns, 'exec', name, '--', 'cat', '/record/requests.jsonl']);
-  return out.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  return out
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
 }
 
 export const apiKeySecret = (ns: string): string => `apiVersion: v1
@@ -258,18 +300,41 @@ export async function fixturePod(ns: string, files: string[]): Promise<Record<st
     if (!existsSync(file)) throw new Error(`fixture ${file} missing: build it with node --import tsx test/fixtures/build.ts ${n.replace(/\.\w+$/, '')}`);
     out[n] = { url: `http://fixtures.${ns}.svc.cluster.local:8080/${n}`, sha256: createHash('sha256').update(readFileSync(file)).digest('hex') };
   }
-  const server = "const fs=require('fs'),p=require('path');require('http').createServer((q,s)=>{const f=p.join('/srv',p.basename(q.url));" +
-    "fs.readFile(f,(e,b)=>{if(e){s.writeHead(404);s.end();return}s.writeHead(200);s.end(b)})}).listen(8080)";
-  await apply(JSON.stringify({
-    apiVersion: 'v1', kind: 'Pod', metadata: { name: 'fixtures', namespace: ns, labels: { app: 'fixtures' } },
-    spec: {
-      terminationGracePeriodSeconds: 0, automountServiceAccountToken: false,
-      containers: [{ name: 'http', image: runtimeImage(), imagePullPolicy: 'Never', securityContext: { runAsUser: 0 }, command: ['node', '-e', server],
-        ports: [{ containerPort: 8080 }], readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 }, volumeMounts: [{ name: 'srv', mountPath: '/srv', readOnly: true }] }],
-      volumes: [{ name: 'srv', hostPath: { path: dir, type: 'Directory' } }],
-    },
-  }));
-  await apply(JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'fixtures', namespace: ns }, spec: { selector: { app: 'fixtures' }, ports: [{ port: 8080, targetPort: 8080 }] } }));
+  const server =
+    "const fs=require('fs'),p=require('path');require('http').createServer((q,s)=>{const f=p.join('/srv',p.basename(q.url));" +
+    'fs.readFile(f,(e,b)=>{if(e){s.writeHead(404);s.end();return}s.writeHead(200);s.end(b)})}).listen(8080)';
+  await apply(
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'fixtures', namespace: ns, labels: { app: 'fixtures' } },
+      spec: {
+        terminationGracePeriodSeconds: 0,
+        automountServiceAccountToken: false,
+        containers: [
+          {
+            name: 'http',
+            image: runtimeImage(),
+            imagePullPolicy: 'Never',
+            securityContext: { runAsUser: 0 },
+            command: ['node', '-e', server],
+            ports: [{ containerPort: 8080 }],
+            readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
+            volumeMounts: [{ name: 'srv', mountPath: '/srv', readOnly: true }],
+          },
+        ],
+        volumes: [{ name: 'srv', hostPath: { path: dir, type: 'Directory' } }],
+      },
+    }),
+  );
+  await apply(
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'fixtures', namespace: ns },
+      spec: { selector: { app: 'fixtures' }, ports: [{ port: 8080, targetPort: 8080 }] },
+    }),
+  );
   await waitFor(ns, 'pod/fixtures', 'condition=Ready');
   return out;
 }

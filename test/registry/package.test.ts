@@ -56,7 +56,9 @@ describe('mur pack', () => {
     const dir = await toolFolder('not-a-hook', 'hook');
     const r = await mur(['pack', dir, '--output', path.join(tmp('out-'), 'x.mur.zip')]);
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/not-a-hook\.wasm does not export murmur:hook\/lifecycle, which a hook artifact must; it exports murmur:tool\/run@0\.1\.0 \[E-PKG-001\]/);
+    expect(r.err).toMatch(
+      /not-a-hook\.wasm does not export murmur:hook\/lifecycle, which a hook artifact must; it exports murmur:tool\/run@0\.1\.0 \[E-PKG-001\]/,
+    );
     expect(r.err).toMatch(/hint: build it against the murmur:runtime\/hook world/);
   });
 

@@ -27,10 +27,24 @@ describe('registry layout and publish', () => {
     const rec = JSON.parse(readFileSync(path.join(dir, 'artifact.json'), 'utf8'));
     const wasm = readFileSync(path.join(dir, 'echo.wasm'));
     const yaml = readFileSync(path.join(dir, 'murmur.yaml'));
-    expect(rec).toEqual({ format: 1, name: 'echo', version: '1.0.0', runtime: 'tool', sha256: res.sha256, files: { 'echo.wasm': sha256Hex(wasm), 'murmur.yaml': sha256Hex(yaml) } });
-    expect(res.sha256).toBe(artifactDigest([{ name: 'murmur.yaml', bytes: yaml }, { name: 'echo.wasm', bytes: wasm }]));
+    expect(rec).toEqual({
+      format: 1,
+      name: 'echo',
+      version: '1.0.0',
+      runtime: 'tool',
+      sha256: res.sha256,
+      files: { 'echo.wasm': sha256Hex(wasm), 'murmur.yaml': sha256Hex(yaml) },
+    });
+    expect(res.sha256).toBe(
+      artifactDigest([
+        { name: 'murmur.yaml', bytes: yaml },
+        { name: 'echo.wasm', bytes: wasm },
+      ]),
+    );
     // The documented shell recipe reproduces the digest.
-    const viaShell = execFileSync('sh', ['-c', 'sha256sum murmur.yaml echo.wasm | LC_ALL=C sort -k2 | sha256sum'], { cwd: dir, encoding: 'utf8' }).split(' ')[0];
+    const viaShell = execFileSync('sh', ['-c', 'sha256sum murmur.yaml echo.wasm | LC_ALL=C sort -k2 | sha256sum'], { cwd: dir, encoding: 'utf8' }).split(
+      ' ',
+    )[0];
     expect(viaShell).toBe(res.sha256);
   });
 
@@ -98,7 +112,7 @@ describe('registry verification', () => {
     const e = codeOf(() => resolveFromRegistry(reg, 'echo', '2.0.0'));
     expect(e.code).toBe('E-REG-001');
     expect(e.message).toBe(`artifact 'echo' version '2.0.0' is not in the registry ${reg}`);
-    expect(e.hint).toContain('published versions of \'echo\': 1.0.0');
+    expect(e.hint).toContain("published versions of 'echo': 1.0.0");
   });
 
   it('E-REG-002 when the component bytes changed after publishing', () => {
@@ -113,7 +127,10 @@ describe('registry verification', () => {
   it('E-REG-002 when the manifest changed (a hook contract cannot be swapped under the hash)', () => {
     const reg = tmp();
     publishSpec(reg, { name: 'h', version: '1.0.0', runtime: 'hook', extra: 'binding: on-shell\n' });
-    writeFileSync(path.join(reg, 'h/1.0.0/murmur.yaml'), artifactYaml({ name: 'h', version: '1.0.0', runtime: 'hook', extra: 'binding: on-shell\ncommit_policy: deny\n' }));
+    writeFileSync(
+      path.join(reg, 'h/1.0.0/murmur.yaml'),
+      artifactYaml({ name: 'h', version: '1.0.0', runtime: 'hook', extra: 'binding: on-shell\ncommit_policy: deny\n' }),
+    );
     expect(codeOf(() => resolveFromRegistry(reg, 'h', '1.0.0')).code).toBe('E-REG-002');
   });
 

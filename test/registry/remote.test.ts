@@ -64,7 +64,13 @@ describe('remote artifacts (real HTTP on 127.0.0.1)', () => {
 
   it('a tar.gz bundle carries its own manifest (a hook with its contract)', async () => {
     const wasm = fakeComponent('remote-hook');
-    const bundle = tarOf({ 'murmur.yaml': artifactYaml({ name: 'watch', version: '3.0.0', runtime: 'hook', extra: 'binding: on-tool-call\ncommit_policy: deny\n' }), 'component.wasm': wasm }, true);
+    const bundle = tarOf(
+      {
+        'murmur.yaml': artifactYaml({ name: 'watch', version: '3.0.0', runtime: 'hook', extra: 'binding: on-tool-call\ncommit_policy: deny\n' }),
+        'component.wasm': wasm,
+      },
+      true,
+    );
     files.set('/watch.tar.gz', bundle);
     const caps = makeCapsule(capsule(`  - name: watch\n    runtime: hook\n    source: {url: "${base}/watch.tar.gz", sha256: ${sha256Hex(bundle)}}\n`));
     const s = await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') });
@@ -74,7 +80,10 @@ describe('remote artifacts (real HTTP on 127.0.0.1)', () => {
   });
 
   it('a plain tar bundle whose hook contract is invalid is refused with the contract error', async () => {
-    const bundle = tarOf({ 'murmur.yaml': artifactYaml({ name: 'bad', version: '1.0.0', runtime: 'hook', extra: 'binding: on-stage\nexecution_mode: async\n' }), 'bad.wasm': fakeComponent('bad') });
+    const bundle = tarOf({
+      'murmur.yaml': artifactYaml({ name: 'bad', version: '1.0.0', runtime: 'hook', extra: 'binding: on-stage\nexecution_mode: async\n' }),
+      'bad.wasm': fakeComponent('bad'),
+    });
     files.set('/bad.tar', bundle);
     const caps = makeCapsule(capsule(`  - name: bad\n    runtime: hook\n    source: {url: "${base}/bad.tar", sha256: ${sha256Hex(bundle)}}\n`));
     const root = tmp();
@@ -90,9 +99,13 @@ describe('remote artifacts (real HTTP on 127.0.0.1)', () => {
     files.set('/guard.wasm', wasm);
     const sha = sha256Hex(wasm);
     const cache = tmp('mur-cache-');
-    const caps = makeCapsule(capsule(`  - name: guard\n    runtime: hook\n    source: {url: "${base}/guard.wasm", sha256: ${sha}}\n    binding: on-shell\n    commit_policy: deny\n`));
+    const caps = makeCapsule(
+      capsule(`  - name: guard\n    runtime: hook\n    source: {url: "${base}/guard.wasm", sha256: ${sha}}\n    binding: on-shell\n    commit_policy: deny\n`),
+    );
     const s = await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: cache });
-    expect(s.hooks).toEqual([expect.objectContaining({ name: 'guard', binding: 'on-shell', handlers: ['on-shell'], executionMode: 'blocking', commitPolicy: 'deny' })]);
+    expect(s.hooks).toEqual([
+      expect.objectContaining({ name: 'guard', binding: 'on-shell', handlers: ['on-shell'], executionMode: 'blocking', commitPolicy: 'deny' }),
+    ]);
     // The contract is in the derived manifest itself, so the artifact digest (and murmur.lock) covers it.
     expect(read(s.artifacts[0]!.manifestPath)).toMatch(/binding: on-shell\ncommit_policy: deny\n/);
 
@@ -110,39 +123,71 @@ describe('remote artifacts (real HTTP on 127.0.0.1)', () => {
 
   it('E-MAN-020: a capsule entry whose hook contract breaks the commit table is refused before anything is fetched', async () => {
     files.set('/never.wasm', fakeComponent('never'));
-    const caps = makeCapsule(capsule(`  - name: never\n    runtime: hook\n    source: {url: "${base}/never.wasm", sha256: ${sha256Hex(fakeComponent('never'))}}\n    binding: on-task-end\n    commit_policy: deny\n`));
-    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') }).catch((e: unknown) => e)) as MurErrorList;
+    const caps = makeCapsule(
+      capsule(
+        `  - name: never\n    runtime: hook\n    source: {url: "${base}/never.wasm", sha256: ${sha256Hex(fakeComponent('never'))}}\n    binding: on-task-end\n    commit_policy: deny\n`,
+      ),
+    );
+    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') }).catch(
+      (e: unknown) => e,
+    )) as MurErrorList;
     expect(err.codes()).toEqual(['E-MAN-020']);
-    expect(err.errors[0]!.message).toBe("hook contract violation in artifact 'never': commit_policy 'deny' is not valid for binding 'on-task-end'; binding 'on-task-end' honors commit_policy 'reopen-task'");
+    expect(err.errors[0]!.message).toBe(
+      "hook contract violation in artifact 'never': commit_policy 'deny' is not valid for binding 'on-task-end'; binding 'on-task-end' honors commit_policy 'reopen-task'",
+    );
     expect(err.errors[0]!.location).toMatchObject({ field: 'artifacts[0].commit_policy', line: 8 });
     expect(hits.get('/never.wasm')).toBeUndefined();
   });
 
   it('E-REG-017: a capsule entry that expects deny of a tar bundle whose own manifest is an observer is refused, nothing written', async () => {
-    const bundle = tarOf({ 'murmur.yaml': artifactYaml({ name: 'watcher', version: '1.0.0', runtime: 'hook', extra: 'binding: on-shell\n' }), 'component.wasm': fakeComponent('watcher') });
+    const bundle = tarOf({
+      'murmur.yaml': artifactYaml({ name: 'watcher', version: '1.0.0', runtime: 'hook', extra: 'binding: on-shell\n' }),
+      'component.wasm': fakeComponent('watcher'),
+    });
     files.set('/watcher.tar', bundle);
-    const caps = makeCapsule(capsule(`  - name: watcher\n    runtime: hook\n    source: {url: "${base}/watcher.tar", sha256: ${sha256Hex(bundle)}}\n    binding: on-shell\n    commit_policy: deny\n`));
+    const caps = makeCapsule(
+      capsule(
+        `  - name: watcher\n    runtime: hook\n    source: {url: "${base}/watcher.tar", sha256: ${sha256Hex(bundle)}}\n    binding: on-shell\n    commit_policy: deny\n`,
+      ),
+    );
     const root = tmp();
-    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: root, cacheDir: tmp('mur-cache-') }).catch((e: unknown) => e)) as MurErrorList;
+    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: root, cacheDir: tmp('mur-cache-') }).catch(
+      (e: unknown) => e,
+    )) as MurErrorList;
     expect(err.codes()).toEqual(['E-REG-017']);
     const e = err.errors[0]!;
-    expect(e.message).toMatch(/^hook 'watcher': artifacts\[0\] declares commit_policy 'deny' but the artifact's own manifest \(.*murmur\.yaml\) declares commit_policy 'none'$/);
+    expect(e.message).toMatch(
+      /^hook 'watcher': artifacts\[0\] declares commit_policy 'deny' but the artifact's own manifest \(.*murmur\.yaml\) declares commit_policy 'none'$/,
+    );
     expect(e.hint).toContain("the artifact's own murmur.yaml is the hook's contract (binding on-shell, execution_mode blocking, commit_policy none)");
     expect(e.location).toMatchObject({ field: 'artifacts[0].commit_policy' });
     expect(tree(root)).toEqual([]);
     expect(tree(caps)).toEqual(['murmur.yaml']);
   });
 
-  it('E-REG-017: an entry declaring a weaker contract than the artifact\'s own (a policy hook) is refused, never a silent downgrade', async () => {
-    const bundle = tarOf({ 'murmur.yaml': artifactYaml({ name: 'strict', version: '1.0.0', runtime: 'hook', extra: 'binding: on-tool-call\ncommit_policy: deny\n' }), 'component.wasm': fakeComponent('strict') });
+  it("E-REG-017: an entry declaring a weaker contract than the artifact's own (a policy hook) is refused, never a silent downgrade", async () => {
+    const bundle = tarOf({
+      'murmur.yaml': artifactYaml({ name: 'strict', version: '1.0.0', runtime: 'hook', extra: 'binding: on-tool-call\ncommit_policy: deny\n' }),
+      'component.wasm': fakeComponent('strict'),
+    });
     files.set('/strict.tar', bundle);
     // What a Hook CR without a policy renders (the CRD defaults execution_mode and commit_policy).
-    const caps = makeCapsule(capsule(`  - name: strict\n    runtime: hook\n    source: {url: "${base}/strict.tar", sha256: ${sha256Hex(bundle)}}\n    execution_mode: blocking\n    commit_policy: none\n`));
-    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') }).catch((e: unknown) => e)) as MurErrorList;
+    const caps = makeCapsule(
+      capsule(
+        `  - name: strict\n    runtime: hook\n    source: {url: "${base}/strict.tar", sha256: ${sha256Hex(bundle)}}\n    execution_mode: blocking\n    commit_policy: none\n`,
+      ),
+    );
+    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') }).catch(
+      (e: unknown) => e,
+    )) as MurErrorList;
     expect(err.codes()).toEqual(['E-REG-017']);
     expect(err.errors[0]!.message).toMatch(/declares commit_policy 'none' but the artifact's own manifest \(.*\) declares commit_policy 'deny'$/);
     // An entry repeating the artifact's own contract (or giving none) stages.
-    const same = makeCapsule(capsule(`  - name: strict\n    runtime: hook\n    source: {url: "${base}/strict.tar", sha256: ${sha256Hex(bundle)}}\n    binding: on-tool-call\n    execution_mode: blocking\n    commit_policy: deny\n`));
+    const same = makeCapsule(
+      capsule(
+        `  - name: strict\n    runtime: hook\n    source: {url: "${base}/strict.tar", sha256: ${sha256Hex(bundle)}}\n    binding: on-tool-call\n    execution_mode: blocking\n    commit_policy: deny\n`,
+      ),
+    );
     const s = await stageCapsule({ capsuleDir: same, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') });
     expect(s.hooks[0]).toMatchObject({ binding: 'on-tool-call', commitPolicy: 'deny' });
   });
@@ -156,7 +201,9 @@ describe('remote artifacts (real HTTP on 127.0.0.1)', () => {
     const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: root, cacheDir: cache }).catch((e: unknown) => e)) as MurErrorList;
     expect(err.code).toBe('E-REG-000');
     expect(err.codes()).toEqual(['E-REG-008']);
-    expect(err.errors[0]!.message).toBe(`sha256 mismatch for remote artifact 'changed': ${base}/changed.wasm hashes to ${sha256Hex(fakeComponent('changed'))} but murmur.yaml pins ${pinned}`);
+    expect(err.errors[0]!.message).toBe(
+      `sha256 mismatch for remote artifact 'changed': ${base}/changed.wasm hashes to ${sha256Hex(fakeComponent('changed'))} but murmur.yaml pins ${pinned}`,
+    );
     expect(tree(cache)).toEqual([]);
     expect(tree(root)).toEqual([]);
     expect(tree(caps)).toEqual(['murmur.yaml']);
@@ -164,7 +211,9 @@ describe('remote artifacts (real HTTP on 127.0.0.1)', () => {
 
   it('E-REG-007: an HTTP error is refused', async () => {
     const caps = makeCapsule(capsule(`  - name: gone\n    version: 1.0.0\n    source: {url: "${base}/gone.wasm", sha256: ${'0'.repeat(64)}}\n`));
-    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') }).catch((e: unknown) => e)) as MurErrorList;
+    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') }).catch(
+      (e: unknown) => e,
+    )) as MurErrorList;
     expect(err.codes()).toEqual(['E-REG-007']);
     expect(err.errors[0]!.message).toBe(`cannot fetch ${base}/gone.wasm: HTTP 404 Not Found`);
   });
@@ -173,7 +222,9 @@ describe('remote artifacts (real HTTP on 127.0.0.1)', () => {
     const junk = Buffer.from('hello, not an artifact');
     files.set('/junk', junk);
     const caps = makeCapsule(capsule(`  - name: junk\n    version: 1.0.0\n    source: {url: "${base}/junk", sha256: ${sha256Hex(junk)}}\n`));
-    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') }).catch((e: unknown) => e)) as MurErrorList;
+    const err = (await stageCapsule({ capsuleDir: caps, registryDir: tmp(), workRoot: tmp(), cacheDir: tmp('mur-cache-') }).catch(
+      (e: unknown) => e,
+    )) as MurErrorList;
     expect(err.codes()).toEqual(['E-REG-009']);
   });
 

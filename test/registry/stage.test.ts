@@ -69,8 +69,22 @@ describe('session ids and workdirs', () => {
   it('createWorkdir makes tools/<name>/, logs/, out/, an empty trace.jsonl; refuses bad ids and existing dirs', () => {
     const root = tmp();
     const id = newSessionId();
-    const w = createWorkdir(root, id, [{ name: 't', files: [{ name: 'murmur.yaml', bytes: Buffer.from('x') }, { name: 't.wasm', bytes: fakeComponent('t') }] }]);
-    expect(w).toEqual({ dir: path.join(root, id), tools: path.join(root, id, 'tools'), logs: path.join(root, id, 'logs'), out: path.join(root, id, 'out'), trace: path.join(root, id, 'trace.jsonl') });
+    const w = createWorkdir(root, id, [
+      {
+        name: 't',
+        files: [
+          { name: 'murmur.yaml', bytes: Buffer.from('x') },
+          { name: 't.wasm', bytes: fakeComponent('t') },
+        ],
+      },
+    ]);
+    expect(w).toEqual({
+      dir: path.join(root, id),
+      tools: path.join(root, id, 'tools'),
+      logs: path.join(root, id, 'logs'),
+      out: path.join(root, id, 'out'),
+      trace: path.join(root, id, 'trace.jsonl'),
+    });
     expect(tree(w.dir)).toEqual(['logs/', 'logs/owner.json', 'out/', 'tools/', 'tools/t/', 'tools/t/murmur.yaml', 'tools/t/t.wasm', 'trace.jsonl']);
     expect(statSync(w.trace).size).toBe(0);
     expect(() => createWorkdir(root, id)).toThrowError(/already exists/);
@@ -89,11 +103,22 @@ describe('stageCapsule', () => {
     expect(s.sessionId).toMatch(/^ses_[0-9a-f]{32}$/);
     expect(s.workdir.dir).toBe(path.join(root, s.sessionId));
     expect(tree(s.workdir.dir)).toEqual([
-      'logs/', 'logs/owner.json', 'out/', 'tools/',
-      'tools/audit/', 'tools/audit/audit.wasm', 'tools/audit/murmur.yaml',
-      'tools/drv/', 'tools/drv/drv.wasm', 'tools/drv/murmur.yaml',
-      'tools/echo/', 'tools/echo/echo.wasm', 'tools/echo/murmur.yaml',
-      'tools/guard/', 'tools/guard/guard.wasm', 'tools/guard/murmur.yaml',
+      'logs/',
+      'logs/owner.json',
+      'out/',
+      'tools/',
+      'tools/audit/',
+      'tools/audit/audit.wasm',
+      'tools/audit/murmur.yaml',
+      'tools/drv/',
+      'tools/drv/drv.wasm',
+      'tools/drv/murmur.yaml',
+      'tools/echo/',
+      'tools/echo/echo.wasm',
+      'tools/echo/murmur.yaml',
+      'tools/guard/',
+      'tools/guard/guard.wasm',
+      'tools/guard/murmur.yaml',
       'trace.jsonl',
     ]);
     expect(read(s.workdir.trace)).toBe('');
@@ -116,8 +141,24 @@ describe('stageCapsule', () => {
     expect(echo.grant.shell?.allow).toEqual(['ls']);
     expect(s.driver?.name).toBe('drv');
     expect(s.hooks).toEqual([
-      expect.objectContaining({ name: 'audit', executionMode: 'async', commitPolicy: 'none', onOverflow: 'block', handlers: expect.not.arrayContaining(['on-stage']), deadlineSeconds: 7, wasmPath: path.join(s.workdir.tools, 'audit', 'audit.wasm') }),
-      expect.objectContaining({ name: 'guard', binding: 'on-shell', handlers: ['on-shell'], executionMode: 'blocking', commitPolicy: 'deny', onOverflow: 'drop', deadlineSeconds: 7 }),
+      expect.objectContaining({
+        name: 'audit',
+        executionMode: 'async',
+        commitPolicy: 'none',
+        onOverflow: 'block',
+        handlers: expect.not.arrayContaining(['on-stage']),
+        deadlineSeconds: 7,
+        wasmPath: path.join(s.workdir.tools, 'audit', 'audit.wasm'),
+      }),
+      expect.objectContaining({
+        name: 'guard',
+        binding: 'on-shell',
+        handlers: ['on-shell'],
+        executionMode: 'blocking',
+        commitPolicy: 'deny',
+        onOverflow: 'drop',
+        deadlineSeconds: 7,
+      }),
     ]);
     expect(s.hooks[1]!.grant.network.allow).toEqual([]);
     expect(s.hooks[1]!.grant.filesystem.scope).toBeNull();
@@ -132,7 +173,11 @@ describe('stageCapsule', () => {
     const reg = registry();
     const s = await stageCapsule({ capsuleDir: makeCapsule(CAPSULE), registryDir: reg, workRoot: tmp() });
     for (const a of s.artifacts) {
-      expect(a.wasmSha256).toBe(createHash('sha256').update(readFileSync(path.join(reg, a.name, a.version, `${a.name}.wasm`))).digest('hex'));
+      expect(a.wasmSha256).toBe(
+        createHash('sha256')
+          .update(readFileSync(path.join(reg, a.name, a.version, `${a.name}.wasm`)))
+          .digest('hex'),
+      );
       expect(createHash('sha256').update(readFileSync(a.wasmPath!)).digest('hex')).toBe(a.wasmSha256);
       expect(a.wasmIdentity).toEqual(fileIdentity(a.wasmPath!));
     }
@@ -194,7 +239,9 @@ describe('stageCapsule', () => {
     writeFileSync(path.join(caps, 'murmur.yaml'), CAPSULE.replace('version: 2.0.0', 'version: 2.1.0'));
     const v = await stageCapsule({ capsuleDir: caps, registryDir: reg, workRoot: root });
     expect(v.artifacts.find((a) => a.name === 'echo')!.version).toBe('2.0.0');
-    expect(v.notices).toEqual(["echo: murmur.yaml asks for version 2.1.0, murmur.lock pins 2.0.0; staging 2.0.0 (delete the 'echo' entry from murmur.lock to move to 2.1.0)"]);
+    expect(v.notices).toEqual([
+      "echo: murmur.yaml asks for version 2.1.0, murmur.lock pins 2.0.0; staging 2.0.0 (delete the 'echo' entry from murmur.lock to move to 2.1.0)",
+    ]);
     expect(read(path.join(caps, 'murmur.lock'))).toBe(lockBefore);
   });
 
@@ -206,9 +253,14 @@ describe('stageCapsule', () => {
     // Write a registry entry whose manifest is hash-consistent but breaks the contract (publish would refuse it).
     const { writeArtifactDir } = await import('../../runtime/registry/registry.ts');
     writeArtifactDir(path.join(reg, 'guard', '0.2.0'), {
-      name: 'guard', version: '0.2.0', runtime: 'hook',
+      name: 'guard',
+      version: '0.2.0',
+      runtime: 'hook',
       files: [
-        { name: 'murmur.yaml', bytes: Buffer.from(artifactYaml({ name: 'guard', version: '0.2.0', runtime: 'hook', extra: 'binding: on-task-end\ncommit_policy: deny\n' })) },
+        {
+          name: 'murmur.yaml',
+          bytes: Buffer.from(artifactYaml({ name: 'guard', version: '0.2.0', runtime: 'hook', extra: 'binding: on-task-end\ncommit_policy: deny\n' })),
+        },
         { name: 'guard.wasm', bytes: fakeComponent('guard') },
       ],
     });
@@ -218,7 +270,9 @@ describe('stageCapsule', () => {
     expect(l.code).toBe('E-MAN-000');
     const e = l.errors[0]!;
     expect(e.code).toBe('E-MAN-020');
-    expect(e.message).toBe("hook contract violation: commit_policy 'deny' is not valid for binding 'on-task-end'; binding 'on-task-end' honors commit_policy 'reopen-task'");
+    expect(e.message).toBe(
+      "hook contract violation: commit_policy 'deny' is not valid for binding 'on-task-end'; binding 'on-task-end' honors commit_policy 'reopen-task'",
+    );
     expect(e.location).toMatchObject({ file: path.join(reg, 'guard', '0.2.0', 'murmur.yaml'), line: 6, field: 'commit_policy' });
     expect(tree(root)).toEqual([]);
     expect(existsSync(path.join(caps, 'murmur.lock'))).toBe(false);
@@ -227,12 +281,21 @@ describe('stageCapsule', () => {
   it('E-REG-017: a registry hook whose own contract disagrees with its capsule entry is refused (binding and mode named), nothing written', async () => {
     const reg = registry();
     // audit's own manifest: execution_mode async; guard's: binding on-shell, commit_policy deny.
-    const caps = makeCapsule(CAPSULE.replace('version: 0.2.0\n    runtime: hook', 'version: 0.2.0\n    runtime: hook\n    binding: on-tool-call\n    commit_policy: deny').replace('on_overflow: block', 'on_overflow: block\n    execution_mode: blocking'));
+    const caps = makeCapsule(
+      CAPSULE.replace('version: 0.2.0\n    runtime: hook', 'version: 0.2.0\n    runtime: hook\n    binding: on-tool-call\n    commit_policy: deny').replace(
+        'on_overflow: block',
+        'on_overflow: block\n    execution_mode: blocking',
+      ),
+    );
     const root = tmp();
     const l = await refusal(stageCapsule({ capsuleDir: caps, registryDir: reg, workRoot: root }));
     expect(l.codes()).toEqual(['E-REG-017', 'E-REG-017']);
-    expect(l.errors[0]!.message).toBe(`hook 'audit': artifacts[2] declares execution_mode 'blocking' but the artifact's own manifest (${path.join(reg, 'audit', '0.1.0', 'murmur.yaml')}) declares execution_mode 'async'`);
-    expect(l.errors[1]!.message).toBe(`hook 'guard': artifacts[3] declares binding 'on-tool-call' but the artifact's own manifest (${path.join(reg, 'guard', '0.2.0', 'murmur.yaml')}) declares binding 'on-shell'`);
+    expect(l.errors[0]!.message).toBe(
+      `hook 'audit': artifacts[2] declares execution_mode 'blocking' but the artifact's own manifest (${path.join(reg, 'audit', '0.1.0', 'murmur.yaml')}) declares execution_mode 'async'`,
+    );
+    expect(l.errors[1]!.message).toBe(
+      `hook 'guard': artifacts[3] declares binding 'on-tool-call' but the artifact's own manifest (${path.join(reg, 'guard', '0.2.0', 'murmur.yaml')}) declares binding 'on-shell'`,
+    );
     expect(l.errors[1]!.location).toMatchObject({ field: 'artifacts[3].binding' });
     expect(tree(root)).toEqual([]);
     expect(existsSync(path.join(caps, 'murmur.lock'))).toBe(false);
@@ -240,7 +303,12 @@ describe('stageCapsule', () => {
 
   it('collects every artifact problem at once: missing (E-REG-001) and entry mismatch (E-REG-011)', async () => {
     const reg = registry();
-    const caps = makeCapsule(CAPSULE.replace('name: echo\n    version: 2.0.0', 'name: echo\n    version: 9.9.9').replace('version: 0.2.0\n    runtime: hook', 'version: 0.2.0\n    runtime: tool'));
+    const caps = makeCapsule(
+      CAPSULE.replace('name: echo\n    version: 2.0.0', 'name: echo\n    version: 9.9.9').replace(
+        'version: 0.2.0\n    runtime: hook',
+        'version: 0.2.0\n    runtime: tool',
+      ),
+    );
     const root = tmp();
     const l = await refusal(stageCapsule({ capsuleDir: caps, registryDir: reg, workRoot: root }));
     expect(l.codes()).toEqual(['E-REG-001', 'E-REG-011']);

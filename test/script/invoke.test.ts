@@ -18,14 +18,29 @@ function session(yaml: string, hostEnv?: NodeJS.ProcessEnv): Promise<ScriptSessi
 describe('invoke', () => {
   it('calls a declared tool, refuses an undeclared one naming it and the manifest, and traces both', async () => {
     const s = await session(demoYaml());
-    const out = await s.runTask(task(program(
-      { op: 'invoke', name: 'echo-tool', data: { q: 'hi' } },
-      { op: 'invoke', name: 'probe-tool', data: { op: 'ping' } },
-      { op: 'invoke', name: 'echo-tool', data: 'second' },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'invoke', name: 'echo-tool', data: { q: 'hi' } },
+          { op: 'invoke', name: 'probe-tool', data: { op: 'ping' } },
+          { op: 'invoke', name: 'echo-tool', data: 'second' },
+        ),
+      ),
+    );
     expect(out.exit).toBe('completed');
     const [first, unlisted, second] = results(out.text);
-    expect(first).toMatchObject({ ok: true, value: { status: 'passed', summary: 'echo #1', truncated: false, metadata: [['state_effect', 'read'], ['resource_id', 'echo:10']] } });
+    expect(first).toMatchObject({
+      ok: true,
+      value: {
+        status: 'passed',
+        summary: 'echo #1',
+        truncated: false,
+        metadata: [
+          ['state_effect', 'read'],
+          ['resource_id', 'echo:10'],
+        ],
+      },
+    });
     expect(JSON.parse(first!.value.data)).toEqual({ echo: '{"q":"hi"}', calls: 1 });
     expect(unlisted!.ok).toBe(false);
     expect(unlisted!.error).toContain(`tool 'probe-tool' is not declared in ${s.staged.manifest.file}`);
@@ -36,7 +51,16 @@ describe('invoke', () => {
 
     const calls = traceOf(s.staged).filter((e) => e.event_type === 'tool_call');
     expect(calls).toHaveLength(3);
-    expect(calls[0]).toMatchObject({ caller: 'capsule', tool_name: 'echo-tool', input: { q: 'hi' }, input_bytes: 10, status: 'ok', tool_status: 'passed', state_effect: 'read', resource_id: 'echo:10' });
+    expect(calls[0]).toMatchObject({
+      caller: 'capsule',
+      tool_name: 'echo-tool',
+      input: { q: 'hi' },
+      input_bytes: 10,
+      status: 'ok',
+      tool_status: 'passed',
+      state_effect: 'read',
+      resource_id: 'echo:10',
+    });
     expect(typeof calls[0].duration_ms).toBe('number');
     expect(calls[1]).toMatchObject({ tool_name: 'probe-tool', status: 'error', output_bytes: 0 });
     expect(calls[1].error).toContain('is not declared');
@@ -55,11 +79,15 @@ describe('invoke', () => {
 
   it('a tool that reports failure is an ok result with its status; a tool that faults is an err', async () => {
     const s = await session(demoYaml({ artifacts: '  - name: probe-tool\n    version: 1.0.0' }));
-    const out = await s.runTask(task(program(
-      { op: 'invoke', name: 'probe-tool', data: { op: 'read', path: 'no-such-file.txt' } },
-      { op: 'invoke', name: 'probe-tool', data: { op: 'trap' } },
-      { op: 'invoke', name: 'probe-tool', data: { op: 'ping' } },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'invoke', name: 'probe-tool', data: { op: 'read', path: 'no-such-file.txt' } },
+          { op: 'invoke', name: 'probe-tool', data: { op: 'trap' } },
+          { op: 'invoke', name: 'probe-tool', data: { op: 'ping' } },
+        ),
+      ),
+    );
     expect(out.exit).toBe('completed');
     const [failed, trapped, after] = results(out.text);
     expect(failed).toMatchObject({ ok: true, value: { status: 'failed' } });
@@ -68,37 +96,46 @@ describe('invoke', () => {
     // The faulted tool instance was replaced: the next call works.
     expect(JSON.parse(after!.value.data)).toEqual({ ok: true, value: 'pong' });
     const calls = traceOf(s.staged).filter((e) => e.event_type === 'tool_call');
-    expect(calls.map((c) => [c.status, c.tool_status])).toEqual([['error', 'failed'], ['error', undefined], ['ok', 'passed']]);
+    expect(calls.map((c) => [c.status, c.tool_status])).toEqual([
+      ['error', 'failed'],
+      ['error', undefined],
+      ['ok', 'passed'],
+    ]);
   });
 
   it('runs the invoked tool under its own grant, never wider than the capsule’s', async () => {
     const env = { ...process.env, GRANTED: 'yes', ALSO: 'also' };
-    const yaml = [
-      'name: demo',
-      'version: 0.1.0',
-      'artifacts:',
-      '  - name: demo',
-      '    version: 1.0.0',
-      '    capabilities:',
-      '      env:',
-      '        allow: [GRANTED]',
-      '  - name: probe-tool',
-      '    version: 1.0.0',
-      '    capabilities:',
-      '      filesystem:',
-      '        scope: tooldata',
-      'capabilities:',
-      '  env:',
-      '    allow: [GRANTED, ALSO]',
-    ].join('\n') + '\n';
+    const yaml =
+      [
+        'name: demo',
+        'version: 0.1.0',
+        'artifacts:',
+        '  - name: demo',
+        '    version: 1.0.0',
+        '    capabilities:',
+        '      env:',
+        '        allow: [GRANTED]',
+        '  - name: probe-tool',
+        '    version: 1.0.0',
+        '    capabilities:',
+        '      filesystem:',
+        '        scope: tooldata',
+        'capabilities:',
+        '  env:',
+        '    allow: [GRANTED, ALSO]',
+      ].join('\n') + '\n';
     const s = await session(yaml, env);
-    const out = await s.runTask(task(program(
-      { op: 'write', path: 'secret.txt', text: 'capsule-only' },
-      { op: 'envAll' },
-      { op: 'invoke', name: 'probe-tool', data: { op: 'read', path: 'secret.txt' } },
-      { op: 'invoke', name: 'probe-tool', data: { op: 'envAll' } },
-      { op: 'invoke', name: 'probe-tool', data: { op: 'write', path: 'from-tool.txt', text: 'tool wrote this' } },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'write', path: 'secret.txt', text: 'capsule-only' },
+          { op: 'envAll' },
+          { op: 'invoke', name: 'probe-tool', data: { op: 'read', path: 'secret.txt' } },
+          { op: 'invoke', name: 'probe-tool', data: { op: 'envAll' } },
+          { op: 'invoke', name: 'probe-tool', data: { op: 'write', path: 'from-tool.txt', text: 'tool wrote this' } },
+        ),
+      ),
+    );
     expect(out.exit).toBe('completed');
     const [wrote, capsuleEnv, toolRead, toolEnv, toolWrite] = results(out.text);
     expect(wrote!.ok).toBe(true);
@@ -117,17 +154,30 @@ describe('invoke', () => {
 describe('artifact manager', () => {
   it('list, describe, diagnostics report the session; search and remove are errors', async () => {
     const s = await session(demoYaml());
-    const out = await s.runTask(task(program(
-      { op: 'list' },
-      { op: 'describe', name: 'echo-tool' },
-      { op: 'describe', name: 'ghost' },
-      { op: 'diagnostics' },
-      { op: 'search', query: 'echo' },
-      { op: 'remove', name: 'echo-tool' },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'list' },
+          { op: 'describe', name: 'echo-tool' },
+          { op: 'describe', name: 'ghost' },
+          { op: 'diagnostics' },
+          { op: 'search', query: 'echo' },
+          { op: 'remove', name: 'echo-tool' },
+        ),
+      ),
+    );
     const [list, desc, ghost, diag, search, remove] = results(out.text);
-    expect(list!.value).toEqual([{ name: 'demo', version: '1.0.0', runtime: 'wasm' }, { name: 'echo-tool', version: '1.0.0', runtime: 'wasm' }]);
-    expect(desc!.value).toMatchObject({ name: 'echo-tool', version: '1.0.0', description: 'The echo-tool artifact.', runtime: 'wasm', inputSchema: '{"type":"object"}' });
+    expect(list!.value).toEqual([
+      { name: 'demo', version: '1.0.0', runtime: 'wasm' },
+      { name: 'echo-tool', version: '1.0.0', runtime: 'wasm' },
+    ]);
+    expect(desc!.value).toMatchObject({
+      name: 'echo-tool',
+      version: '1.0.0',
+      description: 'The echo-tool artifact.',
+      runtime: 'wasm',
+      inputSchema: '{"type":"object"}',
+    });
     expect(ghost).toMatchObject({ ok: false });
     expect(ghost!.error).toContain("artifact 'ghost' is not installed in this session");
     expect(diag!.value.capsuleId).toBe(s.staged.sessionId);
@@ -138,13 +188,17 @@ describe('artifact manager', () => {
 
   it('pull installs a new artifact, updates murmur.lock, and it is invokable at once', async () => {
     const s = await session(demoYaml());
-    const out = await s.runTask(task(program(
-      { op: 'invoke', name: 'late-echo', data: 'before' },
-      { op: 'pull', name: 'late-echo', version: '2.0.0' },
-      { op: 'list' },
-      { op: 'describe', name: 'late-echo' },
-      { op: 'invoke', name: 'late-echo', data: 'after' },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'invoke', name: 'late-echo', data: 'before' },
+          { op: 'pull', name: 'late-echo', version: '2.0.0' },
+          { op: 'list' },
+          { op: 'describe', name: 'late-echo' },
+          { op: 'invoke', name: 'late-echo', data: 'after' },
+        ),
+      ),
+    );
     expect(out.exit).toBe('completed');
     const [before, pull, list, desc, after] = results(out.text);
     expect(before!.error).toContain("tool 'late-echo' is not declared");
@@ -165,16 +219,22 @@ describe('artifact manager', () => {
     writeLock(staged.capsuleDir, upsertLock(lock, [{ name: 'late-echo', version: '2.0.0', sha256: '0'.repeat(64) }]));
     const lockBefore = readFileSync(staged.lockPath, 'utf8');
     const s = sessions.track(await ScriptSession.open(staged));
-    const out = await s.runTask(task(program(
-      { op: 'pull', name: 'late-echo', version: '2.0.0' },
-      { op: 'pull', name: 'ghost', version: '1.0.0' },
-      { op: 'invoke', name: 'late-echo', data: 'x' },
-      { op: 'list' },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'pull', name: 'late-echo', version: '2.0.0' },
+          { op: 'pull', name: 'ghost', version: '1.0.0' },
+          { op: 'invoke', name: 'late-echo', data: 'x' },
+          { op: 'list' },
+        ),
+      ),
+    );
     expect(out.exit).toBe('completed');
     const [pinned, missing, invoke, list] = results(out.text);
     expect(pinned!.ok).toBe(false);
-    expect(pinned!.error).toMatch(/^pull late-echo 2\.0\.0 refused: artifact 'late-echo' 2\.0\.0 has sha256 [0-9a-f]{64} but murmur\.lock pins 0{64} \[E-REG-004\]/);
+    expect(pinned!.error).toMatch(
+      /^pull late-echo 2\.0\.0 refused: artifact 'late-echo' 2\.0\.0 has sha256 [0-9a-f]{64} but murmur\.lock pins 0{64} \[E-REG-004\]/,
+    );
     expect(missing!.error).toMatch(/E-REG-001/);
     expect(invoke!.error).toContain('is not declared');
     expect(list!.value.map((a: { name: string }) => a.name)).toEqual(['demo', 'echo-tool']);

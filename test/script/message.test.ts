@@ -61,7 +61,9 @@ function session(capabilities: string): Promise<ScriptSession> {
 describe('message/send', () => {
   it('sends a task to an allowlisted peer, stamped with the sending task’s trust', async () => {
     const s = await session(`  network:\n    allow: ["127.0.0.1:${peer.port}"]`);
-    const out = await s.runTask(task(program({ op: 'send', url: peer.url, text: 'hello peer', messageId: 'm-1', contextId: 'ctx-peer' }), { trust: 'trusted' }));
+    const out = await s.runTask(
+      task(program({ op: 'send', url: peer.url, text: 'hello peer', messageId: 'm-1', contextId: 'ctx-peer' }), { trust: 'trusted' }),
+    );
     expect(out.exit).toBe('completed');
     const [sent] = results(out.text);
     expect(sent!.ok).toBe(true);
@@ -71,7 +73,12 @@ describe('message/send', () => {
     await peer.idle();
     const got = seen.find((c) => c.text === 'hello peer');
     expect(got).toMatchObject({ origin: 'peer', trust: 'trusted', messageId: 'm-1', contextId: 'ctx-peer', taskId: sent!.value.taskId });
-    expect(traceOf(s.staged).find((e) => e.event_type === 'a2a_send')).toMatchObject({ peer_url: peer.url, message_id: 'm-1', peer_task_id: sent!.value.taskId, context_id: 'ctx-peer' });
+    expect(traceOf(s.staged).find((e) => e.event_type === 'a2a_send')).toMatchObject({
+      peer_url: peer.url,
+      message_id: 'm-1',
+      peer_task_id: sent!.value.taskId,
+      context_id: 'ctx-peer',
+    });
   });
 
   it('refuses a peer outside capabilities.network.allow with the exact policy text and no connection', async () => {
@@ -85,7 +92,10 @@ describe('message/send', () => {
     expect(ping!.value).toBe('pong');
     expect(connections).toBe(before);
     expect(peer.stats().tasks).toBe(tasksBefore);
-    expect(traceOf(s.staged).find((e) => e.event_type === 'a2a_send')).toMatchObject({ peer_url: url, error: `network policy: '${url}' not in capabilities.network.allow` });
+    expect(traceOf(s.staged).find((e) => e.event_type === 'a2a_send')).toMatchObject({
+      peer_url: url,
+      error: `network policy: '${url}' not in capabilities.network.allow`,
+    });
   });
 
   it('a capsule with no network grant cannot reach even a running peer', async () => {
@@ -115,7 +125,11 @@ describe('message/send', () => {
       expect(['submitted', 'working']).toContain(first!.value.state);
       expect(second!.ok).toBe(true);
       expect(second!.value.state).toBe('rejected');
-      expect(traceOf(s.staged).filter((e) => e.event_type === 'a2a_send').map((e) => e.state)).toEqual([first!.value.state, 'rejected']);
+      expect(
+        traceOf(s.staged)
+          .filter((e) => e.event_type === 'a2a_send')
+          .map((e) => e.state),
+      ).toEqual([first!.value.state, 'rejected']);
     } finally {
       release?.();
       await busy.close();
@@ -126,7 +140,14 @@ describe('message/send', () => {
 describe('peer task states', () => {
   it('every A2A task state a peer answers maps to the same state name (the seven of the message/send table)', () => {
     for (const state of ['submitted', 'working', 'input-required', 'completed', 'failed', 'rejected', 'canceled'] as const) {
-      const t = { id: 't', contextId: 'c', status: { state: toCoreState(state), message: undefined, timestamp: undefined }, artifacts: [], history: [], metadata: undefined } as unknown as Parameters<typeof toPeerTask>[0];
+      const t = {
+        id: 't',
+        contextId: 'c',
+        status: { state: toCoreState(state), message: undefined, timestamp: undefined },
+        artifacts: [],
+        history: [],
+        metadata: undefined,
+      } as unknown as Parameters<typeof toPeerTask>[0];
       expect(toPeerTask(t).state).toBe(state);
     }
   });

@@ -19,7 +19,10 @@ describe('mur run on a script capsule', () => {
   it('stages, runs the task, prints each step and the answer, exits 0', async () => {
     const dir = makeCapsule(demoYaml());
     const lines: string[] = [];
-    const code = await runCommand([dir, '--task', program({ op: 'invoke', name: 'echo-tool', data: 'hi' }), '--registry', sessions.registry(), '--work-root', tmp('mur-script-work-')], (s) => lines.push(s));
+    const code = await runCommand(
+      [dir, '--task', program({ op: 'invoke', name: 'echo-tool', data: 'hi' }), '--registry', sessions.registry(), '--work-root', tmp('mur-script-work-')],
+      (s) => lines.push(s),
+    );
     expect(code).toBe(0);
     const text = lines.join('\n');
     expect(text).toMatch(/^staged demo 0\.1\.0: 2 artifact\(s\), murmur\.lock created/);
@@ -28,7 +31,10 @@ describe('mur run on a script capsule', () => {
     const answer = lines.find((l) => l.startsWith('{"results"'))!;
     expect(JSON.parse(JSON.parse(answer).results[0].value.data)).toEqual({ echo: 'hi', calls: 1 });
     const tracePath = lines.at(-1)!.replace(/^trace: /, '');
-    const events = readFileSync(tracePath, 'utf8').trim().split('\n').map((l) => JSON.parse(l).event_type);
+    const events = readFileSync(tracePath, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).event_type);
     expect(events).toEqual(['session_start', 'task_start', 'tool_call', 'task_end', 'session_end']);
   });
 
@@ -40,7 +46,9 @@ describe('mur run on a script capsule', () => {
     expect(code).toBe(1);
     expect(lines).toEqual([]);
     expect(errs).toHaveLength(1);
-    expect(errs[0]).toMatch(/^task failed: demo: (run\.run|instantiate) did not finish within its 4000 ms deadline \(capabilities\.limits\.deadline_seconds\); the instance was stopped \[E-HOST-003\]\n  hint: raise capabilities\.limits\.deadline_seconds in murmur\.yaml/);
+    expect(errs[0]).toMatch(
+      /^task failed: demo: (run\.run|instantiate) did not finish within its 4000 ms deadline \(capabilities\.limits\.deadline_seconds\); the instance was stopped \[E-HOST-003\]\n  hint: raise capabilities\.limits\.deadline_seconds in murmur\.yaml/,
+    );
     const trace = traceOf(staged);
     expect(trace.at(-1)).toMatchObject({ event_type: 'session_end', exit_status: 'failed', tasks: 1 });
     expect(trace.find((e) => e.event_type === 'task_start')).toMatchObject({ source: 'task_md', trust: 'trusted' });
@@ -58,7 +66,14 @@ describe('runScriptTask (mur serve)', () => {
     await closeScriptSession(staged, 'ok');
     const types = traceOf(staged).map((e) => e.event_type);
     expect(types).toEqual(['session_start', 'task_start', 'tool_call', 'task_end', 'task_start', 'tool_call', 'task_end', 'session_end']);
-    expect(traceOf(staged).filter((e) => e.event_type === 'task_start').map((e) => [e.source, e.trust])).toEqual([['a2a', 'untrusted'], ['a2a', 'trusted']]);
+    expect(
+      traceOf(staged)
+        .filter((e) => e.event_type === 'task_start')
+        .map((e) => [e.source, e.trust]),
+    ).toEqual([
+      ['a2a', 'untrusted'],
+      ['a2a', 'trusted'],
+    ]);
   });
 
   it('a capsule that cannot open fails the task with the reason', async () => {
@@ -77,7 +92,12 @@ describe('the capsule component', () => {
     expect(s.capsule.origin).toBe('file');
     const out = await s.runTask(task(program({ op: 'invoke', name: 'echo-tool', data: 'x' })));
     expect(results(out.text)[0]!.ok).toBe(true);
-    expect(traceOf(staged)[0]).toMatchObject({ event_type: 'session_start', kind: 'script', capsule_component: { origin: 'file', path: path.join(staged.capsuleDir, 'capsule.wasm') }, tools_declared: ['echo-tool'] });
+    expect(traceOf(staged)[0]).toMatchObject({
+      event_type: 'session_start',
+      kind: 'script',
+      capsule_component: { origin: 'file', path: path.join(staged.capsuleDir, 'capsule.wasm') },
+      tools_declared: ['echo-tool'],
+    });
   });
 
   it('is refused when missing, ambiguous, or not a capsule', async () => {
@@ -86,10 +106,16 @@ describe('the capsule component', () => {
     await expect(ScriptSession.open(none)).rejects.toMatchObject({ code: 'E-SCRIPT-001' });
 
     const both = await stageYaml(sessions.registry(), demoYaml(), { 'capsule.wasm': readFileSync(f.capsule) });
-    await expect(ScriptSession.open(both)).rejects.toMatchObject({ code: 'E-SCRIPT-002', message: expect.stringContaining("two capsule components: the artifact 'demo' and capsule.wasm") });
+    await expect(ScriptSession.open(both)).rejects.toMatchObject({
+      code: 'E-SCRIPT-002',
+      message: expect.stringContaining("two capsule components: the artifact 'demo' and capsule.wasm"),
+    });
 
     const several = await stageYaml(sessions.registry(), toolOnlyYaml, { 'a.wasm': readFileSync(f.capsule), 'b.wasm': readFileSync(f.capsule) });
-    await expect(ScriptSession.open(several)).rejects.toMatchObject({ code: 'E-SCRIPT-002', message: expect.stringContaining('several root .wasm files (a.wasm, b.wasm)') });
+    await expect(ScriptSession.open(several)).rejects.toMatchObject({
+      code: 'E-SCRIPT-002',
+      message: expect.stringContaining('several root .wasm files (a.wasm, b.wasm)'),
+    });
 
     const toolAsCapsule = await stageYaml(sessions.registry(), toolOnlyYaml, { 'capsule.wasm': readFileSync(f.echo) });
     await expect(ScriptSession.open(toolAsCapsule)).rejects.toMatchObject({

@@ -27,7 +27,6 @@ afterAll(() => {
   server?.close();
 });
 
-
 function session(capabilities: string, hostEnv?: NodeJS.ProcessEnv): Promise<ScriptSession> {
   return sessions.open(demoYaml({ capabilities }), hostEnv);
 }
@@ -36,12 +35,16 @@ describe('filesystem', () => {
   it('writes and reads back a file in its scope; the file persists in the session workdir', async () => {
     const s = await session('  filesystem:\n    scope: data');
     expect(s.grantedDir).toBe(path.join(s.staged.workdir.dir, 'data'));
-    const out = await s.runTask(task(program(
-      { op: 'mkdir', path: 'notes' },
-      { op: 'write', path: 'notes/kept.txt', text: 'written by the capsule' },
-      { op: 'read', path: 'notes/kept.txt' },
-      { op: 'task' },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'mkdir', path: 'notes' },
+          { op: 'write', path: 'notes/kept.txt', text: 'written by the capsule' },
+          { op: 'read', path: 'notes/kept.txt' },
+          { op: 'task' },
+        ),
+      ),
+    );
     expect(out.exit).toBe('completed');
     const [, write, read, taskText] = results(out.text);
     expect(write).toMatchObject({ ok: true, value: 22 });
@@ -63,24 +66,29 @@ describe('filesystem', () => {
     symlinkSync(path.join(wd, 'secret.txt'), path.join(s.grantedDir, 'abs-link.txt'));
     symlinkSync('../secret.txt', path.join(s.grantedDir, 'rel-link.txt'));
     symlinkSync(wd, path.join(s.grantedDir, 'dir-link'));
-    const out = await s.runTask(task(program(
-      { op: 'write', path: path.join(wd, 'planted-abs.txt'), text: 'x' },
-      { op: 'write', path: '../planted-dotdot.txt', text: 'x' },
-      { op: 'write', path: 'sub/../../planted-nested.txt', text: 'x' },
-      { op: 'read', path: '../secret.txt' },
-      { op: 'read', path: 'abs-link.txt' },
-      { op: 'read', path: 'rel-link.txt' },
-      { op: 'write', path: 'rel-link.txt', text: 'overwrite through the link' },
-      { op: 'write', path: 'dir-link/planted-via-dir-link.txt', text: 'x' },
-      { op: 'read', path: path.join(wd, 'secret.txt') },
-      { op: 'ping' },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'write', path: path.join(wd, 'planted-abs.txt'), text: 'x' },
+          { op: 'write', path: '../planted-dotdot.txt', text: 'x' },
+          { op: 'write', path: 'sub/../../planted-nested.txt', text: 'x' },
+          { op: 'read', path: '../secret.txt' },
+          { op: 'read', path: 'abs-link.txt' },
+          { op: 'read', path: 'rel-link.txt' },
+          { op: 'write', path: 'rel-link.txt', text: 'overwrite through the link' },
+          { op: 'write', path: 'dir-link/planted-via-dir-link.txt', text: 'x' },
+          { op: 'read', path: path.join(wd, 'secret.txt') },
+          { op: 'ping' },
+        ),
+      ),
+    );
     expect(out.exit).toBe('completed');
     const r = results(out.text);
     expect(r.slice(0, 9).map((x) => x.ok)).toEqual(Array(9).fill(false));
     for (const x of r.slice(0, 9)) expect(x.error).toMatch(/not-permitted|no-entry|access/);
     expect(r[9]!.value).toBe('pong');
-    for (const f of ['planted-abs.txt', 'planted-dotdot.txt', 'planted-nested.txt', 'planted-via-dir-link.txt']) expect(existsSync(path.join(wd, f)), f).toBe(false);
+    for (const f of ['planted-abs.txt', 'planted-dotdot.txt', 'planted-nested.txt', 'planted-via-dir-link.txt'])
+      expect(existsSync(path.join(wd, f)), f).toBe(false);
     expect(readFileSync(path.join(wd, 'secret.txt'), 'utf8')).toBe('outside the grant');
   });
 });
@@ -89,13 +97,17 @@ describe('environment', () => {
   it('sees only allowlisted variables, and never credential-shaped ones', async () => {
     const env = { GRANTED: 'yes', MURMUR_TEST_SECRET: 'do-not-leak', MY_TOKEN: 'tok', PATH: '/usr/bin' };
     const s = await session('  env:\n    allow: [GRANTED, MY_TOKEN]', env);
-    const out = await s.runTask(task(program(
-      { op: 'envAll' },
-      { op: 'env', name: 'GRANTED' },
-      { op: 'env', name: 'MURMUR_TEST_SECRET' },
-      { op: 'env', name: 'MY_TOKEN' },
-      { op: 'env', name: 'PATH' },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'envAll' },
+          { op: 'env', name: 'GRANTED' },
+          { op: 'env', name: 'MURMUR_TEST_SECRET' },
+          { op: 'env', name: 'MY_TOKEN' },
+          { op: 'env', name: 'PATH' },
+        ),
+      ),
+    );
     const [all, granted, secret, token, pathVar] = results(out.text);
     expect(all!.value).toEqual(['GRANTED']);
     expect(granted!.value).toBe('yes');
@@ -113,9 +125,11 @@ describe('network', () => {
     const out = await denied.runTask(t);
     const [fetchDenied, ping] = results(out.text);
     // The refusal is in the trace: which component, where it tried to go, in which task.
-    expect(traceOf(denied.staged).filter((e) => e.event_type === 'network_denied').map(({ component_kind, component, destination, task_id }) => ({ component_kind, component, destination, task_id }))).toEqual([
-      { component_kind: 'capsule', component: 'demo', destination: `http://127.0.0.1:${port}`, task_id: t.taskId },
-    ]);
+    expect(
+      traceOf(denied.staged)
+        .filter((e) => e.event_type === 'network_denied')
+        .map(({ component_kind, component, destination, task_id }) => ({ component_kind, component, destination, task_id })),
+    ).toEqual([{ component_kind: 'capsule', component: 'demo', destination: `http://127.0.0.1:${port}`, task_id: t.taskId }]);
     expect(fetchDenied!.ok).toBe(false);
     // The host answers wasi:http HttpRequestDenied; componentize-js's fetch reports it generically.
     expect(fetchDenied!.error).toMatch(/fetch_https: An error occurred while using the host API|denied/i);
@@ -135,7 +149,11 @@ describe('network', () => {
     const [below, domain] = results((await s.runTask(t)).text);
     // Only the domain itself is refused by the grant; the name below it passed the grant and went
     // on to DNS, where nothing answers for .test.
-    expect(traceOf(s.staged).filter((e) => e.event_type === 'network_denied').map((e) => e.destination)).toEqual(['http://example.test:80']);
+    expect(
+      traceOf(s.staged)
+        .filter((e) => e.event_type === 'network_denied')
+        .map((e) => e.destination),
+    ).toEqual(['http://example.test:80']);
     expect(below!.ok).toBe(false);
     expect(domain!.ok).toBe(false);
   });
@@ -147,7 +165,9 @@ describe('limits', () => {
     // The spin never ends on its own: only the deadline ends this task (a broken one fails by the test timeout).
     const spun = await s.runTask(task(program({ op: 'ping' }, { op: 'spin' })));
     expect(spun.exit).toBe('failed');
-    expect(spun.reason).toBe('demo: run.run did not finish within its 5000 ms deadline (capabilities.limits.deadline_seconds); the instance was stopped [E-HOST-003]');
+    expect(spun.reason).toBe(
+      'demo: run.run did not finish within its 5000 ms deadline (capabilities.limits.deadline_seconds); the instance was stopped [E-HOST-003]',
+    );
     // Steps before the spin left their partial answer in the workdir.
     expect(JSON.parse(readFileSync(path.join(s.grantedDir, 'out', 'result.txt'), 'utf8')).results[0].value).toBe('pong');
     const next = await s.runTask(task(program({ op: 'ping' })));
@@ -162,7 +182,9 @@ describe('limits', () => {
     const s = await session('  limits:\n    memory_bytes: 100663296');
     const grown = await s.runTask(task(program({ op: 'grow', mb: 8 })));
     expect(grown.exit).toBe('failed');
-    expect(grown.reason).toMatch(/^demo: run\.run grew linear memory to \d+ MiB and asked for \d+ MiB more, past its 96 MiB cap; the instance was stopped \[E-HOST-004\]$/);
+    expect(grown.reason).toMatch(
+      /^demo: run\.run grew linear memory to \d+ MiB and asked for \d+ MiB more, past its 96 MiB cap; the instance was stopped \[E-HOST-004\]$/,
+    );
     const next = await s.runTask(task(program({ op: 'ping' })));
     expect(results(next.text)[0]!.value).toBe('pong');
   });
@@ -184,7 +206,11 @@ describe('limits', () => {
     const r = await s.runTask(task(program({ op: 'invoke', name: 'echo-tool', data: 'x' }, { op: 'spin' })), { signal: ac.signal, io });
     expect(r).toEqual({ exit: 'canceled', reason: 'stop now' });
     expect((await s.runTask(task('after'))).text).toBe('echo: after');
-    expect(traceOf(s.staged).filter((e) => e.event_type === 'task_end').map((e) => e.exit_status)).toEqual(['canceled', 'ok']);
+    expect(
+      traceOf(s.staged)
+        .filter((e) => e.event_type === 'task_end')
+        .map((e) => e.exit_status),
+    ).toEqual(['canceled', 'ok']);
   });
 });
 

@@ -51,7 +51,11 @@ describe('a served script capsule', () => {
   });
 
   it('a tool’s request-input makes the task input-required; the reply reaches the tool', async () => {
-    const sent = await sendMessage({ peerUrl: server.url, allow, text: program({ op: 'invoke', name: 'probe-tool', data: { op: 'ask', prompt: 'favourite colour?' } }) });
+    const sent = await sendMessage({
+      peerUrl: server.url,
+      allow,
+      text: program({ op: 'invoke', name: 'probe-tool', data: { op: 'ask', prompt: 'favourite colour?' } }),
+    });
     expect(sent.ok).toBe(true);
     if (!sent.ok) return;
     const waiting = await followTask({ peerUrl: server.url, allow, taskId: sent.taskId, deadlineMs: 30_000 });

@@ -14,11 +14,15 @@ function session(capabilities: string, hostEnv?: NodeJS.ProcessEnv): Promise<Scr
 describe('shell execute', () => {
   it('runs an allowlisted binary; a non-zero exit is data', async () => {
     const s = await session('  shell:\n    allow: [echo, sh]');
-    const out = await s.runTask(task(program(
-      { op: 'shell', binary: 'echo', args: ['hello', 'world'] },
-      { op: 'shell', binary: 'sh', args: ['-c', 'echo oops >&2; exit 3'] },
-      { op: 'shell', binary: 'sh', args: ['-c', 'pwd'] },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'shell', binary: 'echo', args: ['hello', 'world'] },
+          { op: 'shell', binary: 'sh', args: ['-c', 'echo oops >&2; exit 3'] },
+          { op: 'shell', binary: 'sh', args: ['-c', 'pwd'] },
+        ),
+      ),
+    );
     expect(out.exit).toBe('completed');
     const [echo, fail, pwd] = results(out.text);
     expect(echo).toEqual({ op: 'shell', ok: true, value: { exitCode: 0, stdout: 'hello world\n', stderr: '', truncated: false, fullOutputPath: null } });
@@ -35,11 +39,15 @@ describe('shell execute', () => {
 
   it('refuses a binary outside the allowlist before spawning anything', async () => {
     const s = await session('  shell:\n    allow: [echo]');
-    const out = await s.runTask(task(program(
-      { op: 'shell', binary: 'touch', args: ['planted.txt'] },
-      { op: 'shell', binary: '/bin/echo', args: ['x'] },
-      { op: 'shell', binary: 'echo', args: ['still fine'] },
-    )));
+    const out = await s.runTask(
+      task(
+        program(
+          { op: 'shell', binary: 'touch', args: ['planted.txt'] },
+          { op: 'shell', binary: '/bin/echo', args: ['x'] },
+          { op: 'shell', binary: 'echo', args: ['still fine'] },
+        ),
+      ),
+    );
     const [touch, abs, ok] = results(out.text);
     expect(touch!.ok).toBe(false);
     expect(touch!.error).toBe('shell binary "touch" is not in capabilities.shell.allow (allowed: "echo") [E-SHELL-001]');
@@ -57,7 +65,9 @@ describe('shell execute', () => {
 
   it('truncates output past 16 KiB and points at the full log, which the capsule can read back', async () => {
     const s = await session('  shell:\n    allow: [sh]');
-    const out = await s.runTask(task(JSON.stringify({ steps: [{ op: 'shell', binary: 'sh', args: ['-c', "head -c 40000 /dev/zero | tr '\\0' x; echo tail >&2"] }] })));
+    const out = await s.runTask(
+      task(JSON.stringify({ steps: [{ op: 'shell', binary: 'sh', args: ['-c', "head -c 40000 /dev/zero | tr '\\0' x; echo tail >&2"] }] })),
+    );
     const [r] = results(out.text);
     expect(r!.value.truncated).toBe(true);
     expect(r!.value.stdout).toBe('x'.repeat(16384));
@@ -67,12 +77,18 @@ describe('shell execute', () => {
     const log = results(again.text)[0]!.value as string;
     expect(log).toContain('--- stdout (40000 bytes) ---\n' + 'x'.repeat(40000));
     expect(log).toContain('--- stderr (5 bytes) ---\ntail');
-    expect(traceOf(s.staged).find((e) => e.event_type === 'shell')).toMatchObject({ truncated: true, full_output_path: r!.value.fullOutputPath, stdout_bytes: 40000 });
+    expect(traceOf(s.staged).find((e) => e.event_type === 'shell')).toMatchObject({
+      truncated: true,
+      full_output_path: r!.value.fullOutputPath,
+      stdout_bytes: 40000,
+    });
   });
 
   it('strips credential-shaped variables; the capsule’s own env pairs are added', async () => {
     const s = await session('  shell:\n    allow: [sh]', { PATH: process.env.PATH, PLAIN: 'plain', MY_API_KEY: 'sk-secret', GITHUB_TOKEN: 'ghp-secret' });
-    const out = await s.runTask(task(program({ op: 'shell', binary: 'sh', args: ['-c', 'echo "$PLAIN|$MY_API_KEY|$GITHUB_TOKEN|$FROM_CAPSULE|$HOME"'], env: [['FROM_CAPSULE', 'v']] })));
+    const out = await s.runTask(
+      task(program({ op: 'shell', binary: 'sh', args: ['-c', 'echo "$PLAIN|$MY_API_KEY|$GITHUB_TOKEN|$FROM_CAPSULE|$HOME"'], env: [['FROM_CAPSULE', 'v']] })),
+    );
     const [r] = results(out.text);
     expect(r!.value.stdout).toBe(`plain|||v|${s.grantedDir}\n`);
   });

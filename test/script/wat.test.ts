@@ -11,19 +11,20 @@ import { demoYaml, fixtures, program, results, stageYaml, task, traceOf, useScri
 
 const sessions = useScriptSessions();
 
-const watCapsuleYaml = [
-  'name: wat-demo',
-  'version: 0.1.0',
-  'artifacts:',
-  '  - name: wat-demo',
-  '    version: 1.0.0',
-  '  - name: script-wat-tool',
-  '    version: 1.0.0',
-  '  - name: echo-tool',
-  '    version: 1.0.0',
-  'trace:',
-  '  include_tool_output: true',
-].join('\n') + '\n';
+const watCapsuleYaml =
+  [
+    'name: wat-demo',
+    'version: 0.1.0',
+    'artifacts:',
+    '  - name: wat-demo',
+    '    version: 1.0.0',
+    '  - name: script-wat-tool',
+    '    version: 1.0.0',
+    '  - name: echo-tool',
+    '    version: 1.0.0',
+    'trace:',
+    '  include_tool_output: true',
+  ].join('\n') + '\n';
 
 describe('WAT-built components', () => {
   it('are real components with no WASI imports and no JS engine inside', async () => {
@@ -52,7 +53,13 @@ describe('WAT-built components', () => {
       ['not-declared', 'error'],
       ['script-wat-tool', 'ok'],
     ]);
-    expect(calls[0]).toMatchObject({ input: 'hello from wat', output: 'HELLO FROM WAT', state_effect: 'read', resource_id: 'wat:upper', tool_status: 'passed' });
+    expect(calls[0]).toMatchObject({
+      input: 'hello from wat',
+      output: 'HELLO FROM WAT',
+      state_effect: 'read',
+      resource_id: 'wat:upper',
+      tool_status: 'passed',
+    });
     expect(calls[1]).toMatchObject({ input: 'HELLO FROM WAT', output: JSON.stringify({ echo: 'HELLO FROM WAT', calls: 1 }) });
     const err = calls[2].error as string;
     expect(err).toMatch(/^tool 'not-declared' is not declared in .*murmur\.yaml \(callable tools: script-wat-tool, echo-tool\)/);
@@ -63,12 +70,21 @@ describe('WAT-built components', () => {
   it('a JS capsule invokes the WAT tool, including its failed status', async () => {
     const staged = await stageYaml(sessions.registry(), demoYaml({ artifacts: '  - name: script-wat-tool\n    version: 1.0.0' }));
     const s = sessions.track(await ScriptSession.open(staged));
-    const out = await s.runTask(task(program(
-      { op: 'invoke', name: 'script-wat-tool', data: 'mixed Case ünïcode' },
-      { op: 'invoke', name: 'script-wat-tool' },
-    )));
+    const out = await s.runTask(
+      task(program({ op: 'invoke', name: 'script-wat-tool', data: 'mixed Case ünïcode' }, { op: 'invoke', name: 'script-wat-tool' })),
+    );
     const [upper, none] = results(out.text);
-    expect(upper!.value).toEqual({ status: 'passed', summary: 'wat-upper', data: 'MIXED CASE üNïCODE', dataPath: null, truncated: false, metadata: [['state_effect', 'read'], ['resource_id', 'wat:upper']] });
+    expect(upper!.value).toEqual({
+      status: 'passed',
+      summary: 'wat-upper',
+      data: 'MIXED CASE üNïCODE',
+      dataPath: null,
+      truncated: false,
+      metadata: [
+        ['state_effect', 'read'],
+        ['resource_id', 'wat:upper'],
+      ],
+    });
     expect(none!.value).toMatchObject({ status: 'failed', summary: 'wat-upper: no input', data: null });
   });
 });

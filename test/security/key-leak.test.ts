@@ -73,12 +73,28 @@ function runtimeStandIn(loaderMode: number, guard = false): Promise<Report> {
   // test would show setpriv's behaviour, not the image's.
   const child = spawn(
     'unshare',
-    ['--mount', '--propagation', 'private', '--', 'sh', '-c',
+    [
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      'sh',
+      '-c',
       'mount --bind "$0" "$1" && exec setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs -- env -- "$2" "$3"',
-      loaderCopy, loader, node, FIXTURE],
+      loaderCopy,
+      loader,
+      node,
+      FIXTURE,
+    ],
     {
       cwd: REPO,
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: workdir, MURMUR_INFERENCE_API_KEY: KEY, KEYLEAK_WORKDIR: workdir, ...(guard ? { KEYLEAK_GUARD: '1' } : {}) },
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        HOME: workdir,
+        MURMUR_INFERENCE_API_KEY: KEY,
+        KEYLEAK_WORKDIR: workdir,
+        ...(guard ? { KEYLEAK_GUARD: '1' } : {}),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

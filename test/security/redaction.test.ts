@@ -54,9 +54,14 @@ describe('the redactor', () => {
 describe('a provider that quotes the key back', () => {
   it('reaches neither the A2A answer, nor trace.jsonl, the workdir files, the logs, the spans or /metrics', async () => {
     const key = `sk-ant-api03-${crypto.randomUUID()}`;
-    const provider = await startScriptedProvider({ turns: [{ error: { status: 401, type: 'authentication_error', message: 'invalid x-api-key', echoKey: true } }] });
+    const provider = await startScriptedProvider({
+      turns: [{ error: { status: 401, type: 'authentication_error', message: 'invalid x-api-key', echoKey: true } }],
+    });
     const receiver = await startOtlpReceiver();
-    cleanup.push(() => provider.stop(), () => receiver.close());
+    cleanup.push(
+      () => provider.stop(),
+      () => receiver.close(),
+    );
     const registry = await makeRegistry([driverDef('anthropic')]);
     const capsule = tmp('redact-capsule-');
     writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'quoted', tools: [] }));
@@ -65,7 +70,13 @@ describe('a provider that quotes the key back', () => {
     const served = await serve(capsule, {
       registry,
       workRoot,
-      env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: key, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' },
+      env: {
+        MURMUR_INFERENCE_ENDPOINT: provider.url,
+        MURMUR_INFERENCE_API_KEY: key,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
       args: ['--metrics-port', String(metricsPort)],
     });
     cleanup.push(() => served.stop());
@@ -96,16 +107,22 @@ describe('a provider that quotes the key back', () => {
 
   it('reaches none of the lines `mur run` prints, nor its session workdir', async () => {
     const key = `sk-ant-api03-${crypto.randomUUID()}`;
-    const provider = await startScriptedProvider({ turns: [{ error: { status: 401, type: 'authentication_error', message: 'invalid x-api-key', echoKey: true } }] });
+    const provider = await startScriptedProvider({
+      turns: [{ error: { status: 401, type: 'authentication_error', message: 'invalid x-api-key', echoKey: true } }],
+    });
     cleanup.push(() => provider.stop());
     const registry = await makeRegistry([driverDef('anthropic')]);
     const capsule = tmp('redact-run-');
     writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'quoted-run', tools: [] }));
     const workRoot = tmp('redact-run-work-');
-    const proc = spawn(process.execPath, [join(PROJECT_ROOT, 'bin/mur'), 'run', capsule, '--task', 'answer me', '--registry', registry, '--work-root', workRoot], {
-      env: { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: key },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const proc = spawn(
+      process.execPath,
+      [join(PROJECT_ROOT, 'bin/mur'), 'run', capsule, '--task', 'answer me', '--registry', registry, '--work-root', workRoot],
+      {
+        env: { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: key },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     proc.stdout.on('data', (d: Buffer) => (output += d.toString()));
     proc.stderr.on('data', (d: Buffer) => (output += d.toString()));

@@ -52,7 +52,11 @@ describe('a runtime run as root', () => {
     const registry = await makeRegistry([driverDef('anthropic')]);
     const capsule = tmp('rootcaps-capsule-');
     writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'reader', tools: [], shell: ['sh'] }));
-    const served = await serve(capsule, { registry, workRoot: tmp('rootcaps-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: key } });
+    const served = await serve(capsule, {
+      registry,
+      workRoot: tmp('rootcaps-work-'),
+      env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: key },
+    });
     cleanup.push(() => served.stop());
 
     const done = await sendMessage({ peerUrl: served.url, text: 'read the runtime', allow: [served.url], wait: true });
@@ -82,17 +86,38 @@ describe('a runtime run as root', () => {
     const capsule = tmp('rootcaps-run-');
     writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'no-setpcap', tools: [] }));
     // setpriv takes CAP_SETPCAP out of the bounding and inheritable sets: root's exec of node then lacks it.
-    const proc = spawn('setpriv', ['--bounding-set', '-setpcap', '--inh-caps', '-setpcap', process.execPath, join(PROJECT_ROOT, 'bin/mur'), 'run', capsule, '--task', 'answer me', '--registry', registry, '--work-root', tmp('rootcaps-run-work-')], {
-      env: { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: key },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const proc = spawn(
+      'setpriv',
+      [
+        '--bounding-set',
+        '-setpcap',
+        '--inh-caps',
+        '-setpcap',
+        process.execPath,
+        join(PROJECT_ROOT, 'bin/mur'),
+        'run',
+        capsule,
+        '--task',
+        'answer me',
+        '--registry',
+        registry,
+        '--work-root',
+        tmp('rootcaps-run-work-'),
+      ],
+      {
+        env: { PATH: process.env.PATH, MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: key },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     proc.stdout.on('data', (d: Buffer) => (output += d.toString()));
     proc.stderr.on('data', (d: Buffer) => (output += d.toString()));
     const code = await new Promise<number | null>((r) => proc.once('close', r));
     expect(code, output).toBe(0);
     expect(output).toContain('answered');
-    expect(output).toMatch(/warning: running as root, and the processes it starts keep CAP_SYS_PTRACE \(PR_CAPBSET_DROP: Operation not permitted\).*\[E-RUN-051\]/);
+    expect(output).toMatch(
+      /warning: running as root, and the processes it starts keep CAP_SYS_PTRACE \(PR_CAPBSET_DROP: Operation not permitted\).*\[E-RUN-051\]/,
+    );
     expect(output).not.toContain(key);
   });
 

@@ -26,7 +26,9 @@ describe('the runtime’s start-up environment', () => {
   it('has the native addon with its process guard built (scripts/build-native.ts, run by npm test)', () => {
     const a = nativeAddon();
     if (!a?.scrub || !a.nonDumpable) {
-      throw new Error(`runtime/native/memory.node is ${addonPath() ? (a ? 'built without guard.c (rebuild it)' : 'there but does not load') : 'not built'}: run node --import tsx scripts/build-native.ts (needs a C compiler and Node's headers); without it the key stays in /proc/<pid>/environ`);
+      throw new Error(
+        `runtime/native/memory.node is ${addonPath() ? (a ? 'built without guard.c (rebuild it)' : 'there but does not load') : 'not built'}: run node --import tsx scripts/build-native.ts (needs a C compiler and Node's headers); without it the key stays in /proc/<pid>/environ`,
+      );
     }
   });
 
@@ -60,7 +62,11 @@ describe('the runtime’s start-up environment', () => {
     const registry = await makeRegistry([driverDef('anthropic')]);
     const capsule = tmp('environ-capsule-');
     writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'reader', tools: [], shell: ['sh', 'cat'] }));
-    const served = await serve(capsule, { registry, workRoot: tmp('environ-work-'), env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: key } });
+    const served = await serve(capsule, {
+      registry,
+      workRoot: tmp('environ-work-'),
+      env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: key },
+    });
     cleanup.push(() => served.stop());
 
     const done = await sendMessage({ peerUrl: served.url, text: 'read the environment', allow: [served.url], wait: true });

@@ -33,7 +33,14 @@ describe('artifact manager', () => {
     expect(am.list()).toEqual([{ name: 'echo', version: '1.0.0', runtime: 'wasm' }]);
     expect(am.describe('echo')).toEqual({
       tag: 'ok',
-      val: { name: 'echo', version: '1.0.0', description: 'The echo artifact.', tags: ['io'], runtime: 'wasm', inputSchema: '{"type":"object","properties":{"text":{"type":"string"}}}' },
+      val: {
+        name: 'echo',
+        version: '1.0.0',
+        description: 'The echo artifact.',
+        tags: ['io'],
+        runtime: 'wasm',
+        inputSchema: '{"type":"object","properties":{"text":{"type":"string"}}}',
+      },
     });
     expect(am.describe('nope')).toEqual({ tag: 'err', val: "artifact 'nope' is not installed in this session (installed: echo)" });
     const d = am.diagnostics();

@@ -5,7 +5,12 @@ describe('shell argv helpers', () => {
   it('argsFromCommand: interpreters get -c <command>, others a quote-aware split with no expansion', () => {
     expect(argsFromCommand('bash', 'ls *.ts | wc -l')).toEqual(['-c', 'ls *.ts | wc -l']);
     expect(argsFromCommand('git', `commit -m "fix: the \\"thing\\"" --author='A B' a\\ b $HOME`)).toEqual([
-      'commit', '-m', 'fix: the "thing"', '--author=A B', 'a b', '$HOME',
+      'commit',
+      '-m',
+      'fix: the "thing"',
+      '--author=A B',
+      'a b',
+      '$HOME',
     ]);
     expect(splitWords(`echo 'unterminated`)).toBeUndefined();
     expect(splitWords(`  `)).toEqual([]);
@@ -29,7 +34,24 @@ describe('shell argv helpers', () => {
 
 describe('credential-shaped env stripping', () => {
   it('strips the documented shapes, case-insensitively, and keeps ordinary variables', () => {
-    for (const n of ['OPENAI_API_KEY', 'openai_api_key', 'HF_TOKEN', 'GH_TOKEN', 'NPM_TOKEN', 'CLIENT_SECRET', 'PGPASSWORD', 'MYSQL_PWD', 'AWS_ACCESS_KEY_ID', 'AWS_PROFILE', 'GOOGLE_APPLICATION_CREDENTIALS', 'DOCKER_AUTH_CONFIG', 'KUBECONFIG', 'SSH_AUTH_SOCK', 'DATABASE_URL', 'VAULT_ADDR']) {
+    for (const n of [
+      'OPENAI_API_KEY',
+      'openai_api_key',
+      'HF_TOKEN',
+      'GH_TOKEN',
+      'NPM_TOKEN',
+      'CLIENT_SECRET',
+      'PGPASSWORD',
+      'MYSQL_PWD',
+      'AWS_ACCESS_KEY_ID',
+      'AWS_PROFILE',
+      'GOOGLE_APPLICATION_CREDENTIALS',
+      'DOCKER_AUTH_CONFIG',
+      'KUBECONFIG',
+      'SSH_AUTH_SOCK',
+      'DATABASE_URL',
+      'VAULT_ADDR',
+    ]) {
       expect(isStrippedEnvName(n), n).toBe(true);
     }
     for (const n of ['PATH', 'LANG', 'TERM', 'USER', 'PWD', 'OLDPWD', 'TMPDIR', 'LC_ALL', 'EDITOR', 'KEYBOARD']) {

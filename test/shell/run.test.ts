@@ -113,13 +113,36 @@ describe('shell tool: process environment', () => {
       KEEP_ME: 'kept',
     };
     const r = await run('env', [], { env, stripEnvGlobs: ['CUSTOM_*'] });
-    const names = r.stdout.split('\n').filter(Boolean).map((l) => l.split('=')[0]);
+    const names = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('=')[0]);
     expect(names).toContain('KEEP_ME');
     expect(names).toContain('PATH');
-    for (const gone of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GITHUB_TOKEN', 'AWS_REGION', 'DB_PASSWORD', 'MY_SECRET', 'SSH_AUTH_SOCK', 'KUBECONFIG', 'CUSTOM_THING']) {
+    for (const gone of [
+      'OPENAI_API_KEY',
+      'ANTHROPIC_API_KEY',
+      'GITHUB_TOKEN',
+      'AWS_REGION',
+      'DB_PASSWORD',
+      'MY_SECRET',
+      'SSH_AUTH_SOCK',
+      'KUBECONFIG',
+      'CUSTOM_THING',
+    ]) {
       expect(names).not.toContain(gone);
     }
-    expect(r.strippedEnv).toEqual(['ANTHROPIC_API_KEY', 'AWS_REGION', 'CUSTOM_THING', 'DB_PASSWORD', 'GITHUB_TOKEN', 'KUBECONFIG', 'MY_SECRET', 'OPENAI_API_KEY', 'SSH_AUTH_SOCK']);
+    expect(r.strippedEnv).toEqual([
+      'ANTHROPIC_API_KEY',
+      'AWS_REGION',
+      'CUSTOM_THING',
+      'DB_PASSWORD',
+      'GITHUB_TOKEN',
+      'KUBECONFIG',
+      'MY_SECRET',
+      'OPENAI_API_KEY',
+      'SSH_AUTH_SOCK',
+    ]);
   });
 });
 

@@ -34,17 +34,29 @@ async function runBuild(script: string, env: Record<string, string>, missingTool
 
 /** The CNCF distribution registry and oras in OCI_BIN, built from the Go module proxy when missing. */
 export function ensureOciTools(): Promise<void> {
-  return runBuild('test/oci/build.sh', { OCI_BIN_DIR: OCI_BIN }, 'Go (>= 1.26) is not installed; the OCI tests build the CNCF distribution registry and oras with it from the Go module proxy');
+  return runBuild(
+    'test/oci/build.sh',
+    { OCI_BIN_DIR: OCI_BIN },
+    'Go (>= 1.26) is not installed; the OCI tests build the CNCF distribution registry and oras with it from the Go module proxy',
+  );
 }
 
 /** The Python A2A SDK's venv in A2A_PY_DIR, installed from PyPI when missing. */
 export function ensurePythonSdk(): Promise<void> {
-  return runBuild('test/interop/build.sh', { A2A_PY_DIR }, 'python3 with the venv module is not installed; the interop suite installs the official a2a-sdk from PyPI into a venv with it');
+  return runBuild(
+    'test/interop/build.sh',
+    { A2A_PY_DIR },
+    'python3 with the venv module is not installed; the interop suite installs the official a2a-sdk from PyPI into a venv with it',
+  );
 }
 
 export const PROMETHEUS_BIN = process.env.PROMETHEUS_BIN_DIR ?? path.join(PROJECT_ROOT, '.cache', 'prometheus', 'bin');
 
 /** promtool and prometheus in PROMETHEUS_BIN, built from the Go module proxy when missing. */
 export function ensurePrometheus(): Promise<void> {
-  return runBuild('test/prometheus/build.sh', { PROMETHEUS_BIN_DIR: PROMETHEUS_BIN }, 'Go (>= 1.26) is not installed; the chart\'s alert and dashboard tests build promtool and prometheus with it from the Go module proxy');
+  return runBuild(
+    'test/prometheus/build.sh',
+    { PROMETHEUS_BIN_DIR: PROMETHEUS_BIN },
+    "Go (>= 1.26) is not installed; the chart's alert and dashboard tests build promtool and prometheus with it from the Go module proxy",
+  );
 }

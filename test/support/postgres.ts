@@ -54,7 +54,8 @@ function pgUser(): { uid: number; gid: number } | undefined {
   if (userInfo().uid !== 0) return undefined; // not root: run as ourselves
   const r = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
   const g = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
-  if (r.status !== 0 || g.status !== 0) throw new Error('running as root and there is no postgres user to run the server as (apt-get install postgresql creates it)');
+  if (r.status !== 0 || g.status !== 0)
+    throw new Error('running as root and there is no postgres user to run the server as (apt-get install postgresql creates it)');
   return { uid: Number(r.stdout.trim()), gid: Number(g.stdout.trim()) };
 }
 
@@ -77,7 +78,11 @@ export async function startPostgres(o: PostgresOptions = {}): Promise<Postgres> 
   const args = ['-D', data, '-k', dir, '-h', listen, '-p', String(port), '-c', 'fsync=off'];
   // nsenter enters the namespace as root, then becomes the postgres user (no fork: the pid is the server's).
   const proc: ChildProcess = o.netns
-    ? spawn('nsenter', [`--net=/run/netns/${o.netns}`, ...(user ? [`--setuid=${user.uid}`, `--setgid=${user.gid}`] : []), '--', join(bin, 'postgres'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+    ? spawn(
+        'nsenter',
+        [`--net=/run/netns/${o.netns}`, ...(user ? [`--setuid=${user.uid}`, `--setgid=${user.gid}`] : []), '--', join(bin, 'postgres'), ...args],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      )
     : spawn(join(bin, 'postgres'), args, { stdio: ['ignore', 'ignore', 'pipe'], ...(user ?? {}) });
   let log = '';
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));

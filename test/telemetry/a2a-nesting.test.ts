@@ -18,7 +18,11 @@ const ROOT_SPAN = 'b7ad6b7169203331';
 describe('trace context across capsules', () => {
   it("the callee's invoke_agent is a child of the caller's execute_tool delegate-task", async () => {
     const receiver = await traced.receiver();
-    const callee = await openKit({ yaml: capsuleYaml({ name: 'callee', tools: [] }), artifacts: [driverDef('anthropic')], script: { turns: [{ text: 'the summary', usage: { input: 40, output: 4 } }] } });
+    const callee = await openKit({
+      yaml: capsuleYaml({ name: 'callee', tools: [] }),
+      artifacts: [driverDef('anthropic')],
+      script: { turns: [{ text: 'the summary', usage: { input: 40, output: 4 } }] },
+    });
     traced.track(callee);
     const calleeServer = await traced.serve(callee.session, 'callee', taskExecutor(callee.session));
     const peer = calleeServer.url.replace(/\/$/, '');
@@ -27,14 +31,25 @@ describe('trace context across capsules', () => {
     const caller = await openKit({
       yaml: capsuleYaml({ name: 'caller', tools: [], extra: `capabilities:\n  network:\n    allow: ["${peerHost}"]` }),
       artifacts: [driverDef('anthropic')],
-      script: { turns: [{ toolCalls: [{ name: 'delegate-task', input: { peer, task: 'summarize the report' } }], usage: { input: 60, output: 9 } }, { text: 'caller done', usage: { input: 80, output: 3 } }] },
+      script: {
+        turns: [
+          { toolCalls: [{ name: 'delegate-task', input: { peer, task: 'summarize the report' } }], usage: { input: 60, output: 9 } },
+          { text: 'caller done', usage: { input: 80, output: 3 } },
+        ],
+      },
     });
     traced.track(caller);
     const callerServer = await traced.serve(caller.session, 'caller', taskExecutor(caller.session));
 
     const sent = await sendMessage({
-      peerUrl: callerServer.url, allow: [new URL(callerServer.url).host], text: 'please delegate', wait: true, trust: 'trusted', bearer: traced.bearer,
-      traceparent: `00-${ROOT_TRACE}-${ROOT_SPAN}-01`, timeoutMs: 30_000,
+      peerUrl: callerServer.url,
+      allow: [new URL(callerServer.url).host],
+      text: 'please delegate',
+      wait: true,
+      trust: 'trusted',
+      bearer: traced.bearer,
+      traceparent: `00-${ROOT_TRACE}-${ROOT_SPAN}-01`,
+      timeoutMs: 30_000,
     });
     expect(sent.ok && sent.state).toBe('completed');
     expect(sent.ok && sent.text).toBe('caller done');
@@ -56,7 +71,12 @@ describe('trace context across capsules', () => {
     expect(new Set(receiver.spans.map((s) => s.traceId))).toEqual(new Set([ROOT_TRACE]));
     expect(callerTask.resource['service.name']).toBe('caller');
     expect(calleeTask.resource['service.name']).toBe('callee');
-    expect(calleeTask.attributes).toMatchObject({ 'capsule.task.source': 'a2a', 'capsule.task.origin': 'peer', 'capsule.task.trust': 'trusted', 'gen_ai.usage.input_tokens': 40 });
+    expect(calleeTask.attributes).toMatchObject({
+      'capsule.task.source': 'a2a',
+      'capsule.task.origin': 'peer',
+      'capsule.task.trust': 'trusted',
+      'gen_ai.usage.input_tokens': 40,
+    });
     expect(outline(receiver.spans, callerTask)).toEqual([
       'invoke_agent caller',
       '  chat claude-test',

@@ -10,8 +10,20 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TraceWriter } from '../../runtime/trace/writer.ts';
 import { NO_HOOKS, type HookPort } from '../../runtime/hooks/port.ts';
 import {
-  InMemorySpanExporter, RuntimeMetrics, attachMetrics, attachSpans, tracedHookPort, setupTelemetry,
-  startCompactionSpan, startChatSpan, startHookSpan, startToolSpan, currentToolTraceparent, TELEMETRY_OFF, type Telemetry, type ReadableSpan,
+  InMemorySpanExporter,
+  RuntimeMetrics,
+  attachMetrics,
+  attachSpans,
+  tracedHookPort,
+  setupTelemetry,
+  startCompactionSpan,
+  startChatSpan,
+  startHookSpan,
+  startToolSpan,
+  currentToolTraceparent,
+  TELEMETRY_OFF,
+  type Telemetry,
+  type ReadableSpan,
 } from '../../runtime/telemetry/index.ts';
 import { parseExposition } from './prom-text.ts';
 
@@ -44,11 +56,24 @@ const scrape = async () => parseExposition(await m.registry.metrics());
 
 describe('spans from trace events', () => {
   it('call_denied nests under the tool span; hook faults and spend refusals are span events', async () => {
-    writer.write('task_start', { task_id: 't1', context_id: 'c1', source: 'a2a', traceparent_from_caller: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+    writer.write('task_start', {
+      task_id: 't1',
+      context_id: 'c1',
+      source: 'a2a',
+      traceparent_from_caller: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    });
     const tool = startToolSpan(writer, { name: 'sh', callId: 'call_1', turn: 1 });
     expect(tool.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/);
     expect(currentToolTraceparent(writer)).toBe(tool.traceparent);
-    writer.write('call_denied', { kind: 'shell', turn: 1, binary: '/usr/bin/sh', argv: ['-c', 'rm -rf /'], hook: 'no-rm', reason: 'destructive', fail_closed: false });
+    writer.write('call_denied', {
+      kind: 'shell',
+      turn: 1,
+      binary: '/usr/bin/sh',
+      argv: ['-c', 'rm -rf /'],
+      hook: 'no-rm',
+      reason: 'destructive',
+      fail_closed: false,
+    });
     writer.write('hook_dispatch_error', { hook_name: 'audit', event: 'on-shell', arm: 'timeout', detail: 'took too long' });
     tool.end({ status: 'denied', kind: 'shell', isError: true });
     expect(currentToolTraceparent(writer)).toBeUndefined();
@@ -62,7 +87,12 @@ describe('spans from trace events', () => {
     expect(task!.parentSpanContext?.isRemote).toBe(true);
     expect(parentOf(t!)).toBe(id(task!));
     expect(parentOf(denied!)).toBe(id(t!));
-    expect(denied!.attributes).toMatchObject({ 'capsule.hook.name': 'no-rm', 'capsule.denied.kind': 'shell', 'capsule.denied.reason': 'destructive', 'capsule.denied.fail_closed': false });
+    expect(denied!.attributes).toMatchObject({
+      'capsule.hook.name': 'no-rm',
+      'capsule.denied.kind': 'shell',
+      'capsule.denied.reason': 'destructive',
+      'capsule.denied.fail_closed': false,
+    });
     expect(t!.status.code).toBe(2);
     expect(t!.attributes['error.type']).toBe('denied');
     expect(t!.events.map((e) => e.name)).toEqual(['hook_dispatch_error']);
@@ -82,9 +112,25 @@ describe('spans from trace events', () => {
   it('host counts when the driver reported nothing; hook inference gets its own chat span and origin', async () => {
     writer.write('task_start', { task_id: 't1', context_id: 'c1', source: 'task_md' });
     startChatSpan(writer, { model: 'claude-x', turn: 1 });
-    writer.write('inference', { turn: 1, input_tokens: 321, output_tokens: 12, decision: 'end_turn', model: 'claude-x', duration_ms: 40, stop_reason: 'end_turn' });
+    writer.write('inference', {
+      turn: 1,
+      input_tokens: 321,
+      output_tokens: 12,
+      decision: 'end_turn',
+      model: 'claude-x',
+      duration_ms: 40,
+      stop_reason: 'end_turn',
+    });
     const hook = startHookSpan(writer, { hook: 'summarizer', handler: 'on-compaction', mode: 'blocking' });
-    writer.write('inference', { origin: 'hook:summarizer', model: 'claude-small', input_tokens: 50, output_tokens: 5, decision: 'end_turn', duration_ms: 25, reported_usage: { input_tokens: 48, output_tokens: 6, cached_tokens: 0 } });
+    writer.write('inference', {
+      origin: 'hook:summarizer',
+      model: 'claude-small',
+      input_tokens: 50,
+      output_tokens: 5,
+      decision: 'end_turn',
+      duration_ms: 25,
+      reported_usage: { input_tokens: 48, output_tokens: 6, cached_tokens: 0 },
+    });
     writer.write('spend_ceiling_reached', { origin: 'hook:summarizer', requested: 10, limit: 5 });
     hook.end('replace-context');
     writer.write('task_end', { task_id: 't1', exit_status: 'ok', turns: 1 });
@@ -93,17 +139,36 @@ describe('spans from trace events', () => {
     const [agentChat] = named('chat claude-x');
     const [hookChat] = named('chat claude-small');
     const [h] = named('hook summarizer');
-    expect(agentChat!.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 321, 'gen_ai.usage.output_tokens': 12, 'capsule.usage.source': 'host', 'gen_ai.conversation.id': 'c1' });
+    expect(agentChat!.attributes).toMatchObject({
+      'gen_ai.usage.input_tokens': 321,
+      'gen_ai.usage.output_tokens': 12,
+      'capsule.usage.source': 'host',
+      'gen_ai.conversation.id': 'c1',
+    });
     expect(parentOf(agentChat!)).toBe(id(task!));
     expect(parentOf(h!)).toBe(id(task!));
     expect(parentOf(hookChat!)).toBe(id(h!));
     // A reported 0 is a real cache miss: kept, not dropped.
-    expect(hookChat!.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 48, 'gen_ai.usage.cache_read.input_tokens': 0, 'capsule.inference.origin': 'hook:summarizer', 'capsule.hook.name': 'summarizer' });
+    expect(hookChat!.attributes).toMatchObject({
+      'gen_ai.usage.input_tokens': 48,
+      'gen_ai.usage.cache_read.input_tokens': 0,
+      'capsule.inference.origin': 'hook:summarizer',
+      'capsule.hook.name': 'summarizer',
+    });
     // The driver's report as given, beside the GenAI numbers; nothing the driver did not report.
-    expect(hookChat!.attributes).toMatchObject({ 'capsule.reported.input_tokens': 48, 'capsule.reported.output_tokens': 6, 'capsule.reported.cached_tokens': 0 });
+    expect(hookChat!.attributes).toMatchObject({
+      'capsule.reported.input_tokens': 48,
+      'capsule.reported.output_tokens': 6,
+      'capsule.reported.cached_tokens': 0,
+    });
     expect(hookChat!.attributes).not.toHaveProperty('capsule.reported.cache_write_tokens');
     expect(Object.keys(agentChat!.attributes).filter((k) => k.startsWith('capsule.reported.'))).toEqual([]);
-    expect(h!.attributes).toMatchObject({ 'capsule.hook.name': 'summarizer', 'capsule.hook.handler': 'on-compaction', 'capsule.hook.mode': 'blocking', 'capsule.hook.outcome': 'replace-context' });
+    expect(h!.attributes).toMatchObject({
+      'capsule.hook.name': 'summarizer',
+      'capsule.hook.handler': 'on-compaction',
+      'capsule.hook.mode': 'blocking',
+      'capsule.hook.outcome': 'replace-context',
+    });
     expect(h!.events.map((e) => e.name)).toEqual(['spend_ceiling_reached']);
     // Retroactive hook chat span: 25 ms long.
     const durMs = (hookChat!.duration[0] * 1e9 + hookChat!.duration[1]) / 1e6;
@@ -129,7 +194,13 @@ describe('spans from trace events', () => {
     c2.end({ kind: 'fatal', hook: 'compactor', message: 'boom' });
     writer.write('task_end', { task_id: 't1', exit_status: 'failed' });
     const [first, second] = named('compaction');
-    expect(first!.attributes).toMatchObject({ 'capsule.compaction.outcome': 'replaced', 'capsule.compaction.tokens_before': 9000, 'capsule.compaction.tokens_after': 1200, 'capsule.compaction.messages_after': 4, 'capsule.hook.name': 'compactor' });
+    expect(first!.attributes).toMatchObject({
+      'capsule.compaction.outcome': 'replaced',
+      'capsule.compaction.tokens_before': 9000,
+      'capsule.compaction.tokens_after': 1200,
+      'capsule.compaction.messages_after': 4,
+      'capsule.hook.name': 'compactor',
+    });
     expect(parentOf(named('hook compactor')[0]!)).toBe(id(first!));
     expect(second!.status.code).toBe(2);
   });
@@ -163,7 +234,13 @@ describe('spans from trace events', () => {
     writer.write('task_end', { task_id: 't1', exit_status: 'ok' });
     const [t] = named('execute_tool fetcher');
     expect(t!.events.map((e) => e.name)).toEqual(['network_denied']);
-    expect(t!.events[0]!.attributes).toEqual({ 'capsule.component.kind': 'tool', 'capsule.component.name': 'fetcher', 'url.scheme': 'https', 'server.address': 'evil.example', 'server.port': 8443 });
+    expect(t!.events[0]!.attributes).toEqual({
+      'capsule.component.kind': 'tool',
+      'capsule.component.name': 'fetcher',
+      'url.scheme': 'https',
+      'server.address': 'evil.example',
+      'server.port': 8443,
+    });
     const x = await scrape();
     expect(x.get('capsule_network_denied_total', { capsule: 'ev', component_kind: 'tool', component: 'fetcher' })).toBe(1);
   });
@@ -195,7 +272,11 @@ describe('hook dispatch spans', () => {
     await traced.taskEnd({ taskId: 't1', exitStatus: 'ok' });
     await expect(traced.sessionEnd({})).rejects.toThrow('hook crashed');
     expect(calls).toEqual(['decision']);
-    const [decision, taskEnd, sessionEnd] = [named('hook_dispatch on-tool-call')[0]!, named('hook_dispatch on-task-end')[0]!, named('hook_dispatch on-session-end')[0]!];
+    const [decision, taskEnd, sessionEnd] = [
+      named('hook_dispatch on-tool-call')[0]!,
+      named('hook_dispatch on-task-end')[0]!,
+      named('hook_dispatch on-session-end')[0]!,
+    ];
     expect(decision.attributes).toMatchObject({ 'capsule.hook.handler': 'on-tool-call', 'capsule.hook.phase': 'decision', 'capsule.hook.outcome': 'deny' });
     expect(parentOf(decision)).toBe(id(named('execute_tool echo')[0]!));
     expect(parentOf(named('hook guard')[0]!)).toBe(id(decision));

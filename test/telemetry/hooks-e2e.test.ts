@@ -57,8 +57,15 @@ describe('hook dispatch spans in a session', () => {
     expect(watch).toHaveLength(2);
     for (const s of watch) {
       expect(dispatches.map(id)).toContain(parentOf(s));
-      expect(s.attributes).toMatchObject({ 'capsule.hook.name': 'watch', 'capsule.hook.handler': 'on-inference', 'capsule.hook.mode': 'blocking', 'capsule.hook.outcome': 'none' });
-      expect(s.attributes['capsule.hook.duration_ms']).toBe(calls.find((c) => c.hook_name === 'watch' && c.duration_ms === s.attributes['capsule.hook.duration_ms'])?.duration_ms);
+      expect(s.attributes).toMatchObject({
+        'capsule.hook.name': 'watch',
+        'capsule.hook.handler': 'on-inference',
+        'capsule.hook.mode': 'blocking',
+        'capsule.hook.outcome': 'none',
+      });
+      expect(s.attributes['capsule.hook.duration_ms']).toBe(
+        calls.find((c) => c.hook_name === 'watch' && c.duration_ms === s.attributes['capsule.hook.duration_ms'])?.duration_ms,
+      );
     }
     // An async hook's calls run behind the task: their spans never hang under a dispatch.
     const later = spans.filter((s) => s.name === 'hook later');
@@ -71,7 +78,13 @@ describe('hook dispatch spans in a session', () => {
 
   it('a policy deny: hook_dispatch on-tool-call (decision, deny) and call_denied under execute_tool', async () => {
     const { kit: k, exporter } = await open(
-      [{ name: 'guard', contract: 'binding: on-tool-call\ncommit_policy: deny\n', script: { 'on-tool-call:decision': { ret: { tag: 'deny', val: 'not today' } } } }],
+      [
+        {
+          name: 'guard',
+          contract: 'binding: on-tool-call\ncommit_policy: deny\n',
+          script: { 'on-tool-call:decision': { ret: { tag: 'deny', val: 'not today' } } },
+        },
+      ],
       { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }] }, { text: 'done' }] },
     );
     expect((await k.session.runTask(TASK)).exit).toBe('completed');
@@ -90,14 +103,28 @@ describe('hook dispatch spans in a session', () => {
     for (const h of ['on-task-start', 'on-inference', 'on-task-end']) {
       const s = one(`hook_dispatch ${h}`);
       expect(s.length, h).toBeGreaterThan(0);
-      expect(s.every((x) => parentOf(x) === id(task!)), h).toBe(true);
+      expect(
+        s.every((x) => parentOf(x) === id(task!)),
+        h,
+      ).toBe(true);
     }
   });
 
   it("compaction: the hook's run-inference chat span nests under the compaction dispatch", async () => {
     const { kit: k, exporter } = await open(
-      [{ name: 'squash', contract: 'binding: on-compaction\ncommit_policy: replace-context\n', script: { 'on-compaction': { compact: { sourceId: 'compaction:1' } } } }],
-      { turns: [{ text: 'a long answer', usage: { input: 70, output: 9 } }, { text: 'SUMMARY', usage: { input: 50, output: 4 } }] },
+      [
+        {
+          name: 'squash',
+          contract: 'binding: on-compaction\ncommit_policy: replace-context\n',
+          script: { 'on-compaction': { compact: { sourceId: 'compaction:1' } } },
+        },
+      ],
+      {
+        turns: [
+          { text: 'a long answer', usage: { input: 70, output: 9 } },
+          { text: 'SUMMARY', usage: { input: 50, output: 4 } },
+        ],
+      },
       'context:\n  max_tokens: 60\n',
     );
     expect((await k.session.runTask(TASK)).exit).toBe('completed');
@@ -108,7 +135,11 @@ describe('hook dispatch spans in a session', () => {
     expect(parentOf(dispatch!)).toBe(id(compaction!));
     expect(parentOf(hookChat)).toBe(id(dispatch!));
     expect(dispatch!.attributes['capsule.hook.outcome']).toBe('replace-context');
-    expect(compaction!.attributes).toMatchObject({ 'capsule.compaction.outcome': 'replaced', 'capsule.hook.name': 'squash', 'capsule.compaction.messages_after': 1 });
+    expect(compaction!.attributes).toMatchObject({
+      'capsule.compaction.outcome': 'replaced',
+      'capsule.hook.name': 'squash',
+      'capsule.compaction.messages_after': 1,
+    });
     expect(typeof compaction!.attributes['capsule.compaction.tokens_after']).toBe('number');
     // A hook's completion records the provider's reported usage, like any turn.
     expect(hookChat.attributes).toMatchObject({ 'capsule.usage.source': 'provider', 'capsule.hook.name': 'squash', 'gen_ai.conversation.id': 'ctx-h' });

@@ -30,7 +30,17 @@ describe('latency and spend series on /metrics after a task', () => {
     kit = await openKit({
       yaml: capsuleYaml({ name: 'timed' }),
       artifacts: [driverDef('anthropic'), ECHO_TOOL],
-      script: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'a' } }, { name: 'no-such-tool-9c1e', input: {} }] }, { text: 'done' }] },
+      script: {
+        turns: [
+          {
+            toolCalls: [
+              { name: 'echo', input: { text: 'a' } },
+              { name: 'no-such-tool-9c1e', input: {} },
+            ],
+          },
+          { text: 'done' },
+        ],
+      },
     });
     tel = instrumentSession(kit.session, { telemetry: false });
     expect((await kit.session.runTask(TASK)).exit).toBe('completed');
@@ -42,7 +52,12 @@ describe('latency and spend series on /metrics after a task', () => {
   });
 
   it('capsule_hook_call_duration_seconds counts each call into a hook by hook and handler', async () => {
-    kit = await openHookCapsule([{ name: 'watch', contract: 'binding: on-inference\n', script: {} }], { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }] }, { text: 'done' }] }, '', 'hooked');
+    kit = await openHookCapsule(
+      [{ name: 'watch', contract: 'binding: on-inference\n', script: {} }],
+      { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'hi' } }] }, { text: 'done' }] },
+      '',
+      'hooked',
+    );
     tel = instrumentSession(kit.session, { telemetry: false });
     expect((await kit.session.runTask(TASK)).exit).toBe('completed');
     const x = await scrape();
@@ -66,7 +81,11 @@ describe('latency and spend series on /metrics after a task', () => {
   });
 
   it('a capsule without a ceiling has its spend but no capsule_spend_ceiling_tokens series', async () => {
-    kit = await openKit({ yaml: capsuleYaml({ name: 'uncapped' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ text: 'done', usage: { input: 10, output: 2 } }] } });
+    kit = await openKit({
+      yaml: capsuleYaml({ name: 'uncapped' }),
+      artifacts: [driverDef('anthropic'), ECHO_TOOL],
+      script: { turns: [{ text: 'done', usage: { input: 10, output: 2 } }] },
+    });
     tel = instrumentSession(kit.session, { telemetry: false });
     expect((await kit.session.runTask(TASK)).exit).toBe('completed');
     const x = await scrape();

@@ -55,8 +55,17 @@ describe('/metrics after a scripted session', () => {
         artifacts: [driverDef(api), ECHO_TOOL],
         script: {
           turns: [
-            { toolCalls: [{ name: 'echo', input: { text: 'a' } }, { name: 'no-such-tool-4f2a', input: {} }], usage: { input: 100, output: 10 } },
-            { toolCalls: [{ name: 'printf', input: { command: 'x' } }], usage: { input: 150, output: 5, cacheRead: 90, ...(api === 'anthropic' ? { cacheWrite: 20 } : {}) } },
+            {
+              toolCalls: [
+                { name: 'echo', input: { text: 'a' } },
+                { name: 'no-such-tool-4f2a', input: {} },
+              ],
+              usage: { input: 100, output: 10 },
+            },
+            {
+              toolCalls: [{ name: 'printf', input: { command: 'x' } }],
+              usage: { input: 150, output: 5, cacheRead: 90, ...(api === 'anthropic' ? { cacheWrite: 20 } : {}) },
+            },
             { text: 'done', usage: { input: 30, output: 7, cacheRead: 25 } },
           ],
         },
@@ -116,7 +125,11 @@ describe('/metrics after a scripted session', () => {
     const inFlight = new Promise<void>((r) => (arrived = r));
     const released = new Promise<void>((r) => (release = r));
     const hold = () => (arrived(), released);
-    kit = await openKit({ yaml: capsuleYaml({ name: 'busy' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ text: 'slow answer', hold }] } });
+    kit = await openKit({
+      yaml: capsuleYaml({ name: 'busy' }),
+      artifacts: [driverDef('anthropic'), ECHO_TOOL],
+      script: { turns: [{ text: 'slow answer', hold }] },
+    });
     tel = instrumentSession(kit.session, { telemetry: false });
     const running = kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'task_md' });
     await inFlight;
@@ -129,12 +142,24 @@ describe('/metrics after a scripted session', () => {
   });
 
   it('a failed driver call: no tokens counted, its duration recorded with error_type; the task counted failed', async () => {
-    kit = await openKit({ yaml: capsuleYaml({ name: 'flaky' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }], onExhausted: 'repeat-last' } });
+    kit = await openKit({
+      yaml: capsuleYaml({ name: 'flaky' }),
+      artifacts: [driverDef('anthropic'), ECHO_TOOL],
+      script: { turns: [{ error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }], onExhausted: 'repeat-last' },
+    });
     tel = instrumentSession(kit.session, { telemetry: false });
     await kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'task_md' });
     const { x } = await scrape();
     expect(x.all('capsule_tokens_total')).toEqual([]);
-    expect(x.get('gen_ai_client_operation_duration_seconds_count', { capsule: 'flaky', gen_ai_operation_name: 'chat', gen_ai_provider_name: 'anthropic', gen_ai_request_model: 'claude-test', error_type: 'driver_error' })).toBe(1);
+    expect(
+      x.get('gen_ai_client_operation_duration_seconds_count', {
+        capsule: 'flaky',
+        gen_ai_operation_name: 'chat',
+        gen_ai_provider_name: 'anthropic',
+        gen_ai_request_model: 'claude-test',
+        error_type: 'driver_error',
+      }),
+    ).toBe(1);
     expect(x.get('capsule_tasks_total', { capsule: 'flaky', state: 'failed' })).toBe(1);
   });
 });

@@ -2,8 +2,20 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  TELEMETRY_OFF, formatTraceparent, instrumentSession, normaliseUsage, parseHeaderList, parseTraceparent, providerFromDriver,
-  resolveEndpoint, resourceAttributes, resetMetrics, runtimeMetrics, setupTelemetry, signalUrl, type SessionTelemetry,
+  TELEMETRY_OFF,
+  formatTraceparent,
+  instrumentSession,
+  normaliseUsage,
+  parseHeaderList,
+  parseTraceparent,
+  providerFromDriver,
+  resolveEndpoint,
+  resourceAttributes,
+  resetMetrics,
+  runtimeMetrics,
+  setupTelemetry,
+  signalUrl,
+  type SessionTelemetry,
 } from '../../runtime/telemetry/index.ts';
 import { ECHO_TOOL, capsuleYaml, driverDef, openKit, type Kit } from '../loop/kit.ts';
 import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
@@ -21,10 +33,22 @@ describe('endpoint resolution', () => {
   });
 
   it('manifest endpoint first (base URL), then OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (as is), then OTEL_EXPORTER_OTLP_ENDPOINT', () => {
-    const env = { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://traces:4318/custom/path', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://base:4318', OTEL_EXPORTER_OTLP_HEADERS: 'a=1,b=x%20y' };
-    expect(resolveEndpoint({ endpoint: 'http://manifest:4318/', headers: { k: 'v' }, env })).toEqual({ url: 'http://manifest:4318/v1/traces', headers: { k: 'v' }, protocol: 'http/protobuf' });
+    const env = {
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://traces:4318/custom/path',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://base:4318',
+      OTEL_EXPORTER_OTLP_HEADERS: 'a=1,b=x%20y',
+    };
+    expect(resolveEndpoint({ endpoint: 'http://manifest:4318/', headers: { k: 'v' }, env })).toEqual({
+      url: 'http://manifest:4318/v1/traces',
+      headers: { k: 'v' },
+      protocol: 'http/protobuf',
+    });
     expect(resolveEndpoint({ env })).toEqual({ url: 'http://traces:4318/custom/path', headers: { a: '1', b: 'x y' }, protocol: 'http/protobuf' });
-    expect(resolveEndpoint({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://base:4318/otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' } })).toEqual({ url: 'https://base:4318/otlp/v1/traces', headers: {}, protocol: 'http/json' });
+    expect(resolveEndpoint({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://base:4318/otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' } })).toEqual({
+      url: 'https://base:4318/otlp/v1/traces',
+      headers: {},
+      protocol: 'http/json',
+    });
     expect(resolveEndpoint({ endpoint: '', env: {} })).toBeUndefined();
   });
 
@@ -38,7 +62,13 @@ describe('endpoint resolution', () => {
 
   it('a malformed endpoint from the environment turns tracing off with a warning, never a throw', () => {
     const warnings: string[] = [];
-    const t = setupTelemetry({ serviceName: 'x', serviceVersion: '1', env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, warn: (w) => warnings.push(w), current: false });
+    const t = setupTelemetry({
+      serviceName: 'x',
+      serviceVersion: '1',
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' },
+      warn: (w) => warnings.push(w),
+      current: false,
+    });
     expect(t).toBe(TELEMETRY_OFF);
     expect(warnings).toEqual([expect.stringMatching(/tracing disabled: .*not a url.*\[E-OBS-003\]$/)]);
   });
@@ -52,9 +82,15 @@ describe('endpoint resolution', () => {
 
   it('resource: service name/version, pod and namespace only when set', () => {
     expect(resourceAttributes({ serviceName: 'cap', serviceVersion: '2.0.0', env: {} })).toEqual({ 'service.name': 'cap', 'service.version': '2.0.0' });
-    expect(resourceAttributes({ serviceName: 'cap', serviceVersion: '2.0.0', env: { POD_NAME: 'cap-7f9', POD_NAMESPACE: 'team-a', NODE_NAME: 'n1' } })).toEqual({
-      'service.name': 'cap', 'service.version': '2.0.0', 'k8s.pod.name': 'cap-7f9', 'k8s.namespace.name': 'team-a', 'k8s.node.name': 'n1',
-    });
+    expect(resourceAttributes({ serviceName: 'cap', serviceVersion: '2.0.0', env: { POD_NAME: 'cap-7f9', POD_NAMESPACE: 'team-a', NODE_NAME: 'n1' } })).toEqual(
+      {
+        'service.name': 'cap',
+        'service.version': '2.0.0',
+        'k8s.pod.name': 'cap-7f9',
+        'k8s.namespace.name': 'team-a',
+        'k8s.node.name': 'n1',
+      },
+    );
   });
 });
 
@@ -70,8 +106,10 @@ describe('trace context and conventions', () => {
       '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01',
       '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra',
       '00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01',
-      'garbage', '',
-    ]) expect(parseTraceparent(bad), bad).toBeUndefined();
+      'garbage',
+      '',
+    ])
+      expect(parseTraceparent(bad), bad).toBeUndefined();
     // A future version may append fields.
     expect(parseTraceparent('01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-abc')?.spanId).toBe('00f067aa0ba902b7');
     expect(formatTraceparent(undefined)).toBeUndefined();
@@ -88,8 +126,21 @@ describe('trace context and conventions', () => {
 
   it('usage: input includes cached tokens (added back for Anthropic); reported members win over host counts', () => {
     const reported = { input_tokens: 10, output_tokens: 3, cached_tokens: 100, cache_write_tokens: 5 };
-    expect(normaliseUsage({ input_tokens: 999, output_tokens: 9, reported_usage: reported }, 'anthropic')).toEqual({ input: 115, output: 3, cacheRead: 100, cacheWrite: 5, inputSource: 'provider', outputSource: 'provider' });
-    expect(normaliseUsage({ input_tokens: 999, output_tokens: 9, reported_usage: { input_tokens: 120, cached_tokens: 100 } }, 'openai')).toEqual({ input: 120, output: 9, cacheRead: 100, inputSource: 'provider', outputSource: 'host' });
+    expect(normaliseUsage({ input_tokens: 999, output_tokens: 9, reported_usage: reported }, 'anthropic')).toEqual({
+      input: 115,
+      output: 3,
+      cacheRead: 100,
+      cacheWrite: 5,
+      inputSource: 'provider',
+      outputSource: 'provider',
+    });
+    expect(normaliseUsage({ input_tokens: 999, output_tokens: 9, reported_usage: { input_tokens: 120, cached_tokens: 100 } }, 'openai')).toEqual({
+      input: 120,
+      output: 9,
+      cacheRead: 100,
+      inputSource: 'provider',
+      outputSource: 'host',
+    });
     expect(normaliseUsage({ input_tokens: 999, output_tokens: 9 }, 'openai')).toEqual({ input: 999, output: 9, inputSource: 'host', outputSource: 'host' });
   });
 });
@@ -118,8 +169,20 @@ describe('a collector that is down or hangs never holds up the session', () => {
   it('dead endpoint: the task completes, one warning, failures counted, shutdown returns', async () => {
     resetMetrics();
     const warnings: string[] = [];
-    kit = await openKit({ yaml: capsuleYaml({ name: 'dead-col' }), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'a' } }] }, { text: 'ok' }] } });
-    tel = instrumentSession(kit.session, { setup: { endpoint: `http://127.0.0.1:${await deadPort()}`, env: {}, warn: (w) => warnings.push(w), batch: { scheduledDelayMillis: 10 }, exportTimeoutMs: 1000 } });
+    kit = await openKit({
+      yaml: capsuleYaml({ name: 'dead-col' }),
+      artifacts: [driverDef('anthropic'), ECHO_TOOL],
+      script: { turns: [{ toolCalls: [{ name: 'echo', input: { text: 'a' } }] }, { text: 'ok' }] },
+    });
+    tel = instrumentSession(kit.session, {
+      setup: {
+        endpoint: `http://127.0.0.1:${await deadPort()}`,
+        env: {},
+        warn: (w) => warnings.push(w),
+        batch: { scheduledDelayMillis: 10 },
+        exportTimeoutMs: 1000,
+      },
+    });
     const r = await kit.session.runTask({ taskId: 't', contextId: 'c', text: 'x', source: 'task_md' });
     expect(r.exit).toBe('completed');
     await kit.close();

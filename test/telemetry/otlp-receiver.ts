@@ -152,16 +152,19 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         check();
       });
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   }) as OtlpReceiver;
 }
 
 /** Children of `parent` (by span id), in start order. */
 export function childrenOf(spans: ReceivedSpan[], parent: ReceivedSpan): ReceivedSpan[] {
-  return spans.filter((s) => s.parentSpanId === parent.spanId && s.traceId === parent.traceId).sort((a, b) => (a.startNs < b.startNs ? -1 : a.startNs > b.startNs ? 1 : 0));
+  return spans
+    .filter((s) => s.parentSpanId === parent.spanId && s.traceId === parent.traceId)
+    .sort((a, b) => (a.startNs < b.startNs ? -1 : a.startNs > b.startNs ? 1 : 0));
 }
 
 /** An indented outline of the span tree rooted at `root` (for readable assertions). */

@@ -21,7 +21,11 @@ describe('script capsule tracing', () => {
   it('the task span nests under the caller; its tool calls and the peer of its message/send nest under the task', async () => {
     const receiver = await traced.receiver();
     // The peer: an agent capsule, served and instrumented.
-    const callee = await openKit({ yaml: capsuleYaml({ name: 'callee', tools: [] }), artifacts: [driverDef('anthropic')], script: { turns: [{ text: 'peer answer' }] } });
+    const callee = await openKit({
+      yaml: capsuleYaml({ name: 'callee', tools: [] }),
+      artifacts: [driverDef('anthropic')],
+      script: { turns: [{ text: 'peer answer' }] },
+    });
     traced.track(callee);
     const peer = await traced.serve(callee.session, 'callee', taskExecutor(callee.session));
 
@@ -30,7 +34,12 @@ describe('script capsule tracing', () => {
     const front = await traced.serve(script, 'demo', scriptTaskExecutor(script));
 
     const sent = await sendMessage({
-      peerUrl: front.url, allow: [new URL(front.url).host], wait: true, trust: 'trusted', bearer: traced.bearer, timeoutMs: 30_000,
+      peerUrl: front.url,
+      allow: [new URL(front.url).host],
+      wait: true,
+      trust: 'trusted',
+      bearer: traced.bearer,
+      timeoutMs: 30_000,
       text: program({ op: 'invoke', name: 'echo-tool', data: 'x' }, { op: 'send', url: peer.url, text: 'summarize', messageId: 'm-trace' }),
       traceparent: `00-${ROOT_TRACE}-${ROOT_SPAN}-01`,
     });

@@ -41,15 +41,26 @@ describe('spans of a scripted session (OTLP/HTTP JSON to an in-process receiver)
         script: {
           turns: [
             { toolCalls: [{ name: 'echo', input: { text: 'hi' } }], usage: { input: 100, output: 10 } },
-            { toolCalls: [{ name: 'printf', input: { command: 'hello' } }], usage: { input: 150, output: 5, cacheRead: 90, ...(api === 'anthropic' ? { cacheWrite: 20 } : {}) } },
+            {
+              toolCalls: [{ name: 'printf', input: { command: 'hello' } }],
+              usage: { input: 150, output: 5, cacheRead: 90, ...(api === 'anthropic' ? { cacheWrite: 20 } : {}) },
+            },
             { text: 'all done', usage: { input: 30, output: 7, cacheRead: 25 } },
           ],
         },
       });
-      tel = instrumentSession(kit.session, { setup: { protocol: 'http/json', env: { POD_NAME: 'span-pod-0', POD_NAMESPACE: 'agents' }, batch: { scheduledDelayMillis: 20 } } });
+      tel = instrumentSession(kit.session, {
+        setup: { protocol: 'http/json', env: { POD_NAME: 'span-pod-0', POD_NAMESPACE: 'agents' }, batch: { scheduledDelayMillis: 20 } },
+      });
       expect(tel.telemetry.enabled).toBe(true);
       expect(tel.telemetry.url).toBe(`${receiver.url}/v1/traces`);
-      const r = await kit.session.runTask({ taskId: 'task-1', contextId: 'ctx-span', text: 'echo then printf', source: 'a2a', traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` });
+      const r = await kit.session.runTask({
+        taskId: 'task-1',
+        contextId: 'ctx-span',
+        text: 'echo then printf',
+        source: 'a2a',
+        traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
+      });
       expect(r.exit).toBe('completed');
       await kit.close();
       kit = undefined;
@@ -72,9 +83,16 @@ describe('spans of a scripted session (OTLP/HTTP JSON to an in-process receiver)
         `  chat ${model}`,
       ]);
       expect(task!.attributes).toMatchObject({
-        'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'span-capsule', 'gen_ai.agent.version': '1.0.0',
-        'gen_ai.provider.name': api, 'gen_ai.request.model': model, 'gen_ai.conversation.id': 'ctx-span',
-        'capsule.task.id': 'task-1', 'capsule.task.source': 'a2a', 'capsule.task.exit_status': 'ok', 'capsule.task.turns': 3,
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.agent.name': 'span-capsule',
+        'gen_ai.agent.version': '1.0.0',
+        'gen_ai.provider.name': api,
+        'gen_ai.request.model': model,
+        'gen_ai.conversation.id': 'ctx-span',
+        'capsule.task.id': 'task-1',
+        'capsule.task.source': 'a2a',
+        'capsule.task.exit_status': 'ok',
+        'capsule.task.turns': 3,
       });
       expect(task!.status.code ?? 0).not.toBe(2);
 
@@ -88,8 +106,12 @@ describe('spans of a scripted session (OTLP/HTTP JSON to an in-process receiver)
       for (const [i, c] of chats.entries()) {
         expect(c.kind).toBe(3); // CLIENT
         expect(c.attributes).toMatchObject({
-          'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': api, 'gen_ai.request.model': model,
-          'gen_ai.conversation.id': 'ctx-span', 'capsule.turn': i + 1, 'capsule.usage.source': 'provider',
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.provider.name': api,
+          'gen_ai.request.model': model,
+          'gen_ai.conversation.id': 'ctx-span',
+          'capsule.turn': i + 1,
+          'capsule.usage.source': 'provider',
         });
         expect(typeof c.attributes['capsule.estimate.input_tokens']).toBe('number');
       }
@@ -99,7 +121,15 @@ describe('spans of a scripted session (OTLP/HTTP JSON to an in-process receiver)
 
       // Tool spans.
       const [echo] = byName(spans, 'execute_tool echo');
-      expect(echo!.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'echo', 'gen_ai.tool.type': 'function', 'capsule.tool.kind': 'wasm', 'capsule.tool.status': 'ok', 'capsule.tool.state_effect': 'read', 'capsule.turn': 1 });
+      expect(echo!.attributes).toMatchObject({
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': 'echo',
+        'gen_ai.tool.type': 'function',
+        'capsule.tool.kind': 'wasm',
+        'capsule.tool.status': 'ok',
+        'capsule.tool.state_effect': 'read',
+        'capsule.turn': 1,
+      });
       expect(typeof echo!.attributes['gen_ai.tool.call.id']).toBe('string');
       const [printf] = byName(spans, 'execute_tool printf');
       expect(printf!.attributes).toMatchObject({ 'gen_ai.tool.name': 'printf', 'capsule.tool.kind': 'shell', 'capsule.tool.status': 'ok' });
@@ -115,7 +145,12 @@ describe('spans of a scripted session (OTLP/HTTP JSON to an in-process receiver)
       }
 
       // Resource and the exporter's request.
-      expect(task!.resource).toMatchObject({ 'service.name': 'span-capsule', 'service.version': '1.0.0', 'k8s.pod.name': 'span-pod-0', 'k8s.namespace.name': 'agents' });
+      expect(task!.resource).toMatchObject({
+        'service.name': 'span-capsule',
+        'service.version': '1.0.0',
+        'k8s.pod.name': 'span-pod-0',
+        'k8s.namespace.name': 'agents',
+      });
       expect(task!.scope).toBe('capsule-runtime');
       expect(receiver.requests.length).toBeGreaterThan(0);
       expect(receiver.requests.every((q) => q.path === '/v1/traces' && q.contentType.includes('application/json'))).toBe(true);

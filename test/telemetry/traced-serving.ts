@@ -68,10 +68,24 @@ export function useTracedServing(): TracedServing {
       return kit;
     },
     async serve(session, name, executor) {
-      const tel = setupTelemetry({ serviceName: name, serviceVersion: '1.0.0', endpoint: (await receiver()).url, protocol: 'http/json', env: {}, batch: { scheduledDelayMillis: 20 }, current: false });
+      const tel = setupTelemetry({
+        serviceName: name,
+        serviceVersion: '1.0.0',
+        endpoint: (await receiver()).url,
+        protocol: 'http/json',
+        env: {},
+        batch: { scheduledDelayMillis: 20 },
+        current: false,
+      });
       tels.push(tel);
       instr.push(instrumentSession(session, { telemetry: tel }));
-      const s = await startA2AServer({ card: { name, version: '1.0.0', description: name, skills: [{ id: 'work', description: 'work' }] }, executor, acceptance: 'queue', queueDepth: 4, auth });
+      const s = await startA2AServer({
+        card: { name, version: '1.0.0', description: name, skills: [{ id: 'work', description: 'work' }] },
+        executor,
+        acceptance: 'queue',
+        queueDepth: 4,
+        auth,
+      });
       servers.push(s);
       return s;
     },

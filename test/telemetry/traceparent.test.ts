@@ -37,13 +37,27 @@ describe('traceparent: the A2A intake and the spans agree', () => {
   }
 
   it("accepts and refuses exactly what @opentelemetry/core's parseTraceParent does, with the same fields", () => {
-    const headers = [...rows.map(([h]) => h.trim().toLowerCase()), `00-${T}-${S}-01-`, `02-${T}-${S}-ff`, `00-${T}-${S}-1`, `0-${T}-${S}-01`, `00-${T}-${S}-01 `, `00-${T}-${S}-01\t`, `aa-${T}-${S}-01-x-y`];
+    const headers = [
+      ...rows.map(([h]) => h.trim().toLowerCase()),
+      `00-${T}-${S}-01-`,
+      `02-${T}-${S}-ff`,
+      `00-${T}-${S}-1`,
+      `0-${T}-${S}-01`,
+      `00-${T}-${S}-01 `,
+      `00-${T}-${S}-01\t`,
+      `aa-${T}-${S}-01-x-y`,
+    ];
     for (const h of headers) {
       const lib = libraryParse(h);
       const ours = parseTraceparent(h);
       const libValid = lib !== null && !/^0+$/.test(lib.traceId) && !/^0+$/.test(lib.spanId);
       expect({ h, ok: ours !== undefined }).toEqual({ h, ok: libValid });
-      if (ours && lib) expect({ traceId: ours.traceId, spanId: ours.spanId, sampled: ours.traceFlags }).toEqual({ traceId: lib.traceId, spanId: lib.spanId, sampled: lib.traceFlags & 1 });
+      if (ours && lib)
+        expect({ traceId: ours.traceId, spanId: ours.spanId, sampled: ours.traceFlags }).toEqual({
+          traceId: lib.traceId,
+          spanId: lib.spanId,
+          sampled: lib.traceFlags & 1,
+        });
     }
   });
 

@@ -10,7 +10,9 @@ describe('redundant-call detector (mur trace)', () => {
       read({ resource_id: 'sym:Foo::baz', turn: 1 }),
       read({ resource_id: 'sym:Foo::bar', turn: 2 }),
     ]);
-    expect(r.redundant).toEqual([{ index: 2, turn: 2, toolName: 'reader', resource: { key: 'id:sym:Foo::bar', source: 'resource_id', value: 'sym:Foo::bar' }, previousIndex: 0 }]);
+    expect(r.redundant).toEqual([
+      { index: 2, turn: 2, toolName: 'reader', resource: { key: 'id:sym:Foo::bar', source: 'resource_id', value: 'sym:Foo::bar' }, previousIndex: 0 },
+    ]);
     expect(r).toMatchObject({ calls: 3, reads: 3, mutates: 0, unknown: 0 });
   });
 
@@ -53,7 +55,9 @@ describe('redundant-call detector (mur trace)', () => {
   it('a failed read is not a read; an unscoped mutate/unknown call may have touched anything', () => {
     expect(findRedundantCalls([read({ resource_id: 'f', status: 'error' }), read({ resource_id: 'f' })]).redundant).toEqual([]);
     expect(findRedundantCalls([read({ resource_id: 'f' }), { tool_name: 'shellish' }, read({ resource_id: 'f' })]).redundant).toEqual([]);
-    expect(findRedundantCalls([read({ resource_id: 'f' }), { tool_name: 'shellish' }, read({ resource_id: 'f' })], { unscopedInvalidatesAll: false }).redundant).toHaveLength(1);
+    expect(
+      findRedundantCalls([read({ resource_id: 'f' }), { tool_name: 'shellish' }, read({ resource_id: 'f' })], { unscopedInvalidatesAll: false }).redundant,
+    ).toHaveLength(1);
     // an unscoped read changes nothing
     expect(findRedundantCalls([read({ resource_id: 'f' }), read({}), read({ resource_id: 'f' })]).redundant).toHaveLength(1);
   });

@@ -6,7 +6,11 @@ describe('tool-result validation (murmur:tool/run)', () => {
   it('accepts the jco-lifted record and the JSON spellings', () => {
     const lifted = parseToolResult({ status: 'passed', summary: undefined, data: 'hi', dataPath: undefined, truncated: false, metadata: [] });
     expect(lifted).toEqual({ status: 'passed', data: 'hi', truncated: false, metadata: [], warnings: [] });
-    expect(parseToolResult({ status: 'failed', 'data-path': 'out/x.json', truncated: true, metadata: [] })).toMatchObject({ status: 'failed', dataPath: 'out/x.json', truncated: true });
+    expect(parseToolResult({ status: 'failed', 'data-path': 'out/x.json', truncated: true, metadata: [] })).toMatchObject({
+      status: 'failed',
+      dataPath: 'out/x.json',
+      truncated: true,
+    });
     expect(parseToolResult({ status: 'error', data_path: 'a', summary: null, data: null, metadata: null })).toMatchObject({ status: 'error', dataPath: 'a' });
   });
 
@@ -25,9 +29,20 @@ describe('tool-result validation (murmur:tool/run)', () => {
   });
 
   it('reserved key resource_id is extracted verbatim; all pairs stay in metadata', () => {
-    const r = parseToolResult({ status: 'passed', metadata: [['resource_id', 'sym:Foo::bar'], ['x', 'y'], ['state_effect', 'read']] });
+    const r = parseToolResult({
+      status: 'passed',
+      metadata: [
+        ['resource_id', 'sym:Foo::bar'],
+        ['x', 'y'],
+        ['state_effect', 'read'],
+      ],
+    });
     expect(r.resourceId).toBe('sym:Foo::bar');
-    expect(r.metadata).toEqual([['resource_id', 'sym:Foo::bar'], ['x', 'y'], ['state_effect', 'read']]);
+    expect(r.metadata).toEqual([
+      ['resource_id', 'sym:Foo::bar'],
+      ['x', 'y'],
+      ['state_effect', 'read'],
+    ]);
   });
 
   it('rejects a malformed result with E-TOOL-001 naming the field', () => {

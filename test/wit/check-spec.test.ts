@@ -16,8 +16,13 @@ function writeSpec(tables = readTables()): string {
   const dir = mkdtempSync(join(tmpdir(), 'spec-'));
   const iface = tables.interfaces.map((i) => `| [\`${i}\`](https://example.invalid) | used | purpose |`).join('\n');
   const cell = (l: string[]) => (l.length ? l.map((x) => `\`${x}\``).join(', ') : '—');
-  const worlds = Object.entries(tables.worlds).map(([w, r]) => `| \`${w}\` | ${cell(r.imports)} | ${cell(r.exports)} | [x](y) |`).join('\n');
-  writeFileSync(join(dir, 'wit-interfaces.md'), `# WIT\n\n## Interfaces\n\n| Interface | Used by | Purpose |\n|---|---|---|\n${iface}\n\n## Worlds\n\n| World | Imports | Exports | Defined in |\n|---|---|---|---|\n${worlds}\n\nAgent capsules compile against no world.\n`);
+  const worlds = Object.entries(tables.worlds)
+    .map(([w, r]) => `| \`${w}\` | ${cell(r.imports)} | ${cell(r.exports)} | [x](y) |`)
+    .join('\n');
+  writeFileSync(
+    join(dir, 'wit-interfaces.md'),
+    `# WIT\n\n## Interfaces\n\n| Interface | Used by | Purpose |\n|---|---|---|\n${iface}\n\n## Worlds\n\n| World | Imports | Exports | Defined in |\n|---|---|---|---|\n${worlds}\n\nAgent capsules compile against no world.\n`,
+  );
   copyFileSync(join(PROJECT_ROOT, 'wit/runtime/inference.wit'), join(dir, 'runtime-inference.md'));
   return dir;
 }
@@ -47,7 +52,10 @@ describe('check:spec', () => {
   it('fails, saying where it looked, when the documents are not there', () => {
     const missing = join(mkdtempSync(join(tmpdir(), 'nospec-')), 'spec');
     mkdirSync(join(missing, '..'), { recursive: true });
-    const r = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'scripts/check-spec.ts')], { env: { ...process.env, MURMUR_SPEC_DIR: missing }, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'scripts/check-spec.ts')], {
+      env: { ...process.env, MURMUR_SPEC_DIR: missing },
+      encoding: 'utf8',
+    });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(`check:spec: the spec documents are not there: ${join(missing, 'wit-interfaces.md')}`);
     expect(r.stderr).toContain('set MURMUR_SPEC_DIR');

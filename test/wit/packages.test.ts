@@ -84,7 +84,10 @@ describe('WIT packages', () => {
     for (const [record, fields] of Object.entries(TABLES.runtimeInference.records)) {
       const body = new RegExp(`record ${record} \\{([\\s\\S]*?)\\}`).exec(text)?.[1];
       expect(body, record).toBeDefined();
-      expect([...body!.matchAll(/^\s*([a-z-]+):/gm)].map((m) => m[1]), record).toEqual(fields);
+      expect(
+        [...body!.matchAll(/^\s*([a-z-]+):/gm)].map((m) => m[1]),
+        record,
+      ).toEqual(fields);
     }
     const functions = [...text.matchAll(/^\s*([a-z-]+): func\(/gm)].map((m) => m[1]);
     expect(functions).toEqual(TABLES.runtimeInference.functions);

@@ -13,14 +13,7 @@ export type TaskOrigin = 'user' | 'peer' | 'completion' | 'event';
 export type TaskTrust = 'trusted' | 'untrusted';
 
 /** A2A task states, spelled as in A2A 0.3 (the 1.0 wire uses `TASK_STATE_*`). */
-export type TaskState =
-  | 'submitted'
-  | 'working'
-  | 'input-required'
-  | 'completed'
-  | 'failed'
-  | 'rejected'
-  | 'canceled';
+export type TaskState = 'submitted' | 'working' | 'input-required' | 'completed' | 'failed' | 'rejected' | 'canceled';
 
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['completed', 'failed', 'rejected', 'canceled']);
 

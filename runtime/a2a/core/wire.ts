@@ -53,11 +53,7 @@ export function agentMessage(text: string, taskId: string, contextId: string): M
   };
 }
 
-export function artifact(
-  artifactId: string,
-  parts: Part[],
-  opts: { name?: string; description?: string; metadata?: Record<string, unknown> } = {},
-): Artifact {
+export function artifact(artifactId: string, parts: Part[], opts: { name?: string; description?: string; metadata?: Record<string, unknown> } = {}): Artifact {
   return {
     artifactId,
     name: opts.name ?? '',

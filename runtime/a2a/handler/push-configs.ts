@@ -31,7 +31,8 @@ export function pushConfigMethods(s: HandlerScope): PushConfigMethods {
       await s.ownTask(params.taskId, context);
       const id = s.configId(params.id, params.taskId, context);
       const found = (await push.store.load(params.taskId, context)).find((c) => c.id === id);
-      if (!found) throw new TaskNotFoundError({ message: `no push notification config '${id}' on task '${params.taskId}'`, metadata: { taskId: params.taskId } });
+      if (!found)
+        throw new TaskNotFoundError({ message: `no push notification config '${id}' on task '${params.taskId}'`, metadata: { taskId: params.taskId } });
       return found;
     },
     async listTaskPushNotificationConfigs(params, context): Promise<ListTaskPushNotificationConfigsResponse> {

@@ -14,13 +14,7 @@ import { isUrlAllowed, networkPolicyError } from '../../net/allowlist.ts';
 import { randomUUID } from 'node:crypto';
 import { Role } from '@a2a-js/sdk';
 import type { AgentCard, Message, Task } from '@a2a-js/sdk';
-import {
-  Client,
-  ClientFactory,
-  ClientFactoryOptions,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-} from '@a2a-js/sdk/client';
+import { Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { isTerminal, type TaskState, type TaskTrust } from '../core/executor.ts';
 import { ORIGIN_HEADER, TRACEPARENT_HEADER, TRUST_HEADER, fromCoreState, messageText, textPart } from '../core/wire.ts';
 
@@ -115,9 +109,7 @@ async function connect(o: PeerCallOptions): Promise<CallSetup> {
     for (const [k, v] of Object.entries(headers)) h.set(k, v);
     return fetch(input, { ...init, headers: h, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
   };
-  const card: AgentCard = await new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }).resolve(
-    o.peerUrl,
-  );
+  const card: AgentCard = await new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }).resolve(o.peerUrl);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
@@ -128,8 +120,7 @@ async function connect(o: PeerCallOptions): Promise<CallSetup> {
 }
 
 function artifactText(t: Task): string | undefined {
-  const textOf = (parts: Task['artifacts'][number]['parts']) =>
-    parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+  const textOf = (parts: Task['artifacts'][number]['parts']) => parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
   const resp = t.artifacts.find((a) => a.name === 'response' || a.artifactId === 'response');
   if (resp) return textOf(resp.parts);
   const all = t.artifacts.map((a) => textOf(a.parts)).filter((s) => s !== '');
@@ -207,9 +198,7 @@ export function getTask(o: PeerCallOptions & { taskId: string }): Promise<PeerRe
 
 /** `tasks/cancel` on a peer. */
 export function cancelTask(o: PeerCallOptions & { taskId: string }): Promise<PeerResult<PeerTask>> {
-  return call(o, async ({ client, signal }) =>
-    toPeerTask(await client.cancelTask({ tenant: '', id: o.taskId, metadata: undefined }, { signal })),
-  );
+  return call(o, async ({ client, signal }) => toPeerTask(await client.cancelTask({ tenant: '', id: o.taskId, metadata: undefined }, { signal })));
 }
 
 export interface FollowOptions extends PeerCallOptions {

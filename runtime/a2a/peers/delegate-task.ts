@@ -53,9 +53,7 @@ export interface DelegateResult {
 export function peersFromAllow(allow: readonly string[], claimed: { entries?: readonly string[]; endpoint?: string } = {}): string[] {
   const taken = new Set((claimed.entries ?? []).map((e) => e.trim().toLowerCase()));
   const endpoint = claimed.endpoint ? destinationOf(claimed.endpoint) : undefined;
-  return allow
-    .map((a) => a.trim())
-    .filter((a) => a !== '' && !taken.has(a.toLowerCase()) && !(endpoint && isAllowed([a], endpoint)));
+  return allow.map((a) => a.trim()).filter((a) => a !== '' && !taken.has(a.toLowerCase()) && !(endpoint && isAllowed([a], endpoint)));
 }
 
 /** The tool definition, or undefined when the allowlist names no peers (the tool is not offered). */
@@ -97,7 +95,7 @@ function outcome(peer: string, t: PeerTask): DelegateResult {
 export async function runDelegateTask(input: unknown, ctx: DelegateContext): Promise<DelegateResult> {
   const i = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
   if (typeof i['peer'] !== 'string' || i['peer'].trim() === '' || typeof i['task'] !== 'string' || i['task'].trim() === '') {
-    return { isError: true, text: "delegate-task needs {peer: string, task: string}, both non-empty" };
+    return { isError: true, text: 'delegate-task needs {peer: string, task: string}, both non-empty' };
   }
   const peerUrl = normalisePeer(i['peer']);
   const deadlineMs = (ctx.deadlineSecs ?? DEFAULT_DELEGATION_DEADLINE_SECS) * 1000;

@@ -34,7 +34,10 @@ export class PushQuota {
       const v = limits[k];
       if (v === undefined) continue;
       if (!Number.isInteger(v) || v < 0) {
-        throw new MurError('E-A2A-040', `push limit ${k} must be a whole number ≥ 0, got ${String(v)}`, { hint: 'fix the value', location: { field: `push.limits.${k}` } });
+        throw new MurError('E-A2A-040', `push limit ${k} must be a whole number ≥ 0, got ${String(v)}`, {
+          hint: 'fix the value',
+          location: { field: `push.limits.${k}` },
+        });
       }
       l[k] = v;
     }
@@ -44,9 +47,7 @@ export class PushQuota {
   /** Refuses a webhook URL over the length limit (before it is parsed or stored). */
   checkUrl(url: string): void {
     if (url.length > this.limits.maxUrlLength) {
-      throw new RequestMalformedError(
-        `push notification url is ${url.length} characters long; at most ${this.limits.maxUrlLength} are accepted [E-A2A-048]`,
-      );
+      throw new RequestMalformedError(`push notification url is ${url.length} characters long; at most ${this.limits.maxUrlLength} are accepted [E-A2A-048]`);
     }
   }
 

@@ -42,10 +42,14 @@ export function readApiKeys(path: string): ApiKey[] {
         const name = colon > 0 ? line.slice(0, colon).trim() : '';
         if (!HOLDER_RE.test(name)) {
           // The line is not quoted back: it may hold a key.
-          throw new MurError('E-A2A-021', `A2A API keys file ${path}, line ${i + 1}: expected 'holder:key' with a holder name of letters, digits, '.', '_' or '-'`, {
-            hint: 'one `holder:key` per line, e.g. `ci-bot:3f9a…`',
-            location: { file: path, line: i + 1 },
-          });
+          throw new MurError(
+            'E-A2A-021',
+            `A2A API keys file ${path}, line ${i + 1}: expected 'holder:key' with a holder name of letters, digits, '.', '_' or '-'`,
+            {
+              hint: 'one `holder:key` per line, e.g. `ci-bot:3f9a…`',
+              location: { file: path, line: i + 1 },
+            },
+          );
         }
         keys.push({ name, key: line.slice(colon + 1).trim() });
       });

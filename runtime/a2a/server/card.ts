@@ -34,7 +34,6 @@ export function skillsFromTools(tools: ReadonlyArray<{ name: string; description
   return tools.map((t) => ({ id: t.name, name: t.name, description: t.description ?? t.name, tags: ['tool'] }));
 }
 
-
 function skillJson(s: SkillInput) {
   return {
     id: s.id,

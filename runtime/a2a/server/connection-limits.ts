@@ -37,16 +37,23 @@ export function resolveLimits(l: ConnectionLimits = {}): ResolvedLimits {
     const v = l[k];
     if (v === undefined) continue;
     if (!Number.isInteger(v) || v < 0) {
-      throw new MurError('E-A2A-040', `A2A server limit ${k} must be a whole number ≥ 0, got ${String(v)}`, { hint: 'fix the value (0 turns the limit off)', location: { field: k } });
+      throw new MurError('E-A2A-040', `A2A server limit ${k} must be a whole number ≥ 0, got ${String(v)}`, {
+        hint: 'fix the value (0 turns the limit off)',
+        location: { field: k },
+      });
     }
     r[k] = v;
   }
   // Node refuses a headers budget longer than the whole request's: say so in our terms.
   if (r.requestTimeoutMs > 0 && r.headersTimeoutMs > r.requestTimeoutMs) {
-    throw new MurError('E-A2A-040', `A2A server limit headersTimeoutMs (${r.headersTimeoutMs}) is longer than requestTimeoutMs (${r.requestTimeoutMs}), which includes the headers`, {
-      hint: 'make the request budget at least the headers budget',
-      location: { field: 'headersTimeoutMs' },
-    });
+    throw new MurError(
+      'E-A2A-040',
+      `A2A server limit headersTimeoutMs (${r.headersTimeoutMs}) is longer than requestTimeoutMs (${r.requestTimeoutMs}), which includes the headers`,
+      {
+        hint: 'make the request budget at least the headers budget',
+        location: { field: 'headersTimeoutMs' },
+      },
+    );
   }
   return r;
 }
@@ -69,7 +76,9 @@ export function serverOptions(l: ResolvedLimits): ServerOptions {
 
 function rawResponse(status: string, body: Record<string, unknown>, extra: string[] = []): string {
   const json = JSON.stringify(body);
-  return [`HTTP/1.1 ${status}`, 'Content-Type: application/json', 'Connection: close', ...extra, `Content-Length: ${Buffer.byteLength(json)}`, '', json].join('\r\n');
+  return [`HTTP/1.1 ${status}`, 'Content-Type: application/json', 'Connection: close', ...extra, `Content-Length: ${Buffer.byteLength(json)}`, '', json].join(
+    '\r\n',
+  );
 }
 
 /** Node's own statuses for malformed requests, kept for the errors it would have answered itself. */

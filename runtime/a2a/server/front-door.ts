@@ -17,7 +17,6 @@ function errMessage(e: unknown): string {
   return String(e);
 }
 
-
 export function rpcErrorBody(id: unknown, code: number, message: string): Record<string, unknown> {
   const okId = typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
   return { jsonrpc: '2.0', id: okId, error: { code, message } };
@@ -92,7 +91,14 @@ export function frontDoor(maxBody: number, resOf: WeakMap<object, http.ServerRes
       const b = body as { method?: unknown; params?: { message?: { taskId?: unknown } } };
       if (draining() && typeof b.method === 'string' && NEW_TASK_METHODS.has(b.method) && !b.params?.message?.taskId) {
         res.setHeader('Retry-After', '1');
-        reply(503, rpcErrorBody((body as { id?: unknown }).id, -32603, 'server is shutting down (draining after SIGTERM): retry the request, another replica will take it'));
+        reply(
+          503,
+          rpcErrorBody(
+            (body as { id?: unknown }).id,
+            -32603,
+            'server is shutting down (draining after SIGTERM): retry the request, another replica will take it',
+          ),
+        );
         return;
       }
       req.body = body;
@@ -118,10 +124,7 @@ function tooDeep(root: unknown, max: number): boolean {
   return false;
 }
 
-function checkEnvelope(
-  body: unknown,
-  req: Request,
-): { id: unknown; code: number; message: string } | undefined {
+function checkEnvelope(body: unknown, req: Request): { id: unknown; code: number; message: string } | undefined {
   if (Array.isArray(body)) {
     return { id: null, code: -32600, message: 'invalid request: batch requests are not supported; send one JSON-RPC object per POST' };
   }
@@ -170,7 +173,8 @@ function checkEnvelope(
   ) {
     return { id, code: -32602, message: `invalid params: '${method}' needs params.message (an A2A Message object)` };
   }
-  const msgProblem = (params as Record<string, unknown> | undefined)?.['message'] !== undefined ? rawMessageProblem((params as Record<string, unknown>)['message']) : undefined;
+  const msgProblem =
+    (params as Record<string, unknown> | undefined)?.['message'] !== undefined ? rawMessageProblem((params as Record<string, unknown>)['message']) : undefined;
   if (msgProblem) return { id, code: -32602, message: `invalid params: ${msgProblem}` };
   const idParam = (params as Record<string, unknown> | undefined)?.['id'];
   if (

@@ -43,7 +43,9 @@ export function mountRoutes(app: Express, d: RouteDeps): void {
   app.get('/readyz', (_req, res) => {
     const ready = d.machine.canAccept();
     const waiting = d.machine.waitingForInput();
-    res.status(ready ? 200 : 503).json({ ready, acceptance: d.acceptance, draining: d.machine.isDraining(), waiting_for_input: waiting, blocked_on_input: waiting > 0 });
+    res
+      .status(ready ? 200 : 503)
+      .json({ ready, acceptance: d.acceptance, draining: d.machine.isDraining(), waiting_for_input: waiting, blocked_on_input: waiting > 0 });
   });
   app.get(['/.well-known/agent-card.json'], (req, res) => {
     const wanted = normaliseVersion(requestedVersion(req));
@@ -68,7 +70,11 @@ export function mountRoutes(app: Express, d: RouteDeps): void {
     });
     app.use('/rest', restErrors());
   }
-  app.post('/', authDoor(d.auth, d.callers, 'jsonrpc'), frontDoor(d.maxBody, d.resOf, () => d.machine.isDraining()));
+  app.post(
+    '/',
+    authDoor(d.auth, d.callers, 'jsonrpc'),
+    frontDoor(d.maxBody, d.resOf, () => d.machine.isDraining()),
+  );
   app.use(jsonRpcHandler({ requestHandler: d.handler, userBuilder: d.userBuilder, legacyCompat: { enabled: true } }));
   app.use((_req: Request, res: Response) => {
     res.status(404).json({ error: 'not found: POST / for JSON-RPC, /rest/… for HTTP+JSON, GET /.well-known/agent-card.json for the card' });

@@ -28,7 +28,9 @@ export function tokenReviewVerifier(o: TokenReviewOptions): TokenVerifier {
   // `mur serve` imports this module, and client-node costs ≈ 27 MiB of heap (≈ 60 MiB RSS,
   // measured) in a process that without --token-review never calls it. The import starts now, so
   // the first token waits for it only when it comes before the import is done.
-  const client: Promise<AuthenticationV1Api> = import('@kubernetes/client-node').then((k) => (o.kubeConfig ?? defaultKubeConfig(k)).makeApiClient(k.AuthenticationV1Api));
+  const client: Promise<AuthenticationV1Api> = import('@kubernetes/client-node').then((k) =>
+    (o.kubeConfig ?? defaultKubeConfig(k)).makeApiClient(k.AuthenticationV1Api),
+  );
   client.catch(() => {}); // surfaces on the first verify
   const cacheMs = o.cacheMs ?? 10_000;
   const cache = new Map<string, { at: number; verdict: { username: string } | undefined }>();

@@ -20,7 +20,18 @@ import { TaskCanceledError, isTerminal, type TaskEvents, type TaskState } from '
 import { agentMessage, messageText } from '../core/wire.ts';
 import { Subscriber, type StreamSink } from './stream.ts';
 import { DEFAULT_MAX_LIVE_BYTES, evictions, retainedBytes } from './live-tasks.ts';
-import { artifactEvent, laggedNotice, newRecord, ownerKey, setResponse, snapshot, statusEvent, taskContext, type NewTask, type TaskRecord } from './task-record.ts';
+import {
+  artifactEvent,
+  laggedNotice,
+  newRecord,
+  ownerKey,
+  setResponse,
+  snapshot,
+  statusEvent,
+  taskContext,
+  type NewTask,
+  type TaskRecord,
+} from './task-record.ts';
 import { errMessage, executorEvents, runExecutor, type TaskOps } from './executor-events.ts';
 import { checkOptions, type TaskAcceptance, type TaskMachineOptions } from './task-options.ts';
 
@@ -127,11 +138,7 @@ export class TaskMachine {
       }
       this.singleUsed = true;
     } else if (this.running && this.pending.length >= this.o.queueDepth) {
-      this.finalize(
-        rec,
-        'rejected',
-        `queue full: ${this.pending.length} task(s) waiting behind the running one (lifecycle.queue_depth: ${this.o.queueDepth})`,
-      );
+      this.finalize(rec, 'rejected', `queue full: ${this.pending.length} task(s) waiting behind the running one (lifecycle.queue_depth: ${this.o.queueDepth})`);
       return;
     }
     this.pending.push(rec);
@@ -177,7 +184,12 @@ export class TaskMachine {
   }
 
   subscribe(rec: TaskRecord, sink: StreamSink | undefined): Subscriber {
-    const sub = new Subscriber(sink, this.o.stream, (n) => laggedNotice(rec, n), () => this.laggedDrops++);
+    const sub = new Subscriber(
+      sink,
+      this.o.stream,
+      (n) => laggedNotice(rec, n),
+      () => this.laggedDrops++,
+    );
     rec.subs.add(sub);
     this.changed();
     return sub;
@@ -249,10 +261,7 @@ export class TaskMachine {
   async drain(budgetMs: number): Promise<number> {
     this.draining = true;
     let timer: NodeJS.Timeout | undefined;
-    const out = await Promise.race([
-      this.idle().then(() => 'idle' as const),
-      new Promise<'budget'>((r) => (timer = setTimeout(() => r('budget'), budgetMs))),
-    ]);
+    const out = await Promise.race([this.idle().then(() => 'idle' as const), new Promise<'budget'>((r) => (timer = setTimeout(() => r('budget'), budgetMs)))]);
     clearTimeout(timer);
     let failed = 0;
     if (out === 'budget') {
@@ -317,12 +326,7 @@ export class TaskMachine {
     rec.timestamp = new Date().toISOString();
     const interrupt = state === 'input-required';
     this.save(rec);
-    this.emit(
-      rec,
-      statusEvent(rec),
-      isTerminal(state) || interrupt,
-      !(isTerminal(state) || interrupt),
-    );
+    this.emit(rec, statusEvent(rec), isTerminal(state) || interrupt, !(isTerminal(state) || interrupt));
     for (const w of [...rec.waiters]) w();
   }
 
@@ -390,7 +394,12 @@ export class TaskMachine {
 
   /** The reports of `rec`'s executor, each a state change of this machine. */
   private reportsOf(rec: TaskRecord): TaskEvents {
-    const ops: TaskOps = { setState: this.setState.bind(this), save: this.save.bind(this), emitArtifact: this.emitArtifact.bind(this), finalize: this.finalize.bind(this) };
+    const ops: TaskOps = {
+      setState: this.setState.bind(this),
+      save: this.save.bind(this),
+      emitArtifact: this.emitArtifact.bind(this),
+      finalize: this.finalize.bind(this),
+    };
     return executorEvents(rec, ops, this.o.inputTimeoutSecs ?? DEFAULT_INPUT_TIMEOUT_SECS);
   }
 

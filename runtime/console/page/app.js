@@ -95,9 +95,10 @@ async function openTask(id) {
   try {
     const r = await api(`/api/task?agent=${encodeURIComponent(selected.ref)}&id=${encodeURIComponent(id)}`);
     show('timeline-list', ...timelineItems(r.timeline));
-    $('timeline-source').textContent = r.source === 'stream'
-      ? `the steps as this console saw them streamed${r.droppedSteps ? ` (${r.droppedSteps} more not kept)` : ''}`
-      : 'what the task keeps: its messages, tool calls and answer (the turns and their tokens are streamed only; send a task from this console to see them)';
+    $('timeline-source').textContent =
+      r.source === 'stream'
+        ? `the steps as this console saw them streamed${r.droppedSteps ? ` (${r.droppedSteps} more not kept)` : ''}`
+        : 'what the task keeps: its messages, tool calls and answer (the turns and their tokens are streamed only; send a task from this console to see them)';
   } catch (e) {
     show('timeline-list', el('li', { class: 'error' }, e.message));
   }

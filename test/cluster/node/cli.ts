@@ -47,7 +47,10 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then((c) => process.exit(c), (e) => {
-  log(`FAILED: ${(e as Error).message}`);
-  process.exit(1);
-});
+main().then(
+  (c) => process.exit(c),
+  (e) => {
+    log(`FAILED: ${(e as Error).message}`);
+    process.exit(1);
+  },
+);

@@ -136,21 +136,25 @@ state = "${c}/state"
 }
 
 export function cniConfig(p: NodePaths, podSubnet: string): string {
-  return JSON.stringify({
-    cniVersion: '1.0.0',
-    name: 'capsule-node',
-    plugins: [
-      {
-        type: 'bridge',
-        bridge: 'cni0',
-        isGateway: true,
-        ipMasq: false,
-        hairpinMode: true,
-        ipam: { type: 'host-local', ranges: [[{ subnet: podSubnet }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: join(p.cni, 'ipam') },
-      },
-      { type: 'portmap', capabilities: { portMappings: true } },
-    ],
-  }, null, 2);
+  return JSON.stringify(
+    {
+      cniVersion: '1.0.0',
+      name: 'capsule-node',
+      plugins: [
+        {
+          type: 'bridge',
+          bridge: 'cni0',
+          isGateway: true,
+          ipMasq: false,
+          hairpinMode: true,
+          ipam: { type: 'host-local', ranges: [[{ subnet: podSubnet }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: join(p.cni, 'ipam') },
+        },
+        { type: 'portmap', capabilities: { portMappings: true } },
+      ],
+    },
+    null,
+    2,
+  );
 }
 
 export function kubeletConfig(p: NodePaths, caFile: string): string {

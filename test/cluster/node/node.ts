@@ -58,8 +58,9 @@ export function preflight(): string | undefined {
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
     return `the real node needs root (it creates a network namespace, mounts, cgroups and runs containerd/kubelet); uid is ${process.getuid()}`;
   }
-  const missingTools = ['ip', 'unshare', 'nsenter', 'socat', 'mount', 'iptables', 'ipset', 'conntrack', '/usr/sbin/runc', '/usr/lib/cni/bridge']
-    .filter((t) => (t.startsWith('/') ? !existsSync(t) : !quiet('sh', ['-c', `command -v ${t}`])));
+  const missingTools = ['ip', 'unshare', 'nsenter', 'socat', 'mount', 'iptables', 'ipset', 'conntrack', '/usr/sbin/runc', '/usr/lib/cni/bridge'].filter((t) =>
+    t.startsWith('/') ? !existsSync(t) : !quiet('sh', ['-c', `command -v ${t}`]),
+  );
   if (missingTools.length) return `missing on this machine: ${missingTools.join(', ')} (test/cluster/node/build.sh apt installs them)`;
   const missingBins = NODE_BINS.filter((b) => !existsSync(join(nodeBinDir, b)));
   if (missingBins.length) return `node binaries missing in ${nodeBinDir}: ${missingBins.join(', ')} (run test/cluster/node/build.sh)`;
@@ -137,22 +138,30 @@ function nodePids(p: NodePaths, rec: NodeRecord | undefined): number[] {
   if (existsSync(`/run/netns/${p.netns}`)) {
     try {
       for (const l of sh('ip', ['netns', 'pids', p.netns]).split('\n')) if (l.trim()) pids.add(Number(l));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   for (const d of cgroupDirs(p)) {
     for (const c of walkCgroups(d)) {
       try {
         for (const l of readFileSync(join(c, 'cgroup.procs'), 'utf8').split('\n')) if (l.trim()) pids.add(Number(l));
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     }
   }
   for (const pid of [rec?.supervisorPid, rec?.forwarderPid, rec?.watcherPid]) if (pid && alive(pid)) pids.add(pid);
   try {
     for (const l of readFileSync(join(p.state, 'supervisor.pids'), 'utf8').split('\n')) if (l.trim() && alive(Number(l))) pids.add(Number(l));
-  } catch { /* none */ }
+  } catch {
+    /* none */
+  }
   try {
     for (const l of readFileSync(join(p.controlPlane, 'pids'), 'utf8').split('\n')) if (l.trim() && alive(Number(l))) pids.add(Number(l));
-  } catch { /* none */ }
+  } catch {
+    /* none */
+  }
   pids.delete(process.pid);
   return [...pids];
 }
@@ -170,7 +179,11 @@ export async function stopNode(name: string, log: (m: string) => void = () => {}
     const pids = nodePids(p, rec);
     if (pids.length === 0) break;
     for (const pid of pids) {
-      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
     await sleep(100);
   }
@@ -179,7 +192,12 @@ export async function stopNode(name: string, log: (m: string) => void = () => {}
   for (const d of cgroupDirs(p)) {
     for (const c of walkCgroups(d)) {
       for (let i = 0; i < 20; i++) {
-        try { rmdirSync(c); break; } catch { await sleep(100); }
+        try {
+          rmdirSync(c);
+          break;
+        } catch {
+          await sleep(100);
+        }
       }
     }
   }
@@ -205,7 +223,11 @@ export async function stopNode(name: string, log: (m: string) => void = () => {}
     }
   }
   rmSync(p.state, { recursive: true, force: true });
-  try { rmdirSync(stateRoot); } catch { /* other nodes, or not empty */ }
+  try {
+    rmdirSync(stateRoot);
+  } catch {
+    /* other nodes, or not empty */
+  }
   const leftCg = cgroupDirs(p);
   if (leftCg.length) throw new Error(`node ${name}: cgroups left: ${leftCg.join(' ')}`);
   log(`node ${name} down in ${Date.now() - t0} ms`);
@@ -275,10 +297,27 @@ export async function startNode(opts: StartNodeOptions = {}): Promise<RealNode> 
     for (const i of images) if (!existsSync(i)) throw new Error(`image archive ${i} does not exist`);
     const logFd = openSync(join(p.logs, 'supervisor.log'), 'a');
     // nsenter, not `ip netns exec`: that remounts /sys for the namespace, hiding the cgroup mounts runc needs
-    const sup = spawn('nsenter', [`--net=/run/netns/${p.netns}`, '--', 'unshare', '--mount', '--propagation', 'private', '--',
-      process.execPath, '--import', 'tsx', join(repoRoot, 'test', 'cluster', 'node', 'supervisor.ts'),
-      '--name', name, ...(ownerPid ? ['--watch-pid', String(ownerPid)] : []), ...images.flatMap((i) => ['--image', i])],
-    { detached: true, stdio: ['ignore', logFd, logFd], cwd: repoRoot, env: { ...process.env, CLUSTER_BIN_DIR: clusterBinDir } });
+    const sup = spawn(
+      'nsenter',
+      [
+        `--net=/run/netns/${p.netns}`,
+        '--',
+        'unshare',
+        '--mount',
+        '--propagation',
+        'private',
+        '--',
+        process.execPath,
+        '--import',
+        'tsx',
+        join(repoRoot, 'test', 'cluster', 'node', 'supervisor.ts'),
+        '--name',
+        name,
+        ...(ownerPid ? ['--watch-pid', String(ownerPid)] : []),
+        ...images.flatMap((i) => ['--image', i]),
+      ],
+      { detached: true, stdio: ['ignore', logFd, logFd], cwd: repoRoot, env: { ...process.env, CLUSTER_BIN_DIR: clusterBinDir } },
+    );
     closeSync(logFd);
     sup.unref();
     rec.supervisorPid = sup.pid;
@@ -286,8 +325,11 @@ export async function startNode(opts: StartNodeOptions = {}): Promise<RealNode> 
     // The teardown when the owner dies runs from here, the host's namespaces: the supervisor's
     // mount namespace hides /run/netns, and /proc/1/ns is not open to us on every machine.
     if (ownerPid) {
-      const watcher = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test', 'cluster', 'node', 'cli.ts'), 'watch', '--name', name, '--pid', String(ownerPid)],
-        { detached: true, stdio: 'ignore', cwd: repoRoot, env: { ...process.env, CLUSTER_BIN_DIR: clusterBinDir } });
+      const watcher = spawn(
+        process.execPath,
+        ['--import', 'tsx', join(repoRoot, 'test', 'cluster', 'node', 'cli.ts'), 'watch', '--name', name, '--pid', String(ownerPid)],
+        { detached: true, stdio: 'ignore', cwd: repoRoot, env: { ...process.env, CLUSTER_BIN_DIR: clusterBinDir } },
+      );
       watcher.unref();
       rec.watcherPid = watcher.pid;
       save();
@@ -299,15 +341,19 @@ export async function startNode(opts: StartNodeOptions = {}): Promise<RealNode> 
       if (!alive(sup.pid) || existsSync(join(p.state, 'failed.txt'))) {
         throw new Error(`the real node failed to start; supervisor log ${join(p.logs, 'supervisor.log')}:\n${tailFile(join(p.logs, 'supervisor.log'), 40)}`);
       }
-      if (Date.now() > deadline) throw new Error(`the real node did not become ready in time; log ${join(p.logs, 'supervisor.log')}:\n${tailFile(join(p.logs, 'supervisor.log'), 40)}`);
+      if (Date.now() > deadline)
+        throw new Error(`the real node did not become ready in time; log ${join(p.logs, 'supervisor.log')}:\n${tailFile(join(p.logs, 'supervisor.log'), 40)}`);
       await sleep(200);
     }
     const ready = JSON.parse(readFileSync(p.ready, 'utf8')) as { kubeconfig: string };
 
     // the API server for host-side clients: 127.0.0.1:<port> -> <node ip>:6443 inside the namespace
     const hostPort = await freePort();
-    const fwd = spawn('socat', [`TCP-LISTEN:${hostPort},bind=127.0.0.1,fork,reuseaddr`,
-      `EXEC:nsenter --net=/run/netns/${p.netns} socat STDIO TCP\\:${net.nodeIp}\\:${net.apiPort}`], { detached: true, stdio: 'ignore' });
+    const fwd = spawn(
+      'socat',
+      [`TCP-LISTEN:${hostPort},bind=127.0.0.1,fork,reuseaddr`, `EXEC:nsenter --net=/run/netns/${p.netns} socat STDIO TCP\\:${net.nodeIp}\\:${net.apiPort}`],
+      { detached: true, stdio: 'ignore' },
+    );
     fwd.unref();
     rec.forwarderPid = fwd.pid;
     rec.hostPort = hostPort;

@@ -16,7 +16,12 @@ export const releaseName = 'capsule-operator';
 function imagesEnv(): Record<string, string> {
   const f = join(imagesDir, 'images.env');
   if (!existsSync(f)) return {};
-  return Object.fromEntries(readFileSync(f, 'utf8').split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    readFileSync(f, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
 }
 /** The runtime image as the pods name it (capsule-runtime:dev unless images.env says otherwise). */
 export const runtimeImage = (): string => imagesEnv().CAPSULE_RUNTIME_IMAGE ?? process.env.CAPSULE_RUNTIME_IMAGE ?? 'capsule-runtime:dev';
@@ -32,8 +37,10 @@ export function operatorImages(): string[] {
   const tars = [env.CAPSULE_RUNTIME_TAR ?? join(imagesDir, 'capsule-runtime.tar'), env.CAPSULE_OPERATOR_TAR ?? join(imagesDir, 'capsule-operator.tar')];
   const missing = tars.filter((t) => !existsSync(t));
   if (missing.length) {
-    throw new Error(`image archives missing: ${missing.join(', ')} — build them with ${imagesBuildScript} ` +
-      '(Docker engine, the runtime and operator images from Dockerfile and operator/Dockerfile, `docker save` into .cache/images/)');
+    throw new Error(
+      `image archives missing: ${missing.join(', ')} — build them with ${imagesBuildScript} ` +
+        '(Docker engine, the runtime and operator images from Dockerfile and operator/Dockerfile, `docker save` into .cache/images/)',
+    );
   }
   return tars;
 }
@@ -58,17 +65,53 @@ export async function ensureImages(log: (m: string) => void): Promise<void> {
 export function installOperator(kubeconfig: string, log: (m: string) => void, extraSet: string[] = []): void {
   const t0 = Date.now();
   const chart = join(repoRoot, 'charts', 'capsule-operator');
-  const env = { ...process.env, KUBECONFIG: kubeconfig, HELM_CACHE_HOME: join(repoRoot, '.cache', 'helm'), HELM_CONFIG_HOME: join(repoRoot, '.cache', 'helm'), HELM_DATA_HOME: join(repoRoot, '.cache', 'helm') };
-  execFileSync(helmPath(), ['upgrade', '--install', releaseName, chart, '--namespace', operatorNamespace, '--create-namespace',
-    '--set', `image.repository=${split(operatorImage()).repository}`, '--set', `image.tag=${split(operatorImage()).tag}`,
-    '--set', `runtime.image.repository=${split(runtimeImage()).repository}`, '--set', `runtime.image.tag=${split(runtimeImage()).tag}`,
-    '--set', 'image.pullPolicy=Never', '--set', 'runtime.image.pullPolicy=Never',
-    // scrape quickly so `kubectl get capsules` shows tokens within a test
-    '--set', 'usage.scrapeIntervalSeconds=2',
-    // every namespace: the tests (and whoever tries capsules by hand) make their own namespaces
-    '--set', 'clusterWide=true', '--set-json', 'watchNamespaces=[]',
-    ...extraSet.flatMap((s) => ['--set', s]),
-    '--wait', '--timeout', '180s'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  execFileSync(kubectlPath(), ['-n', operatorNamespace, 'rollout', 'status', `deployment/${releaseName}`, '--timeout=180s'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const env = {
+    ...process.env,
+    KUBECONFIG: kubeconfig,
+    HELM_CACHE_HOME: join(repoRoot, '.cache', 'helm'),
+    HELM_CONFIG_HOME: join(repoRoot, '.cache', 'helm'),
+    HELM_DATA_HOME: join(repoRoot, '.cache', 'helm'),
+  };
+  execFileSync(
+    helmPath(),
+    [
+      'upgrade',
+      '--install',
+      releaseName,
+      chart,
+      '--namespace',
+      operatorNamespace,
+      '--create-namespace',
+      '--set',
+      `image.repository=${split(operatorImage()).repository}`,
+      '--set',
+      `image.tag=${split(operatorImage()).tag}`,
+      '--set',
+      `runtime.image.repository=${split(runtimeImage()).repository}`,
+      '--set',
+      `runtime.image.tag=${split(runtimeImage()).tag}`,
+      '--set',
+      'image.pullPolicy=Never',
+      '--set',
+      'runtime.image.pullPolicy=Never',
+      // scrape quickly so `kubectl get capsules` shows tokens within a test
+      '--set',
+      'usage.scrapeIntervalSeconds=2',
+      // every namespace: the tests (and whoever tries capsules by hand) make their own namespaces
+      '--set',
+      'clusterWide=true',
+      '--set-json',
+      'watchNamespaces=[]',
+      ...extraSet.flatMap((s) => ['--set', s]),
+      '--wait',
+      '--timeout',
+      '180s',
+    ],
+    { env, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  execFileSync(kubectlPath(), ['-n', operatorNamespace, 'rollout', 'status', `deployment/${releaseName}`, '--timeout=180s'], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   log(`operator installed (helm) and rolled out in ${Date.now() - t0} ms`);
 }

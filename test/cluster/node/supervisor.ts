@@ -23,7 +23,12 @@ const log = (m: string) => process.stderr.write(`[supervisor ${((Date.now() - t0
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const bin = (b: string) => join(nodeBinDir, b);
 
-interface Proc { name: string; child: ChildProcess; exited: boolean; log: string }
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  exited: boolean;
+  log: string;
+}
 const procs: Proc[] = [];
 const pidsFile = join(p.state, 'supervisor.pids');
 
@@ -61,7 +66,8 @@ async function waitFor(what: string, check: () => boolean | Promise<boolean>, wa
     } catch (e) {
       last = (e as Error).message;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (last: ${last})` : ''}\n${watch.map((w) => `--- ${w.name}:\n${tail(w.log, 15)}`).join('\n')}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? ` (last: ${last})` : ''}\n${watch.map((w) => `--- ${w.name}:\n${tail(w.log, 15)}`).join('\n')}`);
     await sleep(250);
   }
 }
@@ -82,7 +88,10 @@ function privateMounts(): void {
   }
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'mode=755', 'capsule-node-run', '/run']);
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'mode=755', 'capsule-node-log', '/var/log']);
-  writeFileSync(join(p.etc, 'resolv.conf'), `# the node has no upstream DNS (no way out of its network namespace)\nnameserver 127.0.0.1\noptions ndots:1 timeout:1 attempts:1\n`);
+  writeFileSync(
+    join(p.etc, 'resolv.conf'),
+    `# the node has no upstream DNS (no way out of its network namespace)\nnameserver 127.0.0.1\noptions ndots:1 timeout:1 attempts:1\n`,
+  );
 }
 
 function createCgroupRoot(): void {
@@ -112,9 +121,17 @@ async function stopAll(): Promise<void> {
   for (const name of order) {
     const pr = procs.find((x) => x.name === name);
     if (!pr || pr.exited || !pr.child.pid) continue;
-    try { process.kill(-pr.child.pid, 'SIGTERM'); } catch { /* gone */ }
+    try {
+      process.kill(-pr.child.pid, 'SIGTERM');
+    } catch {
+      /* gone */
+    }
     for (let i = 0; i < 40 && !pr.exited; i++) await sleep(100);
-    try { process.kill(-pr.child.pid, 'SIGKILL'); } catch { /* gone */ }
+    try {
+      process.kill(-pr.child.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
   }
   await cluster?.stop();
 }
@@ -140,7 +157,10 @@ async function main(): Promise<void> {
   const env = { ...process.env, PATH: `${nodeBinDir}:/usr/sbin:/usr/bin:/sbin:/bin` };
   const containerd = launch('containerd', bin('containerd'), ['--config', join(p.containerd, 'config.toml'), '--log-level', 'warn'], env);
   await waitFor('containerd socket', () => existsSync(p.containerdSock), [containerd]);
-  await waitFor('containerd serving', () => { execFileSync(bin('ctr'), ['-a', p.containerdSock, 'version'], { stdio: 'ignore' }); return true; }, [containerd]);
+  await waitFor('containerd serving', () => {
+    execFileSync(bin('ctr'), ['-a', p.containerdSock, 'version'], { stdio: 'ignore' });
+    return true;
+  }, [containerd]);
   const tImages = Date.now();
   for (const tar of values.image ?? []) {
     execFileSync(bin('ctr'), ['-a', p.containerdSock, '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', tar], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -151,39 +171,71 @@ async function main(): Promise<void> {
   // a v1 cpuset needs cpus/mems before anything can join it)
   createCgroupRoot();
   writeFileSync(join(p.kubelet, 'config.yaml'), kubeletConfig(p, ca));
-  const kubelet = launch('kubelet', bin('kubelet'), [
-    `--config=${join(p.kubelet, 'config.yaml')}`,
-    `--kubeconfig=${kubeconfig}`,
-    `--root-dir=${join(p.kubelet, 'root')}`,
-    `--cert-dir=${join(p.kubelet, 'pki')}`,
-    `--hostname-override=${p.name}`,
-    `--node-ip=${net.nodeIp}`,
-    '--v=1',
-  ], env);
+  const kubelet = launch(
+    'kubelet',
+    bin('kubelet'),
+    [
+      `--config=${join(p.kubelet, 'config.yaml')}`,
+      `--kubeconfig=${kubeconfig}`,
+      `--root-dir=${join(p.kubelet, 'root')}`,
+      `--cert-dir=${join(p.kubelet, 'pki')}`,
+      `--hostname-override=${p.name}`,
+      `--node-ip=${net.nodeIp}`,
+      '--v=1',
+    ],
+    env,
+  );
   const watch = [containerd, kubelet];
-  await waitFor(`node ${p.name} Ready`, () => {
-    const n = JSON.parse(kubectl(kubeconfig, ['get', 'node', p.name, '-o', 'json']));
-    return (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True') && !!n.spec?.podCIDR;
-  }, watch);
+  await waitFor(
+    `node ${p.name} Ready`,
+    () => {
+      const n = JSON.parse(kubectl(kubeconfig, ['get', 'node', p.name, '-o', 'json']));
+      return (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True') && !!n.spec?.podCIDR;
+    },
+    watch,
+  );
   log('node Ready');
 
   // 4. Services (kube-proxy, iptables mode) and NetworkPolicies (kube-router, firewall only)
   writeFileSync(join(p.state, 'kube-proxy.yaml'), kubeProxyConfig(p, kubeconfig));
   const proxy = launch('kube-proxy', bin('kube-proxy'), [`--config=${join(p.state, 'kube-proxy.yaml')}`, '--v=1'], env);
-  const router = launch('kube-router', bin('kube-router'), [
-    `--kubeconfig=${kubeconfig}`,
-    `--hostname-override=${p.name}`,
-    '--run-firewall=true', '--run-router=false', '--run-service-proxy=false', '--enable-cni=false',
-    '--metrics-port=0', '--health-port=20244', '-v=1',
-  ], env);
+  const router = launch(
+    'kube-router',
+    bin('kube-router'),
+    [
+      `--kubeconfig=${kubeconfig}`,
+      `--hostname-override=${p.name}`,
+      '--run-firewall=true',
+      '--run-router=false',
+      '--run-service-proxy=false',
+      '--enable-cni=false',
+      '--metrics-port=0',
+      '--health-port=20244',
+      '-v=1',
+    ],
+    env,
+  );
   watch.push(proxy, router);
 
   // 5. cluster DNS as a pod
   kubectl(kubeconfig, ['apply', '-f', '-'], corednsManifest());
-  await waitFor('CoreDNS Ready', () => {
-    const out = kubectl(kubeconfig, ['-n', 'kube-system', 'get', 'pods', '-l', 'k8s-app=kube-dns', '-o', 'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}']);
-    return out.trim() === 'True';
-  }, watch);
+  await waitFor(
+    'CoreDNS Ready',
+    () => {
+      const out = kubectl(kubeconfig, [
+        '-n',
+        'kube-system',
+        'get',
+        'pods',
+        '-l',
+        'k8s-app=kube-dns',
+        '-o',
+        'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}',
+      ]);
+      return out.trim() === 'True';
+    },
+    watch,
+  );
   log('CoreDNS Ready');
 
   writeFileSync(p.ready, JSON.stringify({ kubeconfig, server: cluster.server, startupMs: Date.now() - t0, controlPlaneMs: cluster.startupMs }, null, 2));
@@ -205,7 +257,9 @@ async function main(): Promise<void> {
 }
 
 for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
-  process.on(sig, () => { void stopAll().finally(() => process.exit(0)); });
+  process.on(sig, () => {
+    void stopAll().finally(() => process.exit(0));
+  });
 }
 main().catch(async (e) => {
   log(`FAILED: ${(e as Error).stack ?? e}`);

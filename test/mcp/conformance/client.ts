@@ -20,10 +20,12 @@ const mcp = await McpTools.open({
   requests: { elicit: async (_server, params) => elicitationResult(params, '{}') },
 });
 let failed = false;
-const trace = { write: (type: string, fields: Record<string, unknown>) => {
-  process.stdout.write(`${JSON.stringify({ event_type: type, ...fields })}\n`);
-  if (type === 'mcp_server' && fields.status !== 'connected') failed = true;
-} };
+const trace = {
+  write: (type: string, fields: Record<string, unknown>) => {
+    process.stdout.write(`${JSON.stringify({ event_type: type, ...fields })}\n`);
+    if (type === 'mcp_server' && fields.status !== 'connected') failed = true;
+  },
+};
 mcp.attach(trace as never);
 for (const t of mcp.tools()) {
   const remote = t.spec.name.replace(/^mcp__conformance__/, '');

@@ -16,7 +16,11 @@ export function exampleDocs(examplesDir: string, ns: string): KubeObject[] {
   return readdirSync(examplesDir)
     .filter((f) => f.endsWith('.yaml'))
     .sort()
-    .flatMap((f) => parseAllDocuments(readFileSync(join(examplesDir, f), 'utf8').replaceAll('capsule://default/', `capsule://${ns}/`)).map((d) => d.toJS() as KubeObject | null))
+    .flatMap((f) =>
+      parseAllDocuments(readFileSync(join(examplesDir, f), 'utf8').replaceAll('capsule://default/', `capsule://${ns}/`)).map(
+        (d) => d.toJS() as KubeObject | null,
+      ),
+    )
     .filter((d): d is KubeObject => !!d?.kind)
     .map((d): KubeObject => ({ ...d, metadata: { ...d.metadata, namespace: ns, uid: `uid-${d.metadata.name}` } }));
 }
@@ -26,7 +30,12 @@ export function renderCapsules(docs: KubeObject[], ns: string): KubeObject[] {
   const capsules = docs.filter((d) => d.kind === 'Capsule') as Capsule[];
   const hooks: Record<string, Hook> = Object.fromEntries(docs.filter((d) => d.kind === 'Hook').map((h) => [h.metadata.name, h as Hook]));
   const secrets: Record<string, SecretInfo> = Object.fromEntries(
-    docs.filter((d) => d.kind === 'Secret').map((s) => [s.metadata.name, { name: s.metadata.name, resourceVersion: '1', keys: Object.keys({ ...(s.data as object), ...(s.stringData as object) }).sort() }]),
+    docs
+      .filter((d) => d.kind === 'Secret')
+      .map((s) => [
+        s.metadata.name,
+        { name: s.metadata.name, resourceVersion: '1', keys: Object.keys({ ...(s.data as object), ...(s.stringData as object) }).sort() },
+      ]),
   );
   const options = defaultOptions();
   const capsulePorts = Object.fromEntries(capsules.map((c) => [`${ns}/${c.metadata.name}`, c.spec.servicePort ?? 8080]));

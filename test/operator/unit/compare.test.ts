@@ -4,7 +4,14 @@ import { covers, ownsOnlyDesired, upToDate } from '../../../operator/reconcile/c
 describe('covers (is the live object already what we apply?)', () => {
   it('ignores fields others add, not fields we set', () => {
     const want = { spec: { replicas: 1, template: { spec: { containers: [{ name: 'r', ports: [{ containerPort: 8080 }] }] } } } };
-    const live = { metadata: { resourceVersion: '9' }, spec: { replicas: 1, progressDeadlineSeconds: 600, template: { spec: { containers: [{ name: 'r', ports: [{ containerPort: 8080, protocol: 'TCP' }], terminationMessagePath: '/x' }] } } } };
+    const live = {
+      metadata: { resourceVersion: '9' },
+      spec: {
+        replicas: 1,
+        progressDeadlineSeconds: 600,
+        template: { spec: { containers: [{ name: 'r', ports: [{ containerPort: 8080, protocol: 'TCP' }], terminationMessagePath: '/x' }] } },
+      },
+    };
     expect(covers(live, want)).toBe(true);
     expect(covers({ ...live, spec: { ...live.spec, replicas: 3 } }, want)).toBe(false);
   });
@@ -24,29 +31,95 @@ describe('covers (is the live object already what we apply?)', () => {
 });
 
 describe('keyed lists and owned fields (no write loop with fields owned by others)', () => {
-  const want = { spec: { template: { spec: { containers: [{ name: 'runtime', env: [{ name: 'HOME', value: '/w' }, { name: 'POD_NAME', value: 'x' }] }] } } } };
+  const want = {
+    spec: {
+      template: {
+        spec: {
+          containers: [
+            {
+              name: 'runtime',
+              env: [
+                { name: 'HOME', value: '/w' },
+                { name: 'POD_NAME', value: 'x' },
+              ],
+            },
+          ],
+        },
+      },
+    },
+  };
   it('an env var or a sidecar container added by someone else does not make the object stale', () => {
-    const live = { spec: { template: { spec: { containers: [
-      { name: 'runtime', env: [{ name: 'HOME', value: '/w' }, { name: 'DEBUG', value: '1' }, { name: 'POD_NAME', value: 'x' }] },
-      { name: 'sidecar', image: 'busybox' },
-    ] } } } };
+    const live = {
+      spec: {
+        template: {
+          spec: {
+            containers: [
+              {
+                name: 'runtime',
+                env: [
+                  { name: 'HOME', value: '/w' },
+                  { name: 'DEBUG', value: '1' },
+                  { name: 'POD_NAME', value: 'x' },
+                ],
+              },
+              { name: 'sidecar', image: 'busybox' },
+            ],
+          },
+        },
+      },
+    };
     expect(covers(live, want)).toBe(true);
   });
   it('a changed or missing item of ours does', () => {
-    const changed = { spec: { template: { spec: { containers: [{ name: 'runtime', env: [{ name: 'HOME', value: '/x' }, { name: 'POD_NAME', value: 'x' }] }] } } } };
+    const changed = {
+      spec: {
+        template: {
+          spec: {
+            containers: [
+              {
+                name: 'runtime',
+                env: [
+                  { name: 'HOME', value: '/x' },
+                  { name: 'POD_NAME', value: 'x' },
+                ],
+              },
+            ],
+          },
+        },
+      },
+    };
     const missing = { spec: { template: { spec: { containers: [{ name: 'runtime', env: [{ name: 'HOME', value: '/w' }] }] } } } };
     expect(covers(changed, want)).toBe(false);
     expect(covers(missing, want)).toBe(false);
   });
   it('a field we own but no longer set makes the object stale; fields others own do not', () => {
-    const fieldsV1 = { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"runtime"}': { '.': {}, 'f:env': { 'k:{"name":"HOME"}': { '.': {}, 'f:value': {} }, 'k:{"name":"OTEL"}': { '.': {}, 'f:value': {} } } } } } } } };
+    const fieldsV1 = {
+      'f:spec': {
+        'f:template': {
+          'f:spec': {
+            'f:containers': {
+              'k:{"name":"runtime"}': {
+                '.': {},
+                'f:env': { 'k:{"name":"HOME"}': { '.': {}, 'f:value': {} }, 'k:{"name":"OTEL"}': { '.': {}, 'f:value': {} } },
+              },
+            },
+          },
+        },
+      },
+    };
     const live = { metadata: { managedFields: [{ manager: 'capsule-operator', operation: 'Apply', fieldsV1 }] }, ...structuredClone(want) };
     live.spec.template.spec.containers[0]!.env.push({ name: 'OTEL', value: 'http://c' });
     expect(ownsOnlyDesired(fieldsV1, want)).toBe(false);
     expect(upToDate(live, want, 'capsule-operator')).toBe(false);
     const othersOwn = { ...live, metadata: { managedFields: [{ manager: 'kubectl-edit', operation: 'Update', fieldsV1 }] } };
     expect(upToDate(othersOwn, want, 'capsule-operator')).toBe(true);
-    const ours = { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"runtime"}': { 'f:env': { 'k:{"name":"HOME"}': { 'f:value': {} }, 'k:{"name":"POD_NAME"}': {} } } } } } } };
+    const ours = {
+      'f:spec': {
+        'f:template': {
+          'f:spec': { 'f:containers': { 'k:{"name":"runtime"}': { 'f:env': { 'k:{"name":"HOME"}': { 'f:value': {} }, 'k:{"name":"POD_NAME"}': {} } } } },
+        },
+      },
+    };
     expect(ownsOnlyDesired(ours, want)).toBe(true);
   });
 });

@@ -3,7 +3,10 @@ import { dnsFromEnv, parseLabels } from '../../../operator/translate/dns.ts';
 
 describe('cluster DNS peer for capsule egress', () => {
   it('defaults to kube-system k8s-app=kube-dns', () => {
-    expect(dnsFromEnv({})).toEqual({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } });
+    expect(dnsFromEnv({})).toEqual({
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+      podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+    });
   });
 
   it('follows DNS_NAMESPACE and DNS_POD_LABELS (OpenShift), and an empty label list admits the whole namespace', () => {

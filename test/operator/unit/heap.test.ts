@@ -27,12 +27,15 @@ describe('the runtime heap limit follows the pod memory limit', () => {
     expect(heapEnv(undefined)).toEqual([]);
   });
 
-  const capsule = (resources?: Capsule['spec']['resources']): Capsule => ({
-    apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'c', namespace: 'ns', uid: 'u1' },
-    spec: { manifest: { name: 'c', version: '0.1.0' }, ...(resources ? { resources } : {}) },
-  } as unknown as Capsule);
+  const capsule = (resources?: Capsule['spec']['resources']): Capsule =>
+    ({
+      apiVersion: 'murmur.io/v1alpha1',
+      kind: 'Capsule',
+      metadata: { name: 'c', namespace: 'ns', uid: 'u1' },
+      spec: { manifest: { name: 'c', version: '0.1.0' }, ...(resources ? { resources } : {}) },
+    }) as unknown as Capsule;
   const runtimeEnv = (c: Capsule): { name: string; value?: string }[] =>
-    ((buildDeployment(c, defaultOptions(), 'h') as any).spec.template.spec.containers[0].env) as { name: string; value?: string }[];
+    (buildDeployment(c, defaultOptions(), 'h') as any).spec.template.spec.containers[0].env as { name: string; value?: string }[];
 
   it('a Capsule with no resources gets the default limit and the heap that goes with it', () => {
     expect(DEFAULT_RESOURCES.limits.memory).toBe('1Gi');

@@ -17,7 +17,14 @@ describe('Hook status', () => {
     expect(s.usedBy).toEqual(['alpha', 'zeta']);
     expect(s.usedByCount).toBe(2);
     expect(s.conditions).toEqual([
-      { type: 'Accepted', status: 'True', reason: 'ContractValid', message: 'binding on-shell, blocking, commit_policy deny', observedGeneration: 3, lastTransitionTime: 't0' },
+      {
+        type: 'Accepted',
+        status: 'True',
+        reason: 'ContractValid',
+        message: 'binding on-shell, blocking, commit_policy deny',
+        observedGeneration: 3,
+        lastTransitionTime: 't0',
+      },
       { type: 'InUse', status: 'True', reason: 'Referenced', message: 'used by 2 Capsules: alpha, zeta', observedGeneration: 3, lastTransitionTime: 't0' },
     ]);
   });
@@ -25,8 +32,15 @@ describe('Hook status', () => {
   it('refuses a contract the commit table forbids with the staging message (a Hook stored before a stricter CRD)', () => {
     const s = computeHookStatus(hook({ binding: 'on-compaction', commit_policy: 'deny' }), [], 't0');
     expect(s.conditions![0]).toMatchObject({ type: 'Accepted', status: 'False', reason: 'InvalidContract' });
-    expect(s.conditions![0]!.message).toBe("spec.commit_policy: commit_policy 'deny' is not valid for binding 'on-compaction'; binding 'on-compaction' honors commit_policy 'replace-context'");
-    expect(s.conditions![1]).toMatchObject({ type: 'InUse', status: 'False', reason: 'Unreferenced', message: "no Capsule in namespace 'team' lists this Hook in spec.hooks" });
+    expect(s.conditions![0]!.message).toBe(
+      "spec.commit_policy: commit_policy 'deny' is not valid for binding 'on-compaction'; binding 'on-compaction' honors commit_policy 'replace-context'",
+    );
+    expect(s.conditions![1]).toMatchObject({
+      type: 'InUse',
+      status: 'False',
+      reason: 'Unreferenced',
+      message: "no Capsule in namespace 'team' lists this Hook in spec.hooks",
+    });
   });
 
   it('keeps a condition’s transition time while its status holds, and moves it when the status flips', () => {

@@ -15,7 +15,11 @@ const fieldsV1 = {
     'f:replicas': {},
     'f:template': {
       'f:metadata': { 'f:annotations': { 'f:murmur.io/config-hash': {} } },
-      'f:spec': { 'f:containers': { 'k:{"name":"runtime"}': { '.': {}, 'f:name': {}, 'f:args': {}, 'f:env': { 'k:{"name":"HOME"}': { '.': {}, 'f:name': {}, 'f:value': {} } } } } },
+      'f:spec': {
+        'f:containers': {
+          'k:{"name":"runtime"}': { '.': {}, 'f:name': {}, 'f:args': {}, 'f:env': { 'k:{"name":"HOME"}': { '.': {}, 'f:name': {}, 'f:value': {} } } },
+        },
+      },
     },
   },
 };
@@ -23,27 +27,70 @@ const live = (rv: string, home = '/w') => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
   metadata: {
-    name: 'c', namespace: 'ns', uid: 'u', resourceVersion: rv, generation: 2, labels: { 'murmur.io/capsule': 'c' },
+    name: 'c',
+    namespace: 'ns',
+    uid: 'u',
+    resourceVersion: rv,
+    generation: 2,
+    labels: { 'murmur.io/capsule': 'c' },
     ownerReferences: [{ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', name: 'c', uid: 'cu', controller: true }],
-    managedFields: [{ manager: M, operation: 'Apply', fieldsV1 }, { manager: 'kube-controller-manager', operation: 'Update', fieldsV1: { 'f:status': {} } }],
+    managedFields: [
+      { manager: M, operation: 'Apply', fieldsV1 },
+      { manager: 'kube-controller-manager', operation: 'Update', fieldsV1: { 'f:status': {} } },
+    ],
   },
   spec: {
-    replicas: 2, progressDeadlineSeconds: 600,
-    template: { metadata: { annotations: { 'murmur.io/config-hash': 'h1' } }, spec: { dnsPolicy: 'ClusterFirst', containers: [
-      { name: 'sidecar', image: 'busybox' },
-      { name: 'runtime', args: ['serve'], terminationMessagePath: '/dev/termination-log', env: [{ name: 'DEBUG', value: '1' }, { name: 'HOME', value: home }] },
-    ] } },
+    replicas: 2,
+    progressDeadlineSeconds: 600,
+    template: {
+      metadata: { annotations: { 'murmur.io/config-hash': 'h1' } },
+      spec: {
+        dnsPolicy: 'ClusterFirst',
+        containers: [
+          { name: 'sidecar', image: 'busybox' },
+          {
+            name: 'runtime',
+            args: ['serve'],
+            terminationMessagePath: '/dev/termination-log',
+            env: [
+              { name: 'DEBUG', value: '1' },
+              { name: 'HOME', value: home },
+            ],
+          },
+        ],
+      },
+    },
   },
-  status: { observedGeneration: 2, replicas: 2, readyReplicas: 1, updatedReplicas: 2, availableReplicas: 1, conditions: [{ type: 'Available', status: 'False' }], collisionCount: 0 },
+  status: {
+    observedGeneration: 2,
+    replicas: 2,
+    readyReplicas: 1,
+    updatedReplicas: 2,
+    availableReplicas: 1,
+    conditions: [{ type: 'Available', status: 'False' }],
+    collisionCount: 0,
+  },
 });
 const want = (replicas = 2) => ({
-  apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'c', namespace: 'ns', labels: { 'murmur.io/capsule': 'c' } },
-  spec: { replicas, template: { metadata: { annotations: { 'murmur.io/config-hash': 'h1' } }, spec: { containers: [{ name: 'runtime', args: ['serve'], env: [{ name: 'HOME', value: '/w' }] }] } } },
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'c', namespace: 'ns', labels: { 'murmur.io/capsule': 'c' } },
+  spec: {
+    replicas,
+    template: {
+      metadata: { annotations: { 'murmur.io/config-hash': 'h1' } },
+      spec: { containers: [{ name: 'runtime', args: ['serve'], env: [{ name: 'HOME', value: '/w' }] }] },
+    },
+  },
 });
 
 describe('the owned-object cache entry', () => {
   it('answers the no-op check as upToDate does on the whole live object', () => {
-    for (const [l, w] of [[live('7'), want()], [live('7'), want(3)], [live('7', '/other'), want()]] as const) {
+    for (const [l, w] of [
+      [live('7'), want()],
+      [live('7'), want(3)],
+      [live('7', '/other'), want()],
+    ] as const) {
       expect(entryUpToDate(ownedEntry(l, M), w, M)).toBe(upToDate(l, w, M));
     }
     expect(entryUpToDate(ownedEntry(live('7'), M), want(), M)).toBe(true);
@@ -83,9 +130,24 @@ describe('the owned-object cache entry', () => {
 
   it('a Deployment entry carries what the Capsule status and prune read', () => {
     const e = ownedEntry(live('7'), M) as any;
-    expect(e.metadata).toEqual({ name: 'c', namespace: 'ns', uid: 'u', resourceVersion: '7', generation: 2, labels: { 'murmur.io/capsule': 'c' }, ownerReferences: live('7').metadata.ownerReferences });
+    expect(e.metadata).toEqual({
+      name: 'c',
+      namespace: 'ns',
+      uid: 'u',
+      resourceVersion: '7',
+      generation: 2,
+      labels: { 'murmur.io/capsule': 'c' },
+      ownerReferences: live('7').metadata.ownerReferences,
+    });
     expect(e.spec).toEqual({ replicas: 2, template: { metadata: { annotations: { 'murmur.io/config-hash': 'h1' } } } });
-    expect(e.status).toEqual({ observedGeneration: 2, replicas: 2, updatedReplicas: 2, readyReplicas: 1, availableReplicas: 1, conditions: [{ type: 'Available', status: 'False' }] });
+    expect(e.status).toEqual({
+      observedGeneration: 2,
+      replicas: 2,
+      updatedReplicas: 2,
+      readyReplicas: 1,
+      availableReplicas: 1,
+      conditions: [{ type: 'Available', status: 'False' }],
+    });
     expect(ownedEntry({ ...live('7'), kind: 'Service', spec: { ports: [] } }, M)).not.toHaveProperty('spec');
   });
 });

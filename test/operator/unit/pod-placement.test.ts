@@ -24,7 +24,11 @@ describe('disruption budget and spread', () => {
     expect(pdb).toBeDefined();
     expect(pdb.apiVersion).toBe('policy/v1');
     expect(pdb.metadata).toMatchObject({ name: 'agent', namespace: 'team', ownerReferences: [{ kind: 'Capsule', uid: 'u1', controller: true }] });
-    expect(pdb.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: { 'app.kubernetes.io/name': 'capsule', 'murmur.io/capsule': 'agent' } }, unhealthyPodEvictionPolicy: 'AlwaysAllow' });
+    expect(pdb.spec).toEqual({
+      maxUnavailable: 1,
+      selector: { matchLabels: { 'app.kubernetes.io/name': 'capsule', 'murmur.io/capsule': 'agent' } },
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+    });
   });
 
   it('a Capsule of one replica (or none) gets no PodDisruptionBudget, which would block every drain', () => {

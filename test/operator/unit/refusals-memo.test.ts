@@ -9,16 +9,35 @@ import { RefusalsMemo } from '../../../operator/reconcile/refusals-memo.ts';
 import { translate } from '../../../operator/translate/index.ts';
 import { defaultOptions } from '../../../operator/translate/options.ts';
 
-const AGENT = { artifacts: [{ name: 'd', version: '1.0.0', runtime: 'driver' as const }], inference: { driver: { artifact: 'd' }, model: 'm', endpoint: 'https://api.anthropic.com' } };
-const capsule = (spec: Capsule['spec'], name = 'c'): Capsule => ({ apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name, namespace: 'ns', uid: 'u1', generation: 1 }, spec });
+const AGENT = {
+  artifacts: [{ name: 'd', version: '1.0.0', runtime: 'driver' as const }],
+  inference: { driver: { artifact: 'd' }, model: 'm', endpoint: 'https://api.anthropic.com' },
+};
+const capsule = (spec: Capsule['spec'], name = 'c'): Capsule => ({
+  apiVersion: 'murmur.io/v1alpha1',
+  kind: 'Capsule',
+  metadata: { name, namespace: 'ns', uid: 'u1', generation: 1 },
+  spec,
+});
 const valid: Capsule['spec'] = { ...AGENT, capabilities: { network: { allow: ['api.example.com'] } } };
 // Only the runtime's validator sees this one (translate's own checks pass it): a tool granted more than the capsule.
-const invalid: Capsule['spec'] = { ...valid, artifacts: [...AGENT.artifacts, { name: 't', version: '1.0.0', capabilities: { network: { allow: ['other.example.com'] } } }] };
+const invalid: Capsule['spec'] = {
+  ...valid,
+  artifacts: [...AGENT.artifacts, { name: 't', version: '1.0.0', capabilities: { network: { allow: ['other.example.com'] } } }],
+};
 
 describe('the runtime validator memo', () => {
   const memo = new RefusalsMemo();
   const run = (spec: Capsule['spec'], name = 'c') =>
-    translate({ capsule: capsule(spec, name), hooks: {}, secrets: {}, callers: [], capsulePorts: {}, options: defaultOptions(), refusals: (y, n) => memo.check(`ns/${name}`, y, n) });
+    translate({
+      capsule: capsule(spec, name),
+      hooks: {},
+      secrets: {},
+      callers: [],
+      capsulePorts: {},
+      options: defaultOptions(),
+      refusals: (y, n) => memo.check(`ns/${name}`, y, n),
+    });
   const refused = (spec: Capsule['spec'], name?: string) => run(spec, name).problems.filter((p) => p.reason === 'InvalidManifest');
 
   it('still reports InvalidManifest after a change that makes the manifest invalid again', () => {
@@ -45,7 +64,9 @@ describe('the runtime validator memo', () => {
     const a = refused(invalid);
     a[0]!.message = 'edited';
     a.push({ ...a[0]!, reason: 'WriteRefused' } as never);
-    expect(refused(invalid)).toEqual([expect.objectContaining({ reason: 'InvalidManifest', message: expect.stringContaining('the runtime refuses the rendered murmur.yaml') })]);
+    expect(refused(invalid)).toEqual([
+      expect.objectContaining({ reason: 'InvalidManifest', message: expect.stringContaining('the runtime refuses the rendered murmur.yaml') }),
+    ]);
   });
 
   it('keeps one entry per Capsule and none for one it was told is gone', () => {

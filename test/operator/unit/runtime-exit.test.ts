@@ -4,7 +4,10 @@ import { computeStatus, runtimeExit, type PodLike } from '../../../operator/reco
 import type { Capsule } from '../../../operator/api/types.ts';
 
 const pod = (name: string, hash: string, cs: NonNullable<PodLike['status']>['containerStatuses']): PodLike => ({
-  apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'ns', annotations: { [ANNOTATION_CONFIG_HASH]: hash } }, status: { containerStatuses: cs },
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'ns', annotations: { [ANNOTATION_CONFIG_HASH]: hash } },
+  status: { containerStatuses: cs },
 });
 const refused = { exitCode: 1, reason: 'Error', message: 'E-MAN-000 murmur.yaml: artifacts[0]: driver-anthropic@9.9.9 not found' };
 
@@ -22,8 +25,13 @@ describe('runtimeExit: a runtime container that exited, from pod statuses', () =
     expect(runtimeExit(pods, 'h')?.pod).toBe(want);
   });
 
-  it('turns into Ready=False / Degraded RuntimeExited carrying the runtime\'s message', () => {
-    const c: Capsule = { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name: 'a', namespace: 'ns', generation: 1 }, spec: { version: '1.0.0' } } as Capsule;
+  it("turns into Ready=False / Degraded RuntimeExited carrying the runtime's message", () => {
+    const c: Capsule = {
+      apiVersion: 'murmur.io/v1alpha1',
+      kind: 'Capsule',
+      metadata: { name: 'a', namespace: 'ns', generation: 1 },
+      spec: { version: '1.0.0' },
+    } as Capsule;
     const exited = runtimeExit([pod('p1', 'h', [{ name: 'runtime', ready: false, lastState: { terminated: refused } }])], 'h');
     const s = computeStatus(c, { problems: [], a2aUrl: 'http://a', configHash: 'h' }, undefined, '2026-01-01T00:00:00Z', exited);
     const ready = s.conditions!.find((x) => x.type === 'Ready')!;
