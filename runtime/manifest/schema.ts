@@ -101,13 +101,20 @@ export const MAX_TIMER_SECS = Math.floor((2 ** 31 - 1) / 1000);
  */
 export const DEFAULT_INPUT_TIMEOUT_SECS = 3600;
 
-const promptCheck = (field: string) => (v: unknown): Problem | undefined => {
-  const bytes = Buffer.byteLength(v as string, 'utf8');
-  if (bytes <= MAX_SYSTEM_PROMPT_BYTES) return undefined;
-  return { code: 'E-MAN-032', message: `'${field}' is ${bytes} bytes, over the limit of ${MAX_SYSTEM_PROMPT_BYTES} bytes (1 MiB)`, hint: 'shorten the prompt; it is sent with every turn' };
-};
+const promptCheck =
+  (field: string) =>
+  (v: unknown): Problem | undefined => {
+    const bytes = Buffer.byteLength(v as string, 'utf8');
+    if (bytes <= MAX_SYSTEM_PROMPT_BYTES) return undefined;
+    return {
+      code: 'E-MAN-032',
+      message: `'${field}' is ${bytes} bytes, over the limit of ${MAX_SYSTEM_PROMPT_BYTES} bytes (1 MiB)`,
+      hint: 'shorten the prompt; it is sent with every turn',
+    };
+  };
 
 /** Capability rows, relative to a `capabilities` block (capsule-wide or per artifact). */
+// biome-ignore format: a table, one field per line, reads and diffs better than rows spread over many lines each
 const CAPABILITY_ROWS: FieldSpec[] = [
   { path: 'network', type: 'object', materialize: true, validation: 'mapping', description: 'Outgoing network grant.' },
   { path: 'network.allow', type: 'list', default: [], defaultText: '[] (no network)', validation: 'list of entries', description: 'Hosts the capsule may connect to.' },
@@ -144,6 +151,7 @@ function capabilityRows(prefix: string, perArtifact: boolean): FieldSpec[] {
 }
 
 /** The capsule manifest (`murmur.yaml` of a capsule). */
+// biome-ignore format: a table, one field per line, reads and diffs better than rows spread over many lines each
 export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
   { path: 'name', type: 'string', required: true, check: str(checkName), validation: '`[a-z0-9-]`, 1-100 chars', description: 'Capsule name.' },
   { path: 'version', type: 'version', required: true, check: str(checkVersion), validation: 'non-empty, no spaces or slashes', description: 'Capsule version.' },
@@ -236,6 +244,7 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
 ];
 
 /** An artifact's own `murmur.yaml` (inside the artifact / registry entry). */
+// biome-ignore format: a table, one field per line, reads and diffs better than rows spread over many lines each
 export const ARTIFACT_SCHEMA: readonly FieldSpec[] = [
   { path: 'name', type: 'string', required: true, check: str(checkName), validation: '`[a-z0-9-]`, 1-100 chars', description: 'Artifact name.' },
   { path: 'version', type: 'version', required: true, check: str(checkVersion), validation: 'non-empty; `latest`, `stable`, `edge` cannot be published', description: 'Artifact version.' },
