@@ -137,21 +137,34 @@ function heapMerge(ranks: Ranks, b: Uint8Array, n: number): number {
   const next = new Int32Array(n + 1);
   const prev = new Int32Array(n + 1);
   const alive = new Uint8Array(n + 1).fill(1);
-  for (let i = 0; i <= n; i++) { next[i] = i + 1; prev[i] = i - 1; }
+  for (let i = 0; i <= n; i++) {
+    next[i] = i + 1;
+    prev[i] = i - 1;
+  }
   // At most n - 1 initial entries and two per merge (≤ n - 1 merges).
   const cap = 3 * n;
-  const hr = new Int32Array(cap), hs = new Int32Array(cap), he = new Int32Array(cap);
+  const hr = new Int32Array(cap),
+    hs = new Int32Array(cap),
+    he = new Int32Array(cap);
   let size = 0;
   const less = (a: number, c: number) => hr[a]! < hr[c]! || (hr[a] === hr[c] && hs[a]! < hs[c]!);
   const swap = (a: number, c: number) => {
-    let t = hr[a]!; hr[a] = hr[c]!; hr[c] = t;
-    t = hs[a]!; hs[a] = hs[c]!; hs[c] = t;
-    t = he[a]!; he[a] = he[c]!; he[c] = t;
+    let t = hr[a]!;
+    hr[a] = hr[c]!;
+    hr[c] = t;
+    t = hs[a]!;
+    hs[a] = hs[c]!;
+    hs[c] = t;
+    t = he[a]!;
+    he[a] = he[c]!;
+    he[c] = t;
   };
   const push = (r: number, s: number, e: number) => {
     if (r === NONE) return;
     let i = size++;
-    hr[i] = r; hs[i] = s; he[i] = e;
+    hr[i] = r;
+    hs[i] = s;
+    he[i] = e;
     while (i > 0) {
       const p = (i - 1) >> 1;
       if (!less(i, p)) break;
@@ -162,10 +175,12 @@ function heapMerge(ranks: Ranks, b: Uint8Array, n: number): number {
   for (let i = 0; i < n - 1; i++) push(pair[(b[i]! << 8) | b[i + 1]!]!, i, i + 2);
   let parts = n;
   while (size > 0) {
-    const st = hs[0]!, e = he[0]!;
+    const st = hs[0]!,
+      e = he[0]!;
     swap(0, --size);
-    for (let i = 0; ;) {
-      const l = 2 * i + 1, r = l + 1;
+    for (let i = 0; ; ) {
+      const l = 2 * i + 1,
+        r = l + 1;
       let m = i;
       if (l < size && less(l, m)) m = l;
       if (r < size && less(r, m)) m = r;
@@ -186,6 +201,40 @@ function heapMerge(ranks: Ranks, b: Uint8Array, n: number): number {
     if (p >= 0) push(ranks.get(b, p, e), p, e);
   }
   return parts;
+}
+
+/** UTF-8 of t[i..e) into b, which has room for 3 bytes a code unit (a lone surrogate as U+FFFD, like TextEncoder); the byte count. */
+function utf8Into(b: Uint8Array, t: string, i: number, e: number): number {
+  let o = 0;
+  for (; i < e; i++) {
+    let c = t.charCodeAt(i);
+    if (c < 0x80) {
+      b[o++] = c;
+      continue;
+    }
+    if (c < 0x800) {
+      b[o++] = 0xc0 | (c >> 6);
+      b[o++] = 0x80 | (c & 63);
+      continue;
+    }
+    if ((c & 0xfc00) === 0xd800 && i + 1 < e) {
+      const d = t.charCodeAt(i + 1);
+      if ((d & 0xfc00) === 0xdc00) {
+        i++;
+        c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+        b[o++] = 0xf0 | (c >> 18);
+        b[o++] = 0x80 | ((c >> 12) & 63);
+        b[o++] = 0x80 | ((c >> 6) & 63);
+        b[o++] = 0x80 | (c & 63);
+        continue;
+      }
+    }
+    if ((c & 0xf800) === 0xd800) c = 0xfffd;
+    b[o++] = 0xe0 | (c >> 12);
+    b[o++] = 0x80 | ((c >> 6) & 63);
+    b[o++] = 0x80 | (c & 63);
+  }
+  return o;
 }
 
 /**
@@ -215,7 +264,10 @@ export function cl100kCounter(tables: Cl100kTables): BpeCounter {
    * spans starts[k]..starts[k+1]; pr[k] is the rank of part k joined with part k+1.
    */
   function scanMerge(b: Uint8Array, n: number): number {
-    for (let i = 0; i < n - 1; i++) { starts[i] = i; pr[i] = pair[(b[i]! << 8) | b[i + 1]!]!; }
+    for (let i = 0; i < n - 1; i++) {
+      starts[i] = i;
+      pr[i] = pair[(b[i]! << 8) | b[i + 1]!]!;
+    }
     starts[n - 1] = n - 1;
     starts[n] = n;
     let parts = n;
@@ -224,7 +276,10 @@ export function cl100kCounter(tables: Cl100kTables): BpeCounter {
       let min = NONE;
       let at = -1;
       for (let k = 0; k < parts - 1; k++) {
-        if (pr[k]! < min) { min = pr[k]!; at = k; }
+        if (pr[k]! < min) {
+          min = pr[k]!;
+          at = k;
+        }
       }
       if (at < 0) break;
       // Part at+1 joins part at: drop boundary at+1.
@@ -237,28 +292,10 @@ export function cl100kCounter(tables: Cl100kTables): BpeCounter {
     return parts;
   }
 
-  /** UTF-8 of t[i..e) into the scratch buffer (a lone surrogate as U+FFFD, like TextEncoder). */
+  /** UTF-8 of t[i..e) into the scratch buffer, grown first when it may be too small. */
   function toBytes(t: string, i: number, e: number): number {
     if (bytes.length < (e - i) * 3) bytes = new Uint8Array((e - i) * 3);
-    const b = bytes;
-    let o = 0;
-    for (; i < e; i++) {
-      let c = t.charCodeAt(i);
-      if (c < 0x80) { b[o++] = c; continue; }
-      if (c < 0x800) { b[o++] = 0xc0 | (c >> 6); b[o++] = 0x80 | (c & 63); continue; }
-      if ((c & 0xfc00) === 0xd800 && i + 1 < e) {
-        const d = t.charCodeAt(i + 1);
-        if ((d & 0xfc00) === 0xdc00) {
-          i++;
-          c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
-          b[o++] = 0xf0 | (c >> 18); b[o++] = 0x80 | ((c >> 12) & 63); b[o++] = 0x80 | ((c >> 6) & 63); b[o++] = 0x80 | (c & 63);
-          continue;
-        }
-      }
-      if ((c & 0xf800) === 0xd800) c = 0xfffd;
-      b[o++] = 0xe0 | (c >> 12); b[o++] = 0x80 | ((c >> 6) & 63); b[o++] = 0x80 | (c & 63);
-    }
-    return o;
+    return utf8Into(bytes, t, i, e);
   }
 
   function pieceCount(t: string, i: number, e: number): number {
@@ -273,7 +310,10 @@ export function cl100kCounter(tables: Cl100kTables): BpeCounter {
     if (ranks.long(b, 0, n, head, h) !== NONE) return 1;
     if (n < CACHE_MIN || n > SLOT_BYTES) return n > SCAN_MAX ? heapMerge(ranks, b, n) : scanMerge(b, n);
     // High-entropy text never hits: after a window of few hits, skip the cache for a while.
-    if (bypass > 0) { bypass--; return scanMerge(b, n); }
+    if (bypass > 0) {
+      bypass--;
+      return scanMerge(b, n);
+    }
     if (++probes === CACHE_WINDOW) {
       if (hits < CACHE_WINDOW / 16) bypass = CACHE_WINDOW * 16;
       probes = hits = 0;
@@ -283,18 +323,23 @@ export function cl100kCounter(tables: Cl100kTables): BpeCounter {
     if (cacheLen[slot] === n && cacheHash[slot] === h) {
       let k = 0;
       while (k < n && cacheBytes[base + k] === b[k]) k++;
-      if (k === n) { hits++; return cacheCount[slot]!; }
+      if (k === n) {
+        hits++;
+        return cacheCount[slot]!;
+      }
     }
     const c = scanMerge(b, n);
     for (let k = 0; k < n; k++) cacheBytes[base + k] = b[k]!;
-    cacheLen[slot] = n; cacheHash[slot] = h; cacheCount[slot] = c;
+    cacheLen[slot] = n;
+    cacheHash[slot] = h;
+    cacheCount[slot] = c;
     return c;
   }
 
   return {
     count(text: string): number {
       let n = 0;
-      for (let i = 0, len = text.length; i < len;) {
+      for (let i = 0, len = text.length; i < len; ) {
         const e = cl100kPieceEnd(text, i, len);
         n += pieceCount(text, i, e);
         i = e;
