@@ -3,27 +3,29 @@
  * one after another. `runTask` runs one task through the agent loop with its reopen rounds; the
  * caller (`mur run`, or the A2A executor of `mur serve`) decides where tasks come from.
  */
-import { isAbsolute, join } from 'node:path';
 import { ContinuationState } from '../inference/continuation.ts';
 import { SpendMeter } from '../inference/spend.ts';
 import { tokenCounter, type TokenCounter } from '../inference/tokens.ts';
 import { promptCacheKey } from '../inference/cache-key.ts';
 import { systemPrompt } from '../inference/capsule-block.ts';
-import { buildDriverRequest, type ConversationMessage } from '../inference/wire.ts';
+import type { ConversationMessage } from '../inference/wire.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { TraceWriter } from '../trace/writer.ts';
-import { MurError, failureInfo, isMurError, type FailureInfo } from '../errors.ts';
-import { promptFileBound, readBoundedFile } from '../manifest/index.ts';
+import { MurError, failureInfo, type FailureInfo } from '../errors.ts';
 import { NO_HOOKS, type HookMessage, type HookPort, type HookServices } from '../hooks/port.ts';
 import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ToolDispatcher, type RuntimeTool } from './tools.ts';
-import { meteredInference } from './metered-inference.ts';
+import { compactionPrompt, manifestPrompt } from './prompt-files.ts';
+import { sideInference } from './side-inference.ts';
 import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
 import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
 import { BoundedHistories, BoundedRecord } from './conversation-bounds.ts';
-import { userText, textOf } from '../inference/messages.ts';
+import { userText } from '../inference/messages.ts';
 import { NO_CALLER, ownerId, threadKey, type ConversationOwner, type ConversationStore, type OwnedMessage } from '../inference/conversation-store.ts';
+
+export { compactionPrompt } from './prompt-files.ts';
+export { SpendRefusedError } from './side-inference.ts';
 
 export interface TaskInput {
   taskId: string;
@@ -87,14 +89,6 @@ export interface SessionOptions {
   deferWarmUp?: boolean;
 }
 
-export class SpendRefusedError extends MurError {
-  readonly spendRefused = true;
-  constructor(message: string) {
-    super('E-INF-011', message, { hint: 'raise inference.max_session_tokens' });
-    this.name = 'SpendRefusedError';
-  }
-}
-
 export class CapsuleSession {
   readonly staged: StagedCapsule;
   readonly trace: TraceWriter;
@@ -129,7 +123,14 @@ export class CapsuleSession {
     this.staged = staged;
     this.hostEnv = hostEnv;
     this.trace = new TraceWriter(staged.workdir.trace, staged.sessionId);
-    this.components = new SessionComponents(staged, hostEnv, (kind, name) => traceNetworkDenied(() => this.trace, kind, name, () => this.current?.input.taskId));
+    this.components = new SessionComponents(staged, hostEnv, (kind, name) =>
+      traceNetworkDenied(
+        () => this.trace,
+        kind,
+        name,
+        () => this.current?.input.taskId,
+      ),
+    );
     this.spend = new SpendMeter(staged.manifest.inference?.maxSessionTokens);
   }
 
@@ -153,14 +154,27 @@ export class CapsuleSession {
     if (opts.hooks) s.hooks = await opts.hooks(s.services(), s.trace);
     s.tools = new ToolDispatcher(staged, s.components, s.hooks, s.trace, opts.runtimeTools?.(s) ?? [], s.hostEnv);
     s.trace.write('session_start', {
-      capsule_name: m.name, capsule_version: m.version, model: m.inference.model, max_turns: m.inference.maxTurns,
-      tools_declared: s.tools.inventory().map((t) => t.name), network_allow: m.capabilities.network.allow,
-      shell_allow: m.capabilities.shell?.allow ?? [], filesystem_scope: m.capabilities.filesystem.scope,
-      max_session_tokens: m.inference.maxSessionTokens, system_prompt: m.trace.includeToolOutput ? s.system : undefined,
+      capsule_name: m.name,
+      capsule_version: m.version,
+      model: m.inference.model,
+      max_turns: m.inference.maxTurns,
+      tools_declared: s.tools.inventory().map((t) => t.name),
+      network_allow: m.capabilities.network.allow,
+      shell_allow: m.capabilities.shell?.allow ?? [],
+      filesystem_scope: m.capabilities.filesystem.scope,
+      max_session_tokens: m.inference.maxSessionTokens,
+      system_prompt: m.trace.includeToolOutput ? s.system : undefined,
     });
     await s.hooks.sessionStart({
-      capsuleName: m.name, capsuleVersion: m.version, sessionId: staged.sessionId, model: m.inference.model,
-      capabilities: [...m.capabilities.network.allow.map((n) => `network:${n}`), ...(m.capabilities.shell?.allow ?? []).map((b) => `shell:${b}`), `filesystem:${m.capabilities.filesystem.scope}`],
+      capsuleName: m.name,
+      capsuleVersion: m.version,
+      sessionId: staged.sessionId,
+      model: m.inference.model,
+      capabilities: [
+        ...m.capabilities.network.allow.map((n) => `network:${n}`),
+        ...(m.capabilities.shell?.allow ?? []).map((b) => `shell:${b}`),
+        `filesystem:${m.capabilities.filesystem.scope}`,
+      ],
     });
     return s;
   }
@@ -214,13 +228,22 @@ export class CapsuleSession {
 
   async runTask(input: TaskInput, sink: TaskSink = SILENT_SINK, signal: AbortSignal = new AbortController().signal): Promise<TaskReport> {
     if (this.endedBy) {
-      throw new MurError('E-RUN-021', `the session has ended (${this.endedBy.exitStatus}): ${this.endedBy.reason}`, { hint: 'start a new session; an on-compaction error ends the session it happens in' });
+      throw new MurError('E-RUN-021', `the session has ended (${this.endedBy.exitStatus}): ${this.endedBy.reason}`, {
+        hint: 'start a new session; an on-compaction error ends the session it happens in',
+      });
     }
     const m = this.staged.manifest;
-    const inf = m.inference!;
     const started = Date.now();
     this.components.io = sink;
-    this.trace.write('task_start', { task_id: input.taskId, context_id: input.contextId, source: input.source, origin: input.origin ?? 'user', trust: input.trust ?? 'untrusted', message_bytes: Buffer.byteLength(input.text), traceparent_from_caller: input.traceparent });
+    this.trace.write('task_start', {
+      task_id: input.taskId,
+      context_id: input.contextId,
+      source: input.source,
+      origin: input.origin ?? 'user',
+      trust: input.trust ?? 'untrusted',
+      message_bytes: Buffer.byteLength(input.text),
+      traceparent_from_caller: input.traceparent,
+    });
     const before = { ...this.totals };
     // A shared store has other writers (replicas): their tasks join this session's record first.
     if (this.conversations?.shared && this.conversations.othersSince) {
@@ -234,41 +257,128 @@ export class CapsuleSession {
     const thread = threadKey(owner, input.contextId);
     // A shared store has other writers (replicas): the history held here may miss their tasks.
     const held = this.conversations?.shared ? undefined : this.histories.get(thread);
-    const prior = threaded ? held ?? (await this.storedHistory(owner, input.contextId)) : [];
+    const prior = threaded ? (held ?? (await this.storedHistory(owner, input.contextId))) : [];
     const window = m.context.maxTokens ?? 0;
     const seed = await this.hooks.taskStart({
-      taskId: input.taskId, contextId: input.contextId, source: input.source, inputBytes: BigInt(Buffer.byteLength(input.text)),
-      budgetTokens: BigInt(Math.floor(window * m.context.seedBudget)), contextWindow: BigInt(window),
+      taskId: input.taskId,
+      contextId: input.contextId,
+      source: input.source,
+      inputBytes: BigInt(Buffer.byteLength(input.text)),
+      budgetTokens: BigInt(Math.floor(window * m.context.seedBudget)),
+      contextWindow: BigInt(window),
       priorTokens: BigInt(await historyTokens(this.counter, prior)),
     });
     // Seeded messages go at the head: ahead of loaded history and of the task message.
     const history: ConversationMessage[] = [...fromHookMessages(seed.messages, 'seed-context'), ...prior, userText(input.text)];
     this.current = { input, asGiven: input.text, history };
     const deps: LoopDeps = {
-      manifest: m, workdir: this.staged.workdir.dir, trace: this.trace, hooks: this.hooks, components: this.components,
-      tools: this.tools, counter: this.counter, spend: this.spend, continuation: this.continuation, system: this.system,
-      promptCacheKey: promptCacheKey(m.name, m.version, input.contextId), totals: this.totals,
+      manifest: m,
+      workdir: this.staged.workdir.dir,
+      trace: this.trace,
+      hooks: this.hooks,
+      components: this.components,
+      tools: this.tools,
+      counter: this.counter,
+      spend: this.spend,
+      continuation: this.continuation,
+      system: this.system,
+      promptCacheKey: promptCacheKey(m.name, m.version, input.contextId),
+      totals: this.totals,
       compactionPrompt: this.compactionPrompt,
     };
+    const { result, reopens, turnsUsed } = await this.attempts(deps, input, history, sink, signal);
+    if (threaded && !this.conversations?.shared) this.histories.keep(thread, history);
+    const added = this.keepInRecord(history, owner);
+    if (this.conversations && added.length > 0) {
+      await this.conversations.append(owner, input.contextId, added).catch((e: unknown) => {
+        process.stderr.write(
+          `mur: conversation store: saving ${added.length} message(s) of task ${input.taskId} failed: ${e instanceof Error ? e.message : String(e)} [E-STORE-003]\n`,
+        );
+      });
+    }
+    // A held continuation outlives the task ("for the rest of the session loop"): the next task of
+    // this context continues it if its history still starts with what the driver acknowledged.
+    this.trace.write('task_end', {
+      task_id: input.taskId,
+      exit_status: result.exit === 'completed' ? 'ok' : result.exit,
+      reason: result.reason,
+      duration_ms: Date.now() - started,
+      turns: this.totals.turns - before.turns,
+      input_tokens: this.totals.inputTokens - before.inputTokens,
+      output_tokens: this.totals.outputTokens - before.outputTokens,
+      tool_calls: this.totals.toolCalls - before.toolCalls,
+      shell_calls: this.totals.shellCalls - before.shellCalls,
+      reopen_count: reopens,
+    });
+    this.current = undefined;
+    this.serving = undefined;
+    this.components.io = NO_TASK_IO;
+    const report: TaskReport = {
+      exit: result.exit,
+      text: result.text,
+      reason: result.reason,
+      ...(result.error ? { error: result.error } : {}),
+      turns: turnsUsed,
+      reopens,
+    };
+    if (this.endedBy) {
+      report.sessionEnded = this.endedBy;
+      for (const l of this.endListeners.splice(0)) l(this.endedBy);
+    }
+    return report;
+  }
+
+  /**
+   * The task's attempts: the first, then one more each time an on-task-end hook reopens it with
+   * feedback, within max_task_reopens and the task's max_turns; on-task-end runs after each.
+   */
+  private async attempts(
+    deps: LoopDeps,
+    input: TaskInput,
+    history: ConversationMessage[],
+    sink: TaskSink,
+    signal: AbortSignal,
+  ): Promise<{ result: AttemptResult; reopens: number; turnsUsed: number }> {
+    const m = this.staged.manifest;
+    const inf = m.inference!;
+    const current = this.current!;
     let reopens = 0;
     let turnsUsed = 0;
     let result: AttemptResult;
     const feedback: string[] = [];
     for (;;) {
       result = await runAttempt(deps, input, history, inf.maxTurns - turnsUsed, sink, signal).catch((e: unknown) => ({
-        exit: 'failed' as const, reason: e instanceof Error ? e.message : String(e), turns: 0, ...(failureInfo(e) ? { error: failureInfo(e) } : {}),
+        exit: 'failed' as const,
+        reason: e instanceof Error ? e.message : String(e),
+        turns: 0,
+        ...(failureInfo(e) ? { error: failureInfo(e) } : {}),
       }));
       turnsUsed += result.turns;
-      this.current.output = result.text;
-      if (result.endsSession) this.endedBy = { exitStatus: result.exit === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed', reason: result.reason ?? 'on-compaction failed' };
+      current.output = result.text;
+      if (result.endsSession)
+        this.endedBy = {
+          exitStatus: result.exit === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed',
+          reason: result.reason ?? 'on-compaction failed',
+        };
       // Once per task, whatever its outcome.
       const end = await this.hooks.taskEnd({ taskId: input.taskId, exitStatus: result.exit === 'completed' ? 'ok' : result.exit });
       if (!end.reopen) break;
       // A canceled task, one out of budget, or one that ended the session is not run again.
-      const notRerun = this.endedBy ? 'session_ended' : result.exit === 'canceled' || result.exit === 'spend_ceiling_reached' ? result.exit : signal.aborted ? 'input_timeout' : undefined;
+      const notRerun = this.endedBy
+        ? 'session_ended'
+        : result.exit === 'canceled' || result.exit === 'spend_ceiling_reached'
+          ? result.exit
+          : signal.aborted
+            ? 'input_timeout'
+            : undefined;
       if (notRerun || reopens >= m.lifecycle.maxTaskReopens || turnsUsed >= inf.maxTurns) {
-        this.trace.write('task_reopen_refused', { task_id: input.taskId, hook_name: end.reopen.hook, reason: notRerun ?? (reopens >= m.lifecycle.maxTaskReopens ? 'max_task_reopens' : 'max_turns') });
-        if (result.exit === 'completed') result = { ...result, exit: 'failed' as const, reason: `reopen budget exhausted (hook ${end.reopen.hook} asked to reopen)` };
+        this.trace.write('task_reopen_refused', {
+          task_id: input.taskId,
+          hook_name: end.reopen.hook,
+          reason: notRerun ?? (reopens >= m.lifecycle.maxTaskReopens ? 'max_task_reopens' : 'max_turns'),
+        });
+        if (result.exit === 'completed')
+          result = { ...result, exit: 'failed' as const, reason: `reopen budget exhausted (hook ${end.reopen.hook} asked to reopen)` };
         break;
       }
       reopens++;
@@ -277,32 +387,10 @@ export class CapsuleSession {
       // The reopened attempt continues the same conversation, with the feedback as a new turn.
       const note = `# Reopen feedback\n${feedback.join('\n')}`;
       history.push(userText(note));
-      this.current.asGiven = `${input.text}\n\n${note}`;
-      this.current.output = undefined;
+      current.asGiven = `${input.text}\n\n${note}`;
+      current.output = undefined;
     }
-    if (threaded && !this.conversations?.shared) this.histories.keep(thread, history);
-    const added = this.keepInRecord(history, owner);
-    if (this.conversations && added.length > 0) {
-      await this.conversations.append(owner, input.contextId, added).catch((e: unknown) => {
-        process.stderr.write(`mur: conversation store: saving ${added.length} message(s) of task ${input.taskId} failed: ${e instanceof Error ? e.message : String(e)} [E-STORE-003]\n`);
-      });
-    }
-    // A held continuation outlives the task ("for the rest of the session loop"): the next task of
-    // this context continues it if its history still starts with what the driver acknowledged.
-    this.trace.write('task_end', {
-      task_id: input.taskId, exit_status: result.exit === 'completed' ? 'ok' : result.exit, reason: result.reason, duration_ms: Date.now() - started,
-      turns: this.totals.turns - before.turns, input_tokens: this.totals.inputTokens - before.inputTokens, output_tokens: this.totals.outputTokens - before.outputTokens,
-      tool_calls: this.totals.toolCalls - before.toolCalls, shell_calls: this.totals.shellCalls - before.shellCalls, reopen_count: reopens,
-    });
-    this.current = undefined;
-    this.serving = undefined;
-    this.components.io = NO_TASK_IO;
-    const report: TaskReport = { exit: result.exit, text: result.text, reason: result.reason, ...(result.error ? { error: result.error } : {}), turns: turnsUsed, reopens };
-    if (this.endedBy) {
-      report.sessionEnded = this.endedBy;
-      for (const l of this.endListeners.splice(0)) l(this.endedBy);
-    }
-    return report;
+    return { result, reopens, turnsUsed };
   }
 
   /** Ends the session: on-session-end, async hooks drained, `session_end` written, components stopped. */
@@ -313,13 +401,23 @@ export class CapsuleSession {
     if (this.endedBy) exitStatus = this.endedBy.exitStatus;
     const t = this.totals;
     await this.hooks.sessionEnd({
-      totalTurns: t.turns, totalInputTokens: BigInt(t.inputTokens), totalOutputTokens: BigInt(t.outputTokens),
-      totalToolCalls: t.toolCalls, totalShellCalls: t.shellCalls, durationMs: BigInt(Date.now() - this.startedAt), exitStatus,
+      totalTurns: t.turns,
+      totalInputTokens: BigInt(t.inputTokens),
+      totalOutputTokens: BigInt(t.outputTokens),
+      totalToolCalls: t.toolCalls,
+      totalShellCalls: t.shellCalls,
+      durationMs: BigInt(Date.now() - this.startedAt),
+      exitStatus,
     });
     await this.hooks.drain();
     this.trace.write('session_end', {
-      total_turns: t.turns, total_input_tokens: t.inputTokens, total_output_tokens: t.outputTokens, total_tool_calls: t.toolCalls,
-      total_shell_calls: t.shellCalls, duration_ms: Date.now() - this.startedAt, exit_status: exitStatus,
+      total_turns: t.turns,
+      total_input_tokens: t.inputTokens,
+      total_output_tokens: t.outputTokens,
+      total_tool_calls: t.toolCalls,
+      total_shell_calls: t.shellCalls,
+      duration_ms: Date.now() - this.startedAt,
+      exit_status: exitStatus,
     });
     await this.hooks.close();
     await this.components.close();
@@ -385,7 +483,7 @@ export class CapsuleSession {
 
   /** `murmur:runtime/inference`: one completion through the capsule's own driver, traced, metered. */
   private hookInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, hookName: string) {
-    return this.sideInference(req, `hook:${hookName}`);
+    return sideInference(this, req, `hook:${hookName}`);
   }
 
   /**
@@ -393,72 +491,6 @@ export class CapsuleSession {
    * inference, against the session's spend ceiling like a hook's, traced with origin `mcp:<server>`.
    */
   samplingInference(req: { messages: HookMessage[]; systemPrompt?: string }, server: string) {
-    return this.sideInference(req, `mcp:${server}`);
-  }
-
-  /** A driver call beside the loop's turns (a hook's run-inference, an MCP sampling request). */
-  private async sideInference(req: { messages: HookMessage[]; systemPrompt?: string; model?: string }, origin: string) {
-    const inf = this.staged.manifest.inference!;
-    const model = req.model ?? inf.model;
-    const messages = fromHookMessages(req.messages.map((m) => (m.role === 'tool' ? m : m)), 'replace-context');
-    const request = buildDriverRequest({ model, maxTokens: inf.maxTokens, system: req.systemPrompt ?? '', messages, tools: [], promptCacheKey: promptCacheKey(this.staged.manifest.name, this.staged.manifest.version) });
-    const inputTokens = await this.counter.countJson(request);
-    let started = 0;
-    const metered = await meteredInference({ spend: this.spend, counter: this.counter, components: this.components }, {
-      request, inputTokens,
-      admitted: () => (started = Date.now()),
-      // A model the provider rejects is an error for the hook: never a silent fallback.
-      accept: (resp) => {
-        if (resp.stop_reason === 'error') throw new Error(`driver reported an error for model ${model}: ${resp.error ?? 'no detail'}`);
-      },
-    });
-    if (metered.kind === 'refused') {
-      this.trace.write('spend_ceiling_reached', { origin, requested: metered.refusal.requested, limit: metered.refusal.limit });
-      throw new SpendRefusedError(metered.refusal.message);
-    }
-    if (metered.kind === 'failed') {
-      this.trace.write('inference', { origin, model, input_tokens: inputTokens, output_tokens: metered.outputTokens, decision: 'error', duration_ms: Date.now() - started, error: (metered.error as Error).message });
-      throw metered.error;
-    }
-    const { outputTokens } = metered;
-    const text = textOf({ content: metered.response.content });
-    this.trace.write('inference', { origin, model, input_tokens: inputTokens, output_tokens: outputTokens, decision: 'end_turn', duration_ms: Date.now() - started, reported_usage: metered.response.usage });
-    return { text, modelUsed: model, inputTokens: BigInt(inputTokens), outputTokens: BigInt(outputTokens) };
-  }
-}
-
-/**
- * `inference.compaction.system_prompt`, or the contents of `system_prompt_file` (relative to the
- * capsule folder): what the compaction event hands a compaction hook. Undefined when unset.
- */
-export function compactionPrompt(staged: StagedCapsule): string | undefined {
-  const c = staged.manifest.inference?.compaction;
-  if (!c) return undefined;
-  if (c.systemPrompt !== undefined) return c.systemPrompt;
-  if (c.systemPromptFile === undefined) return undefined;
-  const p = isAbsolute(c.systemPromptFile) ? c.systemPromptFile : join(staged.capsuleDir, c.systemPromptFile);
-  return readPromptFile(staged, 'inference.compaction.system_prompt_file', c.systemPromptFile, p);
-}
-
-function manifestPrompt(staged: StagedCapsule): string | undefined {
-  const inf = staged.manifest.inference!;
-  if (inf.systemPrompt !== undefined) return inf.systemPrompt;
-  if (inf.systemPromptFile !== undefined) {
-    const p = isAbsolute(inf.systemPromptFile) ? inf.systemPromptFile : join(staged.capsuleDir, inf.systemPromptFile);
-    return readPromptFile(staged, 'inference.system_prompt_file', inf.systemPromptFile, p);
-  }
-  return undefined;
-}
-
-/**
- * A prompt file, read through the manifest's bounded reader: validation checked it, but it is read
- * again here and may have been swapped for a FIFO or grown since (E-MAN-030 / E-MAN-032).
- */
-function readPromptFile(staged: StagedCapsule, field: string, rel: string, p: string): string {
-  try {
-    return readBoundedFile(p, promptFileBound(rel, p), { file: staged.manifest.file, field });
-  } catch (e) {
-    if (isMurError(e)) throw e;
-    throw new MurError('E-RUN-009', `cannot read ${field} ${p}: ${(e as Error).message}`, { location: { file: staged.manifest.file, field } });
+    return sideInference(this, req, `mcp:${server}`);
   }
 }
