@@ -19,169 +19,11 @@
  * grow evidence.
  */
 import { writeU32 } from './memory-cap.ts';
+import { Reader, Unknown, valType, walkBody } from './wasm-body.ts';
 
 /** Bumped whenever the rewrite changes: part of the name of the prepared modules cached on disk. */
 export const GROW_PROBE_VERSION = 1;
 export const GROW_FAILED_EXPORT = '__mur_grow_failed_pages';
-
-class Reader {
-  constructor(readonly b: Uint8Array, public p: number) {}
-  byte(): number {
-    if (this.p >= this.b.length) throw new Unknown('truncated');
-    return this.b[this.p++]!;
-  }
-  u32(): number {
-    let r = 0;
-    let s = 0;
-    for (;;) {
-      const x = this.byte();
-      r |= (x & 0x7f) << s;
-      if (!(x & 0x80)) break;
-      s += 7;
-    }
-    return r >>> 0;
-  }
-  /** Skips a signed or unsigned LEB of any width. */
-  leb(): void {
-    while (this.byte() & 0x80);
-  }
-  skip(n: number): void {
-    this.p += n;
-  }
-}
-
-class Unknown extends Error {}
-
-function heapType(r: Reader): void {
-  r.leb(); // s33: abstract heap type byte or a type index
-}
-
-function valType(r: Reader): void {
-  const t = r.byte();
-  if (t === 0x63 || t === 0x64) heapType(r); // (ref null? ht)
-}
-
-function blockType(r: Reader): void {
-  const t = r.b[r.p]!;
-  if (t === 0x40 || (t >= 0x69 && t <= 0x7f && t !== 0x63 && t !== 0x64)) r.skip(1);
-  else if (t === 0x63 || t === 0x64) valType(r);
-  else r.leb(); // s33 type index
-}
-
-function memarg(r: Reader): void {
-  const align = r.u32();
-  if (align & 0x40) r.u32(); // memory index (multi-memory)
-  r.leb(); // offset
-}
-
-/** Skips the immediates of the 0xfb (GC) sub-opcode. */
-function gcImmediates(r: Reader, op: number): void {
-  switch (op) {
-    case 0: case 1: case 6: case 7: case 12: case 13: case 14: case 16: // typeidx
-      r.u32(); return;
-    case 2: case 3: case 4: case 5: // struct.get*/set: typeidx fieldidx
-      r.u32(); r.u32(); return;
-    case 8: case 9: case 10: case 17: case 18: case 19: // array.new_fixed / new_data / new_elem / copy / init_*
-      r.u32(); r.u32(); return;
-    case 11: case 15: // array.get (typeidx); array.len (none)
-      if (op === 11) r.u32();
-      return;
-    case 20: case 21: case 22: case 23: // ref.test / ref.cast (null): heaptype
-      heapType(r); return;
-    case 24: case 25: // br_on_cast(_fail): flags label ht ht
-      r.byte(); r.u32(); heapType(r); heapType(r); return;
-    case 26: case 27: case 28: case 29: case 30: // any/extern convert, ref.i31, i31.get_s/u
-      return;
-    default:
-      throw new Unknown(`0xfb ${op}`);
-  }
-}
-
-/** Walks one function body's instructions, calling `onGrow(memIdx, start, end)` per memory.grow. */
-function walkBody(b: Uint8Array, start: number, end: number, onGrow: (mem: number, at: number, after: number) => void): void {
-  const r = new Reader(b, start);
-  const groups = r.u32();
-  for (let i = 0; i < groups; i++) {
-    r.u32();
-    valType(r);
-  }
-  while (r.p < end) {
-    const at = r.p;
-    const op = r.byte();
-    if (op <= 0x01 || op === 0x05 || op === 0x0b || op === 0x0f || op === 0x0a || op === 0x19 || op === 0x1a || op === 0x1b || op === 0xd1 || op === 0xd3 || op === 0xd4) continue;
-    if (op >= 0x45 && op <= 0xc4) continue; // numeric, no immediates
-    switch (op) {
-      case 0x02: case 0x03: case 0x04: case 0x06:
-        blockType(r); continue;
-      case 0x07: case 0x08: case 0x09: case 0x18: case 0x0c: case 0x0d: case 0xd5: case 0xd6:
-        r.u32(); continue;
-      case 0x0e: {
-        const n = r.u32();
-        for (let i = 0; i <= n; i++) r.u32();
-        continue;
-      }
-      case 0x10: case 0x12: case 0x14: case 0x15: case 0xd2:
-        r.u32(); continue;
-      case 0x11: case 0x13:
-        r.u32(); r.u32(); continue;
-      case 0x1c: {
-        const n = r.u32();
-        for (let i = 0; i < n; i++) valType(r);
-        continue;
-      }
-      case 0x1f: { // try_table
-        blockType(r);
-        const n = r.u32();
-        for (let i = 0; i < n; i++) {
-          const kind = r.byte();
-          if (kind === 0 || kind === 1) r.u32();
-          r.u32();
-        }
-        continue;
-      }
-      case 0x20: case 0x21: case 0x22: case 0x23: case 0x24: case 0x25: case 0x26:
-        r.u32(); continue;
-      case 0x3f:
-        r.u32(); continue;
-      case 0x40: {
-        const mem = r.u32();
-        onGrow(mem, at, r.p);
-        continue;
-      }
-      case 0x41: case 0x42:
-        r.leb(); continue;
-      case 0x43: r.skip(4); continue;
-      case 0x44: r.skip(8); continue;
-      case 0xd0: heapType(r); continue;
-      case 0xfb: gcImmediates(r, r.u32()); continue;
-      case 0xfc: {
-        const sub = r.u32();
-        if (sub <= 7) continue;
-        if (sub === 8 || sub === 10 || sub === 12 || sub === 14) { r.u32(); r.u32(); continue; }
-        if (sub === 9 || sub === 11 || sub === 13 || sub === 15 || sub === 16 || sub === 17) { r.u32(); continue; }
-        throw new Unknown(`0xfc ${sub}`);
-      }
-      case 0xfd: {
-        const sub = r.u32();
-        if (sub <= 11 || sub === 92 || sub === 93) { memarg(r); continue; }
-        if (sub === 12 || sub === 13) { r.skip(16); continue; }
-        if (sub >= 21 && sub <= 34) { r.skip(1); continue; }
-        if (sub >= 84 && sub <= 91) { memarg(r); r.skip(1); continue; }
-        if (sub <= 0x113) continue; // the rest of SIMD (and relaxed SIMD) takes no immediates
-        throw new Unknown(`0xfd ${sub}`);
-      }
-      case 0xfe: {
-        const sub = r.u32();
-        if (sub === 3) { r.skip(1); continue; }
-        if (sub <= 2 || (sub >= 0x10 && sub <= 0x4e)) { memarg(r); continue; }
-        throw new Unknown(`0xfe ${sub}`);
-      }
-      default:
-        if ((op >= 0x28 && op <= 0x3e)) { memarg(r); continue; }
-        throw new Unknown(`opcode 0x${op.toString(16)}`);
-    }
-  }
-}
 
 interface Section {
   id: number;
@@ -250,12 +92,26 @@ function countImports(m: Uint8Array, s: Section | undefined): { funcs: number; g
     name();
     name();
     const kind = r.byte();
-    if (kind === 0) { funcs++; r.u32(); }
-    else if (kind === 1) { valType(r); const f = r.byte(); r.u32(); if (f & 1) r.u32(); }
-    else if (kind === 2) { const f = r.byte(); r.leb(); if (f & 1) r.leb(); }
-    else if (kind === 3) { globals++; valType(r); r.byte(); }
-    else if (kind === 4) { r.byte(); r.u32(); }
-    else throw new Unknown(`import kind ${kind}`);
+    if (kind === 0) {
+      funcs++;
+      r.u32();
+    } else if (kind === 1) {
+      valType(r);
+      const f = r.byte();
+      r.u32();
+      if (f & 1) r.u32();
+    } else if (kind === 2) {
+      const f = r.byte();
+      r.leb();
+      if (f & 1) r.leb();
+    } else if (kind === 3) {
+      globals++;
+      valType(r);
+      r.byte();
+    } else if (kind === 4) {
+      r.byte();
+      r.u32();
+    } else throw new Unknown(`import kind ${kind}`);
   }
   return { funcs, globals };
 }
@@ -307,7 +163,21 @@ function rewrite(m: Uint8Array): Uint8Array {
   //   local.get 0; memory.grow mem; local.tee 1; i32.const -1; i32.eq
   //   if; local.get 0; global.set G; end; local.get 1
   const helperBody = (mem: number): number[] => {
-    const body = [0x01, 0x01, 0x7f, 0x20, 0x00, 0x40, ...writeU32(mem), 0x22, 0x01, 0x41, 0x7f, 0x46, 0x04, 0x40, 0x20, 0x00, 0x24, ...writeU32(globalIdx), 0x0b, 0x20, 0x01, 0x0b];
+    // biome-ignore format: bytecode, one instruction a line
+    const body = [
+      0x01, 0x01, 0x7f, // one local of type i32
+      0x20, 0x00, // local.get 0
+      0x40, ...writeU32(mem), // memory.grow mem
+      0x22, 0x01, // local.tee 1
+      0x41, 0x7f, // i32.const -1
+      0x46, // i32.eq
+      0x04, 0x40, // if (no result)
+      0x20, 0x00, // local.get 0
+      0x24, ...writeU32(globalIdx), // global.set G
+      0x0b, // end
+      0x20, 0x01, // local.get 1
+      0x0b, // end
+    ];
     return [...writeU32(body.length), ...body];
   };
 
@@ -339,7 +209,15 @@ function rewrite(m: Uint8Array): Uint8Array {
 
   const replaced = new Map<number, Uint8Array>();
   replaced.set(1, appendVec(m, byId(1), 1, [[0x60, 0x01, 0x7f, 0x01, 0x7f]]));
-  replaced.set(3, appendVec(m, byId(3), 3, mems.map(() => writeU32(typeIdx))));
+  replaced.set(
+    3,
+    appendVec(
+      m,
+      byId(3),
+      3,
+      mems.map(() => writeU32(typeIdx)),
+    ),
+  );
   replaced.set(6, appendVec(m, byId(6), 6, [[0x7f, 0x01, 0x41, 0x00, 0x0b]]));
   const nameBytes = Array.from(new TextEncoder().encode(GROW_FAILED_EXPORT));
   replaced.set(7, appendVec(m, byId(7), 7, [[...writeU32(nameBytes.length), ...nameBytes, 0x03, ...writeU32(globalIdx)]]));
