@@ -28,7 +28,7 @@ export class MurError extends Error {
     const loc = this.location;
     const where = loc ? [loc.file, loc.line !== undefined ? String(loc.line) : undefined].filter(Boolean).join(':') : '';
     const head = [where, loc?.field].filter(Boolean).join(': ');
-    const first = `${head ? head + ': ' : ''}${this.message} [${this.code}]`;
+    const first = `${head ? `${head}: ` : ''}${this.message} [${this.code}]`;
     return this.hint ? `${first}\n  hint: ${this.hint}` : first;
   }
 }

@@ -253,7 +253,7 @@ const out = join(resolve(outArg), 'app');
 // tracing) and copied to their dist/ path in the image.
 let prefix = '';
 if (target.bundle) {
-  prefix = join('.cache', 'image-bundle', name!) + '/';
+  prefix = `${join('.cache', 'image-bundle', name!)}/`;
   const dir = join(ROOT, prefix);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });

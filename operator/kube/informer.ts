@@ -40,6 +40,9 @@ function rvNumber(rv: string | undefined): number | undefined {
   return Number(rv);
 }
 
+/** How many deleted keys an informer remembers (for {@link Informer.offer}). */
+const TOMBSTONES = 4096;
+
 export class Informer<T extends KubeObject> {
   /** Read-only outside this class: writes go through put/drop so the index stays true. */
   readonly store = new Map<string, T>();
@@ -52,6 +55,12 @@ export class Informer<T extends KubeObject> {
   private stopped = false;
   private abort = new AbortController();
   private loops: Promise<void>[] = [];
+  /**
+   * The last resourceVersion of each key seen deleted (newest {@link TOMBSTONES} keys), so that a
+   * write's answer arriving after the delete's event (a status patch sent just before the delete)
+   * does not put the deleted object back in the cache, where it would stay until the next relist.
+   */
+  private deleted = new Map<string, number>();
   relists = 0;
 
   constructor(
@@ -161,7 +170,17 @@ export class Informer<T extends KubeObject> {
     const a = rvNumber(cur?.metadata.resourceVersion);
     const b = rvNumber(obj.metadata.resourceVersion);
     if (cur && a !== undefined && b !== undefined && a >= b) return;
+    const gone = cur ? undefined : this.deleted.get(k);
+    if (gone !== undefined && b !== undefined && b <= gone) return;
     this.put(k, obj);
+  }
+
+  private tombstone(k: string, o: T | undefined): void {
+    const rv = rvNumber(o?.metadata.resourceVersion);
+    if (rv === undefined) return;
+    this.deleted.delete(k);
+    this.deleted.set(k, rv);
+    if (this.deleted.size > TOMBSTONES) this.deleted.delete(this.deleted.keys().next().value as string);
   }
 
   forget(key: string): void {
@@ -213,6 +232,7 @@ export class Informer<T extends KubeObject> {
     }
     for (const [k, old] of [...this.store, ...this.skipped]) {
       if (this.inPath(path, old) && !fresh.has(k)) {
+        this.tombstone(k, old);
         this.drop(k);
         this.emit('DELETED', old, old);
       }
@@ -253,6 +273,7 @@ export class Informer<T extends KubeObject> {
             const old = this.held(k);
             if (newRv) rv = newRv;
             if (type === 'DELETED') {
+              this.tombstone(k, o);
               this.drop(k);
               this.emit('DELETED', o, old);
             } else if (type === 'ADDED' || type === 'MODIFIED') {

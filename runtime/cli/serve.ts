@@ -245,8 +245,8 @@ async function openServeStore(
   capsule: string,
   out: (s: string) => void,
 ): Promise<{ store: DurableStore; bus?: ReplicaBus } | undefined> {
-  const workRoot = (flags['workdir'] as string | undefined) ?? defaultWorkRoot(process.env);
-  const given = (flags['store'] as string | undefined) ?? process.env['MURMUR_STORE'];
+  const workRoot = (flags.workdir as string | undefined) ?? defaultWorkRoot(process.env);
+  const given = (flags.store as string | undefined) ?? process.env.MURMUR_STORE;
   const value = given ?? `sqlite:${workRoot}/${capsule}.store.db`;
   if (value === 'memory') return undefined;
   let store: DurableStore;
@@ -318,16 +318,16 @@ export function serveAuth(
   publicUrl: string,
   tokenReviewVerifier?: (o: { audience: string }) => TokenVerifier,
 ): { auth: Authenticator; notice: string } {
-  const keysPath = (flags['api-keys'] as string | undefined) ?? process.env['MURMUR_A2A_API_KEYS'];
+  const keysPath = (flags['api-keys'] as string | undefined) ?? process.env.MURMUR_A2A_API_KEYS;
   const apiKeys = keysPath ? readApiKeys(keysPath) : [];
   const tokenReview = flags['token-review'] === true;
   if (tokenReview && !tokenReviewVerifier) throw new Error('serveAuth: --token-review needs the TokenReview verifier (runtime/a2a/server/token-review.ts)');
-  const trustedCallers = String(flags['trusted-callers'] ?? process.env['MURMUR_A2A_TRUSTED_CALLERS'] ?? '')
+  const trustedCallers = String(flags['trusted-callers'] ?? process.env.MURMUR_A2A_TRUSTED_CALLERS ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
   const anySchemes = apiKeys.length > 0 || tokenReview;
-  let anonymous = flags['anonymous'] === true;
+  let anonymous = flags.anonymous === true;
   let notice: string;
   if (!anySchemes && !anonymous) {
     if (!isLoopback(host)) {

@@ -16,12 +16,12 @@ export const clientNode = (): ClientNode => createRequire(import.meta.url)('@kub
 export function loadKubeConfig(o: { file?: string; context?: string }, env: NodeJS.ProcessEnv = process.env): KubeConfig {
   const k8s = clientNode();
   const kc = new k8s.KubeConfig();
-  const where = o.file ?? (env['KUBECONFIG'] ? '$KUBECONFIG' : join(homedir(), '.kube', 'config'));
+  const where = o.file ?? (env.KUBECONFIG ? '$KUBECONFIG' : join(homedir(), '.kube', 'config'));
   try {
     if (o.file) kc.loadFromFile(o.file);
-    else if (env['KUBECONFIG'] || existsSync(join(homedir(), '.kube', 'config'))) kc.loadFromDefault();
+    else if (env.KUBECONFIG || existsSync(join(homedir(), '.kube', 'config'))) kc.loadFromDefault();
     // In a pod (a CI job, a debug container): the pod's own ServiceAccount, as kubectl does.
-    else if (env['KUBERNETES_SERVICE_HOST']) kc.loadFromCluster();
+    else if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
     else throw new Error('no kubeconfig: --kubeconfig, $KUBECONFIG and ~/.kube/config all absent, and not in a pod');
   } catch (e) {
     throw new MurError('E-CLI-039', `cannot load the kubeconfig (${where}): ${(e as Error).message}`, {

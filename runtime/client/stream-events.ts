@@ -69,7 +69,7 @@ export function stepsOf(resp: StreamResponse): StepEvent[] {
     case 'statusUpdate': {
       const state = fromCoreState(p.value.status?.state) ?? 'failed';
       const text = messageText(p.value.status?.message);
-      const lagged = (p.value.metadata?.['murmur'] as { lagged?: number } | undefined)?.lagged;
+      const lagged = (p.value.metadata?.murmur as { lagged?: number } | undefined)?.lagged;
       if (typeof lagged === 'number') return [{ kind: 'lagged', dropped: lagged }];
       const turn = state === 'working' ? TURN.exec(text) : null;
       if (turn) return [{ kind: 'turn', turn: Number(turn[1]) }];

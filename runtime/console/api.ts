@@ -10,7 +10,7 @@ import { userMessage } from '../client/message.ts';
 import { outcomeOf, sendAndFollow } from '../client/task-calls.ts';
 import type { Agents } from './agents.ts';
 import { ApiFailure, capsuleEvents, listCapsules, readCapsule } from './capsules.ts';
-import { StreamedSteps } from './streamed.ts';
+import type { StreamedSteps } from './streamed.ts';
 import { liveSteps, timelineOf } from './timeline.ts';
 
 export interface ApiContext {
@@ -92,13 +92,13 @@ async function capsule(ctx: ApiContext, url: URL): Promise<[number, unknown]> {
 /** POST /api/send {agent, text, contextId?}: the task's steps as server-sent events, then its outcome. */
 async function send(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = await readBody(req);
-  const agent = typeof body['agent'] === 'string' ? body['agent'] : '';
-  const text = typeof body['text'] === 'string' ? body['text'].trim() : '';
+  const agent = typeof body.agent === 'string' ? body.agent : '';
+  const text = typeof body.text === 'string' ? body.text.trim() : '';
   if (!agent) throw badRequest("field 'agent' is missing");
   if (!text) throw badRequest("field 'text' is missing or empty");
-  const contextId = typeof body['contextId'] === 'string' && body['contextId'] ? body['contextId'] : undefined;
+  const contextId = typeof body.contextId === 'string' && body.contextId ? body.contextId : undefined;
   // An answer to a task waiting for input names that task (and its conversation).
-  const taskId = typeof body['taskId'] === 'string' && body['taskId'] ? body['taskId'] : undefined;
+  const taskId = typeof body.taskId === 'string' && body.taskId ? body.taskId : undefined;
   if (taskId && !contextId) throw badRequest("field 'taskId' needs the task's 'contextId' too");
   const message = userMessage({ text, files: [], ...(contextId ? { contextId } : {}), ...(taskId ? { taskId } : {}) });
   const abort = new AbortController();

@@ -47,10 +47,10 @@ function defined<T extends Record<string, unknown>>(o: T): T {
 
 /** A shell record's command line: the program's name (not its resolved path) and its arguments. */
 function shellCommand(r: Record<string, unknown>): string {
-  const program = String(r['binary'] ?? '?')
+  const program = String(r.binary ?? '?')
     .split('/')
     .pop();
-  return r['command'] !== undefined ? `${program} ${String(r['command'])}` : String(program);
+  return r.command !== undefined ? `${program} ${String(r.command)}` : String(program);
 }
 
 /**
@@ -59,65 +59,65 @@ function shellCommand(r: Record<string, unknown>): string {
  * timeline's first line already is.
  */
 export function recordEntry(r: Record<string, unknown>): TimelineEntry | undefined {
-  switch (r['event_type']) {
+  switch (r.event_type) {
     case 'task_start':
       return undefined;
     case 'inference':
       return defined({
         kind: 'turn' as const,
-        turn: num(r['turn']),
-        model: str(r['model']),
-        decision: str(r['decision']),
-        toolName: str(r['tool_name']),
-        inputTokens: num(r['input_tokens']),
-        outputTokens: num(r['output_tokens']),
-        durationMs: num(r['duration_ms']),
-        origin: str(r['origin']),
-        error: str(r['error']),
+        turn: num(r.turn),
+        model: str(r.model),
+        decision: str(r.decision),
+        toolName: str(r.tool_name),
+        inputTokens: num(r.input_tokens),
+        outputTokens: num(r.output_tokens),
+        durationMs: num(r.duration_ms),
+        origin: str(r.origin),
+        error: str(r.error),
       });
     case 'tool_call':
-      return defined({ kind: 'tool' as const, tool: String(r['tool_name'] ?? '?'), status: String(r['status'] ?? '?'), durationMs: num(r['duration_ms']) });
+      return defined({ kind: 'tool' as const, tool: String(r.tool_name ?? '?'), status: String(r.status ?? '?'), durationMs: num(r.duration_ms) });
     case 'shell':
       return defined({
         kind: 'tool' as const,
         via: 'shell' as const,
         tool: shellCommand(r),
-        status: r['exit_code'] === 0 ? 'ok' : 'error',
-        detail: `exit ${String(r['exit_code'])}`,
-        durationMs: num(r['duration_ms']),
+        status: r.exit_code === 0 ? 'ok' : 'error',
+        detail: `exit ${String(r.exit_code)}`,
+        durationMs: num(r.duration_ms),
       });
     case 'mcp_call':
       return defined({
         kind: 'tool' as const,
         via: 'mcp' as const,
-        tool: `${String(r['server'])}/${String(r['tool'])}`,
-        status: String(r['status'] ?? '?'),
-        durationMs: num(r['duration_ms']),
+        tool: `${String(r.server)}/${String(r.tool)}`,
+        status: String(r.status ?? '?'),
+        durationMs: num(r.duration_ms),
       });
     case 'call_denied':
       return defined({
         kind: 'hook' as const,
         decision: 'deny' as const,
-        hook: str(r['hook_name']) ?? str(r['hook']),
-        reason: str(r['reason']),
-        data: { call: r['tool_name'] ?? r['binary'] ?? r['command'] },
+        hook: str(r.hook_name) ?? str(r.hook),
+        reason: str(r.reason),
+        data: { call: r.tool_name ?? r.binary ?? r.command },
       });
     case 'hook_call':
       return defined({
         kind: 'hook' as const,
-        hook: str(r['hook_name']),
-        event: str(r['event']),
-        outcome: str(r['outcome']),
-        durationMs: num(r['duration_ms']),
+        hook: str(r.hook_name),
+        event: str(r.event),
+        outcome: str(r.outcome),
+        durationMs: num(r.duration_ms),
       });
     case 'task_end':
       return defined({
         kind: 'end' as const,
-        exitStatus: String(r['exit_status'] ?? '?'),
-        turns: num(r['turns']),
-        inputTokens: num(r['input_tokens']),
-        outputTokens: num(r['output_tokens']),
-        durationMs: num(r['duration_ms']),
+        exitStatus: String(r.exit_status ?? '?'),
+        turns: num(r.turns),
+        inputTokens: num(r.input_tokens),
+        outputTokens: num(r.output_tokens),
+        durationMs: num(r.duration_ms),
       });
     default:
       return { kind: 'step', data: r };
@@ -128,8 +128,8 @@ function artifactEntry(a: Artifact): TimelineEntry | undefined {
   const name = a.name || a.artifactId;
   const d = dataOf(a);
   if (name === 'tool-call') {
-    const ms = num(d?.['duration_ms']);
-    return { kind: 'tool', tool: String(d?.['tool'] ?? '?'), status: String(d?.['status'] ?? '?'), ...(ms !== undefined ? { durationMs: ms } : {}) };
+    const ms = num(d?.duration_ms);
+    return { kind: 'tool', tool: String(d?.tool ?? '?'), status: String(d?.status ?? '?'), ...(ms !== undefined ? { durationMs: ms } : {}) };
   }
   if (name === 'hook-artifact') return { kind: 'hook', event: 'artifact', data: d ?? partsText(a.parts) };
   if (name === 'step') return recordEntry(d ?? {});
@@ -191,7 +191,7 @@ export function liveSteps(): (e: StepEvent) => LiveStep {
     const record = (e as { kind: string; record?: unknown }).kind === 'step' ? (e as { record?: unknown }).record : undefined;
     if (record && typeof record === 'object') {
       const r = record as Record<string, unknown>;
-      if (r['event_type'] === 'task_start') records = true;
+      if (r.event_type === 'task_start') records = true;
       const entry = recordEntry(r);
       return entry ? { send: { name: 'entry', data: entry }, keep: entry } : {};
     }

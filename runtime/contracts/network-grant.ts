@@ -214,7 +214,7 @@ export function parseGrant(raw: string): NetworkGrant | GrantProblem {
     return problem(
       raw,
       'an entry names a host, not a URL path, query, fragment or credentials',
-      `drop everything after the host and port: '${scheme ? scheme + '://' : ''}${rest.split(/[/?#]/)[0]!.split('@').pop()}'`,
+      `drop everything after the host and port: '${scheme ? `${scheme}://` : ''}${rest.split(/[/?#]/)[0]!.split('@').pop()}'`,
     );
   }
   if (!rest.startsWith('[') && (rest.match(/:/g)?.length ?? 0) > 1) {

@@ -29,7 +29,7 @@ const POLICY_EFFECT: Record<CommitPolicy, string> = {
 };
 
 function code(s: string): string {
-  return '`' + s + '`';
+  return `\`${s}\``;
 }
 
 function handlerTable(): string {

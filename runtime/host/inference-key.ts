@@ -18,10 +18,10 @@ const PARKED = Symbol.for('murmur.inference-key');
 
 export function takeInferenceKey(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const parked = (globalThis as Record<symbol, { file?: string; value?: string } | undefined>)[PARKED];
-  const file = env['MURMUR_INFERENCE_API_KEY_FILE'] ?? parked?.file;
-  const fromEnv = env['MURMUR_INFERENCE_API_KEY'] ?? parked?.value;
-  delete env['MURMUR_INFERENCE_API_KEY_FILE'];
-  delete env['MURMUR_INFERENCE_API_KEY'];
+  const file = env.MURMUR_INFERENCE_API_KEY_FILE ?? parked?.file;
+  const fromEnv = env.MURMUR_INFERENCE_API_KEY ?? parked?.value;
+  delete env.MURMUR_INFERENCE_API_KEY_FILE;
+  delete env.MURMUR_INFERENCE_API_KEY;
   if (file !== undefined && file !== '') {
     try {
       held = readFileSync(file, 'utf8').trim();

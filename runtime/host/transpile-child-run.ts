@@ -91,7 +91,7 @@ class Transpiler {
         // with stderr's tail for the error message, never taken for a job's answer.
         const reply = parseReply(line);
         if (reply) this.settle(reply);
-        else this.err = (this.err + line + '\n').slice(-4000);
+        else this.err = `${this.err + line}\n`.slice(-4000);
       }
     });
     this.child.stderr.on('data', (d: Buffer) => (this.err = (this.err + d.toString()).slice(-4000)));

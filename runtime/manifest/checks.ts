@@ -119,7 +119,7 @@ export function normalizeScope(v: string): string {
 export function scopeCovers(ceiling: string, scope: string): boolean {
   const c = normalizeScope(ceiling);
   const s = normalizeScope(scope);
-  return c === '.' || s === c || s.startsWith(c + '/');
+  return c === '.' || s === c || s.startsWith(`${c}/`);
 }
 
 export function checkBinaryName(v: string): Problem | undefined {

@@ -16,7 +16,7 @@ function defaultOf(f: FieldSpec): string {
   if (f.defaultText !== undefined) return f.defaultText;
   if (f.required) return 'required';
   if (f.default === undefined) return '—';
-  return '`' + JSON.stringify(f.default) + '`';
+  return `\`${JSON.stringify(f.default)}\``;
 }
 
 function typeOf(f: FieldSpec): string {

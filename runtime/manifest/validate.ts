@@ -7,7 +7,7 @@ import { LineCounter, isAlias, isMap, isScalar, isSeq, parseDocument, type Docum
 import type { ErrorLocation } from '../errors.ts';
 import type { Problem } from './checks.ts';
 import { duplicateKeys } from './duplicates.ts';
-import { ErrorCollector, nearest } from './errors.ts';
+import { type ErrorCollector, nearest } from './errors.ts';
 import { inRangeOf, integerLiteral, parseBytes, rangeHint, rangeText } from './numbers.ts';
 import { referenceRefusal, type ReferenceKey } from './reference-keys.ts';
 import { indexOf, leafKey, type Index } from './schema-index.ts';

@@ -127,7 +127,7 @@ export function renderLock(lock: Lockfile): string {
       if (e.source) lines.push('    source:', `      url: ${q(e.source.url)}`, `      sha256: ${q(e.source.sha256)}`);
     }
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** Atomic write: temp file in the same directory, fsync, rename. */

@@ -221,7 +221,7 @@ export function writeArtifactDir(
   mkdirSync(tmp);
   try {
     for (const f of a.files) writeFileSync(path.join(tmp, f.name), f.bytes);
-    writeFileSync(path.join(tmp, RECORD_FILE), JSON.stringify(rec, null, 2) + '\n');
+    writeFileSync(path.join(tmp, RECORD_FILE), `${JSON.stringify(rec, null, 2)}\n`);
     renameSync(tmp, dir);
   } catch (e) {
     rmSync(tmp, { recursive: true, force: true });

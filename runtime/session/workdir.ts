@@ -105,7 +105,7 @@ export function createWorkdir(root: string, sessionId: string, artifacts: readon
   mkdirSync(w.out);
   writeFileSync(w.trace, '');
   // Who runs this session, so `mur sessions prune` never removes one still running.
-  writeFileSync(ownerFile(w.dir), JSON.stringify({ pid: process.pid, host: machineTag(), started: new Date().toISOString() }) + '\n');
+  writeFileSync(ownerFile(w.dir), `${JSON.stringify({ pid: process.pid, host: machineTag(), started: new Date().toISOString() })}\n`);
   for (const a of artifacts) installTool(w, a);
   return w;
 }

@@ -27,7 +27,7 @@ async function readFirst(workdir: string, names: readonly string[]): Promise<str
     try {
       return await readFile(path.join(workdir, n), 'utf8');
     } catch {
-      continue;
+      // not there or unreadable: try the next name
     }
   }
   return undefined;

@@ -78,7 +78,7 @@ export async function resolveBinary(name: string, opts: { pathVar?: string; cwd:
       try {
         return { binary: await realpath(c), resolved: true };
       } catch {
-        continue;
+        // gone between the check and realpath: try the next candidate
       }
     }
   }

@@ -45,7 +45,7 @@ export class TraceWriter {
       text = JSON.stringify(line);
     }
     this.fd ??= openSync(this.path, 'a');
-    const bytes = Buffer.from(text + '\n');
+    const bytes = Buffer.from(`${text}\n`);
     // A write to a regular file may be short (a full disk): the rest goes after it, or the error is thrown.
     for (let off = 0; off < bytes.length; ) off += writeSync(this.fd, bytes, off);
     for (const l of this.listeners) {

@@ -90,7 +90,7 @@ export function witDirFor(rootFolder: string, opts: { cacheDir?: string; extraWi
   const pkgs = listWitPackages();
   const hash = createHash('sha256');
   for (const p of pkgs) {
-    for (const f of readdirSync(join(WIT_ROOT, p.folder)).sort()) hash.update(p.folder + '/' + f).update(readFileSync(join(WIT_ROOT, p.folder, f)));
+    for (const f of readdirSync(join(WIT_ROOT, p.folder)).sort()) hash.update(`${p.folder}/${f}`).update(readFileSync(join(WIT_ROOT, p.folder, f)));
   }
   if (opts.extraWit) hash.update(opts.extraWit);
   if (opts.wasiDir) hash.update(opts.wasiDir);

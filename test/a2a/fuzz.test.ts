@@ -80,7 +80,7 @@ function makeCase(r: () => number, i: number): { body: string | Uint8Array; head
     if (r() < 0.3) delete m[field];
     else m[field] = weird();
     if (r() < 0.3)
-      m['parts'] = [
+      m.parts = [
         pick([
           { kind: 'text' },
           { kind: 'file', file: {} },
@@ -102,7 +102,7 @@ function makeCase(r: () => number, i: number): { body: string | Uint8Array; head
     return { body: JSON.stringify({ jsonrpc: '2.0', id: i, method: pick(methods), params }), headers };
   }
   // oversized or deeply nested
-  if (r() < 0.1) return { body: '{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"' + 'a'.repeat(1024 * 1024 + 10) + '"}}', headers };
+  if (r() < 0.1) return { body: `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"${'a'.repeat(1024 * 1024 + 10)}"}}`, headers };
   return { body: '['.repeat(5000) + ']'.repeat(5000), headers };
 }
 
@@ -180,7 +180,7 @@ describe('fuzzed requests', () => {
         .error,
     ).toMatchObject({ code: -32602, message: expect.stringContaining('at least one part') });
     expect((await post('{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"id":"nope"}}')).body.error.code).toBe(-32001);
-    const deep = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
+    const deep = `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`;
     const nested = await post(
       `{"jsonrpc":"2.0","id":9,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}],"metadata":${deep}}}}`,
     );

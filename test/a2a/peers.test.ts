@@ -137,7 +137,7 @@ describe('peering between processes', () => {
 describe('client policy and headers (in process)', () => {
   it('a URL outside the allowlist: exact error, zero connections', async () => {
     const before = counter.connections();
-    for (const allow of [[], ['127.0.0.2'], ['localhost:1'], ['https://127.0.0.1:' + new URL(counter.url).port]]) {
+    for (const allow of [[], ['127.0.0.2'], ['localhost:1'], [`https://127.0.0.1:${new URL(counter.url).port}`]]) {
       const r = await sendMessage({ peerUrl: counter.url, text: 'x', allow });
       expect(r).toEqual({ ok: false, error: `network policy: '${counter.url}' not in capabilities.network.allow` });
       const g = await getTask({ peerUrl: counter.url, taskId: 't', allow });
@@ -180,7 +180,7 @@ describe('client policy and headers (in process)', () => {
     for (const h of counter.seen) {
       expect(h['x-murmur-task-origin']).toBe('peer');
       expect(h['x-murmur-task-trust']).toBe('untrusted');
-      expect(h['traceparent']).toBe(tp);
+      expect(h.traceparent).toBe(tp);
     }
   });
 

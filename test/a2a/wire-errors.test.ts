@@ -79,7 +79,7 @@ describe('REST paths with bad percent-escapes', () => {
       const init: RequestInit = { method };
       if (method === 'POST') {
         init.headers = { 'content-type': pick(['application/json', 'application/a2a+json', 'text/plain']) };
-        init.body = pick(['{}', '{"message":' + JSON.stringify(msg10('x')) + '}', '{"url":"http://127.0.0.1/h"}', '[', '"str"', '{"message":{"parts":5}}']);
+        init.body = pick(['{}', `{"message":${JSON.stringify(msg10('x'))}}`, '{"url":"http://127.0.0.1/h"}', '[', '"str"', '{"message":{"parts":5}}']);
       }
       const res = await rest(s, encodeURI(path).replace(/%25/g, '%'), init);
       if (res.status >= 500) bad.push(`${method} ${path}: ${res.status}`);

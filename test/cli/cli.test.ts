@@ -91,7 +91,7 @@ describe('mur run', () => {
       expect(r.err).toMatch(
         /task failed: inference driver failed: driver-anthropic: run\.run did not finish within its 2000 ms deadline \(capabilities\.limits\.deadline_seconds\)/,
       );
-      expect(r.err).toMatch(/\[E-HOST-003\]\n  hint: raise capabilities\.limits\.deadline_seconds in murmur\.yaml/);
+      expect(r.err).toMatch(/\[E-HOST-003\]\n {2}hint: raise capabilities\.limits\.deadline_seconds in murmur\.yaml/);
       expect(r.out).not.toMatch(/^task failed:/m);
     } finally {
       await provider.stop();

@@ -7,8 +7,8 @@ import { serveAuth } from '../../runtime/cli/serve.ts';
 import { isLoopback, readApiKeys } from '../../runtime/a2a/server/auth-config.ts';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'serve-auth-'));
-const KEY_A = 'a'.repeat(20) + '-alpha';
-const KEY_B = 'b'.repeat(20) + '-beta';
+const KEY_A = `${'a'.repeat(20)}-alpha`;
+const KEY_B = `${'b'.repeat(20)}-beta`;
 
 describe('mur serve authentication', () => {
   it('off loopback with no scheme and no --anonymous it refuses to start (E-A2A-020)', () => {

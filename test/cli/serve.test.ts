@@ -138,8 +138,8 @@ describe('mur serve', () => {
     writeFileSync(keys, `caller-a:${peerKey}\n`);
     const tokens = tmp('serve-peer-tokens-');
     writeFileSync(join(tokens, '127.0.0.1'), peerKey);
-    process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = tokens;
-    cleanup.push(async () => delete process.env['MURMUR_A2A_PEER_TOKENS_DIR']);
+    process.env.MURMUR_A2A_PEER_TOKENS_DIR = tokens;
+    cleanup.push(async () => delete process.env.MURMUR_A2A_PEER_TOKENS_DIR);
     const { served: b, provider: providerB } = await servedCapsule({
       name: 'peer-b',
       turns: { turns: [{ text: 'B did the work' }], onExhausted: 'repeat-last' },

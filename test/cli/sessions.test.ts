@@ -24,10 +24,10 @@ function session(root: string, o: { capsule: string; idleDays: number; exit?: st
   const t = Date.now() - o.idleDays * DAY;
   appendFileSync(
     w.trace,
-    JSON.stringify({ event_type: 'session_start', session_id: id, timestamp: t - 60_000, seq: 1, capsule_name: o.capsule, capsule_version: '1.0.0' }) + '\n',
+    `${JSON.stringify({ event_type: 'session_start', session_id: id, timestamp: t - 60_000, seq: 1, capsule_name: o.capsule, capsule_version: '1.0.0' })}\n`,
   );
   writeFileSync(join(w.out, 'result.txt'), 'x'.repeat(1000));
-  if (o.exit) appendFileSync(w.trace, JSON.stringify({ event_type: 'session_end', session_id: id, timestamp: t, seq: 2, exit_status: o.exit }) + '\n');
+  if (o.exit) appendFileSync(w.trace, `${JSON.stringify({ event_type: 'session_end', session_id: id, timestamp: t, seq: 2, exit_status: o.exit })}\n`);
   // Whose process runs it: by default one that has exited.
   writeFileSync(ownerFile(w.dir), JSON.stringify({ pid: o.owner ?? deadPid, host: machineTag() }));
   utimesSync(w.trace, new Date(t), new Date(t));

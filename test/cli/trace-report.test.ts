@@ -7,7 +7,7 @@ import { main } from '../../runtime/cli/main.ts';
 
 async function report(events: Record<string, unknown>[]): Promise<{ redundant: { redundant: { index: number; toolName: string }[] } }> {
   const dir = mkdtempSync(join(tmpdir(), 'trace-report-'));
-  writeFileSync(join(dir, 'trace.jsonl'), events.map((e, i) => JSON.stringify({ session_id: 's', timestamp: i, seq: i + 1, ...e })).join('\n') + '\n');
+  writeFileSync(join(dir, 'trace.jsonl'), `${events.map((e, i) => JSON.stringify({ session_id: 's', timestamp: i, seq: i + 1, ...e })).join('\n')}\n`);
   const out: string[] = [];
   expect(
     await main(

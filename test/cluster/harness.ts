@@ -313,7 +313,7 @@ function makeCerts(dir: string, extraIps: string[] = []): Certs {
       mode: 0o600,
     });
   writeFileSync(p('openssl.cnf'), OPENSSL_CNF.replace('@EXTRA_SANS@', extraIps.map((ip) => `,IP:${ip}`).join('')));
-  const serial = () => '0x' + randomBytes(8).toString('hex');
+  const serial = () => `0x${randomBytes(8).toString('hex')}`;
 
   ecKey('ca.key');
   openssl([

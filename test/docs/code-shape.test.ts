@@ -175,7 +175,11 @@ describe('the code-shape checker', () => {
   });
 
   it('reports every file or function over the limit that is not listed', () => {
-    const found = new Map([['a.ts', 600], ['c.ts', 510], ['d.ts', 400]]);
+    const found = new Map([
+      ['a.ts', 600],
+      ['c.ts', 510],
+      ['d.ts', 400],
+    ]);
     expect(overLimit(found, 500, { 'a.ts': 650 })).toEqual(['c.ts: 510 lines, over 500']);
   });
 });

@@ -50,8 +50,8 @@ describe('the decision point', () => {
       turn: 3,
       binary: '/usr/bin/sh',
       command: 'x'.repeat(200),
-      argv: ['-c', 'echo ' + 'y'.repeat(300)],
-      script: 'echo ' + 'y'.repeat(300),
+      argv: ['-c', `echo ${'y'.repeat(300)}`],
+      script: `echo ${'y'.repeat(300)}`,
       recipe: undefined,
     };
     expect(await h.bus.shellDecision(ev)).toEqual({ allowed: true });

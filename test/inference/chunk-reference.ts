@@ -26,7 +26,7 @@
 export const DEFAULT_MAX_CHUNK = 2048;
 export const DEFAULT_MAX_RUN = 64;
 
-const enum C {
+enum C {
   Letter = 1,
   Number = 2,
   Space = 3, // whitespace other than \r \n

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { effectiveCapabilities, loadManifest, parseManifest } from '../../runtime/manifest/capsule.ts';
 import { MurError } from '../../runtime/errors.ts';
-import { MurErrorList } from '../../runtime/manifest/errors.ts';
+import type { MurErrorList } from '../../runtime/manifest/errors.ts';
 import { MINIMAL, errorAt, errorsOf } from './helpers.ts';
 
 const AGENT = `name: demo

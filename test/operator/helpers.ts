@@ -65,7 +65,7 @@ beforeEach(({ onTestFailed, task }) => {
         `waiting for: ${waitingFor.what} (for ${Date.now() - waitingFor.since} ms${waitingFor.last ? `; last error: ${String(waitingFor.last)}` : ''})`,
       );
     if (operatorLog.length) lines.push(`operator log, last ${operatorLog.length} lines:`, ...operatorLog);
-    process.stderr.write(lines.join('\n') + '\n');
+    process.stderr.write(`${lines.join('\n')}\n`);
   });
 });
 
@@ -165,7 +165,7 @@ export async function operator(ns: string[], over: Partial<OperatorConfig> = {})
     defaultMetrics: false,
     log: (m) => {
       const line = `[op ${new Date().toISOString()}] ${m}`;
-      if (process.env.OPERATOR_TEST_LOG) process.stderr.write(line + '\n');
+      if (process.env.OPERATOR_TEST_LOG) process.stderr.write(`${line}\n`);
       operatorLog.push(line);
       if (operatorLog.length > OPERATOR_LOG_KEPT) operatorLog.shift();
     },

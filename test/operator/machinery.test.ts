@@ -41,6 +41,27 @@ describe('informer', () => {
     await inf.stop();
   });
 
+  it("a write's answer that arrives after the object's delete event does not put it back in the cache", async () => {
+    const inf = new Informer<KubeObject>(client, 'cm', [`/api/v1/namespaces/${ns}/configmaps`], { labelSelector: 't=informer', timeoutSeconds: 30 });
+    const seen: string[] = [];
+    inf.on((type, o) => seen.push(`${type} ${o.metadata.name}`));
+    inf.start();
+    await inf.waitForSync();
+    // The answer to a write made just before the delete (what a status patch returns).
+    const answer = await client.create(cm('late-answer'));
+    await eventually('added', () => seen.includes('ADDED late-answer'));
+    await client.delete(cm('late-answer'));
+    await eventually('deleted', () => seen.includes('DELETED late-answer'));
+    inf.offer(answer);
+    expect(inf.store.has(`${ns}/late-answer`)).toBe(false);
+    // A new object under the same name is newer than the delete, and is taken.
+    const again = await client.create(cm('late-answer'));
+    inf.offer(again);
+    expect(inf.store.has(`${ns}/late-answer`)).toBe(true);
+    await client.delete(cm('late-answer'));
+    await inf.stop();
+  });
+
   it('relists when its resourceVersion is too old, and reports what changed meanwhile', async () => {
     const seen: string[] = [];
     // The API server answers a watch from a compacted resourceVersion with an ERROR event, code 410.

@@ -290,7 +290,7 @@ spec:
   inference: { driver: { artifact: drv }, model: m, endpoint: 'https://api.anthropic.com' }
   hooks: [{ name: audit }]
 `;
-    await apply(capsuleUsing('user-b') + '---\n' + capsuleUsing('user-a'));
+    await apply(`${capsuleUsing('user-b')}---\n${capsuleUsing('user-a')}`);
     const used = await eventually('both users listed', async () => {
       const h = (await get(hookPath('audit'))) as Hook;
       return h.status?.usedByCount === 2 ? h : undefined;

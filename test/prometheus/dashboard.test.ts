@@ -57,13 +57,13 @@ beforeAll(async () => {
   // The capsule job of the documented scrape configuration (docs/operator.md), with the pod found
   // by address instead of by the Kubernetes API, scraping every second.
   prometheus = await startPrometheus(
-    [
+    `${[
       'global: {scrape_interval: 1s, evaluation_interval: 1s}',
       'scrape_configs:',
       '  - job_name: capsules',
       '    metrics_path: /metrics',
       `    static_configs: [{targets: ['127.0.0.1:${metricsPort}'], labels: {namespace: default, pod: dashboarded-0}}]`,
-    ].join('\n') + '\n',
+    ].join('\n')}\n`,
   );
   cleanup.push(() => prometheus.stop());
   // rate() needs two samples in its window; four scrapes leave room for a late one.

@@ -62,8 +62,8 @@ describe('session ids and workdirs', () => {
     const ids = new Set(Array.from({ length: 200 }, newSessionId));
     expect(ids.size).toBe(200);
     for (const id of ids) expect(id).toMatch(/^ses_[0-9a-f]{32}$/);
-    expect(SESSION_ID_RE.test('ses_' + 'A'.repeat(32))).toBe(false);
-    expect(isSessionId('ses_' + 'a'.repeat(31))).toBe(false);
+    expect(SESSION_ID_RE.test(`ses_${'A'.repeat(32)}`)).toBe(false);
+    expect(isSessionId(`ses_${'a'.repeat(31)}`)).toBe(false);
   });
 
   it('createWorkdir makes tools/<name>/, logs/, out/, an empty trace.jsonl; refuses bad ids and existing dirs', () => {

@@ -77,23 +77,21 @@ export async function stageYaml(registry: string, yaml: string, files: Record<st
 
 /** The default demo capsule manifest, with extra YAML appended under `capabilities:` etc. */
 export function demoYaml(o: { artifacts?: string; capabilities?: string; top?: string } = {}): string {
-  return (
-    [
-      'name: demo',
-      'version: 0.1.0',
-      'artifacts:',
-      '  - name: demo',
-      '    version: 1.0.0',
-      '  - name: echo-tool',
-      '    version: 1.0.0',
-      o.artifacts ?? '',
-      'capabilities:',
-      o.capabilities ?? '  filesystem:\n    scope: .',
-      o.top ?? '',
-    ]
-      .filter((l) => l !== '')
-      .join('\n') + '\n'
-  );
+  return `${[
+    'name: demo',
+    'version: 0.1.0',
+    'artifacts:',
+    '  - name: demo',
+    '    version: 1.0.0',
+    '  - name: echo-tool',
+    '    version: 1.0.0',
+    o.artifacts ?? '',
+    'capabilities:',
+    o.capabilities ?? '  filesystem:\n    scope: .',
+    o.top ?? '',
+  ]
+    .filter((l) => l !== '')
+    .join('\n')}\n`;
 }
 
 export interface StepResult {

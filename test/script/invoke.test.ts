@@ -105,25 +105,24 @@ describe('invoke', () => {
 
   it('runs the invoked tool under its own grant, never wider than the capsule’s', async () => {
     const env = { ...process.env, GRANTED: 'yes', ALSO: 'also' };
-    const yaml =
-      [
-        'name: demo',
-        'version: 0.1.0',
-        'artifacts:',
-        '  - name: demo',
-        '    version: 1.0.0',
-        '    capabilities:',
-        '      env:',
-        '        allow: [GRANTED]',
-        '  - name: probe-tool',
-        '    version: 1.0.0',
-        '    capabilities:',
-        '      filesystem:',
-        '        scope: tooldata',
-        'capabilities:',
-        '  env:',
-        '    allow: [GRANTED, ALSO]',
-      ].join('\n') + '\n';
+    const yaml = `${[
+      'name: demo',
+      'version: 0.1.0',
+      'artifacts:',
+      '  - name: demo',
+      '    version: 1.0.0',
+      '    capabilities:',
+      '      env:',
+      '        allow: [GRANTED]',
+      '  - name: probe-tool',
+      '    version: 1.0.0',
+      '    capabilities:',
+      '      filesystem:',
+      '        scope: tooldata',
+      'capabilities:',
+      '  env:',
+      '    allow: [GRANTED, ALSO]',
+    ].join('\n')}\n`;
     const s = await session(yaml, env);
     const out = await s.runTask(
       task(

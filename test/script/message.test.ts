@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server/server.ts';
 import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
 import type { TaskContext } from '../../runtime/a2a/core/executor.ts';
-import { ScriptSession } from '../../runtime/script/script-session.ts';
+import type { ScriptSession } from '../../runtime/script/script-session.ts';
 import { toPeerTask } from '../../runtime/a2a/peers/client.ts';
 import { toCoreState } from '../../runtime/a2a/core/wire.ts';
 import { demoYaml, program, results, task, traceOf, useScriptSessions } from './helpers.ts';
@@ -24,11 +24,11 @@ const sessions = useScriptSessions();
 const PEER_KEY = `peer-${crypto.randomUUID()}`;
 const tokensDir = mkdtempSync(join(tmpdir(), 'peer-tokens-'));
 writeFileSync(join(tokensDir, '127.0.0.1'), PEER_KEY);
-const savedTokensDir = process.env['MURMUR_A2A_PEER_TOKENS_DIR'];
+const savedTokensDir = process.env.MURMUR_A2A_PEER_TOKENS_DIR;
 const peerAuth = createAuthenticator({ anonymous: true, apiKeys: [{ name: 'sender', key: PEER_KEY }], trustedCallers: ['apikey:sender'] });
 
 beforeAll(async () => {
-  process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = tokensDir;
+  process.env.MURMUR_A2A_PEER_TOKENS_DIR = tokensDir;
   peer = await startA2AServer({
     auth: peerAuth,
     card: { name: 'peer', version: '0.1.0', description: 'echo peer' },
@@ -48,8 +48,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (savedTokensDir === undefined) delete process.env['MURMUR_A2A_PEER_TOKENS_DIR'];
-  else process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = savedTokensDir;
+  if (savedTokensDir === undefined) delete process.env.MURMUR_A2A_PEER_TOKENS_DIR;
+  else process.env.MURMUR_A2A_PEER_TOKENS_DIR = savedTokensDir;
   await peer?.close();
   tcp?.close();
 });

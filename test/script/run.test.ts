@@ -47,7 +47,7 @@ describe('mur run on a script capsule', () => {
     expect(lines).toEqual([]);
     expect(errs).toHaveLength(1);
     expect(errs[0]).toMatch(
-      /^task failed: demo: (run\.run|instantiate) did not finish within its 4000 ms deadline \(capabilities\.limits\.deadline_seconds\); the instance was stopped \[E-HOST-003\]\n  hint: raise capabilities\.limits\.deadline_seconds in murmur\.yaml/,
+      /^task failed: demo: (run\.run|instantiate) did not finish within its 4000 ms deadline \(capabilities\.limits\.deadline_seconds\); the instance was stopped \[E-HOST-003\]\n {2}hint: raise capabilities\.limits\.deadline_seconds in murmur\.yaml/,
     );
     const trace = traceOf(staged);
     expect(trace.at(-1)).toMatchObject({ event_type: 'session_end', exit_status: 'failed', tasks: 1 });

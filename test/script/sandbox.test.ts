@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ScriptSession } from '../../runtime/script/script-session.ts';
+import type { ScriptSession } from '../../runtime/script/script-session.ts';
 import { demoYaml, program, results, task, traceOf, useScriptSessions } from './helpers.ts';
 
 const sessions = useScriptSessions();

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ScriptSession } from '../../runtime/script/script-session.ts';
+import type { ScriptSession } from '../../runtime/script/script-session.ts';
 import { demoYaml, program, results, task, traceOf, useScriptSessions } from './helpers.ts';
 
 const sessions = useScriptSessions();
@@ -75,7 +75,7 @@ describe('shell execute', () => {
     expect(r!.value.fullOutputPath).toMatch(/^logs\/shell-\d+\.log$/);
     const again = await s.runTask(task(program({ op: 'read', path: r!.value.fullOutputPath })));
     const log = results(again.text)[0]!.value as string;
-    expect(log).toContain('--- stdout (40000 bytes) ---\n' + 'x'.repeat(40000));
+    expect(log).toContain(`--- stdout (40000 bytes) ---\n${'x'.repeat(40000)}`);
     expect(log).toContain('--- stderr (5 bytes) ---\ntail');
     expect(traceOf(s.staged).find((e) => e.event_type === 'shell')).toMatchObject({
       truncated: true,

@@ -11,20 +11,19 @@ import { demoYaml, fixtures, program, results, stageYaml, task, traceOf, useScri
 
 const sessions = useScriptSessions();
 
-const watCapsuleYaml =
-  [
-    'name: wat-demo',
-    'version: 0.1.0',
-    'artifacts:',
-    '  - name: wat-demo',
-    '    version: 1.0.0',
-    '  - name: script-wat-tool',
-    '    version: 1.0.0',
-    '  - name: echo-tool',
-    '    version: 1.0.0',
-    'trace:',
-    '  include_tool_output: true',
-  ].join('\n') + '\n';
+const watCapsuleYaml = `${[
+  'name: wat-demo',
+  'version: 0.1.0',
+  'artifacts:',
+  '  - name: wat-demo',
+  '    version: 1.0.0',
+  '  - name: script-wat-tool',
+  '    version: 1.0.0',
+  '  - name: echo-tool',
+  '    version: 1.0.0',
+  'trace:',
+  '  include_tool_output: true',
+].join('\n')}\n`;
 
 describe('WAT-built components', () => {
   it('are real components with no WASI imports and no JS engine inside', async () => {

@@ -89,7 +89,7 @@ function runtimeStandIn(loaderMode: number, guard = false): Promise<Report> {
     {
       cwd: REPO,
       env: {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
         HOME: workdir,
         MURMUR_INFERENCE_API_KEY: KEY,
         KEYLEAK_WORKDIR: workdir,

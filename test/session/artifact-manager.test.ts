@@ -95,7 +95,7 @@ describe('artifact manager', () => {
     // Pin fetcher at 0.4.0 (as a previous session's pull would have).
     const am0 = new ArtifactManager(staged);
     const lockBefore = read(path.join(caps, 'murmur.lock'));
-    writeFileSync(path.join(caps, 'murmur.lock'), lockBefore + `  - name: "fetcher"\n    version: "0.4.0"\n    sha256: "${'e'.repeat(64)}"\n`);
+    writeFileSync(path.join(caps, 'murmur.lock'), `${lockBefore}  - name: "fetcher"\n    version: "0.4.0"\n    sha256: "${'e'.repeat(64)}"\n`);
     const pinned = read(path.join(caps, 'murmur.lock'));
     const toolsBefore = tree(staged.workdir.tools);
     const r = am0.pull('fetcher', '0.3.0');

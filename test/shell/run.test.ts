@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MurError } from '../../runtime/errors.ts';
+import type { MurError } from '../../runtime/errors.ts';
 import { runShell, SHELL_OUTPUT_LIMIT, ShellNotAllowedError, shellEventIdentity } from '../../runtime/shell/index.ts';
 
 let workdir: string;
@@ -171,7 +171,7 @@ describe('shell tool: results', () => {
     expect(r.stderr.length).toBe(SHELL_OUTPUT_LIMIT);
     const log = await readFile(path.join(workdir, r.fullOutputPath!), 'utf8');
     const out = log.slice(log.indexOf('--- stdout (8388608 bytes) ---\n') + 31);
-    expect(out.startsWith('b'.repeat(8388608) + '\n--- stderr (17000 bytes) ---\n' + 'e'.repeat(17000) + '\n')).toBe(true);
+    expect(out.startsWith(`${'b'.repeat(8388608)}\n--- stderr (17000 bytes) ---\n${'e'.repeat(17000)}\n`)).toBe(true);
     // no spill leftovers
     const { readdir } = await import('node:fs/promises');
     expect((await readdir(path.join(workdir, 'logs'))).filter((n) => n.endsWith('.part'))).toEqual([]);

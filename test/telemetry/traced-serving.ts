@@ -48,15 +48,15 @@ export function useTracedServing(): TracedServing {
 
   const bearer = `mesh-${crypto.randomUUID()}`;
   const auth = createAuthenticator({ anonymous: true, apiKeys: [{ name: 'mesh', key: bearer }], trustedCallers: ['apikey:mesh'] });
-  const saved = process.env['MURMUR_A2A_PEER_TOKENS_DIR'];
+  const saved = process.env.MURMUR_A2A_PEER_TOKENS_DIR;
   beforeAll(() => {
     const dir = mkdtempSync(join(tmpdir(), 'peer-tokens-'));
     writeFileSync(join(dir, '127.0.0.1'), bearer);
-    process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = dir;
+    process.env.MURMUR_A2A_PEER_TOKENS_DIR = dir;
   });
   afterAll(() => {
-    if (saved === undefined) delete process.env['MURMUR_A2A_PEER_TOKENS_DIR'];
-    else process.env['MURMUR_A2A_PEER_TOKENS_DIR'] = saved;
+    if (saved === undefined) delete process.env.MURMUR_A2A_PEER_TOKENS_DIR;
+    else process.env.MURMUR_A2A_PEER_TOKENS_DIR = saved;
   });
 
   const receiver = async (): Promise<OtlpReceiver> => (rx ??= await startOtlpReceiver());

@@ -63,18 +63,18 @@ describe('WIT packages', () => {
 
   it('hook-output has the seven arms, and events carry the decision-point fields', () => {
     const text = readFileSync(join(PROJECT_ROOT, 'wit/hook/lifecycle.wit'), 'utf8');
-    const variant = /variant hook-output \{([\s\S]*?)\n  \}/.exec(text)![1]!;
+    const variant = /variant hook-output \{([\s\S]*?)\n {2}\}/.exec(text)![1]!;
     const arms = [...variant.matchAll(/^\s*([a-z-]+)(?:\(|,)/gm)].map((m) => m[1]);
     expect(arms).toEqual(TABLES.hookOutputArms);
-    const shell = /record shell-event \{([\s\S]*?)\n  \}/.exec(text)![1]!;
+    const shell = /record shell-event \{([\s\S]*?)\n {2}\}/.exec(text)![1]!;
     expect(shell).toMatch(/argv: list<string>/);
     expect(shell).toMatch(/script: option<string>/);
     expect(shell).toMatch(/recipe: option<string>/);
     expect(shell).toMatch(/outcome: option<shell-outcome>/);
-    const tool = /record tool-event \{([\s\S]*?)\n  \}/.exec(text)![1]!;
+    const tool = /record tool-event \{([\s\S]*?)\n {2}\}/.exec(text)![1]!;
     expect(tool).toMatch(/input: string/);
     expect(tool).toMatch(/outcome: option<tool-outcome>/);
-    const message = /record message \{([\s\S]*?)\n  \}/.exec(text)![1]!;
+    const message = /record message \{([\s\S]*?)\n {2}\}/.exec(text)![1]!;
     expect(message).toMatch(/id: option<string>/);
     expect(message).toMatch(/source-id: option<string>/);
   });

@@ -103,7 +103,7 @@ export class HandlerScope {
       this.quota.checkCaller(ownerKey(context));
     }
     const { origin, trust } = this.originTrust(context);
-    const rec = this.machine.create({ message: m, origin, trust, traceparent: validTraceparent(headersOf(context)['traceparent']), caller: context });
+    const rec = this.machine.create({ message: m, origin, trust, traceparent: validTraceparent(headersOf(context).traceparent), caller: context });
     if (pushConfig) {
       // Saved before the task is admitted, so its first status change is already pushed.
       const cfg = { ...pushConfig, taskId: rec.id };

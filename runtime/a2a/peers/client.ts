@@ -14,7 +14,7 @@ import { isUrlAllowed, networkPolicyError } from '../../net/allowlist.ts';
 import { randomUUID } from 'node:crypto';
 import { Role } from '@a2a-js/sdk';
 import type { AgentCard, Message, Task } from '@a2a-js/sdk';
-import { Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { isTerminal, type TaskState, type TaskTrust } from '../core/executor.ts';
 import { ORIGIN_HEADER, TRACEPARENT_HEADER, TRUST_HEADER, fromCoreState, messageText, textPart } from '../core/wire.ts';
 
@@ -101,7 +101,7 @@ async function connect(o: PeerCallOptions): Promise<CallSetup> {
     [TRUST_HEADER]: o.trust === 'trusted' ? 'trusted' : 'untrusted',
   };
   if (o.traceparent) headers[TRACEPARENT_HEADER] = o.traceparent;
-  if (o.bearer) headers['authorization'] = `Bearer ${o.bearer}`;
+  if (o.bearer) headers.authorization = `Bearer ${o.bearer}`;
   const fetchImpl: typeof fetch = async (input, init) => {
     const target = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     if (!isUrlAllowed(target, o.allow)) throw new PolicyRefusal(policyError(target));

@@ -11,7 +11,7 @@ import { holdSecret } from '../../secrets.ts';
 export const DEFAULT_PEER_TOKENS_DIR = '/var/run/secrets/murmur/peers';
 
 /** A lookup of the bearer token for a peer URL (undefined when none is mounted for its host). */
-export function peerTokens(dir = process.env['MURMUR_A2A_PEER_TOKENS_DIR'] ?? DEFAULT_PEER_TOKENS_DIR): (peerUrl: string) => string | undefined {
+export function peerTokens(dir = process.env.MURMUR_A2A_PEER_TOKENS_DIR ?? DEFAULT_PEER_TOKENS_DIR): (peerUrl: string) => string | undefined {
   // Each host's current token is held for redaction (secrets.ts); a rotated one is let go.
   const released = new Map<string, () => void>();
   const hold = (host: string, token: string): void => {

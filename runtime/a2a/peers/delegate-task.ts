@@ -94,10 +94,10 @@ function outcome(peer: string, t: PeerTask): DelegateResult {
 /** Run one `delegate-task` call. Never throws. */
 export async function runDelegateTask(input: unknown, ctx: DelegateContext): Promise<DelegateResult> {
   const i = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
-  if (typeof i['peer'] !== 'string' || i['peer'].trim() === '' || typeof i['task'] !== 'string' || i['task'].trim() === '') {
+  if (typeof i.peer !== 'string' || i.peer.trim() === '' || typeof i.task !== 'string' || i.task.trim() === '') {
     return { isError: true, text: 'delegate-task needs {peer: string, task: string}, both non-empty' };
   }
-  const peerUrl = normalisePeer(i['peer']);
+  const peerUrl = normalisePeer(i.peer);
   const deadlineMs = (ctx.deadlineSecs ?? DEFAULT_DELEGATION_DEADLINE_SECS) * 1000;
   const end = Date.now() + deadlineMs;
   const callTimeout = () => Math.max(1, Math.min(ctx.callTimeoutMs ?? 30_000, end - Date.now()));
@@ -113,7 +113,7 @@ export async function runDelegateTask(input: unknown, ctx: DelegateContext): Pro
   // The SDK's client loads with the first delegation, not with every serving process (its bundle
   // is ≈ 0.5 MiB of source on the main heap; the image's bundle keeps it in a chunk of its own).
   const { cancelTask, followTask, sendMessage } = await import('./client.ts');
-  const sent = await sendMessage({ ...common, text: i['task'], timeoutMs: callTimeout() });
+  const sent = await sendMessage({ ...common, text: i.task, timeoutMs: callTimeout() });
   if (!sent.ok) return { isError: true, text: sent.error };
   if (isTerminal(sent.state) || sent.state === 'input-required') return outcome(peerUrl, sent);
   const followed = await followTask({ ...common, taskId: sent.taskId, deadlineMs: Math.max(0, end - Date.now()), timeoutMs: ctx.callTimeoutMs ?? 30_000 });

@@ -47,9 +47,9 @@ export interface Push {
  */
 export function pushed(resp: StreamResponse): boolean {
   const p = resp.payload;
-  if (p?.$case === 'statusUpdate') return p.value.metadata?.['murmur'] === undefined; // not lagged notices
+  if (p?.$case === 'statusUpdate') return p.value.metadata?.murmur === undefined; // not lagged notices
   if (p?.$case !== 'artifactUpdate') return false;
-  const kind = (p.value.artifact?.metadata?.['murmur'] as { kind?: unknown } | undefined)?.kind;
+  const kind = (p.value.artifact?.metadata?.murmur as { kind?: unknown } | undefined)?.kind;
   return p.value.lastChunk && !p.value.append && p.value.artifact?.name !== 'thinking' && kind !== 'step';
 }
 
@@ -76,7 +76,7 @@ export function createPush(o: PushOptions): Push {
 
   async function post(config: TaskPushNotificationConfig, body: string, contentType: string): Promise<void> {
     const headers: Record<string, string> = { 'content-type': contentType };
-    if (config.authentication?.scheme) headers['authorization'] = `${config.authentication.scheme} ${config.authentication.credentials ?? ''}`.trim();
+    if (config.authentication?.scheme) headers.authorization = `${config.authentication.scheme} ${config.authentication.credentials ?? ''}`.trim();
     else if (config.token) headers['x-a2a-notification-token'] = config.token;
     // Held for redaction (secrets.ts) while it is sent, its attempts' spans ending meanwhile.
     const release = holdSecret(config.authentication?.credentials ?? config.token);

@@ -69,7 +69,7 @@ export interface Authenticator {
 }
 
 function bearerOf(headers: Record<string, string | string[] | undefined>): string | undefined {
-  const raw = headers['authorization'];
+  const raw = headers.authorization;
   const v = Array.isArray(raw) ? raw[0] : raw;
   if (v === undefined) return undefined;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(v);
@@ -111,14 +111,14 @@ export function createAuthenticator(cfg: AuthConfig): Authenticator {
       const schemes03: Record<string, unknown> = {};
       if (keys.length > 0) {
         anyOf.push('apiKey');
-        schemes['apiKey'] = { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'API key issued by the capsule operator' } };
-        schemes03['apiKey'] = { type: 'http', scheme: 'bearer', description: 'API key issued by the capsule operator' };
+        schemes.apiKey = { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'API key issued by the capsule operator' } };
+        schemes03.apiKey = { type: 'http', scheme: 'bearer', description: 'API key issued by the capsule operator' };
       }
       if (cfg.serviceAccounts) {
         anyOf.push('serviceAccount');
         const description = "Kubernetes ServiceAccount token with this agent's URL as audience (capsule to capsule)";
-        schemes['serviceAccount'] = { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT', description } };
-        schemes03['serviceAccount'] = { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description };
+        schemes.serviceAccount = { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT', description } };
+        schemes03.serviceAccount = { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description };
       }
       if (anyOf.length === 0) return undefined;
       // With anonymous access the schemes are offered but not required.

@@ -132,11 +132,11 @@ const FIELDS_0_3 = ['protocolVersion', 'url', 'preferredTransport', 'additionalI
 export function strictCardJson(card: Record<string, unknown>, sec?: CardSecurity): Record<string, unknown> {
   const c = { ...card };
   for (const f of FIELDS_0_3) delete c[f];
-  delete c['security'];
-  delete c['securitySchemes'];
+  delete c.security;
+  delete c.securitySchemes;
   if (sec) {
-    c['securitySchemes'] = sec.schemes;
-    c['securityRequirements'] = sec.anyOf.map((n) => ({ schemes: { [n]: { list: [] } } }));
+    c.securitySchemes = sec.schemes;
+    c.securityRequirements = sec.anyOf.map((n) => ({ schemes: { [n]: { list: [] } } }));
   }
   return c;
 }

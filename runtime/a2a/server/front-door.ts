@@ -132,14 +132,14 @@ function checkEnvelope(body: unknown, req: Request): { id: unknown; code: number
     return { id: null, code: -32600, message: 'invalid request: the body must be a JSON-RPC 2.0 request object' };
   }
   const b = body as Record<string, unknown>;
-  const id = b['id'];
+  const id = b.id;
   if ('id' in b && !(typeof id === 'string' || id === null || (typeof id === 'number' && Number.isInteger(id)))) {
     return { id: null, code: -32600, message: "invalid request: 'id' must be a string, an integer or null" };
   }
-  if (b['jsonrpc'] !== '2.0') {
+  if (b.jsonrpc !== '2.0') {
     return { id, code: -32600, message: `invalid request: 'jsonrpc' must be "2.0"` };
   }
-  const method = b['method'];
+  const method = b.method;
   if (typeof method !== 'string' || method === '') {
     return { id, code: -32600, message: "invalid request: 'method' must be a non-empty string" };
   }
@@ -162,21 +162,21 @@ function checkEnvelope(body: unknown, req: Request): { id: unknown; code: number
     }
     return { id, code: -32601, message };
   }
-  const params = b['params'];
+  const params = b.params;
   const noParams = method === 'agent/getAuthenticatedExtendedCard' || method === 'GetExtendedAgentCard';
   if (!noParams && (typeof params !== 'object' || params === null || Array.isArray(params))) {
     return { id, code: -32602, message: `invalid params: '${method}' needs 'params' to be an object` };
   }
   if (
     (method === 'message/send' || method === 'message/stream' || method === 'SendMessage' || method === 'SendStreamingMessage') &&
-    (typeof (params as Record<string, unknown>)['message'] !== 'object' || (params as Record<string, unknown>)['message'] === null)
+    (typeof (params as Record<string, unknown>).message !== 'object' || (params as Record<string, unknown>).message === null)
   ) {
     return { id, code: -32602, message: `invalid params: '${method}' needs params.message (an A2A Message object)` };
   }
   const msgProblem =
-    (params as Record<string, unknown> | undefined)?.['message'] !== undefined ? rawMessageProblem((params as Record<string, unknown>)['message']) : undefined;
+    (params as Record<string, unknown> | undefined)?.message !== undefined ? rawMessageProblem((params as Record<string, unknown>).message) : undefined;
   if (msgProblem) return { id, code: -32602, message: `invalid params: ${msgProblem}` };
-  const idParam = (params as Record<string, unknown> | undefined)?.['id'];
+  const idParam = (params as Record<string, unknown> | undefined)?.id;
   if (
     ['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'GetTask', 'CancelTask', 'SubscribeToTask'].includes(method) &&
     (typeof idParam !== 'string' || idParam === '')
@@ -210,12 +210,12 @@ export function rawMessageProblem(m: unknown): string | undefined {
   for (const f of ID_FIELDS) {
     if (f in msg && msg[f] !== null && typeof msg[f] !== 'string') return `message.${f} must be a string, got ${jsonType(msg[f])}`;
   }
-  const parts = msg['parts'];
+  const parts = msg.parts;
   if (parts !== undefined && !Array.isArray(parts)) return `message.parts must be an array, got ${jsonType(parts)}`;
   for (const [i, p] of (parts ?? []).entries()) {
     if (typeof p !== 'object' || p === null || Array.isArray(p)) return `message.parts[${i}] must be an object, got ${jsonType(p)}`;
     const part = p as Record<string, unknown>;
-    if ('text' in part && typeof part['text'] !== 'string') return `message.parts[${i}].text must be a string, got ${jsonType(part['text'])}`;
+    if ('text' in part && typeof part.text !== 'string') return `message.parts[${i}].text must be a string, got ${jsonType(part.text)}`;
   }
   return undefined;
 }
@@ -283,7 +283,7 @@ export function restDoor(maxBody: number, resOf: WeakMap<object, http.ServerResp
       }
       const body = req.body as Record<string, unknown> | undefined;
       if (body && typeof body === 'object' && 'message' in body) {
-        const problem = rawMessageProblem(body['message']);
+        const problem = rawMessageProblem(body.message);
         if (problem) {
           fail(400, problem);
           return;

@@ -56,7 +56,7 @@ export function tokenReviewVerifier(o: TokenReviewOptions): TokenVerifier {
 
 function defaultKubeConfig(k: ClientNode): KubeConfig {
   const kc = new k.KubeConfig();
-  if (process.env['KUBERNETES_SERVICE_HOST']) kc.loadFromCluster();
+  if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
   else kc.loadFromDefault();
   return kc;
 }
