@@ -35,7 +35,7 @@ for (const name of components) {
   try {
     const r = publish(registry, stagingDir);
     console.log(`[demo] registry: ${r.name} ${r.version} sha256:${r.sha256.slice(0, 12)}…`);
-  } catch (e) {
+  } catch {
     // A rebuilt component under the same version: start the demo registry afresh.
     rmSync(registry, { recursive: true, force: true });
     mkdirSync(registry, { recursive: true });

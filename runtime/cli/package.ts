@@ -175,7 +175,7 @@ export async function packageCommand(cmd: 'pack' | 'publish' | 'install' | 'pull
       throw new MurError('E-CLI-021', 'mur publish needs --registry DIR or --oci REGISTRY/REPO:TAG', { hint: PACKAGE_HELP.publish!.split('\n')[0]! });
     const isPkg = target.endsWith(PACKAGE_SUFFIX) && existsSync(target) && statSync(target).isFile();
     if (flags.oci) return publishToOci(target, String(flags.oci), isPkg, out);
-    let r;
+    let r: Awaited<ReturnType<typeof installPackage>>;
     if (isPkg) r = await installPackage(registryDir, target);
     else {
       // Pack first: the same checks (component of the right world), then publish the package's content.

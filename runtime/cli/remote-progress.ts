@@ -94,7 +94,10 @@ export class RemoteProgress {
    * printed whole); for any other end, the chunk text still pending.
    */
   finish(completed: boolean, answer: string | undefined): void {
-    if (!completed) return this.flush();
+    if (!completed) {
+      this.flush();
+      return;
+    }
     const full = answer ?? this.segment;
     const printed = this.segment.slice(0, this.shown);
     const rest = full.startsWith(printed) ? full.slice(printed.length) : undefined;

@@ -46,7 +46,7 @@ export async function loadHooks(o: { hooks: StagedHook[]; workdir: string; servi
   for (const [i, s] of o.hooks.entries()) {
     const c = components[i]!;
     const ex = lifecycleExports(c);
-    if (!ex || !ex.version.startsWith('0.9.')) {
+    if (!ex?.version.startsWith('0.9.')) {
       throw new MurError(
         'E-HOOK-003',
         `hook '${s.name}': component does not export murmur:hook/lifecycle@${LIFECYCLE_VERSION}${ex ? ` (it exports @${ex.version})` : ''}`,

@@ -12,7 +12,7 @@ import type { MessagePort, Worker } from 'node:worker_threads';
 import { capMemory } from './memory-cap.ts';
 import { GROW_PROBE_VERSION, instrumentGrow } from './grow-probe.ts';
 import { ComponentLoadError, DeadlineExceeded, GuestError, GuestTrap, HostFault, HostImportFailed, MemoryLimitExceeded } from './errors.ts';
-import type { FromWorker, Grants, HostCallReply, HostCallRequest, ImportSpec, NetworkDenial } from './protocol.ts';
+import type { Grants, HostCallReply, HostCallRequest, ImportSpec, NetworkDenial } from './protocol.ts';
 import { shouldRetire } from './retire.ts';
 import { SPARES } from './spares.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
@@ -21,6 +21,7 @@ import { RecentTimes, mainPolls } from './doorbell.ts';
 import type { CallMessage } from './worker-link.ts';
 import { componentSpinUs, type ComponentThread } from './thread.ts';
 
+// biome-ignore lint/suspicious/noExplicitAny: a host function of any signature must be assignable here; unknown[] parameters would refuse every typed one
 export type HostFn = (...args: any[]) => unknown | Promise<unknown>;
 /** Host imports by unversioned interface name, functions by jco's camelCase name. */
 export type HostImports = Record<string, Record<string, HostFn>>;

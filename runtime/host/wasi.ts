@@ -207,7 +207,7 @@ function allowRustWrites(): void {
   const openAt = Descriptor.prototype.openAt as (this: unknown, ...a: unknown[]) => unknown;
   if ((openAt as { __murmur?: boolean }).__murmur) return;
   const patched = function (this: unknown, pathFlags: unknown, path: unknown, openFlags: unknown, descFlags: Record<string, unknown> | undefined) {
-    const flags = descFlags && descFlags.mutateDirectory ? { ...descFlags, mutateDirectory: false } : descFlags;
+    const flags = descFlags?.mutateDirectory ? { ...descFlags, mutateDirectory: false } : descFlags;
     return openAt.call(this, pathFlags, path, openFlags, flags);
   };
   (patched as { __murmur?: boolean }).__murmur = true;

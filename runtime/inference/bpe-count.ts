@@ -243,7 +243,7 @@ function utf8Into(b: Uint8Array, t: string, i: number, e: number): number {
  */
 export function cl100kCounter(tables: Cl100kTables): BpeCounter {
   const ranks = new Ranks(tables);
-  const { pair, single } = ranks;
+  const { pair } = ranks;
   const maxLen = ranks.maxLen;
 
   const cacheBytes = new Uint8Array(SLOT_BYTES << SLOT_BITS);

@@ -158,8 +158,14 @@ export class TokenCounter {
 
   /** The tables' idle time ran out: let them go, unless a worker (which holds them too) runs or counts. */
   #tablesIdled(): void {
-    if (this.#worker || this.#pending.size) return this.#tablesIdle.touch();
-    if (!this.#readable()) return this.#opts.onTablesIdle?.(false);
+    if (this.#worker || this.#pending.size) {
+      this.#tablesIdle.touch();
+      return;
+    }
+    if (!this.#readable()) {
+      this.#opts.onTablesIdle?.(false);
+      return;
+    }
     this.#tables = undefined;
     this.#inline = undefined;
     this.tablesDropped++;

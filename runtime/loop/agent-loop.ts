@@ -94,7 +94,7 @@ export async function historyTokens(counter: TokenCounter, history: readonly Con
     const counts = await counter.countMany(
       uncounted.map((m) => JSON.stringify({ role: m.role, content: m.content, tool_call_id: m.tool_call_id, is_error: m.is_error })),
     );
-    uncounted.forEach((m, i) => messageTokens.set(m, counts[i]!));
+    for (const [i, m] of uncounted.entries()) messageTokens.set(m, counts[i]!);
   }
   let n = 0;
   for (const m of history) n += messageTokens.get(m)!;
@@ -313,7 +313,7 @@ async function runToolCalls(
 ): Promise<Omit<AttemptResult, 'turns'> | undefined> {
   for (const call of toolCalls) {
     if (call.type !== 'tool_call') continue;
-    let out;
+    let out: Awaited<ReturnType<typeof d.tools.dispatch>>;
     const toolSpan = startToolSpan(d.trace, { name: call.name, callId: call.id, turn });
     try {
       out = await d.tools.dispatch(call.name, call.input, { turn, signal, traceparent: toolSpan.traceparent });

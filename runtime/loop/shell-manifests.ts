@@ -23,6 +23,7 @@ export function shellManifestDescription(workdir: string, binary: string): strin
   if (typeof d !== 'string') return undefined;
   // One paragraph of plain text: control characters dropped, whitespace folded, bounded.
   const clean = d
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is stripped here
     .replace(/[\u0000-\u001f\u007f]+/g, ' ')
     .replace(/\s+/g, ' ')
     .trim();

@@ -23,7 +23,7 @@ export function duplicateKeys(doc: Document.Parsed): Map<number, DuplicateKey> {
   const join = (parent: string, key: string) => (parent === '' ? key : `${parent}.${key}`);
   const walk = (node: unknown, path: string): void => {
     if (isSeq(node)) {
-      node.items.forEach((item, i) => walk(item, `${path}[${i}]`));
+      for (const [i, item] of node.items.entries()) walk(item, `${path}[${i}]`);
       return;
     }
     if (!isMap(node)) return;

@@ -63,7 +63,7 @@ export class SchemaWalker {
   private readonly idx: Index;
 
   constructor(
-    private readonly schema: readonly FieldSpec[],
+    schema: readonly FieldSpec[],
     private readonly file: string,
     private readonly errors: ErrorCollector,
     private readonly text: string,

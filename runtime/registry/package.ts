@@ -9,7 +9,7 @@
  * or exhaust memory.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readdirSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { unzipSync, zipSync } from 'fflate';
 import { MurError } from '../errors.ts';
@@ -82,7 +82,7 @@ export function readArtifactFolder(artifactDir: string): {
   for (const [i, rel] of listed.entries()) {
     const p = path.join(dir, rel);
     const field = `requires_files[${i}]`;
-    let st;
+    let st: Stats;
     try {
       st = lstatSync(p);
     } catch {

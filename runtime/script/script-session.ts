@@ -18,7 +18,7 @@
  * (serve.ts) on a ScriptSession, or runScriptTask (one session per staged capsule, opened on first
  * use; closeScriptSession ends it).
  */
-import { lstatSync, mkdirSync, openSync, readSync, closeSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, openSync, readSync, closeSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { MurError, failureInfo, formatTaskFailure, isMurError, type FailureInfo } from '../errors.ts';
@@ -83,7 +83,7 @@ function faultReason(e: unknown): string {
 /** Reads `out/result.txt` in the granted dir: a regular file of at most 1 MiB, or nothing. */
 function readResult(dir: string): string | undefined {
   const file = path.join(dir, RESULT_FILE);
-  let st;
+  let st: Stats;
   try {
     st = lstatSync(file);
   } catch {

@@ -3,7 +3,7 @@
  * pruning the old ones. Only folders named like a session id that hold a trace.jsonl are ever
  * considered, and a session whose owning process is still alive on this host is never removed.
  */
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { isSessionId } from './id.ts';
 import { machineTag, ownerFile } from './workdir.ts';
@@ -90,7 +90,7 @@ export function listSessions(root: string): SessionInfo[] {
     const dir = path.join(root, name);
     const trace = path.join(dir, 'trace.jsonl');
     if (!isSessionId(name) || !existsSync(trace)) continue;
-    let st;
+    let st: Stats;
     try {
       st = statSync(trace);
     } catch {

@@ -20,7 +20,7 @@
  * compared (dev/inode) with the walk, and at most 10 MiB + 1 bytes are read, so a swap or growth
  * between the checks and the read is caught too. The workdir itself is trusted as given.
  */
-import { constants as fsc } from 'node:fs';
+import { constants as fsc, type Stats } from 'node:fs';
 import { lstat, open } from 'node:fs/promises';
 import path from 'node:path';
 import { MurError } from '../errors.ts';
@@ -63,7 +63,7 @@ export async function resolveDataPath(workdir: string, dataPath: string): Promis
   let last: Awaited<ReturnType<typeof lstat>> | undefined;
   for (let i = 0; i < parts.length; i++) {
     cur = path.join(cur, parts[i]!);
-    let st;
+    let st: Stats;
     try {
       st = await lstat(cur);
     } catch (e) {

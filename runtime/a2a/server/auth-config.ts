@@ -7,7 +7,7 @@
  *   kubelet's `..data` bookkeeping entries (names starting with '.') are skipped;
  * - a file: one `holder:key` per line; blank lines and `#` comments are skipped.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { MurError } from '../../errors.ts';
 import type { ApiKey } from './auth.ts';
@@ -15,7 +15,7 @@ import type { ApiKey } from './auth.ts';
 const HOLDER_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 export function readApiKeys(path: string): ApiKey[] {
-  let st;
+  let st: Stats;
   try {
     st = statSync(path);
   } catch (e) {

@@ -69,7 +69,7 @@ function isEnding(resp: StreamResponse): boolean {
  * Serve this replica's tasks to the others on `bus`, and return the client side for the handler.
  * `reason` is the status text of a task whose runner died.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: passed through to store/task-runners.ts, whose functions take the store's untyped Kysely<any>
 export function replicate(machine: TaskMachine, bus: ReplicaBus, db: Kysely<any>, reason: string): RemoteTasks {
   const own = (id: string, owner: string): TaskRecord => {
     const rec = machine.findOwned(id, owner);
