@@ -117,7 +117,7 @@ describe.each(BINDINGS)('binding %s', (binding, factory) => {
     const it = client.resubscribeTask({ tenant: '', id: t.id })[Symbol.asyncIterator]();
     const first = await it.next();
     expect(first.value?.payload?.$case).toBe('task');
-    expect((first.value?.payload?.value as Task).id).toBe(t.id);
+    expect((first.value?.payload?.value as Task | undefined)?.id).toBe(t.id);
     await client.cancelTask({ tenant: '', id: t.id, metadata: undefined });
     const rest: StreamResponse[] = [];
     for (;;) {

@@ -81,7 +81,13 @@ describe('connection budgets', () => {
     const released = new Promise<string>((r) => (release = r));
     const s = await serve(async () => ({ state: 'completed', text: await released }), {
       limits: { headersTimeoutMs: 100, requestTimeoutMs: 200 },
-      stream: { heartbeatMs: 20, onHeartbeat: () => (beats++, beat.splice(0).forEach((f) => f())) },
+      stream: {
+        heartbeatMs: 20,
+        onHeartbeat: () => {
+          beats++;
+          for (const f of beat.splice(0)) f();
+        },
+      },
     });
     const events = sse(s.url, 'SendStreamingMessage', { message: msg10('long') }, V1);
     // 25 heartbeats at ≥ 20 ms apart: the stream has been open well past the 200 ms budget.

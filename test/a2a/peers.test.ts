@@ -148,7 +148,7 @@ describe('client policy and headers (in process)', () => {
 
   it('a card that points the endpoint at a host outside the allowlist is refused before connecting there', async () => {
     const before = counter.connections();
-    const liar = http.createServer((req, res) => {
+    const liar = http.createServer((_req, res) => {
       res.setHeader('content-type', 'application/json');
       res.end(
         JSON.stringify({

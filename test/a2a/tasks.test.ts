@@ -120,7 +120,7 @@ describe('task machine', () => {
   });
 
   it('request-input: the reply is delivered to the waiting executor and the task goes on', async () => {
-    const { m, start } = machine(async (ctx, ev) => ({ state: 'completed', text: `got ${await ev.requestInput('name?')}` }));
+    const { m, start } = machine(async (_ctx, ev) => ({ state: 'completed', text: `got ${await ev.requestInput('name?')}` }));
     const rec = start('hi');
     await m.waitFor(rec, () => rec.state === 'input-required');
     m.replyTo(rec, message('bob', { taskId: rec.id }))();

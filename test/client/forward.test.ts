@@ -80,7 +80,13 @@ describe('a stream that breaks off', () => {
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     // Kept-alive connections through the proxy would hold close() for the server's keep-alive time.
-    cleanup.push(() => new Promise((r) => (proxy.close(r), open.forEach((c) => c.destroy()))));
+    cleanup.push(
+      () =>
+        new Promise((r) => {
+          proxy.close(r);
+          for (const c of open) c.destroy();
+        }),
+    );
     const local = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/`;
     const conn = await connectAgent({ url: local, reachVia: { advertised: served.url, local } });
     const steps: string[] = [];

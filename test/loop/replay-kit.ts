@@ -1,5 +1,5 @@
 /** Sessions driven by the replay driver: canned driver responses, every request recorded. */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stage, openSession } from '../../runtime/compose/open.ts';
 import type { CapsuleSession } from '../../runtime/loop/capsule-session.ts';

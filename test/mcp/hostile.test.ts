@@ -94,7 +94,7 @@ describe('hostile MCP servers', () => {
   it('an endless stream is cut at the byte bound (E-MCP-011), not read for ever', async () => {
     const srv = await serve(
       (s) => s.registerTool('stream', { inputSchema: {} }, async () => ({ content: [] })),
-      (req, res, body) => {
+      (_req, res, body) => {
         if (!isCall(body)) return false;
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const chunk = `: ${'z'.repeat(1024 * 1024)}\n\n`;

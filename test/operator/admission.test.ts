@@ -139,7 +139,7 @@ describe('Capsule admission', () => {
         (e: ApiError) => e,
       );
     expect(err?.status).toBe(422);
-    expect((err?.body as { message: string }).message).toContain(message);
+    expect((err?.body as { message: string } | undefined)?.message).toContain(message);
   });
 
   describe('a wildcard network grant', () => {
@@ -195,7 +195,7 @@ describe('Capsule admission', () => {
         () => undefined,
         (e: ApiError) => e,
       );
-    expect((err?.body as { message: string }).message).toContain('a Capsule name must be a DNS label of at most 50 characters');
+    expect((err?.body as { message: string } | undefined)?.message).toContain('a Capsule name must be a DNS label of at most 50 characters');
   });
 
   describe('spec.a2a.auth', () => {
@@ -231,7 +231,7 @@ describe('Capsule admission', () => {
         (e: ApiError) => e,
       );
       expect(err?.status).toBe(422);
-      expect((err?.body as { message: string }).message).toContain(message);
+      expect((err?.body as { message: string } | undefined)?.message).toContain(message);
     });
 
     it('admits the valid combinations and defaults serviceAccounts: true, anonymous: false', async () => {

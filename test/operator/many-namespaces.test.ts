@@ -92,7 +92,7 @@ describe(`an operator watching ${WATCHED} namespaces`, () => {
 });
 
 /** A TCP proxy to the API server that holds new connections until released, and can be closed. */
-class Proxy {
+class HoldingProxy {
   private readonly server = net.createServer((s) => this.accept(s));
   private readonly sockets = new Set<net.Socket>();
   private held: net.Socket[] = [];
@@ -144,7 +144,7 @@ describe('/readyz', () => {
     kc.loadFromFile(kubeconfig);
     const server = new URL(kc.getCurrentCluster()!.server);
     const target = { host: server.hostname.replace(/^\[|\]$/g, ''), port: Number(server.port || 443) };
-    const proxy = new Proxy(target);
+    const proxy = new HoldingProxy(target);
     const port = await proxy.listen();
     const via = new KubeConfig();
     via.loadFromOptions({
@@ -155,7 +155,7 @@ describe('/readyz', () => {
     });
     const viaProxy = new KubeClient(via);
     const op = await operator([watched[0]!], { client: viaProxy, httpPort: 0, httpHost: '127.0.0.1' });
-    let again: Proxy | undefined;
+    let again: HoldingProxy | undefined;
     try {
       const readyz = async () => (await fetch(`http://127.0.0.1:${op.port}/readyz`)).status;
       // Held: no list has been answered, so nothing is synced.
@@ -168,7 +168,7 @@ describe('/readyz', () => {
       expect(op.controller()!.synced).toBe(true);
       expect(await readyz()).toBe(503);
       // And back on the same address: ready again.
-      again = new Proxy(target);
+      again = new HoldingProxy(target);
       again.release();
       await again.listen(port);
       await eventually('ready when the API server is back', async () => (await readyz()) === 200);

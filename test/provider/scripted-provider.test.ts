@@ -411,7 +411,7 @@ describe('scripted provider: script control', () => {
     // Two requests at once: one gets the delayed turn, the other finds the script exhausted and is
     // answered at once. The delay shows as order: the exhausted 500 arrives first, the delayed turn after.
     const order: number[] = [];
-    const both = [0, 1].map((i) =>
+    const both = [0, 1].map(() =>
       post(`${p.url}/v1/messages`, anthropicHeaders, anthropicBody()).then(async (r) => {
         order.push(r.status);
         return { status: r.status, body: (await r.json()) as any };

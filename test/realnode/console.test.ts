@@ -22,6 +22,7 @@ describe('mur console on the real node', () => {
   beforeAll(async () => {
     browser = await launchBrowser();
   }, CHROMIUM_INSTALL_TIMEOUT_MS);
+  // biome-ignore lint/suspicious/noDuplicateTestHooks: two hooks on purpose, so the browser install keeps its own, longer timeout
   beforeAll(async () => {
     await createNamespace(ns);
     await apply(apiKeySecret(ns));
