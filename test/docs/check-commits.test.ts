@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BASE, offenders } from '../../scripts/check-commits.ts';
+import { BASE, LET_THROUGH, commits, offenders, problems } from '../../scripts/check-commits.ts';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -58,6 +58,24 @@ describe('commit-message check', () => {
     r.commit('main2', 'Main change', 'Body.');
     r.git('merge', '-q', '--no-ff', '--no-edit', 'side');
     expect(offenders(r.dir, base).map((o) => o.commit.hash)).toEqual([base]);
+  });
+
+  it('lets through the commits it lists by hash, and only those', () => {
+    const r = repo();
+    const base = r.commit('base', 'Base', 'Body.');
+    const listed = r.commit('listed', 'No body, listed');
+    const other = r.commit('other', 'No body, not listed');
+    expect(offenders(r.dir, base, { [listed]: 'no body' }).map((o) => o.commit.hash)).toEqual([other]);
+  });
+
+  it('lists only commits of this history since the base that do break the rule', () => {
+    const root = join(import.meta.dirname, '..', '..');
+    const since = new Map(commits(root, `${BASE}..HEAD`).map((c) => [c.hash, c]));
+    for (const hash of Object.keys(LET_THROUGH)) {
+      const c = since.get(hash);
+      expect(c, hash).toBeDefined();
+      expect(problems(c!), hash).not.toEqual([]);
+    }
   });
 
   it("records a base that is in this repository's history", () => {
