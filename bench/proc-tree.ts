@@ -120,7 +120,9 @@ export function spawnServer(cmd: string, args: string[], env: Record<string, str
     void exited.then(() => reject(new Error(`${cmd} ${args.join(' ')} exited ${proc.exitCode}:\n${out}`)));
   });
   return {
-    proc, t0, url,
+    proc,
+    t0,
+    url,
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill('SIGTERM');
@@ -129,4 +131,3 @@ export function spawnServer(cmd: string, args: string[], env: Record<string, str
     },
   };
 }
-

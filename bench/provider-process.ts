@@ -38,7 +38,8 @@ export async function spawnProvider(script: Script): Promise<ProviderProcess> {
     void exited.then(() => reject(new Error(`bench/provider-process.ts ${file} exited ${proc.exitCode}:\n${out}`)));
   });
   return {
-    url, pid: proc.pid!,
+    url,
+    pid: proc.pid!,
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill('SIGTERM');

@@ -32,7 +32,13 @@ function packages(dir: string, fixtures: string): string[] {
   const driver = join(dir, `${DRIVER.name}-${DRIVER.version}.mur.zip`);
   writeFileSync(driver, zipOf(`name: ${DRIVER.name}\nversion: ${DRIVER.version}\nruntime: driver\n`, join(fixtures, COMPONENTS.driver)));
   const tool = join(dir, `${TOOL.name}-${TOOL.version}.mur.zip`);
-  writeFileSync(tool, zipOf(`name: ${TOOL.name}\nversion: ${TOOL.version}\nruntime: wasm\ndescription: Echoes its input.\ninput_schema:\n  type: object\n  properties:\n    data:\n      type: string\n`, join(fixtures, COMPONENTS.tool)));
+  writeFileSync(
+    tool,
+    zipOf(
+      `name: ${TOOL.name}\nversion: ${TOOL.version}\nruntime: wasm\ndescription: Echoes its input.\ninput_schema:\n  type: object\n  properties:\n    data:\n      type: string\n`,
+      join(fixtures, COMPONENTS.tool),
+    ),
+  );
   return [driver, tool];
 }
 
@@ -41,13 +47,30 @@ export const API_KEY = 'test-key-not-secret';
 /** The agent capsule's manifest, the reference's format, the same text for both runtimes. */
 export function agentYaml(endpoint: string, queueDepth: number): string {
   return [
-    'name: ref-agent', 'version: 0.1.0',
+    'name: ref-agent',
+    'version: 0.1.0',
     'artifacts:',
-    `  - name: ${TOOL.name}`, `    version: ${TOOL.version}`, '    runtime: tool',
-    `  - name: ${DRIVER.name}`, `    version: ${DRIVER.version}`, '    runtime: driver',
-    'capabilities:', '  network:', '    allow:', `      - ${endpoint}`,
-    'inference:', '  transport: http', `  endpoint: ${endpoint}`, '  model: test-model', `  api_key: ${API_KEY}`, '  driver:', `    artifact: ${DRIVER.name}`,
-    'lifecycle:', '  task_acceptance: queue', `  queue_depth: ${queueDepth}`, '',
+    `  - name: ${TOOL.name}`,
+    `    version: ${TOOL.version}`,
+    '    runtime: tool',
+    `  - name: ${DRIVER.name}`,
+    `    version: ${DRIVER.version}`,
+    '    runtime: driver',
+    'capabilities:',
+    '  network:',
+    '    allow:',
+    `      - ${endpoint}`,
+    'inference:',
+    '  transport: http',
+    `  endpoint: ${endpoint}`,
+    '  model: test-model',
+    `  api_key: ${API_KEY}`,
+    '  driver:',
+    `    artifact: ${DRIVER.name}`,
+    'lifecycle:',
+    '  task_acceptance: queue',
+    `  queue_depth: ${queueDepth}`,
+    '',
   ].join('\n');
 }
 
@@ -80,12 +103,16 @@ export function ours(kind: 'dist' | 'image', fixtures: string, img?: ImageRoot):
   writeFileSync(join(scriptDir, 'murmur.yaml'), SCRIPT_YAML);
   copyFileSync(join(fixtures, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
   const home = tmp('ref-ours-home-');
-  const command = (args: string[], cache: string) => murCommand(args, { HOME: home, MURMUR_COMPONENT_CACHE: cache }, kind === 'image' ? { from: 'dist', image: img! } : { from: 'dist', asImage: true });
+  const command = (args: string[], cache: string) =>
+    murCommand(args, { HOME: home, MURMUR_COMPONENT_CACHE: cache }, kind === 'image' ? { from: 'dist', image: img! } : { from: 'dist', asImage: true });
   return {
     name: kind === 'image' ? 'ours (image)' : 'ours',
     serve(dir, cold) {
       const workdir = tmp('ref-ours-work-');
-      const c = command(['serve', dir, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', workdir, '--quiet'], cold ? tmp('ref-ours-cold-') : cache);
+      const c = command(
+        ['serve', dir, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', workdir, '--quiet'],
+        cold ? tmp('ref-ours-cold-') : cache,
+      );
       return { ...spawnServer(c.cmd, c.args, c.env, (out) => /serving \S+ \S+ at (http:\/\/\S+)/.exec(out)?.[1]), workdir };
     },
     script() {
@@ -114,17 +141,23 @@ export function reference(bin: string, fixtures: string): Subject {
     // The reference keeps no compiled-component cache: every start compiles, cold or not.
     serve(dir) {
       const workdir = tmp('ref-ref-work-');
-      const served = spawnServer(bin, ['run', '--manifest', join(dir, 'murmur.yaml'), '--json', '--lifecycle-after-task', 'sleep', '--workdir', workdir], env, (out) => {
-        const m = /"url":"(?:localhost|127\.0\.0\.1):(\d+)"/.exec(out);
-        return m ? `http://127.0.0.1:${m[1]}/` : undefined;
-      });
+      const served = spawnServer(
+        bin,
+        ['run', '--manifest', join(dir, 'murmur.yaml'), '--json', '--lifecycle-after-task', 'sleep', '--workdir', workdir],
+        env,
+        (out) => {
+          const m = /"url":"(?:localhost|127\.0\.0\.1):(\d+)"/.exec(out);
+          return m ? `http://127.0.0.1:${m[1]}/` : undefined;
+        },
+      );
       return { ...served, workdir };
     },
     script() {
       const t = performance.now();
       const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', bin, 'run', '--manifest', join(scriptDir, 'murmur.yaml')], { env });
       const wall = performance.now() - t;
-      if (r.status !== 0 || !/status:\s+ok/.test(r.stdout.toString())) throw new Error(`reference: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
+      if (r.status !== 0 || !/status:\s+ok/.test(r.stdout.toString()))
+        throw new Error(`reference: mur run (script) exited ${r.status}: ${r.stdout}${r.stderr}`);
       return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };
     },
   };

@@ -82,10 +82,14 @@ const REF_FIX = process.env.MURMUR_REFERENCE_FIXTURES;
 function requireEnv(): void {
   const missing: string[] = [];
   if (!REF_FIX || !Object.values(COMPONENTS).every((c) => existsSync(join(REF_FIX, c)))) {
-    missing.push(`  MURMUR_REFERENCE_FIXTURES=<murmur checkout>/crates/murmur-cli/tests/fixtures   (must hold ${Object.values(COMPONENTS).join(', ')}; now ${REF_FIX ? `'${REF_FIX}'` : 'unset'})`);
+    missing.push(
+      `  MURMUR_REFERENCE_FIXTURES=<murmur checkout>/crates/murmur-cli/tests/fixtures   (must hold ${Object.values(COMPONENTS).join(', ')}; now ${REF_FIX ? `'${REF_FIX}'` : 'unset'})`,
+    );
   }
   if (!OURS_ONLY && (!REF_BIN || !existsSync(REF_BIN))) {
-    missing.push(`  MURMUR_REFERENCE_BIN=<murmur checkout>/target/release/mur   (cargo build --release -p murmur-cli in github.com/murmur-nexus/murmur; now ${REF_BIN ? `'${REF_BIN}' (no such file)` : 'unset'}; or pass --ours-only)`);
+    missing.push(
+      `  MURMUR_REFERENCE_BIN=<murmur checkout>/target/release/mur   (cargo build --release -p murmur-cli in github.com/murmur-nexus/murmur; now ${REF_BIN ? `'${REF_BIN}' (no such file)` : 'unset'}; or pass --ours-only)`,
+    );
   }
   if (!existsSync(join(PROJECT_ROOT, 'dist/.built'))) missing.push('  dist/: run `npm run build` first (the `ours` arm runs compiled dist/)');
   if (missing.length) {
@@ -146,8 +150,15 @@ function capsule(s: Subject, endpoint: string): string {
 
 type Fig = {
   cold: Tree & { wall: number; peak: number };
-  ready: number; firstTask: number; afterOne: Memory[]; afterIdle: number;
-  perTask: number; spacing: number; afterLast: Memory[]; peak: number; hwm: number;
+  ready: number;
+  firstTask: number;
+  afterOne: Memory[];
+  afterIdle: number;
+  perTask: number;
+  spacing: number;
+  afterLast: Memory[];
+  peak: number;
+  hwm: number;
   script: { wall: number; hwm: number };
 };
 
@@ -192,7 +203,19 @@ async function round(s: Subject): Promise<Fig> {
   await sv.stop();
   await p.stop();
   const spacing = traceSpacing(s.name, sv.workdir, TASKS);
-  return { cold, ready, firstTask: firstDone - sv.t0, afterOne, afterIdle, perTask: (lastDone - t0) / TASKS, spacing, afterLast, peak: peakRss, hwm, script: s.script() };
+  return {
+    cold,
+    ready,
+    firstTask: firstDone - sv.t0,
+    afterOne,
+    afterIdle,
+    perTask: (lastDone - t0) / TASKS,
+    spacing,
+    afterLast,
+    peak: peakRss,
+    hwm,
+    script: s.script(),
+  };
 }
 
 /** One untimed task and script run per arm: fills our warm component cache (and the OS page cache for both). */
@@ -210,7 +233,15 @@ async function prime(s: Subject): Promise<void> {
 function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void {
   const rows: [string, string, string?][] = [];
   const metric = (label: string, pick: (f: Fig) => number, fmt: (v: number) => string): void => {
-    rows.push(...pairedRows(summarize(arms.map((a) => `${label}, ${a.name}`), arms.map((a) => figs.get(a.name)!.map(pick))), fmt));
+    rows.push(
+      ...pairedRows(
+        summarize(
+          arms.map((a) => `${label}, ${a.name}`),
+          arms.map((a) => figs.get(a.name)!.map(pick)),
+        ),
+        fmt,
+      ),
+    );
   };
   metric(`time per task, ${TASKS} tasks, ${SENDERS} senders (client)`, (f) => f.perTask, fmtTime);
   metric(`time per task, ${TASKS} tasks, ${SENDERS} senders (trace task_end spacing)`, (f) => f.spacing, fmtTime);
@@ -247,12 +278,27 @@ async function main(): Promise<void> {
   const figs = new Map<string, Fig[]>();
   // The reference is the baseline: ratios read ours / reference.
   const arms = [...subjects].reverse();
-  await paired(arms.map((s) => ({ name: s.name, run: async () => {
-    figs.set(s.name, [...(figs.get(s.name) ?? []), await round(s)]);
-    return 0;
-  } })), ROUNDS);
-  const ourArms = [img ? `ours (image) = the runtime image's files in a chroot (node ${img.nodeVersion}, its ENV and ENTRYPOINT)` : '', OURS_KINDS.includes('dist') ? `ours = dist/ on node ${process.version} with the image's node flags` : ''].filter(Boolean).join('; ');
-  report(arms, figs, `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds`);
+  await paired(
+    arms.map((s) => ({
+      name: s.name,
+      run: async () => {
+        figs.set(s.name, [...(figs.get(s.name) ?? []), await round(s)]);
+        return 0;
+      },
+    })),
+    ROUNDS,
+  );
+  const ourArms = [
+    img ? `ours (image) = the runtime image's files in a chroot (node ${img.nodeVersion}, its ENV and ENTRYPOINT)` : '',
+    OURS_KINDS.includes('dist') ? `ours = dist/ on node ${process.version} with the image's node flags` : '',
+  ]
+    .filter(Boolean)
+    .join('; ');
+  report(
+    arms,
+    figs,
+    `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds`,
+  );
 }
 
 await main();

@@ -34,18 +34,28 @@ export class TaskClient {
   private rpc(method: string, params: unknown): Promise<Rpc> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
     return new Promise((resolve, reject) => {
-      const req = http.request({ host: this.u.hostname, port: this.u.port, path: this.u.pathname, method: 'POST', agent: this.agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          try {
-            resolve(JSON.parse(text) as Rpc);
-          } catch {
-            reject(new Error(`${method} to ${this.u.href}: not JSON: ${text.slice(0, 400)}`));
-          }
-        });
-      });
+      const req = http.request(
+        {
+          host: this.u.hostname,
+          port: this.u.port,
+          path: this.u.pathname,
+          method: 'POST',
+          agent: this.agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString();
+            try {
+              resolve(JSON.parse(text) as Rpc);
+            } catch {
+              reject(new Error(`${method} to ${this.u.href}: not JSON: ${text.slice(0, 400)}`));
+            }
+          });
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -72,18 +82,20 @@ export class TaskClient {
   /** One sweep: `tasks/get` of every outstanding task at once; the next starts 10 ms after this one's start. */
   private async sweep(): Promise<void> {
     const started = performance.now();
-    await Promise.all([...this.waiting].map(async ([id, w]) => {
-      try {
-        const r = await this.rpc('tasks/get', { id });
-        const state = r.result?.status?.state;
-        if (state === 'completed') w.resolve();
-        else if (!state || TERMINAL.has(state)) w.reject(new Error(`task ${id}: tasks/get answered ${JSON.stringify(r).slice(0, 400)}`));
-        else return;
-      } catch (e) {
-        w.reject(e as Error);
-      }
-      this.waiting.delete(id);
-    }));
+    await Promise.all(
+      [...this.waiting].map(async ([id, w]) => {
+        try {
+          const r = await this.rpc('tasks/get', { id });
+          const state = r.result?.status?.state;
+          if (state === 'completed') w.resolve();
+          else if (!state || TERMINAL.has(state)) w.reject(new Error(`task ${id}: tasks/get answered ${JSON.stringify(r).slice(0, 400)}`));
+          else return;
+        } catch (e) {
+          w.reject(e as Error);
+        }
+        this.waiting.delete(id);
+      }),
+    );
     this.sweeping = undefined;
     if (this.waiting.size) this.sweeping = setTimeout(() => void this.sweep(), Math.max(0, started + SWEEP_MS - performance.now()));
   }
@@ -91,9 +103,11 @@ export class TaskClient {
   /** Tasks `from`..`from+count-1` from `senders` concurrent senders, each sending its next task once its last completed. */
   async run(from: number, count: number, senders: number): Promise<void> {
     let next = from;
-    await Promise.all(Array.from({ length: senders }, async () => {
-      while (next < from + count) await this.task(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: senders }, async () => {
+        while (next < from + count) await this.task(next++);
+      }),
+    );
   }
 
   close(): void {
