@@ -7,7 +7,7 @@
  * Screenshots go to .cache/console-screenshots/ (git-ignored), one per view, named by the test.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
@@ -41,8 +41,25 @@ export async function ensureChromium(): Promise<void> {
 
 export async function launchBrowser(): Promise<Browser> {
   await ensureChromium();
+  // Chromium puts its singleton socket under $TMPDIR, and a Unix socket path holds at most 107
+  // bytes: under `npm test` TMPDIR is nested once per vitest project's set-up, which is too deep
+  // (Chromium aborts: "Socket path too long"). It gets a short folder of its own under /tmp,
+  // removed when the browser closes.
+  const tmp = mkdtempSync('/tmp/chromium-');
   // --no-sandbox: the tests run as root, where Chromium's sandbox refuses to start.
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const browser = await chromium
+    .launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+      env: { ...process.env, TMPDIR: tmp },
+    })
+    .catch((e: unknown) => {
+      rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    });
+  browser.on('disconnected', () => rmSync(tmp, { recursive: true, force: true }));
+  return browser;
 }
 
 export async function screenshot(page: Page, name: string): Promise<string> {
