@@ -123,6 +123,9 @@ describe('MCP servers on the real node', () => {
     });
     await apply(capsule(provider));
     await waitFor(ns, 'capsule/analyst', 'condition=Ready', '180s');
+    // Ready can come before a second render has rolled the pods (seen once under load: the first
+    // request then met the old pod's address, 'No route to host'): wait for the rollout to end.
+    await kubectl(['-n', ns, 'rollout', 'status', 'deployment/analyst', '--timeout=180s']);
     exec = await clientPod(ns, 'client', { role: 'client' });
     await policyAdmits(ns, 'client');
   });
