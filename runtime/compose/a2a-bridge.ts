@@ -12,6 +12,8 @@ import { destinationOf, isAllowed } from '../net/allowlist.ts';
 /**
  * The trace events that are a task's steps: those `mur run` prints a line for (cli/progress.ts
  * `stepLine`). `task_start` is one too: it tells a reader that this stream carries the steps.
+ * `hook_call` (each hook's call with its outcome) is one for the console's timeline, which shows
+ * every hook's decision, not only denials; `mur run` prints no line for it, so neither does `mur send`.
  */
 export const STEP_EVENTS: ReadonlySet<string> = new Set([
   'task_start',
@@ -19,6 +21,7 @@ export const STEP_EVENTS: ReadonlySet<string> = new Set([
   'tool_call',
   'shell',
   'call_denied',
+  'hook_call',
   'network_denied',
   'compaction',
   'task_reopened',

@@ -21,6 +21,9 @@ const GUARD: HookDef = {
   script: { 'on-tool-call:decision': { ret: { tag: 'deny', val: 'echo is not allowed today' } } },
 };
 
+/** A policy hook on shell calls that allows every one (a clean `none` at the decision point). */
+const AUDIT: HookDef = { name: 'audit', contract: 'binding: on-shell\ncommit_policy: deny\n', script: {} };
+
 /** A denied tool call, a shell call, then the answer; each turn with its usage. */
 const SCRIPT: Script = {
   turns: [
@@ -30,9 +33,9 @@ const SCRIPT: Script = {
   ],
 };
 
-/** A capsule with the echo tool, `printf` as a shell tool and the denying policy hook. */
+/** A capsule with the echo tool, `printf` as a shell tool, the denying and the allowing policy hook. */
 async function stepsCapsule(): Promise<{ dir: string; registry: string }> {
-  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(GUARD)]);
+  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(GUARD), hookArtifact(AUDIT)]);
   const dir = tmp('client-steps-');
   writeFileSync(
     join(dir, 'murmur.yaml'),
@@ -43,6 +46,7 @@ async function stepsCapsule(): Promise<{ dir: string; registry: string }> {
       '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
       '  - {name: echo, version: 1.0.0, runtime: tool}',
       `  - {name: guard, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: GUARD.script })}}`,
+      `  - {name: audit, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: AUDIT.script })}}`,
       'capabilities:',
       '  shell:',
       '    allow: [printf]',
@@ -104,6 +108,22 @@ describe('the task’s steps on the A2A stream', () => {
       expect.objectContaining({ event_type: 'shell', binary: '/usr/bin/printf', command: 'hello-from-shell', argv: ['hello-from-shell'], exit_code: 0 }),
     );
     expect(records.at(-1)).toMatchObject({ event_type: 'task_end', exit_status: 'ok', turns: 3, input_tokens: expect.any(Number) });
+  });
+
+  it('carries each hook call with its decision: the allowing policy hook’s clean none, the denying one’s deny', async () => {
+    const url = await servedSteps();
+    const r = await mur(['send', url, 'do the steps', '--json']);
+    expect(r.code).toBe(0);
+    const records = (JSON.parse(r.out).steps as { kind: string; record?: Record<string, unknown> }[]).filter((s) => s.kind === 'step').map((s) => s.record!);
+    const hookCalls = records.filter((x) => x.event_type === 'hook_call');
+    // audit is called at the shell call's decision point and again after it; both return none.
+    expect(hookCalls.filter((x) => x.hook_name === 'audit')).toEqual([
+      expect.objectContaining({ event: 'on-shell', mode: 'blocking', outcome: 'none', duration_ms: expect.any(Number) }),
+      expect.objectContaining({ event: 'on-shell', mode: 'blocking', outcome: 'none', duration_ms: expect.any(Number) }),
+    ]);
+    expect(hookCalls).toContainEqual(expect.objectContaining({ hook_name: 'guard', event: 'on-tool-call', outcome: 'deny' }));
+    // The allowing decision comes before the shell call it let through.
+    expect(records.findIndex((x) => x.hook_name === 'audit')).toBeLessThan(records.findIndex((x) => x.event_type === 'shell'));
   });
 
   it('a step is redacted and bounded: a shell command quoting the API key and 20,000 characters long', async () => {

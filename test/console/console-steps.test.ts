@@ -1,8 +1,9 @@
 /**
- * `mur console`'s chat and timeline for a task whose steps include a hook's denial and a shell
- * call, in a real headless Chromium against a real `mur serve` (real WASM components, a real
- * policy hook, the scripted provider): each turn with its model and tokens, the denial with the
- * hook and its reason, the shell command with its exit code, the task's end with its totals.
+ * `mur console`'s chat and timeline for a task whose steps include a hook's denial, an allowing
+ * policy hook's decision and a shell call, in a real headless Chromium against a real `mur serve`
+ * (real WASM components, real policy hooks, the scripted provider): each turn with its model and
+ * tokens, each hook call with its binding and decision, the denial with the hook and its reason,
+ * the shell command with its exit code, the task's end with its totals.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,6 +24,9 @@ const GUARD: HookDef = {
   script: { 'on-tool-call:decision': { ret: { tag: 'deny', val: 'echo is not allowed today' } } },
 };
 
+/** A policy hook on shell calls that allows every one (a clean `none` at the decision point). */
+const AUDIT: HookDef = { name: 'audit', contract: 'binding: on-shell\ncommit_policy: deny\n', script: {} };
+
 let browser: Browser;
 let con: RunningConsole;
 let url: string;
@@ -32,7 +36,7 @@ beforeAll(async () => {
 }, CHROMIUM_INSTALL_TIMEOUT_MS);
 
 beforeAll(async () => {
-  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(GUARD)]);
+  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(GUARD), hookArtifact(AUDIT)]);
   const dir = tmp('console-steps-');
   writeFileSync(
     join(dir, 'murmur.yaml'),
@@ -43,6 +47,7 @@ beforeAll(async () => {
       '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
       '  - {name: echo, version: 1.0.0, runtime: tool}',
       `  - {name: guard, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: GUARD.script })}}`,
+      `  - {name: audit, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: AUDIT.script })}}`,
       'capabilities:',
       '  shell:',
       '    allow: [printf]',
@@ -83,7 +88,7 @@ afterAll(async () => {
 });
 
 describe('mur console: a task’s steps', () => {
-  it('shows each turn with model and tokens, a hook’s denial with its reason, the shell command and exit code, in the chat and the timeline', async () => {
+  it('shows each turn with model and tokens, a hook’s denial with its reason, each hook call’s decision, the shell command and exit code, in the chat and the timeline', async () => {
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     await page.goto(con.url);
     await page.getByRole('button', { name: url }).click();
@@ -98,6 +103,16 @@ describe('mur console: a task’s steps', () => {
         all,
       ).toBe(true);
       expect(lines, all).toContain('⊘ "echo" denied by hook guard: echo is not allowed today');
+      // Every hook call with its binding and decision, not only denials: the allowing policy
+      // hook's clean `none` at the shell call's decision point and after it.
+      expect(
+        lines.filter((l) => /^hook audit on on-shell → none, [\d.]+ ms$/.test(l)),
+        all,
+      ).toHaveLength(2);
+      expect(
+        lines.some((l) => /^hook guard on on-tool-call → deny, [\d.]+ ms$/.test(l)),
+        all,
+      ).toBe(true);
       expect(
         lines.some((l) => /^turn 2: claude-test → tool printf — \d+ in \/ \d+ out tokens, \d+ ms$/.test(l)),
         all,
