@@ -150,7 +150,7 @@ export class RuntimeMetrics {
 
   readonly spendRefusals = new Counter({
     name: 'capsule_spend_ceiling_refusals_total',
-    help: 'Inference calls refused by inference.max_session_tokens, by origin (agent: the agent loop, hook: a hook run-inference).',
+    help: 'Inference calls refused by inference.max_session_tokens, by origin (agent: the agent loop, hook: a hook run-inference, mcp: an MCP server sampling request).',
     labelNames: ['capsule', 'origin'] as const,
     registers: [this.registry],
   });
@@ -335,7 +335,7 @@ export function attachMetrics(trace: TraceWriter, labels: MetricLabels, m: Runti
         m.hookFaults.inc({ capsule, hook: str(e.hook_name) ?? 'unknown', arm: str(e.arm) ?? 'unknown' });
         return;
       case 'spend_ceiling_reached':
-        m.spendRefusals.inc({ capsule, origin: str(e.origin)?.startsWith('hook:') ? 'hook' : 'agent' });
+        m.spendRefusals.inc({ capsule, origin: refusalOrigin(str(e.origin)) });
         return;
       case 'session_end':
         settle();
@@ -372,6 +372,16 @@ function onInference(m: RuntimeMetrics, capsule: string, provider: string, e: Tr
 function binaryLabel(v: unknown): string {
   const s = str(v);
   return s ? basename(s) : 'unknown';
+}
+
+/**
+ * A refused call's trace `origin` as a bounded label: `hook:<name>` and `mcp:<server>` name a
+ * hook or server (unbounded), so only their kind is kept; the agent loop writes no origin.
+ */
+function refusalOrigin(origin: string | undefined): 'agent' | 'hook' | 'mcp' {
+  if (origin?.startsWith('hook:')) return 'hook';
+  if (origin?.startsWith('mcp:')) return 'mcp';
+  return 'agent';
 }
 
 function str(v: unknown): string | undefined {
