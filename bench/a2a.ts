@@ -45,7 +45,14 @@ async function load(
       const b = body(method, i);
       const t0 = performance.now();
       const req = http.request(
-        { host: u.hostname, port: u.port, path: '/', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(b), ...headers } },
+        {
+          host: u.hostname,
+          port: u.port,
+          path: '/',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(b), ...headers },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c) => chunks.push(c));
@@ -133,7 +140,13 @@ async function main() {
     [
       arm('bare express JSON echo (req/s)', echoUrl, 'message/send', {}, (j) => j.result !== undefined),
       arm('A2A message/send → completed, stub executor (0.3)', a2a.url, 'message/send', {}, (j) => j.result?.status?.state === 'completed'),
-      arm('A2A SendMessage → completed, stub executor (1.0)', a2a.url, 'SendMessage', { 'A2A-Version': '1.0' }, (j) => j.result?.task?.status?.state === 'TASK_STATE_COMPLETED'),
+      arm(
+        'A2A SendMessage → completed, stub executor (1.0)',
+        a2a.url,
+        'SendMessage',
+        { 'A2A-Version': '1.0' },
+        (j) => j.result?.task?.status?.state === 'TASK_STATE_COMPLETED',
+      ),
       arm('A2A message/send → agent loop, replay driver component', full.url, 'message/send', {}, (j) => j.result?.status?.state === 'completed'),
     ],
     ROUNDS,
@@ -143,11 +156,23 @@ async function main() {
   await kit.close();
   await new Promise<void>((r) => echo.close(() => r()));
   const ratio = (i: number) => res.ratios[i]!.spread;
-  console.log(`A2A throughput (tasks/s; ${SECONDS} s per arm per round, ${ROUNDS} rounds, concurrency ${CONCURRENCY}; stub executor = instant answer, no components; agent loop = real replay-driver component, no hooks, no provider)`);
+  console.log(
+    `A2A throughput (tasks/s; ${SECONDS} s per arm per round, ${ROUNDS} rounds, concurrency ${CONCURRENCY}; stub executor = instant answer, no components; agent loop = real replay-driver component, no hooks, no provider)`,
+  );
   console.log(table(pairedRows(res, fmtRate('/s'))));
   console.log(machineLine());
-  console.log(`errors: ${errors}; target (stub arms ≥ 50% of the echo, median paired ratio): ${ratio(0).median >= 0.5 && ratio(1).median >= 0.5 ? 'met' : 'NOT met'}`);
-  console.log(JSON.stringify({ echoRps: Math.round(res.arms[0]!.spread.median), ratio03: +ratio(0).median.toFixed(3), ratio10: +ratio(1).median.toFixed(3), ratioAgent: +ratio(2).median.toFixed(3), errors }));
+  console.log(
+    `errors: ${errors}; target (stub arms ≥ 50% of the echo, median paired ratio): ${ratio(0).median >= 0.5 && ratio(1).median >= 0.5 ? 'met' : 'NOT met'}`,
+  );
+  console.log(
+    JSON.stringify({
+      echoRps: Math.round(res.arms[0]!.spread.median),
+      ratio03: +ratio(0).median.toFixed(3),
+      ratio10: +ratio(1).median.toFixed(3),
+      ratioAgent: +ratio(2).median.toFixed(3),
+      errors,
+    }),
+  );
 }
 
 await main();

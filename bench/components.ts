@@ -68,9 +68,15 @@ export async function benchComponents(): Promise<string> {
   const { WASIShim } = await import('@bytecodealliance/preview2-shim/instantiation');
   const mods: Record<string, WebAssembly.Module> = {};
   for (const f of loaded.coreFiles) mods[f] = await WebAssembly.compile(readFileSync(join(loaded.dir, f)));
-  const { instantiate } = (await import(pathToFileURL(loaded.jsPath).href)) as { instantiate: (g: (n: string) => WebAssembly.Module, i: unknown) => Promise<{ run: { run(x: unknown): unknown } }> };
+  const { instantiate } = (await import(pathToFileURL(loaded.jsPath).href)) as {
+    instantiate: (g: (n: string) => WebAssembly.Module, i: unknown) => Promise<{ run: { run(x: unknown): unknown } }>;
+  };
   const shim = new WASIShim({ sandbox: { preopens: {}, env: {} } } as never);
-  const local = await instantiate((n) => mods[n]!, { ...shim.getImportObject(), 'murmur:task/task': { requestInput: (p: string) => p }, 'murmur:text/chunks': { emitChunk() {}, emitThinkingChunk() {} } });
+  const local = await instantiate((n) => mods[n]!, {
+    ...shim.getImportObject(),
+    'murmur:task/task': { requestInput: (p: string) => p },
+    'murmur:text/chunks': { emitChunk() {}, emitThinkingChunk() {} },
+  });
   const inprocAsk = await timeIt(1000, () => local.run.run({ data: '{"op":"ask","prompt":"x"}' }), 100);
 
   // A trivial export with no JS engine in the guest (a WAT tool, no WASI): what is left is the
@@ -82,7 +88,11 @@ export async function benchComponents(): Promise<string> {
   const watArgs = [{ data: 'x' }];
   const watMods: Record<string, WebAssembly.Module> = {};
   for (const f of wat.coreFiles) watMods[f] = await WebAssembly.compile(readFileSync(join(wat.dir, f)));
-  const watLocal = await ((await import(pathToFileURL(wat.jsPath).href)) as { instantiate: (g: (n: string) => WebAssembly.Module, i: unknown) => Promise<{ run: { run(x: unknown): unknown } }> }).instantiate((n) => watMods[n]!, {});
+  const watLocal = await (
+    (await import(pathToFileURL(wat.jsPath).href)) as {
+      instantiate: (g: (n: string) => WebAssembly.Module, i: unknown) => Promise<{ run: { run(x: unknown): unknown } }>;
+    }
+  ).instantiate((n) => watMods[n]!, {});
   // Warm-up, untimed: the row is the steady per-call cost, and the worker's side of a call (the
   // glue, the call loop) runs at its optimized speed only after ≈ 1 000 calls (measured: its
   // guest time falls from ≈ 45 to 3–6 µs), the in-process arm alike.
@@ -112,7 +122,11 @@ export async function benchComponents(): Promise<string> {
     ROUNDS,
   );
   const pct = (n: number): string => `${n}/${watCalls} (${Math.round((n / watCalls) * 100)}%)`;
-  const polledRow: [string, string, string] = ['  isolated calls read by a polling worker / answers read by a polling main thread', `${pct(watInst.callsPolled - before.calls)} / ${pct(watInst.answersPolled - before.answers)}`, 'host/doorbell.ts'];
+  const polledRow: [string, string, string] = [
+    '  isolated calls read by a polling worker / answers read by a polling main thread',
+    `${pct(watInst.callsPolled - before.calls)} / ${pct(watInst.answersPolled - before.answers)}`,
+    'host/doorbell.ts',
+  ];
   const probeRes = await paired(
     [
       { name: 'probe ping, in-process (no isolation): SpiderMonkey', run: () => batchMedian(() => local.run.run({ data: '{"op":"ping"}' })) },
@@ -135,7 +149,11 @@ export async function benchComponents(): Promise<string> {
       ['transpile, cached (load from disk cache)', fmtMs(median(cachedTimes)), `ratio ${(median(cachedTimes) / transpileFirst).toFixed(3)}`],
       ['instantiate, cold (compile + worker + instantiate)', fmtMs(instCold)],
       ['instantiate, warm (compiled modules, booted worker; spares off)', fmtMs(median(warmPool))],
-      ['instantiate, warm (pre-instantiated spare binds grants)', fmtMs(median(warm)), `target ≤ 20 ms; ${spared}/${warm.length} from a spare; ${(median(warm) / median(warmPool)).toFixed(3)} of the booted-worker start`],
+      [
+        'instantiate, warm (pre-instantiated spare binds grants)',
+        fmtMs(median(warm)),
+        `target ≤ 20 ms; ${spared}/${warm.length} from a spare; ${(median(warm) / median(warmPool)).toFixed(3)} of the booted-worker start`,
+      ],
       ...pairedRows(watRes, fmtMs),
       polledRow,
       ['host cost per trivial call (isolated − in-process, paired)', fmtSpread(hostAdds, fmtMs), `target: isolated ≤ 50 µs median (${fmtMs(watIsoS.median)})`],

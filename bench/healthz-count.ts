@@ -28,10 +28,12 @@ export async function benchHealthzCount(rounds = Number(process.env.BENCH_ROUNDS
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const get = () =>
     new Promise<void>((resolve, reject) => {
-      http.get(url, { agent }, (res) => {
-        res.resume();
-        res.on('end', resolve);
-      }).on('error', reject);
+      http
+        .get(url, { agent }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        })
+        .on('error', reject);
     });
   const worker = new TokenCounter({ memoEntries: 0 });
   await worker.ready();
@@ -70,7 +72,9 @@ export async function benchHealthzCount(rounds = Number(process.env.BENCH_ROUNDS
     }
   }
   for (const [arm, xs] of Object.entries(lat)) {
-    lines.push(`  ${arm.padEnd(12)} n=${xs.length} min ${pct(xs, 0).toFixed(1)} / median ${pct(xs, 50).toFixed(1)} / p99 ${pct(xs, 99).toFixed(1)} / max ${Math.max(...xs).toFixed(1)} ms; count took ${secs[arm]!.map((s) => s.toFixed(1)).join(', ')} s`);
+    lines.push(
+      `  ${arm.padEnd(12)} n=${xs.length} min ${pct(xs, 0).toFixed(1)} / median ${pct(xs, 50).toFixed(1)} / p99 ${pct(xs, 99).toFixed(1)} / max ${Math.max(...xs).toFixed(1)} ms; count took ${secs[arm]!.map((s) => s.toFixed(1)).join(', ')} s`,
+    );
   }
   await worker.close();
   agent.destroy();

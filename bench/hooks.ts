@@ -30,7 +30,14 @@ export default async function benchHooks(): Promise<string> {
     taskIo: () => undefined,
     conversation: () => [],
   };
-  const spec = (name: string, extra: Partial<StagedHook> = {}): StagedHook => ({ name, wasmPath: wasm, executionMode: 'blocking', commitPolicy: 'none', env: { HOOK_SCRIPT: '{}' }, ...extra });
+  const spec = (name: string, extra: Partial<StagedHook> = {}): StagedHook => ({
+    name,
+    wasmPath: wasm,
+    executionMode: 'blocking',
+    commitPolicy: 'none',
+    env: { HOOK_SCRIPT: '{}' },
+    ...extra,
+  });
   const dir = mkdtempSync(join(tmpdir(), 'bench-hooks-'));
   const sessionId = newSessionId();
   const trace = new TraceWriter(join(dir, 'trace.jsonl'), sessionId);
@@ -45,7 +52,13 @@ export default async function benchHooks(): Promise<string> {
   });
   await bare.start();
   const blocking = await HookBus.load({ hooks: [spec('fg', { binding: 'on-inference' })], workdir: join(dir, 'b'), sessionId, trace, services });
-  const policy = await HookBus.load({ hooks: [spec('guard', { binding: 'on-tool-call', commitPolicy: 'deny' })], workdir: join(dir, 'p'), sessionId, trace, services });
+  const policy = await HookBus.load({
+    hooks: [spec('guard', { binding: 'on-tool-call', commitPolicy: 'deny' })],
+    workdir: join(dir, 'p'),
+    sessionId,
+    trace,
+    services,
+  });
   // Warm all three, then alternate them round by round: each round is the median of a batch.
   await timeIt(200, () => bare.call(['lifecycle', 'onInference'], [EV]), 0);
   await timeIt(200, () => blocking.inference(EV), 0);
@@ -54,7 +67,10 @@ export default async function benchHooks(): Promise<string> {
   const batch = Math.max(10, Math.floor(N / ROUNDS));
   const res = await paired(
     [
-      { name: 'bare ComponentInstance call (onInference)', run: async () => median(await timeIt(batch, () => bare.call(['lifecycle', 'onInference'], [EV]), 0)) },
+      {
+        name: 'bare ComponentInstance call (onInference)',
+        run: async () => median(await timeIt(batch, () => bare.call(['lifecycle', 'onInference'], [EV]), 0)),
+      },
       { name: 'blocking dispatch: bus.inference, one hook', run: async () => median(await timeIt(batch, () => blocking.inference(EV), 0)) },
       { name: 'policy decision: bus.toolDecision, one policy hook', run: async () => median(await timeIt(batch, () => policy.toolDecision(TOOL), 0)) },
     ],
@@ -63,7 +79,14 @@ export default async function benchHooks(): Promise<string> {
   // Overhead per round: the dispatch's median minus the bare call's median in the same round.
   const over = (i: number) => spread(res.arms[i]!.samples.map((v, r) => v - res.arms[0]!.samples[r]!));
 
-  const asyncBus = await HookBus.load({ hooks: [spec('bg', { executionMode: 'async' })], workdir: join(dir, 'a'), sessionId, trace, services, queueDepth: 1_000_000 });
+  const asyncBus = await HookBus.load({
+    hooks: [spec('bg', { executionMode: 'async' })],
+    workdir: join(dir, 'a'),
+    sessionId,
+    trace,
+    services,
+    queueDepth: 1_000_000,
+  });
   const enqueue: number[] = [];
   for (let round = 0; round < 5; round++) {
     for (let i = 0; i < N / 5; i++) {

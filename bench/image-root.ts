@@ -45,7 +45,9 @@ const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** Unpacks one layer (a tar file) over `root`: its whiteouts first remove what lower layers put there. */
 function unpackLayer(layerTar: string, root: string): void {
-  const entries = sh(`tar -tf ${q(layerTar)}`, `listing ${layerTar}`).split('\n').filter(Boolean);
+  const entries = sh(`tar -tf ${q(layerTar)}`, `listing ${layerTar}`)
+    .split('\n')
+    .filter(Boolean);
   for (const e of entries) {
     const name = e.replace(/^\.\//, '').replace(/\/$/, '');
     const base = name.split('/').pop()!;
@@ -99,7 +101,8 @@ export function unpackImage(tar: string, root: string): { layers: number; config
  * minutes.
  */
 export function imageRoot(log: (line: string) => void = (l) => console.error(l)): ImageRoot {
-  if (process.platform !== 'linux' || process.getuid?.() !== 0) throw new Error('running the runtime image as a process needs Linux and root (a chroot in a mount namespace of its own)');
+  if (process.platform !== 'linux' || process.getuid?.() !== 0)
+    throw new Error('running the runtime image as a process needs Linux and root (a chroot in a mount namespace of its own)');
   log('[image-root] test/images/build.sh (builds the images only when their inputs changed)');
   const b = spawnSync('bash', [join(PROJECT_ROOT, 'test/images/build.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
   if (b.status !== 0) throw new Error(`test/images/build.sh failed (exit ${b.status}); its output is above`);

@@ -62,7 +62,9 @@ function cpuMs(id: string): number | undefined {
     try {
       const text = readFileSync(f, 'utf8');
       return f.endsWith('cpu.stat') ? Number(/usage_usec (\d+)/.exec(text)![1]) / 1000 : Number(text) / 1e6;
-    } catch { /* the other layout */ }
+    } catch {
+      /* the other layout */
+    }
   }
   return undefined;
 }
@@ -77,7 +79,10 @@ async function startToReady(opts: Dockerode.ContainerCreateOptions, port: number
     await c.start();
     const ip = Object.values((await c.inspect()).NetworkSettings.Networks)[0]!.IPAddress;
     for (;;) {
-      const ok = await fetch(`http://${ip}:${port}/readyz`, { signal: AbortSignal.timeout(1000) }).then((r) => r.status === 200, () => false);
+      const ok = await fetch(`http://${ip}:${port}/readyz`, { signal: AbortSignal.timeout(1000) }).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) {
         const wall = performance.now() - t0;
         const used = cpuMs(c.id);
@@ -104,11 +109,20 @@ async function addedLayers(image: string): Promise<Array<{ size: number; by: str
     .slice(0, history.length - 1)
     .filter((h) => h.Size > 0)
     .slice(0, own)
-    .map((h) => ({ size: h.Size, by: h.CreatedBy.replace(/^\/bin\/sh -c (#\(nop\) )?/, '').replace(/\s+/g, ' ').slice(0, 90) }))
+    .map((h) => ({
+      size: h.Size,
+      by: h.CreatedBy.replace(/^\/bin\/sh -c (#\(nop\) )?/, '')
+        .replace(/\s+/g, ' ')
+        .slice(0, 90),
+    }))
     .sort((a, b) => b.size - a.size);
 }
 
-const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
 try {
   const [base, runtime, operator] = await Promise.all([size(BASE), size(runtimeImage), size(operatorImage)]);
@@ -166,7 +180,13 @@ try {
       ...(BASELINE
         ? ([
             [`baseline ${BASELINE}`, stats(arms[2]!.xs, s)],
-            ['ratio runtime / baseline', stats(rt.map((x, i) => x / arms[2]!.xs[i]!), (x) => x.toFixed(2))],
+            [
+              'ratio runtime / baseline',
+              stats(
+                rt.map((x, i) => x / arms[2]!.xs[i]!),
+                (x) => x.toFixed(2),
+              ),
+            ],
           ] as [string, string][])
         : []),
     ]),

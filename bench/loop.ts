@@ -20,7 +20,8 @@ const THREE_BLOCKING: ReplayHook[] = [
 ];
 
 export async function benchLoop(turns = 60, rounds = 5): Promise<string> {
-  const open = (hooks: ReplayHook[]) => openReplay({ tools: [ECHO_TOOL], hooks, responses: [toolCall('echo', { text: 'tick' }, 'same-id')], inferenceExtra: `  max_turns: ${turns}` });
+  const open = (hooks: ReplayHook[]) =>
+    openReplay({ tools: [ECHO_TOOL], hooks, responses: [toolCall('echo', { text: 'tick' }, 'same-id')], inferenceExtra: `  max_turns: ${turns}` });
   const kits = [await open([]), await open(THREE_BLOCKING)];
   // Warm every component before timing.
   for (const k of kits) await k.session.runTask({ taskId: 'warm', contextId: 'w', text: 'warm up', source: 'task_md' });
@@ -56,12 +57,42 @@ export async function benchLoop(turns = 60, rounds = 5): Promise<string> {
   return [
     `agent loop (${turns} turns per task of tool_call → echo tool, replay driver, no network; ${rounds} rounds, arms alternating; per-task means per turn)`,
     table([
-      ...pairedRows(summarize(names.map((n) => `wall per turn, ${n}`), wall), fmtTime),
-      ...pairedRows(summarize(names.map((n) => `driver + tool calls per turn, ${n}`), comp), fmtTime),
+      ...pairedRows(
+        summarize(
+          names.map((n) => `wall per turn, ${n}`),
+          wall,
+        ),
+        fmtTime,
+      ),
+      ...pairedRows(
+        summarize(
+          names.map((n) => `driver + tool calls per turn, ${n}`),
+          comp,
+        ),
+        fmtTime,
+      ),
       // Trace durations are whole milliseconds; summed over a task their rounding averages out.
-      ...pairedRows(summarize(names.map((n) => `runtime overhead per turn (wall − driver − tool), ${n}`), rest), fmtTime),
-      ...pairedRows(summarize(names.map((n) => `blocking hook calls per turn (hook_call durations), ${n}`), hooks), fmtTime),
-      ...pairedRows(summarize(names.map((n) => `runtime overhead per turn outside all components (wall − driver − tool − hook calls), ${n}`), bare), fmtTime),
+      ...pairedRows(
+        summarize(
+          names.map((n) => `runtime overhead per turn (wall − driver − tool), ${n}`),
+          rest,
+        ),
+        fmtTime,
+      ),
+      ...pairedRows(
+        summarize(
+          names.map((n) => `blocking hook calls per turn (hook_call durations), ${n}`),
+          hooks,
+        ),
+        fmtTime,
+      ),
+      ...pairedRows(
+        summarize(
+          names.map((n) => `runtime overhead per turn outside all components (wall − driver − tool − hook calls), ${n}`),
+          bare,
+        ),
+        fmtTime,
+      ),
     ]),
     '  target: overhead per turn outside the provider and the components ≤ 2 ms with three blocking hooks bound (last rows)',
     machineLine(),

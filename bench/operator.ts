@@ -31,7 +31,15 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 
-const { values } = parseArgs({ options: { capsules: { type: 'string', default: '1000' }, workers: { type: 'string', default: '16' }, resync: { type: 'string', default: '10' }, arm: { type: 'string', default: 'pod' }, profile: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    capsules: { type: 'string', default: '1000' },
+    workers: { type: 'string', default: '16' },
+    resync: { type: 'string', default: '10' },
+    arm: { type: 'string', default: 'pod' },
+    profile: { type: 'string' },
+  },
+});
 const N = Number(values.capsules);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -58,7 +66,9 @@ function metric(text: string, name: string, label?: string): number {
 
 /** The node flags of the operator image's ENTRYPOINT (operator/Dockerfile), so arm `pod` runs node as the image does. */
 function imageNodeFlags(): string[] {
-  const line = readFileSync(join(repoRoot, 'operator/Dockerfile'), 'utf8').split('\n').find((l) => l.startsWith('ENTRYPOINT '));
+  const line = readFileSync(join(repoRoot, 'operator/Dockerfile'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('ENTRYPOINT '));
   if (!line) throw new Error('operator/Dockerfile has no ENTRYPOINT line');
   const argv = JSON.parse(line.slice('ENTRYPOINT '.length)) as string[];
   return argv.slice(1).filter((a) => a.startsWith('--'));
@@ -91,8 +101,14 @@ async function main(): Promise<void> {
   const port = await freePort();
   let child: ReturnType<typeof spawn> | undefined;
   try {
-    execFileSync(kubectlPath(), ['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: 'ignore' });
-    execFileSync(kubectlPath(), ['wait', '--for=condition=Established', 'crd/capsules.murmur.io', 'crd/hooks.murmur.io'], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: 'ignore' });
+    execFileSync(kubectlPath(), ['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')], {
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+      stdio: 'ignore',
+    });
+    execFileSync(kubectlPath(), ['wait', '--for=condition=Established', 'crd/capsules.murmur.io', 'crd/hooks.murmur.io'], {
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+      stdio: 'ignore',
+    });
     await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'key', namespace: ns }, stringData: { 'api-key': 'x' } });
 
@@ -107,9 +123,17 @@ async function main(): Promise<void> {
       const saDir = await serviceAccountDir(kubeconfig, ns);
       const { KUBECONFIG: _kc, ...env } = process.env;
       // --profile DIR: a CPU profile of the whole run and a heap snapshot at N capsules, into DIR.
-      const prof = values.profile ? ['--cpu-prof', `--diagnostic-dir=${values.profile}`, `--cpu-prof-dir=${values.profile}`, '--heapsnapshot-signal=SIGUSR2'] : [];
+      const prof = values.profile
+        ? ['--cpu-prof', `--diagnostic-dir=${values.profile}`, `--cpu-prof-dir=${values.profile}`, '--heapsnapshot-signal=SIGUSR2']
+        : [];
       child = spawn(process.execPath, [...imageNodeFlags(), ...prof, join(repoRoot, 'dist/operator/main.js')], {
-        env: { ...env, ...common, KUBERNETES_SERVICE_HOST: client.server.hostname.replace(/^\[|\]$/g, ''), KUBERNETES_SERVICE_PORT: client.server.port || '443', CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR: saDir },
+        env: {
+          ...env,
+          ...common,
+          KUBERNETES_SERVICE_HOST: client.server.hostname.replace(/^\[|\]$/g, ''),
+          KUBERNETES_SERVICE_PORT: client.server.port || '443',
+          CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR: saDir,
+        },
         stdio: ['ignore', 'ignore', 'inherit'],
       });
     }
@@ -147,12 +171,17 @@ async function main(): Promise<void> {
       let rv = rv0;
       while (!stopWatch.signal.aborted) {
         await client
-          .watch(capsulesPath, { resourceVersion: rv, allowWatchBookmarks: true }, (type, c: any) => {
-            if (c?.metadata?.resourceVersion) rv = c.metadata.resourceVersion;
-            if (type !== 'ADDED' && type !== 'MODIFIED') return;
-            if (c.status?.configHash && c.status.observedGeneration === c.metadata.generation) reconciled.add(c.metadata.name);
-            if (reconciled.size >= N) allDone();
-          }, stopWatch.signal)
+          .watch(
+            capsulesPath,
+            { resourceVersion: rv, allowWatchBookmarks: true },
+            (type, c: any) => {
+              if (c?.metadata?.resourceVersion) rv = c.metadata.resourceVersion;
+              if (type !== 'ADDED' && type !== 'MODIFIED') return;
+              if (c.status?.configHash && c.status.observedGeneration === c.metadata.generation) reconciled.add(c.metadata.name);
+              if (reconciled.size >= N) allDone();
+            },
+            stopWatch.signal,
+          )
           .catch(() => sleep(200));
       }
     })();
@@ -220,16 +249,31 @@ async function main(): Promise<void> {
     const mb = (b: number) => (b / 2 ** 20).toFixed(1);
     console.log(`arm: ${values.arm}; capsules: ${N} (workers ${values.workers})`);
     console.log(`created in ${tCreated} ms; all reconciled (6 objects + status each) in ${tAll} ms (${((N / tAll) * 1000).toFixed(0)} capsules/s)`);
-    console.log(`operator CPU to converge: ${cpuAll.toFixed(1)} s (user + system; what the operator itself spent, unlike the wall time above, which waits on a shared API server)`);
+    console.log(
+      `operator CPU to converge: ${cpuAll.toFixed(1)} s (user + system; what the operator itself spent, unlike the wall time above, which waits on a shared API server)`,
+    );
     console.log(`objects: ${deps} Deployments, ${nps} NetworkPolicies`);
-    console.log(`writes to converge: ${writes0} (${(writes0 / N).toFixed(2)} per capsule: ${metric(m, 'capsule_operator_writes_total', 'verb="apply"')} apply, ${metric(m, 'capsule_operator_writes_total', 'verb="status"')} status)`);
+    console.log(
+      `writes to converge: ${writes0} (${(writes0 / N).toFixed(2)} per capsule: ${metric(m, 'capsule_operator_writes_total', 'verb="apply"')} apply, ${metric(m, 'capsule_operator_writes_total', 'verb="status"')} status)`,
+    );
     console.log(`steady state: ${rec1 - rec0} reconciles over ${((resyncMs * 2 + 3000) / 1000).toFixed(0)} s of resyncs → ${writes1 - writes0} writes`);
-    console.log(`mean reconcile: ${(durConverge * 1000).toFixed(2)} ms while converging (${durCount(m)} reconciles, ${values.workers} at a time, each waiting on its API writes); ${(durSteady * 1000).toFixed(2)} ms in steady state (${durCount(m3) - durCount(m)} no-op reconciles)`);
-    console.log(`operator RSS: ${mb(rssIdle)} MiB idle → ${mb(rssLoaded)} MiB with ${N} capsules (median of ${rssSamples.length} samples over the steady state; min ${mb(rssSamples[0]!)}, max ${mb(rssSamples[rssSamples.length - 1]!)}; ${((rssLoaded - rssIdle) / N / 1024).toFixed(1)} KiB per capsule)`);
-    const heap = (t: string) => `${mb(metric(t, 'capsule_operator_nodejs_heap_size_used_bytes'))}/${mb(metric(t, 'capsule_operator_nodejs_heap_size_total_bytes'))} MiB`;
+    console.log(
+      `mean reconcile: ${(durConverge * 1000).toFixed(2)} ms while converging (${durCount(m)} reconciles, ${values.workers} at a time, each waiting on its API writes); ${(durSteady * 1000).toFixed(2)} ms in steady state (${durCount(m3) - durCount(m)} no-op reconciles)`,
+    );
+    console.log(
+      `operator RSS: ${mb(rssIdle)} MiB idle → ${mb(rssLoaded)} MiB with ${N} capsules (median of ${rssSamples.length} samples over the steady state; min ${mb(rssSamples[0]!)}, max ${mb(rssSamples[rssSamples.length - 1]!)}; ${((rssLoaded - rssIdle) / N / 1024).toFixed(1)} KiB per capsule)`,
+    );
+    const heap = (t: string) =>
+      `${mb(metric(t, 'capsule_operator_nodejs_heap_size_used_bytes'))}/${mb(metric(t, 'capsule_operator_nodejs_heap_size_total_bytes'))} MiB`;
     const spaces = (t: string) =>
-      t.split('\n').filter((l) => l.startsWith('capsule_operator_nodejs_heap_space_size_total_bytes{')).map((l) => `${/space="([^"]+)"/.exec(l)?.[1]} ${mb(Number(l.split(' ').pop()))}`).join(', ');
-    console.log(`V8 heap used/total: ${heap(mIdle)} idle → ${heap(m3)} with ${N} capsules (spaces, MiB: ${spaces(m3)}); external ${mb(metric(m3, 'capsule_operator_nodejs_external_memory_bytes'))} MiB`);
+      t
+        .split('\n')
+        .filter((l) => l.startsWith('capsule_operator_nodejs_heap_space_size_total_bytes{'))
+        .map((l) => `${/space="([^"]+)"/.exec(l)?.[1]} ${mb(Number(l.split(' ').pop()))}`)
+        .join(', ');
+    console.log(
+      `V8 heap used/total: ${heap(mIdle)} idle → ${heap(m3)} with ${N} capsules (spaces, MiB: ${spaces(m3)}); external ${mb(metric(m3, 'capsule_operator_nodejs_external_memory_bytes'))} MiB`,
+    );
   } finally {
     child?.kill('SIGTERM');
     await sleep(500);

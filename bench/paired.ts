@@ -40,7 +40,10 @@ export async function paired(arms: Arm[], rounds: number): Promise<PairedResult>
     if (r % 2) order.reverse();
     for (const i of order) samples[i]!.push(await arms[i]!.run(r));
   }
-  return summarize(arms.map((a) => a.name), samples);
+  return summarize(
+    arms.map((a) => a.name),
+    samples,
+  );
 }
 
 /**
@@ -60,7 +63,10 @@ export function summarize(names: string[], samples: number[][]): PairedResult {
 export type Fmt = (v: number) => string;
 
 export const fmtTime: Fmt = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(1)} µs` : ms < 1000 ? `${ms.toFixed(2)} ms` : `${(ms / 1000).toFixed(2)} s`);
-export const fmtRate = (unit: string): Fmt => (v) => `${v.toFixed(0)} ${unit}`;
+export const fmtRate =
+  (unit: string): Fmt =>
+  (v) =>
+    `${v.toFixed(0)} ${unit}`;
 export const fmtMiB: Fmt = (b) => `${(b / 1048576).toFixed(1)} MiB`;
 export const fmtRatio: Fmt = (x) => `×${x.toFixed(3)}`;
 

@@ -35,7 +35,10 @@ async function main(): Promise<void> {
   const from = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'dist' : 'src';
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
   const capsule = tmp('polling-capsule-');
-  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'polling', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }));
+  writeFileSync(
+    join(capsule, 'murmur.yaml'),
+    capsuleYaml({ name: 'polling', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }),
+  );
   const cache = tmp('polling-cache-');
   const agent = new http.Agent({ keepAlive: true, maxSockets: SENDERS });
 
@@ -48,9 +51,11 @@ async function main(): Promise<void> {
       await sendTask(url, 0, agent); // the first task starts the components: not timed
       let next = 1;
       const t0 = performance.now();
-      await Promise.all(Array.from({ length: senders }, async () => {
-        while (next <= tasks) await sendTask(url, next++, agent);
-      }));
+      await Promise.all(
+        Array.from({ length: senders }, async () => {
+          while (next <= tasks) await sendTask(url, next++, agent);
+        }),
+      );
       return (performance.now() - t0) / tasks;
     } finally {
       await s.stop();
@@ -74,12 +79,32 @@ async function main(): Promise<void> {
   );
   const names = (label: string): string[] => ARMS.map((a) => `${label}, ${a.name}`);
   const rows: [string, string, string?][] = [
-    ...pairedRows(summarize(names(`throughput, ${TASKS} tasks, ${SENDERS} senders`), ARMS.map((a) => perTask.get(a.name)!.map((ms) => 1000 / ms))), fmtRate('tasks/s')),
-    ...pairedRows(summarize(names(`time per task, ${TASKS} tasks, ${SENDERS} senders`), ARMS.map((a) => perTask.get(a.name)!)), fmtTime),
-    ...pairedRows(summarize(names(`time per task, ${SEQUENTIAL} tasks, one sender`), ARMS.map((a) => sequential.get(a.name)!)), fmtTime),
+    ...pairedRows(
+      summarize(
+        names(`throughput, ${TASKS} tasks, ${SENDERS} senders`),
+        ARMS.map((a) => perTask.get(a.name)!.map((ms) => 1000 / ms)),
+      ),
+      fmtRate('tasks/s'),
+    ),
+    ...pairedRows(
+      summarize(
+        names(`time per task, ${TASKS} tasks, ${SENDERS} senders`),
+        ARMS.map((a) => perTask.get(a.name)!),
+      ),
+      fmtTime,
+    ),
+    ...pairedRows(
+      summarize(
+        names(`time per task, ${SEQUENTIAL} tasks, one sender`),
+        ARMS.map((a) => sequential.get(a.name)!),
+      ),
+      fmtTime,
+    ),
   ];
   agent.destroy();
-  console.log(`component threads polling for each other (host/doorbell.ts): mur serve from ${from === 'dist' ? 'compiled dist/' : 'sources via tsx'}, driver-anthropic + echo-tool, scripted provider over HTTP, no hooks; ${ROUNDS} rounds`);
+  console.log(
+    `component threads polling for each other (host/doorbell.ts): mur serve from ${from === 'dist' ? 'compiled dist/' : 'sources via tsx'}, driver-anthropic + echo-tool, scripted provider over HTTP, no hooks; ${ROUNDS} rounds`,
+  );
   console.log(table(rows));
   console.log(machineLine());
 }

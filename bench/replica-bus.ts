@@ -15,7 +15,6 @@ import { ReplicaBus } from '../runtime/a2a/store/replica-bus.ts';
 import { startPostgres } from '../test/support/postgres.ts';
 import { fmtTime, machineLine, paired, pairedRows, table, numArg } from './paired.ts';
 
-
 export async function benchReplicaBus(): Promise<string> {
   const rounds = numArg('rounds', 9);
   const ops = numArg('ops', 200);

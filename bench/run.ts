@@ -19,7 +19,15 @@ import { benchHealthzCount } from './healthz-count.ts';
 import { benchStore } from './store.ts';
 import { benchReplicaBus } from './replica-bus.ts';
 
-const inProcess: Record<string, () => Promise<string>> = { components: benchComponents, loop: () => benchLoop(), script: () => benchScript(), tokens: () => benchTokens(), 'healthz-count': () => benchHealthzCount(), store: () => benchStore(), 'replica-bus': () => benchReplicaBus() };
+const inProcess: Record<string, () => Promise<string>> = {
+  components: benchComponents,
+  loop: () => benchLoop(),
+  script: () => benchScript(),
+  tokens: () => benchTokens(),
+  'healthz-count': () => benchHealthzCount(),
+  store: () => benchStore(),
+  'replica-bus': () => benchReplicaBus(),
+};
 // These run as their own processes (each starts servers or a cluster and exits when done).
 const scripts = ['stack', 'a2a', 'hooks', 'polling', 'telemetry', 'operator', 'images', 'soak', 'reference'];
 // `reference` compares with the reference runtime built outside this repository: in the default
@@ -27,7 +35,8 @@ const scripts = ['stack', 'a2a', 'hooks', 'polling', 'telemetry', 'operator', 'i
 // and fails saying what to set).
 const haveReference = !!(process.env.MURMUR_REFERENCE_BIN && process.env.MURMUR_REFERENCE_FIXTURES);
 const defaults = ['stack', ...Object.keys(inProcess), ...scripts.filter((n) => n !== 'stack' && (n !== 'reference' || haveReference))];
-if (!process.argv.slice(2).length && !haveReference) console.log('(reference: not in this run: set MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES, see bench/reference.ts)\n');
+if (!process.argv.slice(2).length && !haveReference)
+  console.log('(reference: not in this run: set MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES, see bench/reference.ts)\n');
 const names = process.argv.slice(2).length ? process.argv.slice(2) : defaults;
 // Every temp dir a bench makes (registries, capsules, workdirs, transpile caches) goes under one
 // folder for this run, removed at the end; the child benches inherit TMPDIR.

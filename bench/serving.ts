@@ -52,7 +52,11 @@ export function imageProcess(): { nodeFlags: string[]; env: Record<string, strin
  * (`image`: its Node, /app and ENV in its chroot, image-root.ts), or bin/mur on this machine's node
  * from `from`, with the image's node flags and ENV when `asImage`. `env` is laid over either.
  */
-export function murCommand(args: string[], env: Record<string, string>, opts: { from: 'src' | 'dist'; asImage?: boolean; image?: ImageRoot }): { cmd: string; args: string[]; env: Record<string, string> } {
+export function murCommand(
+  args: string[],
+  env: Record<string, string>,
+  opts: { from: 'src' | 'dist'; asImage?: boolean; image?: ImageRoot },
+): { cmd: string; args: string[]; env: Record<string, string> } {
   if (opts.image) return { ...imageCommand(opts.image, args), env: { ...opts.image.env, ...env } };
   const image = opts.asImage ? imageProcess() : { nodeFlags: [], env: {} };
   return { cmd: process.execPath, args: [...image.nodeFlags, MUR, ...args], env: { PATH: process.env.PATH!, MUR_FROM: opts.from, ...image.env, ...env } };
@@ -70,9 +74,20 @@ export interface Serving {
  * `asImage`: node started with the image's flags and ENV (on this machine's node, from `from`);
  * `image`: the runtime image itself (its Node, /app, ENV; image-root.ts), where `from` is moot.
  */
-export function serve(from: 'src' | 'dist', capsule: string, registry: string, env: Record<string, string>, args: string[] = [], opts: { asImage?: boolean; image?: ImageRoot } = {}): Serving {
+export function serve(
+  from: 'src' | 'dist',
+  capsule: string,
+  registry: string,
+  env: Record<string, string>,
+  args: string[] = [],
+  opts: { asImage?: boolean; image?: ImageRoot } = {},
+): Serving {
   const t0 = performance.now();
-  const c = murCommand(['serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet', ...args], env, { from, ...opts });
+  const c = murCommand(
+    ['serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--registry', registry, '--workdir', tmp('stack-work-'), '--quiet', ...args],
+    env,
+    { from, ...opts },
+  );
   const proc = spawn(c.cmd, c.args, { env: c.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
@@ -87,7 +102,9 @@ export function serve(from: 'src' | 'dist', capsule: string, registry: string, e
     void exited.then(() => reject(new Error(`mur serve exited:\n${out}`)));
   });
   return {
-    proc, url, t0,
+    proc,
+    url,
+    t0,
     async stop() {
       if (proc.exitCode === null) {
         proc.kill('SIGTERM');
@@ -99,18 +116,33 @@ export function serve(from: 'src' | 'dist', capsule: string, registry: string, e
 
 /** One A2A `message/send` of a text task to a serving capsule; resolves once it answers completed. */
 export function sendTask(url: string, i: number, agent: http.Agent): Promise<void> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'message/send', params: { message: { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] } } });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: i,
+    method: 'message/send',
+    params: { message: { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] } },
+  });
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } } };
-        if (j.result?.status?.state === 'completed') resolve();
-        else reject(new Error(`task ${i}: ${Buffer.concat(chunks).toString().slice(0, 400)}`));
-      });
-    });
+    const req = http.request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } } };
+          if (j.result?.status?.state === 'completed') resolve();
+          else reject(new Error(`task ${i}: ${Buffer.concat(chunks).toString().slice(0, 400)}`));
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

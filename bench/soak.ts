@@ -62,24 +62,39 @@ function message(): string {
 type Outcome = 'completed' | 'rejected' | 'failed';
 
 function send(agent: http.Agent, url: string, text: string): Promise<Outcome> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } } });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'message/send',
+    params: { message: { kind: 'message', messageId: `m-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } },
+  });
   const u = new URL(url);
   return new Promise((resolve) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        if (res.statusCode === 503 || res.statusCode === 429) return resolve('rejected');
-        try {
-          const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } }; error?: unknown };
-          const state = j.result?.status?.state;
-          // A full queue answers a task in state `rejected` (acceptance: queue).
-          resolve(state === 'completed' ? 'completed' : state === 'rejected' || j.error ? 'rejected' : 'failed');
-        } catch {
-          resolve('failed');
-        }
-      });
-    });
+    const req = http.request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          if (res.statusCode === 503 || res.statusCode === 429) return resolve('rejected');
+          try {
+            const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } }; error?: unknown };
+            const state = j.result?.status?.state;
+            // A full queue answers a task in state `rejected` (acceptance: queue).
+            resolve(state === 'completed' ? 'completed' : state === 'rejected' || j.error ? 'rejected' : 'failed');
+          } catch {
+            resolve('failed');
+          }
+        });
+      },
+    );
     req.on('error', () => resolve('failed'));
     req.end(body);
   });
@@ -92,9 +107,23 @@ async function start(env: Record<string, string>): Promise<{ s: Serving; url: st
   const provider = await startScriptedProvider({ turns: [{ text: 'done' }], apiKey: API_KEY, onExhausted: 'repeat-last' }, { keep: 0 });
   // The image's chroot sees /tmp only: its transpile cache is one of its own (the first start transpiles the driver).
   const cache = IMAGE ? tmp('soak-image-cache-') : join(PROJECT_ROOT, '.cache/components');
-  const s = serve(FROM, capsule, registry, { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: cache, ...EXTRA_ENV, ...env }, [], IMAGE ? { image: IMAGE } : { asImage: true });
+  const s = serve(
+    FROM,
+    capsule,
+    registry,
+    { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: cache, ...EXTRA_ENV, ...env },
+    [],
+    IMAGE ? { image: IMAGE } : { asImage: true },
+  );
   const url = await s.url;
-  return { s, url, async stop() { await s.stop(); await provider.stop(); } };
+  return {
+    s,
+    url,
+    async stop() {
+      await s.stop();
+      await provider.stop();
+    },
+  };
 }
 
 async function soak(): Promise<string[]> {
@@ -105,13 +134,15 @@ async function soak(): Promise<string[]> {
   const t0 = performance.now();
   const end = t0 + SECS * 1000;
   const sampler = setInterval(() => samples.push({ t: (performance.now() - t0) / 1000, rss: procStat(s.proc.pid!).rss }), 5000);
-  await Promise.all(Array.from({ length: CLIENTS }, async () => {
-    while (performance.now() < end) {
-      const o = await send(agent, url, message());
-      counts[o]++;
-      if (o === 'rejected') await new Promise((r) => setTimeout(r, 1000));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (performance.now() < end) {
+        const o = await send(agent, url, message());
+        counts[o]++;
+        if (o === 'rejected') await new Promise((r) => setTimeout(r, 1000));
+      }
+    }),
+  );
   clearInterval(sampler);
   samples.push({ t: (performance.now() - t0) / 1000, rss: procStat(s.proc.pid!).rss });
   agent.destroy();
@@ -149,27 +180,41 @@ async function heapLimited(): Promise<string[]> {
   const counts: Record<Outcome, number> = { completed: 0, rejected: 0, failed: 0 };
   let next = 0;
   let alive = true;
-  s.proc.once('exit', () => { alive = false; });
-  await Promise.all(Array.from({ length: 32 }, async () => {
-    while (alive && next < TASKS) {
-      next++;
-      let o = await send(agent, url, message());
-      while (o === 'rejected' && alive) {
-        counts.rejected++;
-        await new Promise((r) => setTimeout(r, 1000));
-        o = await send(agent, url, message());
+  s.proc.once('exit', () => {
+    alive = false;
+  });
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (alive && next < TASKS) {
+        next++;
+        let o = await send(agent, url, message());
+        while (o === 'rejected' && alive) {
+          counts.rejected++;
+          await new Promise((r) => setTimeout(r, 1000));
+          o = await send(agent, url, message());
+        }
+        counts[o]++;
       }
-      counts[o]++;
-    }
-  }));
+    }),
+  );
   const lived = alive;
   const hwm = lived ? procStat(s.proc.pid!).hwm : 0;
   agent.destroy();
   await stop();
-  return [`  heap limit (--max-old-space-size=300): ${TASKS} tasks of 100 KiB from 32 clients: ${counts.completed} completed, ${counts.failed} failed, ${counts.rejected} rejected then retried; process ${lived ? `alive, max RSS ${fmtMiB(hwm)}` : 'DIED'}`];
+  return [
+    `  heap limit (--max-old-space-size=300): ${TASKS} tasks of 100 KiB from 32 clients: ${counts.completed} completed, ${counts.failed} failed, ${counts.rejected} rejected then retried; process ${lived ? `alive, max RSS ${fmtMiB(hwm)}` : 'DIED'}`,
+  ];
 }
 
-const lines = [`soak: bounded memory under load (mur serve ${IMAGE ? `as the runtime image runs it (node ${IMAGE.nodeVersion}, its ENV)` : `from ${FROM === 'dist' ? 'compiled dist/' : 'sources via tsx'} on node ${process.version}`}, real driver component, no tools, SQLite store${Object.keys(EXTRA_ENV).length ? `; env ${Object.entries(EXTRA_ENV).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''})`];
+const lines = [
+  `soak: bounded memory under load (mur serve ${IMAGE ? `as the runtime image runs it (node ${IMAGE.nodeVersion}, its ENV)` : `from ${FROM === 'dist' ? 'compiled dist/' : 'sources via tsx'} on node ${process.version}`}, real driver component, no tools, SQLite store${
+    Object.keys(EXTRA_ENV).length
+      ? `; env ${Object.entries(EXTRA_ENV)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')}`
+      : ''
+  })`,
+];
 lines.push(...(await soak()));
 lines.push(...(await heapLimited()));
 lines.push(machineLine());

@@ -37,7 +37,10 @@ const TASK_TURNS: ScriptTurn[] = [{ toolCalls: [{ name: 'echo', input: { text: '
 async function main(): Promise<void> {
   const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
   const capsule = tmp('stack-capsule-');
-  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'stack', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }));
+  writeFileSync(
+    join(capsule, 'murmur.yaml'),
+    capsuleYaml({ name: 'stack', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }),
+  );
   const scriptReg = await scriptRegistry();
   const scriptCapsule = tmp('stack-script-');
   writeFileSync(join(scriptCapsule, 'murmur.yaml'), demoYaml());
@@ -49,7 +52,11 @@ async function main(): Promise<void> {
   // One provider per serve process: tasks run in order within a process, so each provider serves
   // tool call, answer, tool call, answer, …
   const provider = async (tasks: number) => startScriptedProvider({ turns: Array.from({ length: tasks }, () => TASK_TURNS).flat(), apiKey: API_KEY });
-  const env = (url: string, cache: string): Record<string, string> => ({ MURMUR_INFERENCE_ENDPOINT: url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: cache });
+  const env = (url: string, cache: string): Record<string, string> => ({
+    MURMUR_INFERENCE_ENDPOINT: url,
+    MURMUR_INFERENCE_API_KEY: API_KEY,
+    MURMUR_COMPONENT_CACHE: cache,
+  });
 
   // Prime the warm cache (and the worker bundle) once, untimed.
   {
@@ -59,13 +66,25 @@ async function main(): Promise<void> {
     await s.stop();
     await p.stop();
     // …and the script capsule's component, so no arm's `mur run` pays its transpile.
-    const r = spawnSync(process.execPath, [MUR, 'run', scriptCapsule, '--registry', scriptReg, '--work-root', tmp('stack-script-work-'), '--quiet', '--task', program()], {
-      env: { PATH: process.env.PATH, MUR_FROM: 'src', MURMUR_COMPONENT_CACHE: warmCache },
-    });
+    const r = spawnSync(
+      process.execPath,
+      [MUR, 'run', scriptCapsule, '--registry', scriptReg, '--work-root', tmp('stack-script-work-'), '--quiet', '--task', program()],
+      {
+        env: { PATH: process.env.PATH, MUR_FROM: 'src', MURMUR_COMPONENT_CACHE: warmCache },
+      },
+    );
     if (r.status !== 0) throw new Error(`mur run (script) exited ${r.status}: ${r.stderr}`);
   }
 
-  type Fig = { cold: { wall: number; cpu: number; hwm: number }; firstTask: number; ready: number; idle1: number; tps: number; idle100: number; script: { wall: number; hwm: number } };
+  type Fig = {
+    cold: { wall: number; cpu: number; hwm: number };
+    firstTask: number;
+    ready: number;
+    idle1: number;
+    tps: number;
+    idle100: number;
+    script: { wall: number; hwm: number };
+  };
   const figs = new Map<string, Fig[]>();
   const round = async (from: 'src' | 'dist'): Promise<number> => {
     // First run ever: nothing transpiled.
@@ -87,9 +106,11 @@ async function main(): Promise<void> {
     const idle1 = await idleRss(s.proc.pid!);
     let next = 1;
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: SENDERS }, async () => {
-      while (next <= TASKS) await send(url, next++);
-    }));
+    await Promise.all(
+      Array.from({ length: SENDERS }, async () => {
+        while (next <= TASKS) await send(url, next++);
+      }),
+    );
     const tps = TASKS / ((performance.now() - t0) / 1000);
     const idle100 = await idleRss(s.proc.pid!);
     await s.stop();
@@ -97,9 +118,27 @@ async function main(): Promise<void> {
 
     // A script capsule end to end through `mur run`.
     const st = performance.now();
-    const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', process.execPath, MUR, 'run', scriptCapsule, '--registry', scriptReg, '--work-root', tmp('stack-script-work-'), '--quiet', '--task', program()], {
-      env: { PATH: process.env.PATH, MUR_FROM: from, MURMUR_COMPONENT_CACHE: warmCache },
-    });
+    const r = spawnSync(
+      '/usr/bin/time',
+      [
+        '-f',
+        'maxrss=%M',
+        process.execPath,
+        MUR,
+        'run',
+        scriptCapsule,
+        '--registry',
+        scriptReg,
+        '--work-root',
+        tmp('stack-script-work-'),
+        '--quiet',
+        '--task',
+        program(),
+      ],
+      {
+        env: { PATH: process.env.PATH, MUR_FROM: from, MURMUR_COMPONENT_CACHE: warmCache },
+      },
+    );
     const scriptWall = performance.now() - st;
     if (r.status !== 0) throw new Error(`mur run (script) exited ${r.status}: ${r.stderr}`);
     const hwm = Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024;
@@ -108,12 +147,23 @@ async function main(): Promise<void> {
     return 0;
   };
   // Both arms run inside each round, alternating; the figures are then paired by round.
-  await paired(froms.map((f) => ({ name: f, run: () => round(f) })), ROUNDS);
+  await paired(
+    froms.map((f) => ({ name: f, run: () => round(f) })),
+    ROUNDS,
+  );
 
   const rows: [string, string, string?][] = [];
   const metric = (label: string, pick: (f: Fig) => number, fmt: (v: number) => string): void => {
     const names = froms.map((f) => `${label}, ${f === 'src' ? 'sources via tsx' : 'compiled dist/'}`);
-    rows.push(...pairedRows(summarize(names, froms.map((f) => figs.get(f)!.map(pick))), fmt));
+    rows.push(
+      ...pairedRows(
+        summarize(
+          names,
+          froms.map((f) => figs.get(f)!.map(pick)),
+        ),
+        fmt,
+      ),
+    );
   };
   metric('throughput, 100 tasks, 8 senders', (f) => f.tps, fmtRate('tasks/s'));
   metric('time per task (1 / throughput)', (f) => 1000 / f.tps, fmtTime);

@@ -18,12 +18,24 @@ import { openStore } from '../runtime/a2a/store/store.ts';
 import { agentMessage, artifact, textPart, toCoreState } from '../runtime/a2a/core/wire.ts';
 import { fmtTime, fmtSpread, machineLine, paired, pairedRows, spread, table, numArg } from './paired.ts';
 
-
 async function oneTask(store: TaskStore, ctx: ServerCallContext, i: number): Promise<void> {
   const id = `task-${i}-${Math.random().toString(36).slice(2)}`;
   const contextId = `ctx-${i}`;
-  const user = { messageId: `m${i}`, contextId, taskId: id, role: 1, parts: [textPart('a question of about a hundred characters, the size of a typical short prompt to an agent.')] } as never;
-  const t: Task = { id, contextId, status: { state: toCoreState('submitted'), message: undefined, timestamp: new Date().toISOString() }, artifacts: [], history: [user], metadata: undefined };
+  const user = {
+    messageId: `m${i}`,
+    contextId,
+    taskId: id,
+    role: 1,
+    parts: [textPart('a question of about a hundred characters, the size of a typical short prompt to an agent.')],
+  } as never;
+  const t: Task = {
+    id,
+    contextId,
+    status: { state: toCoreState('submitted'), message: undefined, timestamp: new Date().toISOString() },
+    artifacts: [],
+    history: [user],
+    metadata: undefined,
+  };
   await store.save(t, ctx);
   t.status = { state: toCoreState('working'), message: undefined, timestamp: new Date().toISOString() };
   await store.save(t, ctx);
@@ -57,7 +69,13 @@ export async function benchStore(): Promise<string> {
       for (let i = 0; i < tasks; i++) await oneTask(store, ctx, i);
       return (performance.now() - t0) / tasks;
     };
-    const res = await paired([{ name: 'in-memory', run: perTask(mem) }, { name: 'sqlite', run: perTask(sqlite.tasks) }], rounds);
+    const res = await paired(
+      [
+        { name: 'in-memory', run: perTask(mem) },
+        { name: 'sqlite', run: perTask(sqlite.tasks) },
+      ],
+      rounds,
+    );
     await sqlite.close();
     return [
       `store: open (SDK migrations + first query) and per-task save cost (4 upserts/task, ${tasks} tasks × ${rounds} rounds)`,
@@ -67,7 +85,12 @@ export async function benchStore(): Promise<string> {
         ...pairedRows(res, fmtTime).map(([a, b, c]) => [`per task: ${a}`, b, c] as [string, string, string?]),
       ]),
       machineLine(),
-      JSON.stringify({ openNewMs: spread(fresh), openExistingMs: spread(reopen), perTaskMs: Object.fromEntries(res.arms.map((a) => [a.name, a.spread])), ratio: res.ratios[0]?.spread }),
+      JSON.stringify({
+        openNewMs: spread(fresh),
+        openExistingMs: spread(reopen),
+        perTaskMs: Object.fromEntries(res.arms.map((a) => [a.name, a.spread])),
+        ratio: res.ratios[0]?.spread,
+      }),
     ].join('\n');
   } finally {
     rmSync(dir, { recursive: true, force: true });

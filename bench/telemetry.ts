@@ -19,7 +19,18 @@ import { fmtTime, machineLine, pairedRows, summarize } from './paired.ts';
 import { ECHO_TOOL } from '../test/loop/kit.ts';
 import { openReplay, toolCall, type ReplayKit } from '../test/loop/replay-kit.ts';
 import { startOtlpReceiver, type OtlpReceiver } from '../test/telemetry/otlp-receiver.ts';
-import { attachMetrics, attachSpans, instrumentSession, RuntimeMetrics, setupTelemetry, startChatSpan, startToolSpan, TELEMETRY_OFF, type SessionTelemetry, type Telemetry } from '../runtime/telemetry/index.ts';
+import {
+  attachMetrics,
+  attachSpans,
+  instrumentSession,
+  RuntimeMetrics,
+  setupTelemetry,
+  startChatSpan,
+  startToolSpan,
+  TELEMETRY_OFF,
+  type SessionTelemetry,
+  type Telemetry,
+} from '../runtime/telemetry/index.ts';
 import { TraceWriter } from '../runtime/trace/writer.ts';
 import { fmtMs, median, table, timeIt } from './stats.ts';
 
@@ -30,7 +41,16 @@ import { fmtMs, median, table, timeIt } from './stats.ts';
 async function perTurnCost(endpoint: string, dead: string): Promise<[string, string, string?][]> {
   const turn = (w: TraceWriter, i: number): void => {
     startChatSpan(w, { model: 'm', turn: i });
-    w.write('inference', { turn: i, input_tokens: 1200, output_tokens: 40, decision: 'tool_call', model: 'm', duration_ms: 3, stop_reason: 'tool_call', reported_usage: { input_tokens: 1100, output_tokens: 40, cached_tokens: 900 } });
+    w.write('inference', {
+      turn: i,
+      input_tokens: 1200,
+      output_tokens: 40,
+      decision: 'tool_call',
+      model: 'm',
+      duration_ms: 3,
+      stop_reason: 'tool_call',
+      reported_usage: { input_tokens: 1100, output_tokens: 40, cached_tokens: 900 },
+    });
     const t = startToolSpan(w, { name: 'echo', callId: `c${i}`, turn: i });
     w.write('tool_call', { turn: i, tool_name: 'echo', input: { text: 'x' }, input_bytes: 12, output_bytes: 30, duration_ms: 1, status: 'ok' });
     t.end({ status: 'ok', kind: 'wasm' });
@@ -39,8 +59,15 @@ async function perTurnCost(endpoint: string, dead: string): Promise<[string, str
     ['none', undefined],
     ['metrics', () => undefined],
     ['spans off + metrics', () => TELEMETRY_OFF],
-    ['live', () => setupTelemetry({ serviceName: 'b', serviceVersion: '1', endpoint, current: false, env: {}, warn: () => {}, batch: { scheduledDelayMillis: 50 } })],
-    ['dead', () => setupTelemetry({ serviceName: 'b', serviceVersion: '1', endpoint: dead, current: false, env: {}, warn: () => {}, batch: { scheduledDelayMillis: 50 } })],
+    [
+      'live',
+      () => setupTelemetry({ serviceName: 'b', serviceVersion: '1', endpoint, current: false, env: {}, warn: () => {}, batch: { scheduledDelayMillis: 50 } }),
+    ],
+    [
+      'dead',
+      () =>
+        setupTelemetry({ serviceName: 'b', serviceVersion: '1', endpoint: dead, current: false, env: {}, warn: () => {}, batch: { scheduledDelayMillis: 50 } }),
+    ],
   ];
   const rows: [string, string, string?][] = [];
   let base = 0;
@@ -56,9 +83,13 @@ async function perTurnCost(endpoint: string, dead: string): Promise<[string, str
     w.write('task_start', { task_id: 't', context_id: 'c', source: 'task_md' });
     let i = 0;
     // 200 turns per sample, so a sample's time is well above the timer's resolution.
-    const xs = await timeIt(50, () => {
-      for (let k = 0; k < 200; k++) turn(w, i++);
-    }, 20);
+    const xs = await timeIt(
+      50,
+      () => {
+        for (let k = 0; k < 200; k++) turn(w, i++);
+      },
+      20,
+    );
     w.write('task_end', { task_id: 't', exit_status: 'ok' });
     for (const f of off) f();
     await tel?.shutdown(500);
@@ -98,11 +129,19 @@ export default async function benchTelemetry(turns = Number(process.env.BENCH_TU
     { name: 'metrics', tel: () => TELEMETRY_OFF },
     { name: 'live', tel: () => setupTelemetry({ serviceName: 'bench', serviceVersion: '1', endpoint: live.url, batch, current: false, ...quiet }) },
     { name: 'dead', tel: () => setupTelemetry({ serviceName: 'bench', serviceVersion: '1', endpoint: dead, batch, current: false, ...quiet }) },
-    { name: 'hanging', tel: () => setupTelemetry({ serviceName: 'bench', serviceVersion: '1', endpoint: hanging.url, batch, exportTimeoutMs: 10_000, current: false, ...quiet }) },
+    {
+      name: 'hanging',
+      tel: () => setupTelemetry({ serviceName: 'bench', serviceVersion: '1', endpoint: hanging.url, batch, exportTimeoutMs: 10_000, current: false, ...quiet }),
+    },
   ];
   const arms: Arm[] = [];
   for (const s of specs) {
-    const kit = await openReplay({ name: `bench-${s.name}`, tools: [ECHO_TOOL], responses: [toolCall('echo', { text: 'tick' }, 'same-id')], inferenceExtra: `  max_turns: ${turns}` });
+    const kit = await openReplay({
+      name: `bench-${s.name}`,
+      tools: [ECHO_TOOL],
+      responses: [toolCall('echo', { text: 'tick' }, 'same-id')],
+      inferenceExtra: `  max_turns: ${turns}`,
+    });
     const arm: Arm = { name: s.name, kit, perTurn: [] };
     if (s.tel) {
       arm.tel = s.tel();
@@ -117,12 +156,24 @@ export default async function benchTelemetry(turns = Number(process.env.BENCH_TU
     const order = arms.map((_, i) => arms[(i + round) % arms.length]!);
     for (const a of order) {
       const t0 = performance.now();
-      const r = await a.kit.session.runTask({ taskId: `r${round}`, contextId: `c${round}`, text: 'loop', source: 'task_md', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' });
+      const r = await a.kit.session.runTask({
+        taskId: `r${round}`,
+        contextId: `c${round}`,
+        text: 'loop',
+        source: 'task_md',
+        traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      });
       a.perTurn.push((performance.now() - t0) / r.turns);
     }
   }
   // Each arm against `none` round by round (paired ratio), min / median / max of both.
-  const rows = pairedRows(summarize(arms.map((a) => a.name), arms.map((a) => a.perTurn)), fmtTime);
+  const rows = pairedRows(
+    summarize(
+      arms.map((a) => a.name),
+      arms.map((a) => a.perTurn),
+    ),
+    fmtTime,
+  );
   const spansPerRound = turns * 2 + 1; // chat + execute_tool per turn, plus invoke_agent
   const out = [
     `telemetry overhead (${turns} turns × ${rounds} rounds per arm, interleaved; ~${spansPerRound} spans per task)`,
@@ -130,13 +181,19 @@ export default async function benchTelemetry(turns = Number(process.env.BENCH_TU
     machineLine(),
     `  live receiver got ${live.spans.length === 0 ? `${live.requests.length} protobuf request(s)` : `${live.spans.length} spans`}; hanging collector got ${hanging.requests.length} request(s) (none answered)`,
   ];
-  out.push('', 'telemetry CPU per turn, no components (2 trace events, a chat and a tool span per turn)', table([['arm', 'per turn (median)'], ...(await perTurnCost(live.url, dead))]));
+  out.push(
+    '',
+    'telemetry CPU per turn, no components (2 trace events, a chat and a tool span per turn)',
+    table([['arm', 'per turn (median)'], ...(await perTurnCost(live.url, dead))]),
+  );
   const t0 = performance.now();
-  await Promise.all(arms.map(async (a) => {
-    await a.kit.close();
-    await a.instr?.shutdown(1000);
-    await a.tel?.shutdown(1000);
-  }));
+  await Promise.all(
+    arms.map(async (a) => {
+      await a.kit.close();
+      await a.instr?.shutdown(1000);
+      await a.tel?.shutdown(1000);
+    }),
+  );
   out.push(`  close + bounded telemetry shutdown of all arms (1 s bound): ${fmtMs(performance.now() - t0)}`);
   await live.close();
   await hanging.close();

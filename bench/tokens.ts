@@ -81,7 +81,10 @@ export async function benchTokens(rounds = Number(process.env.BENCH_ROUNDS ?? 3)
   };
   const split = new RegExp(CL100K_PATTERN, 'gu');
   // Fresh text every round (the same for every arm in that round): no memo hit across rounds.
-  const inputs: Record<string, () => string> = { base64: () => randomBytes(192 * 1024).toString('base64'), 'random code points': () => randomCodePoints(256 * 1024) };
+  const inputs: Record<string, () => string> = {
+    base64: () => randomBytes(192 * 1024).toString('base64'),
+    'random code points': () => randomCodePoints(256 * 1024),
+  };
   const lines: string[] = ['tokens: counting throughput on high-entropy text, UTF-8 MiB/s (higher is better), arms alternating each round'];
   for (const [name, make] of Object.entries(inputs)) {
     const rates: Record<string, number[]> = {};
@@ -105,13 +108,22 @@ export async function benchTokens(rounds = Number(process.env.BENCH_ROUNDS ?? 3)
     lines.push(`  ${name} (${mib.toFixed(2)} MiB, ${counts['js-tiktoken']} tokens by js-tiktoken)`);
     for (const [arm, xs] of Object.entries(rates)) {
       const ref = arm.startsWith('split:') ? 'split: regex' : 'js-tiktoken';
-      const same = counts[arm] === counts[ref] /* last round */ ? (ref === 'js-tiktoken' ? 'count identical' : `pieces identical (${counts[arm]})`) : `COUNT DIFFERS: ${counts[arm]}`;
+      const same =
+        counts[arm] === counts[ref] /* last round */
+          ? ref === 'js-tiktoken'
+            ? 'count identical'
+            : `pieces identical (${counts[arm]})`
+          : `COUNT DIFFERS: ${counts[arm]}`;
       // Paired ratio against the arm it replaces: js-tiktoken for counters, the regex for the split.
       const ratio = xs.map((x, i) => x / rates[ref]![i]!);
       lines.push(`    ${arm.padEnd(20)} ${spread(xs)} MiB/s; ×${ref} ${spread(ratio)}; ${same}`);
     }
   }
-  lines.push(`  encoder build (first use, ms; the worker's includes its JIT warm-up): ${Object.entries(built).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+  lines.push(
+    `  encoder build (first use, ms; the worker's includes its JIT warm-up): ${Object.entries(built)
+      .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+      .join(', ')}`,
+  );
   await worker.close();
   wasm.free();
   return lines.join('\n');

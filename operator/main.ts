@@ -35,7 +35,11 @@ import { dnsFromEnv } from './translate/dns.ts';
 import { apiServerFromEnv } from './translate/api-server.ts';
 
 const env = process.env;
-const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+const list = (v: string | undefined) =>
+  (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 const log = (m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`);
 
 async function main(): Promise<void> {
@@ -47,7 +51,8 @@ async function main(): Promise<void> {
   const client = new KubeClient();
   const identity = env.POD_NAME || `${hostname()}-${process.pid}`;
   const metricsFrom = list(env.METRICS_FROM_NAMESPACES);
-  const otlpSecret = env.OTLP_HEADERS_SECRET_NAME && env.OTLP_HEADERS_SECRET_KEY ? { name: env.OTLP_HEADERS_SECRET_NAME, key: env.OTLP_HEADERS_SECRET_KEY } : undefined;
+  const otlpSecret =
+    env.OTLP_HEADERS_SECRET_NAME && env.OTLP_HEADERS_SECRET_KEY ? { name: env.OTLP_HEADERS_SECRET_NAME, key: env.OTLP_HEADERS_SECRET_KEY } : undefined;
   const { usage, usageScraper } = usageFromEnv(env);
   const pull = env.RUNTIME_IMAGE_PULL_POLICY as 'Always' | 'IfNotPresent' | 'Never' | undefined;
   const op = await startOperator({

@@ -71,9 +71,10 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
       ...(cfg.beforeWrite ? { beforeWrite: cfg.beforeWrite } : {}),
     });
     ctrl = c;
-    const u = cfg.usage && cfg.usage.intervalMs > 0
-      ? new UsageScraper(cfg.client, c.capsules, { ...cfg.usage, ...(cfg.namespaces ? { namespaces: cfg.namespaces } : {}), metrics, log })
-      : undefined;
+    const u =
+      cfg.usage && cfg.usage.intervalMs > 0
+        ? new UsageScraper(cfg.client, c.capsules, { ...cfg.usage, ...(cfg.namespaces ? { namespaces: cfg.namespaces } : {}), metrics, log })
+        : undefined;
     scraper = u;
     starting = c
       .start()

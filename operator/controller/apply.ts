@@ -69,7 +69,9 @@ export async function prune(
 export class WriteRefused extends Error {
   constructor(obj: KubeObject, e: ApiError) {
     // Bounded: the message goes into a condition and an Event (an API message may quote the object).
-    super(`the API server refused to write ${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name} (${e.status} ${e.reason}): ${e.message.length > 800 ? `${e.message.slice(0, 800)}…` : e.message}`);
+    super(
+      `the API server refused to write ${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name} (${e.status} ${e.reason}): ${e.message.length > 800 ? `${e.message.slice(0, 800)}…` : e.message}`,
+    );
     this.name = 'WriteRefused';
   }
 }

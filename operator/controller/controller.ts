@@ -124,16 +124,29 @@ export class CapsuleController {
     // one when RBAC allows): they are kept apart and told they are not watched.
     const watched = new Set(o.namespaces ?? []);
     const keep = (c: Capsule) => !watched.size || watched.has(c.metadata.namespace ?? '');
-    this.capsules = new Informer<Capsule>(client, 'capsules', paths('murmur.io/v1alpha1', 'Capsule'), { ...io, transform: typed('murmur.io/v1alpha1', 'Capsule'), keep })
+    this.capsules = new Informer<Capsule>(client, 'capsules', paths('murmur.io/v1alpha1', 'Capsule'), {
+      ...io,
+      transform: typed('murmur.io/v1alpha1', 'Capsule'),
+      keep,
+    })
       .on((t, c, old) => this.onCapsule(t, c, old))
       .onSkipped((t, c) => {
         if (t === 'ADDED') this.enqueue(UNWATCHED_KEY + keyOf(c));
       });
-    this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on((t, h, old) => this.onHook(t, h, old));
-    this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) => this.onSecret(s));
+    this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on(
+      (t, h, old) => this.onHook(t, h, old),
+    );
+    this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) =>
+      this.onSecret(s),
+    );
     this.services = new Informer<ServiceInfo & KubeObject>(client, 'services', paths('v1', 'Service'), {
       ...io,
-      transform: (o: any) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion }, ...serviceInfo(o) }),
+      transform: (o: any) => ({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion },
+        ...serviceInfo(o),
+      }),
     }).on((_t, s) => this.onService(s));
     // Owned objects and pods indexed by their Capsule (label): prune and status read a capsule's own.
     const byCapsule = (o: KubeObject) => {
@@ -141,7 +154,12 @@ export class CapsuleController {
       return owner && o.metadata.namespace ? `${o.metadata.namespace}/${owner}` : undefined;
     };
     for (const [av, kind] of OWNED_KINDS) {
-      const inf = new Informer<OwnedEntry>(client, kind, paths(av, kind), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: ownedTyped(av, kind), indexBy: byCapsule });
+      const inf = new Informer<OwnedEntry>(client, kind, paths(av, kind), {
+        ...io,
+        labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`,
+        transform: ownedTyped(av, kind),
+        indexBy: byCapsule,
+      });
       inf.on((_t, obj, old) => {
         carryVerdict(obj, old);
         const owner = obj.metadata.labels?.[LABEL_CAPSULE];
@@ -152,10 +170,21 @@ export class CapsuleController {
     const podInfo = (o: any): PodLike => ({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: o.metadata.name, namespace: o.metadata.namespace, labels: o.metadata.labels, annotations: o.metadata.annotations, deletionTimestamp: o.metadata.deletionTimestamp },
+      metadata: {
+        name: o.metadata.name,
+        namespace: o.metadata.namespace,
+        labels: o.metadata.labels,
+        annotations: o.metadata.annotations,
+        deletionTimestamp: o.metadata.deletionTimestamp,
+      },
       status: { containerStatuses: o.status?.containerStatuses },
     });
-    this.pods = new Informer<PodLike>(client, 'pods', paths('v1', 'Pod'), { ...io, labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`, transform: podInfo, indexBy: byCapsule });
+    this.pods = new Informer<PodLike>(client, 'pods', paths('v1', 'Pod'), {
+      ...io,
+      labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`,
+      transform: podInfo,
+      indexBy: byCapsule,
+    });
     this.pods.on((_t, pod) => {
       const owner = pod.metadata.labels?.[LABEL_CAPSULE];
       if (owner && pod.metadata.namespace) this.enqueue(`${pod.metadata.namespace}/${owner}`);
@@ -213,13 +242,22 @@ export class CapsuleController {
     // The operator-wide OTLP headers Secret concerns every capsule of its namespace.
     const otlp = this.o.translate.otlp?.headersSecret?.name === s.metadata.name;
     for (const c of this.capsules.store.values())
-      if (c.metadata.namespace === ns && (otlp || c.spec.inference?.apiKeySecretRef?.name === s.metadata.name || c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name || c.spec.store?.postgres?.urlSecretRef.name === s.metadata.name || mcpSecretNames(c.spec).includes(s.metadata.name))) this.enqueue(keyOf(c));
+      if (
+        c.metadata.namespace === ns &&
+        (otlp ||
+          c.spec.inference?.apiKeySecretRef?.name === s.metadata.name ||
+          c.spec.a2a?.auth?.apiKeys?.secretName === s.metadata.name ||
+          c.spec.store?.postgres?.urlSecretRef.name === s.metadata.name ||
+          mcpSecretNames(c.spec).includes(s.metadata.name))
+      )
+        this.enqueue(keyOf(c));
   }
 
   /** A Service an MCP server names appeared, moved its pods or ports, or went: its egress rule follows. */
   private onService(s: KubeObject): void {
     const key = keyOf(s);
-    for (const c of this.capsules.store.values()) if (c.spec.mcp && mcpServiceKeys(c.metadata.namespace ?? 'default', c.spec).includes(key)) this.enqueue(keyOf(c));
+    for (const c of this.capsules.store.values())
+      if (c.spec.mcp && mcpServiceKeys(c.metadata.namespace ?? 'default', c.spec).includes(key)) this.enqueue(keyOf(c));
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -312,7 +350,9 @@ export class CapsuleController {
     const told = this.capsules.scopePaths[0] === collectionPath('murmur.io/v1alpha1', 'Capsule');
     this.log(
       `WARNING: watching Capsules only in namespaces ${ns.join(', ')} (chart value watchNamespaces): a Capsule anywhere else gets no objects and no status; ` +
-        (told ? `each gets a Warning Event NamespaceNotWatched (${this.capsules.skipped.size} now)` : 'this operator may not list Capsules cluster-wide, so they are not told'),
+        (told
+          ? `each gets a Warning Event NamespaceNotWatched (${this.capsules.skipped.size} now)`
+          : 'this operator may not list Capsules cluster-wide, so they are not told'),
     );
   }
 
@@ -346,7 +386,14 @@ export class CapsuleController {
     for (const k of mcpServiceKeys(ns, c.spec)) services[k] = this.services.get(k);
     const callers = this.dependents.callers(key).filter((k) => this.capsules.store.has(k));
     return {
-      capsule: c, hooks, secrets, services, callers, capsulePorts: this.dependents.ports, noTokenPeers: this.dependents.noTokens, options: this.o.translate,
+      capsule: c,
+      hooks,
+      secrets,
+      services,
+      callers,
+      capsulePorts: this.dependents.ports,
+      noTokenPeers: this.dependents.noTokens,
+      options: this.o.translate,
       refusals: (yaml: string, n: number) => this.refusals.check(key, yaml, n),
     };
   }

@@ -90,7 +90,7 @@ export class LeaderElector {
       spec: {
         ...cur.spec,
         ...spec,
-        acquireTime: mine ? cur.spec.acquireTime ?? microTime(now) : microTime(now),
+        acquireTime: mine ? (cur.spec.acquireTime ?? microTime(now)) : microTime(now),
         leaseTransitions: (cur.spec.leaseTransitions ?? 0) + (mine ? 0 : 1),
       },
     };

@@ -3,15 +3,29 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 export class OperatorMetrics {
   readonly registry = new Registry();
-  readonly reconciles = new Counter({ name: 'capsule_operator_reconcile_total', help: 'Reconciles by result (success, blocked, error).', labelNames: ['result'] as const, registers: [this.registry] });
-  readonly errors = new Counter({ name: 'capsule_operator_reconcile_errors_total', help: 'Reconciles that failed and were requeued with backoff.', registers: [this.registry] });
+  readonly reconciles = new Counter({
+    name: 'capsule_operator_reconcile_total',
+    help: 'Reconciles by result (success, blocked, error).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly errors = new Counter({
+    name: 'capsule_operator_reconcile_errors_total',
+    help: 'Reconciles that failed and were requeued with backoff.',
+    registers: [this.registry],
+  });
   readonly duration = new Histogram({
     name: 'capsule_operator_reconcile_duration_seconds',
     help: 'Time to reconcile one Capsule.',
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
-  readonly writes = new Counter({ name: 'capsule_operator_writes_total', help: 'API writes by verb (apply, delete, status, event, usage).', labelNames: ['verb'] as const, registers: [this.registry] });
+  readonly writes = new Counter({
+    name: 'capsule_operator_writes_total',
+    help: 'API writes by verb (apply, delete, status, event, usage).',
+    labelNames: ['verb'] as const,
+    registers: [this.registry],
+  });
   readonly usageScrapes = new Counter({
     name: 'capsule_operator_usage_scrapes_total',
     help: "Scrapes of capsule pods' /metrics for status.usage, by result (ok, error).",

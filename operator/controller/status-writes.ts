@@ -27,7 +27,14 @@ const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
  * A Capsule's status from its translate result, its Deployment and its pods; Events for new
  * problems and for the transitions a user waits for. The written Capsule goes into `capsules`.
  */
-export async function reportCapsule(ctx: StatusContext, capsules: Informer<Capsule>, c: Capsule, r: TranslateResult, deployment: OwnedEntry | undefined, pods: PodLike[]): Promise<void> {
+export async function reportCapsule(
+  ctx: StatusContext,
+  capsules: Informer<Capsule>,
+  c: Capsule,
+  r: TranslateResult,
+  deployment: OwnedEntry | undefined,
+  pods: PodLike[],
+): Promise<void> {
   const status = computeStatus(c, r, deployment, now(), runtimeExit(pods, r.configHash));
   if (sameStatus(c.status, status)) return;
   const prevDegraded = c.status?.conditions?.find((x) => x.type === 'Degraded');
@@ -41,9 +48,15 @@ export async function reportCapsule(ctx: StatusContext, capsules: Informer<Capsu
   // Normal events for the transitions a user waits for.
   const prevReady = c.status?.conditions?.find((x) => x.type === 'Ready');
   const nowReady = status.conditions?.find((x) => x.type === 'Ready');
-  if (nowReady?.status === 'True' && prevReady?.status !== 'True') await event(ctx, c, { reason: nowReady.reason, message: `Capsule is ready: ${nowReady.message}` }, 'Normal');
+  if (nowReady?.status === 'True' && prevReady?.status !== 'True')
+    await event(ctx, c, { reason: nowReady.reason, message: `Capsule is ready: ${nowReady.message}` }, 'Normal');
   if (!r.problems.some((p) => p.fatal) && status.configHash !== c.status?.configHash) {
-    await event(ctx, c, { reason: 'Applied', message: `configuration ${status.configHash} applied (ConfigMap, Service, ServiceAccount, NetworkPolicies, Deployment)` }, 'Normal');
+    await event(
+      ctx,
+      c,
+      { reason: 'Applied', message: `configuration ${status.configHash} applied (ConfigMap, Service, ServiceAccount, NetworkPolicies, Deployment)` },
+      'Normal',
+    );
   }
 }
 
@@ -68,7 +81,12 @@ export async function tellUnwatched(ctx: StatusContext, c: Capsule, namespaces: 
 }
 
 /** An Event on the Capsule; a problem's message carries its stable code. A failed one is logged, not retried. */
-async function event(ctx: StatusContext, c: Capsule, p: Pick<Problem, 'reason' | 'message'> | { reason: string; message: string }, type: 'Warning' | 'Normal' = 'Warning'): Promise<void> {
+async function event(
+  ctx: StatusContext,
+  c: Capsule,
+  p: Pick<Problem, 'reason' | 'message'> | { reason: string; message: string },
+  type: 'Warning' | 'Normal' = 'Warning',
+): Promise<void> {
   const code = (PROBLEM_CODES as Record<string, string | undefined>)[p.reason];
   const at = now();
   try {
@@ -76,7 +94,14 @@ async function event(ctx: StatusContext, c: Capsule, p: Pick<Problem, 'reason' |
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { name: '', generateName: `${c.metadata.name}.`, namespace: c.metadata.namespace ?? 'default' },
-      involvedObject: { apiVersion: c.apiVersion, kind: 'Capsule', name: c.metadata.name, namespace: c.metadata.namespace, uid: c.metadata.uid, resourceVersion: c.metadata.resourceVersion },
+      involvedObject: {
+        apiVersion: c.apiVersion,
+        kind: 'Capsule',
+        name: c.metadata.name,
+        namespace: c.metadata.namespace,
+        uid: c.metadata.uid,
+        resourceVersion: c.metadata.resourceVersion,
+      },
       reason: p.reason,
       message: code ? `${p.message} [${code}]` : p.message,
       type,

@@ -28,7 +28,14 @@ export function notWatchedEvent(c: Capsule, watched: readonly string[], identity
     apiVersion: 'v1',
     kind: 'Event',
     metadata: { name: `${c.metadata.name}.not-watched.${c.metadata.uid}`, namespace: ns },
-    involvedObject: { apiVersion: c.apiVersion, kind: 'Capsule', name: c.metadata.name, namespace: ns, uid: c.metadata.uid, resourceVersion: c.metadata.resourceVersion },
+    involvedObject: {
+      apiVersion: c.apiVersion,
+      kind: 'Capsule',
+      name: c.metadata.name,
+      namespace: ns,
+      uid: c.metadata.uid,
+      resourceVersion: c.metadata.resourceVersion,
+    },
     reason: NOT_WATCHED_REASON,
     message:
       `namespace ${ns} is not watched by capsule-operator (it watches ${named}): this Capsule gets no objects and no status. ` +

@@ -11,12 +11,18 @@ const CALLER = '^(apikey:[A-Za-z0-9][-._A-Za-z0-9]*|system:serviceaccount:[a-z0-
 export function a2aSchema(): Schema {
   return obj('A2A serving settings of the capsule pods.', {
     auth: obj(
-      'Who may call the capsule. Default: capsules presenting a ServiceAccount token projected for this capsule\'s Service URL (verified with a TokenReview); no API keys; no anonymous callers.',
+      "Who may call the capsule. Default: capsules presenting a ServiceAccount token projected for this capsule's Service URL (verified with a TokenReview); no API keys; no anonymous callers.",
       {
-        anonymous: bool('Serve callers without credentials too, as one shared anonymous caller whose trust header is ignored and who sees only anonymous tasks. Default false.', { default: false }),
-        serviceAccounts: bool("Accept Kubernetes ServiceAccount tokens whose audience is this capsule's Service URL (the operator projects such a token into every capsule that names this one in network.allow). Default true.", { default: true }),
+        anonymous: bool(
+          'Serve callers without credentials too, as one shared anonymous caller whose trust header is ignored and who sees only anonymous tasks. Default false.',
+          { default: false },
+        ),
+        serviceAccounts: bool(
+          "Accept Kubernetes ServiceAccount tokens whose audience is this capsule's Service URL (the operator projects such a token into every capsule that names this one in network.allow). Default true.",
+          { default: true },
+        ),
         apiKeys: obj(
-          'Bearer API keys for callers outside the cluster: every key of the Secret is one holder (the key name; the caller is apikey:<name>) and its value that holder\'s key (at least 16 characters). The Secret is mounted into the pods; a change rolls them.',
+          "Bearer API keys for callers outside the cluster: every key of the Secret is one holder (the key name; the caller is apikey:<name>) and its value that holder's key (at least 16 characters). The Secret is mounted into the pods; a change rolls them.",
           { secretName: str('Secret in the Capsule namespace.', { maxLength: 253 }) },
           {
             required: ['secretName'],

@@ -14,7 +14,18 @@
  * covered by the capsule's) is caught by the operator, which runs the runtime validator on the
  * rendered murmur.yaml (InvalidManifest, E-OP-009).
  */
-import { CAPSULE_PATTERN, CAPSULE_RULE, CIDR_PORT_PATTERN, FORMS_RULE, HOST_ENTRY_PATTERN, IPV4_SHAPED_PATTERN, IPV4_VALID_PATTERN, SCHEME, WILDCARD, WILDCARD_RULE } from '../../runtime/contracts/network-grant.ts';
+import {
+  CAPSULE_PATTERN,
+  CAPSULE_RULE,
+  CIDR_PORT_PATTERN,
+  FORMS_RULE,
+  HOST_ENTRY_PATTERN,
+  IPV4_SHAPED_PATTERN,
+  IPV4_VALID_PATTERN,
+  SCHEME,
+  WILDCARD,
+  WILDCARD_RULE,
+} from '../../runtime/contracts/network-grant.ts';
 import { NAME_RE } from '../../runtime/manifest/checks.ts';
 import type { Validation } from './schema.ts';
 
@@ -70,7 +81,8 @@ export const stripEnvRule = (): Validation => ({
 /** Appends the code to a rule's message (static or expression) unless it already carries one. */
 export function withCode(v: Validation, code: string): Validation {
   if (v.message !== undefined && !v.message.includes('[E-OP-')) return { ...v, message: `${v.message} [${code}]` };
-  if (v.messageExpression !== undefined && !v.messageExpression.includes('[E-OP-')) return { ...v, messageExpression: `(${v.messageExpression}) + " [${code}]"` };
+  if (v.messageExpression !== undefined && !v.messageExpression.includes('[E-OP-'))
+    return { ...v, messageExpression: `(${v.messageExpression}) + " [${code}]"` };
   if (v.message === undefined && v.messageExpression === undefined) return v;
   return v;
 }

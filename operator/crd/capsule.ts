@@ -43,7 +43,10 @@ function inferenceSchema(): Schema {
         { required: ['artifact'] },
       ),
       model: str('Model name passed to the driver.', { minLength: 1, maxLength: 256 }),
-      endpoint: str('Provider base URL the driver calls, e.g. https://api.anthropic.com (Anthropic Messages) or https://api.openai.com/v1 (OpenAI Chat Completions). Required: the runtime has no default, and the driver may reach this destination and nothing else.', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
+      endpoint: str(
+        'Provider base URL the driver calls, e.g. https://api.anthropic.com (Anthropic Messages) or https://api.openai.com/v1 (OpenAI Chat Completions). Required: the runtime has no default, and the driver may reach this destination and nothing else.',
+        { pattern: '^https?://[^\\s]+$', maxLength: 2048 },
+      ),
       max_turns: int('Inference turns per task (default 10).', { minimum: 1 }),
       max_tokens: int('Output tokens per turn (default 8192).', { minimum: 1 }),
       max_session_tokens: int('Spend ceiling for the session, in tokens.', { minimum: 1 }),
@@ -55,7 +58,10 @@ function inferenceSchema(): Schema {
       }),
       apiKeySecretRef: obj(
         'Secret key holding the provider API key, in the Capsule namespace.',
-        { name: str('Secret name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }), key: str('Key in the Secret.', { pattern: '^[-._a-zA-Z0-9]+$', maxLength: 253 }) },
+        {
+          name: str('Secret name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }),
+          key: str('Key in the Secret.', { pattern: '^[-._a-zA-Z0-9]+$', maxLength: 253 }),
+        },
         { required: ['name', 'key'] },
       ),
       api_key: str('Not accepted: put the key in a Secret and use apiKeySecretRef.'),
@@ -86,10 +92,16 @@ function storeSchema(): Schema {
         {
           urlSecretRef: obj(
             'Secret key holding the postgresql:// URL (credentials included), in the Capsule namespace; reaches the runtime as the env var MURMUR_STORE, never in the manifest, the arguments or a log.',
-            { name: str('Secret name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }), key: str('Key in the Secret.', { pattern: '^[-._a-zA-Z0-9]+$', maxLength: 253 }) },
+            {
+              name: str('Secret name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }),
+              key: str('Key in the Secret.', { pattern: '^[-._a-zA-Z0-9]+$', maxLength: 253 }),
+            },
             { required: ['name', 'key'] },
           ),
-          address: str('Where the server is, for the egress NetworkPolicy: host:port, IP:port or CIDR:port (e.g. postgres.db.svc.cluster.local:5432 or 10.0.0.0/24:5432).', { minLength: 1, maxLength: 512 }),
+          address: str(
+            'Where the server is, for the egress NetworkPolicy: host:port, IP:port or CIDR:port (e.g. postgres.db.svc.cluster.local:5432 or 10.0.0.0/24:5432).',
+            { minLength: 1, maxLength: 512 },
+          ),
         },
         { required: ['urlSecretRef', 'address'] },
       ),
@@ -102,16 +114,23 @@ function ingressSchema(): Schema {
   return obj('Who may call this capsule over A2A, besides capsules whose network.allow names it.', {
     from: arr(
       'Admitted callers; each entry becomes a NetworkPolicy ingress peer on the A2A port.',
-      obj('Pods in a namespace (by name or selector), optionally narrowed by a pod selector.', {
-        namespace: str('Namespace name.', { pattern: DNS_LABEL, maxLength: 63 }),
-        namespaceSelector: labelSelector('Namespaces by label.'),
-        podSelector: labelSelector('Pods by label (in the Capsule namespace unless a namespace is given).'),
-      }, {
-        'x-kubernetes-validations': [
-          { rule: 'has(self.namespace) || has(self.namespaceSelector) || has(self.podSelector)', message: 'an ingress peer needs namespace, namespaceSelector or podSelector' },
-          { rule: '!(has(self.namespace) && has(self.namespaceSelector))', message: 'give namespace or namespaceSelector, not both' },
-        ],
-      }),
+      obj(
+        'Pods in a namespace (by name or selector), optionally narrowed by a pod selector.',
+        {
+          namespace: str('Namespace name.', { pattern: DNS_LABEL, maxLength: 63 }),
+          namespaceSelector: labelSelector('Namespaces by label.'),
+          podSelector: labelSelector('Pods by label (in the Capsule namespace unless a namespace is given).'),
+        },
+        {
+          'x-kubernetes-validations': [
+            {
+              rule: 'has(self.namespace) || has(self.namespaceSelector) || has(self.podSelector)',
+              message: 'an ingress peer needs namespace, namespaceSelector or podSelector',
+            },
+            { rule: '!(has(self.namespace) && has(self.namespaceSelector))', message: 'give namespace or namespaceSelector, not both' },
+          ],
+        },
+      ),
       { maxItems: 32 },
     ),
   });
@@ -134,16 +153,30 @@ export function capsuleSpecSchema(): Schema {
         seed_budget: num('Fraction of max_tokens a seed-context hook may fill (default 0.10).', { minimum: 0, maximum: 1 }),
         seed_overflow_margin: num('Over-budget margin within which the oldest seed messages are dropped (default 0.10).', { minimum: 0 }),
       }),
-      lifecycle: obj('Task lifecycle.', {
-        task_acceptance: enm('queue (default on Kubernetes): one long-running session serving A2A tasks in order; single: one A2A task, then the pod exits and restarts with a fresh session; none: one task from the launch (not servable as a Deployment).', ['none', 'single', 'queue'], { default: 'queue' }),
-        queue_depth: int('Queue depth (queue mode only, default 1).', { minimum: 1 }),
-        input_timeout_secs: int('Timeout for request-input in seconds: a task given no reply within it fails (default 3600).', { minimum: 1 }),
-        conversation: enm('stateless or threaded conversations.', ['stateless', 'threaded']),
-        max_task_reopens: int('How often on-task-end may reopen a task (default 1, 0 disables).', { minimum: 0 }),
-        delegation_deadline_secs: int('Deadline of a delegated task (default 600).', { minimum: 1 }),
-      }, {
-        'x-kubernetes-validations': [{ rule: "!has(self.queue_depth) || self.task_acceptance == 'queue'", message: "queue_depth applies to task_acceptance 'queue' only", fieldPath: '.queue_depth' }],
-      }),
+      lifecycle: obj(
+        'Task lifecycle.',
+        {
+          task_acceptance: enm(
+            'queue (default on Kubernetes): one long-running session serving A2A tasks in order; single: one A2A task, then the pod exits and restarts with a fresh session; none: one task from the launch (not servable as a Deployment).',
+            ['none', 'single', 'queue'],
+            { default: 'queue' },
+          ),
+          queue_depth: int('Queue depth (queue mode only, default 1).', { minimum: 1 }),
+          input_timeout_secs: int('Timeout for request-input in seconds: a task given no reply within it fails (default 3600).', { minimum: 1 }),
+          conversation: enm('stateless or threaded conversations.', ['stateless', 'threaded']),
+          max_task_reopens: int('How often on-task-end may reopen a task (default 1, 0 disables).', { minimum: 0 }),
+          delegation_deadline_secs: int('Deadline of a delegated task (default 600).', { minimum: 1 }),
+        },
+        {
+          'x-kubernetes-validations': [
+            {
+              rule: "!has(self.queue_depth) || self.task_acceptance == 'queue'",
+              message: "queue_depth applies to task_acceptance 'queue' only",
+              fieldPath: '.queue_depth',
+            },
+          ],
+        },
+      ),
       observability: obj('Observability settings of the runtime.', {
         otel_endpoint: str('OTLP/HTTP endpoint for traces (overrides the operator-wide setting).', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
       }),
@@ -152,10 +185,14 @@ export function capsuleSpecSchema(): Schema {
       }),
       hooks: arr(
         'Hook objects (same namespace) the capsule runs, in order.',
-        obj('A reference to a Hook.', {
-          name: str('Hook object name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }),
-          capabilities: capabilities("The grant this capsule gives the hook (a hook's grant is never its own).", 16, 128),
-        }, { required: ['name'] }),
+        obj(
+          'A reference to a Hook.',
+          {
+            name: str('Hook object name.', { pattern: DNS_LABEL.replace('[-a-z0-9]', '[-.a-z0-9]'), maxLength: 253 }),
+            capabilities: capabilities("The grant this capsule gives the hook (a hook's grant is never its own).", 16, 128),
+          },
+          { required: ['name'] },
+        ),
         {
           maxItems: 32,
           'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, y.name == x.name))', message: 'hook references must be unique' }],
@@ -163,11 +200,17 @@ export function capsuleSpecSchema(): Schema {
       ),
       store: storeSchema(),
       replicas: int('Pods running this capsule (default 1). More than one needs the shared store (store.postgres).', { minimum: 0, maximum: 100, default: 1 }),
-      resources: obj('Container resources (default requests cpu 100m, memory 256Mi; limit memory 1Gi). ephemeral-storage, when not given, is requested 256Mi and limited to workdirSizeLimit + 512Mi: past it the kubelet evicts the pod.', {
-        limits: map('Resource limits.', quantity('A quantity.')),
-        requests: map('Resource requests.', quantity('A quantity.')),
-      }),
-      workdirSizeLimit: str('Size limit of the session workdir volume (an emptyDir holding the embedded SQLite store, the artifact cache and conversations), e.g. 1Gi (the default) or 500Mi. Past it the kubelet evicts the pod.', { pattern: '^[1-9][0-9]*(\\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$', maxLength: 32 }),
+      resources: obj(
+        'Container resources (default requests cpu 100m, memory 256Mi; limit memory 1Gi). ephemeral-storage, when not given, is requested 256Mi and limited to workdirSizeLimit + 512Mi: past it the kubelet evicts the pod.',
+        {
+          limits: map('Resource limits.', quantity('A quantity.')),
+          requests: map('Resource requests.', quantity('A quantity.')),
+        },
+      ),
+      workdirSizeLimit: str(
+        'Size limit of the session workdir volume (an emptyDir holding the embedded SQLite store, the artifact cache and conversations), e.g. 1Gi (the default) or 500Mi. Past it the kubelet evicts the pod.',
+        { pattern: '^[1-9][0-9]*(\\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$', maxLength: 32 },
+      ),
       image: str('Runtime image override (default: the operator-wide runtime image).', { maxLength: 512 }),
       imagePullPolicy: enm('Image pull policy.', ['Always', 'IfNotPresent', 'Never']),
       servicePort: int('A2A Service port (default 8080).', { minimum: 1, maximum: 65535, default: 8080 }),
@@ -179,7 +222,8 @@ export function capsuleSpecSchema(): Schema {
       'x-kubernetes-validations': [
         {
           rule: '!has(self.replicas) || self.replicas <= 1 || (has(self.store) && has(self.store.postgres))',
-          message: 'replicas > 1 needs the shared store: set spec.store.postgres (with the embedded store each pod would keep its own tasks, and tasks/get, cancel and input replies routed to another pod would fail)',
+          message:
+            'replicas > 1 needs the shared store: set spec.store.postgres (with the embedded store each pod would keep its own tasks, and tasks/get, cancel and input replies routed to another pod would fail)',
           fieldPath: '.replicas',
         },
         {
@@ -223,7 +267,10 @@ export function capsuleCrd(): Record<string, unknown> {
           storage: true,
           // /scale: `kubectl scale capsule`, an HPA or KEDA set spec.replicas; the operator carries it to
           // the Deployment (it never scales the Deployment on its own).
-          subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } },
+          subresources: {
+            status: {},
+            scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+          },
           additionalPrinterColumns: [
             { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
             { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
@@ -235,40 +282,40 @@ export function capsuleCrd(): Record<string, unknown> {
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: {
-            openAPIV3Schema: codeAllRules(obj(
-              `Capsule (${API_VERSION}) runs one AI agent capsule: its manifest, the pods running the runtime image, an A2A Service and NetworkPolicies from its allowlist.`,
-              {
-                apiVersion: str('APIVersion of this object.'),
-                kind: str('Kind of this object.'),
-                metadata: { type: 'object' },
-                spec: capsuleSpecSchema(),
-                status: obj('Observed state, written by the operator.', {
-                  observedGeneration: int('Generation last reconciled.', { format: 'int64' }),
-                  conditions: conditionsSchema(),
-                  replicas: int('Pods that exist now (the Deployment status); the /scale subresource reports it.'),
-                  selector: str('Label selector of the capsule pods, for the /scale subresource (HPA).'),
-                  readyReplicas: int('Pods ready.'),
-                  a2aUrl: str('In-cluster A2A URL of the capsule Service.'),
-                  configHash: str('Hash of manifest, hooks and Secret versions the pods run.'),
-                  usage: usageSchema(),
-                }),
-              },
-              {
-                required: ['spec'],
-                'x-kubernetes-validations': [
-                  {
-                    rule: "size(self.metadata.name) <= 50 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
-                    message: 'a Capsule name must be a DNS label of at most 50 characters starting with a letter (it names its Service and NetworkPolicies)',
-                  },
-                ],
-              },
-            ), CAPSULE_CODE),
+            openAPIV3Schema: codeAllRules(
+              obj(
+                `Capsule (${API_VERSION}) runs one AI agent capsule: its manifest, the pods running the runtime image, an A2A Service and NetworkPolicies from its allowlist.`,
+                {
+                  apiVersion: str('APIVersion of this object.'),
+                  kind: str('Kind of this object.'),
+                  metadata: { type: 'object' },
+                  spec: capsuleSpecSchema(),
+                  status: obj('Observed state, written by the operator.', {
+                    observedGeneration: int('Generation last reconciled.', { format: 'int64' }),
+                    conditions: conditionsSchema(),
+                    replicas: int('Pods that exist now (the Deployment status); the /scale subresource reports it.'),
+                    selector: str('Label selector of the capsule pods, for the /scale subresource (HPA).'),
+                    readyReplicas: int('Pods ready.'),
+                    a2aUrl: str('In-cluster A2A URL of the capsule Service.'),
+                    configHash: str('Hash of manifest, hooks and Secret versions the pods run.'),
+                    usage: usageSchema(),
+                  }),
+                },
+                {
+                  required: ['spec'],
+                  'x-kubernetes-validations': [
+                    {
+                      rule: "size(self.metadata.name) <= 50 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+                      message: 'a Capsule name must be a DNS label of at most 50 characters starting with a letter (it names its Service and NetworkPolicies)',
+                    },
+                  ],
+                },
+              ),
+              CAPSULE_CODE,
+            ),
           },
         },
       ],
     },
   };
 }
-
-
-

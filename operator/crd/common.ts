@@ -7,13 +7,23 @@ export const OCI_PINNED = '^[a-zA-Z0-9.:\\[\\]-]+/[a-z0-9._/-]+(:[A-Za-z0-9_][A-
 
 export const artifactSource = (): Schema =>
   obj(
-    'Where the runtime fetches the artifact from, instead of its registry: a URL with its sha256, or a digest-pinned Wasm OCI artifact (mounted into the pod as an image volume, pulled by the kubelet with the cluster\'s pull secrets). The bytes are verified before anything is staged.',
+    "Where the runtime fetches the artifact from, instead of its registry: a URL with its sha256, or a digest-pinned Wasm OCI artifact (mounted into the pod as an image volume, pulled by the kubelet with the cluster's pull secrets). The bytes are verified before anything is staged.",
     {
       url: str('http(s) URL of a .wasm component or a .tar/.tar.gz artifact bundle.', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
       sha256: str('Lowercase hex sha256 of the artifact bytes.', { pattern: SHA256 }),
-      oci: str('A Wasm OCI artifact, <registry>/<repo>[:<tag>]@sha256:<64 hex> (config application/vnd.wasm.config.v0+json, one application/wasm layer).', { pattern: OCI_PINNED, maxLength: 1024 }),
+      oci: str('A Wasm OCI artifact, <registry>/<repo>[:<tag>]@sha256:<64 hex> (config application/vnd.wasm.config.v0+json, one application/wasm layer).', {
+        pattern: OCI_PINNED,
+        maxLength: 1024,
+      }),
     },
-    { 'x-kubernetes-validations': [{ rule: 'has(self.oci) ? !has(self.url) && !has(self.sha256) : has(self.url) && has(self.sha256)', message: 'a source is either {url, sha256} or {oci: <registry>/<repo>:<tag>@sha256:<hex>}' }] },
+    {
+      'x-kubernetes-validations': [
+        {
+          rule: 'has(self.oci) ? !has(self.url) && !has(self.sha256) : has(self.url) && has(self.sha256)',
+          message: 'a source is either {url, sha256} or {oci: <registry>/<repo>:<tag>@sha256:<hex>}',
+        },
+      ],
+    },
   );
 
 export const ARTIFACT_NAME = '^[a-z0-9]([a-z0-9-]{0,98}[a-z0-9])?$';
@@ -35,22 +45,40 @@ export const capabilities = (what: string, maxAllow = 128, maxEntryLength = 300)
     filesystem: obj('Filesystem grant inside the workdir.', {
       scope: str('Relative directory inside the workdir the capsule may use (no ..; default the whole workdir).', {
         maxLength: 256,
-        'x-kubernetes-validations': [{ rule: "!self.startsWith('/') && !self.contains('..')", message: 'filesystem.scope is relative to the workdir and may not contain ..' }],
+        'x-kubernetes-validations': [
+          { rule: "!self.startsWith('/') && !self.contains('..')", message: 'filesystem.scope is relative to the workdir and may not contain ..' },
+        ],
       }),
     }),
-    shell: obj('Shell tool grant (absent: no shell tool).', {
-      allow: arr('Bare binary names the shell tool may run; each becomes a tool named after it.', str('Binary name.', { pattern: '^[A-Za-z0-9._+-]+$', maxLength: 128 }), {
-        minItems: 1,
-        maxItems: 128,
-        'x-kubernetes-list-type': 'set',
-      }),
-      strip_env: arr('Extra env var globs removed from shell subprocesses (credential-shaped names always are).', str('Glob, e.g. AWS_*.', { maxLength: 128, 'x-kubernetes-validations': [stripEnvRule()] }), { maxItems: 64 }),
-    }, { required: ['allow'] }),
+    shell: obj(
+      'Shell tool grant (absent: no shell tool).',
+      {
+        allow: arr(
+          'Bare binary names the shell tool may run; each becomes a tool named after it.',
+          str('Binary name.', { pattern: '^[A-Za-z0-9._+-]+$', maxLength: 128 }),
+          {
+            minItems: 1,
+            maxItems: 128,
+            'x-kubernetes-list-type': 'set',
+          },
+        ),
+        strip_env: arr(
+          'Extra env var globs removed from shell subprocesses (credential-shaped names always are).',
+          str('Glob, e.g. AWS_*.', { maxLength: 128, 'x-kubernetes-validations': [stripEnvRule()] }),
+          { maxItems: 64 },
+        ),
+      },
+      { required: ['allow'] },
+    ),
     env: obj('Environment grant.', {
-      allow: arr('Host environment variable names a WASM guest may see (credential-shaped names are still stripped).', str('Variable name.', { pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 128 }), {
-        maxItems: 128,
-        'x-kubernetes-list-type': 'set',
-      }),
+      allow: arr(
+        'Host environment variable names a WASM guest may see (credential-shaped names are still stripped).',
+        str('Variable name.', { pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 128 }),
+        {
+          maxItems: 128,
+          'x-kubernetes-list-type': 'set',
+        },
+      ),
     }),
     limits: obj('Per-component WASM limits.', {
       memory_bytes: { ...quantity('Linear memory ceiling per instance: bytes, or a string like 512Mi (default 512 MiB).') },

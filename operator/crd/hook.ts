@@ -10,7 +10,7 @@ import { conditionsSchema } from './status.ts';
 
 export function hookSpecSchema(): Schema {
   return obj(
-    'A hook artifact and its contract. Capsules in the same namespace reference it by name in spec.hooks. The contract is checked at admission against the hook commit table, with the message capsule staging gives, and rendered into the hook\'s murmur.yaml entry: a component without a manifest of its own (a bare .wasm at source.url, a source.oci artifact) runs under it; an artifact with its own murmur.yaml must declare the same contract, or the runtime refuses to stage (E-REG-017).',
+    "A hook artifact and its contract. Capsules in the same namespace reference it by name in spec.hooks. The contract is checked at admission against the hook commit table, with the message capsule staging gives, and rendered into the hook's murmur.yaml entry: a component without a manifest of its own (a bare .wasm at source.url, a source.oci artifact) runs under it; an artifact with its own murmur.yaml must declare the same contract, or the runtime refuses to stage (E-REG-017).",
     {
       artifact: obj(
         'The hook artifact: a registry reference (name + version), a source URL with its sha256, or a digest-pinned source.oci (mounted into the pod as an image volume, like a Capsule artifact).',
@@ -27,9 +27,13 @@ export function hookSpecSchema(): Schema {
         },
       ),
       binding: enm('The handler the hook receives. Omitted: every session event (on-session-start through on-session-end), never on-stage.', HANDLERS),
-      execution_mode: enm('blocking: the agent loop waits for the hook. async: the event is queued and the loop goes on (only with commit_policy none).', EXECUTION_MODES, {
-        default: 'blocking',
-      }),
+      execution_mode: enm(
+        'blocking: the agent loop waits for the hook. async: the event is queued and the loop goes on (only with commit_policy none).',
+        EXECUTION_MODES,
+        {
+          default: 'blocking',
+        },
+      ),
       commit_policy: enm("What the runtime does with the hook's output. Each binding honors exactly one policy besides none.", COMMIT_POLICIES, {
         default: 'none',
       }),
@@ -64,18 +68,32 @@ export function hookCrd(): Record<string, unknown> {
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: {
-            openAPIV3Schema: codeAllRules(obj(`Hook (${API_VERSION}) declares a hook artifact with its binding, execution mode and commit policy.`, {
-              apiVersion: str('APIVersion of this object.'),
-              kind: str('Kind of this object.'),
-              metadata: { type: 'object' },
-              spec: hookSpecSchema(),
-              status: obj('Observed state, written by the operator: conditions Accepted (the contract against the hook commit table) and InUse, and the Capsules that use the Hook.', {
-                observedGeneration: { type: 'integer', format: 'int64', description: 'Generation last observed.' },
-                conditions: conditionsSchema('Conditions: Accepted, InUse.'),
-                usedBy: arr(`Capsules in the namespace whose spec.hooks name this Hook, sorted (the first ${HOOK_USED_BY_MAX}).`, str('Capsule name.', { maxLength: 253 }), { maxItems: HOOK_USED_BY_MAX }),
-                usedByCount: int('How many Capsules in the namespace use this Hook.', { minimum: 0 }),
-              }),
-            }, { required: ['spec'] }), HOOK_CODE),
+            openAPIV3Schema: codeAllRules(
+              obj(
+                `Hook (${API_VERSION}) declares a hook artifact with its binding, execution mode and commit policy.`,
+                {
+                  apiVersion: str('APIVersion of this object.'),
+                  kind: str('Kind of this object.'),
+                  metadata: { type: 'object' },
+                  spec: hookSpecSchema(),
+                  status: obj(
+                    'Observed state, written by the operator: conditions Accepted (the contract against the hook commit table) and InUse, and the Capsules that use the Hook.',
+                    {
+                      observedGeneration: { type: 'integer', format: 'int64', description: 'Generation last observed.' },
+                      conditions: conditionsSchema('Conditions: Accepted, InUse.'),
+                      usedBy: arr(
+                        `Capsules in the namespace whose spec.hooks name this Hook, sorted (the first ${HOOK_USED_BY_MAX}).`,
+                        str('Capsule name.', { maxLength: 253 }),
+                        { maxItems: HOOK_USED_BY_MAX },
+                      ),
+                      usedByCount: int('How many Capsules in the namespace use this Hook.', { minimum: 0 }),
+                    },
+                  ),
+                },
+                { required: ['spec'] },
+              ),
+              HOOK_CODE,
+            ),
           },
         },
       ],

@@ -5,12 +5,7 @@
  * the order `checkHookContract()` checks them, so a bad Hook is refused with exactly one message:
  * the one staging would give.
  */
-import {
-  COMMIT_TABLE,
-  HANDLERS,
-  POLICIES_REQUIRING_BINDING,
-  type Handler,
-} from '../../runtime/contracts/commit-table.ts';
+import { COMMIT_TABLE, HANDLERS, POLICIES_REQUIRING_BINDING, type Handler } from '../../runtime/contracts/commit-table.ts';
 import type { Validation } from './schema.ts';
 
 const q = (s: string): string => `'${s}'`;

@@ -65,11 +65,15 @@ export const labelSelector = (description: string): Schema =>
     matchLabels: map('Labels that must all match.', str('Label value.')),
     matchExpressions: arr(
       'Set-based requirements.',
-      obj('A label selector requirement.', {
-        key: str('Label key.'),
-        operator: enm('Relation of key to values.', ['In', 'NotIn', 'Exists', 'DoesNotExist']),
-        values: arr('Values for In/NotIn.', str('A value.'), { maxItems: 64 }),
-      }, { required: ['key', 'operator'] }),
+      obj(
+        'A label selector requirement.',
+        {
+          key: str('Label key.'),
+          operator: enm('Relation of key to values.', ['In', 'NotIn', 'Exists', 'DoesNotExist']),
+          values: arr('Values for In/NotIn.', str('A value.'), { maxItems: 64 }),
+        },
+        { required: ['key', 'operator'] },
+      ),
       { maxItems: 16 },
     ),
   });

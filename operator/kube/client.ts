@@ -36,7 +36,11 @@ class ServiceAccountAuth implements Auth {
   private token = '';
   private tokenMtime = -1;
   private readonly ca: Buffer;
-  constructor(private readonly dir: string, host: string, port: string) {
+  constructor(
+    private readonly dir: string,
+    host: string,
+    port: string,
+  ) {
     this.server = new URL(`https://${host.includes(':') ? `[${host}]` : host}:${port}`);
     this.ca = readFileSync(`${dir}/ca.crt`);
   }
@@ -68,7 +72,11 @@ class KubeConfigAuth implements Auth {
 function defaultAuth(): Auth {
   const source = clusterSource(process.env, existsSync);
   if (source.kind === 'in-cluster') {
-    return new ServiceAccountAuth(process.env.CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR || SERVICE_ACCOUNT_DIR, source.host, process.env.KUBERNETES_SERVICE_PORT || '443');
+    return new ServiceAccountAuth(
+      process.env.CAPSULE_OPERATOR_SERVICE_ACCOUNT_DIR || SERVICE_ACCOUNT_DIR,
+      source.host,
+      process.env.KUBERNETES_SERVICE_PORT || '443',
+    );
   }
   const { KubeConfig: KC } = loadClientNode();
   const kc = new KC();
@@ -261,7 +269,9 @@ export class KubeClient {
     let cont: string | undefined;
     let rv = '';
     do {
-      const page = await this.request<{ items: T[]; metadata: { resourceVersion: string; continue?: string } }>('GET', path, { query: { ...query, limit: 500, continue: cont } });
+      const page = await this.request<{ items: T[]; metadata: { resourceVersion: string; continue?: string } }>('GET', path, {
+        query: { ...query, limit: 500, continue: cont },
+      });
       items.push(...(page.items ?? []));
       rv = page.metadata.resourceVersion;
       cont = page.metadata.continue || undefined;
@@ -276,34 +286,42 @@ export class KubeClient {
   watch(path: string, query: RequestOptions['query'], onEvent: (type: string, object: any) => void, signal: AbortSignal): Promise<void> {
     this.counts.WATCH = (this.counts.WATCH ?? 0) + 1;
     return new Promise<void>((resolve, reject) => {
-      this.raw('GET', path, { query: { ...query, watch: 1 }, signal }, (res) => {
-        if ((res.statusCode ?? 0) >= 300) {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => reject(new ApiError(res.statusCode ?? 0, 'WatchFailed', `watch ${path}: ${res.statusCode} ${Buffer.concat(chunks).toString()}`)));
-          return;
-        }
-        let buf = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buf += chunk;
-          let i: number;
-          while ((i = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, i).trim();
-            buf = buf.slice(i + 1);
-            if (!line) continue;
-            try {
-              const ev = JSON.parse(line) as { type: string; object: unknown };
-              onEvent(ev.type, ev.object);
-            } catch (e) {
-              res.destroy(e as Error);
-            }
+      this.raw(
+        'GET',
+        path,
+        { query: { ...query, watch: 1 }, signal },
+        (res) => {
+          if ((res.statusCode ?? 0) >= 300) {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              reject(new ApiError(res.statusCode ?? 0, 'WatchFailed', `watch ${path}: ${res.statusCode} ${Buffer.concat(chunks).toString()}`)),
+            );
+            return;
           }
-        });
-        res.on('end', () => resolve());
-        res.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
-        res.on('close', () => resolve());
-      }, true)
+          let buf = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            buf += chunk;
+            let i: number;
+            while ((i = buf.indexOf('\n')) >= 0) {
+              const line = buf.slice(0, i).trim();
+              buf = buf.slice(i + 1);
+              if (!line) continue;
+              try {
+                const ev = JSON.parse(line) as { type: string; object: unknown };
+                onEvent(ev.type, ev.object);
+              } catch (e) {
+                res.destroy(e as Error);
+              }
+            }
+          });
+          res.on('end', () => resolve());
+          res.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
+          res.on('close', () => resolve());
+        },
+        true,
+      )
         .then((req) => req.on('error', (e) => (signal.aborted ? resolve() : reject(e))))
         .catch(reject);
     });
@@ -361,10 +379,18 @@ export class KubeClient {
     return this.request<T>('PUT', objectPath(obj), { body: obj });
   }
 
-  async delete(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; uid?: string } }, propagation = 'Background'): Promise<void> {
+  async delete(
+    o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; uid?: string } },
+    propagation = 'Background',
+  ): Promise<void> {
     try {
       await this.request('DELETE', objectPath(o), {
-        body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: propagation, ...(o.metadata.uid ? { preconditions: { uid: o.metadata.uid } } : {}) },
+        body: {
+          kind: 'DeleteOptions',
+          apiVersion: 'v1',
+          propagationPolicy: propagation,
+          ...(o.metadata.uid ? { preconditions: { uid: o.metadata.uid } } : {}),
+        },
       });
     } catch (e) {
       if (!isNotFound(e) && !isConflict(e)) throw e;

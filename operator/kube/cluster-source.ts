@@ -10,10 +10,7 @@ import { delimiter, join } from 'node:path';
 
 export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
-export type ClusterSource =
-  | { kind: 'kubeconfig'; files: string[] }
-  | { kind: 'in-cluster'; host: string }
-  | { kind: 'none'; looked: string[] };
+export type ClusterSource = { kind: 'kubeconfig'; files: string[] } | { kind: 'in-cluster'; host: string } | { kind: 'none'; looked: string[] };
 
 export function clusterSource(env: Record<string, string | undefined>, exists: (path: string) => boolean): ClusterSource {
   const looked: string[] = [];

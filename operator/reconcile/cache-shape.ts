@@ -57,7 +57,10 @@ interface Meta {
 }
 
 /** The cached form of an owned object (see the file comment); `manager` is our field manager. */
-export function cacheShape(o: { apiVersion: string; kind: string; metadata: Meta; status?: Record<string, unknown> } & Record<string, unknown>, manager: string): Record<string, unknown> {
+export function cacheShape(
+  o: { apiVersion: string; kind: string; metadata: Meta; status?: Record<string, unknown> } & Record<string, unknown>,
+  manager: string,
+): Record<string, unknown> {
   const ours = (o.metadata.managedFields ?? []).filter((m) => m.manager === manager && m.operation === 'Apply');
   const m = o.metadata;
   const metadata: Meta = {
@@ -76,11 +79,23 @@ export function cacheShape(o: { apiVersion: string; kind: string; metadata: Meta
   const picked = pickFields(o, ours[0]!.fieldsV1) as Record<string, unknown>;
   const picked2 = ours.slice(1).reduce<Record<string, unknown>>((acc, e) => ({ ...acc, ...(pickFields(o, e.fieldsV1) as Record<string, unknown>) }), picked);
   const pm = isObj(picked2.metadata) ? picked2.metadata : {};
-  const out: Record<string, unknown> = { ...picked2, apiVersion: o.apiVersion, kind: o.kind, metadata: { ...pm, ...metadata, labels: m.labels, ...(isObj(pm.annotations) ? { annotations: pm.annotations } : {}) } };
+  const out: Record<string, unknown> = {
+    ...picked2,
+    apiVersion: o.apiVersion,
+    kind: o.kind,
+    metadata: { ...pm, ...metadata, labels: m.labels, ...(isObj(pm.annotations) ? { annotations: pm.annotations } : {}) },
+  };
   // A Deployment's rollout status feeds the Capsule's status.
   if (o.kind === 'Deployment' && o.status) {
     const s = o.status;
-    out.status = { observedGeneration: s.observedGeneration, replicas: s.replicas, updatedReplicas: s.updatedReplicas, readyReplicas: s.readyReplicas, availableReplicas: s.availableReplicas, conditions: s.conditions };
+    out.status = {
+      observedGeneration: s.observedGeneration,
+      replicas: s.replicas,
+      updatedReplicas: s.updatedReplicas,
+      readyReplicas: s.readyReplicas,
+      availableReplicas: s.availableReplicas,
+      conditions: s.conditions,
+    };
   }
   return out;
 }

@@ -75,7 +75,9 @@ export function ownsOnlyDesired(fieldsV1: unknown, want: unknown): boolean {
       } catch {
         return false;
       }
-      const item = want.find((w) => isObj(w) && Object.entries(keyObj).every(([kk, kv]) => w[kk] === kv || (kk === 'protocol' && w[kk] === undefined && kv === 'TCP')));
+      const item = want.find(
+        (w) => isObj(w) && Object.entries(keyObj).every(([kk, kv]) => w[kk] === kv || (kk === 'protocol' && w[kk] === undefined && kv === 'TCP')),
+      );
       if (item === undefined || !ownsOnlyDesired(sub, item)) return false;
     } else if (k.startsWith('v:')) {
       if (!Array.isArray(want)) return false;

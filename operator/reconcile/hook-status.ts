@@ -26,8 +26,18 @@ export function computeHookStatus(hook: Hook, usedBy: string[], now: string): Ho
           message: `binding ${hook.spec.binding ?? '(every session event)'}, ${hook.spec.execution_mode ?? 'blocking'}, commit_policy ${hook.spec.commit_policy ?? 'none'}`,
         },
     names.length
-      ? { type: 'InUse', status: 'True', reason: 'Referenced', message: `used by ${names.length} Capsule${names.length === 1 ? '' : 's'}: ${shown.join(', ')}${more}` }
-      : { type: 'InUse', status: 'False', reason: 'Unreferenced', message: `no Capsule in namespace '${hook.metadata.namespace ?? 'default'}' lists this Hook in spec.hooks` },
+      ? {
+          type: 'InUse',
+          status: 'True',
+          reason: 'Referenced',
+          message: `used by ${names.length} Capsule${names.length === 1 ? '' : 's'}: ${shown.join(', ')}${more}`,
+        }
+      : {
+          type: 'InUse',
+          status: 'False',
+          reason: 'Unreferenced',
+          message: `no Capsule in namespace '${hook.metadata.namespace ?? 'default'}' lists this Hook in spec.hooks`,
+        },
   ];
   const prev = hook.status?.conditions ?? [];
   return {

@@ -41,11 +41,19 @@ export interface OwnedEntry extends KubeObject {
 export function ownedEntry(o: any, manager: string): OwnedEntry {
   const m = o.metadata ?? {};
   const metadata: KubeObject['metadata'] = { name: m.name };
-  for (const k of ['namespace', 'uid', 'resourceVersion', 'generation', 'labels', 'ownerReferences', 'deletionTimestamp'] as const) if (m[k] !== undefined) (metadata as Record<string, unknown>)[k] = m[k];
+  for (const k of ['namespace', 'uid', 'resourceVersion', 'generation', 'labels', 'ownerReferences', 'deletionTimestamp'] as const)
+    if (m[k] !== undefined) (metadata as Record<string, unknown>)[k] = m[k];
   const e: OwnedEntry = { apiVersion: o.apiVersion, kind: o.kind, metadata, fields: JSON.stringify(cacheShape(o, manager)) };
   if (o.kind === 'Deployment') {
     const s = o.status ?? {};
-    e.status = { observedGeneration: s.observedGeneration, replicas: s.replicas, updatedReplicas: s.updatedReplicas, readyReplicas: s.readyReplicas, availableReplicas: s.availableReplicas, conditions: s.conditions };
+    e.status = {
+      observedGeneration: s.observedGeneration,
+      replicas: s.replicas,
+      updatedReplicas: s.updatedReplicas,
+      readyReplicas: s.readyReplicas,
+      availableReplicas: s.availableReplicas,
+      conditions: s.conditions,
+    };
     const hash = o.spec?.template?.metadata?.annotations?.[ANNOTATION_CONFIG_HASH];
     e.spec = { replicas: o.spec?.replicas, template: { metadata: { annotations: hash === undefined ? {} : { [ANNOTATION_CONFIG_HASH]: hash } } } };
   }

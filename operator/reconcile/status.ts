@@ -86,7 +86,8 @@ export function computeStatus(
       observed && hashLive === r.configHash && (ds.updatedReplicas ?? 0) >= want && (ds.replicas ?? 0) <= want && (deployment?.spec?.replicas ?? -1) === want;
     const available = rolledOut && ready >= want && (ds.availableReplicas ?? 0) >= want;
     const failing = ds.conditions?.find(
-      (c) => (c.type === 'ReplicaFailure' && c.status === 'True') || (c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded'),
+      (c) =>
+        (c.type === 'ReplicaFailure' && c.status === 'True') || (c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded'),
     );
     const exitMsg = exited && `${ready}/${want} replicas ready; the runtime in pod ${exited.pod} exited with code ${exited.exitCode}: ${exited.message}`;
     conds = [
@@ -97,14 +98,19 @@ export function computeStatus(
           : { type: 'Ready', status: 'False', reason: deployment ? 'RollingOut' : 'Creating', message: `${ready}/${want} replicas ready` },
       rolledOut
         ? { type: 'Progressing', status: 'False', reason: 'RolloutComplete', message: 'pods run the current configuration' }
-        : { type: 'Progressing', status: 'True', reason: deployment ? 'RollingOut' : 'Creating', message: `${ds.updatedReplicas ?? 0}/${want} pods updated to the current configuration` },
+        : {
+            type: 'Progressing',
+            status: 'True',
+            reason: deployment ? 'RollingOut' : 'Creating',
+            message: `${ds.updatedReplicas ?? 0}/${want} pods updated to the current configuration`,
+          },
       !available && exitMsg
         ? { type: 'Degraded', status: 'True', reason: 'RuntimeExited', message: exitMsg }
         : failing
-        ? { type: 'Degraded', status: 'True', reason: failing.reason ?? failing.type, message: failing.message ?? '' }
-        : warn.length
-          ? { type: 'Degraded', status: 'True', reason: warn[0]!.reason, message: warn.map((x) => x.message).join('; ') }
-          : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+          ? { type: 'Degraded', status: 'True', reason: failing.reason ?? failing.type, message: failing.message ?? '' }
+          : warn.length
+            ? { type: 'Degraded', status: 'True', reason: warn[0]!.reason, message: warn.map((x) => x.message).join('; ') }
+            : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
     ];
   }
   const prev = capsule.status?.conditions ?? [];
@@ -120,7 +126,9 @@ export function computeStatus(
     readyReplicas: ready,
     a2aUrl: r.a2aUrl,
     configHash: r.configHash,
-    selector: Object.entries(selectorLabels(capsule)).map(([k, v]) => `${k}=${v}`).join(','),
+    selector: Object.entries(selectorLabels(capsule))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
   };
 }
 
@@ -129,9 +137,7 @@ export function computeStatus(
 const strip = ({ usage: _usage, ...s }: CapsuleStatus = {}) =>
   stableJson({
     ...s,
-    conditions: (s.conditions ?? [])
-      .map(({ lastTransitionTime: _t, ...c }) => c)
-      .sort((a, b) => a.type.localeCompare(b.type)),
+    conditions: (s.conditions ?? []).map(({ lastTransitionTime: _t, ...c }) => c).sort((a, b) => a.type.localeCompare(b.type)),
   });
 
 export function sameStatus(a: CapsuleStatus | undefined, b: CapsuleStatus | undefined): boolean {

@@ -55,7 +55,13 @@ export function renderAllowlist(input: AllowlistInput, problems: Problem[]): All
     }
     if (e.kind === 'capsule' && e.shorthand) {
       const port = input.capsulePorts[`${e.namespace}/${e.name}`];
-      if (port === undefined) problems.push({ reason: 'PeerNotFound', fatal: false, field: 'capabilities.network.allow', message: `peer Capsule '${e.namespace}/${e.name}' (${raw}) does not exist yet; its URL uses port 8080 until it does` });
+      if (port === undefined)
+        problems.push({
+          reason: 'PeerNotFound',
+          fatal: false,
+          field: 'capabilities.network.allow',
+          message: `peer Capsule '${e.namespace}/${e.name}' (${raw}) does not exist yet; its URL uses port 8080 until it does`,
+        });
       rewrite.set(raw, a2aUrl(e.namespace, e.name, port ?? 8080, options.clusterDomain));
     }
     if (e.kind === 'capsule') {
@@ -74,7 +80,13 @@ export function renderAllowlist(input: AllowlistInput, problems: Problem[]): All
   entries.push(...input.mcpEntries);
   if (input.storeEgress) {
     const e = parseAllow(input.storeEgress, options.clusterDomain, isCapsule);
-    if (e.kind === 'invalid') problems.push({ reason: 'InvalidNetworkAllow', fatal: true, field: 'spec.store.postgres.address', message: `spec.store.postgres.address '${input.storeEgress}': ${e.reason}` });
+    if (e.kind === 'invalid')
+      problems.push({
+        reason: 'InvalidNetworkAllow',
+        fatal: true,
+        field: 'spec.store.postgres.address',
+        message: `spec.store.postgres.address '${input.storeEgress}': ${e.reason}`,
+      });
     else entries.push(e);
   }
   entries.push(...runtimeDestinations(input, new Set(entries.map((e) => e.raw)), isCapsule));

@@ -10,7 +10,10 @@ import type { NetworkPeer } from './options.ts';
 /** `k=v,k2=v2` → labels; a malformed pair is an error naming the variable, so a typo never opens DNS wide. */
 export function parseLabels(name: string, v: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const pair of (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const pair of (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^([A-Za-z0-9][-A-Za-z0-9_./]*)=([-A-Za-z0-9_.]*)$/.exec(pair);
     if (!m) throw new Error(`${name}: '${pair}' is not a label pair; write key=value, comma-separated (e.g. k8s-app=kube-dns)`);
     out[m[1]!] = m[2]!;

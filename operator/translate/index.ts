@@ -73,7 +73,10 @@ export function translate(input: TranslateInput): TranslateResult {
   const hooks = resolveHooks(input, ns, problems);
   checkArtifacts(spec, hooks, problems);
   checkServing(spec, problems);
-  const allow = renderAllowlist({ spec, hooks, options, capsulePorts: input.capsulePorts, noTokenPeers: input.noTokenPeers, mcpEntries: mcp.entries, storeEgress: store.egress }, problems);
+  const allow = renderAllowlist(
+    { spec, hooks, options, capsulePorts: input.capsulePorts, noTokenPeers: input.noTokenPeers, mcpEntries: mcp.entries, storeEgress: store.egress },
+    problems,
+  );
   const otlpSecretVersion = otlpSecret(input, ns, problems);
 
   const murmurYaml = renderManifest({ capsule, hooks, rewriteAllow: allow.rewrite, mcp });
@@ -116,8 +119,20 @@ function inferenceSecret(input: TranslateInput, ns: string, problems: Problem[])
   const keyRef = input.capsule.spec.inference?.apiKeySecretRef;
   if (!keyRef) return '';
   const s = input.secrets[keyRef.name];
-  if (!s) problems.push({ reason: 'MissingSecret', fatal: true, field: 'spec.inference.apiKeySecretRef', message: `Secret '${keyRef.name}' (inference.apiKeySecretRef) not found in namespace '${ns}'; create it with the provider API key under key '${keyRef.key}'` });
-  else if (!s.keys.includes(keyRef.key)) problems.push({ reason: 'MissingSecretKey', fatal: true, field: 'spec.inference.apiKeySecretRef.key', message: `Secret '${keyRef.name}' has no key '${keyRef.key}' (keys: ${s.keys.join(', ') || 'none'})` });
+  if (!s)
+    problems.push({
+      reason: 'MissingSecret',
+      fatal: true,
+      field: 'spec.inference.apiKeySecretRef',
+      message: `Secret '${keyRef.name}' (inference.apiKeySecretRef) not found in namespace '${ns}'; create it with the provider API key under key '${keyRef.key}'`,
+    });
+  else if (!s.keys.includes(keyRef.key))
+    problems.push({
+      reason: 'MissingSecretKey',
+      fatal: true,
+      field: 'spec.inference.apiKeySecretRef.key',
+      message: `Secret '${keyRef.name}' has no key '${keyRef.key}' (keys: ${s.keys.join(', ') || 'none'})`,
+    });
   else return s.resourceVersion;
   return '';
 }
@@ -126,8 +141,20 @@ function inferenceSecret(input: TranslateInput, ns: string, problems: Problem[])
 function apiKeysSecret(name: string | undefined, input: TranslateInput, ns: string, problems: Problem[]): string | undefined {
   if (name === undefined) return undefined;
   const s = input.secrets[name];
-  if (!s) problems.push({ reason: 'MissingSecret', fatal: true, field: 'spec.a2a.auth.apiKeys.secretName', message: `Secret '${name}' (a2a.auth.apiKeys) not found in namespace '${ns}'; create it with one key per API key holder, e.g. kubectl create secret generic ${name} --from-literal=ci-bot=$(openssl rand -hex 32)` });
-  else if (s.keys.length === 0) problems.push({ reason: 'MissingSecretKey', fatal: true, field: 'spec.a2a.auth.apiKeys.secretName', message: `Secret '${name}' (a2a.auth.apiKeys) has no keys; add one per API key holder (the key name is the holder, its value the API key)` });
+  if (!s)
+    problems.push({
+      reason: 'MissingSecret',
+      fatal: true,
+      field: 'spec.a2a.auth.apiKeys.secretName',
+      message: `Secret '${name}' (a2a.auth.apiKeys) not found in namespace '${ns}'; create it with one key per API key holder, e.g. kubectl create secret generic ${name} --from-literal=ci-bot=$(openssl rand -hex 32)`,
+    });
+  else if (s.keys.length === 0)
+    problems.push({
+      reason: 'MissingSecretKey',
+      fatal: true,
+      field: 'spec.a2a.auth.apiKeys.secretName',
+      message: `Secret '${name}' (a2a.auth.apiKeys) has no keys; add one per API key holder (the key name is the holder, its value the API key)`,
+    });
   else return s.resourceVersion;
   return undefined;
 }
@@ -137,7 +164,13 @@ function resolveHooks(input: TranslateInput, ns: string, problems: Problem[]): H
   const hooks: Hook[] = [];
   (input.capsule.spec.hooks ?? []).forEach((ref, i) => {
     const h = input.hooks[ref.name];
-    if (!h) problems.push({ reason: 'MissingHook', fatal: true, field: `spec.hooks[${i}].name`, message: `Hook '${ref.name}' (spec.hooks[${i}]) not found in namespace '${ns}'; apply the Hook or remove the reference` });
+    if (!h)
+      problems.push({
+        reason: 'MissingHook',
+        fatal: true,
+        field: `spec.hooks[${i}].name`,
+        message: `Hook '${ref.name}' (spec.hooks[${i}]) not found in namespace '${ns}'; apply the Hook or remove the reference`,
+      });
     else hooks.push(h);
   });
   return hooks;
@@ -149,16 +182,34 @@ function checkArtifacts(spec: CapsuleSpec, hooks: Hook[], problems: Problem[]): 
   (spec.artifacts ?? []).forEach((a, i) => seen.set(a.name, `spec.artifacts[${i}]`));
   for (const h of hooks) {
     const prev = seen.get(h.spec.artifact.name);
-    if (prev) problems.push({ reason: 'InvalidArtifact', fatal: true, field: prev, message: `artifact '${h.spec.artifact.name}' of Hook '${h.metadata.name}' has the same name as ${prev}; artifact names must be unique in a capsule` });
+    if (prev)
+      problems.push({
+        reason: 'InvalidArtifact',
+        fatal: true,
+        field: prev,
+        message: `artifact '${h.spec.artifact.name}' of Hook '${h.metadata.name}' has the same name as ${prev}; artifact names must be unique in a capsule`,
+      });
     seen.set(h.spec.artifact.name, `Hook ${h.metadata.name}`);
   }
   const driver = spec.inference?.driver?.artifact;
   if (driver !== undefined) {
     const a = (spec.artifacts ?? []).find((x) => x.name === driver);
-    if (!a || (a.runtime ?? 'tool') !== 'driver') problems.push({ reason: 'InvalidArtifact', fatal: true, field: 'spec.inference.driver.artifact', message: `inference.driver.artifact '${driver}' must name an artifact with runtime driver` });
+    if (!a || (a.runtime ?? 'tool') !== 'driver')
+      problems.push({
+        reason: 'InvalidArtifact',
+        fatal: true,
+        field: 'spec.inference.driver.artifact',
+        message: `inference.driver.artifact '${driver}' must name an artifact with runtime driver`,
+      });
   }
   (spec.artifacts ?? []).forEach((a, i) => {
-    if (!a.version && !a.source) problems.push({ reason: 'InvalidArtifact', fatal: true, field: `spec.artifacts[${i}]`, message: `artifact '${a.name}' needs a version (registry reference) or a source {url, sha256}` });
+    if (!a.version && !a.source)
+      problems.push({
+        reason: 'InvalidArtifact',
+        fatal: true,
+        field: `spec.artifacts[${i}]`,
+        message: `artifact '${a.name}' needs a version (registry reference) or a source {url, sha256}`,
+      });
   });
 }
 
@@ -166,12 +217,28 @@ function checkArtifacts(spec: CapsuleSpec, hooks: Hook[], problems: Problem[]): 
 function checkServing(spec: CapsuleSpec, problems: Problem[]): void {
   // The runtime has no default endpoint: without one every task would fail (E-RUN-012).
   if (spec.inference && !spec.inference.endpoint) {
-    problems.push({ reason: 'MissingEndpoint', fatal: true, field: 'spec.inference.endpoint', message: 'spec.inference.endpoint is required: the provider base URL the driver calls, e.g. https://api.anthropic.com or https://api.openai.com/v1' });
+    problems.push({
+      reason: 'MissingEndpoint',
+      fatal: true,
+      field: 'spec.inference.endpoint',
+      message: 'spec.inference.endpoint is required: the provider base URL the driver calls, e.g. https://api.anthropic.com or https://api.openai.com/v1',
+    });
   }
   if (spec.lifecycle?.task_acceptance === 'none') {
-    problems.push({ reason: 'NotServable', fatal: false, field: 'spec.lifecycle.task_acceptance', message: "task_acceptance 'none' runs one task from the launch and exits, so its pods restart forever; use 'queue' for a capsule served over A2A" });
+    problems.push({
+      reason: 'NotServable',
+      fatal: false,
+      field: 'spec.lifecycle.task_acceptance',
+      message: "task_acceptance 'none' runs one task from the launch and exits, so its pods restart forever; use 'queue' for a capsule served over A2A",
+    });
   } else if (spec.lifecycle?.task_acceptance === 'single') {
-    problems.push({ reason: 'NotServable', fatal: false, field: 'spec.lifecycle.task_acceptance', message: "task_acceptance 'single' answers one A2A task, then the pod exits and restarts with a fresh session (its tasks/get history and unscraped token counts go with it); use 'queue' for a capsule served over A2A" });
+    problems.push({
+      reason: 'NotServable',
+      fatal: false,
+      field: 'spec.lifecycle.task_acceptance',
+      message:
+        "task_acceptance 'single' answers one A2A task, then the pod exits and restarts with a fresh session (its tasks/get history and unscraped token counts go with it); use 'queue' for a capsule served over A2A",
+    });
   }
 }
 
@@ -184,8 +251,20 @@ function otlpSecret(input: TranslateInput, ns: string, problems: Problem[]): str
   const otlpRef = input.options.otlp?.headersSecret;
   if (!otlpRef) return undefined;
   const s = input.secrets[otlpRef.name];
-  if (!s) problems.push({ reason: 'MissingSecret', fatal: false, field: 'otlp.headersSecret', message: `OTLP headers Secret '${otlpRef.name}' (the operator's otlp.headersSecret) not found in namespace '${ns}'; the capsule's spans are exported without those headers until it exists` });
-  else if (!s.keys.includes(otlpRef.key)) problems.push({ reason: 'MissingSecretKey', fatal: false, field: 'otlp.headersSecret.key', message: `OTLP headers Secret '${otlpRef.name}' has no key '${otlpRef.key}' (keys: ${s.keys.join(', ') || 'none'}); spans are exported without those headers` });
+  if (!s)
+    problems.push({
+      reason: 'MissingSecret',
+      fatal: false,
+      field: 'otlp.headersSecret',
+      message: `OTLP headers Secret '${otlpRef.name}' (the operator's otlp.headersSecret) not found in namespace '${ns}'; the capsule's spans are exported without those headers until it exists`,
+    });
+  else if (!s.keys.includes(otlpRef.key))
+    problems.push({
+      reason: 'MissingSecretKey',
+      fatal: false,
+      field: 'otlp.headersSecret.key',
+      message: `OTLP headers Secret '${otlpRef.name}' has no key '${otlpRef.key}' (keys: ${s.keys.join(', ') || 'none'}); spans are exported without those headers`,
+    });
   return s?.resourceVersion ?? 'absent';
 }
 
@@ -206,7 +285,12 @@ export function runtimeRefusals(murmurYaml: string, nArtifacts: number): Problem
     if (!isMurErrorList(e)) throw e;
     return e.errors.map((x) => {
       const field = capsuleField(x.location?.field, nArtifacts);
-      return { reason: 'InvalidManifest' as const, fatal: true, field, message: `${field}: the runtime refuses the rendered murmur.yaml: ${x.message} [${x.code}]${x.hint ? `; ${x.hint}` : ''}` };
+      return {
+        reason: 'InvalidManifest' as const,
+        fatal: true,
+        field,
+        message: `${field}: the runtime refuses the rendered murmur.yaml: ${x.message} [${x.code}]${x.hint ? `; ${x.hint}` : ''}`,
+      };
     });
   }
 }

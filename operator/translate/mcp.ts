@@ -50,7 +50,11 @@ export function mcpServiceKeys(namespace: string, spec: CapsuleSpec): string[] {
 
 /** Names of the Secrets a spec's MCP servers read. */
 export function mcpSecretNames(spec: CapsuleSpec): string[] {
-  return [...new Set((spec.mcp?.servers ?? []).flatMap((s) => [s.tokenSecretRef?.name, ...(s.headers ?? []).map((h) => h.secretKeyRef.name)]).filter((n): n is string => !!n))];
+  return [
+    ...new Set(
+      (spec.mcp?.servers ?? []).flatMap((s) => [s.tokenSecretRef?.name, ...(s.headers ?? []).map((h) => h.secretKeyRef.name)]).filter((n): n is string => !!n),
+    ),
+  ];
 }
 
 /** The env var a server's credential reaches the runtime as: MURMUR_MCP_<NAME>_TOKEN / _HEADER_<i>. */
@@ -110,14 +114,24 @@ export function renderMcp(input: McpInput): McpRendering {
 function serverUrl(s: McpServerSpec, input: McpInput, field: string, out: McpRendering): string | undefined {
   // Admission refuses both or neither (E-OP-011); this reports a Capsule stored before the rule.
   if (!!s.url === !!s.service) {
-    out.problems.push({ reason: 'InvalidMcpServer', fatal: true, field, message: `${field} (MCP server '${s.name}'): give url or service, not ${s.url ? 'both' : 'neither'}` });
+    out.problems.push({
+      reason: 'InvalidMcpServer',
+      fatal: true,
+      field,
+      message: `${field} (MCP server '${s.name}'): give url or service, not ${s.url ? 'both' : 'neither'}`,
+    });
     return undefined;
   }
   if (s.url) {
     const origin = safeOrigin(s.url);
     const e = origin ? parseAllow(origin, input.clusterDomain, () => false) : undefined;
     if (!e || e.kind === 'invalid') {
-      out.problems.push({ reason: 'InvalidMcpServer', fatal: true, field: `${field}.url`, message: `${field}.url '${s.url}' (MCP server '${s.name}') is not an http(s) URL the network allowlist can hold${e?.kind === 'invalid' ? `: ${e.reason}` : ''}` });
+      out.problems.push({
+        reason: 'InvalidMcpServer',
+        fatal: true,
+        field: `${field}.url`,
+        message: `${field}.url '${s.url}' (MCP server '${s.name}') is not an http(s) URL the network allowlist can hold${e?.kind === 'invalid' ? `: ${e.reason}` : ''}`,
+      });
       return undefined;
     }
     out.entries.push(e);
@@ -132,13 +146,25 @@ function serverUrl(s: McpServerSpec, input: McpInput, field: string, out: McpRen
   // Not found or unusable: the URL is still rendered (the runtime then fails that server's calls,
   // E-MCP-009) but no egress rule is: the policy stays closed until the Service says where its pods are.
   if (!svc) {
-    out.problems.push({ reason: 'McpServiceNotFound', fatal: false, field: `${field}.service`, message: `Service '${ns}/${ref.name}' (MCP server '${s.name}', ${field}.service) not found; its egress rule is rendered when it exists` });
+    out.problems.push({
+      reason: 'McpServiceNotFound',
+      fatal: false,
+      field: `${field}.service`,
+      message: `Service '${ns}/${ref.name}' (MCP server '${s.name}', ${field}.service) not found; its egress rule is rendered when it exists`,
+    });
     return url;
   }
   const port = svc.ports.find((p) => p.port === ref.port);
   if (!svc.selector || !Object.keys(svc.selector).length || !port) {
-    const why = !port ? `has no port ${ref.port} (ports: ${svc.ports.map((p) => p.port).join(', ') || 'none'})` : 'has no pod selector (an ExternalName Service, or hand-made Endpoints): NetworkPolicy cannot name its pods';
-    out.problems.push({ reason: 'McpServiceUnusable', fatal: false, field: `${field}.service`, message: `Service '${ns}/${ref.name}' (MCP server '${s.name}') ${why}; no egress rule is rendered for it` });
+    const why = !port
+      ? `has no port ${ref.port} (ports: ${svc.ports.map((p) => p.port).join(', ') || 'none'})`
+      : 'has no pod selector (an ExternalName Service, or hand-made Endpoints): NetworkPolicy cannot name its pods';
+    out.problems.push({
+      reason: 'McpServiceUnusable',
+      fatal: false,
+      field: `${field}.service`,
+      message: `Service '${ns}/${ref.name}' (MCP server '${s.name}') ${why}; no egress rule is rendered for it`,
+    });
     return url;
   }
   // NetworkPolicy sees pod ports: the target port (a number, or the container port's name).
@@ -153,11 +179,21 @@ function serverUrl(s: McpServerSpec, input: McpInput, field: string, out: McpRen
 function secretRef(ref: SecretKeyRef, field: string, input: McpInput, out: McpRendering): boolean {
   const s = input.secrets[ref.name];
   if (!s) {
-    out.problems.push({ reason: 'MissingSecret', fatal: true, field, message: `Secret '${ref.name}' (${field}) not found in namespace '${input.namespace}'; create it with the MCP server's credential under key '${ref.key}'` });
+    out.problems.push({
+      reason: 'MissingSecret',
+      fatal: true,
+      field,
+      message: `Secret '${ref.name}' (${field}) not found in namespace '${input.namespace}'; create it with the MCP server's credential under key '${ref.key}'`,
+    });
     return false;
   }
   if (!s.keys.includes(ref.key)) {
-    out.problems.push({ reason: 'MissingSecretKey', fatal: true, field: `${field}.key`, message: `Secret '${ref.name}' (${field}) has no key '${ref.key}' (keys: ${s.keys.join(', ') || 'none'})` });
+    out.problems.push({
+      reason: 'MissingSecretKey',
+      fatal: true,
+      field: `${field}.key`,
+      message: `Secret '${ref.name}' (${field}) has no key '${ref.key}' (keys: ${s.keys.join(', ') || 'none'})`,
+    });
     return false;
   }
   out.secretVersions[ref.name] = s.resourceVersion;
@@ -178,12 +214,19 @@ function compact(o: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** What the controller keeps of a Service (its informer's transform): the selector and the ports. */
-export function serviceInfo(o: { metadata: { name: string; namespace?: string }; spec?: { selector?: Record<string, string>; ports?: Array<{ name?: string; port: number; targetPort?: number | string }> } }): ServiceInfo {
+export function serviceInfo(o: {
+  metadata: { name: string; namespace?: string };
+  spec?: { selector?: Record<string, string>; ports?: Array<{ name?: string; port: number; targetPort?: number | string }> };
+}): ServiceInfo {
   const selector = o.spec?.selector;
   return {
     name: o.metadata.name,
     namespace: o.metadata.namespace ?? 'default',
     ...(selector && Object.keys(selector).length ? { selector } : {}),
-    ports: (o.spec?.ports ?? []).map((p) => ({ ...(p.name ? { name: p.name } : {}), port: p.port, ...(p.targetPort !== undefined ? { targetPort: p.targetPort } : {}) })),
+    ports: (o.spec?.ports ?? []).map((p) => ({
+      ...(p.name ? { name: p.name } : {}),
+      port: p.port,
+      ...(p.targetPort !== undefined ? { targetPort: p.targetPort } : {}),
+    })),
   };
 }

@@ -57,8 +57,12 @@ export function parseAllow(raw: string, clusterDomain: string, isCapsule: (ns: s
 export function allowEntriesWithField(spec: Parameters<typeof allAllowEntries>[0]): Array<{ raw: string; field: string }> {
   const out: Array<{ raw: string; field: string }> = [];
   (spec.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.capabilities.network.allow[${i}]` }));
-  (spec.artifacts ?? []).forEach((a, j) => (a.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.artifacts[${j}].capabilities.network.allow[${i}]` })));
-  (spec.hooks ?? []).forEach((h, j) => (h.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.hooks[${j}].capabilities.network.allow[${i}]` })));
+  (spec.artifacts ?? []).forEach((a, j) =>
+    (a.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.artifacts[${j}].capabilities.network.allow[${i}]` })),
+  );
+  (spec.hooks ?? []).forEach((h, j) =>
+    (h.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.hooks[${j}].capabilities.network.allow[${i}]` })),
+  );
   return out;
 }
 
@@ -75,7 +79,12 @@ export function allAllowEntries(spec: {
 }
 
 /** `<ns>/<name>` of the capsules a spec names as peers (for the operator's caller index). */
-export function peerKeys(namespace: string, spec: Parameters<typeof allAllowEntries>[0], clusterDomain: string, isCapsule: (ns: string, name: string) => boolean): string[] {
+export function peerKeys(
+  namespace: string,
+  spec: Parameters<typeof allAllowEntries>[0],
+  clusterDomain: string,
+  isCapsule: (ns: string, name: string) => boolean,
+): string[] {
   const keys = new Set<string>();
   for (const raw of allAllowEntries(spec)) {
     const e = parseAllow(raw, clusterDomain, isCapsule);

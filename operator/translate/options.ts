@@ -38,8 +38,15 @@ export interface TranslateOptions {
 
 /** Never reachable through a hostname grant unless granted explicitly (RFC 1918, 6598, 3927, 4193, loopback). */
 export const PRIVATE_RANGES: readonly string[] = [
-  '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '127.0.0.0/8',
-  'fc00::/7', 'fe80::/10', '::1/128',
+  '10.0.0.0/8',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '100.64.0.0/10',
+  '169.254.0.0/16',
+  '127.0.0.0/8',
+  'fc00::/7',
+  'fe80::/10',
+  '::1/128',
 ];
 
 export const DEFAULT_RUNTIME_IMAGE = 'ghcr.io/capsule-operator/runtime:0.1.0';

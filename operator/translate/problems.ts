@@ -5,8 +5,20 @@
  */
 
 export type ProblemReason =
-  | 'MissingSecret' | 'MissingSecretKey' | 'MissingHook' | 'InvalidArtifact' | 'InvalidNetworkAllow' | 'PeerNotFound' | 'NotServable' | 'MissingEndpoint'
-  | 'InvalidManifest' | 'WriteRefused' | 'SharedStoreRequired' | 'InvalidMcpServer' | 'McpServiceNotFound' | 'McpServiceUnusable';
+  | 'MissingSecret'
+  | 'MissingSecretKey'
+  | 'MissingHook'
+  | 'InvalidArtifact'
+  | 'InvalidNetworkAllow'
+  | 'PeerNotFound'
+  | 'NotServable'
+  | 'MissingEndpoint'
+  | 'InvalidManifest'
+  | 'WriteRefused'
+  | 'SharedStoreRequired'
+  | 'InvalidMcpServer'
+  | 'McpServiceNotFound'
+  | 'McpServiceUnusable';
 
 /** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
 export const PROBLEM_CODES: Record<ProblemReason, string> = {

@@ -26,7 +26,9 @@ export function renderStore(spec: CapsuleSpec, secrets: Record<string, SecretInf
   const pg = spec.store?.postgres;
   if ((spec.replicas ?? 1) > 1 && !pg) {
     problems.push({
-      reason: 'SharedStoreRequired', fatal: true, field: 'spec.replicas',
+      reason: 'SharedStoreRequired',
+      fatal: true,
+      field: 'spec.replicas',
       message: `replicas ${spec.replicas} needs the shared store: set spec.store.postgres (with the embedded store each pod keeps its own tasks, so tasks/get, cancel and input replies the Service routes to another pod would fail)`,
     });
   }
@@ -34,8 +36,20 @@ export function renderStore(spec: CapsuleSpec, secrets: Record<string, SecretInf
   const ref = pg.urlSecretRef;
   const s = secrets[ref.name];
   let secretVersion: string | undefined;
-  if (!s) problems.push({ reason: 'MissingSecret', fatal: true, field: 'spec.store.postgres.urlSecretRef', message: `Secret '${ref.name}' (store.postgres.urlSecretRef) not found in namespace '${ns}'; create it with the postgresql:// URL under key '${ref.key}'` });
-  else if (!s.keys.includes(ref.key)) problems.push({ reason: 'MissingSecretKey', fatal: true, field: 'spec.store.postgres.urlSecretRef.key', message: `Secret '${ref.name}' has no key '${ref.key}' (keys: ${s.keys.join(', ') || 'none'})` });
+  if (!s)
+    problems.push({
+      reason: 'MissingSecret',
+      fatal: true,
+      field: 'spec.store.postgres.urlSecretRef',
+      message: `Secret '${ref.name}' (store.postgres.urlSecretRef) not found in namespace '${ns}'; create it with the postgresql:// URL under key '${ref.key}'`,
+    });
+  else if (!s.keys.includes(ref.key))
+    problems.push({
+      reason: 'MissingSecretKey',
+      fatal: true,
+      field: 'spec.store.postgres.urlSecretRef.key',
+      message: `Secret '${ref.name}' has no key '${ref.key}' (keys: ${s.keys.join(', ') || 'none'})`,
+    });
   else secretVersion = s.resourceVersion;
   return {
     problems,

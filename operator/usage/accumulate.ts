@@ -56,4 +56,8 @@ export function podDelta(prev: PodState | undefined, cur: PodTokens, ctx: DeltaC
   return { input: cur.input - prev.input, output: cur.output - prev.output, reason: 'growth' };
 }
 
-export const stateOf = (cur: PodTokens): PodState => ({ input: cur.input, output: cur.output, ...(cur.startTime !== undefined ? { startTime: cur.startTime } : {}) });
+export const stateOf = (cur: PodTokens): PodState => ({
+  input: cur.input,
+  output: cur.output,
+  ...(cur.startTime !== undefined ? { startTime: cur.startTime } : {}),
+});

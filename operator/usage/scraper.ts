@@ -210,26 +210,31 @@ export class UsageScraper {
     report.pods = jobs.length;
 
     const scraped = new Map<string, Array<{ pod: PodLike; tokens: PodTokens }>>();
-    await pool(jobs, this.o.concurrency ?? 8, async ({ capsule, pod, url }) => {
-      const podKey = keyOf(pod);
-      try {
-        const tokens = podTokens(parsePrometheusText(await fetchMetrics(url, this.o.timeoutMs ?? 5000, this.o.maxBytes ?? 4 << 20, this.abort.signal)));
-        report.ok++;
-        this.o.metrics.usageScrapes.inc({ result: 'ok' });
-        if (this.failing.delete(pod.metadata.uid!)) this.log(`usage: scraping pod ${podKey} works again`);
-        const k = keyOf(capsule);
-        if (!scraped.has(k)) scraped.set(k, []);
-        scraped.get(k)!.push({ pod, tokens });
-      } catch (e) {
-        if (this.stopped) return;
-        report.failed++;
-        this.o.metrics.usageScrapes.inc({ result: 'error' });
-        if (!this.failing.has(pod.metadata.uid!)) {
-          this.failing.add(pod.metadata.uid!);
-          this.log(`usage: scraping pod ${podKey} (${url}) failed: ${(e as Error).message} (logged once until it works again)`);
+    await pool(
+      jobs,
+      this.o.concurrency ?? 8,
+      async ({ capsule, pod, url }) => {
+        const podKey = keyOf(pod);
+        try {
+          const tokens = podTokens(parsePrometheusText(await fetchMetrics(url, this.o.timeoutMs ?? 5000, this.o.maxBytes ?? 4 << 20, this.abort.signal)));
+          report.ok++;
+          this.o.metrics.usageScrapes.inc({ result: 'ok' });
+          if (this.failing.delete(pod.metadata.uid!)) this.log(`usage: scraping pod ${podKey} works again`);
+          const k = keyOf(capsule);
+          if (!scraped.has(k)) scraped.set(k, []);
+          scraped.get(k)!.push({ pod, tokens });
+        } catch (e) {
+          if (this.stopped) return;
+          report.failed++;
+          this.o.metrics.usageScrapes.inc({ result: 'error' });
+          if (!this.failing.has(pod.metadata.uid!)) {
+            this.failing.add(pod.metadata.uid!);
+            this.log(`usage: scraping pod ${podKey} (${url}) failed: ${(e as Error).message} (logged once until it works again)`);
+          }
         }
-      }
-    }, () => this.stopped);
+      },
+      () => this.stopped,
+    );
 
     for (const [key, results] of scraped) {
       // The cache may have moved on while the pods were scraped (e.g. reconcile wrote status).

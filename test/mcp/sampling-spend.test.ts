@@ -83,14 +83,9 @@ describe('an MCP sampling request and the spend ceiling', () => {
       const events = trace(k);
       expect(events.filter((e) => e.event_type === 'inference').map((e) => e.origin ?? 'agent')).toEqual(['agent']);
       const refusals = events.filter((e) => e.event_type === 'spend_ceiling_reached');
-      expect(refusals).toEqual([
-        expect.objectContaining({ origin: 'mcp:everything', limit: 1500 }),
-        expect.objectContaining({ turn: 2, limit: 1500 }),
-      ]);
+      expect(refusals).toEqual([expect.objectContaining({ origin: 'mcp:everything', limit: 1500 }), expect.objectContaining({ turn: 2, limit: 1500 })]);
       // The server got an error answer to its sampling request, so its tool call failed.
-      expect(events.filter((e) => e.event_type === 'mcp_call')).toEqual([
-        expect.objectContaining({ tool: 'trigger-sampling-request', status: 'error' }),
-      ]);
+      expect(events.filter((e) => e.event_type === 'mcp_call')).toEqual([expect.objectContaining({ tool: 'trigger-sampling-request', status: 'error' })]);
       // Nothing was spent on the refused call: the meter holds the first turn only.
       const first = events.find((e) => e.event_type === 'inference')!;
       expect(k.session.spend.spent).toBe(Number(first.input_tokens) + Number(first.output_tokens));

@@ -54,9 +54,18 @@ export function ociVolumes(c: Capsule, hooks: readonly Hook[] = []): { volumes: 
  */
 export function runtimeArgs(publicUrl?: string, auth: string[] = []): string[] {
   return [
-    'serve', CONFIG_DIR, '--a2a-port', String(A2A_PORT), '--metrics-port', String(METRICS_PORT), '--workdir', WORKDIR,
-    '--host', '0.0.0.0',
-    '--drain-secs', String(DRAIN_SECS),
+    'serve',
+    CONFIG_DIR,
+    '--a2a-port',
+    String(A2A_PORT),
+    '--metrics-port',
+    String(METRICS_PORT),
+    '--workdir',
+    WORKDIR,
+    '--host',
+    '0.0.0.0',
+    '--drain-secs',
+    String(DRAIN_SECS),
     ...auth,
     ...(publicUrl ? ['--public-url', publicUrl] : []),
   ];
@@ -66,7 +75,15 @@ export function runtimeArgs(publicUrl?: string, auth: string[] = []): string[] {
  * `hooks`: the Capsule's resolved Hooks (spec.hooks order), for their OCI image volumes; `auth`: a2a-auth.ts.
  * `storeEnv`: the store's env (translate/store.ts: MURMUR_STORE from its Secret for PostgreSQL; none for embedded).
  */
-export function buildDeployment(c: Capsule, opts: TranslateOptions, configHash: string, publicUrl?: string, hooks: readonly Hook[] = [], auth: A2AAuthFragments = a2aAuth(c, [], []), storeEnv: Record<string, unknown>[] = []): KubeObject {
+export function buildDeployment(
+  c: Capsule,
+  opts: TranslateOptions,
+  configHash: string,
+  publicUrl?: string,
+  hooks: readonly Hook[] = [],
+  auth: A2AAuthFragments = a2aAuth(c, [], []),
+  storeEnv: Record<string, unknown>[] = [],
+): KubeObject {
   const n = names(c);
   const env: Record<string, unknown>[] = [
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },

@@ -21,10 +21,7 @@ function capsulePeer(namespace: string, name: string): NetworkPeer {
 
 /** `extra`: rules the runtime itself needs besides the allowlist (the API server for TokenReview). */
 export function buildEgressPolicy(c: Capsule, entries: AllowEntry[], opts: TranslateOptions, extra: Record<string, unknown>[] = []): KubeObject {
-  const rules: Record<string, unknown>[] = [
-    { to: [opts.dns], ports: [{ protocol: 'UDP', port: 53 }, tcp(53)] },
-    ...extra,
-  ];
+  const rules: Record<string, unknown>[] = [{ to: [opts.dns], ports: [{ protocol: 'UDP', port: 53 }, tcp(53)] }, ...extra];
   const hostPorts = new Set<number>();
   const hosts: string[] = [];
   const seen = new Set<string>();
@@ -50,10 +47,7 @@ export function buildEgressPolicy(c: Capsule, entries: AllowEntry[], opts: Trans
     const v6 = opts.egressExcept.filter((x) => x.includes(':'));
     const v4 = opts.egressExcept.filter((x) => !x.includes(':'));
     rules.push({
-      to: [
-        { ipBlock: { cidr: '0.0.0.0/0', ...(v4.length ? { except: v4 } : {}) } },
-        { ipBlock: { cidr: '::/0', ...(v6.length ? { except: v6 } : {}) } },
-      ],
+      to: [{ ipBlock: { cidr: '0.0.0.0/0', ...(v4.length ? { except: v4 } : {}) } }, { ipBlock: { cidr: '::/0', ...(v6.length ? { except: v6 } : {}) } }],
       ports: [...hostPorts].sort((a, b) => a - b).map(tcp),
     });
   }

@@ -60,19 +60,33 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
   const own = new Set<number>();
   const serial = <T>(f: () => Promise<T>): Promise<T> => {
     const p = chain.then(f);
-    chain = p.then(() => undefined, () => undefined);
+    chain = p.then(
+      () => undefined,
+      () => undefined,
+    );
     return p;
   };
   return {
     shared: kind === 'postgres',
     async loadRecord(maxMessages, maxBytes) {
-      const rows = (await db.selectFrom(CONVERSATION_TABLE).select([...RECORD_COLUMNS]).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
+      const rows = (await db
+        .selectFrom(CONVERSATION_TABLE)
+        .select([...RECORD_COLUMNS])
+        .orderBy('seq', 'desc')
+        .limit(maxMessages)
+        .execute()) as Row[];
       watermark = Math.max(watermark, rows.length ? Number(rows[0]!.seq) : 0);
       return newestWithin(rows, maxBytes).map(owned);
     },
     othersSince(maxMessages, maxBytes) {
       return serial(async () => {
-        const rows = (await db.selectFrom(CONVERSATION_TABLE).select([...RECORD_COLUMNS]).where('seq', '>', watermark).orderBy('seq', 'desc').limit(maxMessages).execute()) as Row[];
+        const rows = (await db
+          .selectFrom(CONVERSATION_TABLE)
+          .select([...RECORD_COLUMNS])
+          .where('seq', '>', watermark)
+          .orderBy('seq', 'desc')
+          .limit(maxMessages)
+          .execute()) as Row[];
         if (rows.length === 0) return [];
         watermark = Math.max(watermark, Number(rows[0]!.seq));
         const others = rows.filter((r) => !own.has(Number(r.seq)));
@@ -81,9 +95,14 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
       });
     },
     async loadContext(owner: ConversationOwner, contextId, maxBytes) {
-      const rows = (await db.selectFrom(CONVERSATION_TABLE).select(['seq', 'bytes', 'message'])
-        .where('tenant', '=', owner.tenant).where('owner', '=', owner.user).where('context_id', '=', contextId)
-        .orderBy('seq', 'desc').execute()) as Row[];
+      const rows = (await db
+        .selectFrom(CONVERSATION_TABLE)
+        .select(['seq', 'bytes', 'message'])
+        .where('tenant', '=', owner.tenant)
+        .where('owner', '=', owner.user)
+        .where('context_id', '=', contextId)
+        .orderBy('seq', 'desc')
+        .execute()) as Row[];
       return newestWithin(rows, maxBytes).map(parsed);
     },
     append(owner: ConversationOwner, contextId, messages) {
@@ -92,7 +111,9 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
       return serial(async () => {
         const seqs = await db.transaction().execute(async (tx) => {
           if (kind === 'postgres') await sql`SELECT pg_advisory_xact_lock(${APPEND_LOCK[0]}::int, ${APPEND_LOCK[1]}::int)`.execute(tx);
-          const r = (await tx.selectFrom(CONVERSATION_TABLE).select(sql<number | string | null>`max(seq)`.as('m')).executeTakeFirst()) as { m: number | string | null } | undefined;
+          const r = (await tx.selectFrom(CONVERSATION_TABLE).select(sql<number | string | null>`max(seq)`.as('m')).executeTakeFirst()) as
+            | { m: number | string | null }
+            | undefined;
           let seq = Number(r?.m ?? 0) + 1;
           const rows = messages.map((m) => {
             const message = JSON.stringify(m);

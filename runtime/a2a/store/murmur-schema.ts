@@ -68,7 +68,10 @@ const migrations = (dialect: StoreDialect): Record<string, Migration> => ({
     async up(db: Kysely<any>) {
       const name = sql.raw(`varchar(255) ${COLLATE[dialect]}`);
       for (const col of ['tenant', 'owner']) {
-        await db.schema.alterTable(CONVERSATION_TABLE).addColumn(col, name, (c) => c.notNull().defaultTo('')).execute();
+        await db.schema
+          .alterTable(CONVERSATION_TABLE)
+          .addColumn(col, name, (c) => c.notNull().defaultTo(''))
+          .execute();
       }
       await attributeRows(db, dialect);
       // A threaded history is read by owner and context: the index leads with both.

@@ -92,7 +92,9 @@ export class ReplicaBus {
     }
     if (!id) {
       await client.end();
-      throw new MurError('E-STORE-005', 'the replica bus found no free replica id in 8 tries', { hint: 'this should not happen: check pg_locks for stale advisory locks in namespace 1297437233' });
+      throw new MurError('E-STORE-005', 'the replica bus found no free replica id in 8 tries', {
+        hint: 'this should not happen: check pg_locks for stale advisory locks in namespace 1297437233',
+      });
     }
     const pool = new pgm.Pool({ connectionString: url, max: 2, application_name: 'murmur-replica-liveness' });
     // An idle connection the server ends is an 'error' on the pool (unheard, it stops the process);
@@ -254,10 +256,14 @@ export class ReplicaBus {
       }
       const targets = new Set([...this.pending.values()].map((p) => p.to));
       for (const to of targets) {
-        void this.isAlive(to).then((alive) => {
-          if (alive) return;
-          for (const p of [...this.pending.values()]) if (p.to === to) p.fail(new MurError('E-STORE-005', `replica ${to} is gone (its store connection closed)`));
-        }, () => undefined);
+        void this.isAlive(to).then(
+          (alive) => {
+            if (alive) return;
+            for (const p of [...this.pending.values()])
+              if (p.to === to) p.fail(new MurError('E-STORE-005', `replica ${to} is gone (its store connection closed)`));
+          },
+          () => undefined,
+        );
       }
     }, this.o.livenessMs ?? 2000);
     this.watch.unref();
@@ -267,7 +273,8 @@ export class ReplicaBus {
   private async send(to: string, env: Envelope): Promise<void> {
     if (this.closed) throw new MurError('E-STORE-005', 'the replica bus is closed');
     const body = JSON.stringify(env);
-    if (Buffer.byteLength(body) > this.maxBytes) throw new MurError('E-STORE-005', `a replica bus message of ${Buffer.byteLength(body)} bytes is over the ${this.maxBytes}-byte bound`);
+    if (Buffer.byteLength(body) > this.maxBytes)
+      throw new MurError('E-STORE-005', `a replica bus message of ${Buffer.byteLength(body)} bytes is over the ${this.maxBytes}-byte bound`);
     const parts = chunksOf(body);
     const mid = randomUUID();
     const channel = channelOf(to);

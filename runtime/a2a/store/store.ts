@@ -82,7 +82,11 @@ function errMessage(e: unknown): string {
   return e instanceof Error ? e.message || e.name : String(e);
 }
 
-type SdkMigrate = (argv: string[], env: Record<string, string | undefined>, output: { log: (...a: unknown[]) => void; error: (...a: unknown[]) => void }) => Promise<number>;
+type SdkMigrate = (
+  argv: string[],
+  env: Record<string, string | undefined>,
+  output: { log: (...a: unknown[]) => void; error: (...a: unknown[]) => void },
+) => Promise<number>;
 
 /**
  * The SDK's migration runner (the implementation of its `a2a-db` bin). The package exports no
@@ -116,16 +120,20 @@ async function sqliteEngine(): Promise<void> {
 
 async function migrationLock(url: string, budgetSecs: number, onRetry: (r: RetryReport) => void): Promise<() => Promise<void>> {
   const { default: pg } = await import('pg');
-  const c = await withConnectRetries(async () => {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
-    try {
-      await client.connect();
-      return client;
-    } catch (e) {
-      await client.end().catch(() => undefined);
-      throw e;
-    }
-  }, budgetSecs, onRetry);
+  const c = await withConnectRetries(
+    async () => {
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+      try {
+        await client.connect();
+        return client;
+      } catch (e) {
+        await client.end().catch(() => undefined);
+        throw e;
+      }
+    },
+    budgetSecs,
+    onRetry,
+  );
   await c.query('SELECT pg_advisory_lock($1::int, 0)', [0x4d555232]);
   return async () => {
     await c.end().catch(() => undefined);
@@ -163,22 +171,37 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
   // Replicas of one capsule start together on one PostgreSQL store: their migrations take turns
   // under one advisory lock ('MUR2', 0), held on a connection of its own for the migration's length.
   const budget = opts.connectSecs ?? connectBudgetSecs();
-  const release = spec.kind === 'postgres'
-    ? await migrationLock(spec.url, budget, opts.onRetry ?? (() => undefined)).catch((e: unknown) => {
-      const n = (e as { attempts?: number }).attempts ?? 1;
-      return Promise.reject(fail(n > 1 ? `cannot connect (${n} attempts over ${budget} s)` : 'cannot connect', e, 'check the URL, the credentials and that the server is up (MURMUR_STORE_CONNECT_SECS sets how long to wait for it)'));
-    })
-    : async () => undefined;
-  const rc = await migrate(['upgrade', '--url', spec.url], {}, {
-    log: () => undefined,
-    error: (...a) => errors.push(a.map((x) => errMessage(x)).join(' ')),
-  }).catch((e: unknown) => {
+  const release =
+    spec.kind === 'postgres'
+      ? await migrationLock(spec.url, budget, opts.onRetry ?? (() => undefined)).catch((e: unknown) => {
+          const n = (e as { attempts?: number }).attempts ?? 1;
+          return Promise.reject(
+            fail(
+              n > 1 ? `cannot connect (${n} attempts over ${budget} s)` : 'cannot connect',
+              e,
+              'check the URL, the credentials and that the server is up (MURMUR_STORE_CONNECT_SECS sets how long to wait for it)',
+            ),
+          );
+        })
+      : async () => undefined;
+  const rc = await migrate(
+    ['upgrade', '--url', spec.url],
+    {},
+    {
+      log: () => undefined,
+      error: (...a) => errors.push(a.map((x) => errMessage(x)).join(' ')),
+    },
+  ).catch((e: unknown) => {
     errors.push(errMessage(e));
     return 1;
   });
   await release();
   if (rc !== 0) {
-    throw fail('schema migration failed', new Error(errors.join('; ') || `a2a-db upgrade exited ${rc}`), spec.kind === 'sqlite' ? 'the file must be a SQLite database on a writable volume' : 'check the URL, the credentials and that the server is up');
+    throw fail(
+      'schema migration failed',
+      new Error(errors.join('; ') || `a2a-db upgrade exited ${rc}`),
+      spec.kind === 'sqlite' ? 'the file must be a SQLite database on a writable volume' : 'check the URL, the credentials and that the server is up',
+    );
   }
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   let db: Kysely<any>;
@@ -203,7 +226,10 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
       pool.on('error', (e) => process.stderr.write(`store: an idle PostgreSQL connection ended (${e.message}); the next query opens another\n`));
       db = new Kysely({ dialect: new PostgresDialect({ pool }) });
     }
-    await db.selectFrom(TASK_TABLE).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    await db
+      .selectFrom(TASK_TABLE)
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
   } catch (e) {
     throw fail('first query failed', e, 'the store must have been migrated (a2a-db upgrade) and be readable');
   }

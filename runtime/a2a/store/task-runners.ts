@@ -37,7 +37,11 @@ export function claimingStore(inner: TaskStore, db: Kysely<any>, replica: string
     async save(task: Task, ctx: ServerCallContext) {
       if (!claimed.has(task.id)) {
         claimed.add(task.id);
-        await db.insertInto(RUNNER_TABLE).values({ task_id: task.id, replica }).onConflict((oc) => oc.column('task_id').doNothing()).execute();
+        await db
+          .insertInto(RUNNER_TABLE)
+          .values({ task_id: task.id, replica })
+          .onConflict((oc) => oc.column('task_id').doNothing())
+          .execute();
       }
       await inner.save(task, ctx);
       if (isFinal(task)) claimed.delete(task.id);

@@ -34,11 +34,7 @@ type Stream =
   | { kind: 'http-out'; chunks: Uint8Array[]; written: bigint; contentLength: bigint | undefined; finished: boolean; request?: PendingRequest }
   | { kind: 'http-in'; exchange: Exchange; rid: number };
 
-type Poll =
-  | { kind: 'ready' }
-  | { kind: 'timer'; at: bigint }
-  | { kind: 'future'; future: Future }
-  | { kind: 'stream'; stream: Stream };
+type Poll = { kind: 'ready' } | { kind: 'timer'; at: bigint } | { kind: 'future'; future: Future } | { kind: 'stream'; stream: Stream };
 
 interface PendingRequest {
   payload: HttpRequestPayload;
@@ -88,9 +84,17 @@ export class IoBackend {
 
   constructor(calls: CallTable, opts: IoBackendOptions) {
     this.#c = calls;
-    this.#names = new Map(Object.entries(calls).filter(([k]) => !k.endsWith('MASK') && k !== 'CALL_SHIFT').map(([k, v]) => [v, k]));
+    this.#names = new Map(
+      Object.entries(calls)
+        .filter(([k]) => !k.endsWith('MASK') && k !== 'CALL_SHIFT')
+        .map(([k, v]) => [v, k]),
+    );
     this.#net = opts.net;
-    this.#fileCalls = new Set(Object.entries(calls).filter(([k]) => k.startsWith('FILESYSTEM_DESCRIPTOR_')).map(([, v]) => v));
+    this.#fileCalls = new Set(
+      Object.entries(calls)
+        .filter(([k]) => k.startsWith('FILESYSTEM_DESCRIPTOR_'))
+        .map(([, v]) => v),
+    );
     this.#streams.set(1, { kind: 'discard' });
     this.#streams.set(2, { kind: 'discard' });
   }
@@ -118,7 +122,13 @@ export class IoBackend {
         return this.#addStream({ kind: 'file-out', file: this.#files.retain(p.descriptorId), pos: Number(p.offset) });
       }
       case c.OUTPUT_STREAM_CREATE! | c.HTTP!:
-        return this.#addStream({ kind: 'http-out', chunks: [], written: 0n, contentLength: payload === undefined || payload === null ? undefined : BigInt(payload as bigint), finished: false });
+        return this.#addStream({
+          kind: 'http-out',
+          chunks: [],
+          written: 0n,
+          contentLength: payload === undefined || payload === null ? undefined : BigInt(payload as bigint),
+          finished: false,
+        });
       case c.HTTP_OUTPUT_STREAM_FINISH!:
         return this.#finishBody(id!);
       case c.HTTP_OUTGOING_BODY_DISPOSE!:

@@ -37,8 +37,13 @@ export function lazyBuiltinsPlugin(): Plugin {
       // A dynamic import() stays Node's own: it is lazy already, and a split bundle would give it
       // only a default export (esbuild's CommonJS interop), where Node's has the named ones too
       // (OpenTelemetry's `const { Agent } = await import('http')` got undefined).
-      b.onResolve({ filter }, (a) => (a.kind === 'dynamic-import' ? undefined : { path: a.path.startsWith('node:') ? a.path : `node:${a.path}`, namespace: 'murmur-builtin' }));
-      b.onLoad({ filter: /.*/, namespace: 'murmur-builtin' }, (a) => ({ contents: `module.exports = process.getBuiltinModule(${JSON.stringify(a.path)});`, loader: 'js' }));
+      b.onResolve({ filter }, (a) =>
+        a.kind === 'dynamic-import' ? undefined : { path: a.path.startsWith('node:') ? a.path : `node:${a.path}`, namespace: 'murmur-builtin' },
+      );
+      b.onLoad({ filter: /.*/, namespace: 'murmur-builtin' }, (a) => ({
+        contents: `module.exports = process.getBuiltinModule(${JSON.stringify(a.path)});`,
+        loader: 'js',
+      }));
     },
   };
 }
@@ -48,7 +53,9 @@ export function wasiIoPlugin(): Plugin {
   return {
     name: 'murmur-wasi-io',
     setup(b) {
-      b.onResolve({ filter: /^@bytecodealliance\/preview2-shim\/dist\// }, (a) => ({ path: join(root, a.path.slice('@bytecodealliance/preview2-shim/'.length)) }));
+      b.onResolve({ filter: /^@bytecodealliance\/preview2-shim\/dist\// }, (a) => ({
+        path: join(root, a.path.slice('@bytecodealliance/preview2-shim/'.length)),
+      }));
       b.onResolve({ filter: /synckit[\\/]index\.js$/ }, (a) => (a.importer.startsWith(root + sep) ? { path: join(here, 'synckit.ts') } : undefined));
     },
   };
@@ -77,6 +84,7 @@ export async function bundleWorker(entry: string): Promise<string> {
   // time, and the shim's own synckit in it would start the I/O thread this replaces.
   // (esbuild's own CommonJS wrapper is a function named __require too: its declaration is no call.)
   if (/(?<!function )\b__require\(/.test(code)) throw new Error('worker bundle: a bundled module calls require(), which an ES module bundle cannot serve');
-  if (!code.includes('is not available to components in this runtime')) throw new Error("worker bundle: preview2-shim's synckit module was not replaced by runtime/host/wasi-io/synckit.ts");
+  if (!code.includes('is not available to components in this runtime'))
+    throw new Error("worker bundle: preview2-shim's synckit module was not replaced by runtime/host/wasi-io/synckit.ts");
   return code;
 }
