@@ -33,6 +33,7 @@ async function load(
   url: string,
   method: string,
   headers: Record<string, string>,
+  // biome-ignore lint/suspicious/noExplicitAny: the JSON-RPC response as parsed; each check reads the fields it expects
   check: (json: any) => boolean,
 ): Promise<{ rps: number; errors: number; p50: number; p99: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -127,6 +128,7 @@ async function main() {
   await load(full.url, 'message/send', {}, (j) => j.result?.status?.state === 'completed'); // warm the components
 
   let errors = 0;
+  // biome-ignore lint/suspicious/noExplicitAny: the JSON-RPC response as parsed; each check reads the fields it expects
   const arm = (name: string, url: string, method: string, headers: Record<string, string>, check: (j: any) => boolean): Arm => ({
     name,
     run: async () => {

@@ -174,6 +174,7 @@ async function main(): Promise<void> {
           .watch(
             capsulesPath,
             { resourceVersion: rv, allowWatchBookmarks: true },
+            // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
             (type, c: any) => {
               if (c?.metadata?.resourceVersion) rv = c.metadata.resourceVersion;
               if (type !== 'ADDED' && type !== 'MODIFIED') return;

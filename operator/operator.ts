@@ -10,7 +10,7 @@ import { CapsuleController } from './controller/controller.ts';
 import { LeaderElector } from './controller/leader.ts';
 import { OperatorMetrics } from './controller/metrics.ts';
 import { startHttpServer } from './controller/server.ts';
-import { KubeClient } from './kube/client.ts';
+import type { KubeClient } from './kube/client.ts';
 import type { TranslateOptions } from './translate/options.ts';
 import { UsageScraper, type UsageOptions } from './usage/scraper.ts';
 

@@ -56,6 +56,7 @@ export const OWNED_KINDS: Array<[string, string]> = [
   ['apps/v1', 'Deployment'],
 ];
 
+// biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
 const secretInfo = (o: any): SecretInfo & KubeObject => ({
   apiVersion: 'v1',
   kind: 'Secret',
@@ -97,8 +98,7 @@ export class CapsuleController {
   private readonly log: (msg: string) => void;
   /** What the writes (apply.ts, status-writes.ts) go through. */
   private readonly writes: StatusContext;
-  /** Keys of the resync pass in progress; `resync-done` is emitted when the last one is handled. */
-  private pass: { keys: Set<string>; done: () => void } | undefined;
+  /** Keys of each resync pass in progress; `resync-done` is emitted when the last one is handled. */
   private passes: Array<{ keys: Set<string>; done: () => void }> = [];
   /** `resync-done` (count) after every full pass; `reconciled` (key) after each reconcile. */
   readonly events = new EventEmitter();
@@ -115,10 +115,12 @@ export class CapsuleController {
     const io = { log: this.log };
     // List items come without apiVersion/kind; put them back so cached objects are complete.
     // managedFields of Capsules and Hooks are never read: not kept (memory, bench/operator.ts).
+    // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
     const typed = (apiVersion: string, kind: string) => (o: any) => ({ ...o, apiVersion, kind, metadata: { ...o.metadata, managedFields: undefined } });
     // Owned objects: the metadata prune needs, a Deployment's rollout state, and the fields our
     // apply set only until the no-op check has answered (owned-cache.ts; memory per Capsule,
     // bench/operator.ts).
+    // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
     const ownedTyped = (apiVersion: string, kind: string) => (o: any) => ownedEntry({ ...o, apiVersion, kind }, FIELD_MANAGER);
     // Capsules outside the watched namespaces only arrive on a cluster-wide watch (start() picks
     // one when RBAC allows): they are kept apart and told they are not watched.
@@ -141,6 +143,7 @@ export class CapsuleController {
     );
     this.services = new Informer<ServiceInfo & KubeObject>(client, 'services', paths('v1', 'Service'), {
       ...io,
+      // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
       transform: (o: any) => ({
         apiVersion: 'v1',
         kind: 'Service',
@@ -167,6 +170,7 @@ export class CapsuleController {
       });
       this.owned.set(kind, inf);
     }
+    // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
     const podInfo = (o: any): PodLike => ({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -191,6 +195,7 @@ export class CapsuleController {
     });
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: informers of different object types in one list; only their common methods are called
   private informers(): Informer<any>[] {
     return [this.capsules, this.hooks, this.secrets, this.services, ...this.owned.values(), this.pods];
   }

@@ -230,6 +230,7 @@ export class KubeClient {
     });
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: an uncast request gives the parsed JSON as is; callers that read it name T
   async request<T = any>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
     this.counts[method] = (this.counts[method] ?? 0) + 1;
     return new Promise<T>((resolve, reject) => {
@@ -239,6 +240,7 @@ export class KubeClient {
         res.on('error', reject);
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
+          // biome-ignore lint/suspicious/noExplicitAny: the parsed response body, JSON of any shape (or the text when it is not JSON)
           let body: any = text;
           try {
             body = text ? JSON.parse(text) : undefined;
@@ -283,6 +285,7 @@ export class KubeClient {
    * Streams a watch (NDJSON). Resolves when the server closes the stream; rejects on transport
    * errors; `onEvent` sees every event including BOOKMARK and ERROR.
    */
+  // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
   watch(path: string, query: RequestOptions['query'], onEvent: (type: string, object: any) => void, signal: AbortSignal): Promise<void> {
     this.counts.WATCH = (this.counts.WATCH ?? 0) + 1;
     return new Promise<void>((resolve, reject) => {

@@ -14,6 +14,7 @@ export type Handler<T> = (type: EventType, obj: T, old: T | undefined) => void;
 export interface InformerOptions<T> {
   labelSelector?: string;
   /** Reduce what is kept (e.g. drop Secret values). */
+  // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
   transform?: (o: any) => T;
   /** Server-side watch timeout; the watch is re-opened from the last resourceVersion. */
   timeoutSeconds?: number;
@@ -163,6 +164,7 @@ export class Informer<T extends KubeObject> {
    * Write-through after our own write: keep the server's answer unless the cache already holds
    * a newer version (watch events for older versions may still be on their way).
    */
+  // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
   offer(o: any): void {
     const obj = this.opts.transform ? this.opts.transform(o) : (o as T);
     const k = keyOf(obj);
@@ -224,6 +226,7 @@ export class Informer<T extends KubeObject> {
 
   private async relist(path: string): Promise<string> {
     this.relists++;
+    // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind), before transform
     const { items, resourceVersion } = await this.client.list<any>(path, { labelSelector: this.opts.labelSelector });
     const fresh = new Map<string, T>();
     for (const raw of items) {

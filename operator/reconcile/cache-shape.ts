@@ -77,7 +77,9 @@ export function cacheShape(
   // Without an entry of ours (created by someone else, or before the first apply) keep it whole.
   if (!ours.length) return { ...o, metadata };
   const picked = pickFields(o, ours[0]!.fieldsV1) as Record<string, unknown>;
-  const picked2 = ours.slice(1).reduce<Record<string, unknown>>((acc, e) => ({ ...acc, ...(pickFields(o, e.fieldsV1) as Record<string, unknown>) }), picked);
+  // Each later entry's fields over the first's, merged into one object (not a copy per entry).
+  const picked2: Record<string, unknown> = { ...picked };
+  for (const e of ours.slice(1)) Object.assign(picked2, pickFields(o, e.fieldsV1));
   const pm = isObj(picked2.metadata) ? picked2.metadata : {};
   const out: Record<string, unknown> = {
     ...picked2,

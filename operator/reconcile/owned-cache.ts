@@ -38,6 +38,7 @@ export interface OwnedEntry extends KubeObject {
 }
 
 /** The cache entry of a live object `o` of ours (see the file comment). */
+// biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
 export function ownedEntry(o: any, manager: string): OwnedEntry {
   const m = o.metadata ?? {};
   const metadata: KubeObject['metadata'] = { name: m.name };

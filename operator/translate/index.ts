@@ -179,7 +179,7 @@ function resolveHooks(input: TranslateInput, ns: string, problems: Problem[]): H
 /** Artifacts: names unique across artifacts and hook artifacts; a driver names a driver; each has a version or a source. */
 function checkArtifacts(spec: CapsuleSpec, hooks: Hook[], problems: Problem[]): void {
   const seen = new Map<string, string>();
-  (spec.artifacts ?? []).forEach((a, i) => seen.set(a.name, `spec.artifacts[${i}]`));
+  for (const [i, a] of (spec.artifacts ?? []).entries()) seen.set(a.name, `spec.artifacts[${i}]`);
   for (const h of hooks) {
     const prev = seen.get(h.spec.artifact.name);
     if (prev)

@@ -56,13 +56,11 @@ export function parseAllow(raw: string, clusterDomain: string, isCapsule: (ns: s
 /** Every allow entry of a capsule spec with the field path it comes from (for messages). */
 export function allowEntriesWithField(spec: Parameters<typeof allAllowEntries>[0]): Array<{ raw: string; field: string }> {
   const out: Array<{ raw: string; field: string }> = [];
-  (spec.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.capabilities.network.allow[${i}]` }));
-  (spec.artifacts ?? []).forEach((a, j) =>
-    (a.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.artifacts[${j}].capabilities.network.allow[${i}]` })),
-  );
-  (spec.hooks ?? []).forEach((h, j) =>
-    (h.capabilities?.network?.allow ?? []).forEach((raw, i) => out.push({ raw, field: `spec.hooks[${j}].capabilities.network.allow[${i}]` })),
-  );
+  for (const [i, raw] of (spec.capabilities?.network?.allow ?? []).entries()) out.push({ raw, field: `spec.capabilities.network.allow[${i}]` });
+  for (const [j, a] of (spec.artifacts ?? []).entries())
+    for (const [i, raw] of (a.capabilities?.network?.allow ?? []).entries()) out.push({ raw, field: `spec.artifacts[${j}].capabilities.network.allow[${i}]` });
+  for (const [j, h] of (spec.hooks ?? []).entries())
+    for (const [i, raw] of (h.capabilities?.network?.allow ?? []).entries()) out.push({ raw, field: `spec.hooks[${j}].capabilities.network.allow[${i}]` });
   return out;
 }
 

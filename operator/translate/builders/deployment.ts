@@ -38,9 +38,9 @@ export function ociVolumes(c: Capsule, hooks: readonly Hook[] = []): { volumes: 
     volumes.push({ name, image: { reference: oci, pullPolicy: 'IfNotPresent' } });
     mounts.push({ name, mountPath: `${OCI_MOUNT_DIR}/${artifact}`, readOnly: true });
   };
-  (c.spec.artifacts ?? []).forEach((a, i) => add(`oci-${i}`, a.name, a.source?.oci));
+  for (const [i, a] of (c.spec.artifacts ?? []).entries()) add(`oci-${i}`, a.name, a.source?.oci);
   // A Hook's OCI artifact the same way (artifact names are unique across artifacts and hooks).
-  hooks.forEach((h, i) => add(`oci-hook-${i}`, h.spec.artifact.name, h.spec.artifact.source?.oci));
+  for (const [i, h] of hooks.entries()) add(`oci-hook-${i}`, h.spec.artifact.name, h.spec.artifact.source?.oci);
   return { volumes, mounts };
 }
 

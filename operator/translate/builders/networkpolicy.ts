@@ -31,7 +31,7 @@ export function buildEgressPolicy(c: Capsule, entries: AllowEntry[], opts: Trans
     else if (e.kind === 'service') rule = { to: [{ namespaceSelector: { matchLabels: { [NS_LABEL]: e.namespace } } }], ports: e.ports.map(tcp) };
     else if (e.kind === 'ip') rule = { to: [{ ipBlock: { cidr: e.cidr } }], ...(e.port !== undefined ? { ports: [tcp(e.port)] } : {}) };
     else if (e.kind === 'host') {
-      e.ports.forEach((p) => hostPorts.add(p));
+      for (const p of e.ports) hostPorts.add(p);
       hosts.push(e.raw);
     }
     if (rule) {

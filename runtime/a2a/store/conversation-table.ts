@@ -50,7 +50,7 @@ function newestWithin(rows: Row[], maxBytes: number): Row[] {
 const parsed = (r: Row) => JSON.parse(r.message) as ConversationMessage;
 const owned = (r: Row): OwnedMessage => ({ owner: { tenant: r.tenant ?? '', user: r.owner ?? '' }, message: parsed(r) });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
 export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' = 'sqlite'): ConversationStore {
   let chain: Promise<void> = Promise.resolve();
   // What this process has seen of the record: every seq up to `watermark`, plus its own appends

@@ -26,7 +26,7 @@ const COLLATE: Record<StoreDialect, string> = { postgres: 'collate "C"', sqlite:
  * apart) or has no task left is the NO_CALLER owner ('', ''), which no A2A caller ever is: those
  * rows stay in the record and no caller's threaded task continues them.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
 async function attributeRows(db: Kysely<any>, dialect: StoreDialect): Promise<void> {
   const c = sql.raw(COLLATE[dialect]);
   const conv = sql.table(CONVERSATION_TABLE);
@@ -41,7 +41,7 @@ async function attributeRows(db: Kysely<any>, dialect: StoreDialect): Promise<vo
 
 const migrations = (dialect: StoreDialect): Record<string, Migration> => ({
   '0001_create_conversation': {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
     async up(db: Kysely<any>) {
       await db.schema
         .createTable(CONVERSATION_TABLE)
@@ -54,7 +54,7 @@ const migrations = (dialect: StoreDialect): Record<string, Migration> => ({
     },
   },
   '0002_create_task_runner': {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
     async up(db: Kysely<any>) {
       await db.schema
         .createTable(RUNNER_TABLE)
@@ -64,7 +64,7 @@ const migrations = (dialect: StoreDialect): Record<string, Migration> => ({
     },
   },
   '0003_conversation_owner': {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
     async up(db: Kysely<any>) {
       const name = sql.raw(`varchar(255) ${COLLATE[dialect]}`);
       for (const col of ['tenant', 'owner']) {
@@ -82,7 +82,7 @@ const migrations = (dialect: StoreDialect): Record<string, Migration> => ({
 });
 
 /** Migrate to the latest schema, or up to `target` (a migration's name: tests build a store as an older runtime left it). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
 export async function migrateMurmur(db: Kysely<any>, dialect: StoreDialect, target?: string): Promise<void> {
   const migrator = new Migrator({
     db,

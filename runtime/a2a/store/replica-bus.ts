@@ -137,7 +137,7 @@ export class ReplicaBus {
          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
       [LOCK_NS, Number(id)],
     );
-    return Number(r.rows[0]?.['n'] ?? 0) > 0;
+    return Number(r.rows[0]?.n ?? 0) > 0;
   }
 
   /** Answer `method` calls from other replicas. */

@@ -32,7 +32,7 @@ export interface DurableStore {
   readonly kind: StoreKind;
   /** Where it is, without credentials: the SQLite file, or host/database of the server. */
   readonly where: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
   readonly db: Kysely<any>;
   readonly tasks: TaskStore;
   readonly push: PushNotificationStore;
@@ -203,7 +203,7 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
       spec.kind === 'sqlite' ? 'the file must be a SQLite database on a writable volume' : 'check the URL, the credentials and that the server is up',
     );
   }
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
   let db: Kysely<any>;
   let statements: CachedStatements | undefined;
   try {

@@ -30,7 +30,7 @@ export function isFinal(t: Task): boolean {
  * holds only unfinished tasks (an id leaves it with its final save), so it stays bounded by the
  * tasks this replica runs at once.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
 export function claimingStore(inner: TaskStore, db: Kysely<any>, replica: string): TaskStore {
   const claimed = new Set<string>();
   return {
@@ -52,7 +52,7 @@ export function claimingStore(inner: TaskStore, db: Kysely<any>, replica: string
 }
 
 /** The replica that claimed `taskId`, if any. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
 export async function runnerOf(db: Kysely<any>, taskId: string): Promise<string | undefined> {
   const r = (await db.selectFrom(RUNNER_TABLE).select('replica').where('task_id', '=', taskId).executeTakeFirst()) as { replica: string } | undefined;
   return r?.replica;
@@ -64,7 +64,7 @@ export async function runnerOf(db: Kysely<any>, taskId: string): Promise<string 
  * only if the task is still unfinished then. Returns how many.
  */
 export async function failOrphans(
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
   db: Kysely<any>,
   reason: string,
   o: { alive?: (replica: string) => Promise<boolean>; taskId?: string } = {},

@@ -319,7 +319,7 @@ export class IoBackend {
       future.failed = { tag: 'internal-error', val: 'outgoing HTTP is not connected in this worker' };
       return;
     }
-    const bytes = body && body.chunks.length ? concat(body.chunks) : undefined;
+    const bytes = body?.chunks.length ? concat(body.chunks) : undefined;
     if (body) body.chunks = [];
     const { rid, exchange } = net.send({
       method: p.method,
@@ -344,7 +344,7 @@ export class IoBackend {
 
   #finishBody(id: number): undefined {
     const s = this.#streams.get(id);
-    if (!s || s.kind !== 'http-out' || s.finished) throw { tag: 'internal-error', val: 'the request body is already finished or closed' };
+    if (s?.kind !== 'http-out' || s.finished) throw { tag: 'internal-error', val: 'the request body is already finished or closed' };
     if (s.contentLength !== undefined && s.written !== s.contentLength) throw { tag: 'HTTP-request-body-size', val: s.written };
     s.finished = true;
     if (s.request) this.#send(s.request.payload, s.request.future, s);

@@ -111,7 +111,7 @@ export function serveNet(port: MessagePort, flag: Int32Array, agents: NetAgents 
       res.on('error', (e: NodeJS.ErrnoException) => fail(errorCode(e), e.message));
       res.on('aborted', () => fail({ tag: 'HTTP-protocol-error' }, 'the response was cut before its end'));
     });
-    req.end(r.body && r.body.byteLength ? Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) : undefined);
+    req.end(r.body?.byteLength ? Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) : undefined);
   };
   port.on('message', (m: ToMain) => {
     if (m.op === 'request') start(m);
