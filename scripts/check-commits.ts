@@ -19,7 +19,7 @@ export const MAX_SUBJECT = 72;
 export const LET_THROUGH: Readonly<Record<string, string>> = {
   '05ddf04000052f5ea6d8bf6d23ac45e2eed75e49': 'subject of 73 characters',
   '222ef1b4375f99477333e5031a713441d0beb67b': 'subject of 79 characters',
-  'f6c107cc12a261ccb6efc4f2b272d6290a8fcea8': 'subject of 76 characters',
+  f6c107cc12a261ccb6efc4f2b272d6290a8fcea8: 'subject of 76 characters',
 };
 
 export interface Commit {
