@@ -5,27 +5,13 @@
  * tokens, each hook call with its binding and decision, the denial with the hook and its reason,
  * the shell command with its exit code, the task's end with its totals.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { API_KEY, ECHO_TOOL, driverDef, makeRegistry, tmp } from '../loop/kit.ts';
-import { hookArtifact, type HookDef } from '../hooks/hook-capsule.ts';
-import { startScriptedProvider } from '../provider/scripted-provider.ts';
-import { serve } from '../cli/serve-kit.ts';
-import { cleanup, closeAll } from '../client/kit.ts';
+import { closeAll } from '../client/kit.ts';
+import { servedSteps } from '../client/steps-capsule.ts';
 import { openConsole } from '../../runtime/cli/console.ts';
 import type { RunningConsole } from '../../runtime/console/server.ts';
 import { CHROMIUM_INSTALL_TIMEOUT_MS, launchBrowser, screenshot } from '../support/browser.ts';
-
-const GUARD: HookDef = {
-  name: 'guard',
-  contract: 'binding: on-tool-call\ncommit_policy: deny\n',
-  script: { 'on-tool-call:decision': { ret: { tag: 'deny', val: 'echo is not allowed today' } } },
-};
-
-/** A policy hook on shell calls that allows every one (a clean `none` at the decision point). */
-const AUDIT: HookDef = { name: 'audit', contract: 'binding: on-shell\ncommit_policy: deny\n', script: {} };
 
 let browser: Browser;
 let con: RunningConsole;
@@ -36,44 +22,13 @@ beforeAll(async () => {
 }, CHROMIUM_INSTALL_TIMEOUT_MS);
 
 beforeAll(async () => {
-  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL, hookArtifact(GUARD), hookArtifact(AUDIT)]);
-  const dir = tmp('console-steps-');
-  writeFileSync(
-    join(dir, 'murmur.yaml'),
-    [
-      'name: steps',
-      'version: 1.0.0',
-      'artifacts:',
-      '  - {name: driver-anthropic, version: 0.1.0, runtime: driver}',
-      '  - {name: echo, version: 1.0.0, runtime: tool}',
-      `  - {name: guard, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: GUARD.script })}}`,
-      `  - {name: audit, version: 1.0.0, runtime: hook, config: ${JSON.stringify({ script: AUDIT.script })}}`,
-      'capabilities:',
-      '  shell:',
-      '    allow: [printf]',
-      'inference:',
-      '  driver: {artifact: driver-anthropic}',
-      '  model: claude-test',
-      '',
-    ].join('\n'),
-  );
-  const provider = await startScriptedProvider({
+  url = await servedSteps({
     turns: [
       { toolCalls: [{ name: 'echo', input: { text: 'q' } }] },
       { toolCalls: [{ name: 'printf', input: { command: 'hello-from-shell' } }] },
       { text: 'all done' },
     ],
   });
-  const served = await serve(dir, {
-    registry,
-    workRoot: tmp('console-steps-work-'),
-    env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
-  });
-  cleanup.push(
-    () => provider.stop(),
-    () => served.stop(),
-  );
-  url = served.url;
   con = (await openConsole(
     [url, '--kubeconfig', '/nonexistent/kubeconfig'],
     () => {},
