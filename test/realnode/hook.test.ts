@@ -21,6 +21,7 @@ import {
   recordedRequests,
   waitFor,
   wgetPost,
+  shellGuardHook,
 } from './support.ts';
 
 const ns = 'rn-hook';
@@ -35,19 +36,7 @@ describe('a policy Hook in a real pod', () => {
       fixturePod(ns, [component]),
       providerPod(ns, { turns: [{ toolCalls: [{ name: 'echo', input: { command: 'forbidden-marker' } }] }, { text: 'The shell was refused.' }] }),
     ]);
-    await apply(
-      stringify({
-        apiVersion: 'murmur.io/v1alpha1',
-        kind: 'Hook',
-        metadata: { name: 'shell-guard', namespace: ns },
-        spec: {
-          artifact: { name: 'hook-deny-shell', version: '0.1.0', source: files[component] },
-          binding: 'on-shell',
-          execution_mode: 'blocking',
-          commit_policy: 'deny',
-        },
-      }),
-    );
+    await apply(shellGuardHook(ns, files[component]!));
     await apply(
       stringify({
         apiVersion: 'murmur.io/v1alpha1',

@@ -28,6 +28,7 @@ import {
   providerPod,
   waitFor,
   wgetPost,
+  shellGuardHook,
 } from './support.ts';
 
 const ns = 'rn-prometheus';
@@ -67,19 +68,7 @@ beforeAll(async () => {
       ],
     }),
   ]);
-  await apply(
-    stringify({
-      apiVersion: 'murmur.io/v1alpha1',
-      kind: 'Hook',
-      metadata: { name: 'shell-guard', namespace: ns },
-      spec: {
-        artifact: { name: 'hook-deny-shell', version: '0.1.0', source: files[hook] },
-        binding: 'on-shell',
-        execution_mode: 'blocking',
-        commit_policy: 'deny',
-      },
-    }),
-  );
+  await apply(shellGuardHook(ns, files[hook]!));
   await apply(
     stringify({
       apiVersion: 'murmur.io/v1alpha1',

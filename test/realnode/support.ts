@@ -286,6 +286,19 @@ export function readExample(file: string): string {
 }
 
 /**
+ * The Hook both the hook and the Prometheus tests bind: the hook-deny-shell fixture served by
+ * fixturePod (its `source`), a blocking on-shell policy that denies, named shell-guard.
+ */
+export function shellGuardHook(ns: string, source: { url: string; sha256: string }): string {
+  return JSON.stringify({
+    apiVersion: 'murmur.io/v1alpha1',
+    kind: 'Hook',
+    metadata: { name: 'shell-guard', namespace: ns },
+    spec: { artifact: { name: 'hook-deny-shell', version: '0.1.0', source }, binding: 'on-shell', execution_mode: 'blocking', commit_policy: 'deny' },
+  });
+}
+
+/**
  * The fixture components (`.cache/fixtures/<name>.wasm`, built by test/fixtures/build.ts from
  * test/fixtures/components/) served over HTTP by a pod + Service `fixtures` on 8080, for Capsule
  * and Hook artifacts with `source: {url, sha256}`. The components are too large for a ConfigMap
