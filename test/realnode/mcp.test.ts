@@ -25,6 +25,7 @@ import {
   recordedRequests,
   waitFor,
   wgetPost,
+  tcpProbe,
 } from './support.ts';
 
 const ns = 'rn-mcp';
@@ -171,23 +172,7 @@ describe('MCP servers on the real node', () => {
   it("from inside the capsule's pod, the listed server is reachable and the unlisted one is blocked by the NetworkPolicy", async () => {
     const pods = await getJson(ns, 'pods -l app.kubernetes.io/instance=analyst');
     const pod = pods.items[0].metadata.name;
-    const probe = (host: string) =>
-      kubectl([
-        '-n',
-        ns,
-        'exec',
-        pod,
-        '-c',
-        'runtime',
-        '--',
-        'node',
-        '-e',
-        `const s=require('net').connect(80,'${host}');s.setTimeout(5000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
-          `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})`,
-      ]).then(
-        (out) => out.trim(),
-        (e: { stdout: string }) => e.stdout.trim(),
-      );
+    const probe = (host: string) => tcpProbe(ns, pod, 'runtime', host, 80);
     expect(await probe(svcHost('mcp-listed'))).toBe('connected');
     expect(await probe(svcHost('mcp-unlisted'))).not.toBe('connected');
   });

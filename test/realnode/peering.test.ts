@@ -15,7 +15,6 @@ import {
   createNamespace,
   deleteNamespace,
   getJson,
-  kubectl,
   messageSend,
   otlpPod,
   policyAdmits,
@@ -25,6 +24,7 @@ import {
   type PodSpan,
   waitFor,
   wgetPost,
+  tcpProbe,
 } from './support.ts';
 
 const ns = 'rn-peering';
@@ -163,23 +163,7 @@ describe('peering between capsules on the real node', () => {
   it("fence 2: from inside A's pod, other means (a raw TCP connection) reach B but not C: the NetworkPolicy blocks it", async () => {
     const pods = await getJson(ns, 'pods -l app.kubernetes.io/instance=cap-a');
     const pod = pods.items[0].metadata.name;
-    const probe = (host: string) =>
-      kubectl([
-        '-n',
-        ns,
-        'exec',
-        pod,
-        '-c',
-        pods.items[0].spec.containers[0].name,
-        '--',
-        'node',
-        '-e',
-        `const s=require('net').connect(8080,'${host}');s.setTimeout(5000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
-          `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})`,
-      ]).then(
-        (out) => out.trim(),
-        (e: { stdout: string }) => e.stdout.trim(),
-      );
+    const probe = (host: string) => tcpProbe(ns, pod, pods.items[0].spec.containers[0].name, host, 8080);
     expect(await probe(`cap-b.${ns}.svc.cluster.local`)).toBe('connected');
     expect(await probe(`cap-c.${nsC}.svc.cluster.local`)).not.toBe('connected');
   });

@@ -286,6 +286,30 @@ export function readExample(file: string): string {
 }
 
 /**
+ * A raw TCP connection from inside a pod's container (its node), past the runtime: 'connected', or
+ * what stopped it ('timeout' after 5 s, or the socket error's code). How the tests show a
+ * NetworkPolicy fence holds whatever the runtime would do.
+ */
+export function tcpProbe(ns: string, pod: string, container: string, host: string, port: number): Promise<string> {
+  return kubectl([
+    '-n',
+    ns,
+    'exec',
+    pod,
+    '-c',
+    container,
+    '--',
+    'node',
+    '-e',
+    `const s=require('net').connect(${port},'${host}');s.setTimeout(5000);s.on('connect',()=>{console.log('connected');process.exit(0)});` +
+      `s.on('timeout',()=>{console.log('timeout');process.exit(3)});s.on('error',(e)=>{console.log(e.code);process.exit(4)})`,
+  ]).then(
+    (out) => out.trim(),
+    (e: { stdout: string }) => e.stdout.trim(),
+  );
+}
+
+/**
  * The Hook both the hook and the Prometheus tests bind: the hook-deny-shell fixture served by
  * fixturePod (its `source`), a blocking on-shell policy that denies, named shell-guard.
  */
