@@ -2,8 +2,9 @@
  *
  * Reader: strict RFC 8259. Refused: trailing bytes other than whitespace, a leading UTF-8 BOM,
  * leading zeros, bad escapes, raw control characters (< 0x20) in strings, invalid UTF-8, nesting
- * deeper than 128, and lone surrogate escapes (\uD800 without a low half, or a stray low half) —
- * a lone surrogate cannot be written as valid UTF-8, so it is an error rather than a silent U+FFFD.
+ * deeper than 128. A lone surrogate escape (\uD800 without a low half, or a stray low half) is
+ * decoded as U+FFFD, not refused: JSON.parse accepts it and the JS drivers turned it into U+FFFD at
+ * the UTF-8 component boundary, so one odd character from a provider does not fail a whole reply.
  * Numbers keep their source text, so json_int is exact over int64 and jb_value writes them back as
  * written. Writer: quotes and escapes strings; invalid UTF-8 becomes U+FFFD so output is valid JSON. */
 #pragma once
