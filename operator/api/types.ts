@@ -138,6 +138,17 @@ export interface CapsuleSpec {
   a2a?: { auth?: A2AAuthSpec };
   /** MCP servers whose tools the model may call (operator/translate/mcp.ts, docs/mcp.md). */
   mcp?: { servers: McpServerSpec[] };
+  /** Scale to zero when idle (operator/translate/sleep.ts, docs/operator.md "Sleeping Capsules"). */
+  sleep?: SleepSpec;
+}
+
+/**
+ * `spec.sleep`: `afterIdle` is a Go-style duration (`30s`, `15m`, `1h30m`; at least 10s) or `never`.
+ * Default: 15m when the store survives the pod's deletion (postgres, or embedded on a volumeClaim)
+ * and the capsule takes no API keys; `never` otherwise.
+ */
+export interface SleepSpec {
+  afterIdle?: string;
 }
 
 /**
@@ -200,8 +211,17 @@ export interface A2AAuthSpec {
  *   egress NetworkPolicy (the operator never reads the URL).
  */
 export interface StoreSpec {
-  embedded?: Record<string, never>;
+  /** `{}`: the SQLite file on the session emptyDir; `volumeClaim`: on a PVC `<capsule>-store` (survives pod deletion, so the capsule can sleep). */
+  embedded?: { volumeClaim?: StoreVolumeClaim };
   postgres?: { urlSecretRef: { name: string; key: string }; address: string };
+}
+
+/** The PersistentVolumeClaim `<capsule>-store` (ReadWriteOnce) the embedded store lives on. */
+export interface StoreVolumeClaim {
+  /** Default: the cluster's default StorageClass. */
+  storageClassName?: string;
+  /** Requested size; default spec.workdirSizeLimit, else 1Gi. */
+  size?: string;
 }
 
 export interface Condition {
@@ -224,6 +244,21 @@ export interface CapsuleStatus {
   selector?: string;
   /** Token usage scraped from the pods' /metrics (operator/usage/); written by the scraper only. */
   usage?: CapsuleUsage;
+  /** What `kubectl get capsules` shows as State (the Ready condition stays as it is). */
+  phase?: CapsulePhase;
+  /** While asleep (and since the last wake): written by the operator's sleep controller. */
+  sleep?: CapsuleSleepStatus;
+}
+
+export type CapsulePhase = 'Pending' | 'Ready' | 'Sleeping' | 'Waking' | 'Failed';
+
+export interface CapsuleSleepStatus {
+  /** When the capsule was put to sleep (RFC 3339); absent while awake. */
+  since?: string;
+  /** When the last wake was requested (RFC 3339). */
+  lastWake?: string;
+  /** The agent card JSON fetched from a ready pod right before sleeping (at most 32 KiB), served by the activator while asleep. */
+  agentCard?: string;
 }
 
 export interface CapsuleUsage {

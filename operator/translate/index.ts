@@ -20,6 +20,7 @@ import type { TranslateOptions } from './options.ts';
 import { renderStore } from './store.ts';
 import { renderMcp } from './mcp.ts';
 import type { Problem } from './problems.ts';
+import { effectiveSleep, type SleepInput, type SleepPolicy } from './sleep.ts';
 
 export interface TranslateInput {
   capsule: Capsule;
@@ -36,18 +37,23 @@ export interface TranslateInput {
   /** `<ns>/<name>` of capsules that take no ServiceAccount tokens: a caller presenting one would get 401, so none is projected. */
   noTokenPeers?: ReadonlySet<string>;
   options: TranslateOptions;
+  /** The sleep state the controller observed (operator/translate/sleep.ts); absent = awake, no activator pod known. */
+  sleep?: SleepInput;
   /** The runtime's validator on the rendered murmur.yaml (default `runtimeRefusals`; the controller passes a memo of it, reconcile/refusals-memo.ts). */
   refusals?: (murmurYaml: string, nArtifacts: number) => Problem[];
 }
 
 export { ADMISSION_CODES, PROBLEM_CODES, type Problem, type ProblemReason } from './problems.ts';
 export { a2aUrl } from './allowlist.ts';
+export { effectiveSleep, formatDuration, parseDuration, sleepPolicy, type SleepInput, type SleepPolicy } from './sleep.ts';
 
 export interface TranslateResult {
   objects: KubeObject[];
   problems: Problem[];
   a2aUrl: string;
   configHash: string;
+  /** Whether and when the capsule sleeps, the activator considered (sleep.ts): the controller's Sleeping condition. */
+  sleep: SleepPolicy;
 }
 
 /**
@@ -67,6 +73,8 @@ export function translate(input: TranslateInput): TranslateResult {
   // The store (store.ts): its Secret, the replicas it allows, the server's address.
   const store = renderStore(spec, input.secrets, ns);
   problems.push(...store.problems);
+  const sleep = effectiveSleep(capsule, options);
+  problems.push(...sleep.problems);
   // MCP servers (mcp.ts): the murmur.yaml block, their credentials' env, their egress.
   const mcp = renderMcp({ spec, namespace: ns, clusterDomain: options.clusterDomain, secrets: input.secrets, services: input.services ?? {} });
   problems.push(...mcp.problems);
@@ -111,7 +119,7 @@ export function translate(input: TranslateInput): TranslateResult {
   ];
   const budget = buildDisruptionBudget(capsule);
   if (budget) objects.push(budget);
-  return { objects, problems, a2aUrl: url, configHash };
+  return { objects, problems, a2aUrl: url, configHash, sleep };
 }
 
 /** The Secret holding the provider API key: its resourceVersion ('' without one). */

@@ -34,6 +34,20 @@ export interface TranslateOptions {
   apiServer?: Array<{ cidr: string; port: number }>;
   /** Cluster DNS domain for peer URLs. */
   clusterDomain: string;
+  /**
+   * The activator the chart installed (operator/activator/): where its pods are and the port they
+   * hold requests on. Absent: no activator, so no Capsule sleeps (its Sleeping condition says so).
+   */
+  activator?: ActivatorOptions;
+}
+
+export interface ActivatorOptions {
+  /** The operator's (and the activator's) namespace. */
+  namespace: string;
+  /** Labels of the activator's pods (the NetworkPolicy peer that may reach a sleep-enabled capsule's a2a port). */
+  podLabels: Record<string, string>;
+  /** The activator's port (8012): the port of the `<capsule>-activator` EndpointSlice. */
+  port: number;
 }
 
 /** Never reachable through a hostname grant unless granted explicitly (RFC 1918, 6598, 3927, 4193, loopback). */

@@ -18,7 +18,11 @@ export type ProblemReason =
   | 'SharedStoreRequired'
   | 'InvalidMcpServer'
   | 'McpServiceNotFound'
-  | 'McpServiceUnusable';
+  | 'McpServiceUnusable'
+  | 'InvalidSleep'
+  | 'SleepNeedsDurableStore'
+  | 'SleepWithApiKeys'
+  | 'StoreClaimReplicas';
 
 /** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
 export const PROBLEM_CODES: Record<ProblemReason, string> = {
@@ -36,6 +40,10 @@ export const PROBLEM_CODES: Record<ProblemReason, string> = {
   InvalidMcpServer: 'E-OP-045',
   McpServiceNotFound: 'E-OP-046',
   McpServiceUnusable: 'E-OP-047',
+  InvalidSleep: 'E-OP-050',
+  SleepNeedsDurableStore: 'E-OP-051',
+  SleepWithApiKeys: 'E-OP-052',
+  StoreClaimReplicas: 'E-OP-053',
 };
 
 /** Admission refusals (the CRDs' CEL rules put these codes in their messages). */
