@@ -1,8 +1,9 @@
-/* components/c/json.c — the JSON reader (a small DOM) and the escaping writer declared in json.h.
+/* components/c/json.c — the JSON reader (a small DOM), its accessors and jb_value, declared in json.h.
  * Written for the built-in drivers: strict where a wrong answer would be silent (grammar, UTF-8,
  * depth), and lossless for numbers (kept as source text), so a provider's tool-call arguments and
  * token counts come through exactly. No libc formatting or float parsing: it stays small on wasm. */
 #include "json.h"
+#include "utf8.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,41 +54,6 @@ static void fail(reader *r, const char *reason) {
   put_text(r->err, r->err_len, &at, " at byte ");
   put_text(r->err, r->err_len, &at, num + k);
   r->err[at] = '\0';
-}
-
-/* ---------- UTF-8 ---------- */
-
-/* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 if invalid; *bad gets the length of
- * the maximal invalid subpart (Unicode §3.9, what TextDecoder replaces with one U+FFFD). Overlongs,
- * encoded surrogates and code points above U+10FFFF are invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n, size_t *bad) {
-  unsigned char c = s[0];
-  size_t need;
-  unsigned char lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-  *bad = 1;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) need = 2;
-  else if (c >= 0xE0 && c <= 0xEF) { need = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
-  else if (c >= 0xF0 && c <= 0xF4) { need = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
-  else return 0;
-  for (size_t k = 1; k < need; k++) {
-    if (k >= n) return 0;
-    unsigned char lo_k = k == 1 ? lo : 0x80, hi_k = k == 1 ? hi : 0xBF;
-    if (s[k] < lo_k || s[k] > hi_k) return 0;
-    *bad = k + 1;
-  }
-  return need;
-}
-
-static size_t utf8_put(unsigned char *o, uint32_t cp) {
-  if (cp < 0x80) { o[0] = (unsigned char)cp; return 1; }
-  if (cp < 0x800) { o[0] = (unsigned char)(0xC0 | cp >> 6); o[1] = (unsigned char)(0x80 | (cp & 0x3F)); return 2; }
-  if (cp < 0x10000) {
-    o[0] = (unsigned char)(0xE0 | cp >> 12); o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-    o[2] = (unsigned char)(0x80 | (cp & 0x3F)); return 3;
-  }
-  o[0] = (unsigned char)(0xF0 | cp >> 18); o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-  o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F)); o[3] = (unsigned char)(0x80 | (cp & 0x3F)); return 4;
 }
 
 /* ---------- reader ---------- */
@@ -389,72 +355,8 @@ bool json_int(const json_value *v, int64_t *out) {
 
 bool json_is_int(const json_value *v) { return json_int(v, NULL); }
 
-/* ---------- writer ---------- */
-
-void jb_raw(json_buf *b, const char *s, size_t n) {
-  if (b->failed || n == 0) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t nc = b->cap ? b->cap : 256;
-    while (nc < b->len + n + 1) {
-      if (nc > SIZE_MAX / 2) { b->failed = true; return; }
-      nc *= 2;
-    }
-    char *nd = realloc(b->data, nc);
-    if (!nd) { b->failed = true; return; }
-    b->data = nd;
-    b->cap = nc;
-  }
-  memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = '\0'; /* always a C string too, for callers that log it */
-}
-
-void jb_lit(json_buf *b, const char *s) { jb_raw(b, s, strlen(s)); }
-
-/* Escapes as JSON.stringify does (\b \f \n \r \t short forms, other controls as \u00xx), so a
- * request body matches what the JS drivers sent; invalid UTF-8 becomes U+FFFD per maximal subpart. */
-void jb_str(json_buf *b, const char *str, size_t n) {
-  static const char hex[] = "0123456789abcdef";
-  const unsigned char *s = (const unsigned char *)str;
-  size_t run = 0; /* start of the pending run of bytes copied as they are */
-  jb_raw(b, "\"", 1);
-  for (size_t i = 0; i < n;) {
-    unsigned char c = s[i];
-    const char *rep = NULL;
-    char u[7];
-    size_t skip = 1, bad;
-    if (c == '"') rep = "\\\"";
-    else if (c == '\\') rep = "\\\\";
-    else if (c == '\b') rep = "\\b";
-    else if (c == '\f') rep = "\\f";
-    else if (c == '\n') rep = "\\n";
-    else if (c == '\r') rep = "\\r";
-    else if (c == '\t') rep = "\\t";
-    else if (c < 0x20) { memcpy(u, "\\u00", 4); u[4] = hex[c >> 4]; u[5] = hex[c & 15]; u[6] = '\0'; rep = u; }
-    else if (c >= 0x80) {
-      size_t len = utf8_len(s + i, n - i, &bad);
-      if (len) { i += len; continue; }
-      rep = "\xEF\xBF\xBD";
-      skip = bad;
-    } else { i++; continue; }
-    jb_raw(b, str + run, i - run);
-    jb_lit(b, rep);
-    i += skip;
-    run = i;
-  }
-  jb_raw(b, str + run, n - run);
-  jb_raw(b, "\"", 1);
-}
-
-void jb_int(json_buf *b, int64_t v) {
-  char num[24];
-  int k = (int)sizeof num;
-  uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-  do { num[--k] = (char)('0' + mag % 10); mag /= 10; } while (mag);
-  if (v < 0) num[--k] = '-';
-  jb_raw(b, num + k, sizeof num - (size_t)k);
-}
-
+/* The writer's one use of the DOM's layout (numbers as their source text); the rest of the
+ * writer is in json-write.c. */
 void jb_value(json_buf *b, const json_value *v) {
   if (!v) { jb_lit(b, "null"); return; }
   switch (v->type) {
@@ -473,11 +375,4 @@ void jb_value(json_buf *b, const json_value *v) {
       jb_raw(b, v->type == JSON_ARRAY ? "]" : "}", 1);
       return;
   }
-}
-
-void jb_free(json_buf *b) {
-  free(b->data);
-  b->data = NULL;
-  b->len = b->cap = 0;
-  b->failed = false;
 }
