@@ -12,6 +12,8 @@ import { buildDisruptionBudget } from './builders/disruption.ts';
 import { renderManifest } from './builders/manifest.ts';
 import { buildEgressPolicy, buildIngressPolicy } from './builders/networkpolicy.ts';
 import { buildService } from './builders/service.ts';
+import { buildActivatorSlice } from './builders/activator-slice.ts';
+import { buildStoreClaim } from './builders/store-claim.ts';
 import { buildServiceAccount } from './builders/serviceaccount.ts';
 import { a2aAuth, apiServerEgress, authSettings } from './builders/a2a-auth.ts';
 import { isMurErrorList, parseManifest } from '../../runtime/manifest/index.ts';
@@ -73,8 +75,10 @@ export function translate(input: TranslateInput): TranslateResult {
   // The store (store.ts): its Secret, the replicas it allows, the server's address.
   const store = renderStore(spec, input.secrets, ns);
   problems.push(...store.problems);
+  // Sleep (sleep.ts): whether the capsule may sleep, with the activator the chart installed.
   const sleep = effectiveSleep(capsule, options);
   problems.push(...sleep.problems);
+  const sleeps = sleep.afterIdleSeconds !== null;
   // MCP servers (mcp.ts): the murmur.yaml block, their credentials' env, their egress.
   const mcp = renderMcp({ spec, namespace: ns, clusterDomain: options.clusterDomain, secrets: input.secrets, services: input.services ?? {} });
   problems.push(...mcp.problems);
@@ -92,7 +96,8 @@ export function translate(input: TranslateInput): TranslateResult {
   // under a green Capsule): run its own validator on the very file the pods will read. Skipped
   // when a fatal problem already blocks the apply (its message is the more precise one).
   if (!problems.some((p) => p.fatal)) problems.push(...(input.refusals ?? runtimeRefusals)(murmurYaml, spec.artifacts?.length ?? 0));
-  const { replicas: _replicas, ...rolling } = spec;
+  // Neither scaling nor the sleep setting changes a pod: out of the hash, so they never roll the pods.
+  const { replicas: _replicas, sleep: _sleep, ...rolling } = spec;
   const configHash = sha256(
     stableJson({
       manifest: murmurYaml,
@@ -114,9 +119,16 @@ export function translate(input: TranslateInput): TranslateResult {
     buildConfigMap(capsule, murmurYaml),
     buildService(capsule),
     buildEgressPolicy(capsule, allow.entries, options, [...(auth.serviceAccounts ? apiServerEgress(options) : []), ...mcp.rules]),
-    buildIngressPolicy(capsule, input.callers, options),
-    buildDeployment(capsule, options, configHash, `${url}/`, hooks, a2aAuth(capsule, allow.peerTokens, input.callers), [...store.env, ...mcp.env]),
+    buildIngressPolicy(capsule, input.callers, options, sleeps),
   ];
+  const claim = buildStoreClaim(capsule);
+  if (claim) objects.push(claim);
+  // Before the Deployment: the activator's endpoints are ready before the replicas go to 0.
+  if (sleeps && options.activator) objects.push(buildActivatorSlice(capsule, options.activator, input.sleep));
+  const asleep = sleeps && input.sleep?.phase === 'Sleeping';
+  objects.push(
+    buildDeployment(capsule, options, configHash, `${url}/`, hooks, a2aAuth(capsule, allow.peerTokens, input.callers), [...store.env, ...mcp.env], asleep),
+  );
   const budget = buildDisruptionBudget(capsule);
   if (budget) objects.push(budget);
   return { objects, problems, a2aUrl: url, configHash, sleep };

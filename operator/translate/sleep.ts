@@ -60,8 +60,7 @@ export function formatDuration(seconds: number): string {
 
 const durable = (spec: CapsuleSpec) => !!spec.store?.postgres || !!spec.store?.embedded?.volumeClaim;
 
-const STORE_FIXES =
-  'set spec.store.embedded.volumeClaim (e.g. {size: 1Gi}: the SQLite store on a PersistentVolumeClaim) or spec.store.postgres';
+const STORE_FIXES = 'set spec.store.embedded.volumeClaim (e.g. {size: 1Gi}: the SQLite store on a PersistentVolumeClaim) or spec.store.postgres';
 
 /** The capsule's own sleep setting, from its spec alone (see effectiveSleep for the activator). */
 export function sleepPolicy(capsule: Capsule): SleepPolicy {
@@ -98,7 +97,7 @@ export function sleepPolicy(capsule: Capsule): SleepPolicy {
       fatal: false,
       field: 'spec.sleep.afterIdle',
       message:
-        "spec.sleep.afterIdle is set but the capsule takes API keys (spec.a2a.auth.apiKeys), which the activator cannot check before waking it: remove apiKeys (ServiceAccount tokens or anonymous can sleep) or set afterIdle: never; the capsule stays awake",
+        'spec.sleep.afterIdle is set but the capsule takes API keys (spec.a2a.auth.apiKeys), which the activator cannot check before waking it: remove apiKeys (ServiceAccount tokens or anonymous can sleep) or set afterIdle: never; the capsule stays awake',
     });
   if (!durable(spec))
     problems.push({

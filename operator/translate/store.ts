@@ -6,7 +6,8 @@
  * the Secret (the operator never reads it: SecretInfo has key names only), and the server's
  * address opens the egress NetworkPolicy. More than one replica needs the shared store: admission
  * refuses it (CEL), and this check reports it too for whatever got past admission (a Capsule
- * stored before the rule, or a /scale write).
+ * stored before the rule, or a /scale write). The embedded store on a volumeClaim (builders/
+ * store-claim.ts) is one pod's too: a ReadWriteOnce claim.
  */
 import type { CapsuleSpec, SecretInfo } from '../api/types.ts';
 import type { Problem } from './problems.ts';
@@ -30,6 +31,14 @@ export function renderStore(spec: CapsuleSpec, secrets: Record<string, SecretInf
       fatal: true,
       field: 'spec.replicas',
       message: `replicas ${spec.replicas} needs the shared store: set spec.store.postgres (with the embedded store each pod keeps its own tasks, so tasks/get, cancel and input replies the Service routes to another pod would fail)`,
+    });
+  }
+  if ((spec.replicas ?? 1) > 1 && spec.store?.embedded?.volumeClaim) {
+    problems.push({
+      reason: 'StoreClaimReplicas',
+      fatal: true,
+      field: 'spec.store.embedded.volumeClaim',
+      message: `replicas ${spec.replicas} cannot share spec.store.embedded.volumeClaim: the claim is ReadWriteOnce, one pod's SQLite file; use replicas: 1, or spec.store.postgres for several replicas`,
     });
   }
   if (!pg) return { problems, env: [] };

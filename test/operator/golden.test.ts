@@ -1,6 +1,7 @@
 /**
  * Golden tests of the pure translate function: golden/<case>.input.yaml (the Capsule first, then
- * any Hooks, Secrets, other Capsules and an optional TranslateOptions document) →
+ * any Hooks, Secrets, other Capsules, an optional TranslateOptions document and an optional
+ * SleepState document, the controller's observed sleep state: TranslateInput.sleep) →
  * golden/<case>.output.yaml (the desired objects, then a TranslateSummary). UPDATE_GOLDEN=1
  * rewrites the outputs.
  */
@@ -11,7 +12,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { Capsule, Hook, SecretInfo, ServiceInfo } from '../../operator/api/types.ts';
 import { serviceInfo } from '../../operator/translate/mcp.ts';
 import { peerKeys } from '../../operator/translate/network.ts';
-import { translate } from '../../operator/translate/index.ts';
+import { translate, type SleepInput } from '../../operator/translate/index.ts';
 import { parseManifest } from '../../runtime/manifest/capsule.ts';
 import { defaultOptions, type TranslateOptions } from '../../operator/translate/options.ts';
 
@@ -46,12 +47,22 @@ export function goldenInput(text: string) {
     .slice(1)
     .filter((c) => peerKeys(c.metadata.namespace ?? 'default', c.spec, options.clusterDomain, () => true).includes(self))
     .map((c) => `${c.metadata.namespace ?? 'default'}/${c.metadata.name}`);
-  return { capsule, hooks, secrets, callers, capsulePorts, services, options };
+  const sleep = docs.find((d) => d.kind === 'SleepState')?.spec as SleepInput | undefined;
+  return { capsule, hooks, secrets, callers, capsulePorts, services, options, ...(sleep ? { sleep } : {}) };
 }
 
 function render(input: ReturnType<typeof goldenInput>): string {
   const r = translate(input);
-  const docs = [...r.objects, { kind: 'TranslateSummary', a2aUrl: r.a2aUrl, configHash: r.configHash, problems: r.problems }];
+  const docs = [
+    ...r.objects,
+    {
+      kind: 'TranslateSummary',
+      a2aUrl: r.a2aUrl,
+      configHash: r.configHash,
+      problems: r.problems,
+      sleep: { afterIdleSeconds: r.sleep.afterIdleSeconds, reason: r.sleep.reason },
+    },
+  ];
   return docs.map((d) => stringify(d, { lineWidth: 0, aliasDuplicateObjects: false })).join('---\n');
 }
 

@@ -21,6 +21,8 @@ export const names = (c: Capsule) => ({
   egress: `${c.metadata.name}-egress`,
   ingress: `${c.metadata.name}-ingress`,
   disruptionBudget: c.metadata.name,
+  storeClaim: `${c.metadata.name}-store`,
+  activatorSlice: `${c.metadata.name}-activator`,
 });
 
 export function selectorLabels(c: Capsule): Record<string, string> {

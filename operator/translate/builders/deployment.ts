@@ -9,6 +9,7 @@ import type { TranslateOptions } from '../options.ts';
 import { a2aAuth, type A2AAuthFragments } from './a2a-auth.ts';
 import { topologySpread } from './disruption.ts';
 import { heapEnv } from './heap.ts';
+import { storeClaimFragments } from './store-claim.ts';
 import { TMP_SIZE, withEphemeralStorage, workdirSize } from './storage.ts';
 import { A2A_PORT, ANNOTATION_CONFIG_HASH, CONFIG_DIR, METRICS_PORT, WORKDIR, labels, meta, names, selectorLabels } from './common.ts';
 
@@ -50,7 +51,7 @@ export function ociVolumes(c: Capsule, hooks: readonly Hook[] = []): { volumes: 
  * kubelet's probes) and `--public-url` (the Service URL the agent card advertises).
  * `auth`: the A2A authentication flags (a2a-auth.ts): `--token-review`, `--api-keys <dir>`, and
  * `--anonymous` only where the Capsule says so (off loopback `mur serve` refuses to start without
- * one of them).
+ * one of them) — and `--store sqlite:<file>` for the embedded store on a claim (store-claim.ts).
  */
 export function runtimeArgs(publicUrl?: string, auth: string[] = []): string[] {
   return [
@@ -72,8 +73,22 @@ export function runtimeArgs(publicUrl?: string, auth: string[] = []): string[] {
 }
 
 /**
+ * RollingUpdate starts the new pod before the old one ends (maxUnavailable 0). On a ReadWriteOnce
+ * store claim that would deadlock when the new pod lands on another node (the volume stays attached
+ * to the old pod, which is kept until the new one is ready), and on the same node two runtimes would
+ * open one SQLite file, the newer failing the older's running tasks as "unfinished". Recreate ends
+ * the old pod (its drain included) first: a moment without a pod on each rollout, as a claim must.
+ */
+export function deploymentStrategy(c: Capsule): Record<string, unknown> {
+  if (c.spec.store?.embedded?.volumeClaim && (c.spec.replicas ?? 1) <= 1) return { type: 'Recreate' };
+  return { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } };
+}
+
+/**
  * `hooks`: the Capsule's resolved Hooks (spec.hooks order), for their OCI image volumes; `auth`: a2a-auth.ts.
  * `storeEnv`: the store's env (translate/store.ts: MURMUR_STORE from its Secret for PostgreSQL; none for embedded).
+ * `asleep`: the capsule sleeps (translate/sleep.ts): 0 replicas; spec.replicas is never written, so
+ * /scale and an HPA keep their value for the wake.
  */
 export function buildDeployment(
   c: Capsule,
@@ -83,6 +98,7 @@ export function buildDeployment(
   hooks: readonly Hook[] = [],
   auth: A2AAuthFragments = a2aAuth(c, [], []),
   storeEnv: Record<string, unknown>[] = [],
+  asleep = false,
 ): KubeObject {
   const n = names(c);
   const env: Record<string, unknown>[] = [
@@ -97,6 +113,7 @@ export function buildDeployment(
   const resources = withEphemeralStorage(c, c.spec.resources ?? DEFAULT_RESOURCES);
   env.push(...heapEnv(resources));
   const oci = ociVolumes(c, hooks);
+  const claim = storeClaimFragments(c);
   if (oci.volumes.length) env.push({ name: 'MURMUR_OCI_MOUNT_DIR', value: OCI_MOUNT_DIR });
   const key = c.spec.inference?.apiKeySecretRef;
   if (key) env.push({ name: 'MURMUR_INFERENCE_API_KEY', valueFrom: { secretKeyRef: { name: key.name, key: key.key } } });
@@ -119,10 +136,10 @@ export function buildDeployment(
     kind: 'Deployment',
     metadata: meta(c, n.deployment),
     spec: {
-      replicas: c.spec.replicas ?? 1,
+      replicas: asleep ? 0 : (c.spec.replicas ?? 1),
       revisionHistoryLimit: 3,
       selector: { matchLabels: selectorLabels(c) },
-      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      strategy: deploymentStrategy(c),
       template: {
         metadata: {
           labels: labels(c),
@@ -152,7 +169,7 @@ export function buildDeployment(
               name: 'runtime',
               image: c.spec.image ?? opts.image,
               ...(pullPolicy ? { imagePullPolicy: pullPolicy } : {}),
-              args: runtimeArgs(publicUrl, auth.args),
+              args: runtimeArgs(publicUrl, [...auth.args, ...claim.args]),
               // the runtime's own refusal (it names the field) becomes the termination message the operator reports
               terminationMessagePolicy: 'FallbackToLogsOnError',
               ports: [
@@ -175,6 +192,7 @@ export function buildDeployment(
                 { name: 'manifest', mountPath: CONFIG_DIR, readOnly: true },
                 { name: 'workdir', mountPath: WORKDIR },
                 { name: 'tmp', mountPath: '/tmp' },
+                ...claim.mounts,
                 ...oci.mounts,
                 ...auth.mounts,
               ],
@@ -184,6 +202,7 @@ export function buildDeployment(
             { name: 'manifest', configMap: { name: n.configMap, items: [{ key: 'murmur.yaml', path: 'murmur.yaml' }] } },
             { name: 'workdir', emptyDir: { sizeLimit: workdirSize(c) } },
             { name: 'tmp', emptyDir: { sizeLimit: TMP_SIZE } },
+            ...claim.volumes,
             ...oci.volumes,
             ...auth.volumes,
           ],

@@ -71,14 +71,21 @@ function admittedPeer(p: IngressPeer): NetworkPeer {
   return out as NetworkPeer;
 }
 
-/** `callers`: `<ns>/<name>` of capsules whose allowlist names this capsule. */
-export function buildIngressPolicy(c: Capsule, callers: string[], opts: TranslateOptions): KubeObject {
+/**
+ * `callers`: `<ns>/<name>` of capsules whose allowlist names this capsule. `sleeps`: the capsule may
+ * sleep, so the activator's pods (opts.activator) may reach the a2a port to forward the requests
+ * they held while it woke (the activator applies this policy's other peers to its callers itself).
+ */
+export function buildIngressPolicy(c: Capsule, callers: string[], opts: TranslateOptions, sleeps = false): KubeObject {
   const from = [
     ...[...new Set(callers)].sort().map((k) => {
       const [ns, name] = k.split('/') as [string, string];
       return capsulePeer(ns, name);
     }),
     ...(c.spec.ingress?.from ?? []).map(admittedPeer),
+    ...(sleeps && opts.activator
+      ? [{ namespaceSelector: { matchLabels: { [NS_LABEL]: opts.activator.namespace } }, podSelector: { matchLabels: opts.activator.podLabels } }]
+      : []),
   ];
   const rules: Record<string, unknown>[] = [];
   // An empty `from` would admit everyone: a capsule nobody names gets no A2A rule at all.
