@@ -6,6 +6,7 @@ import { mcpSchema } from './mcp.ts';
 import { ARTIFACT_NAME, artifactSource, capabilities } from './common.ts';
 import { arr, bool, enm, freeform, int, labelSelector, map, num, obj, quantity, str, DNS_LABEL, type Schema } from './schema.ts';
 import { conditionsSchema } from './status.ts';
+import { embeddedStoreSchema, phaseSchema, sleepSchema, sleepSpecRules, sleepStatusSchema } from './sleep.ts';
 
 function artifactSchema(): Schema {
   return obj(
@@ -82,11 +83,9 @@ function inferenceSchema(): Schema {
 
 function storeSchema(): Schema {
   return obj(
-    'Where the runtime keeps tasks, push-notification configs and the conversation record. Default embedded: a SQLite file on the session volume (an emptyDir), which survives container restarts but not pod deletion, and serves one replica only. postgres: a PostgreSQL server shared by every replica (required for replicas > 1).',
+    'Where the runtime keeps tasks, push-notification configs and the conversation record. Default embedded: a SQLite file on the session volume (an emptyDir), which survives container restarts but not pod deletion (or, with embedded.volumeClaim, on a PersistentVolumeClaim that survives it too), and serves one replica only. postgres: a PostgreSQL server shared by every replica (required for replicas > 1).',
     {
-      // No `properties: {}`: the API server drops an empty map, and Helm's server-side apply of the
-      // chart's CRD would then conflict with the live object on .spec.versions.
-      embedded: { type: 'object', description: 'A SQLite file on the session volume (the default). Takes no settings: {}.' },
+      embedded: embeddedStoreSchema(),
       postgres: obj(
         'A PostgreSQL server shared by the replicas; they also signal each other through it (LISTEN/NOTIFY).',
         {
@@ -217,9 +216,11 @@ export function capsuleSpecSchema(): Schema {
       ingress: ingressSchema(),
       a2a: a2aSchema(),
       mcp: mcpSchema(),
+      sleep: sleepSchema(),
     },
     {
       'x-kubernetes-validations': [
+        ...sleepSpecRules(),
         {
           rule: '!has(self.replicas) || self.replicas <= 1 || (has(self.store) && has(self.store.postgres))',
           message:
@@ -272,6 +273,7 @@ export function capsuleCrd(): Record<string, unknown> {
             scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
           },
           additionalPrinterColumns: [
+            { name: 'State', type: 'string', jsonPath: '.status.phase' },
             { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
             { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
             { name: 'Model', type: 'string', jsonPath: '.spec.inference.model' },
@@ -299,6 +301,8 @@ export function capsuleCrd(): Record<string, unknown> {
                     a2aUrl: str('In-cluster A2A URL of the capsule Service.'),
                     configHash: str('Hash of manifest, hooks and Secret versions the pods run.'),
                     usage: usageSchema(),
+                    phase: phaseSchema(),
+                    sleep: sleepStatusSchema(),
                   }),
                 },
                 {
