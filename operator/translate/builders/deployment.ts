@@ -72,6 +72,13 @@ export function runtimeArgs(publicUrl?: string, auth: string[] = []): string[] {
   ];
 }
 
+const probe = (path: string, period: number, failures: number) => ({
+  httpGet: { path, port: 'metrics' },
+  periodSeconds: period,
+  timeoutSeconds: 2,
+  failureThreshold: failures,
+});
+
 /**
  * RollingUpdate starts the new pod before the old one ends (maxUnavailable 0). On a ReadWriteOnce
  * store claim that would deadlock when the new pod lands on another node (the volume stays attached
@@ -125,12 +132,6 @@ export function buildDeployment(
     }
   }
   const pullPolicy = c.spec.imagePullPolicy ?? opts.imagePullPolicy;
-  const probe = (path: string, period: number, failures: number) => ({
-    httpGet: { path, port: 'metrics' },
-    periodSeconds: period,
-    timeoutSeconds: 2,
-    failureThreshold: failures,
-  });
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
