@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Capsule, KubeObject } from '../../operator/api/types.ts';
 import { CONFIG_DIR, WORKDIR } from '../../operator/translate/builders/common.ts';
+import { STORE_DIR } from '../../operator/translate/builders/store-claim.ts';
 import { translate } from '../../operator/translate/index.ts';
 import { defaultOptions } from '../../operator/translate/options.ts';
 import { publish } from '../../runtime/registry/registry.ts';
@@ -77,6 +78,8 @@ afterAll(async () => {
 
 /** A running pod, as far as this machine can make one: the real runtime, started as the Deployment says. */
 interface Pod {
+  /** The runtime process (SIGTERM it as the kubelet would to delete the pod). */
+  proc: ChildProcess;
   a2aPort: number;
   a2aUrl: string;
   /** message/send with `bearer` (default: a ServiceAccount token for this pod's Service URL). */
@@ -88,7 +91,7 @@ interface Pod {
  * workdir volume), maps ports and container paths, fills env from the Secret and the downward
  * API, starts `bin/mur` with the container's args, and waits for the readiness probe.
  */
-async function startPod(capsule: Capsule, name: string): Promise<Pod> {
+async function startPod(capsule: Capsule, name: string, claimDir?: string): Promise<Pod> {
   const r = translate({
     capsule,
     hooks: {},
@@ -109,10 +112,20 @@ async function startPod(capsule: Capsule, name: string): Promise<Pod> {
   const ctr = dep.spec.template.spec.containers[0];
 
   const root = join(tmp, name);
-  const mounts: Record<string, string> = { [CONFIG_DIR]: join(root, 'etc-murmur-capsule'), [WORKDIR]: join(root, 'var-lib-murmur') };
+  // Volumes: the ConfigMap, the workdir emptyDir (always a fresh dir: a new pod), a store claim (`claimDir`: kept across pods).
+  const mounts: Record<string, string> = {
+    [CONFIG_DIR]: join(root, 'etc-murmur-capsule'),
+    [WORKDIR]: join(root, 'var-lib-murmur'),
+    [STORE_DIR]: claimDir ?? join(root, 'claim'),
+  };
   for (const d of Object.values(mounts)) mkdirSync(d, { recursive: true });
   writeFileSync(join(mounts[CONFIG_DIR]!, 'murmur.yaml'), cm.data['murmur.yaml']!);
-  const mapPath = (s: string) => Object.entries(mounts).reduce((acc, [from, to]) => (acc.startsWith(from) ? to + acc.slice(from.length) : acc), s);
+  // A container path (bare, or in a `sqlite:` store URL) under a mount, mapped to its dir here.
+  const mapPath = (s: string) => {
+    const m = /^(sqlite:)?(\/.*)$/.exec(s);
+    const hit = m && Object.keys(mounts).find((from) => m[2] === from || m[2]!.startsWith(`${from}/`));
+    return hit ? `${m[1] ?? ''}${mounts[hit]}${m[2]!.slice(hit.length)}` : s;
+  };
 
   const a2aPort = await freePort();
   const metricsPort = await freePort();
@@ -150,23 +163,23 @@ async function startPod(capsule: Capsule, name: string): Promise<Pod> {
   expect(await probe(ctr.livenessProbe.httpGet.path)).toBe(200);
 
   return {
+    proc,
     a2aPort,
     a2aUrl: r.a2aUrl,
     async send(text: string, bearer?: string | null) {
       const token = bearer === undefined ? await callerToken(`${r.a2aUrl}/`) : bearer;
-      const res = await fetch(`http://127.0.0.1:${a2aPort}/`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'message/send',
-          params: { message: { kind: 'message', role: 'user', messageId: `m-${name}`, parts: [{ kind: 'text', text }] } },
-        }),
-      });
-      return res.json();
+      return rpc(a2aPort, token, 'message/send', { message: { kind: 'message', role: 'user', messageId: `m-${name}`, parts: [{ kind: 'text', text }] } });
     },
   };
+}
+
+async function rpc(port: number, token: string | null, method: string, params: unknown): Promise<any> {
+  const res = await fetch(`http://127.0.0.1:${port}/`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return res.json();
 }
 
 describe('runtime container contract', () => {
@@ -224,5 +237,42 @@ describe('runtime container contract', () => {
     expect(body.error, log).toBeUndefined();
     expect(body.result.status.state).toBe('completed');
     expect(JSON.stringify(body.result)).toContain('It is a fine day.');
+  }, 120_000);
+
+  it('on a store claim, a task outlives its pod: a new pod (fresh workdir, same claim) answers tasks/get', async () => {
+    const napProvider = await startScriptedProvider({ turns: [{ text: 'Remembered across the nap.' }] });
+    try {
+      const capsule: Capsule = {
+        apiVersion: 'murmur.io/v1alpha1',
+        kind: 'Capsule',
+        metadata: { name: 'napper', namespace: 'team', uid: 'u-3', generation: 1 },
+        spec: {
+          artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
+          inference: {
+            driver: { artifact: 'driver-anthropic' },
+            model: 'claude-sonnet-4-5',
+            endpoint: napProvider.url,
+            apiKeySecretRef: { name: 'key', key: 'api-key' },
+          },
+          store: { embedded: { volumeClaim: { size: '1Gi' } } },
+        },
+      };
+      const claim = join(tmp, 'napper-claim');
+      const first = await startPod(capsule, 'napper-1', claim);
+      const sent = await first.send('Remember this.');
+      expect(sent.error, log).toBeUndefined();
+      expect(sent.result.status.state).toBe('completed');
+      // The pod is deleted (SIGTERM, as the kubelet does when the capsule sleeps); a new one starts on the claim.
+      const exited = new Promise((res) => first.proc.once('exit', res));
+      first.proc.kill('SIGTERM');
+      await exited;
+      const second = await startPod(capsule, 'napper-2', claim);
+      const got = await rpc(second.a2aPort, await callerToken(`${second.a2aUrl}/`), 'tasks/get', { id: sent.result.id });
+      expect(got.error, log).toBeUndefined();
+      expect(got.result.status.state).toBe('completed');
+      expect(JSON.stringify(got.result)).toContain('Remembered across the nap.');
+    } finally {
+      await napProvider.stop();
+    }
   }, 120_000);
 });
