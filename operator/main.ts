@@ -21,6 +21,8 @@
  *                            ServiceAccount tokens (TokenReview) may reach them; the `kubernetes`
  *                            Service address (KUBERNETES_SERVICE_HOST/PORT) is added in a pod
  *   KUBECONFIG               outside a cluster
+ *   CAPSULE_ACTIVATOR_SERVICE, _NAMESPACE, _PORT, _POD_LABELS  where the activator of sleeping
+ *                            Capsules is (controller/activator-config.ts); unset: no Capsule sleeps
  *   CAPSULE_OPERATOR_WRITE_DELAY_MS  tests only: sleep before each object write (to kill the
  *                            operator mid-reconcile)
  */
@@ -30,7 +32,8 @@ import { clusterSource, noClusterMessage } from './kube/cluster-source.ts';
 import { KubeClient } from './kube/client.ts';
 import { startOperator } from './operator.ts';
 import { DEFAULT_RUNTIME_IMAGE, PRIVATE_RANGES, defaultOptions } from './translate/options.ts';
-import { usageFromEnv } from './usage/config.ts';
+import { operatorPeer, usageFromEnv } from './usage/config.ts';
+import { ActivatorConfigError, activatorFromEnv } from './controller/activator-config.ts';
 import { dnsFromEnv } from './translate/dns.ts';
 import { apiServerFromEnv } from './translate/api-server.ts';
 
@@ -53,7 +56,18 @@ async function main(): Promise<void> {
   const metricsFrom = list(env.METRICS_FROM_NAMESPACES);
   const otlpSecret =
     env.OTLP_HEADERS_SECRET_NAME && env.OTLP_HEADERS_SECRET_KEY ? { name: env.OTLP_HEADERS_SECRET_NAME, key: env.OTLP_HEADERS_SECRET_KEY } : undefined;
-  const { usage, usageScraper } = usageFromEnv(env);
+  const { usage, usageScraper: scraperPeer } = usageFromEnv(env);
+  let activator: ReturnType<typeof activatorFromEnv>;
+  try {
+    activator = activatorFromEnv(env);
+  } catch (e) {
+    if (!(e instanceof ActivatorConfigError)) throw e;
+    log(`fatal: ${e.message}`);
+    process.exit(1);
+  }
+  // The operator's pods, admitted by capsule policies where it reads pods: metrics while usage
+  // scraping is on, the a2a port (agent card) of Capsules that sleep.
+  const usageScraper = scraperPeer ?? (activator ? operatorPeer(env) : undefined);
   const pull = env.RUNTIME_IMAGE_PULL_POLICY as 'Always' | 'IfNotPresent' | 'Never' | undefined;
   const op = await startOperator({
     client,
@@ -68,7 +82,9 @@ async function main(): Promise<void> {
       ...(usageScraper ? { usageScraper } : {}),
       clusterDomain: env.CLUSTER_DOMAIN || 'cluster.local',
       apiServer: apiServerFromEnv(env),
+      ...(activator ? { activator: activator.activator } : {}),
     }),
+    ...(activator ? { activatorService: activator.service } : {}),
     namespaces: list(env.WATCH_NAMESPACES),
     workers: Number(env.WORKERS || 4),
     resyncMs: Number(env.RESYNC_SECONDS || 300) * 1000,

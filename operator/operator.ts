@@ -12,6 +12,7 @@ import { OperatorMetrics } from './controller/metrics.ts';
 import { startHttpServer } from './controller/server.ts';
 import type { KubeClient } from './kube/client.ts';
 import type { TranslateOptions } from './translate/options.ts';
+import { IdleScraper, type IdleOptions } from './usage/idle.ts';
 import { UsageScraper, type UsageOptions } from './usage/scraper.ts';
 
 export interface OperatorConfig {
@@ -32,6 +33,10 @@ export interface OperatorConfig {
   beforeWrite?: (obj: KubeObject) => Promise<void> | void;
   /** Token usage → status.usage (operator/usage/); undefined or intervalMs 0 = off. */
   usage?: UsageOptions;
+  /** The activator's Service (controller/activator-config.ts); with translate.activator, Capsules may sleep. */
+  activatorService?: { namespace: string; name: string };
+  /** The idle readings of sleep-enabled Capsules (operator/usage/idle.ts): timeouts, and the URLs tests point at a real `mur serve`. */
+  idle?: Omit<IdleOptions, 'metrics' | 'log'>;
 }
 
 export interface Operator {
@@ -43,6 +48,8 @@ export interface Operator {
   controller(): CapsuleController | undefined;
   /** The usage scraper while this replica leads (and usage is on). */
   usage(): UsageScraper | undefined;
+  /** The idle scraper of sleep-enabled Capsules while this replica leads (and an activator is configured). */
+  idle(): IdleScraper | undefined;
   /** What /readyz answers: see `ready` in startOperator. */
   ready(): Promise<boolean>;
   /** Graceful shutdown: stop reconciling (in-flight work finishes), release the Lease, close. */
@@ -54,6 +61,7 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
   const metrics = new OperatorMetrics(cfg.defaultMetrics ?? true);
   let ctrl: CapsuleController | undefined;
   let scraper: UsageScraper | undefined;
+  let idle: IdleScraper | undefined;
   let starting: Promise<void> | undefined;
   let stopping = false;
 
@@ -69,8 +77,20 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
       identity: cfg.leaderElection?.identity,
       log,
       ...(cfg.beforeWrite ? { beforeWrite: cfg.beforeWrite } : {}),
+      ...(cfg.activatorService ? { activatorService: cfg.activatorService } : {}),
     });
     ctrl = c;
+    // No activator, no sleep: nothing to read.
+    const i =
+      cfg.activatorService && cfg.translate.activator
+        ? new IdleScraper(
+            () => c.sleep.idleTargets(),
+            (key) => c.enqueue(key),
+            { ...cfg.idle, metrics, log },
+          )
+        : undefined;
+    idle = i;
+    c.sleep.idle = i;
     const u =
       cfg.usage && cfg.usage.intervalMs > 0
         ? new UsageScraper(cfg.client, c.capsules, { ...cfg.usage, ...(cfg.namespaces ? { namespaces: cfg.namespaces } : {}), metrics, log })
@@ -78,16 +98,22 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
     scraper = u;
     starting = c
       .start()
-      .then(() => u?.start())
+      .then(() => {
+        u?.start();
+        i?.start();
+      })
       .catch((e: Error) => log(`controller failed to start: ${e.message}`));
   };
   const stopController = async () => {
     const c = ctrl;
     const u = scraper;
+    const i = idle;
     ctrl = undefined;
     scraper = undefined;
+    idle = undefined;
     await starting;
     await u?.stop();
+    await i?.stop();
     await c?.stop();
   };
 
@@ -130,6 +156,7 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
     elector: () => elector,
     controller: () => ctrl,
     usage: () => scraper,
+    idle: () => idle,
     ready,
     async stop() {
       stopping = true;

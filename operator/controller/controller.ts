@@ -13,7 +13,7 @@ import { ApiError, collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
 import { carryVerdict, ownedEntry, type OwnedEntry } from '../reconcile/owned-cache.ts';
 import { RefusalsMemo } from '../reconcile/refusals-memo.ts';
-import type { PodLike } from '../reconcile/status.ts';
+import type { SleepStatus } from '../reconcile/status.ts';
 import { translate, type TranslateResult } from '../translate/index.ts';
 import { mcpSecretNames, mcpServiceKeys, serviceInfo } from '../translate/mcp.ts';
 import type { TranslateOptions } from '../translate/options.ts';
@@ -21,6 +21,7 @@ import { ensure, prune, WriteRefused } from './apply.ts';
 import { Dependents } from './dependents.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
+import { podInfo, SleepControl, type SleepPod } from './sleep.ts';
 import { reportCapsule, reportHook, tellUnwatched, type StatusContext } from './status-writes.ts';
 
 export interface ControllerOptions {
@@ -39,6 +40,8 @@ export interface ControllerOptions {
   clusterCapsules?: boolean;
   /** Test seam: awaited before each object write (lets a test kill the operator mid-reconcile). */
   beforeWrite?: (obj: KubeObject) => Promise<void> | void;
+  /** The activator's Service (activator-config.ts): its EndpointSlices give the activator's pod IPs. Absent: no Capsule sleeps. */
+  activatorService?: { namespace: string; name: string };
 }
 
 /** Queue keys of Hooks (status only) carry this prefix; Capsule keys are plain `namespace/name`. */
@@ -53,6 +56,8 @@ export const OWNED_KINDS: Array<[string, string]> = [
   ['v1', 'Service'],
   ['networking.k8s.io/v1', 'NetworkPolicy'],
   ['policy/v1', 'PodDisruptionBudget'],
+  ['v1', 'PersistentVolumeClaim'],
+  ['discovery.k8s.io/v1', 'EndpointSlice'],
   ['apps/v1', 'Deployment'],
 ];
 
@@ -84,8 +89,10 @@ export class CapsuleController {
   /** Services (selector and ports only): where the pods of an MCP server a Capsule names are (translate/mcp.ts). */
   readonly services: Informer<ServiceInfo & KubeObject>;
   readonly owned = new Map<string, Informer<OwnedEntry>>();
-  /** The capsules' pods (names, config hash, container statuses only): a runtime that exits at start shows in status. */
-  readonly pods: Informer<PodLike>;
+  /** The capsules' pods (sleep.ts podInfo): a runtime that exits at start shows in status; sleep counts the ready ones. */
+  readonly pods: Informer<SleepPod>;
+  /** Sleeping Capsules: wake Events, the activator's endpoints, the moves (sleep.ts). */
+  readonly sleep: SleepControl;
   readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 60_000 });
   /** Which Capsules name which as peers, their ports and token-taking (dependents.ts). */
   private readonly dependents = new Dependents();
@@ -170,20 +177,7 @@ export class CapsuleController {
       });
       this.owned.set(kind, inf);
     }
-    // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
-    const podInfo = (o: any): PodLike => ({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        name: o.metadata.name,
-        namespace: o.metadata.namespace,
-        labels: o.metadata.labels,
-        annotations: o.metadata.annotations,
-        deletionTimestamp: o.metadata.deletionTimestamp,
-      },
-      status: { containerStatuses: o.status?.containerStatuses },
-    });
-    this.pods = new Informer<PodLike>(client, 'pods', paths('v1', 'Pod'), {
+    this.pods = new Informer<SleepPod>(client, 'pods', paths('v1', 'Pod'), {
       ...io,
       labelSelector: `${LABEL_MANAGED_BY}=${FIELD_MANAGER}`,
       transform: podInfo,
@@ -193,11 +187,12 @@ export class CapsuleController {
       const owner = pod.metadata.labels?.[LABEL_CAPSULE];
       if (owner && pod.metadata.namespace) this.enqueue(`${pod.metadata.namespace}/${owner}`);
     });
+    this.sleep = new SleepControl(client, { ...o, capsules: this.capsules, pods: this.pods, ctx: this.writes, enqueue: (k) => this.enqueue(k), log: this.log });
   }
 
   // biome-ignore lint/suspicious/noExplicitAny: informers of different object types in one list; only their common methods are called
   private informers(): Informer<any>[] {
-    return [this.capsules, this.hooks, this.secrets, this.services, ...this.owned.values(), this.pods];
+    return [this.capsules, this.hooks, this.secrets, this.services, ...this.owned.values(), this.pods, ...this.sleep.informers()];
   }
 
   get synced(): boolean {
@@ -423,15 +418,18 @@ export class CapsuleController {
         this.queue.forget(key);
         return;
       }
-      const r = translate(this.inputFor(c));
+      // A sleep move (sleep.ts) is written to status before the objects of its new state.
+      const input = this.inputFor(c);
+      const { capsule, r, sleep } = await this.sleep.move(c, (capsule, sleep) => translate({ ...input, capsule, sleep }));
       const fatal = r.problems.some((p) => p.fatal);
       if (!fatal) {
-        // Everything the pods need first (in parallel), then the Deployment that starts them.
+        // Everything the pods need first (in parallel), then the Deployment that starts them. A
+        // Capsule going to sleep so gets the activator's slice ready before its replicas go to 0.
         await Promise.all(r.objects.filter((o) => o.kind !== 'Deployment').map((o) => this.ensure(o)));
         for (const obj of r.objects.filter((o) => o.kind === 'Deployment')) await this.ensure(obj);
         await this.prune(c.metadata.namespace ?? 'default', c.metadata.name, new Set(r.objects.map((o) => `${o.kind}/${o.metadata.name}`)), undefined);
       }
-      await this.report(c, r);
+      await this.report(capsule, r, sleep);
       this.queue.forget(key);
       this.o.metrics.reconciles.inc({ result: fatal ? 'blocked' : 'success' });
     } catch (e) {
@@ -451,10 +449,10 @@ export class CapsuleController {
   private async reportRefused(key: string, e: WriteRefused): Promise<void> {
     const c = this.capsules.get(key);
     if (!c || c.metadata.deletionTimestamp) return;
-    const r = translate(this.inputFor(c));
+    const r = translate({ ...this.inputFor(c), sleep: this.sleep.inputOf(c) });
     r.problems.unshift({ reason: 'WriteRefused', fatal: true, message: e.message });
     // What the pods run is still the last applied configuration.
-    await this.report(c, { ...r, configHash: c.status?.configHash ?? '' });
+    await this.report(c, { ...r, configHash: c.status?.configHash ?? '' }, this.sleep.statusOf(c));
   }
 
   /** Apply one desired object unless the live one already has every field we set (apply.ts). */
@@ -468,8 +466,8 @@ export class CapsuleController {
   }
 
   /** Events for new problems, then the status, each only when something changed (status-writes.ts). */
-  private report(c: Capsule, r: TranslateResult): Promise<void> {
-    return reportCapsule(this.writes, this.capsules, c, r, this.owned.get('Deployment')!.get(keyOf(c)), this.pods.indexed(keyOf(c)));
+  private report(c: Capsule, r: TranslateResult, sleep?: SleepStatus): Promise<void> {
+    return reportCapsule(this.writes, this.capsules, c, r, this.owned.get('Deployment')!.get(keyOf(c)), this.pods.indexed(keyOf(c)), sleep);
   }
 
   /** A Hook's status: its contract accepted or not, and the Capsules that use it; written only when changed. */

@@ -32,6 +32,28 @@ export class OperatorMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly idleScrapes = new Counter({
+    name: 'capsule_operator_idle_scrapes_total',
+    help: "Scrapes of sleep-enabled capsule pods' capsule_idle_seconds, by result (ok, error).",
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly sleeps = new Counter({
+    name: 'capsule_operator_sleeps_total',
+    help: 'Capsules put to sleep (scaled to zero) after their idle time.',
+    registers: [this.registry],
+  });
+  readonly wakes = new Counter({
+    name: 'capsule_operator_wakes_total',
+    help: 'Sleeping Capsules woken that reached a ready pod again.',
+    registers: [this.registry],
+  });
+  readonly wakeSeconds = new Histogram({
+    name: 'capsule_operator_wake_seconds',
+    help: "From a sleeping Capsule's WakeRequested Event to its first ready pod.",
+    buckets: [0.5, 1, 2, 3, 4, 6, 8, 12, 20, 30, 60, 120],
+    registers: [this.registry],
+  });
   readonly queueDepth = new Gauge({ name: 'capsule_operator_queue_depth', help: 'Keys waiting in the work queue.', registers: [this.registry] });
   readonly leader = new Gauge({ name: 'capsule_operator_is_leader', help: '1 when this replica holds the leader Lease.', registers: [this.registry] });
   readonly capsules = new Gauge({ name: 'capsule_operator_capsules', help: 'Capsules in the cache.', registers: [this.registry] });

@@ -56,10 +56,13 @@ export function goDuration(seconds: number): string {
 
 export function nextSleepAction(i: SleepMachineInput): SleepAction {
   if (i.state === 'Sleeping') {
-    if (i.afterIdleSeconds === null)
-      return { kind: 'wake', reason: 'SleepDisabled', message: `waking: the capsule no longer sleeps (${i.policyMessage})` };
+    if (i.afterIdleSeconds === null) return { kind: 'wake', reason: 'SleepDisabled', message: `waking: the capsule no longer sleeps (${i.policyMessage})` };
     if (i.wakeRequests > 0)
-      return { kind: 'wake', reason: 'WakeRequested', message: `waking: the activator holds ${i.wakeRequests === 1 ? 'a request' : `${i.wakeRequests} requests`}` };
+      return {
+        kind: 'wake',
+        reason: 'WakeRequested',
+        message: `waking: the activator holds ${i.wakeRequests === 1 ? 'a request' : `${i.wakeRequests} requests`}`,
+      };
     return { kind: 'stay', reason: 'Idle', message: 'asleep: the activator answers the agent card and wakes the capsule on the first request' };
   }
   if (i.state === 'Waking') {

@@ -8,7 +8,7 @@ import { isConflict } from '../kube/client.ts';
 import { keyOf, type Informer } from '../kube/informer.ts';
 import type { OwnedEntry } from '../reconcile/owned-cache.ts';
 import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
-import { computeStatus, runtimeExit, sameStatus, type PodLike } from '../reconcile/status.ts';
+import { computeStatus, runtimeExit, sameStatus, type PodLike, type SleepStatus } from '../reconcile/status.ts';
 import { FIELD_MANAGER } from '../translate/builders/common.ts';
 import { PROBLEM_CODES, type Problem, type TranslateResult } from '../translate/index.ts';
 import type { WriteContext } from './apply.ts';
@@ -34,8 +34,9 @@ export async function reportCapsule(
   r: TranslateResult,
   deployment: OwnedEntry | undefined,
   pods: PodLike[],
+  sleep?: SleepStatus,
 ): Promise<void> {
-  const status = computeStatus(c, r, deployment, now(), runtimeExit(pods, r.configHash));
+  const status = computeStatus(c, r, deployment, now(), runtimeExit(pods, r.configHash), sleep);
   if (sameStatus(c.status, status)) return;
   const prevDegraded = c.status?.conditions?.find((x) => x.type === 'Degraded');
   const nowDegraded = status.conditions?.find((x) => x.type === 'Degraded');
@@ -78,6 +79,11 @@ export async function tellUnwatched(ctx: StatusContext, c: Capsule, namespaces: 
   } catch (e) {
     if (!isConflict(e)) throw e; // 409: already told
   }
+}
+
+/** An Event of a sleep move on the Capsule (Sleeping, Waking, SleepDeferred: controller/sleep.ts). */
+export function sleepEvent(ctx: StatusContext, c: Capsule, reason: string, message: string, type: 'Warning' | 'Normal' = 'Normal'): Promise<void> {
+  return event(ctx, c, { reason, message }, type);
 }
 
 /** An Event on the Capsule; a problem's message carries its stable code. A failed one is logged, not retried. */

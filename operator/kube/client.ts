@@ -111,6 +111,8 @@ const RESOURCES: Record<string, [string, string]> = {
   'v1/Event': ['/api/v1', 'events'],
   'v1/Namespace': ['/api/v1', 'namespaces'],
   'v1/Pod': ['/api/v1', 'pods'],
+  'v1/PersistentVolumeClaim': ['/api/v1', 'persistentvolumeclaims'],
+  'discovery.k8s.io/v1/EndpointSlice': ['/apis/discovery.k8s.io/v1', 'endpointslices'],
   'apps/v1/Deployment': ['/apis/apps/v1', 'deployments'],
   'apps/v1/ReplicaSet': ['/apis/apps/v1', 'replicasets'],
   'networking.k8s.io/v1/NetworkPolicy': ['/apis/networking.k8s.io/v1', 'networkpolicies'],

@@ -13,6 +13,8 @@ export type Handler<T> = (type: EventType, obj: T, old: T | undefined) => void;
 
 export interface InformerOptions<T> {
   labelSelector?: string;
+  /** e.g. `reason=WakeRequested,source=capsule-activator` (Events); what the API server supports per kind. */
+  fieldSelector?: string;
   /** Reduce what is kept (e.g. drop Secret values). */
   // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
   transform?: (o: any) => T;
@@ -227,7 +229,7 @@ export class Informer<T extends KubeObject> {
   private async relist(path: string): Promise<string> {
     this.relists++;
     // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind), before transform
-    const { items, resourceVersion } = await this.client.list<any>(path, { labelSelector: this.opts.labelSelector });
+    const { items, resourceVersion } = await this.client.list<any>(path, { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector });
     const fresh = new Map<string, T>();
     for (const raw of items) {
       const o = this.opts.transform ? this.opts.transform(raw) : (raw as T);
@@ -259,7 +261,13 @@ export class Informer<T extends KubeObject> {
         let gone = false;
         await this.client.watch(
           path,
-          { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: this.opts.timeoutSeconds ?? 300, labelSelector: this.opts.labelSelector },
+          {
+            resourceVersion: rv,
+            allowWatchBookmarks: true,
+            timeoutSeconds: this.opts.timeoutSeconds ?? 300,
+            labelSelector: this.opts.labelSelector,
+            fieldSelector: this.opts.fieldSelector,
+          },
           (type, raw) => {
             if (type === 'ERROR') {
               if (raw?.code === 410) gone = true;

@@ -1,8 +1,8 @@
 /**
  * Status of a Capsule from the translate result and the live Deployment: conditions Ready,
- * Progressing and Degraded (with reasons), observedGeneration, replicas, readyReplicas, a2aUrl and
- * configHash. `sameStatus` ignores transition times (and status.usage, which the usage scraper owns) so
- * an unchanged status is never written.
+ * Progressing, Degraded and Sleeping (with reasons), phase, observedGeneration, replicas,
+ * readyReplicas, a2aUrl and configHash. `sameStatus` ignores transition times (and status.usage
+ * and status.sleep, which others write) so an unchanged status is never written.
  */
 import type { Capsule, CapsuleStatus, Condition, KubeObject } from '../api/types.ts';
 import { ANNOTATION_CONFIG_HASH, selectorLabels, stableJson } from '../translate/builders/common.ts';
@@ -57,15 +57,28 @@ export function runtimeExit(pods: PodLike[], configHash: string): { pod: string;
   return undefined;
 }
 
+/**
+ * The sleep state of a Capsule for its status (operator/controller/sleep.ts): the state, and the
+ * `Sleeping` condition's reason and message (why it sleeps, wakes, or stays awake).
+ */
+export interface SleepStatus {
+  state: 'Awake' | 'Sleeping' | 'Waking';
+  reason: string;
+  message: string;
+}
+
 export function computeStatus(
   capsule: Capsule,
   r: { problems: Problem[]; a2aUrl: string; configHash: string },
   deployment: DeploymentLike | undefined,
   now: string,
   exited?: ReturnType<typeof runtimeExit>,
+  sleep?: SleepStatus,
 ): CapsuleStatus {
   const gen = capsule.metadata.generation ?? 0;
-  const want = capsule.spec.replicas ?? 1;
+  // Asleep, the Deployment runs 0 replicas (spec.replicas stays: /scale and HPAs own it).
+  const asleep = sleep?.state === 'Sleeping';
+  const want = asleep ? 0 : (capsule.spec.replicas ?? 1);
   const fatal = r.problems.filter((p) => p.fatal);
   const warn = r.problems.filter((p) => !p.fatal);
   const ds = deployment?.status ?? {};
@@ -91,11 +104,17 @@ export function computeStatus(
     );
     const exitMsg = exited && `${ready}/${want} replicas ready; the runtime in pod ${exited.pod} exited with code ${exited.exitCode}: ${exited.message}`;
     conds = [
-      available
-        ? { type: 'Ready', status: 'True', reason: want === 0 ? 'ScaledToZero' : 'Available', message: `${ready}/${want} replicas ready` }
-        : exitMsg
-          ? { type: 'Ready', status: 'False', reason: 'RuntimeExited', message: exitMsg }
-          : { type: 'Ready', status: 'False', reason: deployment ? 'RollingOut' : 'Creating', message: `${ready}/${want} replicas ready` },
+      // Asleep, callers are served (the activator answers and wakes it): Ready, also while the
+      // last pods drain; waking, not until a pod is.
+      asleep
+        ? { type: 'Ready', status: 'True', reason: 'Sleeping', message: 'asleep: the activator answers and wakes it on the first request' }
+        : available
+          ? { type: 'Ready', status: 'True', reason: want === 0 ? 'ScaledToZero' : 'Available', message: `${ready}/${want} replicas ready` }
+          : sleep?.state === 'Waking'
+            ? { type: 'Ready', status: 'False', reason: 'Waking', message: `waking: ${ready}/${want} replicas ready` }
+            : exitMsg
+              ? { type: 'Ready', status: 'False', reason: 'RuntimeExited', message: exitMsg }
+              : { type: 'Ready', status: 'False', reason: deployment ? 'RollingOut' : 'Creating', message: `${ready}/${want} replicas ready` },
       rolledOut
         ? { type: 'Progressing', status: 'False', reason: 'RolloutComplete', message: 'pods run the current configuration' }
         : {
@@ -113,13 +132,20 @@ export function computeStatus(
             : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
     ];
   }
+  if (sleep) conds.push({ type: 'Sleeping', status: asleep ? 'True' : 'False', reason: sleep.reason, message: sleep.message });
   const prev = capsule.status?.conditions ?? [];
   const conditions: Condition[] = conds.map((c) => {
     const p = prev.find((x) => x.type === c.type);
     return { ...c, observedGeneration: gen, lastTransitionTime: p && p.status === c.status ? p.lastTransitionTime : now };
   });
+  const readyNow = conditions.find((c) => c.type === 'Ready')?.status === 'True';
+  const failed = fatal.length > 0 || conditions.some((c) => c.type === 'Degraded' && c.reason === 'RuntimeExited' && c.status === 'True');
   return {
     observedGeneration: gen,
+    // What `kubectl get capsules` shows as State. Sleeping and Waking are also the sleep state
+    // itself (read back by the controller), kept through a fatal problem: nothing is applied
+    // then, so the last applied objects still are the asleep (or waking) ones.
+    phase: asleep ? 'Sleeping' : sleep?.state === 'Waking' ? 'Waking' : failed ? 'Failed' : readyNow ? 'Ready' : 'Pending',
     conditions,
     // The /scale subresource's statusReplicasPath: pods that exist now (what an HPA compares with).
     replicas: ds.replicas ?? 0,
@@ -132,9 +158,10 @@ export function computeStatus(
   };
 }
 
-// status.usage belongs to the usage scraper (operator/usage/): reconcile neither compares nor
-// writes it (its merge patch leaves the field alone).
-const strip = ({ usage: _usage, ...s }: CapsuleStatus = {}) =>
+// status.usage belongs to the usage scraper (operator/usage/) and status.sleep to the sleep
+// transitions (operator/controller/sleep.ts): reconcile neither compares nor writes them (its
+// merge patch leaves those fields alone).
+const strip = ({ usage: _usage, sleep: _sleep, ...s }: CapsuleStatus = {}) =>
   stableJson({
     ...s,
     conditions: (s.conditions ?? []).map(({ lastTransitionTime: _t, ...c }) => c).sort((a, b) => a.type.localeCompare(b.type)),

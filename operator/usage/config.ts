@@ -12,6 +12,24 @@ import type { UsageOptions } from './scraper.ts';
 export function usageFromEnv(env: Record<string, string | undefined>): { usage?: UsageOptions; usageScraper?: NetworkPeer } {
   const every = Number(env.USAGE_SCRAPE_INTERVAL_SECONDS || 60);
   if (!Number.isFinite(every) || every <= 0) return {};
+  const peer = operatorPeer(env);
+  return {
+    usage: {
+      intervalMs: every * 1000,
+      timeoutMs: Number(env.USAGE_SCRAPE_TIMEOUT_SECONDS || 5) * 1000,
+      concurrency: Number(env.USAGE_SCRAPE_CONCURRENCY || 8),
+    },
+    ...(peer ? { usageScraper: peer } : {}),
+  };
+}
+
+/**
+ * The operator's own pods as a NetworkPolicy peer (POD_NAMESPACE + OPERATOR_POD_LABELS), or
+ * undefined outside a pod: capsule policies admit it where it reads the pods (metrics, and the
+ * agent card of a capsule about to sleep).
+ */
+export function operatorPeer(env: Record<string, string | undefined>): NetworkPeer | undefined {
+  if (!env.POD_NAMESPACE) return undefined;
   const labels = Object.fromEntries(
     (env.OPERATOR_POD_LABELS ?? '')
       .split(',')
@@ -19,18 +37,7 @@ export function usageFromEnv(env: Record<string, string | undefined>): { usage?:
       .filter((kv): kv is [string, string] => kv.length === 2 && !!kv[0]),
   );
   return {
-    usage: {
-      intervalMs: every * 1000,
-      timeoutMs: Number(env.USAGE_SCRAPE_TIMEOUT_SECONDS || 5) * 1000,
-      concurrency: Number(env.USAGE_SCRAPE_CONCURRENCY || 8),
-    },
-    ...(env.POD_NAMESPACE
-      ? {
-          usageScraper: {
-            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.POD_NAMESPACE } },
-            ...(Object.keys(labels).length ? { podSelector: { matchLabels: labels } } : {}),
-          },
-        }
-      : {}),
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.POD_NAMESPACE } },
+    ...(Object.keys(labels).length ? { podSelector: { matchLabels: labels } } : {}),
   };
 }

@@ -79,8 +79,17 @@ export function defaultMetricsUrl(p: PodLike): string | undefined {
 
 const rfc3339 = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** GET a /metrics URL with a timeout (connect to last byte) and a size cap; `cancel` ends it early. */
-export async function fetchMetrics(url: string, timeoutMs: number, maxBytes: number, cancel?: AbortSignal): Promise<string> {
+/**
+ * GET a /metrics URL (or, with `accept`, any small document: the agent card) with a timeout
+ * (connect to last byte) and a size cap; `cancel` ends it early.
+ */
+export async function fetchMetrics(
+  url: string,
+  timeoutMs: number,
+  maxBytes: number,
+  cancel?: AbortSignal,
+  accept = 'text/plain;version=0.0.4',
+): Promise<string> {
   // An explicit timer, not AbortSignal.timeout(): that signal is held weakly, and in the tests (Node
   // 20, composed with AbortSignal.any) it sometimes never fired, leaving a round stuck on a pod
   // that accepts connections and never answers.
@@ -90,7 +99,7 @@ export async function fetchMetrics(url: string, timeoutMs: number, maxBytes: num
   if (cancel?.aborted) onCancel();
   cancel?.addEventListener('abort', onCancel, { once: true });
   try {
-    const res = await fetch(url, { signal: ac.signal, headers: { accept: 'text/plain;version=0.0.4' } });
+    const res = await fetch(url, { signal: ac.signal, headers: { accept } });
     if (!res.ok) {
       await res.body?.cancel().catch(() => {});
       throw new Error(`HTTP ${res.status}`);

@@ -56,7 +56,9 @@ describe('helm chart', () => {
     });
     const without = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'a2a.tokenReview=false', '--set', 'tellUnwatchedCapsules=false'])).stdout);
     expect(without.some((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding')).toBe(false);
-    const roles = all.filter((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election'));
+    // The watched namespaces' Roles (not the release namespace's Lease and activator-endpoints ones).
+    const ownNs = (d: any) => d.metadata.name.endsWith('leader-election') || d.metadata.name.endsWith('activator-endpoints');
+    const roles = all.filter((d) => d.kind === 'Role' && !ownNs(d));
     expect(roles.map((d) => d.metadata.namespace)).toEqual(['default']);
     const verbsFor = (res: string) => roles[0].rules.filter((r: any) => r.resources.includes(res)).flatMap((r: any) => r.verbs);
     expect(verbsFor('secrets').sort()).toEqual(['get', 'list', 'watch']);
@@ -91,7 +93,7 @@ describe('helm chart', () => {
       (d) => d.kind === 'ClusterRoleBinding' && d.metadata.name.endsWith('tokenreview'),
     );
     expect(scopedReview.subjects.map((x: any) => x.name)).toEqual(['system:serviceaccounts:a', 'system:serviceaccounts:b']);
-    expect(scoped.filter((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election')).map((d) => d.metadata.namespace)).toEqual(['a', 'b']);
+    expect(scoped.filter((d) => d.kind === 'Role' && !ownNs(d)).map((d) => d.metadata.namespace)).toEqual(['a', 'b']);
 
     // Cluster-wide only when asked for, by name.
     const wide = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'clusterWide=true', '--set', 'watchNamespaces=null'])).stdout);

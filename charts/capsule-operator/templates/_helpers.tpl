@@ -48,9 +48,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# Events: its own (create, patch); the activator's WakeRequested Events on Capsules (list, watch).
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create", "patch", "list", "watch"]
+# A sleep-enabled Capsule's EndpointSlice <capsule>-activator (the activator's pods as endpoints of
+# its Service while it sleeps), and the PersistentVolumeClaim <capsule>-store of an embedded store
+# on a volumeClaim (what lets it sleep without losing its tasks).
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 # Token usage: the scraper lists capsule pods (for their IPs and readiness) on its interval; the
 # controller watches them so a runtime that exits at start shows in the Capsule's status.
 - apiGroups: [""]
@@ -59,6 +69,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- /* A label map as k=v,k2=v2 (sorted keys), for an env var. */ -}}
+{{- /* The activator of sleeping Capsules (activator.enabled): its Service and its pods' labels. */ -}}
+{{- define "capsule-operator.activatorName" -}}{{ printf "%s-activator" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
+
+{{- define "capsule-operator.activatorSelectorLabels" -}}
+app.kubernetes.io/name: capsule-activator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{- define "capsule-operator.labelPairs" -}}
 {{- $pairs := list -}}
 {{- range $k := keys . | sortAlpha -}}

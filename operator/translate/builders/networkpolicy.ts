@@ -86,6 +86,9 @@ export function buildIngressPolicy(c: Capsule, callers: string[], opts: Translat
     ...(sleeps && opts.activator
       ? [{ namespaceSelector: { matchLabels: { [NS_LABEL]: opts.activator.namespace } }, podSelector: { matchLabels: opts.activator.podLabels } }]
       : []),
+    // The operator's own pods read the agent card there right before the capsule sleeps (the
+    // activator serves it while asleep): controller/sleep.ts.
+    ...(sleeps && opts.activator && opts.usageScraper ? [opts.usageScraper] : []),
   ];
   const rules: Record<string, unknown>[] = [];
   // An empty `from` would admit everyone: a capsule nobody names gets no A2A rule at all.
