@@ -82,6 +82,12 @@ export interface ScriptTurn {
    * promise settles. A test learns the request is in flight and decides when it ends, with no sleep.
    */
   hold?: () => Promise<unknown>;
+  /**
+   * In-process only, streaming: called once the first text delta is on the wire; the rest of the
+   * stream waits until the returned promise settles. A test sees what a client does with the part
+   * of an answer that has arrived while the provider is still streaming it.
+   */
+  holdMidStream?: () => Promise<unknown>;
   /** Streaming: wait this long between events. */
   chunkDelayMs?: number;
 }
@@ -786,7 +792,10 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
       let idx = 0;
       if (plan.text !== '') {
         await ev('content_block_start', { type: 'content_block_start', index: idx, content_block: { type: 'text', text: '' } });
-        for (const p of pieces(plan.text)) await ev('content_block_delta', { type: 'content_block_delta', index: idx, delta: { type: 'text_delta', text: p } });
+        for (const [i, p] of pieces(plan.text).entries()) {
+          await ev('content_block_delta', { type: 'content_block_delta', index: idx, delta: { type: 'text_delta', text: p } });
+          if (i === 0 && turn.holdMidStream) await turn.holdMidStream();
+        }
         await ev('content_block_stop', { type: 'content_block_stop', index: idx });
         idx++;
       }
@@ -830,7 +839,10 @@ export async function startScriptedProvider(script: Script | ScriptTurn[], opts:
       res.end();
       return;
     }
-    for (const p of plan.text === '' ? [] : pieces(plan.text)) await chunk([{ index: 0, delta: { content: p }, logprobs: null, finish_reason: null }]);
+    for (const [i, p] of (plan.text === '' ? [] : pieces(plan.text)).entries()) {
+      await chunk([{ index: 0, delta: { content: p }, logprobs: null, finish_reason: null }]);
+      if (i === 0 && turn.holdMidStream) await turn.holdMidStream();
+    }
     for (let i = 0; i < plan.calls.length; i++) {
       const c = plan.calls[i]!;
       await chunk([
