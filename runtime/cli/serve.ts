@@ -8,7 +8,7 @@ import { http } from '../builtins.ts';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { defaultWorkRoot, openSession, stage } from '../compose/open.ts';
 import { taskExecutor } from '../compose/a2a-bridge.ts';
-import { startA2AServer, skillsFromTools, createAuthenticator, type Authenticator } from '../a2a/server/server.ts';
+import { startA2AServer, skillsFromTools, createAuthenticator, type A2AServer, type Authenticator } from '../a2a/server/server.ts';
 import { isLoopback, readApiKeys } from '../a2a/server/auth-config.ts';
 import type { TokenVerifier } from '../a2a/server/auth.ts';
 import { printProgress } from './progress.ts';
@@ -18,6 +18,7 @@ import { describeRelease, onReleased } from '../memory.ts';
 import { instrument } from '../telemetry/instrument.ts';
 import { renderMetrics } from '../telemetry/metrics-endpoint.ts';
 import { runtimeMetrics } from '../telemetry/metrics.ts';
+import { ActivityTracker } from '../telemetry/activity.ts';
 import { failUnfinished, openStore, type DurableStore } from '../a2a/store/store.ts';
 import { describeConnectError } from '../a2a/store/store-connect.ts';
 import { ReplicaBus } from '../a2a/store/replica-bus.ts';
@@ -97,7 +98,9 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     ...(store ? { conversations: store.conversations } : {}),
   });
   clock.mark('session');
+  const activity = new ActivityTracker(); // what keeps the capsule awake: capsule_idle_seconds, the operator's sleep signal
   const a2a = await startA2AServer({
+    activity,
     card: { name: m.name, version: m.version, description: `${m.name} capsule`, skills },
     executor,
     acceptance: m.lifecycle.taskAcceptance,
@@ -114,7 +117,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     ...(store && bus ? { replicate: (machine) => replicate(machine, bus, store.db, RESTARTED) } : {}),
     ...(grpcPort > 0 ? { grpcPort } : {}),
   });
-  runtimeMetrics().watchWaitingForInput(m.name, () => a2a.waitingForInput());
+  watchServing(m.name, a2a, activity);
   let metrics: Server | undefined;
   const metricsPort = Number(flags['metrics-port']);
   let endedStatus: string | undefined;
@@ -274,6 +277,12 @@ async function openServeStore(
     `store: ${store.kind} ${store.where} (opened in ${store.openMs.toFixed(1)} ms${failed ? `; ${failed} unfinished task(s) from before the restart marked failed` : ''}${bus ? `; replica ${bus.id}` : ''})`,
   );
   return { store, ...(bus ? { bus } : {}) };
+}
+
+/** The gauges of the serving capsule read at scrape time: tasks waiting for input, and how long it has been idle. */
+function watchServing(capsule: string, a2a: A2AServer, activity: ActivityTracker): void {
+  runtimeMetrics().watchWaitingForInput(capsule, () => a2a.waitingForInput());
+  runtimeMetrics().watchIdle(capsule, activity);
 }
 
 /** Prometheus /metrics (runtime/telemetry) and health endpoints, on their own port. */

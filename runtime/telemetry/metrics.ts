@@ -148,6 +148,34 @@ export class RuntimeMetrics {
     this.#waitingSources.set(capsule, count);
   }
 
+  /** Where each served capsule's idle clock is read (at scrape time): mur serve's activity tracker. */
+  readonly #idleSources = new Map<string, IdleClock>();
+
+  readonly idleSeconds: Gauge<'capsule'> = new Gauge({
+    name: 'capsule_idle_seconds',
+    help: 'Seconds since the capsule last did anything: 0 while a task is submitted, working or waiting for input, or an A2A request or stream (any binding) is open. The operator puts a sleep-enabled Capsule to sleep by it.',
+    labelNames: ['capsule'] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const [capsule, c] of this.#idleSources) this.idleSeconds.set({ capsule }, c.idleSeconds());
+    },
+  });
+
+  readonly idleSince: Gauge<'capsule'> = new Gauge({
+    name: 'capsule_idle_since_timestamp_seconds',
+    help: 'Unix time the current idle period began (see capsule_idle_seconds); 0 while busy.',
+    labelNames: ['capsule'] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const [capsule, c] of this.#idleSources) this.idleSince.set({ capsule }, c.idleSinceSeconds());
+    },
+  });
+
+  /** Serves the idle gauges of `capsule` from `clock` (runtime/telemetry/activity.ts). */
+  watchIdle(capsule: string, clock: IdleClock): void {
+    this.#idleSources.set(capsule, clock);
+  }
+
   readonly spendRefusals = new Counter({
     name: 'capsule_spend_ceiling_refusals_total',
     help: 'Inference calls refused by inference.max_session_tokens, by origin (agent: the agent loop, hook: a hook run-inference, mcp: an MCP server sampling request).',
@@ -232,6 +260,12 @@ export function runtimeMetrics(): RuntimeMetrics {
 /** Zeroes every metric of the process-wide registry (tests). */
 export function resetMetrics(): void {
   runtimeMetrics().registry.resetMetrics();
+}
+
+/** What the idle gauges read at scrape time (ActivityTracker, activity.ts). */
+export interface IdleClock {
+  idleSeconds(): number;
+  idleSinceSeconds(): number;
 }
 
 export interface MetricLabels {

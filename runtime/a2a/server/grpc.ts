@@ -10,10 +10,11 @@ import { GrpcVersionNotSupportedError, buildGrpcErrorMetadata } from '@a2a-js/sd
 import { MurError } from '../../errors.ts';
 import { ANONYMOUS, AuthError, type Authenticator, type Caller } from './auth.ts';
 import { normaliseVersion } from '../core/wire.ts';
+import type { Activity } from '../../telemetry/activity.ts';
 
 export interface GrpcBinding {
   readonly port: number;
-  serve(handler: A2ARequestHandler, auth: Authenticator): void;
+  serve(handler: A2ARequestHandler, auth: Authenticator, activity?: Activity): void;
   close(): void;
 }
 
@@ -49,11 +50,33 @@ export function versionRefusal(md: grpc.Metadata): grpc.ServiceError | undefined
 }
 
 /**
+ * Holds the capsule awake for an accepted call until it ends: a unary call when it is answered, a
+ * server stream when it finishes; either when the caller cancels. Returns the callback to hand on.
+ */
+function heldAwake(call: AnyCall, callback: grpc.sendUnaryData<unknown> | undefined, activity: Activity | undefined): grpc.sendUnaryData<unknown> | undefined {
+  if (!activity) return callback;
+  const end = activity.begin();
+  for (const ev of ['cancelled', 'finish', 'close']) call.once(ev, end);
+  // Cancelled while the caller was being authenticated: its 'cancelled' event has gone by.
+  if (call.cancelled) end();
+  if (!callback) return undefined;
+  return (...args: Parameters<grpc.sendUnaryData<unknown>>) => {
+    end();
+    callback(...args);
+  };
+}
+
+/**
  * Every method of the SDK's service, behind authentication and the version check: a refused
  * call ends UNAUTHENTICATED (or UNIMPLEMENTED) before the SDK sees it (the SDK's user builder
  * cannot refuse with that status); an accepted call's caller is what the user builder hands the SDK.
  */
-function guarded(impl: grpc.UntypedServiceImplementation, auth: Authenticator, callers: WeakMap<object, Caller>): grpc.UntypedServiceImplementation {
+function guarded(
+  impl: grpc.UntypedServiceImplementation,
+  auth: Authenticator,
+  callers: WeakMap<object, Caller>,
+  activity: Activity | undefined,
+): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   for (const [name, fn] of Object.entries(impl)) {
     out[name] = ((call: AnyCall, callback?: grpc.sendUnaryData<unknown>) => {
@@ -66,7 +89,7 @@ function guarded(impl: grpc.UntypedServiceImplementation, auth: Authenticator, c
           const wrongVersion = versionRefusal(call.metadata);
           if (wrongVersion) return refuse(wrongVersion);
           callers.set(call, caller);
-          (fn as (c: AnyCall, cb?: grpc.sendUnaryData<unknown>) => void)(call, callback);
+          (fn as (c: AnyCall, cb?: grpc.sendUnaryData<unknown>) => void)(call, heldAwake(call, callback, activity));
         },
         (e: unknown) => refuse({ code: grpc.status.UNAUTHENTICATED, details: e instanceof AuthError ? e.message : 'invalid credentials' }),
       );
@@ -93,13 +116,13 @@ export async function startGrpc(host: string, port: number, maxBody: number): Pr
   let added = false;
   return {
     port: bound,
-    serve(handler, auth) {
+    serve(handler, auth, activity) {
       if (added) return;
       added = true;
       const callers = new WeakMap<object, Caller>();
       const userBuilder: UserBuilder = async (call) => callers.get(call) ?? ANONYMOUS;
       const impl = grpcService({ requestHandler: handler, userBuilder }) as unknown as grpc.UntypedServiceImplementation;
-      server.addService(A2AService, guarded(impl, auth, callers));
+      server.addService(A2AService, guarded(impl, auth, callers, activity));
     },
     close() {
       server.forceShutdown();

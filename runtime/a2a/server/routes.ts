@@ -13,6 +13,7 @@ import { etagMatches, type cardVariants } from './card.ts';
 import { authDoor, frontDoor, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import type { TaskAcceptance } from '../tasks/task-options.ts';
+import type { Activity } from '../../telemetry/activity.ts';
 
 export interface RouteDeps {
   /** lifecycle.task_acceptance, as /readyz reports it. */
@@ -29,11 +30,26 @@ export interface RouteDeps {
   maxBody: number;
   /** Serve HTTP+JSON under /rest. */
   rest: boolean;
+  /** Told of each authenticated A2A request from its arrival until its response closes (streams: until they end). */
+  activity?: Activity;
 }
 
 function errMessage(e: unknown): string {
   if (e instanceof Error) return e.message || e.name;
   return String(e);
+}
+
+/**
+ * Holds the capsule awake from an authenticated A2A request's arrival until its response closes
+ * ('close' comes after the last byte, or when the caller goes away): an SSE stream stays open for
+ * as long as it streams. Health, readiness and the card are not A2A requests (probes and the
+ * operator's card fetch must not keep a capsule awake), nor are refused callers.
+ */
+function inFlight(activity: Activity | undefined) {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    if (activity) res.once('close', activity.begin());
+    next();
+  };
 }
 
 export function mountRoutes(app: Express, d: RouteDeps): void {
@@ -64,15 +80,22 @@ export function mountRoutes(app: Express, d: RouteDeps): void {
     // The SDK's REST router compiles a path-to-regexp matcher per route when it is built (≈ 25 ms
     // of CPU): built at the first HTTP+JSON request instead of in front of readiness.
     let rest: ReturnType<typeof restHandler> | undefined;
-    app.use('/rest', authDoor(d.auth, d.callers, 'rest'), restDoor(d.maxBody, d.resOf), (req: Request, res: Response, next: NextFunction) => {
-      rest ??= restHandler({ requestHandler: d.handler, userBuilder: d.userBuilder });
-      rest(req, res, next);
-    });
+    app.use(
+      '/rest',
+      authDoor(d.auth, d.callers, 'rest'),
+      inFlight(d.activity),
+      restDoor(d.maxBody, d.resOf),
+      (req: Request, res: Response, next: NextFunction) => {
+        rest ??= restHandler({ requestHandler: d.handler, userBuilder: d.userBuilder });
+        rest(req, res, next);
+      },
+    );
     app.use('/rest', restErrors());
   }
   app.post(
     '/',
     authDoor(d.auth, d.callers, 'jsonrpc'),
+    inFlight(d.activity),
     frontDoor(d.maxBody, d.resOf, () => d.machine.isDraining()),
   );
   app.use(jsonRpcHandler({ requestHandler: d.handler, userBuilder: d.userBuilder, legacyCompat: { enabled: true } }));

@@ -32,6 +32,7 @@ import { PushQuota, type PushLimits } from '../peers/push-limits.ts';
 import { applyConnectionLimits, resolveLimits, serverOptions, type ConnectionLimits } from './connection-limits.ts';
 import type { RemoteTasks } from '../tasks/replicas.ts';
 import type { StreamResponse } from '@a2a-js/sdk';
+import type { Activity } from '../../telemetry/activity.ts';
 
 export type { TaskAcceptance } from '../tasks/task-options.ts';
 export { createAuthenticator, type Authenticator, type AuthConfig, type ApiKey, type TokenVerifier } from './auth.ts';
@@ -90,6 +91,12 @@ export interface A2AServerOptions {
    * replicas (cancel, input replies and streams of tasks they run). Default: this process alone.
    */
   replicate?: (machine: TaskMachine) => RemoteTasks;
+  /**
+   * Told where each piece of work that keeps the capsule awake begins and ends (an unfinished task,
+   * an authenticated A2A request on any binding, streams included): `capsule_idle_seconds`
+   * (../../telemetry/activity.ts). Default: not told.
+   */
+  activity?: Activity;
   /** Per-SSE-subscriber bounds; past either, droppable events are dropped and a `lagged` notice sent. */
   stream?: {
     /** Events queued per subscriber before droppable ones are dropped. Default 256. */
@@ -181,11 +188,23 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     originTrust: (context) => auth.originTrust(context.user as Caller | undefined, headersOf(context)),
     sinkOf: (context) => resOf.get(context.state.get('headers') as object),
   });
-  grpc?.serve(handler, auth);
+  grpc?.serve(handler, auth, opts.activity);
   // The caller of each HTTP request, found by authDoor before the SDK builds its context.
   const callers = new WeakMap<object, Caller>();
   const userBuilder = async (req: Request) => callers.get(req) ?? ANONYMOUS;
-  mountRoutes(app, { acceptance: opts.acceptance, machine, handler, auth, callers, userBuilder, resOf, cards, maxBody, rest: endpoints.rest !== undefined });
+  mountRoutes(app, {
+    acceptance: opts.acceptance,
+    machine,
+    handler,
+    auth,
+    callers,
+    userBuilder,
+    resOf,
+    cards,
+    maxBody,
+    rest: endpoints.rest !== undefined,
+    ...(opts.activity ? { activity: opts.activity } : {}),
+  });
 
   let closed = false;
   return {
@@ -225,6 +244,7 @@ function taskMachineOf(opts: A2AServerOptions, push: Push | undefined, pushQuota
   };
   return new TaskMachine({
     ...(push ? { onEvent } : {}),
+    ...(opts.activity ? { activity: opts.activity } : {}),
     executor: opts.executor,
     acceptance: opts.acceptance,
     queueDepth: opts.queueDepth ?? 16,

@@ -6,6 +6,7 @@ import type { StreamResponse } from '@a2a-js/sdk';
 import type { TaskStore } from '@a2a-js/sdk/server';
 import { MurError } from '../../errors.ts';
 import type { TaskExecutor } from '../core/executor.ts';
+import type { Activity } from '../../telemetry/activity.ts';
 import type { SubscriberBounds } from './stream.ts';
 import type { TaskRecord } from './task-record.ts';
 
@@ -29,6 +30,8 @@ export interface TaskMachineOptions {
   stream: SubscriberBounds;
   /** Every event of every task, after subscribers got it (push notifications hook in here). */
   onEvent?: (rec: TaskRecord, resp: StreamResponse) => void;
+  /** Told when a task starts and stops keeping the capsule awake (tasks.ts keepsAwake; telemetry/activity.ts). */
+  activity?: Activity;
   /** A store save failed (the task goes on in memory). Default: one line on stderr. */
   onStoreError?: (taskId: string, e: unknown) => void;
 }

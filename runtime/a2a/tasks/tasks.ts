@@ -52,6 +52,8 @@ export class TaskMachine {
   private readonly saves = new Set<Promise<void>>();
   /** Records with a write queued that has not started yet (save() joins it). */
   private readonly saveQueued = new WeakSet<TaskRecord>();
+  /** The end of each unfinished task's activity (o.activity), held while keepsAwake(its state). */
+  private readonly awake = new Map<TaskRecord, () => void>();
   private resolveDone!: () => void;
   /** `single`: resolves when the one task has ended and its executor returned. */
   readonly done = new Promise<void>((r) => (this.resolveDone = r));
@@ -121,6 +123,7 @@ export class TaskMachine {
     }
     const rec = newRecord(t);
     this.live.set(rec.id, rec);
+    this.track(rec);
     this.save(rec);
     return rec;
   }
@@ -325,9 +328,21 @@ export class TaskMachine {
     rec.statusMessage = message === undefined ? undefined : agentMessage(message, rec.id, rec.contextId);
     rec.timestamp = new Date().toISOString();
     const interrupt = state === 'input-required';
+    this.track(rec);
     this.save(rec);
     this.emit(rec, statusEvent(rec), isTerminal(state) || interrupt, !(isTerminal(state) || interrupt));
     for (const w of [...rec.waiters]) w();
+  }
+
+  /** Begins or ends `rec`'s activity as its state keeps the capsule awake or not. */
+  private track(rec: TaskRecord): void {
+    if (!this.o.activity) return;
+    const end = this.awake.get(rec);
+    if (keepsAwake(rec) && !end) this.awake.set(rec, this.o.activity.begin());
+    else if (!keepsAwake(rec) && end) {
+      this.awake.delete(rec);
+      end();
+    }
   }
 
   private emitArtifact(rec: TaskRecord, a: Artifact, append: boolean, lastChunk: boolean, droppable = true): void {
@@ -411,4 +426,14 @@ export class TaskMachine {
     if (this.o.acceptance === 'single') this.resolveDone();
     this.pump();
   }
+}
+
+/**
+ * Whether a task keeps its capsule awake: every unfinished one. `input-required` counts too,
+ * although nothing runs: the executor waits inside the component's request-input call, which a
+ * stopped process cannot resume (a restart fails the task, docs/a2a.md "Durable store"), so a
+ * capsule put to sleep with a task waiting for input would lose it.
+ */
+function keepsAwake(rec: TaskRecord): boolean {
+  return !rec.final;
 }
