@@ -109,7 +109,11 @@ static void plain_call(json_buf *b, const json_value *c) {
 /* One JSON document: {choices: [{message, finish_reason}], usage}. */
 static bool plain(oa_reply *r, json_buf *b, json_buf *error) {
   char err[160];
-  json_value *j = json_parse(r->raw.data ? r->raw.data : "", r->raw.len, err, sizeof err);
+  json_buf fixed = {0};
+  size_t len = r->raw.len;
+  const char *text = oa_valid_utf8(r->raw.data ? r->raw.data : "", &len, &fixed);
+  json_value *j = json_parse(text, len, err, sizeof err);
+  jb_free(&fixed);
   if (!j) {
     jb_lit(error, err);
     return false;

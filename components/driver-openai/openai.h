@@ -43,6 +43,10 @@ typedef struct {
   json_buf error;    /* why the answer is unreadable (empty when it is readable) */
 } oa_reply;
 
+/* s[0..*n) with each invalid UTF-8 sequence replaced by U+FFFD, as fetch's text() decoded the body
+ * for the JS driver: s itself when it is valid, else tmp's bytes (*n updated). */
+const char *oa_valid_utf8(const char *s, size_t *n, json_buf *tmp);
+
 void oa_reply_init(oa_reply *r, oa_emit_fn emit);
 /* The response body as it arrives (an http_body_fn); false stops reading (an error event). */
 bool oa_reply_feed(void *reply, const char *bytes, size_t n);

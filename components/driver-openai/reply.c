@@ -6,6 +6,7 @@
 
 #include "http.h"
 #include "openai.h"
+#include "utf8.h"
 
 #define MAX_EVENT (16u << 20) /* one SSE event; a provider's chunk is a few hundred bytes */
 #define MAX_PLAIN (64u << 20) /* a plain JSON answer, read whole */
@@ -116,14 +117,32 @@ static void take_chunk(oa_reply *r, const json_value *ev) {
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
+const char *oa_valid_utf8(const char *s, size_t *n, json_buf *tmp) {
+  size_t i = 0, bad, len;
+  while (i < *n && (len = utf8_len((const unsigned char *)s + i, *n - i, &bad))) i += len;
+  if (i == *n) return s;
+  tmp->len = 0;
+  for (i = 0; i < *n;) {
+    len = utf8_len((const unsigned char *)s + i, *n - i, &bad);
+    if (len) jb_raw(tmp, s + i, len);
+    else jb_lit(tmp, "\xEF\xBF\xBD");
+    i += len ? len : bad;
+  }
+  *n = tmp->len;
+  return tmp->data ? tmp->data : "";
+}
+
 /* One SSE event: its data is one chunk, [DONE], or an error object. */
 static bool on_event(void *ctx, const char *event, const char *data, size_t n) {
   oa_reply *r = ctx;
+  json_buf fixed = {0};
   (void)event;
   while (n && is_space(*data)) { data++; n--; }
   while (n && is_space(data[n - 1])) n--;
   if (n == 6 && memcmp(data, "[DONE]", 6) == 0) { r->done = true; return true; }
+  data = oa_valid_utf8(data, &n, &fixed);
   json_value *ev = n ? json_parse(data, n, NULL, 0) : NULL;
+  jb_free(&fixed); /* the parsed value holds its own copies */
   if (!ev) return true; /* not JSON: skipped, as the JS driver did */
   const json_value *err = json_get(ev, "error");
   if (oa_truthy(err)) {

@@ -181,6 +181,15 @@ describe('driver-openai (C)', () => {
     expect(raw).toContain('"input":{"x":12345678901234567890}');
   });
 
+  it('invalid UTF-8 in a streamed chunk becomes U+FFFD, as the JS driver’s fetch decoded it, and the chunk is not lost', async () => {
+    const [head, tail] = sseBody([delta({ content: 'caf@' }), delta({}, 'stop'), 'data: [DONE]\n\n']).split('@') as [string, string];
+    // The scripted provider writes `raw.body` with res.end(), which takes bytes as well as text.
+    const body = Buffer.concat([Buffer.from(head), Buffer.from([0xc3]), Buffer.from(tail)]) as unknown as string;
+    const { data, chunks } = await callDriver([{ raw: { headers: SSE_HEADERS, body } }]);
+    expect(chunks).toEqual([['text', 'caf\ufffd']]);
+    expect(data.content).toEqual([{ type: 'text', text: 'caf\ufffd' }]);
+  });
+
   it.each([
     ['stop', 'end_turn'],
     ['tool_calls', 'tool_call'],
