@@ -2,14 +2,15 @@
 #   mur serve /etc/murmur/capsule --a2a-port 8080 --metrics-port 9090 --workdir /var/lib/murmur ...
 # as the operator renders it (see docs/operator.md, "Runtime container contract").
 #
+#   node --import tsx scripts/build-registry.ts .image-inputs/registry   # the built-in drivers, first
 #   docker build -t ghcr.io/capsule-operator/runtime:0.1.0 .
-# (test/images/build.sh builds it with Debian's Docker engine and a locally made base image.)
+# (test/images/build.sh does both, with Debian's Docker engine and a locally made base image.)
 # It carries only what it runs: dist/ (tsc output) and the node_modules files that dist/ loads
 # (scripts/image-files.ts traces them): no TypeScript loader, no Kubernetes client, no
 # componentize/optimize toolchain. Node: the current LTS (24); the code is kept free of
 # Node-20-only behaviour and CI also runs on 20.
 
-# 1. Every dependency, for building (tsc, componentize-js, the file tracer).
+# 1. Every dependency, for building (tsc, the file tracer).
 FROM node:24-bookworm-slim AS deps
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -17,22 +18,13 @@ COPY package.json package-lock.json ./
 #   docker build --secret id=ca,src=/etc/ssl/certs/ca-certificates.crt ...
 RUN --mount=type=secret,id=ca NODE_EXTRA_CA_CERTS=/run/secrets/ca npm ci --ignore-scripts --no-audit --no-fund
 
-# 2. The built-in components (the inference drivers) built from source (componentize-js: minutes of
-#    CPU each) from only the files they are built from, so a change to the runtime reuses this
-#    layer; then published into a registry the runtime finds through MURMUR_REGISTRY (the publish
-#    finds the builds in .cache/fixtures under the same source key and only copies and records them).
-FROM deps AS drivers
-COPY tsconfig.json ./
-COPY runtime/wit/packages.ts ./runtime/wit/packages.ts
-COPY wit ./wit
-COPY components ./components
-COPY test/fixtures/build.ts ./test/fixtures/build.ts
-RUN node --import tsx test/fixtures/build.ts $(cd components && for f in */fixture.json; do printf '%s ' "${f%/fixture.json}"; done)
-
-FROM drivers AS registry
-COPY runtime ./runtime
-COPY scripts/build-registry.ts ./scripts/build-registry.ts
-RUN node --import tsx scripts/build-registry.ts /opt/murmur/registry
+# 2. The built-in components (the inference drivers, C: components/) are NOT built here: they come
+#    built, published into the registry folder .image-inputs/registry of the build context by
+#    scripts/build-registry.ts on the host (test/images/build.sh runs it first), with the same
+#    fixture builder, cache and toolchain as the tests. Their toolchain needs wit-bindgen-cli, which
+#    is built with cargo (test/fixtures/c-toolchain.sh); the image build has no Rust, and building
+#    them twice could make the image's drivers differ from the ones the tests ran. The runtime finds
+#    the registry through MURMUR_REGISTRY (below).
 
 # 3. The native addons, compiled for the image's Node against the headers the Node install carries
 #    (/usr/local/include/node): no download. node:24-bookworm has python3, make and gcc/g++.
@@ -74,7 +66,7 @@ FROM node:24-bookworm-slim AS runtime
 COPY --from=app /out/app /app
 COPY --from=app /out/etc/murmur /etc/murmur
 COPY --from=app --chown=65532:65532 /out/var/lib/murmur /var/lib/murmur
-COPY --from=registry /opt/murmur/registry /opt/murmur/registry
+COPY .image-inputs/registry /opt/murmur/registry
 # The dynamic loader execute-only: the kernel marks a process non-dumpable when it execs a binary
 # or an ELF interpreter it cannot read (fs/binfmt_elf.c: would_dump() on the interpreter), so every
 # dynamically linked program a non-root user starts here, node included, is non-dumpable, and no

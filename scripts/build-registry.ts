@@ -1,7 +1,9 @@
 /**
  * Builds the project's own components (components/: the inference drivers) from source and
  * publishes them into a registry folder — what the runtime image ships as its built-in registry
- * (MURMUR_REGISTRY), and what a laptop user points `mur run --registry` at.
+ * (MURMUR_REGISTRY: test/images/build.sh publishes into .image-inputs/registry, which the Dockerfile
+ * copies), and what a laptop user points `mur run --registry` at. The drivers are C components
+ * (test/fixtures/build-c.ts), their toolchain installed on first use.
  *
  * Usage: node --import tsx scripts/build-registry.ts <registry-dir> [component ...]
  */
