@@ -99,7 +99,10 @@ describe('text chunks from a component', () => {
     const final = results.at(-1);
     expect(final.kind).toBe('status-update');
     expect(final.status.state).toBe('completed');
-    const streamed = results.filter((r) => r?.kind === 'artifact-update' && r.artifact?.name === 'response').map(texts).join('');
+    const streamed = results
+      .filter((r) => r?.kind === 'artifact-update' && r.artifact?.name === 'response')
+      .map(texts)
+      .join('');
     expect(streamed).toContain('The rest comes after them.');
   });
 });
