@@ -1,5 +1,5 @@
 /* components/c/http.h — the built-in drivers' one provider call: a POST over wasi:http with the
- * retries components/common/provider-http.js made (the JS drivers'), the response body handed over
+ * retries the JS drivers made (their provider-http.js, now gone), the response body handed over
  * as it arrives.
  *
  * Provider faults. Retries live here, in the driver: it holds the whole request body and sees the
