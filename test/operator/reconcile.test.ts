@@ -142,8 +142,9 @@ describe('reconcile on a real API server', () => {
     expect(condition(c, 'Progressing')).toMatchObject({ status: 'False', reason: 'RolloutComplete' });
     expect(condition(c, 'Degraded')).toMatchObject({ status: 'False', reason: 'AsExpected' });
     const out = await kubectl(['get', 'cap', '-n', ns]);
-    expect(out.stdout).toMatch(/NAME\s+READY\s+MODEL\s+REPLICAS\s+AVAILABLE\s+TOKENS\s+AGE/);
-    expect(out.stdout).toMatch(/researcher\s+True\s+claude-sonnet-4-5\s+1\s+1/);
+    // STATE is status.phase (the sleep controller writes it: Ready once a pod is).
+    expect(out.stdout).toMatch(/NAME\s+STATE\s+READY\s+MODEL\s+REPLICAS\s+AVAILABLE\s+TOKENS\s+AGE/);
+    expect(out.stdout, out.stdout).toMatch(/researcher\s+Ready\s+True\s+claude-sonnet-4-5\s+1\s+1/);
   }, 120_000);
 
   it('steady state: resyncs write nothing', async () => {
