@@ -63,15 +63,16 @@ describe('text chunks from a component', () => {
     expect(results[finalAt].status.state).toBe('completed');
   });
 
-  it('the driver’s text reaches the A2A stream while the provider is still streaming the answer', async () => {
+  it.each(['anthropic', 'openai'] as const)('%s: the driver’s text reaches the A2A stream while the provider is still streaming the answer', async (api) => {
     // The provider sends its first text delta ("First words.") and then holds the rest of its
     // stream until this test has seen that text on the task's stream.
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     let holding = false;
     kit = await openKit({
-      yaml: capsuleYaml({ name: 'chunky', tools: [] }),
-      artifacts: [driverDef('anthropic')],
+      api,
+      yaml: capsuleYaml({ name: 'chunky', api, tools: [] }),
+      artifacts: [driverDef(api)],
       script: {
         turns: [
           {
