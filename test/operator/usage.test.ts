@@ -295,8 +295,9 @@ describe.skipIf(!cluster.podsBecomeReady)('status.usage on a real API server', (
     expect(r.code, r.stderr).toBe(0);
     const [head, row] = r.stdout.trim().split('\n') as [string, string];
     const cols = head.split(/\s{2,}/);
-    expect(cols).toEqual(['NAME', 'READY', 'MODEL', 'REPLICAS', 'AVAILABLE', 'TOKENS', 'AGE']);
-    expect(row.split(/\s+/)[cols.indexOf('TOKENS')]).toBe('192');
+    expect(cols).toEqual(['NAME', 'STATE', 'READY', 'MODEL', 'REPLICAS', 'AVAILABLE', 'TOKENS', 'AGE']);
+    // Read at the column's offset: a column without a value (STATE before the first phase) is blank.
+    expect(row.slice(head.indexOf('TOKENS')).split(/\s+/)[0]).toBe('192');
   });
 
   it('more tokens → one write with the new totals; reconcile does not touch status.usage', async () => {
@@ -435,9 +436,9 @@ describe('chart and configuration', () => {
 
   it('the chart grants pods list and watch (the scraper lists them, the runtime-exit check watches them), passes the settings, and restricted metrics ingress admits the operator pods', async () => {
     const docs = await render('usage.scrapeIntervalSeconds=30', 'network.metricsFromNamespaces={monitoring}');
-    const cr = docs.find((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election'));
+    const cr = docs.find((d) => d.kind === 'Role' && d.metadata.name === 'x-capsule-operator');
     expect(cr.rules.filter((r: any) => r.resources.includes('pods')).flatMap((r: any) => r.verbs)).toEqual(['list', 'watch']);
-    const dep = docs.find((d) => d.kind === 'Deployment');
+    const dep = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'x-capsule-operator');
     const env: Record<string, string> = Object.fromEntries(
       dep.spec.template.spec.containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]),
     );
