@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "utf8.h"
 
 static char *dup_n(const uint8_t *p, size_t n) {
   char *s = malloc(n + 1);
@@ -120,6 +121,20 @@ void driver_end(driver_call *call) {
   free(call->endpoint);
   free(call->api_key);
   memset(call, 0, sizeof *call);
+}
+
+const char *driver_valid_utf8(const char *s, size_t *n, json_buf *tmp) {
+  size_t i = 0, bad, len;
+  while (i < *n && (len = utf8_len((const unsigned char *)s + i, *n - i, &bad))) i += len;
+  if (i == *n) return s;
+  tmp->len = 0;
+  for (i = 0; i < *n; i += len ? len : bad) {
+    len = utf8_len((const unsigned char *)s + i, *n - i, &bad);
+    if (len) jb_raw(tmp, s + i, len);
+    else jb_lit(tmp, "\xEF\xBF\xBD");
+  }
+  *n = tmp->len;
+  return tmp->data ? tmp->data : "";
 }
 
 const char *driver_str(const json_value *v, size_t *len) {

@@ -43,6 +43,11 @@ void driver_failure(driver_result *ret, const char *message, size_t n, const cha
 /* Text of a message's content: a string as it is, else its text blocks' text joined (textOf). */
 void driver_text_of(json_buf *out, const json_value *content);
 
+/* `s` (n bytes) as valid UTF-8: itself when it is, else a copy in `tmp` with each invalid sequence
+ * replaced by U+FFFD, as the JS drivers' TextDecoder read a provider's bytes (json_parse refuses
+ * invalid UTF-8, which would lose a whole event for one bad byte). Updates *n. */
+const char *driver_valid_utf8(const char *s, size_t *n, json_buf *tmp);
+
 /* A JSON string's bytes (NULL, 0 when it is not a string). */
 const char *driver_str(const json_value *v, size_t *len);
 /* True when v is the JSON string s. */

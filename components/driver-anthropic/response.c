@@ -165,7 +165,10 @@ static bool block_stop(anthropic_reader *r, const json_value *ev) {
 static bool on_event(void *ctx, const char *event, const char *data, size_t n) {
   anthropic_reader *r = ctx;
   char err[160];
+  json_buf fixed = {0};
+  data = driver_valid_utf8(data, &n, &fixed);
   json_value *ev = n ? json_parse(data, n, err, sizeof err) : NULL;
+  jb_free(&fixed); /* the parsed value holds its own copies */
   if (!ev) return true; /* an event that is not JSON (a keep-alive, a comment) is passed over */
   const json_value *type = json_get(ev, "type");
   bool go = true;
@@ -261,7 +264,10 @@ static void content_of_blocks(json_buf *out, anthropic_reader *r) {
 /* fromMessage() of a plain JSON answer. */
 static bool from_message(json_buf *out, const char *text, size_t n, json_buf *why) {
   char err[160];
+  json_buf fixed = {0};
+  text = driver_valid_utf8(text, &n, &fixed);
   json_value *msg = json_parse(text, n, err, sizeof err);
+  jb_free(&fixed);
   if (!msg) {
     jb_lit(why, err);
     return false;
