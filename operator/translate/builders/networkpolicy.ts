@@ -27,7 +27,20 @@ export function buildEgressPolicy(c: Capsule, entries: AllowEntry[], opts: Trans
   const seen = new Set<string>();
   for (const e of entries) {
     let rule: Record<string, unknown> | undefined;
-    if (e.kind === 'capsule') rule = { to: [capsulePeer(e.namespace, e.name)], ports: [tcp(A2A_PORT)] };
+    if (e.kind === 'capsule') {
+      rule = { to: [capsulePeer(e.namespace, e.name)], ports: [tcp(A2A_PORT)] };
+      // A peer may be asleep: its Service then sends the call to the activator's pods, which hold
+      // it while the peer wakes. Added for any peer (this capsule's translate does not see the
+      // peer's spec): the activator answers only for sleep-enabled Capsules and applies each one's
+      // own ingress policy to the caller, so the wider rule admits no call the peer would refuse.
+      if (opts.activator) {
+        const a = opts.activator;
+        const toActivator = { to: [{ namespaceSelector: { matchLabels: { [NS_LABEL]: a.namespace } }, podSelector: { matchLabels: a.podLabels } }], ports: [tcp(a.port)] };
+        const k = JSON.stringify(toActivator);
+        if (!seen.has(k)) rules.push(toActivator);
+        seen.add(k);
+      }
+    }
     else if (e.kind === 'service') rule = { to: [{ namespaceSelector: { matchLabels: { [NS_LABEL]: e.namespace } } }], ports: e.ports.map(tcp) };
     else if (e.kind === 'ip') rule = { to: [{ ipBlock: { cidr: e.cidr } }], ...(e.port !== undefined ? { ports: [tcp(e.port)] } : {}) };
     else if (e.kind === 'host') {

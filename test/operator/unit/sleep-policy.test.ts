@@ -126,3 +126,28 @@ describe('translate and sleep', () => {
     expect(slice(1).endpoints[0]!.conditions.ready).toBe(false);
   });
 });
+
+describe('a capsule that calls a peer, which may be asleep', () => {
+  const egress = (activator: boolean) =>
+    translate({
+      capsule: capsule({ capabilities: { network: { allow: ['capsule://team-b/worker'] } } }),
+      hooks: {},
+      secrets: {},
+      callers: [],
+      capsulePorts: { 'team-b/worker': 8080 },
+      options: defaultOptions(activator ? { activator: ACTIVATOR } : {}),
+    }).objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'c-egress') as unknown as { spec: { egress: Array<{ to: unknown[]; ports: unknown[] }> } };
+
+  it("may reach the activator's pods on its port (a sleeping peer's Service sends the call there)", () => {
+    const rules = egress(true).spec.egress;
+    expect(rules).toContainEqual({
+      to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'capsule-system' } }, podSelector: { matchLabels: { app: 'activator' } } }],
+      ports: [{ protocol: 'TCP', port: 8012 }],
+    });
+    expect(rules.filter((r) => JSON.stringify(r).includes('8012'))).toHaveLength(1);
+  });
+
+  it('gets no activator rule where the chart installed no activator', () => {
+    expect(JSON.stringify(egress(false).spec.egress)).not.toContain('8012');
+  });
+});
