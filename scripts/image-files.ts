@@ -135,8 +135,9 @@ const TARGETS: Record<string, Target> = {
   },
   operator: {
     // client-node is loaded through createRequire only out of a pod (operator/kube/client.ts), a
-    // call the tracer does not follow: traced as an entry of its own.
-    entries: ['dist/operator/main.js', 'node_modules/@kubernetes/client-node/dist/index.js'],
+    // call the tracer does not follow: traced as an entry of its own. The activator of sleeping
+    // Capsules is the same image with another entrypoint (charts/.../activator-deployment.yaml).
+    entries: ['dist/operator/main.js', 'dist/operator/activator/main.js', 'node_modules/@kubernetes/client-node/dist/index.js'],
     extra: ['package.json'],
     ignore: [
       // No WASM toolchain in the operator image: it never transpiles or runs components.

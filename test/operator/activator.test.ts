@@ -16,7 +16,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { type A2AServer, createAuthenticator } from '../../runtime/a2a/server/server.ts';
 import { tokenReviewVerifier } from '../../runtime/a2a/server/token-review.ts';
 import { closeAll, msg10, serve } from '../a2a/helpers.ts';
-import { client, deleteNamespace, ensureCrds, eventually, kubeconfig, kubectl, newNamespace } from './helpers.ts';
+import { KubeClient } from '../../operator/kube/client.ts';
+import { client, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, newNamespace, repoRoot } from './helpers.ts';
 
 let NS = '';
 let activator: Activator;
@@ -370,5 +371,77 @@ describe('the activator: wake, hold, deliver', () => {
     expect(e?.code, e?.details).toBe(grpc.status.UNAVAILABLE);
     expect(e?.details).toContain('E-OP-064');
     expect(await short.metrics.total('capsule_activator_refusals_total', { reason: 'wake_timeout' })).toBe(3);
+  });
+});
+
+describe("the activator with exactly the chart's RBAC", () => {
+  const release = () => `b3${NS.slice(-8)}`;
+  afterAll(async () => {
+    for (const kind of ['clusterrole', 'clusterrolebinding']) await kubectl(['delete', kind, `${release()}-activator`, '--ignore-not-found']);
+  });
+
+  it('syncs, reviews tokens and asks for a wake as its ServiceAccount, and may write nothing else', async () => {
+    const rendered = await helm([
+      'template',
+      release(),
+      `${repoRoot}/charts/capsule-operator`,
+      '-n',
+      NS,
+      '--set',
+      `watchNamespaces={${NS}}`,
+      '-s',
+      'templates/activator-rbac.yaml',
+    ]);
+    expect(rendered.code, rendered.stderr).toBe(0);
+    const applied = await kubectl(['apply', '-f', '-'], rendered.stdout);
+    expect(applied.code, applied.stderr).toBe(0);
+    const sa = `system:serviceaccount:${NS}:${release()}-activator`;
+    // The authorizer takes the new bindings from its own watch: wait until it does.
+    for (const [verb, resource] of [
+      ['create', 'tokenreviews.authentication.k8s.io'],
+      ['list', 'endpointslices.discovery.k8s.io'],
+    ]) {
+      await eventually(`${sa} may ${verb} ${resource}`, async () => (await kubectl(['auth', 'can-i', verb!, resource!, '-n', NS, '--as', sa])).code === 0);
+    }
+    const asActivator = KubeClient.fromFile(kubeconfig, { impersonate: sa });
+    const a = await startActivator({
+      client: asActivator,
+      namespaces: [NS],
+      port: 0,
+      metricsPort: 0,
+      host: '127.0.0.1',
+      holdSeconds: 1,
+      identity: 'rbac-activator',
+      log: (m) => log.push(m),
+      defaultMetrics: false,
+    });
+    try {
+      await a.synced();
+      // Past both fences (a token the API server reviews for it, as the activator's ServiceAccount) → an Event.
+      await capsule('rbac');
+      await kubectl(['create', 'serviceaccount', 'rbac-caller', '-n', NS]);
+      const token = (await kubectl(['create', 'token', 'rbac-caller', '-n', NS, '--audience', a2aUrl('rbac')])).stdout.trim();
+      await eventually(
+        'the rbac capsule in the cache',
+        async () => (await send(a, hostOf('rbac'), { method: 'GET', path: '/.well-known/agent.json' })).status === 200,
+      );
+      const r = await send(a, hostOf('rbac'), { body: rpcBody(30), headers: { authorization: `Bearer ${token}` } });
+      expect(r.status).toBe(503); // no pod comes: the bound
+      await eventually('the WakeRequested Event, created as the activator', async () => (await wakeEvents('rbac')).length === 1, 20_000);
+      // And nothing more: it may not touch a workload or read a Secret.
+      for (const [verb, resource] of [
+        ['patch', 'deployments.apps'],
+        ['create', 'pods'],
+        ['get', 'secrets'],
+        ['update', 'capsules.murmur.io/status'],
+        ['create', 'endpointslices.discovery.k8s.io'],
+      ]) {
+        const can = await kubectl(['auth', 'can-i', verb!, resource!, '-n', NS, '--as', sa]);
+        expect(can.stdout.trim(), `${verb} ${resource}`).toBe('no');
+      }
+    } finally {
+      await a.stop();
+      asActivator.close();
+    }
   });
 });

@@ -19,14 +19,14 @@ const render = async (...set: string[]) => {
       .filter(Boolean) as any[],
   };
 };
-const policyOf = (docs: any[]) => docs.find((d) => d.kind === 'NetworkPolicy');
+const policyOf = (docs: any[]) => docs.find((d) => d.kind === 'NetworkPolicy' && d.metadata.name === 'x-capsule-operator');
 
 describe('the operator pod NetworkPolicy', () => {
   it("selects the operator pods; in: only the metrics port; out: the API server, DNS, and the capsules' metrics port in the watched namespaces", async () => {
     const { docs } = await render('network.apiServer[0].cidr=10.0.0.1/32', 'network.apiServer[0].port=6443', 'watchNamespaces={team-a,team-b}');
     const p = policyOf(docs);
     expect(p.metadata).toMatchObject({ name: 'x-capsule-operator', namespace: 'ops' });
-    const pod = docs.find((d) => d.kind === 'Deployment').spec.template.metadata.labels;
+    const pod = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'x-capsule-operator').spec.template.metadata.labels;
     expect(Object.entries(p.spec.podSelector.matchLabels).every(([k, v]) => pod[k] === v)).toBe(true);
     expect(p.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(p.spec.ingress).toEqual([{ ports: [{ protocol: 'TCP', port: 8080 }] }]);

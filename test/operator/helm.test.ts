@@ -48,17 +48,35 @@ describe('helm chart', () => {
         { apiGroups: ['murmur.io'], resources: ['capsules'], verbs: ['get', 'list', 'watch'] },
         { apiGroups: [''], resources: ['events'], verbs: ['create'] },
       ],
+      // The activator (activator-rbac.yaml): a caller may be any pod of any namespace.
+      'x-activator': [
+        { apiGroups: [''], resources: ['pods', 'namespaces'], verbs: ['list', 'watch'] },
+        { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+      ],
     });
     const crbs = Object.fromEntries(all.filter((d) => d.kind === 'ClusterRoleBinding').map((d) => [d.roleRef.name, d.subjects]));
     expect(crbs).toEqual({
       'x-capsule-operator-capsule-tokenreview': [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts:default' }],
       'x-capsule-operator-unwatched-capsules': [{ kind: 'ServiceAccount', name: 'x-capsule-operator', namespace: 'ops' }],
+      'x-activator': [{ kind: 'ServiceAccount', name: 'x-activator', namespace: 'ops' }],
     });
-    const without = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'a2a.tokenReview=false', '--set', 'tellUnwatchedCapsules=false'])).stdout);
+    // The activator's Role in each watched namespace (activator-rbac.yaml): reads and Events only.
+    expect(all.filter((d) => d.kind === 'Role' && d.metadata.name === 'x-activator').map((d) => [d.metadata.namespace, d.rules])).toEqual([
+      [
+        'default',
+        [
+          { apiGroups: ['murmur.io'], resources: ['capsules'], verbs: ['get', 'list', 'watch'] },
+          { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['list', 'watch'] },
+          { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
+          { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+        ],
+      ],
+    ]);
+    const without = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'a2a.tokenReview=false', '--set', 'tellUnwatchedCapsules=false', '--set', 'activator.enabled=false'])).stdout);
     expect(without.some((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding')).toBe(false);
     // The watched namespaces' Roles (not the release namespace's Lease and activator-endpoints ones).
     const ownNs = (d: any) => d.metadata.name.endsWith('leader-election') || d.metadata.name.endsWith('activator-endpoints');
-    const roles = all.filter((d) => d.kind === 'Role' && !ownNs(d));
+    const roles = all.filter((d) => d.kind === 'Role' && !ownNs(d) && d.metadata.name !== 'x-activator');
     expect(roles.map((d) => d.metadata.namespace)).toEqual(['default']);
     const verbsFor = (res: string) => roles[0].rules.filter((r: any) => r.resources.includes(res)).flatMap((r: any) => r.verbs);
     expect(verbsFor('secrets').sort()).toEqual(['get', 'list', 'watch']);
@@ -66,7 +84,7 @@ describe('helm chart', () => {
     expect(verbsFor('capsules/status').sort()).toEqual(['get', 'patch', 'update']);
     expect(verbsFor('hooks/status').sort()).toEqual(['get', 'patch', 'update']);
     expect(roles[0].rules.some((r: any) => r.verbs.includes('*') || r.resources.includes('*'))).toBe(false);
-    const opEnv = Object.fromEntries(all.find((d) => d.kind === 'Deployment').spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value]));
+    const opEnv = Object.fromEntries(all.find((d) => d.kind === 'Deployment' && d.metadata.name === 'x-capsule-operator').spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value]));
     expect([opEnv.DNS_NAMESPACE, opEnv.DNS_POD_LABELS, opEnv.WATCH_NAMESPACES]).toEqual(['kube-system', 'k8s-app=kube-dns', 'default']);
     const lease = all.find((d) => d.kind === 'Role' && d.metadata.name.endsWith('leader-election'));
     expect(lease.metadata.namespace).toBe('ops');
@@ -85,6 +103,8 @@ describe('helm chart', () => {
           'a2a.tokenReview=false',
           '--set',
           'tellUnwatchedCapsules=false',
+          '--set',
+          'activator.enabled=false',
         ])
       ).stdout,
     );
@@ -123,7 +143,7 @@ describe('helm chart', () => {
     const apiServer = docs(
       (await helm(['template', 'x', chart, '--set-json', 'network.apiServer=[{"cidr":"10.0.0.1/32","port":6443},{"cidr":"fd00::1/128","port":443}]'])).stdout,
     );
-    const opEnv = apiServer.find((d) => d.kind === 'Deployment').spec.template.spec.containers[0].env;
+    const opEnv = apiServer.find((d) => d.kind === 'Deployment' && d.metadata.name === 'x-capsule-operator').spec.template.spec.containers[0].env;
     expect(opEnv.find((e: any) => e.name === 'API_SERVER_EGRESS').value).toBe('10.0.0.1/32:6443,fd00::1/128:443');
     for (const bad of ['[{"cidr":"10.0.0.1","port":6443}]', '[{"cidr":"10.0.0.1/32","port":0}]', '[{"cidr":"10.0.0.1/32"}]']) {
       const r = await helm(['template', 'x', chart, '--set-json', `network.apiServer=${bad}`]);

@@ -436,9 +436,9 @@ describe('chart and configuration', () => {
 
   it('the chart grants pods list and watch (the scraper lists them, the runtime-exit check watches them), passes the settings, and restricted metrics ingress admits the operator pods', async () => {
     const docs = await render('usage.scrapeIntervalSeconds=30', 'network.metricsFromNamespaces={monitoring}');
-    const cr = docs.find((d) => d.kind === 'Role' && !d.metadata.name.endsWith('leader-election'));
+    const cr = docs.find((d) => d.kind === 'Role' && d.metadata.name === 'x-capsule-operator');
     expect(cr.rules.filter((r: any) => r.resources.includes('pods')).flatMap((r: any) => r.verbs)).toEqual(['list', 'watch']);
-    const dep = docs.find((d) => d.kind === 'Deployment');
+    const dep = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'x-capsule-operator');
     const env: Record<string, string> = Object.fromEntries(
       dep.spec.template.spec.containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]),
     );

@@ -77,6 +77,22 @@ app.kubernetes.io/name: capsule-activator
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- /* What the activator may do in a watched namespace (activator-rbac.yaml). */ -}}
+{{- define "capsule-operator.activatorNamespacedRules" -}}
+- apiGroups: ["murmur.io"]
+  resources: ["capsules"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["list", "watch"]
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["list", "watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+{{- end -}}
+
 {{- define "capsule-operator.labelPairs" -}}
 {{- $pairs := list -}}
 {{- range $k := keys . | sortAlpha -}}
