@@ -74,8 +74,9 @@ describe('helm chart', () => {
     ]);
     const without = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'a2a.tokenReview=false', '--set', 'tellUnwatchedCapsules=false', '--set', 'activator.enabled=false'])).stdout);
     expect(without.some((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding')).toBe(false);
-    // The watched namespaces' Roles (not the release namespace's Lease and activator-endpoints ones).
-    const ownNs = (d: any) => d.metadata.name.endsWith('leader-election') || d.metadata.name.endsWith('activator-endpoints');
+    // The operator's Roles in the watched namespaces (not its Lease and activator-endpoints ones in
+    // the release namespace, nor the activator's own).
+    const ownNs = (d: any) => d.metadata.name !== 'x-capsule-operator';
     const roles = all.filter((d) => d.kind === 'Role' && !ownNs(d) && d.metadata.name !== 'x-activator');
     expect(roles.map((d) => d.metadata.namespace)).toEqual(['default']);
     const verbsFor = (res: string) => roles[0].rules.filter((r: any) => r.resources.includes(res)).flatMap((r: any) => r.verbs);

@@ -1,0 +1,54 @@
+/** Where the activator is, from the operator's environment (operator/controller/activator-config.ts). */
+import { describe, expect, it } from 'vitest';
+import { activatorFromEnv } from '../../../operator/controller/activator-config.ts';
+
+const good = {
+  CAPSULE_ACTIVATOR_SERVICE: 'x-activator',
+  CAPSULE_ACTIVATOR_NAMESPACE: 'ops',
+  CAPSULE_ACTIVATOR_PORT: '8012',
+  CAPSULE_ACTIVATOR_POD_LABELS: 'app.kubernetes.io/name=capsule-activator,app.kubernetes.io/instance=x',
+};
+
+describe('activator settings from the environment', () => {
+  it('none set: no activator (no Capsule sleeps)', () => {
+    expect(activatorFromEnv({ POD_NAMESPACE: 'ops' })).toBeUndefined();
+  });
+
+  it('the chart’s settings: the Service to watch, and the port and pod labels translate renders', () => {
+    expect(activatorFromEnv(good)).toEqual({
+      activator: { namespace: 'ops', port: 8012, podLabels: { 'app.kubernetes.io/name': 'capsule-activator', 'app.kubernetes.io/instance': 'x' } },
+      service: { namespace: 'ops', name: 'x-activator' },
+    });
+  });
+
+  it('the namespace defaults to POD_NAMESPACE and the port to 8012', () => {
+    const { CAPSULE_ACTIVATOR_NAMESPACE: _n, CAPSULE_ACTIVATOR_PORT: _p, ...rest } = good;
+    expect(activatorFromEnv({ ...rest, POD_NAMESPACE: 'here' })?.activator).toMatchObject({ namespace: 'here', port: 8012 });
+  });
+
+  const refused: Array<[string, Record<string, string>, RegExp]> = [
+    ['a port that is not one is refused with E-OP-070', { CAPSULE_ACTIVATOR_PORT: '80x' }, /CAPSULE_ACTIVATOR_PORT '80x' is not a TCP port.*\[E-OP-070\]$/],
+    ['a port out of range is refused with E-OP-070', { CAPSULE_ACTIVATOR_PORT: '70000' }, /\[E-OP-070\]$/],
+    [
+      'a label entry without = is refused naming its index (E-OP-071)',
+      { CAPSULE_ACTIVATOR_POD_LABELS: 'a=b,nolabel' },
+      /entry 1 'nolabel' is not a label.*\[E-OP-071\]$/,
+    ],
+    ['a bad label key is refused (E-OP-071)', { CAPSULE_ACTIVATOR_POD_LABELS: 'bad key=x' }, /entry 0 'bad key=x'.*\[E-OP-071\]$/],
+    ['empty pod labels are refused (E-OP-071)', { CAPSULE_ACTIVATOR_POD_LABELS: ' , ' }, /CAPSULE_ACTIVATOR_POD_LABELS is empty.*\[E-OP-071\]$/],
+    [
+      'a Service name that is not a DNS label is refused (E-OP-072)',
+      { CAPSULE_ACTIVATOR_SERVICE: 'Act_1' },
+      /CAPSULE_ACTIVATOR_SERVICE 'Act_1'.*\[E-OP-072\]$/,
+    ],
+  ];
+  for (const [name, over, message] of refused) it(name, () => expect(() => activatorFromEnv({ ...good, ...over })).toThrow(message));
+
+  it('settings without the Service are refused, naming them (E-OP-072)', () => {
+    expect(() => activatorFromEnv({ CAPSULE_ACTIVATOR_PORT: '8012' })).toThrow(/CAPSULE_ACTIVATOR_PORT set without CAPSULE_ACTIVATOR_SERVICE.*\[E-OP-072\]$/);
+  });
+
+  it('no namespace at all is refused (E-OP-072)', () => {
+    expect(() => activatorFromEnv({ ...good, CAPSULE_ACTIVATOR_NAMESPACE: '' })).toThrow(/CAPSULE_ACTIVATOR_NAMESPACE is not set.*\[E-OP-072\]$/);
+  });
+});
