@@ -21,13 +21,29 @@ const rows: Array<[string, Partial<SleepMachineInput>, { kind: string; reason: s
   ['an awake capsule idle past afterIdle on its only pod sleeps', { idle: idle(901) }, { kind: 'sleep', reason: 'Idle', message: 'idle for 15m1s' }],
   ['an awake capsule idle exactly afterIdle sleeps', { idle: idle(900) }, { kind: 'sleep', reason: 'Idle', message: 'idle for 15m0s' }],
   ['every ready pod must be idle: one busy pod keeps it awake', { readyPods: 2, idle: idle(2000, 0) }, { kind: 'stay', reason: 'Awake', message: /busy$/ }],
-  ['every ready pod must be idle long enough: the least idle one counts', { readyPods: 2, idle: idle(2000, 300) }, { kind: 'stay', reason: 'Awake', message: /idle for 5m0s$/ }],
-  ['two pods both idle past afterIdle: sleeps, naming the least idle', { readyPods: 2, idle: idle(2000, 950) }, { kind: 'sleep', reason: 'Idle', message: 'idle for 15m50s' }],
+  [
+    'every ready pod must be idle long enough: the least idle one counts',
+    { readyPods: 2, idle: idle(2000, 300) },
+    { kind: 'stay', reason: 'Awake', message: /idle for 5m0s$/ },
+  ],
+  [
+    'two pods both idle past afterIdle: sleeps, naming the least idle',
+    { readyPods: 2, idle: idle(2000, 950) },
+    { kind: 'sleep', reason: 'Idle', message: 'idle for 15m50s' },
+  ],
   ['a busy capsule (idle 0) never sleeps', { idle: idle(0) }, { kind: 'stay', reason: 'Awake', message: /busy$/ }],
-  ['a ready pod not scraped yet keeps it awake', { readyPods: 2, idle: [...idle(2000), undefined] }, { kind: 'stay', reason: 'Awake', message: /fresh idle reading/ }],
+  [
+    'a ready pod not scraped yet keeps it awake',
+    { readyPods: 2, idle: [...idle(2000), undefined] },
+    { kind: 'stay', reason: 'Awake', message: /fresh idle reading/ },
+  ],
   ['a stale reading is not trusted', { idle: [{ idleSeconds: 5000, at: NOW - 120_000 }] }, { kind: 'stay', reason: 'Awake', message: /fresh idle reading/ }],
   ['no ready pod: nothing to observe, no sleep', { readyPods: 0, idle: [] }, { kind: 'stay', reason: 'Awake', message: /no ready pod/ }],
-  ['no activator endpoint ready: stays awake (nothing would answer)', { idle: idle(5000), activatorReady: false }, { kind: 'stay', reason: 'Awake', message: /no activator endpoint/ }],
+  [
+    'no activator endpoint ready: stays awake (nothing would answer)',
+    { idle: idle(5000), activatorReady: false },
+    { kind: 'stay', reason: 'Awake', message: /no activator endpoint/ },
+  ],
   [
     'afterIdle never: stays awake with the policy reason',
     { afterIdleSeconds: null, policyReason: 'AlwaysAwake', policyMessage: 'spec.sleep.afterIdle is never', idle: idle(99_999) },
@@ -35,8 +51,16 @@ const rows: Array<[string, Partial<SleepMachineInput>, { kind: string; reason: s
   ],
   ['a WakeRequested Event while awake changes nothing', { wakeRequests: 3, idle: idle(10) }, { kind: 'stay', reason: 'Awake', message: /idle for 10s$/ }],
   ['asleep without wake requests: stays asleep', { state: 'Sleeping', readyPods: 0, idle: [] }, { kind: 'stay', reason: 'Idle' }],
-  ['asleep, a WakeRequested Event since it slept: wakes', { state: 'Sleeping', readyPods: 0, idle: [], wakeRequests: 1 }, { kind: 'wake', reason: 'WakeRequested', message: /a request/ }],
-  ['asleep while its last pod still terminates, a wake request: wakes', { state: 'Sleeping', readyPods: 1, wakeRequests: 2 }, { kind: 'wake', reason: 'WakeRequested', message: /2 requests/ }],
+  [
+    'asleep, a WakeRequested Event since it slept: wakes',
+    { state: 'Sleeping', readyPods: 0, idle: [], wakeRequests: 1 },
+    { kind: 'wake', reason: 'WakeRequested', message: /a request/ },
+  ],
+  [
+    'asleep while its last pod still terminates, a wake request: wakes',
+    { state: 'Sleeping', readyPods: 1, wakeRequests: 2 },
+    { kind: 'wake', reason: 'WakeRequested', message: /2 requests/ },
+  ],
   [
     'asleep and sleeping turned off (afterIdle never): wakes',
     { state: 'Sleeping', readyPods: 0, idle: [], afterIdleSeconds: null, policyReason: 'AlwaysAwake', policyMessage: 'never' },
