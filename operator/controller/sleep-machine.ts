@@ -9,6 +9,7 @@
  * none, nothing would hold requests or wake it). A sleeping one wakes on a WakeRequested Event
  * newer than its sleep, or when sleeping was turned off; a waking one is awake once a pod is ready.
  */
+import { formatDuration } from '../translate/sleep.ts';
 
 export type SleepState = 'Awake' | 'Sleeping' | 'Waking';
 
@@ -45,14 +46,8 @@ export type SleepAction =
   | { kind: 'wake'; reason: 'WakeRequested' | 'SleepDisabled'; message: string }
   | { kind: 'ready'; reason: 'Awake'; message: string };
 
-/** Go's Duration.String() for whole seconds: 900 → 15m0s (what `kubectl describe` readers know). */
-export function goDuration(seconds: number): string {
-  const s = Math.floor(seconds);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const r = s % 60;
-  return h ? `${h}h${m}m${r}s` : m ? `${m}m${r}s` : `${r}s`;
-}
+/** Go's Duration.String() of whole seconds: 900 → 15m0s (what `kubectl describe` readers know). */
+const goDuration = (seconds: number) => formatDuration(Math.floor(seconds));
 
 export function nextSleepAction(i: SleepMachineInput): SleepAction {
   if (i.state === 'Sleeping') {

@@ -1,6 +1,6 @@
 /** The sleep state machine (operator/controller/sleep-machine.ts): one named row per behaviour. */
 import { describe, expect, it } from 'vitest';
-import { goDuration, nextSleepAction, type SleepMachineInput } from '../../../operator/controller/sleep-machine.ts';
+import { nextSleepAction, type SleepMachineInput } from '../../../operator/controller/sleep-machine.ts';
 
 const NOW = 1_800_000_000_000;
 const base: SleepMachineInput = {
@@ -80,8 +80,4 @@ describe('sleep state machine', () => {
       else if (want.message) expect(got.message).toMatch(want.message);
     });
   }
-
-  it('durations read as Go prints them', () => {
-    expect([goDuration(30), goDuration(900), goDuration(5400), goDuration(61.9)]).toEqual(['30s', '15m0s', '1h30m0s', '1m1s']);
-  });
 });
