@@ -22,7 +22,7 @@ const render = async (...set: string[]) => {
 const policyOf = (docs: any[]) => docs.find((d) => d.kind === 'NetworkPolicy' && d.metadata.name === 'x-capsule-operator');
 
 describe('the operator pod NetworkPolicy', () => {
-  it("selects the operator pods; in: only the metrics port; out: the API server, DNS, and the capsules' metrics port in the watched namespaces", async () => {
+  it("selects the operator pods; in: only the metrics port; out: the API server, DNS, and the capsules' metrics and a2a ports in the watched namespaces", async () => {
     const { docs } = await render('network.apiServer[0].cidr=10.0.0.1/32', 'network.apiServer[0].port=6443', 'watchNamespaces={team-a,team-b}');
     const p = policyOf(docs);
     expect(p.metadata).toMatchObject({ name: 'x-capsule-operator', namespace: 'ops' });
@@ -44,17 +44,23 @@ describe('the operator pod NetworkPolicy', () => {
           namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
           podSelector: { matchLabels: { 'app.kubernetes.io/name': 'capsule' } },
         })),
-        ports: [{ protocol: 'TCP', port: 9090 }],
+        // metrics: token usage and idle readings; a2a: the agent card read before a Capsule sleeps.
+        ports: [
+          { protocol: 'TCP', port: 9090 },
+          { protocol: 'TCP', port: 8080 },
+        ],
       },
     ]);
   });
 
-  it('its metrics port admits only network.metricsFromNamespaces when set; no usage scrape, no egress to capsules', async () => {
-    const p = policyOf((await render('network.metricsFromNamespaces={monitoring}', 'usage.scrapeIntervalSeconds=0', 'metrics.port=9443')).docs);
+  it('its metrics port admits only network.metricsFromNamespaces when set; no usage scrape and no activator, no egress to capsules', async () => {
+    const p = policyOf(
+      (await render('network.metricsFromNamespaces={monitoring}', 'usage.scrapeIntervalSeconds=0', 'activator.enabled=false', 'metrics.port=9443')).docs,
+    );
     expect(p.spec.ingress).toEqual([
       { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 9443 }] },
     ]);
-    expect(p.spec.egress.some((r: any) => r.ports.some((x: any) => x.port === 9090))).toBe(false);
+    expect(p.spec.egress.some((r: any) => r.to?.some((x: any) => x.podSelector?.matchLabels?.['app.kubernetes.io/name'] === 'capsule'))).toBe(false);
   });
 
   it('without a known API server address it opens 443 and 6443 only; clusterWide scrapes capsules in every namespace', async () => {
