@@ -241,7 +241,7 @@ export class SleepControl {
    * the Service's endpoints follow; the Deployment's readyReplicas lags by a status update).
    */
   private async step(c: Capsule, policy: SleepPolicy, readyPods: SleepPod[]): Promise<{ capsule: Capsule; input: SleepInput; action: SleepAction }> {
-    const { ctx, capsules } = this.o;
+    const { ctx } = this.o;
     const key = keyOf(c);
     const state = sleepStateOf(c);
     const requests = state === 'Sleeping' ? this.wakeRequests(c) : [];
