@@ -45,7 +45,26 @@ export interface Activator {
   metrics: ActivatorMetrics;
   /** Resolves once every informer has listed (what /readyz reports). */
   synced(): Promise<void>;
-  stop(): Promise<void>;
+  /**
+   * Stops taking connections, lets the requests it holds or forwards end (at most `graceMs`: a
+   * held request still wakes and is delivered), then closes the rest and its caches.
+   */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Requests and streams not yet answered, for a graceful stop. */
+class InFlight {
+  private n = 0;
+  private waiters: Array<() => void> = [];
+  add(e: { once(ev: 'close', f: () => void): unknown }): void {
+    this.n++;
+    e.once('close', () => {
+      if (--this.n === 0) for (const w of this.waiters.splice(0)) w();
+    });
+  }
+  idle(): Promise<void> {
+    return this.n === 0 ? Promise.resolve() : new Promise((r) => this.waiters.push(r));
+  }
 }
 
 function listen(server: http.Server | import('node:net').Server, port: number, host: string): Promise<number> {
@@ -95,11 +114,18 @@ export async function startActivator(cfg: ActivatorConfig): Promise<Activator> {
   });
   const h1 = new Http1Front(gate, cfg.log);
   const h2 = new Http2Front(gate, cfg.log);
-  const h1Server = http.createServer(h1.handle);
+  const inflight = new InFlight();
+  const h1Server = http.createServer((req, res) => {
+    inflight.add(res);
+    h1.handle(req, res);
+  });
   // A held request waits up to the bound before its answer starts: no request timeout shorter than that.
   h1Server.requestTimeout = 0;
   const h2Server = http2.createServer();
-  h2Server.on('stream', h2.handle);
+  h2Server.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
+    inflight.add(stream);
+    h2.handle(stream, headers);
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   h2Server.on('session', (s: http2.ServerHttp2Session) => {
     sessions.add(s);
@@ -116,8 +142,15 @@ export async function startActivator(cfg: ActivatorConfig): Promise<Activator> {
     metricsPort,
     metrics,
     synced: () => cache.waitForSync(),
-    async stop() {
+    async stop(graceMs = 0) {
       front.close();
+      h1Server.closeIdleConnections();
+      for (const s of sessions) s.close(); // GOAWAY: its open streams may still end
+      if (graceMs > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([inflight.idle(), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
+        clearTimeout(timer);
+      }
       probes.close();
       h1Server.closeAllConnections();
       for (const s of sessions) s.destroy();

@@ -24,8 +24,9 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log(`${sig}: shutting down`);
-    setTimeout(() => process.exit(1), 10_000).unref();
-    a.stop()
+    // The chart gives the pod 15 s (terminationGracePeriodSeconds): 10 s for what it holds, then out.
+    setTimeout(() => process.exit(1), 13_000).unref();
+    a.stop(10_000)
       .then(() => {
         client.close();
         process.exit(0);

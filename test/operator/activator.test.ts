@@ -129,6 +129,7 @@ beforeAll(async () => {
     capsule('stream', { anonymous: true }),
     capsule('grpc', { anonymous: true }),
     capsule('sleepy', { anonymous: true }),
+    capsule('drain', { anonymous: true }),
   ]);
   // A Capsule without the operator's activator slice does not sleep: the activator is not its route.
   await client.create({
@@ -347,6 +348,31 @@ describe('the activator: wake, hold, deliver', () => {
     } finally {
       c.close();
     }
+  });
+
+  it('a stopping activator takes no new connection but delivers what it holds', async () => {
+    const draining = await startActivator({
+      client,
+      namespaces: [NS],
+      port: 0,
+      metricsPort: 0,
+      host: '127.0.0.1',
+      identity: 'draining-activator',
+      log: (m: string) => log.push(m),
+      defaultMetrics: false,
+      dial,
+      holdSeconds: 60,
+    });
+    await draining.synced();
+    const held = send(draining, hostOf('drain'), { body: rpcBody(40), headers: { 'A2A-Version': '1.0' } });
+    await eventually('the request held', async () => (await heldNow(draining)) === 1);
+    const stopped = draining.stop(60_000);
+    await expect(send(draining, hostOf('drain'), { body: rpcBody(41) })).rejects.toThrow(/ECONNREFUSED/);
+    await podReady('drain', Number(new URL(capsuleServer.url).port));
+    const r = await held;
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body).id).toBe(40);
+    await stopped;
   });
 
   it('the hold bound: 503 with Retry-After: 5 in each binding, UNAVAILABLE for gRPC', async () => {
