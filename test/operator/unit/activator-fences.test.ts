@@ -13,6 +13,10 @@ import { sniff } from '../../../operator/activator/listener.ts';
 import { bindingOf, errorBody, refusal, rpcId } from '../../../operator/activator/errors.ts';
 import { readyEndpoints, sleepEnabled, type EndpointSliceView } from '../../../operator/activator/endpoints.ts';
 import { activatorEnv } from '../../../operator/activator/config.ts';
+import { SLICE_CONTROLLER, SLICE_OPERATOR } from '../../../operator/activator/cache.ts';
+import { ACTIVATOR_COMPONENT, WAKE_REASON } from '../../../operator/activator/wake.ts';
+import { WAKE_FIELD_SELECTOR } from '../../../operator/controller/sleep.ts';
+import { SLICE_MANAGER } from '../../../operator/translate/builders/activator-slice.ts';
 import { A2A_PORT, names } from '../../../operator/translate/builders/common.ts';
 import { buildIngressPolicy } from '../../../operator/translate/builders/networkpolicy.ts';
 import { defaultOptions } from '../../../operator/translate/options.ts';
@@ -209,6 +213,12 @@ describe("admitsSource on the operator's rendered ingress policy", () => {
     ['an address that is no pod', stranger('203.0.113.1'), false],
   ])('%s', (_name, source, want) => {
     expect(admitsSource(rendered as unknown as NetworkPolicyView, A2A, source, look)).toBe(want);
+  });
+
+  it("the activator's slice manager and wake Event are the ones the operator renders and watches", () => {
+    expect(SLICE_OPERATOR).toBe(SLICE_MANAGER);
+    expect(SLICE_CONTROLLER).not.toBe(SLICE_MANAGER);
+    expect(WAKE_FIELD_SELECTOR).toBe(`reason=${WAKE_REASON},source=${ACTIVATOR_COMPONENT}`);
   });
 
   it("the activator's names and port are the operator's", () => {
