@@ -38,7 +38,11 @@ export const SERVE_FLAGS: FlagSpec = {
   'metrics-port': { type: 'number', help: 'Prometheus /metrics port (0 = off)', default: 9090 },
   host: { type: 'string', help: 'bind address', default: '127.0.0.1' },
   'public-url': { type: 'string', help: 'URL advertised in the agent card (default: http://<host>:<port>/)' },
-  'grpc-port': { type: 'number', help: 'also serve the A2A gRPC binding on this port (0 = no gRPC)', default: 0 },
+  'grpc-port': {
+    type: 'string',
+    help: "also serve the A2A gRPC binding: on this port, or 'same' = on the A2A port itself (h2c connections told apart from HTTP/1.1 by their preface; grpc-js loaded on the first one); 0 = no gRPC",
+    default: '0',
+  },
   'api-keys': {
     type: 'string',
     help: 'bearer API keys: a file of holder:key lines or a folder with one file per key (a Secret); default $MURMUR_A2A_API_KEYS',
@@ -59,7 +63,7 @@ export const SERVE_FLAGS: FlagSpec = {
 
 export const SERVE_HELP = helpText(
   'mur serve <capsule-dir> [--a2a-port 8080] [--metrics-port 9090] [flags]',
-  'Stages the capsule and serves it as an A2A agent: agent card at /.well-known/agent-card.json,\nJSON-RPC (message/send, message/stream, tasks/get, tasks/cancel; A2A 1.0 names with the\nA2A-Version header), HTTP+JSON under /rest, gRPC with --grpc-port. Callers authenticate with\n--api-keys and/or --token-review; without either, only a loopback --host is served (or --anonymous). lifecycle.task_acceptance decides how many tasks it takes: none, single\n(exits after one), queue (bounded by lifecycle.queue_depth).',
+  'Stages the capsule and serves it as an A2A agent: agent card at /.well-known/agent-card.json,\nJSON-RPC (message/send, message/stream, tasks/get, tasks/cancel; A2A 1.0 names with the\nA2A-Version header), HTTP+JSON under /rest, gRPC with --grpc-port (a port, or "same": the A2A port). Callers authenticate with\n--api-keys and/or --token-review; without either, only a loopback --host is served (or --anonymous). lifecycle.task_acceptance decides how many tasks it takes: none, single\n(exits after one), queue (bounded by lifecycle.queue_depth).',
   SERVE_FLAGS,
 );
 
@@ -80,7 +84,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   // every start (157 ms of a 1.6 s CPU profile of the image's start), also for capsules served with API keys.
   const reviewer = flags['token-review'] === true ? (await import('../a2a/server/token-review.ts')).tokenReviewVerifier : undefined;
   const { auth, notice } = serveAuth(flags, host, publicUrl, reviewer);
-  const grpcPort = Number(flags['grpc-port']);
+  const grpcPort = grpcPortFlag(flags['grpc-port']);
   // Read before staging: a bad value is refused at once, not after the capsule is opened.
   const limits = a2aLimitsFromEnv(process.env);
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
@@ -115,7 +119,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     limits: limits.connections,
     ...(store ? { taskStore: bus ? claimingStore(store.tasks, store.db, bus.id) : store.tasks } : {}),
     ...(store && bus ? { replicate: (machine) => replicate(machine, bus, store.db, RESTARTED) } : {}),
-    ...(grpcPort > 0 ? { grpcPort } : {}),
+    ...(grpcPort !== undefined ? { grpcPort } : {}),
   });
   watchServing(m.name, a2a, activity);
   let metrics: Server | undefined;
@@ -362,6 +366,20 @@ export function serveAuth(
     }),
     notice,
   };
+}
+
+/**
+ * `--grpc-port`: a TCP port of its own, `same` (the A2A port: what the operator gives every
+ * Capsule, so its one Service port carries every binding) or 0 (no gRPC, undefined here).
+ */
+export function grpcPortFlag(value: unknown): number | 'same' | undefined {
+  const v = String(value ?? '0').trim();
+  if (v === 'same') return 'same';
+  if (/^\d+$/.test(v) && Number(v) <= 65535) return Number(v) === 0 ? undefined : Number(v);
+  throw new MurError('E-RUN-070', `--grpc-port must be a TCP port (1-65535), 0 (no gRPC) or 'same' (gRPC on the A2A port), got '${v.slice(0, 40)}'`, {
+    hint: 'give --grpc-port same to serve gRPC on the A2A port, a free port for a port of its own, or leave it out',
+    location: { field: '--grpc-port' },
+  });
 }
 
 /** The A2A server's connection and push limits from the environment (docs/a2a.md "Limits"); unset = the default. */

@@ -1,8 +1,11 @@
 /**
  * The gRPC binding: the SDK's `grpcService` (A2A 1.0 `lf.a2a.v1.A2AService`) on a @grpc/grpc-js
- * server of its own port, calling the same request handler as the HTTP bindings. Bound before the
- * card is built (the card advertises the port); the service is added once the handler exists.
+ * server, calling the same request handler as the HTTP bindings. Either on a port of its own
+ * (`startGrpc`: bound before the card is built, which advertises the port; the service is added
+ * once the handler exists) or on the A2A port itself (`grpcInjector`: the h2c connections
+ * grpc-same-port.ts tells apart are injected into it).
  */
+import type { Duplex } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { A2AService, grpcService, type UserBuilder } from '@a2a-js/sdk/server/grpc';
@@ -98,6 +101,14 @@ function guarded(
   return out;
 }
 
+/** The A2A service, guarded, on `server`: every call authenticated, version-checked and held awake. */
+function addA2AService(server: grpc.Server, handler: A2ARequestHandler, auth: Authenticator, activity: Activity | undefined): void {
+  const callers = new WeakMap<object, Caller>();
+  const userBuilder: UserBuilder = async (call) => callers.get(call) ?? ANONYMOUS;
+  const impl = grpcService({ requestHandler: handler, userBuilder }) as unknown as grpc.UntypedServiceImplementation;
+  server.addService(A2AService, guarded(impl, auth, callers, activity));
+}
+
 export async function startGrpc(host: string, port: number, maxBody: number): Promise<GrpcBinding> {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': maxBody });
   const addr = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
@@ -119,13 +130,43 @@ export async function startGrpc(host: string, port: number, maxBody: number): Pr
     serve(handler, auth, activity) {
       if (added) return;
       added = true;
-      const callers = new WeakMap<object, Caller>();
-      const userBuilder: UserBuilder = async (call) => callers.get(call) ?? ANONYMOUS;
-      const impl = grpcService({ requestHandler: handler, userBuilder }) as unknown as grpc.UntypedServiceImplementation;
-      server.addService(A2AService, guarded(impl, auth, callers, activity));
+      addA2AService(server, handler, auth, activity);
     },
     close() {
       server.forceShutdown();
     },
+  };
+}
+
+/** The gRPC binding of the A2A port: h2c connections handed over by the port's listener. */
+export interface GrpcInjector {
+  /** Serve this connection (its first bytes, the HTTP/2 preface, still unread in it) as gRPC. */
+  inject(socket: Duplex): void;
+  /** Close every gRPC connection at once (in-flight calls end CANCELLED/UNAVAILABLE). */
+  close(): void;
+}
+
+/**
+ * A grpc-js server with no port of its own, serving the A2A service over the connections it is
+ * given (`createConnectionInjector`: grpc-js makes an HTTP/2 server and emits each injected
+ * socket as its 'connection'). `idleMs`: a connection without a call for that long is sent GOAWAY,
+ * the keep-alive budget of the HTTP bindings on the same port (0 = kept).
+ */
+export function grpcInjector(
+  o: { maxBody: number; idleMs: number },
+  handler: A2ARequestHandler,
+  auth: Authenticator,
+  activity: Activity | undefined,
+): GrpcInjector {
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': o.maxBody,
+    ...(o.idleMs > 0 ? { 'grpc.max_connection_idle_ms': o.idleMs } : {}),
+  });
+  addA2AService(server, handler, auth, activity);
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  return {
+    inject: (socket) => injector.injectConnection(socket),
+    // Closes the injector's HTTP/2 server and destroys every session, the injected ones included.
+    close: () => server.forceShutdown(),
   };
 }

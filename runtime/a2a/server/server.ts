@@ -5,7 +5,7 @@
  * - ../handler/handler.ts: the SDK's `A2ARequestHandler` over that machine (validation, owner scoping);
  * - ../tasks/stream.ts: bounded stream subscribers;
  * - routes.ts: the HTTP routes; front-door.ts: body limit and envelope/version/method checks before
- *   the SDK's JSON-RPC handler; grpc.ts: the gRPC binding;
+ *   the SDK's JSON-RPC handler; grpc.ts: the gRPC binding (grpc-same-port.ts: on the A2A port);
  * - card.ts: the agent card.
  * The SDK's express `jsonRpcHandler` (with `legacyCompat`) does method dispatch, 0.3 ⇄ 1.0 shape
  * translation, error envelopes and SSE framing. See docs/a2a.md.
@@ -21,6 +21,7 @@ import type { TaskExecutor } from '../core/executor.ts';
 import { buildCardJson, buildCoreCard, cardVariants, type AgentCardInput, type CardEndpoints } from './card.ts';
 import { mountRoutes } from './routes.ts';
 import type { GrpcBinding } from './grpc.ts';
+import { grpcOnSamePort } from './grpc-same-port.ts';
 import { createHandler } from '../handler/handler.ts';
 import { headersOf } from '../handler/request-checks.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
@@ -55,9 +56,12 @@ export interface A2AServerOptions {
   publicUrl?: string;
   /** Serve the HTTP+JSON (REST) binding under `<url>rest`. Default true. */
   rest?: boolean;
-  /** Serve the gRPC binding on this port (0 = any free port). Default: no gRPC. */
-  grpcPort?: number;
-  /** `host:port` advertised for gRPC. Default `<host>:<grpc port>`. */
+  /**
+   * Serve the gRPC binding on this port (0 = any free port), or `'same'`: on the A2A port itself,
+   * h2c connections told apart by their preface (grpc-same-port.ts). Default: no gRPC.
+   */
+  grpcPort?: number | 'same';
+  /** `host:port` advertised for gRPC. Default `<host>:<grpc port>`; with `'same'`, the host and port of the A2A URL. */
   grpcPublicAddress?: string;
   /**
    * Who may call, and whose trust header counts (auth.ts). Default: no credentials checked, every
@@ -161,6 +165,9 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   app.disable('x-powered-by');
   app.set('etag', false);
   const server = http.createServer(serverOptions(limits), app);
+  // Before the connection limits wrap the listener: the per-client cap then counts h2c connections too.
+  const samePort =
+    opts.grpcPort === 'same' ? grpcOnSamePort(server, { maxBody, sniffTimeoutMs: limits.headersTimeoutMs, idleMs: limits.keepAliveTimeoutMs }) : undefined;
   const dropRefused = applyConnectionLimits(server, limits);
   await listen(server, host, opts.port ?? 0);
   const port = (server.address() as AddressInfo).port;
@@ -168,11 +175,14 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const url = opts.publicUrl ?? `http://${urlHost}:${port}/`;
   // Imported only when a gRPC port is asked for: grpc-js and the SDK's gRPC service are heap a
   // JSON-RPC-only pod would carry for nothing, and ≈ 30 ms of CPU (profiled) at every start.
-  const grpc: GrpcBinding | undefined = opts.grpcPort !== undefined ? await (await import('./grpc.ts')).startGrpc(host, opts.grpcPort, maxBody) : undefined;
+  // (On the A2A port, grpc-same-port.ts imports them on the first h2c connection.)
+  const grpc: GrpcBinding | undefined =
+    typeof opts.grpcPort === 'number' ? await (await import('./grpc.ts')).startGrpc(host, opts.grpcPort, maxBody) : undefined;
+  const grpcAddress = grpc ? `${urlHost}:${grpc.port}` : samePort ? authorityOf(url) : undefined;
   const endpoints: CardEndpoints = {
     jsonrpc: url,
     ...(opts.rest !== false ? { rest: `${url}rest` } : {}),
-    ...(grpc ? { grpc: opts.grpcPublicAddress ?? `${urlHost}:${grpc.port}` } : {}),
+    ...(grpcAddress ? { grpc: opts.grpcPublicAddress ?? grpcAddress } : {}),
   };
   const auth = opts.auth ?? OPEN;
   const security = auth.card();
@@ -189,6 +199,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     sinkOf: (context) => resOf.get(context.state.get('headers') as object),
   });
   grpc?.serve(handler, auth, opts.activity);
+  samePort?.serve(handler, auth, opts.activity);
   // The caller of each HTTP request, found by authDoor before the SDK builds its context.
   const callers = new WeakMap<object, Caller>();
   const userBuilder = async (req: Request) => callers.get(req) ?? ANONYMOUS;
@@ -227,6 +238,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
       await machine.close();
       await push?.idle();
       grpc?.close();
+      await samePort?.close();
       await new Promise<void>((r) => {
         server.close(() => r());
         server.closeAllConnections();
@@ -259,6 +271,15 @@ function taskMachineOf(opts: A2AServerOptions, push: Push | undefined, pushQuota
       ...(opts.stream?.onHeartbeat ? { onHeartbeat: opts.stream.onHeartbeat } : {}),
     },
   });
+}
+
+/**
+ * `host:port` of a URL, the form gRPC clients dial (a default port spelled out): the gRPC binding
+ * on the A2A port is reached where the A2A URL points, its path aside (gRPC has none).
+ */
+export function authorityOf(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`;
 }
 
 /** Listens on host:port; a port in use (or any listen error) is E-A2A-001 naming the address. */
