@@ -8,7 +8,8 @@
  * authenticates its callers as rendered (ServiceAccount tokens by default, verified with a
  * TokenReview against the test cluster's API server: the runtime gets the admin kubeconfig in
  * place of the pod's in-cluster credentials); the test calls it with a real token whose audience
- * is the Service URL, and without one is refused.
+ * is the Service URL, and without one is refused. The pod serves gRPC on its a2a port, as the
+ * card says, to the SDK's gRPC client.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +18,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Role, TaskState, type Task } from '@a2a-js/sdk';
+import { ClientFactory, DefaultAgentCardResolver } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import type { Capsule, KubeObject } from '../../operator/api/types.ts';
 import { CONFIG_DIR, WORKDIR } from '../../operator/translate/builders/common.ts';
 import { STORE_DIR } from '../../operator/translate/builders/store-claim.ts';
@@ -237,6 +241,55 @@ describe('runtime container contract', () => {
     expect(body.error, log).toBeUndefined();
     expect(body.result.status.state).toBe('completed');
     expect(JSON.stringify(body.result)).toContain('It is a fine day.');
+  }, 120_000);
+
+  it('the rendered pod serves gRPC on its a2a port (--grpc-port same): the card names the Service host:port, a token for the Service URL is accepted', async () => {
+    const grpcProvider = await startScriptedProvider({ turns: [{ text: 'Answered over gRPC.' }] });
+    try {
+      const capsule: Capsule = {
+        apiVersion: 'murmur.io/v1alpha1',
+        kind: 'Capsule',
+        metadata: { name: 'caller', namespace: 'team', uid: 'u-4', generation: 1 },
+        spec: {
+          artifacts: [{ name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' }],
+          inference: {
+            driver: { artifact: 'driver-anthropic' },
+            model: 'claude-sonnet-4-5',
+            endpoint: grpcProvider.url,
+            apiKeySecretRef: { name: 'key', key: 'api-key' },
+          },
+        },
+      };
+      const pod = await startPod(capsule, 'caller');
+      const card = await new DefaultAgentCardResolver().resolve(`http://127.0.0.1:${pod.a2aPort}/`);
+      const grpcIface = card.supportedInterfaces.find((i) => i.protocolBinding === 'GRPC');
+      expect(grpcIface?.url).toBe(new URL(pod.a2aUrl).host);
+      // What kube-proxy does for an in-cluster caller: the Service's host:port reaches the pod's a2a port.
+      const here = { ...card, supportedInterfaces: [{ ...grpcIface!, url: `127.0.0.1:${pod.a2aPort}` }] };
+      const client = await new ClientFactory({ transports: [new GrpcTransportFactory()], preferredTransports: ['GRPC'] }).createFromAgentCard(here);
+      const send = () => ({
+        tenant: '',
+        message: {
+          messageId: `m-grpc-${crypto.randomUUID()}`,
+          contextId: '',
+          taskId: '',
+          role: Role.ROLE_USER,
+          parts: [{ content: { $case: 'text' as const, value: 'Say something.' }, metadata: undefined, filename: '', mediaType: '' }],
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        },
+        configuration: undefined,
+        metadata: undefined,
+      });
+      await expect(client.sendMessage(send())).rejects.toThrow(/authentication required/);
+      const token = await callerToken(`${pod.a2aUrl}/`);
+      const task = (await client.sendMessage(send(), { serviceParameters: { authorization: `Bearer ${token}` } })) as Task;
+      expect(task.status?.state, log).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(JSON.stringify(task.artifacts)).toContain('Answered over gRPC.');
+    } finally {
+      await grpcProvider.stop();
+    }
   }, 120_000);
 
   it('on a store claim, a task outlives its pod: a new pod (fresh workdir, same claim) answers tasks/get', async () => {

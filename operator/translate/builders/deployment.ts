@@ -48,7 +48,9 @@ export function ociVolumes(c: Capsule, hooks: readonly Hook[] = []): { volumes: 
 /**
  * The runtime container contract: `mur serve <manifest dir> --a2a-port --metrics-port --workdir`,
  * plus `--host 0.0.0.0` (the CLI binds 127.0.0.1 by default, unreachable from the Service and the
- * kubelet's probes) and `--public-url` (the Service URL the agent card advertises).
+ * kubelet's probes), `--grpc-port same` (the gRPC binding on the a2a port itself, so the one Service
+ * port carries JSON-RPC, HTTP+JSON and gRPC, and the activator's h2c forwarding to that port reaches
+ * it) and `--public-url` (the Service URL the agent card advertises, gRPC at its host:port).
  * `auth`: the A2A authentication flags (a2a-auth.ts): `--token-review`, `--api-keys <dir>`, and
  * `--anonymous` only where the Capsule says so (off loopback `mur serve` refuses to start without
  * one of them) — and `--store sqlite:<file>` for the embedded store on a claim (store-claim.ts).
@@ -67,6 +69,8 @@ export function runtimeArgs(publicUrl?: string, auth: string[] = []): string[] {
     '0.0.0.0',
     '--drain-secs',
     String(DRAIN_SECS),
+    '--grpc-port',
+    'same',
     ...auth,
     ...(publicUrl ? ['--public-url', publicUrl] : []),
   ];
