@@ -44,6 +44,9 @@ function bearerOf(header: string | string[] | undefined): string | undefined {
   return m ? m[1]! : '';
 }
 
+/** The URL the capsule's runtime serves as (`--public-url`): the audience its tokens are made for. */
+export const publicUrlOf = (a2aUrl: string): string => (a2aUrl.endsWith('/') ? a2aUrl : `${a2aUrl}/`);
+
 const unauthenticated = (c: Capsule, why: string): Refusal =>
   refusal('unauthenticated', 401, `${why}: capsule ${c.metadata.namespace}/${c.metadata.name} was not woken`, CODES.unauthenticated);
 
@@ -57,7 +60,9 @@ export class Authenticator {
     const auth = c.spec.a2a?.auth ?? {};
     const token = bearerOf(authorization);
     if (token === undefined) return auth.anonymous ? undefined : unauthenticated(c, 'authentication required: send Authorization: Bearer <token>');
-    const audience = c.status?.a2aUrl;
+    // The runtime's audience is its --public-url, the Service URL with a trailing slash
+    // (translate/index.ts); status.a2aUrl is written without one.
+    const audience = c.status?.a2aUrl ? publicUrlOf(c.status.a2aUrl) : undefined;
     // A ServiceAccount token is a JWT; anything else would be an API key, which a sleeping capsule does not take.
     if (!token || auth.serviceAccounts === false || !audience || token.split('.').length !== 3) return unauthenticated(c, 'invalid credentials');
     return (await this.verify(token, audience)) ? undefined : unauthenticated(c, 'invalid credentials');

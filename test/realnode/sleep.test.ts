@@ -206,7 +206,7 @@ describe('a Capsule that sleeps, on the real node', () => {
     expect(c.status.sleep.since).toBeTruthy();
     expect(JSON.parse(c.status.sleep.agentCard).name).toBe('sleeper');
     // The Service keeps its selector; the activator's slice is what answers now.
-    expect((await getJson(ns, 'service/sleeper')).spec.selector).toMatchObject({ 'app.kubernetes.io/instance': 'sleeper' });
+    expect((await getJson(ns, 'service/sleeper')).spec.selector).toMatchObject({ 'murmur.io/capsule': 'sleeper' });
     const slice = await getJson(ns, 'endpointslice/sleeper-activator');
     expect(slice.metadata.labels['kubernetes.io/service-name']).toBe('sleeper');
     expect(slice.endpoints.length).toBeGreaterThan(0);
