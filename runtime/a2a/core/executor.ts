@@ -49,7 +49,20 @@ export interface TaskContext {
    * returned outcome is then ignored.
    */
   readonly signal: AbortSignal;
+  /**
+   * Set when this run resumes a task a stopped process left waiting for input: the resume point
+   * the executor handed to `requestInput` then, and the caller's reply. The executor rebuilds its
+   * run from the point, the reply answering the first request-input of the re-run at once.
+   */
+  readonly resumed?: { readonly point: ResumePoint; readonly reply: string };
 }
+
+/**
+ * What an executor needs to continue a task waiting for input in another process (docs/a2a.md
+ * "Restart"): plain JSON, opaque to the task machine, which keeps it in the durable store while
+ * the task waits.
+ */
+export type ResumePoint = Record<string, unknown>;
 
 /** An artifact produced by the task (a tool call, a hook `artifact` arm, a file summary…). */
 export interface ArtifactInput {
@@ -84,9 +97,10 @@ export interface TaskEvents {
    * `murmur:task/task` request-input: the task goes `input-required` with `prompt` as its status
    * message; resolves with the text of the next message/send carrying this taskId. Rejects with
    * InputTimeoutError after inputTimeoutSecs (the task is then `failed`), with TaskCanceledError
-   * on cancel, and immediately when another request is already pending.
+   * on cancel, and immediately when another request is already pending. With `resume` (the
+   * executor can continue the task from it), the machine stores it, so the task outlives a stop.
    */
-  requestInput(prompt: string): Promise<string>;
+  requestInput(prompt: string, resume?: ResumePoint): Promise<string>;
 }
 
 export type TaskOutcome = {

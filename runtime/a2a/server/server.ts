@@ -32,6 +32,7 @@ import { createPush, type Push, type PushOptions } from '../peers/push.ts';
 import { PushQuota, type PushLimits } from '../peers/push-limits.ts';
 import { applyConnectionLimits, resolveLimits, serverOptions, type ConnectionLimits } from './connection-limits.ts';
 import type { RemoteTasks } from '../tasks/replicas.ts';
+import type { ResumeStore } from '../store/resume-points.ts';
 import type { StreamResponse } from '@a2a-js/sdk';
 import type { Activity } from '../../telemetry/activity.ts';
 
@@ -96,6 +97,12 @@ export interface A2AServerOptions {
    */
   replicate?: (machine: TaskMachine) => RemoteTasks;
   /**
+   * Where the resume points of tasks waiting for input are kept (../store/resume-points.ts): a stop
+   * leaves such a task `input-required`, and the server adopts the ones a stopped process left
+   * before it listens (../tasks/resumable.ts). Default: none (a stop fails a waiting task).
+   */
+  resumePoints?: ResumeStore;
+  /**
    * Told where each piece of work that keeps the capsule awake begins and ends (an unfinished task,
    * an authenticated A2A request on any binding, streams included): `capsule_idle_seconds`
    * (../../telemetry/activity.ts). Default: not told.
@@ -146,6 +153,8 @@ export interface A2AServer {
   drain(budgetMs: number): Promise<number>;
   /** Tasks waiting in input-required. */
   waitingForInput(): number;
+  /** Tasks a stopped process left waiting for input that this server adopted as it started (resumePoints). */
+  readonly adopted: number;
   /** Cancel unfinished tasks, drop connections, stop listening. */
   close(): Promise<void>;
 }
@@ -157,6 +166,8 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const push = opts.push ? createPush(opts.push) : undefined;
   const pushQuota = new PushQuota(opts.push?.limits);
   const machine = taskMachineOf(opts, push, pushQuota);
+  // Before the first request: a reply to a task left waiting finds it live here.
+  const adopted = await machine.adoptWaiting();
   // The SDK passes the request's headers object on in ServerCallContext; the front door maps it to
   // the response, so a stream subscriber can watch the bytes buffered in it.
   const resOf = new WeakMap<object, ServerResponse>();
@@ -232,6 +243,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     pushIdle: async () => push?.idle(),
     drain: (budgetMs) => machine.drain(budgetMs),
     waitingForInput: () => machine.waitingForInput(),
+    adopted,
     async close() {
       if (closed) return;
       closed = true;
@@ -257,6 +269,7 @@ function taskMachineOf(opts: A2AServerOptions, push: Push | undefined, pushQuota
   return new TaskMachine({
     ...(push ? { onEvent } : {}),
     ...(opts.activity ? { activity: opts.activity } : {}),
+    ...(opts.resumePoints ? { resumePoints: opts.resumePoints } : {}),
     executor: opts.executor,
     acceptance: opts.acceptance,
     queueDepth: opts.queueDepth ?? 16,

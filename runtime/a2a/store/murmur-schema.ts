@@ -4,7 +4,9 @@
  * - `murmur_conversation`: the conversation record, one row per message (conversation-table.ts),
  *   each the message of one caller (`tenant`, `owner`: the SDK task table's owner scope);
  * - `murmur_task_runner`: which replica runs each task (task-runners.ts), so another replica knows
- *   where to send a cancel, an input reply or a resubscribe, and whether that replica is alive.
+ *   where to send a cancel, an input reply or a resubscribe, and whether that replica is alive;
+ * - `murmur_resume_point`: what the executor of a task waiting for input needs to continue it in
+ *   another process (resume-points.ts), while the task waits.
  * Migrations are append-only: a database migrated by an older runtime moves forward unchanged.
  */
 import { sql, type Kysely } from 'kysely';
@@ -13,6 +15,7 @@ import { TASK_TABLE } from '@a2a-js/sdk/server/database';
 
 export const CONVERSATION_TABLE = 'murmur_conversation';
 export const RUNNER_TABLE = 'murmur_task_runner';
+export const RESUME_TABLE = 'murmur_resume_point';
 
 export type StoreDialect = 'sqlite' | 'postgres';
 
@@ -77,6 +80,19 @@ const migrations = (dialect: StoreDialect): Record<string, Migration> => ({
       // A threaded history is read by owner and context: the index leads with both.
       await db.schema.dropIndex(`${CONVERSATION_TABLE}_context_idx`).execute();
       await db.schema.createIndex(`${CONVERSATION_TABLE}_owner_context_idx`).on(CONVERSATION_TABLE).columns(['tenant', 'owner', 'context_id', 'seq']).execute();
+    },
+  },
+  '0004_create_resume_point': {
+    // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable(RESUME_TABLE)
+        .addColumn('task_id', 'varchar(255)', (c) => c.notNull().primaryKey())
+        // When the task asked (ms since the epoch): its input timeout counts from here in any process.
+        .addColumn('asked_at', 'bigint', (c) => c.notNull())
+        .addColumn('bytes', 'integer', (c) => c.notNull())
+        .addColumn('point', 'text', (c) => c.notNull())
+        .execute();
     },
   },
 });

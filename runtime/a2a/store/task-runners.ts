@@ -13,7 +13,7 @@ import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import { ServerCallContext as Ctx } from '@a2a-js/sdk/server';
 import { DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
 import type { Task } from '@a2a-js/sdk';
-import { RUNNER_TABLE } from './murmur-schema.ts';
+import { RESUME_TABLE, RUNNER_TABLE } from './murmur-schema.ts';
 import { agentMessage, fromCoreState, toCoreState } from '../core/wire.ts';
 import { isTerminal } from '../core/executor.ts';
 
@@ -61,7 +61,8 @@ export async function runnerOf(db: Kysely<any>, taskId: string): Promise<string 
 /**
  * Mark unfinished tasks `failed` with `reason`: every one, or (with `alive`) those whose runner is
  * not alive or unknown. Each rewrite is the SDK store's load + save under the task's own scope, and
- * only if the task is still unfinished then. Returns how many.
+ * only if the task is still unfinished then. Returns how many. A task waiting for input with a
+ * resume point (resume-points.ts) is not one of them: another process continues it.
  */
 export async function failOrphans(
   // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
@@ -72,8 +73,10 @@ export async function failOrphans(
   let q = db
     .selectFrom(TASK_TABLE)
     .leftJoin(RUNNER_TABLE, `${RUNNER_TABLE}.task_id`, `${TASK_TABLE}.id`)
+    .leftJoin(RESUME_TABLE, `${RESUME_TABLE}.task_id`, `${TASK_TABLE}.id`)
     .select([`${TASK_TABLE}.tenant as tenant`, `${TASK_TABLE}.owner as owner`, `${TASK_TABLE}.id as id`, `${RUNNER_TABLE}.replica as replica`])
-    .where(`${TASK_TABLE}.status_state`, 'in', UNFINISHED);
+    .where(`${TASK_TABLE}.status_state`, 'in', UNFINISHED)
+    .where((eb) => eb.or([eb(`${TASK_TABLE}.status_state`, '!=', 'TASK_STATE_INPUT_REQUIRED'), eb(`${RESUME_TABLE}.task_id`, 'is', null)]));
   if (o.taskId) q = q.where(`${TASK_TABLE}.id`, '=', o.taskId);
   const rows = (await q.execute()) as Array<{ tenant: string; owner: string; id: string; replica: string | null }>;
   const alive = new Map<string, boolean>();

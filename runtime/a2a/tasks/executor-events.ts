@@ -15,6 +15,7 @@ import {
   type TaskEvents,
   type TaskExecutor,
   type TaskOutcome,
+  type ResumePoint,
   type TaskState,
 } from '../core/executor.ts';
 import { artifact as mkArtifact, dataPart, textPart } from '../core/wire.ts';
@@ -28,6 +29,8 @@ export interface TaskOps {
   save(rec: TaskRecord): void;
   emitArtifact(rec: TaskRecord, a: Artifact, append: boolean, lastChunk: boolean): void;
   finalize(rec: TaskRecord, state: TaskState, text?: string): void;
+  /** Keep `point` for `rec`'s wait `input` in the durable store, if there is one (resumable.ts). */
+  keepResumePoint(rec: TaskRecord, input: NonNullable<TaskRecord['input']>, point: ResumePoint): void;
 }
 
 /** The reports of `rec`'s executor; `inputTimeoutSecs` 0 = request-input waits without limit. */
@@ -72,12 +75,12 @@ export function executorEvents(rec: TaskRecord, ops: TaskOps, inputTimeoutSecs: 
       const art = mkArtifact(`step-${++steps}`, [dataPart(boundedStep(record))], { name: 'step', metadata: { murmur: { kind: 'step' } } });
       ops.emitArtifact(rec, art, false, true);
     },
-    requestInput: (prompt: string) => requestInput(rec, ops, inputTimeoutSecs, prompt),
+    requestInput: (prompt: string, resume?: ResumePoint) => requestInput(rec, ops, inputTimeoutSecs, prompt, resume),
   };
 }
 
 /** Puts `rec` in input-required until a reply (replyTo in tasks.ts), the timeout, or the task's end. */
-function requestInput(rec: TaskRecord, ops: TaskOps, inputTimeoutSecs: number, prompt: string): Promise<string> {
+function requestInput(rec: TaskRecord, ops: TaskOps, inputTimeoutSecs: number, prompt: string, resume: ResumePoint | undefined): Promise<string> {
   if (rec.final) return Promise.reject(new TaskCanceledError(rec.id));
   if (rec.input) {
     return Promise.reject(
@@ -88,20 +91,33 @@ function requestInput(rec: TaskRecord, ops: TaskOps, inputTimeoutSecs: number, p
   }
   return new Promise<string>((resolve, reject) => {
     const input: NonNullable<TaskRecord['input']> = { resolve, reject };
-    if (inputTimeoutSecs > 0) {
-      input.timer = setTimeout(() => {
-        if (rec.input !== input) return;
-        rec.input = undefined;
-        const err = new InputTimeoutError(rec.id, inputTimeoutSecs);
-        reject(err);
-        rec.abort.abort(err);
-        ops.finalize(rec, 'failed', err.message);
-      }, inputTimeoutSecs * 1000);
-      input.timer.unref?.();
-    }
+    if (inputTimeoutSecs > 0) armInputTimeout(rec, input, ops, inputTimeoutSecs, inputTimeoutSecs * 1000);
     rec.input = input;
     ops.setState(rec, 'input-required', prompt);
+    if (resume) ops.keepResumePoint(rec, input, resume);
   });
+}
+
+/**
+ * Fails `rec` with the input timeout of `secs` in `ms` (its wait began `secs` before the deadline:
+ * an adopted task's wait began in the process that asked), unless `input` was answered first.
+ */
+export function armInputTimeout(rec: TaskRecord, input: NonNullable<TaskRecord['input']>, ops: Pick<TaskOps, 'finalize'>, secs: number, ms: number): void {
+  const expire = () => {
+    if (rec.input !== input) return;
+    rec.input = undefined;
+    const err = new InputTimeoutError(rec.id, secs);
+    input.reject(err);
+    rec.abort.abort(err);
+    ops.finalize(rec, 'failed', err.message);
+  };
+  if (ms <= 0) {
+    rec.input = input;
+    expire();
+    return;
+  }
+  input.timer = setTimeout(expire, ms);
+  input.timer.unref?.();
 }
 
 export function errMessage(e: unknown): string {

@@ -16,7 +16,7 @@ export function redactedEvents(ev: TaskEvents): TaskEvents {
     textChunk: (s) => ev.textChunk(redact(s)),
     thinkingChunk: (s) => ev.thinkingChunk(redact(s)),
     step: (r) => ev.step(redactDeep(r)),
-    requestInput: (prompt) => ev.requestInput(redact(prompt)),
+    requestInput: (prompt, resume) => ev.requestInput(redact(prompt), resume),
   };
 }
 

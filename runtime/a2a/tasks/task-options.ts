@@ -7,6 +7,7 @@ import type { TaskStore } from '@a2a-js/sdk/server';
 import { MurError } from '../../errors.ts';
 import type { TaskExecutor } from '../core/executor.ts';
 import type { Activity } from '../../telemetry/activity.ts';
+import type { ResumeStore } from '../store/resume-points.ts';
 import type { SubscriberBounds } from './stream.ts';
 import type { TaskRecord } from './task-record.ts';
 
@@ -32,6 +33,11 @@ export interface TaskMachineOptions {
   onEvent?: (rec: TaskRecord, resp: StreamResponse) => void;
   /** Told when a task starts and stops keeping the capsule awake (tasks.ts keepsAwake; telemetry/activity.ts). */
   activity?: Activity;
+  /**
+   * Where the resume points of tasks waiting for input are kept (../store/resume-points.ts), so a
+   * stop leaves such a task to the next process (resumable.ts). Default: none (a stop fails it).
+   */
+  resumePoints?: ResumeStore;
   /** A store save failed (the task goes on in memory). Default: one line on stderr. */
   onStoreError?: (taskId: string, e: unknown) => void;
 }

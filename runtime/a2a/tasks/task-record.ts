@@ -4,12 +4,12 @@
  * builders over a record, so the machine itself is only the state changes and their order.
  */
 import { randomUUID } from 'node:crypto';
-import type { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
+import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { ServerCallContext, resolveUserScope } from '@a2a-js/sdk/server';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { ConversationOwner } from '../../inference/conversation-store.ts';
 import type { TaskContext, TaskOrigin, TaskState, TaskTrust } from '../core/executor.ts';
-import { agentMessage, artifact as mkArtifact, textPart, toCoreState } from '../core/wire.ts';
+import { agentMessage, artifact as mkArtifact, fromCoreState, textPart, toCoreState } from '../core/wire.ts';
 import { taskInputText } from './input-text.ts';
 import type { Subscriber } from './stream.ts';
 
@@ -52,6 +52,14 @@ export interface TaskRecord {
   retained: number;
   artifactSeq: number;
   saving: Promise<void>;
+  /** A resume point of its current wait for input is stored (resumable.ts): a stop keeps the task. */
+  resumable: boolean;
+  /** The writes of its resume point (resumable.ts), in order; undefined while it never had one. */
+  resumePoint: Promise<void> | undefined;
+  /** The reply an adopted task (one a stopped process left waiting) resumes with on its next run. */
+  resumeReply: string | undefined;
+  /** Left waiting for the next process by a stopping one: this process writes it no more. */
+  detached: boolean;
 }
 
 /** Owner scope of a call, the way the SDK's in-memory and database stores scope it. */
@@ -101,9 +109,59 @@ export function newRecord(t: NewTask): TaskRecord {
     retained: 0,
     artifactSeq: 0,
     saving: Promise.resolve(),
+    resumable: false,
+    resumePoint: undefined,
+    resumeReply: undefined,
+    detached: false,
   };
   rec.history.push({ ...m, taskId: rec.id, contextId: rec.contextId });
   return rec;
+}
+
+/** What a record keeps of its first message beside the stored task (a resume point carries it). */
+export interface RecordOrigin {
+  messageId: string;
+  text: string;
+  origin: TaskOrigin;
+  trust: TaskTrust;
+  traceparent: string | undefined;
+}
+
+/**
+ * The live record of a task as the store has it, saved by another process (a task it left waiting
+ * for input), under the owner context `owner` (its creator's user and tenant).
+ */
+export function storedRecord(task: Task, first: RecordOrigin, owner: ServerCallContext): TaskRecord {
+  const responseIdx = task.artifacts.findIndex((a) => a.artifactId === 'response');
+  const seq = task.artifacts.map((a) => /^artifact-(\d+)$/.exec(a.artifactId)?.[1]).filter((n) => n !== undefined);
+  const text = (p: Part) => (p.content?.$case === 'text' ? p.content.value : '');
+  return {
+    id: task.id,
+    contextId: task.contextId,
+    ...first,
+    owner: ownerKey(owner),
+    ownerContext: owner,
+    state: fromCoreState(task.status?.state) ?? 'input-required',
+    statusMessage: task.status?.message,
+    timestamp: task.status?.timestamp ?? new Date().toISOString(),
+    artifacts: task.artifacts.slice(),
+    responseIdx,
+    responseText: responseIdx >= 0 ? task.artifacts[responseIdx]!.parts.map(text).join('') : '',
+    thinkingStarted: false,
+    history: task.history.slice(),
+    subs: new Set(),
+    waiters: new Set(),
+    input: undefined,
+    abort: new AbortController(),
+    final: false,
+    retained: 0,
+    artifactSeq: Math.max(0, ...seq.map(Number)),
+    saving: Promise.resolve(),
+    resumable: false,
+    resumePoint: undefined,
+    resumeReply: undefined,
+    detached: false,
+  };
 }
 
 /** The SDK `Task` of a record, its history cut to the last `historyLength` messages when given. */

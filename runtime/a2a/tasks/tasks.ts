@@ -16,7 +16,7 @@ import type { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import { TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { DEFAULT_INPUT_TIMEOUT_SECS } from '../../manifest/schema.ts';
-import { TaskCanceledError, isTerminal, type TaskEvents, type TaskState } from '../core/executor.ts';
+import { TaskCanceledError, isTerminal, type TaskContext, type TaskEvents, type TaskOutcome, type TaskState } from '../core/executor.ts';
 import { agentMessage, messageText } from '../core/wire.ts';
 import { Subscriber, type StreamSink } from './stream.ts';
 import { DEFAULT_MAX_LIVE_BYTES, evictions, retainedBytes } from './live-tasks.ts';
@@ -33,6 +33,8 @@ import {
   type TaskRecord,
 } from './task-record.ts';
 import { errMessage, executorEvents, runExecutor, type TaskOps } from './executor-events.ts';
+import { TaskSaves } from './task-saves.ts';
+import { adoptWaiting, dropResumePoint, keepResumePoint, keepsAwake, parked, resumedContext } from './resumable.ts';
 import { checkOptions, type TaskAcceptance, type TaskMachineOptions } from './task-options.ts';
 
 export class TaskMachine {
@@ -49,9 +51,8 @@ export class TaskMachine {
   private idleWaiters: Array<() => void> = [];
   /** Listeners told after every task event and subscriber change (tests wait on these, not on timers). */
   private readonly changeListeners = new Set<() => void>();
-  private readonly saves = new Set<Promise<void>>();
-  /** Records with a write queued that has not started yet (save() joins it). */
-  private readonly saveQueued = new WeakSet<TaskRecord>();
+  /** The writes to the store (task-saves.ts). */
+  private readonly saves: TaskSaves;
   /** The end of each unfinished task's activity (o.activity), held while keepsAwake(its state). */
   private readonly awake = new Map<TaskRecord, () => void>();
   private resolveDone!: () => void;
@@ -60,6 +61,7 @@ export class TaskMachine {
 
   constructor(private readonly o: TaskMachineOptions) {
     checkOptions(o);
+    this.saves = new TaskSaves(o.store, o.onStoreError);
   }
 
   get acceptance(): TaskAcceptance {
@@ -93,7 +95,7 @@ export class TaskMachine {
 
   /** Waits until every save issued so far has reached the store. */
   async flush(): Promise<void> {
-    while (this.saves.size > 0) await Promise.all([...this.saves]);
+    await this.saves.flush();
   }
 
   get store(): TaskStore {
@@ -153,6 +155,11 @@ export class TaskMachine {
    * that delivers it. Throws the A2A error for a task that is final or not waiting.
    */
   replyTo(rec: TaskRecord, m: Message): () => void {
+    if (rec.detached) {
+      throw new UnsupportedOperationError(
+        `task ${rec.id} waits for input, and this replica is stopping (SIGTERM): send the reply again once the capsule is back`,
+      );
+    }
     if (rec.final) {
       throw new UnsupportedOperationError(
         `task ${rec.id} is ${rec.state}; terminal tasks are never restarted — send a new message without taskId (same contextId) to start a new task`,
@@ -165,6 +172,7 @@ export class TaskMachine {
       const inp = rec.input;
       if (!inp || rec.final) return;
       rec.input = undefined;
+      rec.resumable = false;
       clearTimeout(inp.timer);
       rec.history.push(m);
       this.setState(rec, 'working');
@@ -259,34 +267,84 @@ export class TaskMachine {
   /**
    * Graceful drain: take no new task, let the running and queued ones finish for at most
    * `budgetMs`, then fail whatever is still unfinished with a reason saying so (stored, and every
-   * open stream gets that final status). Resolves with the number of tasks failed that way.
+   * open stream gets that final status). A task waiting for input with a stored resume point is
+   * neither waited for nor failed: it is left `input-required` for the next process
+   * (resumable.ts). Resolves with the number of tasks failed.
    */
   async drain(budgetMs: number): Promise<number> {
     this.draining = true;
     let timer: NodeJS.Timeout | undefined;
-    const out = await Promise.race([this.idle().then(() => 'idle' as const), new Promise<'budget'>((r) => (timer = setTimeout(() => r('budget'), budgetMs)))]);
+    let off: () => void = () => undefined;
+    // Settled: idle, or the running task is parked (it waits for the next process) and none is queued.
+    const settled = new Promise<'idle'>((resolve) => {
+      void this.idle().then(() => resolve('idle'));
+      const check = () => {
+        if (this.running && parked(this.running) && !this.pending.some((r) => !r.final)) resolve('idle');
+      };
+      off = this.onChange(check);
+      check();
+    });
+    const out = await Promise.race([settled, new Promise<'budget'>((r) => (timer = setTimeout(() => r('budget'), budgetMs)))]);
     clearTimeout(timer);
+    off();
     let failed = 0;
-    if (out === 'budget') {
-      const reason = `the runtime was stopping (SIGTERM) and the task was still unfinished when the ${Math.round(budgetMs / 1000)} s drain budget ran out`;
-      for (const rec of this.live.values()) {
-        if (rec.final) continue;
+    const reason = `the runtime was stopping (SIGTERM) and the task was still unfinished when the ${Math.round(budgetMs / 1000)} s drain budget ran out`;
+    for (const rec of this.live.values()) {
+      if (rec.final || rec.detached) continue;
+      if (parked(rec)) this.detach(rec);
+      else if (out === 'budget') {
         rec.abort.abort(new TaskCanceledError(rec.id));
         this.finalize(rec, 'failed', reason);
         failed++;
       }
-      this.pending.length = 0;
     }
+    if (out === 'budget') this.pending.length = 0;
     await this.flush();
     return failed;
   }
 
-  /** Cancel every unfinished task ('server is shutting down') and take no more; waits for their saves. */
+  /**
+   * Leaves a parked task to the next process: this one never writes it again (its executor stays
+   * blocked in request-input until the process exits), and a reply here is refused.
+   */
+  private detach(rec: TaskRecord): void {
+    rec.detached = true;
+    if (rec.input) clearTimeout(rec.input.timer);
+    rec.input = undefined;
+    this.track(rec);
+  }
+
+  /**
+   * Adopts the tasks a stopped process left waiting for input with a resume point (resumable.ts),
+   * before this one serves. Returns how many wait for a reply.
+   */
+  async adoptWaiting(): Promise<number> {
+    const store = this.o.resumePoints;
+    if (!store) return 0;
+    return adoptWaiting(store, this.o.store, this.o.inputTimeoutSecs ?? DEFAULT_INPUT_TIMEOUT_SECS, {
+      finalize: this.finalize.bind(this),
+      adopt: (rec) => {
+        this.live.set(rec.id, rec);
+        if (this.o.acceptance === 'single') this.singleUsed = true;
+        this.track(rec);
+      },
+      enqueue: (rec) => {
+        this.pending.push(rec);
+        this.pump();
+      },
+    });
+  }
+
+  /**
+   * Cancel every unfinished task ('server is shutting down') and take no more; waits for their
+   * saves. A parked task (waiting for input, its resume point stored) is left to the next process.
+   */
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
     for (const rec of this.live.values()) {
-      if (!rec.final) {
+      if (parked(rec) && !rec.detached) this.detach(rec);
+      else if (!rec.final && !rec.detached) {
         rec.abort.abort(new TaskCanceledError(rec.id));
         this.finalize(rec, 'canceled', 'server is shutting down');
       }
@@ -295,26 +353,8 @@ export class TaskMachine {
     await this.flush();
   }
 
-  /**
-   * Queue a write of `rec` as it is when the write starts; a save asked for while one is still
-   * queued joins it, so changes made together are one upsert of the newest state (`rec.saving`
-   * settles once it is stored) and the last state is written no later than before.
-   */
   private save(rec: TaskRecord): void {
-    if (this.saveQueued.has(rec)) return;
-    this.saveQueued.add(rec);
-    const p = rec.saving
-      .then(() => {
-        this.saveQueued.delete(rec);
-        return this.o.store.save(this.snapshot(rec), rec.ownerContext);
-      })
-      .catch((e: unknown) => {
-        if (this.o.onStoreError) this.o.onStoreError(rec.id, e);
-        else process.stderr.write(`mur: E-A2A-014 task store: saving task ${rec.id} failed: ${errMessage(e)}\n`);
-      });
-    rec.saving = p;
-    this.saves.add(p);
-    void p.finally(() => this.saves.delete(p));
+    this.saves.save(rec);
   }
 
   private emit(rec: TaskRecord, resp: StreamResponse, ends: boolean, droppable: boolean): void {
@@ -324,6 +364,7 @@ export class TaskMachine {
   }
 
   private setState(rec: TaskRecord, state: TaskState, message?: string): void {
+    if (rec.detached) return;
     rec.state = state;
     rec.statusMessage = message === undefined ? undefined : agentMessage(message, rec.id, rec.contextId);
     rec.timestamp = new Date().toISOString();
@@ -351,8 +392,10 @@ export class TaskMachine {
 
   /** The one place a task reaches a final state: emits exactly one final status. */
   private finalize(rec: TaskRecord, state: TaskState, text?: string): void {
-    if (rec.final) return;
+    if (rec.final || rec.detached) return;
     rec.final = true;
+    rec.resumable = false;
+    if (this.o.resumePoints) dropResumePoint(this.o.resumePoints, rec);
     // A rejected task never ran: it keeps no body (the message text and its parts), only its status.
     if (state === 'rejected') {
       rec.text = '';
@@ -414,26 +457,38 @@ export class TaskMachine {
       save: this.save.bind(this),
       emitArtifact: this.emitArtifact.bind(this),
       finalize: this.finalize.bind(this),
+      keepResumePoint: (rec, input, point) => {
+        if (!this.o.resumePoints) return;
+        keepResumePoint(this.o.resumePoints, rec, input, point, () => {
+          this.track(rec);
+          this.changed();
+        });
+      },
     };
     return executorEvents(rec, ops, this.o.inputTimeoutSecs ?? DEFAULT_INPUT_TIMEOUT_SECS);
   }
 
+  /** A resumed run's context (its resume point and reply: resumable.ts); undefined for any other run. */
+  private resumed(rec: TaskRecord): Promise<TaskContext> | undefined {
+    const reply = rec.resumeReply;
+    if (reply === undefined || !this.o.resumePoints) return undefined;
+    rec.resumeReply = undefined;
+    return resumedContext(this.o.resumePoints, rec, reply);
+  }
+
   private async run(rec: TaskRecord): Promise<void> {
-    this.setState(rec, 'working');
-    const outcome = await runExecutor(this.o.executor, taskContext(rec), this.reportsOf(rec));
+    if (rec.state !== 'working') this.setState(rec, 'working');
+    // Any other run starts its executor at once (synchronously: tests and the queue rely on it).
+    const resumed = this.resumed(rec);
+    const outcome = resumed
+      ? await resumed.then(
+          (ctx) => runExecutor(this.o.executor, ctx, this.reportsOf(rec)),
+          (e: unknown): TaskOutcome => ({ state: 'failed', reason: errMessage(e) }),
+        )
+      : await runExecutor(this.o.executor, taskContext(rec), this.reportsOf(rec));
     if (!rec.final) this.finalize(rec, outcome.state, outcome.state === 'completed' ? outcome.text : (outcome.reason ?? outcome.text));
     this.running = undefined;
     if (this.o.acceptance === 'single') this.resolveDone();
     this.pump();
   }
-}
-
-/**
- * Whether a task keeps its capsule awake: every unfinished one. `input-required` counts too,
- * although nothing runs: the executor waits inside the component's request-input call, which a
- * stopped process cannot resume (a restart fails the task, docs/a2a.md "Durable store"), so a
- * capsule put to sleep with a task waiting for input would lose it.
- */
-function keepsAwake(rec: TaskRecord): boolean {
-  return !rec.final;
 }
