@@ -16,6 +16,8 @@ export function stepLine(e: Record<string, unknown>): string | undefined {
   switch (e.event_type) {
     case 'task_start':
       return `▶ task ${e.task_id} (${e.source})`;
+    case 'task_resumed':
+      return `▶ task ${e.task_id} resumed at ${String(e.tool_name)} (turn ${e.turn}), with the reply it waited for`;
     case 'inference': {
       const origin = e.origin ? ` [${String(e.origin)}]` : '';
       const what = e.decision === 'tool_call' ? `→ tool ${String(e.tool_name)}` : `→ ${String(e.decision)}`;

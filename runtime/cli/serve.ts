@@ -8,7 +8,7 @@ import { http } from '../builtins.ts';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { defaultWorkRoot, openSession, stage } from '../compose/open.ts';
 import { taskExecutor } from '../compose/a2a-bridge.ts';
-import { startA2AServer, skillsFromTools, createAuthenticator, type A2AServer, type Authenticator } from '../a2a/server/server.ts';
+import { startA2AServer, skillsFromTools, createAuthenticator, type A2AServer, type A2AServerOptions, type Authenticator } from '../a2a/server/server.ts';
 import { isLoopback, readApiKeys } from '../a2a/server/auth-config.ts';
 import type { TokenVerifier } from '../a2a/server/auth.ts';
 import { printProgress } from './progress.ts';
@@ -23,7 +23,9 @@ import { failUnfinished, openStore, type DurableStore } from '../a2a/store/store
 import { describeConnectError } from '../a2a/store/store-connect.ts';
 import { ReplicaBus } from '../a2a/store/replica-bus.ts';
 import { claimingStore } from '../a2a/store/task-runners.ts';
+import { resumeStore } from '../a2a/store/resume-points.ts';
 import { replicate } from '../a2a/tasks/replicas.ts';
+import type { TaskMachine } from '../a2a/tasks/tasks.ts';
 import { LIMIT_DEFAULTS, type ConnectionLimits } from '../a2a/server/connection-limits.ts';
 import { PUSH_LIMIT_DEFAULTS, type PushLimits } from '../a2a/peers/push-limits.ts';
 import { envNonNegative } from '../env-number.ts';
@@ -117,11 +119,10 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     // Webhooks may only go where the capsule itself may connect.
     push: { allow: m.capabilities.network.allow, limits: limits.push, ...(store ? { store: store.push } : {}) },
     limits: limits.connections,
-    ...(store ? { taskStore: bus ? claimingStore(store.tasks, store.db, bus.id) : store.tasks } : {}),
-    ...(store && bus ? { replicate: (machine) => replicate(machine, bus, store.db, RESTARTED) } : {}),
+    ...storeOptions(opened, m.kind),
     ...(grpcPort !== undefined ? { grpcPort } : {}),
   });
-  watchServing(m.name, a2a, activity);
+  watchServing(m.name, a2a, activity, out);
   let metrics: Server | undefined;
   const metricsPort = Number(flags['metrics-port']);
   let endedStatus: string | undefined;
@@ -149,6 +150,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
       out(`${sig}: draining (no new tasks; up to ${drainMs / 1000} s for running ones)`);
       void a2a.drain(drainMs).then((failed) => {
         if (failed) out(`drain budget ran out: ${failed} unfinished task(s) failed`);
+        if (a2a.waitingForInput()) out(`${a2a.waitingForInput()} task(s) waiting for input left for the next start (resume points stored)`);
         resolve(endedStatus ?? 'ok');
       });
     };
@@ -283,10 +285,30 @@ async function openServeStore(
   return { store, ...(bus ? { bus } : {}) };
 }
 
-/** The gauges of the serving capsule read at scrape time: tasks waiting for input, and how long it has been idle. */
-function watchServing(capsule: string, a2a: A2AServer, activity: ActivityTracker): void {
+/**
+ * The gauges of the serving capsule read at scrape time: tasks waiting for input, and how long it
+ * has been idle; and the line saying how many waiting tasks it adopted from a stopped process.
+ */
+function watchServing(capsule: string, a2a: A2AServer, activity: ActivityTracker, out: (s: string) => void): void {
   runtimeMetrics().watchWaitingForInput(capsule, () => a2a.waitingForInput());
   runtimeMetrics().watchIdle(capsule, activity);
+  if (a2a.adopted) out(`${a2a.adopted} task(s) left waiting for input before the restart: a reply resumes each`);
+}
+
+/**
+ * What the A2A server keeps in the durable store: the tasks (each claimed for its replica on a
+ * shared store), the calls between replicas, and the resume points of tasks waiting for input.
+ */
+function storeOptions(opened: { store: DurableStore; bus?: ReplicaBus } | undefined, kind: StagedCapsule['manifest']['kind']): Partial<A2AServerOptions> {
+  if (!opened) return {};
+  const { store, bus } = opened;
+  return {
+    taskStore: bus ? claimingStore(store.tasks, store.db, bus.id) : store.tasks,
+    ...(bus ? { replicate: (machine: TaskMachine) => replicate(machine, bus, store.db, RESTARTED) } : {}),
+    // An agent capsule's task waiting for input outlives a stop (docs/a2a.md "Restart"); a script
+    // capsule's run cannot be rebuilt, so its waiting task fails as the process stops.
+    ...(kind !== 'script' ? { resumePoints: resumeStore(store.db, bus ? { replica: bus.id, alive: (r) => bus.isAlive(r) } : undefined) } : {}),
+  };
 }
 
 /** Prometheus /metrics (runtime/telemetry) and health endpoints, on their own port. */

@@ -2,10 +2,10 @@
  * Wires a capsule session to A2A: the executor that runs each A2A task through the session, and the
  * runtime-provided `delegate-task` tool that lets the model hand work to peers.
  */
-import type { TaskExecutor } from '../a2a/core/executor.ts';
+import type { ResumePoint, TaskExecutor } from '../a2a/core/executor.ts';
 import { delegateTaskTool, runDelegateTask } from '../a2a/peers/delegate-task.ts';
 import { peerTokens } from '../a2a/peers/credentials.ts';
-import type { CapsuleSession, TaskReport } from '../loop/capsule-session.ts';
+import type { CapsuleSession, TaskReport, TaskSink } from '../loop/capsule-session.ts';
 import type { RuntimeTool } from '../loop/tools.ts';
 import { destinationOf, isAllowed } from '../net/allowlist.ts';
 
@@ -17,6 +17,7 @@ import { destinationOf, isAllowed } from '../net/allowlist.ts';
  */
 export const STEP_EVENTS: ReadonlySet<string> = new Set([
   'task_start',
+  'task_resumed',
   'inference',
   'tool_call',
   'shell',
@@ -39,29 +40,33 @@ export function taskExecutor(session: CapsuleSession): TaskExecutor {
       const off = session.trace.onEvent((e) => {
         if (STEP_EVENTS.has(e.event_type)) ev.step(e);
       });
-      const report: TaskReport = await session
-        .runTask(
-          {
-            taskId: ctx.taskId,
-            contextId: ctx.contextId,
-            owner: ctx.owner,
-            text: ctx.text,
-            source: 'a2a',
-            origin: ctx.origin,
-            trust: ctx.trust,
-            messageId: ctx.messageId,
-            traceparent: ctx.traceparent,
-          },
-          {
-            status: (m) => ev.status(m),
-            artifact: (a) => ev.artifact(a),
-            textChunk: (s) => ev.textChunk(s),
-            thinkingChunk: (s) => ev.thinkingChunk(s),
-            requestInput: (p) => ev.requestInput(p),
-          },
-          ctx.signal,
-        )
-        .finally(off);
+      const sink: TaskSink = {
+        status: (m) => ev.status(m),
+        artifact: (a) => ev.artifact(a),
+        textChunk: (s) => ev.textChunk(s),
+        thinkingChunk: (s) => ev.thinkingChunk(s),
+        // The loop's resume point (loop/resume-point.ts) is plain JSON: the task machine keeps it.
+        requestInput: (p, resume) => ev.requestInput(p, resume as ResumePoint | undefined),
+      };
+      // A task a stopped process left waiting for input continues from its resume point.
+      const running = ctx.resumed
+        ? session.resumeTask(ctx.resumed.point, ctx.resumed.reply, sink, ctx.signal)
+        : session.runTask(
+            {
+              taskId: ctx.taskId,
+              contextId: ctx.contextId,
+              owner: ctx.owner,
+              text: ctx.text,
+              source: 'a2a',
+              origin: ctx.origin,
+              trust: ctx.trust,
+              messageId: ctx.messageId,
+              traceparent: ctx.traceparent,
+            },
+            sink,
+            ctx.signal,
+          );
+      const report: TaskReport = await running.finally(off);
       if (report.exit === 'completed') return { state: 'completed' as const, text: report.text };
       if (report.exit === 'canceled') return { state: 'canceled' as const, reason: report.reason };
       return { state: 'failed' as const, reason: `${report.exit}: ${report.reason ?? ''}`.trim() };

@@ -4,7 +4,15 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { boundedError, buildDriverRequest, type ContentBlock, type ConversationMessage, type DriverRequest, type ToolSpec } from '../inference/wire.ts';
+import {
+  boundedError,
+  buildDriverRequest,
+  type ContentBlock,
+  type ConversationMessage,
+  type DriverRequest,
+  type ToolCallBlock,
+  type ToolSpec,
+} from '../inference/wire.ts';
 import type { ContinuationState } from '../inference/continuation.ts';
 import { NO_CALLER, threadKey, type ConversationOwner } from '../inference/conversation-store.ts';
 import { failureInfo, type FailureInfo } from '../errors.ts';
@@ -64,6 +72,19 @@ export interface LoopDeps {
   totals: Totals;
   /** The compaction hook's system prompt (the manifest's, or its file's contents). */
   compactionPrompt?: string;
+  /** Where the task is, kept current for its resume point (resume-point.ts). */
+  progress?: TaskProgress;
+}
+
+/** Where a task's loop is: what a resume point needs beside the conversation. */
+export interface TaskProgress {
+  /** Turns of the task's attempts before the current one. */
+  turnsBefore: number;
+  reopens: number;
+  /** The reopen feedback lines so far. */
+  feedback: string[];
+  /** The tool call running now, and its turn (counted within the attempt). */
+  call?: { turn: number; block: ToolCallBlock };
 }
 
 export interface Totals {
@@ -101,6 +122,10 @@ export async function historyTokens(counter: TokenCounter, history: readonly Con
   return n;
 }
 
+/**
+ * One attempt. With `from` (a resumed task), it begins inside turn `from.turn`, at the tool calls
+ * of that turn still to run (the first the one that was waiting for input), then goes on as usual.
+ */
 export async function runAttempt(
   d: LoopDeps,
   task: { taskId: string; contextId: string; owner?: ConversationOwner },
@@ -108,10 +133,16 @@ export async function runAttempt(
   maxTurns: number,
   ev: LoopEvents,
   signal: AbortSignal,
+  from?: { turn: number; calls: ToolCallBlock[] },
 ): Promise<AttemptResult> {
   const inf = d.manifest.inference!;
   const tools = d.tools.inventory();
   let turns = 0;
+  if (from) {
+    turns = from.turn;
+    const stopped = await runToolCalls(d, from.calls, turns, history, ev, signal);
+    if (stopped) return { ...stopped, turns };
+  }
   // A held continuation is the caller's thread's: another caller's same contextId never continues it.
   const thread = threadKey(task.owner ?? NO_CALLER, task.contextId);
   while (turns < maxTurns) {
@@ -315,12 +346,15 @@ async function runToolCalls(
     if (call.type !== 'tool_call') continue;
     let out: Awaited<ReturnType<typeof d.tools.dispatch>>;
     const toolSpan = startToolSpan(d.trace, { name: call.name, callId: call.id, turn });
+    if (d.progress) d.progress.call = { turn, block: call };
     try {
       out = await d.tools.dispatch(call.name, call.input, { turn, signal, traceparent: toolSpan.traceparent });
     } catch (e) {
       toolSpan.end({ error: e });
       if (signal.aborted) return abortedExit(signal, `during tool ${call.name}`);
       throw e;
+    } finally {
+      if (d.progress) d.progress.call = undefined;
     }
     toolSpan.end({ status: out.status, kind: out.kind, isError: out.isError });
     if (out.kind === 'shell' && out.status !== 'denied') d.totals.shellCalls++;

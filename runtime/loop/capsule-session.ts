@@ -8,17 +8,19 @@ import { SpendMeter } from '../inference/spend.ts';
 import { tokenCounter, type TokenCounter } from '../inference/tokens.ts';
 import { promptCacheKey } from '../inference/cache-key.ts';
 import { systemPrompt } from '../inference/capsule-block.ts';
-import type { ConversationMessage } from '../inference/wire.ts';
+import type { ConversationMessage, ToolCallBlock } from '../inference/wire.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 import { TraceWriter } from '../trace/writer.ts';
-import { MurError, failureInfo, type FailureInfo } from '../errors.ts';
+import { MurError, type FailureInfo } from '../errors.ts';
 import { NO_HOOKS, type HookMessage, type HookPort, type HookServices } from '../hooks/port.ts';
 import { SessionComponents, NO_TASK_IO, type TaskIo } from './components.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
 import { ToolDispatcher, type RuntimeTool } from './tools.ts';
 import { compactionPrompt, manifestPrompt } from './prompt-files.ts';
 import { sideInference } from './side-inference.ts';
-import { historyTokens, runAttempt, type AttemptResult, type LoopDeps, type TaskExit, type Totals } from './agent-loop.ts';
+import { historyTokens, type LoopDeps, type TaskExit, type TaskProgress, type Totals } from './agent-loop.ts';
+import { runAttempts, type SessionEnd } from './task-attempts.ts';
+import { askingWith, NO_TOTALS, readResumePoint, takeResumePoint, taskTotals, type RunningTask } from './resume-point.ts';
 import { fromHookMessages, toHookMessage } from '../hooks/conversation.ts';
 import { BoundedHistories, BoundedRecord } from './conversation-bounds.ts';
 import { userText } from '../inference/messages.ts';
@@ -26,6 +28,7 @@ import { NO_CALLER, ownerId, threadKey, type ConversationOwner, type Conversatio
 
 export { compactionPrompt } from './prompt-files.ts';
 export { SpendRefusedError } from './side-inference.ts';
+export type { SessionEnd } from './task-attempts.ts';
 
 export interface TaskInput {
   taskId: string;
@@ -62,12 +65,6 @@ export const RECORD_MAX_BYTES = 16 * 1024 * 1024;
 /** Bytes the threaded histories of all contexts keep at most; the least recently used context goes first. */
 export const HISTORIES_MAX_BYTES = 32 * 1024 * 1024;
 
-/** Why a session ended on its own, and the `exit_status` its `session_end` carries. */
-export interface SessionEnd {
-  exitStatus: 'failed' | 'spend_ceiling_reached';
-  reason: string;
-}
-
 export interface TaskSink extends TaskIo {
   status(message: string): void;
   artifact(a: { name: string; data?: unknown; text?: string }): void;
@@ -103,7 +100,7 @@ export class CapsuleSession {
   private compactionPrompt: string | undefined;
   private startedAt = Date.now();
   private histories = new BoundedHistories(HISTORIES_MAX_BYTES);
-  private current: { input: TaskInput; asGiven: string; output?: string; history: ConversationMessage[] } | undefined;
+  private current: RunningTask | undefined;
   private readonly hostEnv: NodeJS.ProcessEnv;
   private closed = false;
   private endedBy: SessionEnd | undefined;
@@ -226,14 +223,12 @@ export class CapsuleSession {
     return this.tools.inventory();
   }
 
+  /** Runs one task through the loop (its attempts: task-attempts.ts). */
   async runTask(input: TaskInput, sink: TaskSink = SILENT_SINK, signal: AbortSignal = new AbortController().signal): Promise<TaskReport> {
-    if (this.endedBy) {
-      throw new MurError('E-RUN-021', `the session has ended (${this.endedBy.exitStatus}): ${this.endedBy.reason}`, {
-        hint: 'start a new session; an on-compaction error ends the session it happens in',
-      });
-    }
+    this.checkOpen();
     const m = this.staged.manifest;
     const started = Date.now();
+    const before = { ...this.totals };
     this.components.io = sink;
     this.trace.write('task_start', {
       task_id: input.taskId,
@@ -244,7 +239,6 @@ export class CapsuleSession {
       message_bytes: Buffer.byteLength(input.text),
       traceparent_from_caller: input.traceparent,
     });
-    const before = { ...this.totals };
     // A shared store has other writers (replicas): their tasks join this session's record first.
     if (this.conversations?.shared && this.conversations.othersSince) {
       this.joinRecord(await this.conversations.othersSince(RECORD_LIMIT, RECORD_MAX_BYTES).catch(() => []));
@@ -270,7 +264,59 @@ export class CapsuleSession {
     });
     // Seeded messages go at the head: ahead of loaded history and of the task message.
     const history: ConversationMessage[] = [...fromHookMessages(seed.messages, 'seed-context'), ...prior, userText(input.text)];
-    this.current = { input, asGiven: input.text, history };
+    const progress: TaskProgress = { turnsBefore: 0, reopens: 0, feedback: [] };
+    return this.runLoop({ input, asGiven: input.text, history, progress, carried: NO_TOTALS, before, started }, sink, signal);
+  }
+
+  /**
+   * Continues a task another process left waiting for input (docs/a2a.md "Restart"): the loop is
+   * rebuilt from `raw`, its resume point (resume-point.ts), and the pending tool call runs again
+   * with `reply` queued: the first request-input of the re-run returns it at once. on-task-start
+   * is not run again (its seed is in the conversation); the trace says `task_resumed`.
+   */
+  async resumeTask(raw: unknown, reply: string, sink: TaskSink = SILENT_SINK, signal: AbortSignal = new AbortController().signal): Promise<TaskReport> {
+    this.checkOpen();
+    const started = Date.now();
+    const before = { ...this.totals };
+    const { point, calls } = readResumePoint(raw);
+    const input: TaskInput = point.task;
+    const owner = input.owner ?? NO_CALLER;
+    this.serving = owner;
+    for (const i of point.recorded) {
+      const msg = point.history[i];
+      if (!msg) continue;
+      this.recorded.add(msg);
+      this.ownerOf.set(msg, ownerId(owner));
+    }
+    const call = point.call;
+    this.trace.write('task_resumed', { task_id: input.taskId, context_id: input.contextId, tool_name: call.name, call_id: call.id, turn: point.turn });
+    const progress: TaskProgress = { turnsBefore: point.turnsBefore, reopens: point.reopens, feedback: point.feedback };
+    return this.runLoop({ input, asGiven: point.asGiven, history: point.history, progress, carried: point.totals, before, started }, sink, signal, {
+      from: { turn: point.turn, calls },
+      reply,
+    });
+  }
+
+  private checkOpen(): void {
+    if (this.endedBy) {
+      throw new MurError('E-RUN-021', `the session has ended (${this.endedBy.exitStatus}): ${this.endedBy.reason}`, {
+        hint: 'start a new session; an on-compaction error ends the session it happens in',
+      });
+    }
+  }
+
+  /** The task's attempts (task-attempts.ts), then what its end keeps: histories, the record, `task_end`. */
+  private async runLoop(
+    current: RunningTask,
+    sink: TaskSink,
+    signal: AbortSignal,
+    resume?: { from: { turn: number; calls: ToolCallBlock[] }; reply: string },
+  ): Promise<TaskReport> {
+    const m = this.staged.manifest;
+    const { input, history } = current;
+    const owner = input.owner ?? NO_CALLER;
+    this.current = current;
+    this.components.io = this.asking(sink, resume?.reply);
     const deps: LoopDeps = {
       manifest: m,
       workdir: this.staged.workdir.dir,
@@ -285,9 +331,13 @@ export class CapsuleSession {
       promptCacheKey: promptCacheKey(m.name, m.version, input.contextId),
       totals: this.totals,
       compactionPrompt: this.compactionPrompt,
+      progress: current.progress,
     };
-    const { result, reopens, turnsUsed } = await this.attempts(deps, input, history, sink, signal);
-    if (threaded && !this.conversations?.shared) this.histories.keep(thread, history);
+    const ended = { value: this.endedBy };
+    const run = { task: input, history, sink, signal, current, progress: current.progress, ended, ...(resume ? { from: resume.from } : {}) };
+    const { result, reopens, turnsUsed } = await runAttempts(deps, run);
+    this.endedBy = ended.value;
+    if (m.lifecycle.conversation === 'threaded' && !this.conversations?.shared) this.histories.keep(threadKey(owner, input.contextId), history);
     const added = this.keepInRecord(history, owner);
     if (this.conversations && added.length > 0) {
       await this.conversations.append(owner, input.contextId, added).catch((e: unknown) => {
@@ -298,16 +348,17 @@ export class CapsuleSession {
     }
     // A held continuation outlives the task ("for the rest of the session loop"): the next task of
     // this context continues it if its history still starts with what the driver acknowledged.
+    const t = taskTotals(this.totals, current.before, current.carried);
     this.trace.write('task_end', {
       task_id: input.taskId,
       exit_status: result.exit === 'completed' ? 'ok' : result.exit,
       reason: result.reason,
-      duration_ms: Date.now() - started,
-      turns: this.totals.turns - before.turns,
-      input_tokens: this.totals.inputTokens - before.inputTokens,
-      output_tokens: this.totals.outputTokens - before.outputTokens,
-      tool_calls: this.totals.toolCalls - before.toolCalls,
-      shell_calls: this.totals.shellCalls - before.shellCalls,
+      duration_ms: Date.now() - current.started,
+      turns: t.turns,
+      input_tokens: t.inputTokens,
+      output_tokens: t.outputTokens,
+      tool_calls: t.toolCalls,
+      shell_calls: t.shellCalls,
       reopen_count: reopens,
     });
     this.current = undefined;
@@ -329,68 +380,18 @@ export class CapsuleSession {
   }
 
   /**
-   * The task's attempts: the first, then one more each time an on-task-end hook reopens it with
-   * feedback, within max_task_reopens and the task's max_turns; on-task-end runs after each.
+   * The sink the task's components reach: its request-input hands the task machine a resume point
+   * of where the loop is (resume-point.ts); a resumed task's first request-input returns `reply`.
    */
-  private async attempts(
-    deps: LoopDeps,
-    input: TaskInput,
-    history: ConversationMessage[],
-    sink: TaskSink,
-    signal: AbortSignal,
-  ): Promise<{ result: AttemptResult; reopens: number; turnsUsed: number }> {
-    const m = this.staged.manifest;
-    const inf = m.inference!;
-    const current = this.current!;
-    let reopens = 0;
-    let turnsUsed = 0;
-    let result: AttemptResult;
-    const feedback: string[] = [];
-    for (;;) {
-      result = await runAttempt(deps, input, history, inf.maxTurns - turnsUsed, sink, signal).catch((e: unknown) => ({
-        exit: 'failed' as const,
-        reason: e instanceof Error ? e.message : String(e),
-        turns: 0,
-        ...(failureInfo(e) ? { error: failureInfo(e) } : {}),
-      }));
-      turnsUsed += result.turns;
-      current.output = result.text;
-      if (result.endsSession)
-        this.endedBy = {
-          exitStatus: result.exit === 'spend_ceiling_reached' ? 'spend_ceiling_reached' : 'failed',
-          reason: result.reason ?? 'on-compaction failed',
-        };
-      // Once per task, whatever its outcome.
-      const end = await this.hooks.taskEnd({ taskId: input.taskId, exitStatus: result.exit === 'completed' ? 'ok' : result.exit });
-      if (!end.reopen) break;
-      // A canceled task, one out of budget, or one that ended the session is not run again.
-      const notRerun = this.endedBy
-        ? 'session_ended'
-        : result.exit === 'canceled' || result.exit === 'spend_ceiling_reached'
-          ? result.exit
-          : signal.aborted
-            ? 'input_timeout'
-            : undefined;
-      if (notRerun || reopens >= m.lifecycle.maxTaskReopens || turnsUsed >= inf.maxTurns) {
-        this.trace.write('task_reopen_refused', {
-          task_id: input.taskId,
-          hook_name: end.reopen.hook,
-          reason: notRerun ?? (reopens >= m.lifecycle.maxTaskReopens ? 'max_task_reopens' : 'max_turns'),
-        });
-        if (result.exit === 'completed')
-          result = { ...result, exit: 'failed' as const, reason: `reopen budget exhausted (hook ${end.reopen.hook} asked to reopen)` };
-        break;
-      }
-      reopens++;
-      feedback.push(`- ${end.reopen.hook}: ${end.reopen.feedback}`);
-      this.trace.write('task_reopened', { task_id: input.taskId, hook_name: end.reopen.hook, reason: end.reopen.feedback, reopen_number: reopens });
-      // The reopened attempt continues the same conversation, with the feedback as a new turn.
-      const note = `# Reopen feedback\n${feedback.join('\n')}`;
-      history.push(userText(note));
-      current.asGiven = `${input.text}\n\n${note}`;
-      current.output = undefined;
-    }
-    return { result, reopens, turnsUsed };
+  private asking(sink: TaskSink, reply: string | undefined): TaskSink {
+    if (!sink.requestInput) return sink;
+    const pointOf = (prompt: string) => {
+      const c = this.current;
+      if (!c) return undefined;
+      const totals = taskTotals(this.totals, c.before, c.carried);
+      return takeResumePoint({ ...c, task: c.input, prompt, isRecorded: (msg) => this.recorded.has(msg), totals });
+    };
+    return { ...sink, requestInput: askingWith(sink.requestInput, reply, pointOf) };
   }
 
   /** Ends the session: on-session-end, async hooks drained, `session_end` written, components stopped. */

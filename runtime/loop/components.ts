@@ -29,8 +29,11 @@ import { MurError } from '../errors.ts';
 export interface TaskIo {
   textChunk(s: string): void;
   thinkingChunk(s: string): void;
-  /** Undefined outside an A2A task: request-input then fails at once. */
-  requestInput?: (prompt: string) => Promise<string>;
+  /**
+   * Undefined outside an A2A task: request-input then fails at once. `resume`: where the loop is
+   * (resume-point.ts), so the task can continue in another process.
+   */
+  requestInput?: (prompt: string, resume?: object) => Promise<string>;
 }
 
 export const NO_TASK_IO: TaskIo = { textChunk: () => {}, thinkingChunk: () => {} };

@@ -161,7 +161,7 @@ describe('the idle signal of mur serve (capsule_idle_seconds)', () => {
     await idleSince(t0);
   });
 
-  it('a task waiting in input-required keeps the capsule busy (a stopped process cannot resume it); the reply completes it and idle begins', async () => {
+  it('without a durable store (no resume point), a task waiting in input-required keeps the capsule busy; the reply completes it and idle begins', async () => {
     const c = await client('JSONRPC', new JsonRpcTransportFactory());
     const first = (await c.sendMessage(send('paint it'))) as Task;
     expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);

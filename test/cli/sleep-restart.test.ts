@@ -68,7 +68,7 @@ describe('across a SIGTERM stop and a restart on the same store (what sleep does
     expect(sent.indexOf('noted: lantern')).toBeLessThan(sent.indexOf('which word?'));
   }, 240_000);
 
-  it('a task waiting in input-required does not survive: the drain fails it, saying why, and its reply after the restart is refused', async () => {
+  it('a task waiting in input-required survives: the drain leaves it waiting, and the reply after the restart resumes the tool call and completes it', async () => {
     const store = join(tmp('sleep-restart-store-'), 'tasks.db');
     const one = await served(store, [{ toolCalls: [{ name: 'probe', input: { op: 'ask', prompt: 'Which colour?' } }] }]);
     const asked = await sendMessage({ peerUrl: one.s.url, text: 'paint it', allow: [one.s.url], wait: true });
@@ -76,16 +76,22 @@ describe('across a SIGTERM stop and a restart on the same store (what sleep does
     if (!asked.ok) return;
     one.s.proc.kill('SIGTERM');
     expect(await one.s.exited).toBe(0);
-    // The executor waits inside the component's request-input call: the drain cannot finish it.
-    expect(one.s.output()).toMatch(/1 unfinished task\(s\) failed/);
+    // Its resume point is stored: the drain neither waits for it nor fails it.
+    expect(one.s.output()).toMatch(/1 task\(s\) waiting for input left for the next start/);
+    expect(one.s.output()).not.toMatch(/unfinished task\(s\) failed/);
 
     const two = await served(store, [{ text: 'painted blue' }]);
-    const lost = await getTask({ peerUrl: two.s.url, taskId: asked.taskId, allow: [two.s.url] });
-    expect(lost.ok && lost.state).toBe('failed');
-    expect(lost.ok && lost.statusText).toMatch(/drain budget ran out/);
+    expect(two.s.output()).toMatch(/1 task\(s\) left waiting for input before the restart: a reply resumes each/);
+    const waiting = await getTask({ peerUrl: two.s.url, taskId: asked.taskId, allow: [two.s.url] });
+    expect(waiting.ok && waiting.state).toBe('input-required');
+    expect(waiting.ok && waiting.statusText).toBe('Which colour?');
     const reply = await sendMessage({ peerUrl: two.s.url, text: 'blue', taskId: asked.taskId, contextId: asked.contextId, allow: [two.s.url], wait: true });
-    expect(reply.ok).toBe(false);
-    expect(JSON.stringify(reply)).toMatch(/has ended|failed/);
-    expect(two.provider.requests).toHaveLength(0);
+    expect(reply.ok && [reply.state, reply.taskId, reply.contextId, reply.text]).toEqual(['completed', asked.taskId, asked.contextId, 'painted blue']);
+    // The tool ran again and its request-input returned the reply: the provider got it as the tool's output.
+    const sent = two.provider.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
+    expect(sent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(JSON.stringify(sent.messages[0]!.content)).toContain('paint it');
+    expect(JSON.stringify(sent.messages[2]!.content)).toMatch(/"tool_result".*blue/);
+    expect(two.s.output()).toMatch(/▶ task \S+ resumed at probe/);
   }, 240_000);
 });
