@@ -105,6 +105,26 @@ describe('a task waiting for input across kill -9 and a restart on the same stor
     await killWhileWaitingThenReply(await pg.url('murmur_resume'));
   }, 240_000);
 
+  it('PostgreSQL, two replicas: the one running the task stops (SIGTERM), and the reply at the other, still serving, resumes the task there', async () => {
+    const pg = await startPostgres();
+    cleanup.push(() => pg.stop());
+    const url = await pg.url('murmur_resume_two');
+    const c = await capsule();
+    const a = await served(c, url, [ASK]);
+    const b = await served(c, url, [{ text: 'painted blue' }]);
+    const asked = await sendMessage({ peerUrl: a.s.url, text: 'paint it', allow: [a.s.url], wait: true });
+    expect(asked.ok && asked.state).toBe('input-required');
+    if (!asked.ok) return;
+    a.s.proc.kill('SIGTERM');
+    expect(await a.s.exited).toBe(0);
+    expect(a.s.output()).toMatch(/1 task\(s\) waiting for input left for the next start/);
+
+    const reply = await sendMessage({ peerUrl: b.s.url, text: 'blue', taskId: asked.taskId, contextId: asked.contextId, allow: [b.s.url], wait: true });
+    expect(reply.ok && [reply.state, reply.taskId, reply.text]).toEqual(['completed', asked.taskId, 'painted blue']);
+    expect(toolResultOf(b.provider.requests.at(-1)!.body)).toContain('blue');
+    expect(b.trace().some((e) => e.event_type === 'task_resumed' && e.task_id === asked.taskId)).toBe(true);
+  }, 240_000);
+
   it("another caller's reply to the resumed task is refused as not found, and the owner's reply completes it", async () => {
     const c = await capsule();
     const keys = join(tmp('resume-input-keys-'), 'keys');

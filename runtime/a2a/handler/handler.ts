@@ -40,11 +40,13 @@ type TaskMethods = Pick<A2ARequestHandler, 'sendMessage' | 'sendMessageStream' |
 function taskMethods(s: HandlerScope): TaskMethods {
   return {
     async sendMessage(params, context) {
-      const got = s.intake(params, context);
+      let got = s.intake(params, context);
       if (typeof got === 'function') {
         const replica = await s.elsewhere(params.message!.taskId, context);
-        if (!replica) return got();
-        return s.o.remote!.reply(replica, remoteReply(params, context));
+        if (replica) return s.o.remote!.reply(replica, remoteReply(params, context));
+        // A waiting task whose runner is gone may have been adopted here just now (replicas.ts).
+        got = s.machine.isLive(params.message!.taskId) ? s.intake(params, context) : got;
+        if (typeof got === 'function') return got();
       }
       const { rec, go } = got;
       go();
@@ -60,8 +62,11 @@ function taskMethods(s: HandlerScope): TaskMethods {
       if (typeof got === 'function') {
         return (async function* () {
           const replica = await s.elsewhere(params.message!.taskId, context);
-          if (!replica) return void (await got());
-          yield* s.o.remote!.replyStream(replica, remoteReply(params, context));
+          if (replica) return yield* s.o.remote!.replyStream(replica, remoteReply(params, context));
+          // A waiting task whose runner is gone may have been adopted here just now (replicas.ts).
+          const again = s.machine.isLive(params.message!.taskId) ? s.intake(params, context) : got;
+          if (typeof again === 'function') return void (await again());
+          yield* s.stream(again.rec, context, s.machine.snapshot(again.rec, params.configuration?.historyLength), again.go);
         })();
       }
       return s.stream(got.rec, context, s.machine.snapshot(got.rec, params.configuration?.historyLength), got.go);

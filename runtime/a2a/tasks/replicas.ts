@@ -119,6 +119,9 @@ export function replicate(machine: TaskMachine, bus: ReplicaBus, db: Kysely<any>
       if (!replica || replica === bus.id) return undefined;
       if (await bus.isAlive(replica)) return replica;
       await failOrphans(db, reason, { taskId: id, alive: bus.isAlive.bind(bus) });
+      // Left waiting for input with a resume point, the task is not failed: this replica adopts it
+      // (with any other such task of a runner that is gone) and takes the call itself.
+      await machine.adoptWaiting();
       return undefined;
     },
     cancel: (replica, id, owner) => bus.call(replica, 'cancel', { id, owner }).catch((e: unknown) => Promise.reject(local(e))) as Promise<Task>,

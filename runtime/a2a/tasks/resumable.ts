@@ -84,8 +84,10 @@ function parsePoint(text: string): StoredPoint | undefined {
 
 /** What the machine lends for an adoption: a record's end, and a resumed run queued. */
 export interface AdoptOps extends Pick<TaskOps, 'finalize'> {
-  /** Makes `rec` live in this machine (before its wait is armed). */
-  adopt(rec: TaskRecord): void;
+  /** Whether task `id` is live in this machine already (adopted before, or its own). */
+  has(id: string): boolean;
+  /** Makes `rec` live in this machine (before its wait is armed); false when it already is (a concurrent adoption). */
+  adopt(rec: TaskRecord): boolean;
   /** Queues `rec`'s resumed run (its reply is in rec.resumeReply). */
   enqueue(rec: TaskRecord): void;
 }
@@ -99,6 +101,7 @@ export interface AdoptOps extends Pick<TaskOps, 'finalize'> {
 export async function adoptWaiting(store: ResumeStore, tasks: TaskStore, inputTimeoutSecs: number, ops: AdoptOps): Promise<number> {
   let waiting = 0;
   for (const w of await store.waiting()) {
+    if (ops.has(w.id)) continue;
     const kept = await store.load(w.id);
     const point = kept ? parsePoint(kept.point) : undefined;
     const owner = new ServerCallContext({ user: { isAuthenticated: true, userName: w.owner }, ...(w.tenant ? { tenant: w.tenant } : {}) });
@@ -107,7 +110,7 @@ export async function adoptWaiting(store: ResumeStore, tasks: TaskStore, inputTi
     const rec = storedRecord(task, point?.task ?? { messageId: '', text: '', origin: 'user', trust: 'untrusted', traceparent: undefined }, owner);
     rec.resumePoint = Promise.resolve();
     rec.resumable = point !== undefined;
-    ops.adopt(rec);
+    if (!ops.adopt(rec)) continue;
     if (!point) {
       ops.finalize(rec, 'failed', unusable(rec.id, kept ? 'unreadable' : 'gone').message);
       continue;

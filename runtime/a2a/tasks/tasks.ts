@@ -315,18 +315,22 @@ export class TaskMachine {
   }
 
   /**
-   * Adopts the tasks a stopped process left waiting for input with a resume point (resumable.ts),
-   * before this one serves. Returns how many wait for a reply.
+   * Adopts the tasks a stopped process left waiting for input with a resume point (resumable.ts):
+   * before this one serves, and when a call names one whose replica is gone (replicas.ts).
+   * Returns how many it adopted that wait for a reply.
    */
   async adoptWaiting(): Promise<number> {
     const store = this.o.resumePoints;
     if (!store) return 0;
     return adoptWaiting(store, this.o.store, this.o.inputTimeoutSecs ?? DEFAULT_INPUT_TIMEOUT_SECS, {
       finalize: this.finalize.bind(this),
+      has: (id) => this.live.has(id),
       adopt: (rec) => {
+        if (this.live.has(rec.id)) return false;
         this.live.set(rec.id, rec);
         if (this.o.acceptance === 'single') this.singleUsed = true;
         this.track(rec);
+        return true;
       },
       enqueue: (rec) => {
         this.pending.push(rec);
