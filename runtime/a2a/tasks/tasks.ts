@@ -10,7 +10,8 @@
  * Live records (running, queued, waiting for input, or recently finished) stay in memory and are
  * authoritative while they exist; the store answers for everything else and for ListTasks.
  * The record and the SDK shapes made from it are task-record.ts; the executor's reports,
- * executor-events.ts.
+ * executor-events.ts; the store writes, task-saves.ts; tasks that outlive their process while they
+ * wait for input, resumable.ts.
  */
 import type { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
@@ -482,7 +483,8 @@ export class TaskMachine {
 
   private async run(rec: TaskRecord): Promise<void> {
     if (rec.state !== 'working') this.setState(rec, 'working');
-    // Any other run starts its executor at once (synchronously: tests and the queue rely on it).
+    // Any other run starts its executor in this same turn, as it always has: when admit() returns,
+    // the task is `working` with its executor running.
     const resumed = this.resumed(rec);
     const outcome = resumed
       ? await resumed.then(
