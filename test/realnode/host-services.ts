@@ -24,11 +24,12 @@ import { startPostgres, type Postgres } from '../support/postgres.ts';
 /** The node's address: where host-side services listen and where their EndpointSlices point. */
 export const nodeAddress = net.nodeIp;
 
-const paths = () => nodePaths(inject('realnode').name);
+/** The node of the realnode suite (vitest's inject), unless a caller outside vitest names one (bench/density.ts). */
+const paths = (node?: string) => nodePaths(node ?? inject('realnode').name);
 
 /** A folder under the node's state directory (removed with the node), readable by the postgres user. */
-function hostDir(): string {
-  const dir = join(paths().state, 'host-services');
+function hostDir(node?: string): string {
+  const dir = join(paths(node).state, 'host-services');
   mkdirSync(dir, { recursive: true, mode: 0o755 });
   return dir;
 }
@@ -71,9 +72,9 @@ export interface Forward {
   stop(): Promise<void>;
 }
 
-/** <node address>:`port` in the namespace → 127.0.0.1:`target` here (see the file comment). */
-export async function forwardIntoNode(port: number, target: number, name = `fwd-${port}`): Promise<Forward> {
-  const sock = join(hostDir(), `${name}.sock`);
+/** <node address>:`port` in the namespace → 127.0.0.1:`target` here (see the file comment); `node`: the node's name outside vitest. */
+export async function forwardIntoNode(port: number, target: number, name = `fwd-${port}`, node?: string): Promise<Forward> {
+  const sock = join(hostDir(node), `${name}.sock`);
   rmSync(sock, { force: true });
   const open = new Set<Socket>();
   const pipe: Server = createServer((inner) => {
@@ -91,7 +92,7 @@ export async function forwardIntoNode(port: number, target: number, name = `fwd-
   // -d -d: socat says "listening on …" once its socket is bound; that line is the readiness signal.
   const socat: ChildProcess = spawn(
     'nsenter',
-    [`--net=/run/netns/${paths().netns}`, '--', 'socat', '-d', '-d', `TCP-LISTEN:${port},bind=${nodeAddress},fork,reuseaddr`, `UNIX-CONNECT:${sock}`],
+    [`--net=/run/netns/${paths(node).netns}`, '--', 'socat', '-d', '-d', `TCP-LISTEN:${port},bind=${nodeAddress},fork,reuseaddr`, `UNIX-CONNECT:${sock}`],
     { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
   const exited = new Promise<void>((r) => socat.once('exit', () => r()));
