@@ -5,6 +5,8 @@
  * times are not comparable between runs). `stack` — the whole stack, `mur serve` with real
  * components — is the headline and runs first. `reference` runs this runtime and the reference
  * runtime (Murmur) side by side on the reference's own components (bench/reference.ts).
+ * `density` (bench/density.ts: Capsules asleep and woken on the real node; Linux, root, long) runs
+ * only when named. Flags after a bench's name go to that bench: `npm run bench -- density --capsules 30`.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -29,27 +31,47 @@ const inProcess: Record<string, () => Promise<string>> = {
   'replica-bus': () => benchReplicaBus(),
 };
 // These run as their own processes (each starts servers or a cluster and exits when done).
-const scripts = ['stack', 'a2a', 'hooks', 'polling', 'telemetry', 'operator', 'images', 'soak', 'reference'];
+const scripts = ['stack', 'a2a', 'hooks', 'polling', 'telemetry', 'operator', 'images', 'soak', 'reference', 'density'];
 // `reference` compares with the reference runtime built outside this repository: in the default
 // run only when MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES say where it is (named, it runs
 // and fails saying what to set).
 const haveReference = !!(process.env.MURMUR_REFERENCE_BIN && process.env.MURMUR_REFERENCE_FIXTURES);
-const defaults = ['stack', ...Object.keys(inProcess), ...scripts.filter((n) => n !== 'stack' && (n !== 'reference' || haveReference))];
+const namedOnly = ['density'];
+const defaults = [
+  'stack',
+  ...Object.keys(inProcess),
+  ...scripts.filter((n) => n !== 'stack' && !namedOnly.includes(n) && (n !== 'reference' || haveReference)),
+];
 if (!process.argv.slice(2).length && !haveReference)
   console.log('(reference: not in this run: set MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES, see bench/reference.ts)\n');
-const names = process.argv.slice(2).length ? process.argv.slice(2) : defaults;
+/** The benches named, each with the flags after its name: a `--flag` and the value right after it (a word that names no bench). */
+function namedBenches(argv: string[]): { name: string; args: string[] }[] {
+  const out: { name: string; args: string[] }[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const known = a in inProcess || scripts.includes(a);
+    const isValue = !known && !a.startsWith('--') && argv[i - 1]?.startsWith('--') && !argv[i - 1]!.includes('=');
+    if (out.length && (a.startsWith('--') || isValue)) out[out.length - 1]!.args.push(a);
+    else out.push({ name: a, args: [] });
+  }
+  return out;
+}
+const named = process.argv.slice(2).length ? namedBenches(process.argv.slice(2)) : defaults.map((name) => ({ name, args: [] }));
 // Every temp dir a bench makes (registries, capsules, workdirs, transpile caches) goes under one
 // folder for this run, removed at the end; the child benches inherit TMPDIR.
 const runTmp = mkdtempSync(join(tmpdir(), 'capsule-bench-'));
 process.env.TMPDIR = runTmp;
 let failed = 0;
 try {
-  for (const n of names) {
+  for (const { name: n, args } of named) {
     const t = performance.now();
-    if (inProcess[n]) {
+    if (inProcess[n] && args.length) {
+      console.log(`${n}: takes no flags (got ${args.join(' ')})`);
+      failed++;
+    } else if (inProcess[n]) {
       console.log(await inProcess[n]());
     } else if (scripts.includes(n)) {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${n}.ts`, import.meta.url))], { stdio: 'inherit' });
+      const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${n}.ts`, import.meta.url)), ...args], { stdio: 'inherit' });
       if (r.status !== 0) {
         failed++;
         console.log(`${n}: exited ${r.status}`);

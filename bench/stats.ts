@@ -5,6 +5,12 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/** The nearest-rank percentile `p` (0-100] of xs: the least value with at least p% of xs at or below it (p99 of 50 values is the largest). */
+export function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.max(0, Math.ceil((p / 100) * s.length) - 1)]!;
+}
+
 export async function timeIt(n: number, fn: () => unknown | Promise<unknown>, warmup = Math.min(20, n)): Promise<number[]> {
   for (let i = 0; i < warmup; i++) await fn();
   const out: number[] = [];
