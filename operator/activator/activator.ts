@@ -111,6 +111,7 @@ export async function startActivator(cfg: ActivatorConfig): Promise<Activator> {
     holdMs: cfg.holdSeconds * 1000,
     clusterDomain: cfg.clusterDomain ?? 'cluster.local',
     ...(cfg.dial ? { dial: cfg.dial } : {}),
+    log: cfg.log,
   });
   const h1 = new Http1Front(gate, cfg.log);
   const h2 = new Http2Front(gate, cfg.log);

@@ -13,6 +13,7 @@ import { CODES, type Refusal, refusal } from './errors.ts';
 import { admitsSource, plainIp } from './fences.ts';
 import type { ActivatorMetrics } from './metrics.ts';
 import { routeOf } from './routing.ts';
+import { reachable } from './reach.ts';
 import type { Waker } from './wake.ts';
 
 /** The runtime's A2A container port (operator/translate/builders/common.ts A2A_PORT), named `a2a`. */
@@ -34,6 +35,8 @@ export interface GateConfig {
   clusterDomain: string;
   /** Where an endpoint is dialled (tests: the API server refuses loopback addresses in an EndpointSlice). */
   dial?: (e: Endpoint) => Endpoint;
+  /** Where the activator's log lines go. */
+  log?: (m: string) => void;
 }
 
 const key = (c: Capsule) => `${c.metadata.namespace}/${c.metadata.name}`;
@@ -97,8 +100,9 @@ export class Gate {
    * away (the wait ends; the wake stays asked for).
    */
   async hold(c: Capsule, binding: string, signal: AbortSignal): Promise<Endpoint | Refusal | undefined> {
+    const deadline = Date.now() + this.g.holdMs;
     const now = this.ready(c);
-    if (now) return now;
+    if (now) return (await this.reach(now, deadline, signal)) ? now : this.unreachable(c, now, signal);
     const { metrics, waits, waker } = this.g;
     const t0 = process.hrtime.bigint();
     metrics.held.inc();
@@ -106,6 +110,7 @@ export class Gate {
     try {
       void waker.wake(c, binding);
       const e = await waits.wait(key(c), () => this.ready(c), AbortSignal.any([signal, bound]));
+      if (e && !(await this.reach(e, deadline, signal))) return this.unreachable(c, e, signal);
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
       if (e) {
         metrics.holdSeconds.observe({ result: 'delivered' }, seconds);
@@ -128,6 +133,25 @@ export class Gate {
     } finally {
       metrics.held.dec();
     }
+  }
+
+  /** A ready pod this activator can connect to yet (reach.ts): the NetworkPolicy engine may lag its readiness. */
+  private reach(e: Endpoint, deadline: number, signal: AbortSignal): Promise<boolean> {
+    // `e` comes from ready(), already dialled.
+    return reachable(e, deadline, signal, (why) => this.g.log?.(`capsule pod ${e.ip}:${e.port} not reachable yet (${why}): trying again`));
+  }
+
+  private unreachable(c: Capsule, e: Endpoint, signal: AbortSignal): Refusal | undefined {
+    if (signal.aborted) return undefined;
+    return this.refused(
+      refusal(
+        'wake_timeout',
+        503,
+        `capsule ${key(c)} has a ready pod (${e.ip}:${e.port}) that did not accept a connection within ${this.g.holdMs / 1000} s: retry after ${RETRY_AFTER_SECONDS} s`,
+        CODES.wakeTimeout,
+        RETRY_AFTER_SECONDS,
+      ),
+    );
   }
 }
 

@@ -7,6 +7,7 @@
  * matching is table-tested on the pure function, test/operator/unit/activator-fences.test.ts).
  */
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
@@ -131,6 +132,7 @@ beforeAll(async () => {
     capsule('grpc', { anonymous: true }),
     capsule('sleepy', { anonymous: true }),
     capsule('drain', { anonymous: true }),
+    capsule('lagging', { anonymous: true }),
   ]);
   // A Capsule without the operator's activator slice does not sleep: the activator is not its route.
   await client.create({
@@ -268,6 +270,29 @@ describe('the activator: wake, hold, deliver', () => {
     expect(await heldNow(activator)).toBe(0);
     expect(await activator.metrics.total('capsule_activator_wakes_requested_total')).toBe(1);
     expect(await wakeEvents('cap')).toHaveLength(1);
+  });
+
+  it('a ready pod it cannot connect to yet (the NetworkPolicy engine lags the pod) gets the request once it accepts, not a 502', async () => {
+    // The port of a pod whose address the network policy does not admit yet: nothing accepts there.
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as net.AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    await podReady('lagging', port);
+    const answer = send(activator, hostOf('lagging'), { body: rpcBody(30), headers: { 'A2A-Version': '1.0' } });
+    await eventually('a refused connect, tried again', async () => log.some((l) => l.includes(`:${port} not reachable yet (ECONNREFUSED)`)));
+    const pod = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.end(JSON.stringify({ jsonrpc: '2.0', id: 30, result: { kind: 'task', note: 'delivered after the policy admitted it' } })));
+    });
+    await new Promise<void>((r) => pod.listen(port, '127.0.0.1', r));
+    try {
+      const r = await answer;
+      expect(r.status).toBe(200);
+      expect(r.body).toContain('delivered after the policy admitted it');
+    } finally {
+      await new Promise((r) => pod.close(r));
+    }
   });
 
   it('a Capsule with a ready pod is proxied at once, without an Event', async () => {
