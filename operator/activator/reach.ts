@@ -50,7 +50,14 @@ export async function reachable(to: Endpoint, deadline: number, signal: AbortSig
     if (wait <= 0) return false;
     await new Promise<void>((r) => {
       const t = setTimeout(r, wait);
-      signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
+      signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(t);
+          r();
+        },
+        { once: true },
+      );
     });
     backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
   }

@@ -43,7 +43,11 @@ async function capsule(name: string, opts: { anonymous?: boolean; card?: boolean
   await client.mergePatchStatus(
     { apiVersion: 'murmur.io/v1alpha1', kind: 'Capsule', metadata: { name, namespace: NS } },
     // status.a2aUrl as the operator writes it: without the trailing slash of the runtime's --public-url
-    { phase: 'Sleeping', a2aUrl: a2aUrl(name).replace(/\/$/, ''), sleep: { since: new Date().toISOString(), ...(opts.card === false ? {} : { agentCard: CARD }) } },
+    {
+      phase: 'Sleeping',
+      a2aUrl: a2aUrl(name).replace(/\/$/, ''),
+      sleep: { since: new Date().toISOString(), ...(opts.card === false ? {} : { agentCard: CARD }) },
+    },
   );
   // As the operator renders it (operator/translate/builders/networkpolicy.ts), with the caller's address as the peer.
   await client.create({

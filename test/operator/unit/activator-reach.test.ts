@@ -58,7 +58,11 @@ describe('the activator forwards only to a pod it can connect to', () => {
     servers.push(s);
     await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
     const failures: string[] = [];
-    expect(await reachable({ ip: '127.0.0.1', port: (s.address() as net.AddressInfo).port }, Date.now() + 5_000, new AbortController().signal, (w) => failures.push(w))).toBe(true);
+    expect(
+      await reachable({ ip: '127.0.0.1', port: (s.address() as net.AddressInfo).port }, Date.now() + 5_000, new AbortController().signal, (w) =>
+        failures.push(w),
+      ),
+    ).toBe(true);
     expect(failures).toEqual([]);
   });
 });
