@@ -10,6 +10,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { Authenticator, type Reviewer, tokenReviewer } from './auth.ts';
 import { ActivatorCache, serviceKey } from './cache.ts';
 import { type Endpoint, EndpointWaits } from './endpoints.ts';
+import { ServingProbes } from './serving-probe.ts';
 import { Gate } from './gate.ts';
 import { Http1Front } from './http1.ts';
 import { Http2Front } from './http2.ts';
@@ -102,6 +103,7 @@ export async function startActivator(cfg: ActivatorConfig): Promise<Activator> {
     const k = serviceKey(s);
     if (k) waits.changed(k);
   });
+  const serving = new ServingProbes((k) => waits.changed(k));
   const gate = new Gate({
     cache,
     auth: new Authenticator(cfg.reviewer ?? tokenReviewer(cfg.client)),
@@ -112,6 +114,7 @@ export async function startActivator(cfg: ActivatorConfig): Promise<Activator> {
     clusterDomain: cfg.clusterDomain ?? 'cluster.local',
     ...(cfg.dial ? { dial: cfg.dial } : {}),
     log: cfg.log,
+    probes: serving,
   });
   const h1 = new Http1Front(gate, cfg.log);
   const h2 = new Http2Front(gate, cfg.log);
@@ -153,6 +156,7 @@ export async function startActivator(cfg: ActivatorConfig): Promise<Activator> {
         clearTimeout(timer);
       }
       probes.close();
+      serving.close();
       h1Server.closeAllConnections();
       for (const s of sessions) s.destroy();
       for (const s of [h1Server, h2Server]) s.close();

@@ -44,6 +44,25 @@ export function readyEndpoints(slices: EndpointSliceView[], controller: string):
   return out;
 }
 
+/**
+ * Endpoints of starting capsule pods (slices of `controller`): listed with their address but not
+ * ready, and not terminating — a woken pod before the kubelet's readiness probe has run
+ * (serving-probe.ts asks them itself).
+ */
+export function startingEndpoints(slices: EndpointSliceView[], controller: string): Endpoint[] {
+  const out: Endpoint[] = [];
+  for (const s of slices) {
+    if (managedBy(s) !== controller) continue;
+    const port = s.ports?.find((p) => p.name === A2A_PORT_NAME)?.port;
+    if (port === undefined) continue;
+    for (const e of s.endpoints ?? []) {
+      if (e.conditions?.ready !== false || e.conditions?.terminating === true) continue;
+      for (const ip of e.addresses ?? []) out.push({ ip, port });
+    }
+  }
+  return out;
+}
+
 /** Whether the operator keeps a `<capsule>-activator` slice for this Service: the Capsule may sleep. */
 export function sleepEnabled(slices: EndpointSliceView[], capsule: string, operator: string): boolean {
   return slices.some((s) => s.metadata.name === `${capsule}-activator` && managedBy(s) === operator);

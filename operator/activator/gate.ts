@@ -8,12 +8,13 @@
 import type { Capsule } from '../api/types.ts';
 import type { Authenticator } from './auth.ts';
 import { type ActivatorCache, SLICE_CONTROLLER, SLICE_OPERATOR } from './cache.ts';
-import { A2A_PORT_NAME, type Endpoint, type EndpointWaits, pick, readyEndpoints, sleepEnabled } from './endpoints.ts';
+import { A2A_PORT_NAME, type Endpoint, type EndpointWaits, pick, readyEndpoints, sleepEnabled, startingEndpoints } from './endpoints.ts';
 import { CODES, type Refusal, refusal } from './errors.ts';
 import { admitsSource, plainIp } from './fences.ts';
 import type { ActivatorMetrics } from './metrics.ts';
 import { routeOf } from './routing.ts';
 import { reachable } from './reach.ts';
+import type { ServingProbes } from './serving-probe.ts';
 import type { Waker } from './wake.ts';
 
 /** The runtime's A2A container port (operator/translate/builders/common.ts A2A_PORT), named `a2a`. */
@@ -37,6 +38,8 @@ export interface GateConfig {
   dial?: (e: Endpoint) => Endpoint;
   /** Where the activator's log lines go. */
   log?: (m: string) => void;
+  /** Asks starting pods whether they serve yet (serving-probe.ts); without it, only kubelet-ready pods are targets. */
+  probes?: ServingProbes;
 }
 
 const key = (c: Capsule) => `${c.metadata.namespace}/${c.metadata.name}`;
@@ -88,6 +91,15 @@ export class Gate {
     return e && this.g.dial ? this.g.dial(e) : e;
   }
 
+  /** A starting pod that answered its own /readyz (serving-probe.ts) before the kubelet's probe made it ready. */
+  private serving(c: Capsule, deadline: number): Endpoint | undefined {
+    const probes = this.g.probes;
+    if (!probes) return undefined;
+    const starting = startingEndpoints(this.g.cache.slicesOf(c.metadata.namespace ?? 'default', c.metadata.name), SLICE_CONTROLLER);
+    const e = probes.servingOf(key(c), this.g.dial ? starting.map(this.g.dial) : starting, deadline);
+    return e;
+  }
+
   /** The card recorded when the capsule went to sleep, or the 503 saying there is none yet. */
   card(c: Capsule): string | Refusal {
     const card = c.status?.sleep?.agentCard;
@@ -109,7 +121,7 @@ export class Gate {
     const bound = AbortSignal.timeout(this.g.holdMs);
     try {
       void waker.wake(c, binding);
-      const e = await waits.wait(key(c), () => this.ready(c), AbortSignal.any([signal, bound]));
+      const e = await waits.wait(key(c), () => this.ready(c) ?? this.serving(c, deadline), AbortSignal.any([signal, bound]));
       if (e && !(await this.reach(e, deadline, signal))) return this.unreachable(c, e, signal);
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
       if (e) {

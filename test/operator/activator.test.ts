@@ -73,13 +73,13 @@ async function capsule(name: string, opts: { anonymous?: boolean; card?: boolean
   await slice(`${name}-activator`, name, 'capsule-operator.murmur.dev', '10.255.0.1', 8012);
 }
 
-async function slice(name: string, service: string, managedBy: string, ip: string, port: number): Promise<void> {
+async function slice(name: string, service: string, managedBy: string, ip: string, port: number, ready = true): Promise<void> {
   await client.create({
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
     metadata: { name, namespace: NS, labels: { 'kubernetes.io/service-name': service, 'endpointslice.kubernetes.io/managed-by': managedBy } },
     addressType: 'IPv4',
-    endpoints: [{ addresses: [ip], conditions: { ready: true } }],
+    endpoints: [{ addresses: [ip], conditions: { ready } }],
     ports: [{ name: 'a2a', port, protocol: 'TCP' }],
   });
 }
@@ -137,6 +137,7 @@ beforeAll(async () => {
     capsule('sleepy', { anonymous: true }),
     capsule('drain', { anonymous: true }),
     capsule('lagging', { anonymous: true }),
+    capsule('starting', { anonymous: true }),
   ]);
   // A Capsule without the operator's activator slice does not sleep: the activator is not its route.
   await client.create({
@@ -294,6 +295,32 @@ describe('the activator: wake, hold, deliver', () => {
       const r = await answer;
       expect(r.status).toBe(200);
       expect(r.body).toContain('delivered after the policy admitted it');
+    } finally {
+      await new Promise((r) => pod.close(r));
+    }
+  });
+
+  it("a starting pod that answers its own /readyz gets the held request before the kubelet's probe makes it ready", async () => {
+    let readyzAsked = 0;
+    const pod = http.createServer((req, res) => {
+      req.resume();
+      if (req.url === '/readyz') {
+        readyzAsked++;
+        res.end('{"status":"ready"}');
+        return;
+      }
+      req.on('end', () => res.end(JSON.stringify({ jsonrpc: '2.0', id: 31, result: { kind: 'task', note: 'served before the kubelet said ready' } })));
+    });
+    await new Promise<void>((r) => pod.listen(0, '127.0.0.1', r));
+    try {
+      const answer = send(activator, hostOf('starting'), { body: rpcBody(31), headers: { 'A2A-Version': '1.0' } });
+      await eventually('the request held', async () => (await heldNow(activator)) >= 1);
+      // The woken pod has its address, not yet Ready: the EndpointSlice controller lists it so.
+      await slice('starting-pod', 'starting', 'endpointslice-controller.k8s.io', POD_IP, (pod.address() as net.AddressInfo).port, false);
+      const r = await answer;
+      expect(r.status).toBe(200);
+      expect(r.body).toContain('served before the kubelet said ready');
+      expect(readyzAsked).toBeGreaterThan(0);
     } finally {
       await new Promise((r) => pod.close(r));
     }
