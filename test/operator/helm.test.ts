@@ -72,7 +72,23 @@ describe('helm chart', () => {
         ],
       ],
     ]);
-    const without = docs((await helm(['template', 'x', chart, '-n', 'ops', '--set', 'a2a.tokenReview=false', '--set', 'tellUnwatchedCapsules=false', '--set', 'activator.enabled=false'])).stdout);
+    const without = docs(
+      (
+        await helm([
+          'template',
+          'x',
+          chart,
+          '-n',
+          'ops',
+          '--set',
+          'a2a.tokenReview=false',
+          '--set',
+          'tellUnwatchedCapsules=false',
+          '--set',
+          'activator.enabled=false',
+        ])
+      ).stdout,
+    );
     expect(without.some((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding')).toBe(false);
     // The operator's Roles in the watched namespaces (not its Lease and activator-endpoints ones in
     // the release namespace, nor the activator's own).
@@ -85,7 +101,11 @@ describe('helm chart', () => {
     expect(verbsFor('capsules/status').sort()).toEqual(['get', 'patch', 'update']);
     expect(verbsFor('hooks/status').sort()).toEqual(['get', 'patch', 'update']);
     expect(roles[0].rules.some((r: any) => r.verbs.includes('*') || r.resources.includes('*'))).toBe(false);
-    const opEnv = Object.fromEntries(all.find((d) => d.kind === 'Deployment' && d.metadata.name === 'x-capsule-operator').spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value]));
+    const opEnv = Object.fromEntries(
+      all
+        .find((d) => d.kind === 'Deployment' && d.metadata.name === 'x-capsule-operator')
+        .spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value]),
+    );
     expect([opEnv.DNS_NAMESPACE, opEnv.DNS_POD_LABELS, opEnv.WATCH_NAMESPACES]).toEqual(['kube-system', 'k8s-app=kube-dns', 'default']);
     const lease = all.find((d) => d.kind === 'Role' && d.metadata.name.endsWith('leader-election'));
     expect(lease.metadata.namespace).toBe('ops');

@@ -35,13 +35,15 @@ export function buildEgressPolicy(c: Capsule, entries: AllowEntry[], opts: Trans
       // own ingress policy to the caller, so the wider rule admits no call the peer would refuse.
       if (opts.activator) {
         const a = opts.activator;
-        const toActivator = { to: [{ namespaceSelector: { matchLabels: { [NS_LABEL]: a.namespace } }, podSelector: { matchLabels: a.podLabels } }], ports: [tcp(a.port)] };
+        const toActivator = {
+          to: [{ namespaceSelector: { matchLabels: { [NS_LABEL]: a.namespace } }, podSelector: { matchLabels: a.podLabels } }],
+          ports: [tcp(a.port)],
+        };
         const k = JSON.stringify(toActivator);
         if (!seen.has(k)) rules.push(toActivator);
         seen.add(k);
       }
-    }
-    else if (e.kind === 'service') rule = { to: [{ namespaceSelector: { matchLabels: { [NS_LABEL]: e.namespace } } }], ports: e.ports.map(tcp) };
+    } else if (e.kind === 'service') rule = { to: [{ namespaceSelector: { matchLabels: { [NS_LABEL]: e.namespace } } }], ports: e.ports.map(tcp) };
     else if (e.kind === 'ip') rule = { to: [{ ipBlock: { cidr: e.cidr } }], ...(e.port !== undefined ? { ports: [tcp(e.port)] } : {}) };
     else if (e.kind === 'host') {
       for (const p of e.ports) hostPorts.add(p);

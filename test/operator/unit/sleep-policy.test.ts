@@ -136,7 +136,9 @@ describe('a capsule that calls a peer, which may be asleep', () => {
       callers: [],
       capsulePorts: { 'team-b/worker': 8080 },
       options: defaultOptions(activator ? { activator: ACTIVATOR } : {}),
-    }).objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'c-egress') as unknown as { spec: { egress: Array<{ to: unknown[]; ports: unknown[] }> } };
+    }).objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'c-egress') as unknown as {
+      spec: { egress: Array<{ to: unknown[]; ports: unknown[] }> };
+    };
 
   it("may reach the activator's pods on its port (a sleeping peer's Service sends the call there)", () => {
     const rules = egress(true).spec.egress;
