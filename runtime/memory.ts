@@ -3,32 +3,32 @@
  *
  * glibc keeps what a process frees in its arenas and returns only the top of each heap to the
  * kernel; everything freed below a live allocation stays resident. A serving runtime frees most of
- * what a burst of tasks used when it goes idle — the session's component thread ends after
- * `MURMUR_COMPONENT_IDLE_MS` (its malloc arena is left nearly empty but resident), the token worker
- * after `MURMUR_TOKEN_WORKER_IDLE_MS`, the booted spare after `MURMUR_WORKER_IDLE_MS` — and a pod
- * pays for that memory until the next burst reuses it. Measured on the runtime image, `mur serve`
+ * what a burst of tasks used when it goes idle — the session's component thread collects its
+ * garbage after `MURMUR_COMPONENT_IDLE_MS`, or ends when none of its instances is worth keeping (its
+ * malloc arena is left nearly empty but resident; host/thread.ts), the token worker after
+ * `MURMUR_TOKEN_WORKER_IDLE_MS`, the booted spare after `MURMUR_WORKER_IDLE_MS` — and a pod pays
+ * for that memory until the next burst reuses it. Measured on the runtime image, `mur serve`
  * idle 45 s after one task: RSS 99.7 MiB, 92.0 MiB after `malloc_trim(0)` (docs/runtime.md).
  *
- * So the parts whose letting go means the process is idle — the session's component thread (no
+ * So the parts whose going idle means the process is idle — the session's component thread (no
  * component call for 30 s) and the token tables (no count for 30 s, so no inference turn) — call
  * {@link releaseWhenSettled} (the one busy case: a provider answer slower than that, whose turn's
  * code then compiles again when the answer comes); the others (the token worker, the spare),
  * which go while tasks may be running, only {@link noteLetGo}. Once nothing else has been let go
  * for {@link SETTLE_MS}:
- * 1. the main isolate runs V8's last-resort collection (what `LowMemoryNotification` does: full
- *    GCs until nothing more is freed, compacting, and dropping the bytecode of functions not
- *    running; they compile again from source when next called). Dropped objects holding memory
- *    outside the heap (the token tables' shared buffers) are freed here: an idle process allocates
- *    nothing, so no GC would come by itself. Measured on Node 24, `mur serve` idle after one task:
- *    heap used 20.4 → 18.5 MiB, RSS −2.7 MiB. Node exposes no API for it; V8's `gc` extension,
- *    switched on here with `v8.setFlagsFromString('--expose-gc')` and taken from a fresh vm
- *    context (the global scope of the process stays without a `gc`), is the one way in;
+ * 1. the main isolate runs V8's last-resort collection (runtime/last-resort-gc.ts: full GCs until
+ *    nothing more is freed, compacting, and dropping the bytecode of functions not running; they
+ *    compile again from source when next called). Dropped objects holding memory outside the heap
+ *    (the token tables' shared buffers) are freed here: an idle process allocates nothing, so no
+ *    GC would come by itself. Measured on Node 24, `mur serve` idle after one task: heap used
+ *    20.4 → 18.5 MiB, RSS −2.7 MiB;
  * 2. the freed memory goes back to the kernel in one call of the native addon
  *    (runtime/native/memory.c: `malloc_trim(0)`, which Node does not expose). Without the addon
  *    (not built: no C compiler; not glibc) this step is skipped and nothing fails: the runtime is
  *    the same, with the higher idle RSS (runtime/native-addon.ts loads it).
  * Both run on the main thread while the process is idle (≈ 20–60 ms, once per idle period).
  */
+import { lastResortGc } from './last-resort-gc.ts';
 import { nativeAddon } from './native-addon.ts';
 
 export { addonPath } from './native-addon.ts';
@@ -51,21 +51,6 @@ export const SETTLE_MS = 1000;
 /** Whether freed memory can be returned here (the addon is built and loads). */
 export function canRelease(): boolean {
   return nativeAddon() !== null;
-}
-
-type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
-let gc: Gc | undefined;
-
-/** Collects everything collectable in this isolate now, as V8 does under memory pressure. */
-function lastResortGc(): void {
-  if (!gc) {
-    const v8 = process.getBuiltinModule('node:v8');
-    v8.setFlagsFromString('--expose-gc');
-    gc = process.getBuiltinModule('node:vm').runInNewContext('gc') as Gc;
-    // Off again for every context made after this one (the component workers' among them).
-    v8.setFlagsFromString('--no-expose-gc');
-  }
-  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
 /** Collects garbage and returns the memory the process has freed to the kernel, now. */

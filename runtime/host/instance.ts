@@ -19,7 +19,7 @@ import type { LoadedComponent } from './transpile-cache.ts';
 import { POOL, launch, linkOf, send, type Launched } from './workers.ts';
 import { RecentTimes, mainPolls } from './doorbell.ts';
 import type { CallMessage } from './worker-link.ts';
-import { componentSpinUs, type ComponentThread } from './thread.ts';
+import { componentSpinUs, type ComponentThread, type IdleMember } from './thread.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a host function of any signature must be assignable here; unknown[] parameters would refuse every typed one
 export type HostFn = (...args: any[]) => unknown | Promise<unknown>;
@@ -195,7 +195,14 @@ export class ComponentInstance {
     this.opts = opts;
     importSpecFor(component, opts.imports ?? {}); // fail fast, before any worker starts
     this.spinUs = opts.spinUs ?? componentSpinUs();
+    opts.thread?.join(this.idleMember);
   }
+
+  /** What the shared thread asks when it goes idle (host/thread.ts): what this instance holds, and to let it go. */
+  private readonly idleMember: IdleMember = {
+    heldBytes: () => (this.launched ? this.memoryAfterCall : undefined),
+    letGoIdle: () => this.kill('discard'),
+  };
 
   private get worker(): Worker | undefined {
     return this.launched?.worker;
@@ -409,6 +416,7 @@ export class ComponentInstance {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.opts.thread?.leave(this.idleMember);
     const running = this.pending.size > 0;
     const thread = this.opts.thread;
     const l = this.forget();

@@ -48,7 +48,9 @@ export type ToWorker =
   | { type: 'call'; slot: number; id: number; path: string[]; args: unknown[]; spinUs: number }
   | { type: 'bind'; slot: number; grants: Grants }
   /** The slot's instance is gone (trapped, retired, closed): the thread lets go of it. */
-  | { type: 'drop'; slot: number };
+  | { type: 'drop'; slot: number }
+  /** The thread went idle and keeps its instances: it collects its garbage (host/thread.ts), and answers `collected`. */
+  | { type: 'collect' };
 
 /**
  * Every message but `booted` names the slot it is about. `booted`, `ready` and `init-error` come on
@@ -60,6 +62,8 @@ export type FromWorker =
   /** readBeforeBind: grant-reading WASI calls a spare made while instantiating (it is then discarded). */
   | { type: 'ready'; slot: number; readBeforeBind: string[] }
   | { type: 'init-error'; slot: number; message: string }
+  /** After a `collect`: the worker's heap in use once its garbage was collected (bytes). */
+  | { type: 'collected'; heapUsed: number }
   | ({ type: 'network-denied'; slot: number } & NetworkDenial)
   /**
    * guestUs: how long the call ran in the worker (µs): whether the next one is worth polling for;

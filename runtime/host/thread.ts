@@ -16,11 +16,20 @@
  * lose their in-memory state too, and each starts afresh on its next call.
  *
  * Idle: a thread with no call or instantiation for `idleMs` (MURMUR_COMPONENT_IDLE_MS, default
- * 30 000) lets its worker go, as a deadline does, and the next call starts a fresh one. Why: the
- * worker is the largest part of an idle `mur serve` that can go (an isolate of 15.6 MiB on Node 24
- * before any component runs, plus the instances' linear memories), and a pod idles far longer than
- * it works. The price is a fresh instance on the first call after a pause (docs/runtime.md gives
- * the measured cost); nothing a driver or tool keeps between calls is promised to survive (only an
+ * 30 000) keeps what is cheap to keep and costly to start again, and lets go of the rest:
+ * - an instance whose linear memory is above `keepBytes` (MURMUR_COMPONENT_IDLE_KEEP_MIB, default
+ *   4: a component carrying a JavaScript engine holds ≈ 9 MiB and more, a C or Rust one 0.1–1 MiB)
+ *   is dropped, and instantiated afresh by its next call;
+ * - if no instance is left, the worker goes too (as after a deadline), and the next call starts a
+ *   fresh one;
+ * - otherwise the worker stays with its small instances and collects its garbage (a last-resort
+ *   GC of its isolate: what the calls left behind and the dropped instances' memories), and the
+ *   process gives the freed memory back (runtime/memory.ts).
+ * Why: starting the worker again is most of the price of a task after a pause (an isolate and
+ * Node's bootstrap, ≈ 20 ms on Node 24, the WASI shim's import, ≈ 10 ms, then each instance:
+ * 40–80 ms in all on a shared 2-core machine, measured in docs/measurements/memory.md), while
+ * keeping it costs a pod ≈ 13 MiB of private memory (the isolate, 15.6 MiB on Node 24 before any
+ * component runs). Nothing a driver or tool keeps between calls is promised to survive (only an
  * async hook's state is, hooks.md, and hooks never run here). A call waiting on the host (a tool's
  * request-input) is a call in progress: the thread is not idle while it waits.
  */
@@ -30,14 +39,27 @@ import { MurError } from '../errors.ts';
 import { envNonNegative } from '../env-number.ts';
 import { releaseWhenSettled } from '../memory.ts';
 import { IdleTimer } from '../idle-timer.ts';
-import type { Grants, ImportSpec } from './protocol.ts';
+import type { FromWorker, Grants, ImportSpec } from './protocol.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 import { POOL, instantiateIn, send, type Launched } from './workers.ts';
 
 export interface ThreadOptions {
-  /** Lets the worker go after this long without a call (ms; 0 = keep it; default 30 000). */
+  /** Goes idle after this long without a call (ms; 0 = never; default 30 000): see the header. */
   idleMs?: number;
+  /** Instances holding more linear memory than this (bytes) are dropped when the thread goes idle (default 4 MiB). */
+  keepBytes?: number;
 }
+
+/** What the thread asks of an instance in it when it goes idle (host/instance.ts). */
+export interface IdleMember {
+  /** The linear memory the instance holds (bytes), or undefined while it holds no slot. */
+  heldBytes(): number | undefined;
+  /** Drops the instance's slot: its next call instantiates it afresh. */
+  letGoIdle(): void;
+}
+
+/** What a thread did when it went idle: let its worker go, or kept it (with `dropped` instances let go). */
+export type IdleOutcome = { stopped: true } | { stopped: false; dropped: number; heapUsed: number };
 
 export class ComponentThread {
   private worker: Promise<Worker> | undefined;
@@ -50,13 +72,27 @@ export class ComponentThread {
   starts = 0;
   /** Workers let go for being idle. */
   idleStops = 0;
+  /** Idle periods the worker was kept through (its garbage collected). */
+  idleCollects = 0;
   /** Calls and instantiations queued or running: the thread is idle only at 0. */
   private inFlight = 0;
   private readonly idle: IdleTimer;
-  private readonly idleWaiters: (() => void)[] = [];
+  private readonly idleWaiters: ((o: IdleOutcome) => void)[] = [];
+  private readonly keepBytes: number;
+  private readonly members = new Set<IdleMember>();
 
   constructor(opts: ThreadOptions = {}) {
     this.idle = new IdleTimer(opts.idleMs ?? DEFAULT_IDLE_MS, () => this.onIdle());
+    this.keepBytes = opts.keepBytes ?? DEFAULT_KEEP_MIB * 1048576;
+  }
+
+  /** An instance runs in this thread: asked what it holds when the thread goes idle (until it leaves). */
+  join(m: IdleMember): void {
+    this.members.add(m);
+  }
+
+  leave(m: IdleMember): void {
+    this.members.delete(m);
   }
 
   /**
@@ -75,23 +111,54 @@ export class ComponentThread {
     return run;
   }
 
-  /** Resolves at the next idle stop (tests, diagnostics). */
-  nextIdleStop(): Promise<void> {
+  /** Resolves once the thread has next gone idle, with what it did (tests, diagnostics). */
+  nextIdle(): Promise<IdleOutcome> {
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
-  /** Whether an idle stop is scheduled (nothing in flight, a worker running, idleMs > 0). */
+  /** Whether going idle is scheduled (nothing in flight, a worker running, idleMs > 0). */
   get idleStopPending(): boolean {
     return this.idle.running;
   }
 
   private onIdle(): void {
-    if (this.inFlight > 0 || this.closed || !this.worker) return;
-    this.idleStops++;
-    // Its allocations are freed once the thread has ended: handed back to the kernel then
-    // (runtime/memory.ts), with whatever else goes idle about now.
-    void this.kill().then(() => releaseWhenSettled('component thread'));
-    for (const w of this.idleWaiters.splice(0)) w();
+    const worker = this.current;
+    if (this.inFlight > 0 || this.closed || !this.worker || !worker) return;
+    let dropped = 0;
+    let kept = 0;
+    for (const m of this.members) {
+      const held = m.heldBytes();
+      if (held === undefined) continue;
+      if (this.keepBytes === 0 || held > this.keepBytes) {
+        m.letGoIdle();
+        dropped++;
+      } else kept++;
+    }
+    const settle = (o: IdleOutcome): void => {
+      for (const w of this.idleWaiters.splice(0)) w(o);
+    };
+    if (kept === 0) {
+      this.idleStops++;
+      // Its allocations are freed once the thread has ended: handed back to the kernel then
+      // (runtime/memory.ts), with whatever else goes idle about now.
+      void this.kill().then(() => releaseWhenSettled('component thread'));
+      settle({ stopped: true });
+      return;
+    }
+    this.idleCollects++;
+    const onMsg = (m: FromWorker): void => {
+      if (m.type !== 'collected') return;
+      done();
+      releaseWhenSettled('component thread garbage');
+      settle({ stopped: false, dropped, heapUsed: m.heapUsed });
+    };
+    const done = (): void => {
+      worker.off('message', onMsg);
+      worker.off('exit', done);
+    };
+    worker.on('message', onMsg);
+    worker.once('exit', done);
+    send(worker, { type: 'collect' });
   }
 
   /** Instantiates a component in a new slot (in the thread's worker, started if there is none). */
@@ -101,7 +168,10 @@ export class ComponentThread {
     if (!this.worker) {
       first = true;
       this.starts++;
-      const w = POOL.take();
+      // No booted replacement for this one: the thread starts again only after a deadline, or
+      // after an idle period that outlasts the pool's wait (MURMUR_WORKER_IDLE_MS), so a spare
+      // would only sit there, a whole isolate, through the seconds after the task.
+      const w = POOL.take({ replenish: false });
       this.worker = w;
       w.then(
         (worker) => {
@@ -175,6 +245,21 @@ export class ComponentThread {
 }
 
 const DEFAULT_IDLE_MS = 30_000;
+const DEFAULT_KEEP_MIB = 4;
+
+/**
+ * MURMUR_COMPONENT_IDLE_KEEP_MIB, or the default: the largest linear memory (MiB) an instance of
+ * the session's thread may hold and still be kept through an idle period (see the header); 0 lets
+ * every instance, and with them the worker, go. Anything but a number of MiB ≥ 0 is refused by name.
+ */
+export function componentIdleKeepBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const mib = envNonNegative(env, 'MURMUR_COMPONENT_IDLE_KEEP_MIB', DEFAULT_KEEP_MIB, {
+    code: 'E-RUN-075',
+    unit: 'MiB',
+    hint: `set the largest linear memory of a component instance kept through an idle period (default ${DEFAULT_KEEP_MIB}), or 0 to let every instance and the thread go`,
+  });
+  return Math.round(mib * 1048576);
+}
 
 /** MURMUR_COMPONENT_IDLE_MS, or the default; anything but a number of ms ≥ 0 is refused by name. */
 export function componentIdleMs(env: NodeJS.ProcessEnv = process.env): number {

@@ -10,6 +10,7 @@
  */
 import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
+import { lastResortGc } from '../last-resort-gc.ts';
 import { lateBoundWasi, type LateBoundWasi } from './wasi.ts';
 import { connectNet } from './wasi-io/channel.ts';
 import { GROW_FAILED_EXPORT } from './grow-probe.ts';
@@ -194,6 +195,13 @@ port.on('message', (msg: { type: 'init'; init: WorkerInit } | ToWorker) => {
   // next garbage collection frees its linear memories.
   if (msg.type === 'drop') {
     slots.delete(msg.slot);
+    return;
+  }
+  // The thread went idle keeping its instances (host/thread.ts): what the calls left behind, and
+  // the slots dropped since, are freed now rather than whenever the next allocation comes.
+  if (msg.type === 'collect') {
+    lastResortGc();
+    post({ type: 'collected', heapUsed: process.memoryUsage().heapUsed });
     return;
   }
   const s = slots.get(msg.slot);

@@ -39,6 +39,8 @@ async function workerEntry(): Promise<string> {
       .sort())
       hash.update(f).update(readFileSync(join(dir, f)));
   }
+  // The one module above this folder the worker imports (layer 0).
+  hash.update(readFileSync(join(here, '../last-resort-gc.ts')));
   // Beside the component cache, which is writable wherever the runtime runs.
   const out = join(cacheRoot(), 'host', `worker-${hash.digest('hex').slice(0, 16)}.mjs`);
   if (!existsSync(out)) {
@@ -105,6 +107,8 @@ export function workerExecArgv(argv: readonly string[] = process.execArgv): stri
  */
 class WorkerPool {
   private idle: { worker: Worker; booted: Promise<void>; expiry: NodeJS.Timeout | undefined }[] = [];
+  /** A replacement about to boot (take() schedules it a moment later). */
+  private replenishing: NodeJS.Timeout | undefined;
   /**
    * @param target booted workers kept ready
    * @param idleMs how long a booted worker waits for a component before it is let go: it costs a
@@ -168,13 +172,22 @@ class WorkerPool {
     }
   }
 
-  /** A booted worker (waits for one if none is ready), and starts booting its replacement. */
-  async take(): Promise<Worker> {
+  /**
+   * A booted worker (waits for one if none is ready), and starts booting its replacement unless
+   * `replenish` is false (a session's thread: host/thread.ts says why).
+   */
+  async take(o: { replenish?: boolean } = {}): Promise<Worker> {
     const next = this.idle.shift() ?? this.boot();
     clearTimeout(next.expiry);
     // Boot the replacement a moment later, so it does not compete for the CPU with the
     // instantiation this worker is about to do (these machines have 2 cores).
-    setTimeout(() => this.replenish(), 300).unref();
+    if (o.replenish !== false && !this.replenishing) {
+      this.replenishing = setTimeout(() => {
+        this.replenishing = undefined;
+        this.replenish();
+      }, 300);
+      this.replenishing.unref();
+    }
     await next.booted;
     next.worker.ref();
     return next.worker;
@@ -185,7 +198,14 @@ class WorkerPool {
     return this.idle.length;
   }
 
+  /** Whether a replacement is about to boot (tests, diagnostics). */
+  get replenishScheduled(): boolean {
+    return this.replenishing !== undefined;
+  }
+
   async drain(): Promise<void> {
+    clearTimeout(this.replenishing);
+    this.replenishing = undefined;
     const all = this.idle.splice(0);
     for (const w of all) clearTimeout(w.expiry);
     await Promise.all(all.map((w) => w.worker.terminate()));
@@ -277,7 +297,7 @@ export function instantiateIn(
       reject(new DeadlineExceeded(c.name, 'instantiate', deadlineMs));
     }, deadlineMs);
     const onMsg = (m: FromWorker): void => {
-      if (m.type === 'booted' || m.slot !== slot) return;
+      if (m.type === 'booted' || m.type === 'collected' || m.slot !== slot) return;
       if (m.type === 'ready') {
         done();
         resolve(m.readBeforeBind);

@@ -2,13 +2,15 @@
  * The session's WASM components: one ComponentInstance per tool and one for the driver, each with
  * its own grant, started lazily and kept for the session (a fault restarts the instance on the next
  * call), all in one worker thread of the session's (host/thread.ts; MURMUR_COMPONENT_THREADS), which
- * is let go after MURMUR_COMPONENT_IDLE_MS without a call and started again by the next one.
+ * after MURMUR_COMPONENT_IDLE_MS without a call keeps its small instances and lets the large ones
+ * go (MURMUR_COMPONENT_IDLE_KEEP_MIB), and itself when none is left, started again by the next call.
  * Host imports wired per world: tools get `murmur:task/task` and `murmur:text/chunks`, the driver
  * gets `murmur:text/chunks`; both are routed to whatever task is current.
  */
 import {
   ComponentInstance,
   ComponentThread,
+  componentIdleKeepBytes,
   componentIdleMs,
   componentSpinUs,
   componentThreads,
@@ -53,7 +55,10 @@ export class SessionComponents {
     /** Where refused outgoing requests are reported (the session's trace). */
     private readonly denied: (kind: ComponentKind, name: string) => ((d: NetworkDenial) => void) | undefined = () => undefined,
   ) {
-    this.thread = componentThreads(hostEnv) === 'session' ? new ComponentThread({ idleMs: componentIdleMs(hostEnv) }) : undefined;
+    this.thread =
+      componentThreads(hostEnv) === 'session'
+        ? new ComponentThread({ idleMs: componentIdleMs(hostEnv), keepBytes: componentIdleKeepBytes(hostEnv) })
+        : undefined;
     this.spinUs = componentSpinUs(hostEnv);
   }
 

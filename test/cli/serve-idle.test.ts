@@ -1,7 +1,8 @@
 /**
  * What an idle `mur serve` holds (issue 18: a pod's memory is what a cluster pays per capsule):
- * going idle it lets go of its component thread and token tables and gives the freed memory back,
- * saying so in one line, and the next task reads the tables back and counts exactly as before; and
+ * going idle its component thread keeps the small driver and lets the JavaScript-engine tool go
+ * (host/thread.ts), the token tables go, and the freed memory is given back, saying so in one
+ * line; the next task reads the tables back and counts exactly as before; and
  * a capsule whose provider speaks plain http never loads node:https / node:tls.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -46,11 +47,11 @@ function countedTurns(s: Served, workRoot: string): [number, number][] {
 }
 
 describe('an idle mur serve', () => {
-  it('lets go of its component thread and token tables, gives the freed memory back, and the next task counts as before', async () => {
+  it("collects its component thread's garbage (the large tool let go), lets the token tables go, gives the freed memory back, and the next task counts as before", async () => {
     const { s, workRoot } = await served('idler', { MURMUR_COMPONENT_IDLE_MS: '200', MURMUR_TOKEN_TABLES_IDLE_MS: '200', MURMUR_TOKEN_WORKER_IDLE_MS: '100' });
     const first = await sendMessage({ peerUrl: s.url, text: 'count me', allow: [s.url], wait: true });
     expect(first.ok && first.state).toBe('completed');
-    const out = await printed(s, /^idle \([^)]*component thread[^)]*\): RSS/m, /^idle \([^)]*token tables[^)]*\): RSS/m);
+    const out = await printed(s, /^idle \([^)]*component thread garbage[^)]*\): RSS/m, /^idle \([^)]*token tables[^)]*\): RSS/m);
     const idleLines = out.split('\n').filter((l) => l.startsWith('idle ('));
     for (const line of idleLines) {
       expect(line).not.toMatch(/not built/);

@@ -5,15 +5,19 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  ComponentInstance,
   ComponentThread,
   DeadlineExceeded,
   GuestTrap,
   HostFault,
   componentIdleMs,
   componentThreads,
-  type ComponentInstance,
+  drainWorkerPool,
+  loadComponent,
 } from '../../runtime/host/index.ts';
-import type { ThreadOptions } from '../../runtime/host/thread.ts';
+import { componentIdleKeepBytes, type IdleOutcome, type ThreadOptions } from '../../runtime/host/thread.ts';
+import { POOL } from '../../runtime/host/workers.ts';
+import { watFixture } from '../fixtures/build-wat.ts';
 import { MurError } from '../../runtime/errors.ts';
 import { op, probe, quietImports } from './probe.ts';
 
@@ -145,12 +149,57 @@ describe('a shared component thread', () => {
 
 describe('an idle component thread', () => {
   /** A thread that lets its worker go after `idleMs`, and a promise of its next idle stop. */
-  function idleThread(idleMs: number): { t: ComponentThread; stopped: () => Promise<void> } {
-    const t = thread({ idleMs });
-    return { t, stopped: () => t.nextIdleStop() };
+  function idleThread(idleMs: number, keepBytes?: number): { t: ComponentThread; stopped: () => Promise<IdleOutcome> } {
+    const t = thread({ idleMs, ...(keepBytes !== undefined ? { keepBytes } : {}) });
+    return { t, stopped: () => t.nextIdle() };
   }
 
-  it('lets its worker go after the idle time without a call; the next call starts a fresh instance in a new worker', async () => {
+  /** The hand-written WAT tool (one 64 KiB page of linear memory, no JS engine) in the thread. */
+  async function watMember(t: ComponentThread): Promise<ComponentInstance> {
+    const c = await loadComponent(await watFixture('script-wat-tool'));
+    const i = new ComponentInstance(c, { grants: { env: {}, networkAllow: [] }, imports: {}, deadlineMs: 20_000, memoryBytes: 64 * 1048576, thread: t });
+    open.push(i);
+    return i;
+  }
+
+  it('keeps its worker and a small instance through the idle time, collecting its garbage; a JS-engine instance goes and starts afresh in that worker', async () => {
+    const { t, stopped } = idleThread(300);
+    const idle = stopped();
+    const a = await member(t, {});
+    const w = await watMember(t);
+    expect(await w.call(['run', 'run'], [{ data: 'abc' }])).toMatchObject({ data: 'ABC' });
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    const worker = w.threadId;
+    expect(await idle).toMatchObject({ stopped: false, dropped: 1, heapUsed: expect.any(Number) });
+    expect([t.running, t.idleStops, t.idleCollects]).toEqual([true, 0, 1]);
+    expect(await w.call(['run', 'run'], [{ data: 'def' }])).toMatchObject({ data: 'DEF' });
+    expect([w.threadId, w.starts]).toEqual([worker, 1]);
+    // The probe (≈ 9 MiB of linear memory) was dropped: its count begins again, in the same worker.
+    expect((await op(a, { op: 'count' })).body.value).toBe(1);
+    expect([a.threadId, a.starts, t.starts]).toEqual([worker, 2, 1]);
+  });
+
+  it('with a keep size of 0 (MURMUR_COMPONENT_IDLE_KEEP_MIB=0) lets even a small instance, and so the worker, go', async () => {
+    const { t, stopped } = idleThread(300, 0);
+    const idle = stopped();
+    const w = await watMember(t);
+    expect(await w.call(['run', 'run'], [{ data: 'abc' }])).toMatchObject({ data: 'ABC' });
+    expect(await idle).toEqual({ stopped: true });
+    expect([t.running, t.idleStops]).toEqual([false, 1]);
+    expect(await w.call(['run', 'run'], [{ data: 'def' }])).toMatchObject({ data: 'DEF' });
+    expect([w.starts, t.starts]).toEqual([2, 2]);
+  });
+
+  it('takes its worker from the pool without booting a replacement for it to wait beside', async () => {
+    await drainWorkerPool();
+    const t = thread({ idleMs: 0 });
+    const w = await watMember(t);
+    await w.start();
+    expect(POOL.replenishScheduled).toBe(false);
+    expect(POOL.idleCount()).toBe(0);
+  });
+
+  it('lets its worker go after the idle time without a call when every instance in it is large; the next call starts a fresh instance in a new worker', async () => {
     const { t, stopped } = idleThread(300);
     const a = await member(t, {});
     const b = await member(t, {});
@@ -158,7 +207,7 @@ describe('an idle component thread', () => {
     const stop = stopped();
     expect((await op(b, { op: 'count' })).body.value).toBe(1);
     const before = a.threadId;
-    await stop;
+    expect(await stop).toEqual({ stopped: true });
     expect(t.running).toBe(false);
     expect(t.idleStops).toBe(1);
     // Both start afresh (their counts begin again), together, in one new worker.
@@ -179,7 +228,7 @@ describe('an idle component thread', () => {
     const stop = stopped();
     release('answered');
     expect((await waiting).body.value).toBe('answered');
-    await stop;
+    expect(await stop).toEqual({ stopped: true });
     expect(t.running).toBe(false);
     expect(t.starts).toBe(1);
   });
@@ -233,6 +282,30 @@ describe('MURMUR_COMPONENT_IDLE_MS', () => {
     expect(e).toBeInstanceOf(MurError);
     expect((e as MurError).code).toBe('E-RUN-034');
     expect((e as MurError).message).toContain(`MURMUR_COMPONENT_IDLE_MS must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`);
+  });
+});
+
+describe('MURMUR_COMPONENT_IDLE_KEEP_MIB', () => {
+  it.each([
+    [undefined, 4 * 1048576],
+    ['', 4 * 1048576],
+    ['0', 0],
+    ['0.5', 524288],
+    ['16', 16 * 1048576],
+  ])('%j is %d bytes', (v, want) => {
+    expect(componentIdleKeepBytes(v === undefined ? {} : { MURMUR_COMPONENT_IDLE_KEEP_MIB: v })).toBe(want);
+  });
+
+  it.each(['-1', 'lots', '4MiB'])('refuses %j, naming the variable and the unit (E-RUN-075)', (v) => {
+    let e: unknown;
+    try {
+      componentIdleKeepBytes({ MURMUR_COMPONENT_IDLE_KEEP_MIB: v });
+    } catch (x) {
+      e = x;
+    }
+    expect(e).toBeInstanceOf(MurError);
+    expect((e as MurError).code).toBe('E-RUN-075');
+    expect((e as MurError).message).toContain(`MURMUR_COMPONENT_IDLE_KEEP_MIB must be a number of MiB ≥ 0, not ${JSON.stringify(v)}`);
   });
 });
 

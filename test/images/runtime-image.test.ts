@@ -163,7 +163,7 @@ describe('the runtime image idle (issue 18: what a pod pays per capsule)', () =>
     expect(table.output.trim()).toBe('true');
   });
 
-  it('lets go of its component thread and token tables when idle and returns the freed memory, then serves the next task', async () => {
+  it("collects its component thread's garbage and lets the token tables go when idle, returns the freed memory, then serves the next task", async () => {
     const p = await providerOn(net, [{ text: 'before the idle' }, { text: 'after the idle' }]);
     const a2aPort = await freePort();
     const c = await runtimeContainer({
