@@ -22,7 +22,7 @@ import {
 
 describe('operator installed by helm on the real node', () => {
   it('runs as a pod under the chart ServiceAccount, not cluster-admin, and holds its Lease', async () => {
-    const pods = await getJson(operatorNamespace, `pods -l app.kubernetes.io/instance=${releaseName}`);
+    const pods = await getJson(operatorNamespace, `pods -l app.kubernetes.io/name=capsule-operator,app.kubernetes.io/instance=${releaseName}`);
     expect(pods.items).toHaveLength(1);
     const pod = pods.items[0];
     expect(pod.status.phase).toBe('Running');
