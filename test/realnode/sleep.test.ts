@@ -101,8 +101,26 @@ function storeVolume(): string {
 async function rpc(to: string, method: string, params: unknown, seconds = 120): Promise<any> {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
   const r = await client(wgetPost(`${to}/`, body, seconds, token));
-  expect(r.code, `${method} to ${to}: ${r.out}`).toBe(0);
+  expect(r.code, `${method} to ${to}: ${r.out}${r.code === 0 ? '' : await routeState()}`).toBe(0);
   return JSON.parse(r.out);
+}
+
+/** What the Service's route looked like when a call failed: the slices, the capsules' phases, the operator's last lines. */
+async function routeState(): Promise<string> {
+  const slices = await kubectl([
+    '-n',
+    ns,
+    'get',
+    'endpointslices',
+    '-o',
+    'jsonpath={range .items[*]}{.metadata.name} {.endpoints[*].addresses} {.endpoints[*].conditions.ready}{"\\n"}{end}',
+  ]).catch((e: Error) => e.message);
+  const phases = await kubectl(['-n', ns, 'get', 'capsules', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}']).catch(
+    (e: Error) => e.message,
+  );
+  const op = await kubectl(['-n', 'capsule-system', 'logs', 'deploy/capsule-operator', '--tail=40']).catch((e: Error) => e.message);
+  const act = await kubectl(['-n', 'capsule-system', 'logs', 'deploy/capsule-operator-activator', '--tail=20']).catch((e: Error) => e.message);
+  return `\n--- endpoint slices:\n${slices}\n--- capsules: ${phases}\n--- operator:\n${op}\n--- activator:\n${act}`;
 }
 
 /** The Events of `reason` on Capsule `name` so far. */
