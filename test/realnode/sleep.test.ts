@@ -6,7 +6,7 @@
 // card, fences callers as the capsule would, and holds the first request while the capsule wakes.
 // The scripted provider runs in this process (forwardIntoNode): each test pushes the turns it uses.
 // Every wait is a watch (kubectl wait, a watch of Events) on the state waited for, never a sleep.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -120,7 +120,21 @@ async function routeState(): Promise<string> {
   );
   const op = await kubectl(['-n', 'capsule-system', 'logs', 'deploy/capsule-operator', '--tail=40']).catch((e: Error) => e.message);
   const act = await kubectl(['-n', 'capsule-system', 'logs', 'deploy/capsule-operator-activator', '--tail=20']).catch((e: Error) => e.message);
-  return `\n--- endpoint slices:\n${slices}\n--- capsules: ${phases}\n--- operator:\n${op}\n--- activator:\n${act}`;
+  const pods = await kubectl(['-n', ns, 'get', 'pods', '-o', 'wide']).catch((e: Error) => e.message);
+  const svc = await kubectl(['-n', ns, 'get', 'service', 'sleeper', '-o', 'jsonpath={.spec.clusterIP}']).catch(() => '');
+  const rules = await new Promise<string>((res) =>
+    execFile('ip', ['netns', 'exec', nodePaths(inject('realnode').name).netns, 'iptables-save', '-t', 'nat'], { maxBuffer: 64 << 20 }, (err, out) =>
+      res(
+        err
+          ? err.message
+          : String(out)
+              .split('\n')
+              .filter((l) => (svc && l.includes(svc)) || l.includes('rn-sleep/sleeper'))
+              .join('\n'),
+      ),
+    ),
+  );
+  return `\n--- pods:\n${pods}\n--- kube-proxy nat rules for sleeper (${svc}):\n${rules}\n--- endpoint slices:\n${slices}\n--- capsules: ${phases}\n--- operator:\n${op}\n--- activator:\n${act}`;
 }
 
 /** The Events of `reason` on Capsule `name` so far. */
