@@ -7,6 +7,7 @@
  * next request after that second.
  */
 import type { Capsule } from '../api/types.ts';
+import { capsuleEvent } from '../kube/capsule-event.ts';
 import type { KubeClient } from '../kube/client.ts';
 
 export const WAKE_REASON = 'WakeRequested';
@@ -33,28 +34,16 @@ export class Waker {
     if (this.last.size > 10_000) this.last.delete(this.last.keys().next().value as string);
     const at = new Date(now).toISOString();
     try {
-      await this.client.create({
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name: '', generateName: `${c.metadata.name}.`, namespace: c.metadata.namespace ?? 'default' },
-        involvedObject: {
-          apiVersion: c.apiVersion,
-          kind: 'Capsule',
-          name: c.metadata.name,
-          namespace: c.metadata.namespace,
-          uid: c.metadata.uid,
-          resourceVersion: c.metadata.resourceVersion,
-        },
-        reason: WAKE_REASON,
-        message: `a ${binding} request is waiting for the capsule to wake`,
-        type: 'Normal',
-        source: { component: ACTIVATOR_COMPONENT },
-        reportingComponent: ACTIVATOR_COMPONENT,
-        reportingInstance: this.identity,
-        firstTimestamp: at,
-        lastTimestamp: at,
-        count: 1,
-      });
+      await this.client.create(
+        capsuleEvent(c, {
+          reason: WAKE_REASON,
+          message: `a ${binding} request is waiting for the capsule to wake`,
+          type: 'Normal',
+          component: ACTIVATOR_COMPONENT,
+          instance: this.identity,
+          at,
+        }),
+      );
       this.requested();
       return true;
     } catch (e) {

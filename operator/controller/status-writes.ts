@@ -5,6 +5,7 @@
  */
 import type { Capsule, Hook } from '../api/types.ts';
 import { isConflict } from '../kube/client.ts';
+import { capsuleEvent } from '../kube/capsule-event.ts';
 import { keyOf, type Informer } from '../kube/informer.ts';
 import type { OwnedEntry } from '../reconcile/owned-cache.ts';
 import { computeHookStatus, sameHookStatus } from '../reconcile/hook-status.ts';
@@ -96,28 +97,16 @@ async function event(
   const code = (PROBLEM_CODES as Record<string, string | undefined>)[p.reason];
   const at = now();
   try {
-    await ctx.client.create({
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: '', generateName: `${c.metadata.name}.`, namespace: c.metadata.namespace ?? 'default' },
-      involvedObject: {
-        apiVersion: c.apiVersion,
-        kind: 'Capsule',
-        name: c.metadata.name,
-        namespace: c.metadata.namespace,
-        uid: c.metadata.uid,
-        resourceVersion: c.metadata.resourceVersion,
-      },
-      reason: p.reason,
-      message: code ? `${p.message} [${code}]` : p.message,
-      type,
-      source: { component: FIELD_MANAGER },
-      reportingComponent: FIELD_MANAGER,
-      reportingInstance: ctx.identity,
-      firstTimestamp: at,
-      lastTimestamp: at,
-      count: 1,
-    });
+    await ctx.client.create(
+      capsuleEvent(c, {
+        reason: p.reason,
+        message: code ? `${p.message} [${code}]` : p.message,
+        type,
+        component: FIELD_MANAGER,
+        instance: ctx.identity,
+        at,
+      }),
+    );
     ctx.metrics.writes.inc({ verb: 'event' });
   } catch (e) {
     ctx.log(`event for ${keyOf(c)} failed: ${(e as Error).message}`);

@@ -5,6 +5,7 @@
  * them without status, objects or any word (issue 38 §3; docs/operator.md#namespaces-not-watched).
  */
 import type { Capsule, KubeObject } from '../api/types.ts';
+import { capsuleEvent } from '../kube/capsule-event.ts';
 import { FIELD_MANAGER } from '../translate/builders/common.ts';
 
 export const NOT_WATCHED_REASON = 'NamespaceNotWatched';
@@ -24,28 +25,15 @@ export function notWatchedEvent(c: Capsule, watched: readonly string[], identity
   const ns = c.metadata.namespace ?? 'default';
   const named = watched.length > NAMED ? `${watched.slice(0, NAMED).join(', ')} and ${watched.length - NAMED} more` : watched.join(', ');
   const at = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-  return {
-    apiVersion: 'v1',
-    kind: 'Event',
-    metadata: { name: `${c.metadata.name}.not-watched.${c.metadata.uid}`, namespace: ns },
-    involvedObject: {
-      apiVersion: c.apiVersion,
-      kind: 'Capsule',
-      name: c.metadata.name,
-      namespace: ns,
-      uid: c.metadata.uid,
-      resourceVersion: c.metadata.resourceVersion,
-    },
+  return capsuleEvent(c, {
+    name: `${c.metadata.name}.not-watched.${c.metadata.uid}`,
     reason: NOT_WATCHED_REASON,
     message:
       `namespace ${ns} is not watched by capsule-operator (it watches ${named}): this Capsule gets no objects and no status. ` +
       `Add ${ns} to the chart value watchNamespaces (helm upgrade … --set 'watchNamespaces={…,${ns}}'), or move the Capsule to a watched namespace [${NOT_WATCHED_CODE}]`,
     type: 'Warning',
-    source: { component: FIELD_MANAGER },
-    reportingComponent: FIELD_MANAGER,
-    reportingInstance: identity,
-    firstTimestamp: at,
-    lastTimestamp: at,
-    count: 1,
-  };
+    component: FIELD_MANAGER,
+    instance: identity,
+    at,
+  });
 }
