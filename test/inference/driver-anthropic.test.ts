@@ -7,9 +7,9 @@
  * usage, message_stop), error events and the plain JSON answer.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseToolResult } from '../../runtime/tools/result.ts';
 import { API_KEY, capsuleYaml, driverDef, type Kit, openKit } from '../loop/kit.ts';
 import type { ScriptTurn } from '../provider/scripted-provider.ts';
+import { callDriverOnce } from './driver-call.ts';
 
 let kit: Kit | undefined;
 afterEach(async () => {
@@ -55,19 +55,12 @@ const REQUEST = {
   prompt_cache_key: 'kit-capsule:1.0.0:ctx',
 };
 
-type Chunk = ['text' | 'thinking', string];
-
 /** Opens a kit whose driver is driver-anthropic (with `config` as its driver config) and calls it once. */
 async function callDriver(turns: ScriptTurn[], o: { request?: unknown; data?: string; config?: Record<string, unknown> } = {}) {
   let yaml = capsuleYaml({ tools: [] });
   if (o.config) yaml = yaml.replace('driver: {artifact: driver-anthropic}', `driver: {artifact: driver-anthropic, config: ${JSON.stringify(o.config)}}`);
   kit = await openKit({ yaml, artifacts: [driverDef('anthropic')], script: { turns } });
-  const chunks: Chunk[] = [];
-  kit.session.components.io = { textChunk: (s) => chunks.push(['text', s]), thinkingChunk: (s) => chunks.push(['thinking', s]) };
-  const driver = await kit.session.components.driver();
-  const data = o.data ?? JSON.stringify(o.request ?? REQUEST);
-  const result = parseToolResult(await driver.call(['run', 'run'], [{ data, logPath: undefined }]));
-  return { result, data: JSON.parse(result.data ?? 'null') as Record<string, unknown>, raw: result.data ?? '', chunks };
+  return callDriverOnce(kit, o.data ?? JSON.stringify(o.request ?? REQUEST));
 }
 
 /** An SSE body of named events (`event:` and `data:` lines), or a string sent as it is. */

@@ -6,9 +6,9 @@
  * joined by index, usage, finish_reason, [DONE]), error events and the plain JSON answer.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseToolResult } from '../../runtime/tools/result.ts';
 import { API_KEY, capsuleYaml, driverDef, type Kit, openKit } from '../loop/kit.ts';
 import { type ScriptTurn, startScriptedProvider } from '../provider/scripted-provider.ts';
+import { callDriverOnce } from './driver-call.ts';
 
 let kit: Kit | undefined;
 afterEach(async () => {
@@ -47,21 +47,13 @@ const REQUEST = {
   prompt_cache_key: 'kit-capsule:1.0.0:ctx',
 };
 
-type Chunk = ['text' | 'thinking', string];
-
 /** Opens a kit whose driver is driver-openai and calls the driver once with `request`. */
 async function callDriver(turns: ScriptTurn[], o: { request?: unknown } = {}) {
   kit = await openKit({ api: 'openai', yaml: capsuleYaml({ api: 'openai', tools: [] }), artifacts: [driverDef('openai')], script: { turns } });
   return invoke(kit, o.request ?? REQUEST);
 }
 
-async function invoke(k: Kit, request: unknown) {
-  const chunks: Chunk[] = [];
-  k.session.components.io = { textChunk: (s) => chunks.push(['text', s]), thinkingChunk: (s) => chunks.push(['thinking', s]) };
-  const driver = await k.session.components.driver();
-  const result = parseToolResult(await driver.call(['run', 'run'], [{ data: JSON.stringify(request), logPath: undefined }]));
-  return { result, data: JSON.parse(result.data ?? 'null') as Record<string, unknown>, raw: result.data ?? '', chunks };
-}
+const invoke = (k: Kit, request: unknown) => callDriverOnce(k, JSON.stringify(request));
 
 const sseBody = (events: unknown[], eol = '\n') => events.map((e) => (typeof e === 'string' ? e : `data: ${JSON.stringify(e)}${eol}${eol}`)).join('');
 const delta = (d: Record<string, unknown>, finish: string | null = null) => ({
