@@ -29,6 +29,7 @@ import {
   kubectl,
   policyAdmits,
   waitFor,
+  probeCapsule,
 } from './support.ts';
 
 const ns = 'rn-replicas';
@@ -48,30 +49,7 @@ let token = '';
 let pods: Array<{ name: string; ip: string; replica: string }> = [];
 
 function capsule(name: string, extra: Record<string, unknown>, sources: Record<string, { url: string; sha256: string }>): string {
-  return stringify({
-    apiVersion: 'murmur.io/v1alpha1',
-    kind: 'Capsule',
-    metadata: { name, namespace: ns },
-    spec: {
-      version: '1.0.0',
-      artifacts: [
-        { name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' },
-        { name: 'probe', runtime: 'tool', source: sources[probe] },
-      ],
-      inference: {
-        driver: { artifact: 'driver-anthropic' },
-        model: 'claude-sonnet-4-5',
-        endpoint: forward.url,
-        max_turns: 4,
-        max_tokens: 256,
-        system_prompt: `You are ${name}.`,
-        apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' },
-      },
-      lifecycle: { task_acceptance: 'queue', queue_depth: 4, conversation: 'threaded' },
-      ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
-      ...extra,
-    },
-  });
+  return probeCapsule({ ns, name, endpoint: forward.url, probe: sources[probe], lifecycle: { conversation: 'threaded' }, extra });
 }
 
 /** One A2A 1.0 JSON-RPC call from the client pod to `url` (a new connection each time). */

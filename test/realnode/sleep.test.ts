@@ -31,6 +31,7 @@ import {
   policyAdmits,
   waitFor,
   wgetPost,
+  probeCapsule,
 } from './support.ts';
 
 const ns = 'rn-sleep';
@@ -51,30 +52,7 @@ let token = '';
 let before: { id: string; text: string };
 
 function capsule(name: string, extra: Record<string, unknown>, sources: Record<string, { url: string; sha256: string }>): string {
-  return stringify({
-    apiVersion: 'murmur.io/v1alpha1',
-    kind: 'Capsule',
-    metadata: { name, namespace: ns },
-    spec: {
-      version: '1.0.0',
-      artifacts: [
-        { name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' },
-        { name: 'probe', runtime: 'tool', source: sources[probe] },
-      ],
-      inference: {
-        driver: { artifact: 'driver-anthropic' },
-        model: 'claude-sonnet-4-5',
-        endpoint: forward.url,
-        max_turns: 4,
-        max_tokens: 256,
-        system_prompt: `You are ${name}.`,
-        apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' },
-      },
-      lifecycle: { task_acceptance: 'queue', queue_depth: 4 },
-      ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
-      ...extra,
-    },
-  });
+  return probeCapsule({ ns, name, endpoint: forward.url, probe: sources[probe], extra });
 }
 
 /** A static PersistentVolume on a folder of the node, reserved (claimRef) for waker's claim. */

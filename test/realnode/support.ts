@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
+import { stringify } from 'yaml';
 import { kubectlPath } from '../cluster/harness.ts';
 import { images, nodePaths, repoRoot } from '../cluster/node/config.ts';
 import { runtimeImage } from '../cluster/node/operator.ts';
@@ -374,4 +375,44 @@ export async function fixturePod(ns: string, files: string[]): Promise<Record<st
   );
   await waitFor(ns, 'pod/fixtures', 'condition=Ready');
   return out;
+}
+
+/**
+ * A Capsule of the realnode tests in namespace `ns`: the image's built-in driver-anthropic against
+ * `endpoint` (the scripted provider forwarded into the node), the sandbox-probe tool from `probe`,
+ * queue acceptance (depth 4, plus `lifecycle`), callers labelled role=client admitted; `extra` is
+ * spread over the spec.
+ */
+export function probeCapsule(o: {
+  ns: string;
+  name: string;
+  endpoint: string;
+  probe: { url: string; sha256: string } | undefined;
+  lifecycle?: Record<string, unknown>;
+  extra?: Record<string, unknown>;
+}): string {
+  return stringify({
+    apiVersion: 'murmur.io/v1alpha1',
+    kind: 'Capsule',
+    metadata: { name: o.name, namespace: o.ns },
+    spec: {
+      version: '1.0.0',
+      artifacts: [
+        { name: 'driver-anthropic', version: '0.1.0', runtime: 'driver' },
+        { name: 'probe', runtime: 'tool', source: o.probe },
+      ],
+      inference: {
+        driver: { artifact: 'driver-anthropic' },
+        model: 'claude-sonnet-4-5',
+        endpoint: o.endpoint,
+        max_turns: 4,
+        max_tokens: 256,
+        system_prompt: `You are ${o.name}.`,
+        apiKeySecretRef: { name: 'anthropic-key', key: 'api-key' },
+      },
+      lifecycle: { task_acceptance: 'queue', queue_depth: 4, ...o.lifecycle },
+      ingress: { from: [{ podSelector: { matchLabels: { role: 'client' } } }] },
+      ...o.extra,
+    },
+  });
 }
