@@ -9,16 +9,9 @@ import type http from 'node:http';
 import type http2 from 'node:http2';
 import net from 'node:net';
 import { Duplex } from 'node:stream';
+import { sniffPreface } from '../../runtime/contracts/h2c-preface.ts';
 
 const SNIFF_TIMEOUT_MS = 30_000;
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
-
-/** 'h2' once `head` is the whole preface, 'http1' once it departs from it, undefined while it is a prefix of it. */
-export function sniff(head: Buffer): 'h2' | 'http1' | undefined {
-  const n = Math.min(head.length, PREFACE.length);
-  if (!head.subarray(0, n).equals(PREFACE.subarray(0, n))) return 'http1';
-  return n === PREFACE.length ? 'h2' : undefined;
-}
 
 /** The caller's address of each HTTP/2 session (its socket is a stream wrapper that has none). */
 const remotes = new WeakMap<object, string>();
@@ -60,7 +53,7 @@ export function dualServer(h1: http.Server, h2: http2.Http2Server): net.Server {
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);
-      const kind = sniff(head);
+      const kind = sniffPreface(head);
       if (!kind) return;
       socket.off('data', onData);
       socket.setTimeout(0);

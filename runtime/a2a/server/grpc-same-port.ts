@@ -18,16 +18,8 @@ import type { Socket } from 'node:net';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { Authenticator } from './auth.ts';
 import type { GrpcInjector } from './grpc.ts';
+import { sniffPreface } from '../../contracts/h2c-preface.ts';
 import type { Activity } from '../../telemetry/activity.ts';
-
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
-
-/** 'h2c' once `head` is the whole preface, 'http1' once it departs from it, undefined while it is a prefix of it. */
-export function sniffPreface(head: Buffer): 'h2c' | 'http1' | undefined {
-  const n = Math.min(head.length, PREFACE.length);
-  if (!head.subarray(0, n).equals(PREFACE.subarray(0, n))) return 'http1';
-  return n === PREFACE.length ? 'h2c' : undefined;
-}
 
 export interface SamePortOptions {
   /** Largest gRPC message accepted (the HTTP bindings' body limit). */

@@ -9,7 +9,7 @@ import type { Capsule } from '../../../operator/api/types.ts';
 import { type NetworkPolicyView, type PolicyPeer, type Source, admitsSource, ipBlockAdmits } from '../../../operator/activator/fences.ts';
 import { A2A_CONTAINER_PORT, ingressPolicyName } from '../../../operator/activator/gate.ts';
 import { routeOf } from '../../../operator/activator/routing.ts';
-import { sniff } from '../../../operator/activator/listener.ts';
+import { sniffPreface } from '../../../runtime/contracts/h2c-preface.ts';
 import { bindingOf, errorBody, refusal, rpcId } from '../../../operator/activator/errors.ts';
 import { readyEndpoints, sleepEnabled, type EndpointSliceView } from '../../../operator/activator/endpoints.ts';
 import { activatorEnv } from '../../../operator/activator/config.ts';
@@ -247,17 +247,17 @@ describe('routeOf: Host / :authority → the Capsule Service', () => {
   ])('%s', (host, want) => expect(routeOf(host)).toEqual(want));
 });
 
-describe('sniff: the h2c preface or HTTP/1.1', () => {
+describe('sniffPreface: the h2c preface or HTTP/1.1', () => {
   const preface = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
   it.each<[string, string | undefined]>([
-    [preface, 'h2'],
-    [`${preface}\x00\x00`, 'h2'],
+    [preface, 'h2c'],
+    [`${preface}\x00\x00`, 'h2c'],
     ['PRI * HTTP/2', undefined],
     ['P', undefined],
     ['POST / HTTP/1.1\r\n', 'http1'],
     ['GET / HTTP/1.1\r\n', 'http1'],
     ['PRI * HTTP/1.1\r\n', 'http1'],
-  ])('%j', (head, want) => expect(sniff(Buffer.from(head, 'latin1'))).toBe(want));
+  ])('%j', (head, want) => expect(sniffPreface(Buffer.from(head, 'latin1'))).toBe(want));
 });
 
 describe("errors in the binding's shape", () => {
