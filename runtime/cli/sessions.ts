@@ -1,6 +1,6 @@
 /** `mur sessions list|prune`: the session workdirs `mur run` and `mur serve` leave behind. */
 import { resolve } from 'node:path';
-import { defaultWorkRoot } from '../compose/open.ts';
+import { defaultWorkRoot } from '../compose/stage.ts';
 import { listSessions, pruneSessions, type SessionInfo } from '../session/inventory.ts';
 import { MurError } from '../errors.ts';
 import { helpText, parseArgs, UsageError, type FlagSpec } from './args.ts';

@@ -2,41 +2,13 @@
  * Stage a capsule and open its session: the one path `mur run`, `mur serve` and the tests share.
  */
 import type { ConversationStore } from '../inference/conversation-store.ts';
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { stageCapsule, type StagedCapsule } from '../session/stage.ts';
+import type { StagedCapsule } from '../session/stage.ts';
 import { CapsuleSession, type SessionOptions } from '../loop/capsule-session.ts';
 import { runtimeToolsFor } from './a2a-bridge.ts';
 import { loadHookBus } from './hooks-wiring.ts';
 import { openMcpTools } from './mcp-wiring.ts';
 
-export interface OpenOptions {
-  capsuleDir: string;
-  registryDir?: string;
-  workRoot?: string;
-  hostEnv?: NodeJS.ProcessEnv;
-}
-
-/** Registry: --registry, else <capsule>/registry, else $MURMUR_REGISTRY, else ~/.murmur/registry. */
-export function defaultRegistry(capsuleDir: string, env: NodeJS.ProcessEnv = process.env): string {
-  const local = join(capsuleDir, 'registry');
-  if (existsSync(local)) return local;
-  return env.MURMUR_REGISTRY ?? join(homedir(), '.murmur', 'registry');
-}
-
-export function defaultWorkRoot(env: NodeJS.ProcessEnv = process.env): string {
-  return env.MURMUR_WORK_ROOT ?? join(homedir(), '.murmur', 'sessions');
-}
-
-export async function stage(o: OpenOptions): Promise<StagedCapsule> {
-  const capsuleDir = resolve(o.capsuleDir);
-  return stageCapsule({
-    capsuleDir,
-    registryDir: resolve(o.registryDir ?? defaultRegistry(capsuleDir, o.hostEnv)),
-    workRoot: resolve(o.workRoot ?? defaultWorkRoot(o.hostEnv)),
-  });
-}
+export { defaultRegistry, defaultWorkRoot, stage, type OpenOptions } from './stage.ts';
 
 export async function openSession(
   staged: StagedCapsule,

@@ -4,7 +4,7 @@
  * servers are connected as the session opens (runtime/mcp); an elicitation becomes the task's
  * `request-input`; sampling is refused (a script capsule has no driver).
  */
-import { McpTools, elicitationPrompt, elicitationResult, type McpRuntimeTool } from '../mcp/index.ts';
+import type { McpRuntimeTool, McpTools } from '../mcp/index.ts';
 import type { StagedCapsule } from '../session/stage.ts';
 import type { HostTask, WitToolResult } from './host-records.ts';
 
@@ -15,19 +15,24 @@ export function openScriptMcp(
   task: () => HostTask | undefined,
   workdir = staged.workdir.dir,
 ): Promise<McpTools> | undefined {
-  // No driver to sample with: `sampling: driver` has nothing to run here, and is refused.
-  const m = { ...staged.manifest, mcp: staged.manifest.mcp && { servers: staged.manifest.mcp.servers.map((s) => ({ ...s, sampling: 'refuse' as const })) } };
-  return McpTools.forManifest(m, {
-    env,
-    taken,
-    workdir,
-    requests: {
-      elicit: async (server, params) => {
-        const ask = task()?.io?.requestInput;
-        if (!ask) return { action: 'decline' };
-        return elicitationResult(params, await ask(elicitationPrompt(server, params)));
+  // The MCP client (its SDK and zod: ≈ 11 MiB of RSS, measured) is loaded only for a capsule that
+  // names servers: a script capsule's one-shot `mur run` without any does not carry it.
+  if (!staged.manifest.mcp?.servers.length) return undefined;
+  return import('../mcp/index.ts').then(({ McpTools, elicitationPrompt, elicitationResult }) => {
+    // No driver to sample with: `sampling: driver` has nothing to run here, and is refused.
+    const m = { ...staged.manifest, mcp: staged.manifest.mcp && { servers: staged.manifest.mcp.servers.map((s) => ({ ...s, sampling: 'refuse' as const })) } };
+    return McpTools.forManifest(m, {
+      env,
+      taken,
+      workdir,
+      requests: {
+        elicit: async (server, params) => {
+          const ask = task()?.io?.requestInput;
+          if (!ask) return { action: 'decline' };
+          return elicitationResult(params, await ask(elicitationPrompt(server, params)));
+        },
       },
-    },
+    })!;
   });
 }
 
