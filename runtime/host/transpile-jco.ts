@@ -29,15 +29,20 @@ export interface Meta {
 export async function transpileInto(name: string, bytes: Uint8Array, dir: string): Promise<Meta> {
   const { transpile } = await import('@bytecodealliance/jco');
   let out: { files: Record<string, Uint8Array>; imports: string[]; exports: [string, string][] };
+  const opts = {
+    name: 'component',
+    instantiation: 'async',
+    // `hybrid` skips jco's per-call `process.env.JCO_DEBUG` read (35 % of a trivial call).
+    importBindings: 'hybrid',
+    noTypescript: true,
+    // jco 1.35 hands its options to jco-transpile, whose bindgen call reads this one, not
+    // `noTypescript` (its .d.ts type does not list it yet): without it every transpile also
+    // generated and wrote TypeScript declarations, which nothing here reads.
+    emitTypescriptDeclarations: false,
+    quiet: true,
+  } as const;
   try {
-    out = (await transpile(bytes, {
-      name: 'component',
-      instantiation: 'async',
-      // `hybrid` skips jco's per-call `process.env.JCO_DEBUG` read (35 % of a trivial call).
-      importBindings: 'hybrid',
-      noTypescript: true,
-      quiet: true,
-    })) as unknown as typeof out;
+    out = (await transpile(bytes, opts as Parameters<typeof transpile>[1])) as unknown as typeof out;
   } catch (e) {
     throw new ComponentLoadError(
       name,

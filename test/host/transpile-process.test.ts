@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,6 +18,13 @@ describe('the transpiler process', () => {
     expect(a.exports).toContain('run');
     expect(transpilerStarts() - before).toBe(1);
     expect(transpilerPid()).toBeUndefined(); // ended once its queue was empty
+  });
+
+  it('a cache entry holds the glue, its core modules, meta.json and package.json: no TypeScript declarations, which nothing reads', async () => {
+    const c = await loadComponent(await fixture('echo-tool'), { cacheDir: freshCache() });
+    expect(c.transpiled).toBe(true);
+    const files = readdirSync(c.dir, { recursive: true, encoding: 'utf8' }).sort();
+    expect(files).toEqual(['component.js', ...c.coreFiles, 'meta.json', 'package.json'].sort());
   });
 
   it('a component the transpiler refuses fails alone: the one queued behind it in the same process still transpiles', async () => {
