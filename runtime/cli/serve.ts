@@ -117,7 +117,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     publicUrl: flags['public-url'] as string | undefined,
     auth,
     // Webhooks may only go where the capsule itself may connect.
-    push: { allow: m.capabilities.network.allow, limits: limits.push, ...(store ? { store: store.push } : {}) },
+    // The embedded SQLite file is this process's alone: every push config is written through it.
+    push: { allow: m.capabilities.network.allow, limits: limits.push, ...(store ? { store: store.push, local: store.kind === 'sqlite' } : {}) },
     limits: limits.connections,
     ...storeOptions(opened, m.kind),
     ...(grpcPort !== undefined ? { grpcPort } : {}),

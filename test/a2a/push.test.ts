@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { InMemoryPushNotificationStore, type PushNotificationStore } from '@a2a-js/sdk/server';
 import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { closeAll, msg10, rpc, serve, V1 } from './helpers.ts';
@@ -162,6 +163,38 @@ describe('push notifications', () => {
     expect((await rpc(s.url, 'GetTaskPushNotificationConfig', { taskId: task.id, id: cfg.id }, B)).body.error.code).toBe(-32001);
     expect((await rpc(s.url, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: cfg.id }, B)).body.error.code).toBe(-32001);
     expect((await rpc(s.url, 'ListTaskPushNotificationConfigs', { taskId: task.id }, A)).body.result.configs).toHaveLength(1);
+  });
+
+  it('with a store only this process writes, a task created without a config is never looked up; one set mid-task still gets its events', async () => {
+    const hook = await receiver();
+    const loads: string[] = [];
+    const counted = (inner: PushNotificationStore): PushNotificationStore => ({
+      save: (t, c, cfg) => inner.save(t, c, cfg),
+      load: (t, c) => (loads.push(t), inner.load(t, c)),
+      delete: (t, c, id) => inner.delete(t, c, id),
+    });
+    const s = await serve(held, { push: { allow: [hook.host], backoffMs: 5, store: counted(new InMemoryPushNotificationStore()), local: true } });
+    const plain = (await rpc(s.url, 'SendMessage', { message: msg10('plain') }, V1)).body.result.task;
+    await rpc(s.url, 'SendMessage', { message: msg10('go', { taskId: plain.id, contextId: plain.contextId }) }, V1);
+    await s.pushIdle();
+    expect(loads).toEqual([]);
+    const task = (await rpc(s.url, 'SendMessage', { message: msg10('job') }, V1)).body.result.task;
+    await rpc(s.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: hook.url, token: 't' }, V1);
+    await rpc(s.url, 'SendMessage', { message: msg10('go', { taskId: task.id, contextId: task.contextId }) }, V1);
+    await hook.until(() => finalState(hook.got).includes('TASK_STATE_COMPLETED'));
+    expect(finalState(hook.got)).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect(loads.filter((t) => t !== task.id)).toEqual([]);
+  });
+
+  it('with a store other replicas write, every pushed event of every task is looked up', async () => {
+    const loads: string[] = [];
+    const inner = new InMemoryPushNotificationStore();
+    const store: PushNotificationStore = { save: (t, c, cfg) => inner.save(t, c, cfg), load: (t, c) => (loads.push(t), inner.load(t, c)), delete: (t, c, id) => inner.delete(t, c, id) };
+    const s = await serve(async (ctx) => ({ state: 'completed', text: ctx.text }), { push: { allow: [], store } });
+    const task = (await rpc(s.url, 'SendMessage', { message: msg10('plain') }, V1)).body.result.task;
+    await s.pushIdle();
+    expect(loads.length).toBeGreaterThan(0);
+    expect(new Set(loads)).toEqual(new Set([task.id]));
   });
 
   it('without push configured, the push methods answer PushNotificationNotSupported (-32003)', async () => {

@@ -117,6 +117,7 @@ export class HandlerScope {
         },
       };
     }
+    this.o.push?.created(rec.id);
     return { rec, go: () => this.machine.admit(rec) };
   }
 

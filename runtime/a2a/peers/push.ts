@@ -17,6 +17,8 @@ import { InMemoryPushNotificationStore, V1PushNotificationSerializer, type PushN
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { isUrlAllowed, networkPolicyError } from '../../net/allowlist.ts';
 import { holdSecret } from '../../secrets.ts';
+import { isTerminal } from '../core/executor.ts';
+import { fromCoreState } from '../core/wire.ts';
 
 export interface PushOptions {
   /** The capsule's `capabilities.network.allow`: webhooks may only go where the capsule may connect. */
@@ -29,6 +31,14 @@ export interface PushOptions {
   /** Per-attempt timeout. Default 5 s. */
   timeoutMs?: number;
   tracer?: Tracer;
+  /**
+   * Whether every config write to `store` goes through this process (the in-memory store, the
+   * embedded SQLite file): then a task created here holds no config until one is saved here, and
+   * its events need no look-up until then (`created`). With a store other processes write
+   * (replicas on PostgreSQL: a config may be set through another replica) every event is looked
+   * up. Default: true without `store`, false with one.
+   */
+  local?: boolean;
 }
 
 export interface Push {
@@ -39,6 +49,12 @@ export interface Push {
   deliver(taskId: string, owner: ServerCallContext, resp: StreamResponse): void;
   /** Resolves when every queued delivery has finished (delivered or given up). */
   idle(): Promise<void>;
+  /**
+   * A task was created here without a config: with a local store its events are not looked up
+   * until a config is saved for it (through `store`). A task this process did not create (one
+   * adopted from a previous process) is always looked up.
+   */
+  created(taskId: string): void;
 }
 
 /**
@@ -54,7 +70,11 @@ export function pushed(resp: StreamResponse): boolean {
 }
 
 export function createPush(o: PushOptions): Push {
-  const store = o.store ?? new InMemoryPushNotificationStore();
+  const local = o.local ?? o.store === undefined;
+  // Tasks created here that hold no config (local stores only): a save for one takes it out before
+  // the save starts, so no event after it can miss the config; its final event takes it out too.
+  const clean = new Set<string>();
+  const store = local ? unmarkingSaves(o.store ?? new InMemoryPushNotificationStore(), clean) : o.store!;
   const attempts = o.attempts ?? 4;
   const backoffMs = o.backoffMs ?? 500;
   const timeoutMs = o.timeoutMs ?? 5000;
@@ -122,6 +142,12 @@ export function createPush(o: PushOptions): Push {
     store,
     check,
     deliver(taskId, owner, resp) {
+      // A task created here with no config saved since: nothing to look up. One select per event
+      // (4 per one-turn task) was the store's most frequent query on `mur serve` (issue 42).
+      if (clean.has(taskId)) {
+        if (finalStatus(resp)) clean.delete(taskId);
+        return;
+      }
       if (!pushed(resp)) return;
       const prev = chains.get(taskId) ?? Promise.resolve();
       const next = prev.then(async () => {
@@ -139,5 +165,28 @@ export function createPush(o: PushOptions): Push {
     async idle() {
       while (chains.size > 0) await Promise.all([...chains.values()]);
     },
+    created(taskId) {
+      if (local) clean.add(taskId);
+    },
   };
+}
+
+/** `store` with every save first taking its task out of `clean`. */
+function unmarkingSaves(store: PushNotificationStore, clean: Set<string>): PushNotificationStore {
+  return {
+    save: (taskId, context, config) => {
+      clean.delete(taskId);
+      return store.save(taskId, context, config);
+    },
+    load: (taskId, context) => store.load(taskId, context),
+    ...(store.loadWithMetadata ? { loadWithMetadata: (taskId: string, context: ServerCallContext) => store.loadWithMetadata!(taskId, context) } : {}),
+    delete: (taskId, context, configId) => store.delete(taskId, context, configId),
+  };
+}
+
+/** Whether an event is a task's final status (nothing is pushed for it after this one). */
+function finalStatus(resp: StreamResponse): boolean {
+  const p = resp.payload;
+  const state = p?.$case === 'statusUpdate' ? fromCoreState(p.value.status?.state) : undefined;
+  return state !== undefined && isTerminal(state);
 }
