@@ -14,6 +14,8 @@ import { fileURLToPath } from 'node:url';
 export interface NativeAddon {
   /** glibc's malloc_trim(0): whether memory was returned. */
   trim(): boolean;
+  /** The file's pages mapped (shared with every process mapping it; unmapped when collected), or null when it cannot be. */
+  mapFile?(path: string): ArrayBuffer | null;
   /** Overwrites each value in the kernel-visible argument and environment blocks; -1 when they cannot be found. */
   scrub?(values: string[]): number;
   /** prctl(PR_SET_DUMPABLE, 0); whether the process is now non-dumpable. */

@@ -104,9 +104,10 @@ class Ranks {
 }
 
 /**
- * The rank tables: typed arrays over SharedArrayBuffers (≈ 4 MiB), so the thread that builds them
- * (a worker: parsing the 100 k ranks allocates ≈ 40 MB on the way) can hand them to others, which
- * count with them without building or copying anything (runtime/inference/tokens.ts).
+ * The rank tables (≈ 4 MiB): typed arrays over SharedArrayBuffers when built, so the thread that
+ * builds them (a worker: parsing the 100 k ranks allocates ≈ 40 MB on the way) can hand them to
+ * others, which count with them without building or copying anything (runtime/inference/tokens.ts);
+ * views of a mapped file when read back from one (bpe-table-file.ts). Only ever read.
  */
 export interface Cl100kTables {
   pair: Int32Array;

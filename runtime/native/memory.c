@@ -8,14 +8,28 @@
  * 9.6 -> 5.8 MiB, the second arena, where the ended component thread's allocations were, 5.0 MiB
  * with 0.2 in use). See runtime/memory.ts for when the runtime calls it.
  *
- * Exports: trim() -> boolean (true when memory was returned), what guard.c adds (scrub,
+ * mapFile(path) -> ArrayBuffer | null: a file's pages mapped in place of a copy read onto the heap.
+ * A copy is private memory of each process; the mapped pages are the page cache's, shared by every
+ * process that maps the file (the capsules of one image on a node map the image's token tables,
+ * bpe-table-file.ts) and dropped by the kernel under pressure. MAP_PRIVATE and writable: a write
+ * by mistake makes a private copy of that page, never changes the file and never faults. The
+ * buffer unmaps when V8 collects it. Null when the file cannot be opened or mapped (the caller
+ * reads it instead, and says why). A file truncated under a mapping faults its reader (SIGBUS):
+ * the files mapped here are only ever replaced whole (written beside, renamed into place).
+ *
+ * Exports: trim() -> boolean (true when memory was returned), mapFile, what guard.c adds (scrub,
  * nonDumpable: the runtime's secrets kept out of /proc/<pid>/environ, cmdline and mem) and caps.c
  * (dropCapabilities: no child can hold a capability that reads them). Built from
  * the three files by scripts/build-native.ts with the C compiler against the running Node's own headers
  * (Node-API, ABI-stable: one build loads on Node 20 and 24).
  */
+#include <fcntl.h>
 #include <malloc.h>
 #include <node_api.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int guard_exports(napi_env env, napi_value exports);
 int caps_exports(napi_env env, napi_value exports);
@@ -27,10 +41,44 @@ static napi_value Trim(napi_env env, napi_callback_info info) {
   return result;
 }
 
+static void Unmap(napi_env env, void *data, void *hint) {
+  (void)env;
+  munmap(data, (size_t)(uintptr_t)hint);
+}
+
+static napi_value MapFile(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], result;
+  char path[4096];
+  size_t len = 0;
+  napi_get_null(env, &result);
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return result;
+  if (napi_get_value_string_utf8(env, argv[0], path, sizeof path, &len) != napi_ok || len >= sizeof path - 1) return result;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return result;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    close(fd);
+    return result;
+  }
+  size_t size = (size_t)st.st_size;
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return result;
+  napi_value ab;
+  if (napi_create_external_arraybuffer(env, p, size, Unmap, (void *)(uintptr_t)size, &ab) != napi_ok) {
+    munmap(p, size);
+    return result;
+  }
+  return ab;
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_value fn;
   if (napi_create_function(env, "trim", NAPI_AUTO_LENGTH, Trim, NULL, &fn) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "trim", fn) != napi_ok) return NULL;
+  if (napi_create_function(env, "mapFile", NAPI_AUTO_LENGTH, MapFile, NULL, &fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "mapFile", fn) != napi_ok) return NULL;
   if (guard_exports(env, exports) != 0) return NULL;
   if (caps_exports(env, exports) != 0) return NULL;
   return exports;

@@ -50,6 +50,23 @@ describe('the rank-table file', () => {
     expect(counts).toEqual(recorded);
   });
 
+  it("reads a file's tables as views of its mapped pages, not as copies, and they count the recorded counts", () => {
+    const file = join(tmp('bpe-map-'), `cl100k_base.v${TABLE_FORMAT}.tables`);
+    expect(writeTablesFile(file, built)).toBeUndefined();
+    const t = readTablesFile(file);
+    if (typeof t === 'string') throw new Error(t);
+    // Mapped: the file is among the process's mappings, and every table is a view of that one buffer.
+    expect(readFileSync('/proc/self/maps', 'utf8')).toContain(file);
+    for (const a of [t.pair, t.single, t.slots, t.offsets, t.pool]) {
+      expect(a.buffer).toBe(t.pair.buffer);
+      expect(a.buffer).not.toBeInstanceOf(SharedArrayBuffer);
+    }
+    expect(t.pair.buffer.byteLength).toBe(bytes.length);
+    const counter = cl100kCounter(t);
+    const inputs = tokenInputs();
+    expect(Object.fromEntries(Object.keys(recorded).map((k) => [k, countChunked(inputs[k]!, {}, (c) => counter.count(c))]))).toEqual(recorded);
+  });
+
   it.each([
     ['a truncated file', () => bytes.subarray(0, bytes.length - 1), /bytes where the header says/],
     ['a file shorter than its header', () => bytes.subarray(0, 40), /shorter than the header/],
