@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { openStore, type DurableStore } from '../../runtime/a2a/store/store.ts';
-import { CONVERSATION_TABLE } from '../../runtime/a2a/store/conversation-table.ts';
+import { CONVERSATION_TABLE, conversationTable } from '../../runtime/a2a/store/conversation-table.ts';
 import { HISTORIES_MAX_BYTES, RECORD_LIMIT, RECORD_MAX_BYTES } from '../../runtime/loop/capsule-session.ts';
 import type { ConversationMessage } from '../../runtime/inference/wire.ts';
 import type { ConversationOwner } from '../../runtime/inference/conversation-store.ts';
@@ -41,6 +41,34 @@ describe('conversation table', () => {
     // 32 MiB holds ten of the twelve.
     expect(wide.map(firstWord)).toEqual(['w3', 'w4', 'w5', 'w6', 'w7', 'w8', 'w9', 'w10', 'w11', 'w12']);
   }, 120_000);
+
+  it('on SQLite an append after the first takes its numbers without reading max(seq); one meeting a number another writer took reads it again', async () => {
+    const store = await openStore(`sqlite:${join(tmp('conv-seq-'), 'c.db')}`);
+    cleanup.push(() => store.close());
+    const kinds: string[] = [];
+    const db = store.db.withPlugin({ transformQuery: (a) => (kinds.push(a.node.kind), a.node), transformResult: async (a) => a.result });
+    const one = conversationTable(db, 'sqlite');
+    await one.append(ANN, 'c', [msg('a1 first'), msg('a2')]);
+    expect(kinds).toEqual(['SelectQueryNode', 'InsertQueryNode']);
+    kinds.length = 0;
+    await one.append(ANN, 'c', [msg('a3')]);
+    await one.append(ANN, 'c', [msg('a4')]);
+    expect(kinds).toEqual(['InsertQueryNode', 'InsertQueryNode']);
+    // Another writer of the file takes the next number: the next append meets it and reads max(seq).
+    await conversationTable(store.db, 'sqlite').append(ANN, 'c', [msg('b1')]);
+    kinds.length = 0;
+    await one.append(ANN, 'c', [msg('a5')]);
+    expect(kinds).toEqual(['InsertQueryNode', 'SelectQueryNode', 'InsertQueryNode']);
+    const rows = await store.db.selectFrom(CONVERSATION_TABLE).select(['seq', 'message']).orderBy('seq').execute();
+    expect(rows.map((r) => [Number(r.seq), firstWord(JSON.parse(r.message as string))])).toEqual([
+      [1, 'a1'],
+      [2, 'a2'],
+      [3, 'a3'],
+      [4, 'a4'],
+      [5, 'b1'],
+      [6, 'a5'],
+    ]);
+  });
 
   it('several writers on one PostgreSQL store append at once: unique gap-free numbers, each batch contiguous and in order', async () => {
     const pg = await startPostgres();

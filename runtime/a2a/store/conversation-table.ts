@@ -13,7 +13,10 @@
  * `bigint` primary key of migration 0001, which SQLite cannot turn into an identity without a table
  * rewrite. Appends happen once per finished task, so one short lock is cheap. The primary key is
  * the backstop: a writer that bypassed the lock fails its insert instead of interleaving.
- * SQLite has one writer per file anyway; the append is one transaction there too.
+ * SQLite has one writer per file: after its first append (one transaction, as above) the process
+ * knows the next number and appends with the INSERT alone, atomic by itself, instead of BEGIN,
+ * max(seq), INSERT, COMMIT (three statements fewer per finished task on `mur serve`, issue 42); an
+ * insert that still meets a taken number (another process wrote the file) goes the locked way.
  */
 import { sql, type Kysely } from 'kysely';
 import type { ConversationMessage } from '../../inference/wire.ts';
@@ -58,6 +61,18 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
   // and othersSince run on one chain, so a read never falls between a commit and its bookkeeping.
   let watermark = 0;
   const own = new Set<number>();
+  // SQLite only: the number after this process's last append (see the header), and the insert at it.
+  let nextSeq: number | undefined;
+  const appendAt = async (first: number, rows: Array<Record<string, unknown>>): Promise<number[] | undefined> => {
+    try {
+      await db.insertInto(CONVERSATION_TABLE).values(rows).execute();
+      return rows.map((_, i) => first + i);
+    } catch (e) {
+      nextSeq = undefined;
+      if (String((e as { code?: unknown }).code).startsWith('SQLITE_CONSTRAINT')) return undefined; // taken: the locked way
+      throw e;
+    }
+  };
   const serial = <T>(f: () => Promise<T>): Promise<T> => {
     const p = chain.then(f);
     chain = p.then(
@@ -107,22 +122,25 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
     },
     append(owner: ConversationOwner, contextId, messages) {
       if (messages.length === 0) return Promise.resolve();
+      const rowsFrom = (first: number) =>
+        messages.map((m, i) => {
+          const message = JSON.stringify(m);
+          return { seq: first + i, tenant: owner.tenant, owner: owner.user, context_id: contextId, bytes: Buffer.byteLength(message), message };
+        });
       // This process's appends stay in the order its tasks finished; other writers wait on the lock.
       return serial(async () => {
-        const seqs = await db.transaction().execute(async (tx) => {
+        let seqs = nextSeq === undefined ? undefined : await appendAt(nextSeq, rowsFrom(nextSeq));
+        seqs ??= await db.transaction().execute(async (tx) => {
           if (kind === 'postgres') await sql`SELECT pg_advisory_xact_lock(${APPEND_LOCK[0]}::int, ${APPEND_LOCK[1]}::int)`.execute(tx);
           const r = (await tx.selectFrom(CONVERSATION_TABLE).select(sql<number | string | null>`max(seq)`.as('m')).executeTakeFirst()) as
             | { m: number | string | null }
             | undefined;
-          let seq = Number(r?.m ?? 0) + 1;
-          const rows = messages.map((m) => {
-            const message = JSON.stringify(m);
-            return { seq: seq++, tenant: owner.tenant, owner: owner.user, context_id: contextId, bytes: Buffer.byteLength(message), message };
-          });
+          const rows = rowsFrom(Number(r?.m ?? 0) + 1);
           await tx.insertInto(CONVERSATION_TABLE).values(rows).execute();
           return rows.map((r) => r.seq);
         });
         for (const n of seqs) own.add(n);
+        if (kind === 'sqlite') nextSeq = seqs[seqs.length - 1]! + 1;
       });
     },
   };
