@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log(`${sig}: shutting down`);
-    // The chart gives the pod 15 s (terminationGracePeriodSeconds): 10 s for what it holds, then out.
+    // The chart gives the pod 20 s (terminationGracePeriodSeconds): 5 s of preStop pause, then 10 s for what it holds, then out.
     setTimeout(() => process.exit(1), 13_000).unref();
     a.stop(10_000)
       .then(() => {

@@ -33,6 +33,17 @@ describe('the operator image', () => {
     expect(logs).not.toMatch(/ up; http on/);
   });
 
+  it("runs the activator pods' preStop command (the chart's `sleep 5`) as its own user", async () => {
+    const c = await new GenericContainer(operatorImage())
+      .withNetworkMode('none')
+      .withEntrypoint(['sh', '-c', 'sleep 5 && echo paused'])
+      .withWaitStrategy(Wait.forLogMessage(/^paused$/m))
+      .start();
+    const out = await logsOf(c);
+    await c.stop();
+    expect(out).toMatch(/^paused$/m);
+  });
+
   it('carries the Kubernetes client and no WASM toolchain, and runs as non-root', async () => {
     const c = await new GenericContainer(operatorImage())
       .withNetworkMode('none')

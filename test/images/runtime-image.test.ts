@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Wait, type StartedTestContainer } from 'testcontainers';
+import { PRESTOP_COMMAND } from '../../operator/translate/builders/deployment.ts';
 import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { freePort } from '../cli/serve-kit.ts';
 import type { ScriptedProvider } from '../provider/scripted-provider.ts';
@@ -50,6 +51,11 @@ describe('the runtime image', () => {
     ]);
     expect(Number(seeds.output.trim().split('\n')[0])).toBeGreaterThan(2);
     expect(seeds.output.trim().split('\n').slice(1)).toEqual([]);
+  });
+
+  it("runs the capsule pods' preStop command (the pause before SIGTERM) as its own user", async () => {
+    const r = await exec(container, PRESTOP_COMMAND);
+    expect(r.exitCode, r.output).toBe(0);
   });
 
   it("is non-dumpable: a process of the runtime's own user cannot read its environment (the provider key)", async () => {

@@ -42,6 +42,14 @@ describe('the chart: the activator', () => {
     expect(dep.spec.replicas).toBe(1);
   });
 
+  it('a stopping activator keeps serving 5 s (its preStop pause, for the Service proxies to catch up) before SIGTERM, inside its grace period', async () => {
+    const { docs } = await render();
+    const pod = named(docs, 'Deployment', 'x-activator').spec.template.spec;
+    expect(pod.containers[0].lifecycle).toEqual({ preStop: { exec: { command: ['sleep', '5'] } } });
+    // The pause, then up to 10 s for what it holds (main.ts), then out before the kubelet's SIGKILL.
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(5 + 13);
+  });
+
   it("its Service is the one the operator's environment names, selecting its pods, on the port the operator puts in the slices", async () => {
     const { docs } = await render();
     const svc = named(docs, 'Service', 'x-activator');

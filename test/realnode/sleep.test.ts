@@ -7,7 +7,7 @@
 // The scripted provider runs in this process (forwardIntoNode): each test pushes the turns it uses.
 // Every wait is a watch (kubectl wait, a watch of Events) on the state waited for, never a sleep.
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -76,11 +76,13 @@ function storeVolume(): string {
 }
 
 /**
- * A call from the client pod whose connect this node's NetworkPolicy engine refused: kube-router
- * rejects new connections ("No route to host") for a moment while it resyncs the policies that
- * select pods (after a pod starts or is deleted, and on its periodic sync) — seen in 5 of 8 runs.
- * Nothing was sent on a refused connect, so the call is made again, as a caller would; any other
- * failure (an HTTP error, a timeout) is returned as it is. Each try is a real request; bounded.
+ * A call from the client pod whose connect failed: the NetworkPolicy engine (kube-router) admits a
+ * new pod's address a moment after the pod starts (its REJECT answers "Connection refused"), and
+ * before capsule pods paused in preStop (PRESTOP_SECS) a connect could still be sent to a capsule's
+ * deleted pod by a lagging kube-proxy ("No route to host": a capture showed the node's ARP for the
+ * deleted address unanswered; the test below now holds that case without a retry). Nothing was
+ * sent on a failed connect, so the call is made again, as a caller would; any other failure (an
+ * HTTP error, a timeout) is returned as it is. Each try is a real request; bounded.
  */
 async function call(cmd: string): Promise<{ code: number; out: string }> {
   let r = await client(cmd);
@@ -165,12 +167,10 @@ async function asleep(name: string): Promise<void> {
 
 /**
  * The Service answers the client pod: its card fetched through it (from the activator while the
- * capsule sleeps: no wake). This node's NetworkPolicy engine (kube-router) admits a pod's address
- * a moment after the pod starts, and resyncs the policies that select pods when one is deleted; a
- * connection in that moment is refused with "No route to host" (seen in 4 of 7 runs: to the awake
- * capsule right after the client pod started, and to the activator right after a capsule's pod was
- * deleted, kube-proxy's rules already right). That is the policy engine's lag, which a caller
- * retries, not what this file tests. Each try is a real request; bounded.
+ * capsule sleeps: no wake). The NetworkPolicy engine (kube-router) admits a new pod's address a
+ * moment after the pod starts; a connection in that moment is refused. That is the policy engine's
+ * lag for a new caller, which a caller retries, not what this file tests. Each try is a real
+ * request; bounded.
  */
 async function routeAnswers(name: string): Promise<void> {
   let last = '';
@@ -180,6 +180,26 @@ async function routeAnswers(name: string): Promise<void> {
     last = r.out;
   }
   throw new Error(`${name}'s Service did not answer its card through the activator after 60 tries: ${last}${await routeState()}`);
+}
+
+/** The node's kube-proxy: a process its supervisor started (supervisor.pids), by its command line. */
+function kubeProxyPid(): number {
+  const state = nodePaths(inject('realnode').name).state;
+  for (const line of readFileSync(join(state, 'supervisor.pids'), 'utf8').split('\n')) {
+    const pid = Number(line);
+    if (!pid) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!.endsWith('/kube-proxy')) return pid;
+    } catch {
+      // ended since: not it
+    }
+  }
+  throw new Error(`the node's kube-proxy is not among the processes in ${join(state, 'supervisor.pids')}`);
+}
+
+/** Resolves once pod `name` is being deleted (its deletionTimestamp set), while it may still run. */
+async function terminating(name: string): Promise<void> {
+  await kubectl(['-n', ns, 'wait', `pod/${name}`, '--for=jsonpath={.metadata.deletionTimestamp}', '--timeout=120s']);
 }
 
 /** A request that a sleeping `name` must refuse without waking: no WakeRequested event, still no pod. */
@@ -300,6 +320,29 @@ describe('a Capsule that sleeps, on the real node', () => {
     expect(r.result.status.state).toBe('completed');
     expect(answer(r.result)).toContain('woken by JSON-RPC');
     await wokeUp('sleeper', wakes);
+  });
+
+  it("a caller the node's Service proxy still sends to its last pod as it goes to sleep is served by that pod (the preStop pause)", async () => {
+    await waitFor(ns, 'capsule/sleeper', 'jsonpath={.status.phase}=Ready');
+    const [pod] = await runtimePods('sleeper');
+    expect(pod, 'sleeper has a pod').toBeTruthy();
+    // kube-proxy lagging behind the EndpointSlices, as it does under load, made deterministic: it
+    // is paused before the capsule sleeps, so its rules keep sending the Service to this pod.
+    const proxy = kubeProxyPid();
+    process.kill(proxy, 'SIGSTOP');
+    try {
+      await waitFor(ns, 'capsule/sleeper', 'jsonpath={.status.phase}=Sleeping', '240s');
+      await terminating(pod.metadata.name);
+      turns.push({ text: 'served while stopping' });
+      // One call, not retried: its connect must find the pod still serving.
+      const r = await client(wgetPost(`${url('sleeper')}/`, messageSend('Still there?', 'm-stopping'), 60, token));
+      expect(r.code, r.out).toBe(0);
+      const task = JSON.parse(r.out).result;
+      expect(task.status.state).toBe('completed');
+      expect(answer(task)).toContain('served while stopping');
+    } finally {
+      process.kill(proxy, 'SIGCONT');
+    }
   });
 
   it('tasks/get of a task finished before it slept answers after the wake (the request that wakes it)', async () => {

@@ -17,8 +17,24 @@ export const RUNTIME_UID = 65532;
 
 /** `mur serve --drain-secs`: how long running tasks get after SIGTERM before they fail. */
 export const DRAIN_SECS = 25;
-/** The pod's grace period: above the drain budget, so the kubelet never SIGKILLs a draining runtime. */
-export const TERMINATION_GRACE_SECS = DRAIN_SECS + 15;
+/**
+ * How long a stopping pod keeps serving as if nothing happened (its preStop hook) before the
+ * runtime gets SIGTERM. A pod being deleted leaves its Service's endpoints at once, but each node's
+ * Service proxy applies that a moment later: on the real node, under load, kube-proxy still sent a
+ * new connection to a capsule's last pod 0.25 s after that pod had gone (a capsule going to sleep:
+ * the caller's connect to the Service failed "No route to host" after 3 s of unanswered ARP for the
+ * deleted pod's address). Until the proxies have caught up, the pod must still answer as usual:
+ * the standard preStop pause (Knative keeps pods a grace period after routing to its activator for
+ * the same reason). Rolling updates and scale-downs get the same cover.
+ */
+export const PRESTOP_SECS = 5;
+/**
+ * The preStop hook: the image's coreutils `sleep` (test/images checks it runs there as the pod's
+ * user); an exec hook, not the `sleep` action, which needs Kubernetes 1.30 (the chart supports 1.28).
+ */
+export const PRESTOP_COMMAND = ['sleep', String(PRESTOP_SECS)];
+/** The pod's grace period: above the pause plus the drain budget, so the kubelet never SIGKILLs a draining runtime. */
+export const TERMINATION_GRACE_SECS = PRESTOP_SECS + DRAIN_SECS + 15;
 
 /** The runtime container's resources when the Capsule sets none (docs/operator.md). */
 export const DEFAULT_RESOURCES = { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } };
@@ -158,7 +174,7 @@ export function buildDeployment(
         spec: {
           serviceAccountName: n.serviceAccount,
           automountServiceAccountToken: false,
-          // No preStop: /readyz turns 503 and new tasks get a retryable 503 the moment SIGTERM lands.
+          // preStop (PRESTOP_SECS) first; then /readyz turns 503 and new tasks get a retryable 503 the moment SIGTERM lands.
           terminationGracePeriodSeconds: TERMINATION_GRACE_SECS,
           enableServiceLinks: false,
           topologySpreadConstraints: topologySpread(c),
@@ -189,6 +205,7 @@ export function buildDeployment(
               // wake or an apply. A probe is one GET on the metrics port (not counted as activity).
               readinessProbe: probe('/readyz', 1, 3),
               livenessProbe: { ...probe('/healthz', 10, 6), initialDelaySeconds: 5 },
+              lifecycle: { preStop: { exec: { command: PRESTOP_COMMAND } } },
               securityContext: {
                 runAsNonRoot: true,
                 allowPrivilegeEscalation: false,
