@@ -59,7 +59,10 @@ const TARGETS: Record<string, Target> = {
     // this the image had no `pg` package, and `spec.store.postgres` failed at start (E-STORE-002,
     // found by test/realnode/replicas.test.ts). Traced from its own entry point, pg brings its
     // dependencies (pg-pool, pg-protocol, pg-types, …).
-    traced: ['node_modules/pg/lib/index.js'],
+    // The transpiler process (runtime/host/transpile-jco.ts) resolves jco's entry point by name,
+    // for jco's version (the cache key) and to load the jco-transpile jco uses, and imports
+    // neither: traced from jco's entry, the image keeps the files it had when it imported jco.
+    traced: ['node_modules/pg/lib/index.js', 'node_modules/@bytecodealliance/jco/dist/api.js'],
     bundle: {
       entries: {
         'dist/runtime/cli/main.js': 'dist/runtime/cli/main.js',

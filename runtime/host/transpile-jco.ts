@@ -5,7 +5,8 @@
  */
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ComponentLoadError } from './errors.ts';
 
 // Resolved from this module, not from PROJECT_ROOT: compiled to dist/, PROJECT_ROOT is dist/ and
@@ -26,23 +27,75 @@ export interface Meta {
   jco: string;
 }
 
+/** What the transpile of one component gives: the glue and core modules by file name, and the component's imports and exports. */
+export interface Generated {
+  files: Record<string, Uint8Array>;
+  imports: string[];
+  exports: [string, string][];
+}
+
+interface Bindgen {
+  $init: Promise<void>;
+  generate(bytes: Uint8Array, opts: Record<string, unknown>): { files: [string, Uint8Array][]; imports: string[]; exports: [string, string][] };
+}
+
+/**
+ * The options jco 1.35's `transpile(bytes, { name: 'component', instantiation: 'async',
+ * importBindings: 'hybrid', emitTypescriptDeclarations: false })` hands its transpiler core
+ * (jco-transpile's transpileBytes, field by field; with an instantiation mode jco adds no module
+ * map and no WASI shims). test/host/transpile-process.test.ts checks the output against jco's own.
+ */
+const GENERATE = {
+  name: 'component',
+  map: [],
+  instantiation: { tag: 'async' },
+  asyncMode: undefined,
+  // `hybrid` skips jco's per-call `process.env.JCO_DEBUG` read (35 % of a trivial call).
+  importBindings: { tag: 'hybrid' },
+  validLiftingOptimization: false,
+  tracing: false,
+  noComponentErrorWrapping: false,
+  noNodejsCompat: false,
+  // Nothing here reads TypeScript declarations.
+  noTypescript: true,
+  tlaCompat: false,
+  base64Cutoff: 5000,
+  noNamespacedExports: false,
+  multiMemory: false,
+  bindgenEnableWasmExnref: false,
+  strict: false,
+  flagsAsBigint: false,
+  variantsInlineCases: false,
+  useNamespaceObjects: false,
+  enumValuesScreamingSnakeCase: false,
+  idlImports: false,
+  asmjs: false,
+};
+
+/**
+ * jco's transpiler core, the bindgen component, loaded from the jco-transpile that jco itself
+ * resolves, without the rest of jco's API: importing `@bytecodealliance/jco` also compiles
+ * wasm-tools (2.4 MB of WebAssembly) and loads oxc-minify's native addon, which this transpile never
+ * uses (measured: the transpiler process 5-15 MiB smaller, ≈ 40 ms less CPU).
+ */
+async function bindgen(): Promise<Bindgen> {
+  const jco = fileURLToPath(import.meta.resolve('@bytecodealliance/jco'));
+  const core = createRequire(jco).resolve('@bytecodealliance/jco-transpile/component');
+  const m = (await import(pathToFileURL(core).href)) as Bindgen;
+  await m.$init;
+  return m;
+}
+
+/** The glue and core modules of a component, exactly as jco's `transpile` with GENERATE's options gives them. */
+export async function generateComponent(bytes: Uint8Array): Promise<Generated> {
+  const g = (await bindgen()).generate(bytes, GENERATE);
+  return { files: Object.fromEntries(g.files), imports: g.imports, exports: g.exports };
+}
+
 export async function transpileInto(name: string, bytes: Uint8Array, dir: string): Promise<Meta> {
-  const { transpile } = await import('@bytecodealliance/jco');
-  let out: { files: Record<string, Uint8Array>; imports: string[]; exports: [string, string][] };
-  const opts = {
-    name: 'component',
-    instantiation: 'async',
-    // `hybrid` skips jco's per-call `process.env.JCO_DEBUG` read (35 % of a trivial call).
-    importBindings: 'hybrid',
-    noTypescript: true,
-    // jco 1.35 hands its options to jco-transpile, whose bindgen call reads this one, not
-    // `noTypescript` (its .d.ts type does not list it yet): without it every transpile also
-    // generated and wrote TypeScript declarations, which nothing here reads.
-    emitTypescriptDeclarations: false,
-    quiet: true,
-  } as const;
+  let out: Generated;
   try {
-    out = (await transpile(bytes, opts as Parameters<typeof transpile>[1])) as unknown as typeof out;
+    out = await generateComponent(bytes);
   } catch (e) {
     throw new ComponentLoadError(
       name,

@@ -1,10 +1,13 @@
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ComponentLoadError, loadComponent } from '../../runtime/host/index.ts';
 import { parseReply, transpilerPid, transpilerStarts } from '../../runtime/host/transpile-child-run.ts';
 import { JobReader, frameJob } from '../../runtime/host/transpile-jobs.ts';
+import { generateComponent } from '../../runtime/host/transpile-jco.ts';
 import { fixture } from '../fixtures/build.ts';
 
 const freshCache = () => mkdtempSync(join(tmpdir(), 'jco-batch-'));
@@ -25,6 +28,40 @@ describe('the transpiler process', () => {
     expect(c.transpiled).toBe(true);
     const files = readdirSync(c.dir, { recursive: true, encoding: 'utf8' }).sort();
     expect(files).toEqual(['component.js', ...c.coreFiles, 'meta.json', 'package.json'].sort());
+  });
+
+  it("the transpiler process loads jco's transpiler core only, not jco's API (which compiles wasm-tools and loads oxc-minify's addon)", async () => {
+    const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
+    const r = await esbuild.build({
+      entryPoints: [fileURLToPath(new URL('../../runtime/host/transpile-child.ts', import.meta.url))],
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: 'node',
+      format: 'esm',
+      packages: 'external',
+      logLevel: 'silent',
+    });
+    const imported = Object.values(r.metafile.outputs).flatMap((o) => o.imports.filter((i) => i.external).map((i) => i.path));
+    expect(imported.filter((p) => p.startsWith('@bytecodealliance/') || p.startsWith('oxc-'))).toEqual([]);
+  });
+
+  it("the transpiler's core alone gives what jco's own transpile gives: the same files, byte for byte, imports and exports", async () => {
+    const { transpile } = await import('@bytecodealliance/jco');
+    for (const name of ['echo-tool', 'sandbox-probe']) {
+      const bytes = readFileSync(await fixture(name));
+      const ours = await generateComponent(bytes);
+      const jco = await transpile(bytes, {
+        name: 'component',
+        instantiation: 'async',
+        importBindings: 'hybrid',
+        emitTypescriptDeclarations: false,
+      } as Parameters<typeof transpile>[1]);
+      expect(Object.keys(ours.files).sort()).toEqual(Object.keys(jco.files).sort());
+      for (const f of Object.keys(ours.files)) expect(Buffer.from(ours.files[f]!).equals(Buffer.from(jco.files[f]!)), `${name}: ${f}`).toBe(true);
+      expect(ours.imports).toEqual(jco.imports);
+      expect(ours.exports).toEqual(jco.exports);
+    }
   });
 
   it('a component the transpiler refuses fails alone: the one queued behind it in the same process still transpiles', async () => {
