@@ -300,11 +300,20 @@ function watchServing(capsule: string, a2a: A2AServer, activity: ActivityTracker
  * What the A2A server keeps in the durable store: the tasks (each claimed for its replica on a
  * shared store), the calls between replicas, and the resume points of tasks waiting for input.
  */
+/**
+ * How long a `working` state may wait for its write to the SQLite store (task-saves.ts): longer
+ * than a short task, so its end writes it along, and short beside a task a person waits on.
+ */
+const WORKING_SAVE_DELAY_MS = 500;
+
 function storeOptions(opened: { store: DurableStore; bus?: ReplicaBus } | undefined, kind: StagedCapsule['manifest']['kind']): Partial<A2AServerOptions> {
   if (!opened) return {};
   const { store, bus } = opened;
   return {
     taskStore: bus ? claimingStore(store.tasks, store.db, bus.id) : store.tasks,
+    // The SQLite file is this process's alone: a running task's `working` state waits up to
+    // WORKING_SAVE_DELAY_MS for its write, which the task's next write (its end) usually takes along.
+    ...(store.kind === 'sqlite' ? { workingSaveDelayMs: WORKING_SAVE_DELAY_MS } : {}),
     ...(bus ? { replicate: (machine: TaskMachine) => replicate(machine, bus, store.db, RESTARTED) } : {}),
     // An agent capsule's task waiting for input outlives a stop (docs/a2a.md "Restart"); a script
     // capsule's run cannot be rebuilt, so its waiting task fails as the process stops.

@@ -49,7 +49,7 @@ async function listedStore(): Promise<{ store: DurableStore; tasks: TaskStore; w
   return { store, tasks, written };
 }
 
-function machine(executor: TaskExecutor, store: TaskStore): TaskMachine {
+function machine(executor: TaskExecutor, store: TaskStore, workingSaveDelayMs?: number): TaskMachine {
   return new TaskMachine({
     executor,
     acceptance: 'queue',
@@ -57,7 +57,37 @@ function machine(executor: TaskExecutor, store: TaskStore): TaskMachine {
     maxLiveTasks: 100,
     store,
     stream: { maxQueued: 16, maxBuffered: 1 << 20, heartbeatMs: 0 },
+    ...(workingSaveDelayMs !== undefined ? { workingSaveDelayMs } : {}),
   });
+}
+
+/**
+ * `tasks` with its first write held until it is stored, and an executor that reports `notes` only
+ * then (so nothing joins that write), and ends once `go` is called.
+ */
+function notingAfterFirstWrite(tasks: TaskStore, notes: string[]) {
+  let firstStored!: () => void;
+  const first = new Promise<void>((r) => (firstStored = r));
+  let writes = 0;
+  const store = {
+    ...tasks,
+    save: async (t: Task, ctx: ServerCallContext) => {
+      await tasks.save(t, ctx);
+      if (++writes === 1) firstStored();
+    },
+  } as TaskStore;
+  let go!: () => void;
+  const gate = new Promise<void>((r) => (go = r));
+  let noted!: () => void;
+  const reported = new Promise<void>((r) => (noted = r));
+  const executor: TaskExecutor = async (_ctx, ev) => {
+    await first;
+    for (const n of notes) ev.status(n);
+    noted();
+    await gate;
+    return { state: 'completed', text: 'ok' };
+  };
+  return { store, executor, go, reported };
 }
 
 describe('task saves', () => {
@@ -72,6 +102,50 @@ describe('task saves', () => {
     const stored = await store.tasks.load(rec.id, caller);
     expect(stored?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(stored?.artifacts?.[0]?.parts?.[0]).toMatchObject({ content: { $case: 'text', value: 'done' } });
+  });
+
+  it('with a working-save delay, a running task’s working notes are not written on their own: its end writes them along', async () => {
+    const { store, tasks, written } = await listedStore();
+    const n = notingAfterFirstWrite(tasks, ['reading', 'writing']);
+    const m = machine(n.executor, n.store, 60_000);
+    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
+    m.admit(rec);
+    await n.reported;
+    await rec.saving;
+    expect(written).toEqual(['TASK_STATE_WORKING']);
+    n.go();
+    await m.idle();
+    await m.flush();
+    expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect((await store.tasks.load(rec.id, caller))?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('without the delay each working note after the first write is written', async () => {
+    const { tasks, written } = await listedStore();
+    const n = notingAfterFirstWrite(tasks, ['reading']);
+    const m = machine(n.executor, n.store);
+    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
+    m.admit(rec);
+    await n.reported;
+    await rec.saving;
+    expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING']);
+    n.go();
+    await m.idle();
+  });
+
+  it('a delayed working state is written by flush (ListTasks, tasks/get from the store, drain) while the task still runs', async () => {
+    const { store, tasks, written } = await listedStore();
+    const n = notingAfterFirstWrite(tasks, ['reading']);
+    const m = machine(n.executor, n.store, 60_000);
+    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
+    m.admit(rec);
+    await n.reported;
+    await m.flush();
+    expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING']);
+    const stored = await store.tasks.load(rec.id, caller);
+    expect(stored?.status?.message?.parts?.[0]).toMatchObject({ content: { $case: 'text', value: 'reading' } });
+    n.go();
+    await m.idle();
   });
 
   it('changes made while a write is in flight are one later write of the newest state, and the task settles only once it is stored', async () => {

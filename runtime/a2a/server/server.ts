@@ -92,6 +92,12 @@ export interface A2AServerOptions {
    */
   taskStore?: TaskStore;
   /**
+   * How long a task's `working` state may wait for its write to `taskStore` (a later write of the
+   * task takes it along; ../tasks/task-saves.ts). Only for a store no other process reads: a status
+   * event is then sent before its state is stored. Default 0 (at once).
+   */
+  workingSaveDelayMs?: number;
+  /**
    * Replicas on a shared store (../tasks/replicas.ts): given the task machine, the client side of the other
    * replicas (cancel, input replies and streams of tasks they run). Default: this process alone.
    */
@@ -276,6 +282,7 @@ function taskMachineOf(opts: A2AServerOptions, push: Push | undefined, pushQuota
     ...(opts.inputTimeoutSecs !== undefined ? { inputTimeoutSecs: opts.inputTimeoutSecs } : {}),
     maxLiveTasks: opts.maxStoredTasks ?? 1000,
     ...(opts.maxStoredTaskBytes !== undefined ? { maxLiveBytes: opts.maxStoredTaskBytes } : {}),
+    ...(opts.workingSaveDelayMs !== undefined ? { workingSaveDelayMs: opts.workingSaveDelayMs } : {}),
     store: opts.taskStore ?? new InMemoryTaskStore(),
     stream: {
       maxQueued: opts.stream?.maxQueuedEvents ?? 256,

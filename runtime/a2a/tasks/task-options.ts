@@ -40,6 +40,12 @@ export interface TaskMachineOptions {
   resumePoints?: ResumeStore;
   /** A store save failed (the task goes on in memory). Default: one line on stderr. */
   onStoreError?: (taskId: string, e: unknown) => void;
+  /**
+   * How long a `working` state may wait for its write (task-saves.ts `later`): only for a store
+   * no other process reads, since a status event is then sent before its state is stored.
+   * Default 0: every state is written at once.
+   */
+  workingSaveDelayMs?: number;
 }
 
 /** Refuses an acceptance mode or queue depth the machine does not know (E-A2A-002, naming the field). */

@@ -62,7 +62,7 @@ export class TaskMachine {
 
   constructor(private readonly o: TaskMachineOptions) {
     checkOptions(o);
-    this.saves = new TaskSaves(o.store, o.onStoreError);
+    this.saves = new TaskSaves(o.store, o.onStoreError, o.workingSaveDelayMs);
   }
 
   get acceptance(): TaskAcceptance {
@@ -375,7 +375,8 @@ export class TaskMachine {
     rec.timestamp = new Date().toISOString();
     const interrupt = state === 'input-required';
     this.track(rec);
-    this.save(rec);
+    if (state === 'working') this.saves.later(rec);
+    else this.save(rec);
     this.emit(rec, statusEvent(rec), isTerminal(state) || interrupt, !(isTerminal(state) || interrupt));
     for (const w of [...rec.waiters]) w();
   }
