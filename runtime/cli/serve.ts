@@ -116,8 +116,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
     port,
     publicUrl: flags['public-url'] as string | undefined,
     auth,
-    // Webhooks may only go where the capsule itself may connect.
-    // The embedded SQLite file is this process's alone: every push config is written through it.
+    // Webhooks may only go where the capsule itself may connect; a SQLite file is this process's alone.
     push: { allow: m.capabilities.network.allow, limits: limits.push, ...(store ? { store: store.push, local: store.kind === 'sqlite' } : {}) },
     limits: limits.connections,
     ...storeOptions(opened, m.kind),

@@ -189,7 +189,11 @@ describe('push notifications', () => {
   it('with a store other replicas write, every pushed event of every task is looked up', async () => {
     const loads: string[] = [];
     const inner = new InMemoryPushNotificationStore();
-    const store: PushNotificationStore = { save: (t, c, cfg) => inner.save(t, c, cfg), load: (t, c) => (loads.push(t), inner.load(t, c)), delete: (t, c, id) => inner.delete(t, c, id) };
+    const store: PushNotificationStore = {
+      save: (t, c, cfg) => inner.save(t, c, cfg),
+      load: (t, c) => (loads.push(t), inner.load(t, c)),
+      delete: (t, c, id) => inner.delete(t, c, id),
+    };
     const s = await serve(async (ctx) => ({ state: 'completed', text: ctx.text }), { push: { allow: [], store } });
     const task = (await rpc(s.url, 'SendMessage', { message: msg10('plain') }, V1)).body.result.task;
     await s.pushIdle();

@@ -37,7 +37,10 @@ export class TaskSaves {
    * state), or by a queued one now; flush() writes it at once.
    */
   later(rec: TaskRecord): void {
-    if (this.delayMs <= 0) return this.save(rec);
+    if (this.delayMs <= 0) {
+      this.save(rec);
+      return;
+    }
     if (this.queued.has(rec) || this.delayed.has(rec) || rec.detached) return;
     const timer = setTimeout(() => this.save(rec), this.delayMs);
     // A pending write holds no process open: close() and drain() flush, which writes it.

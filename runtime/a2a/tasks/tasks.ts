@@ -375,8 +375,7 @@ export class TaskMachine {
     rec.timestamp = new Date().toISOString();
     const interrupt = state === 'input-required';
     this.track(rec);
-    if (state === 'working') this.saves.later(rec);
-    else this.save(rec);
+    this.saves[state === 'working' ? 'later' : 'save'](rec); // a working state may wait (task-saves.ts)
     this.emit(rec, statusEvent(rec), isTerminal(state) || interrupt, !(isTerminal(state) || interrupt));
     for (const w of [...rec.waiters]) w();
   }
