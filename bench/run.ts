@@ -31,12 +31,12 @@ const inProcess: Record<string, () => Promise<string>> = {
   'replica-bus': () => benchReplicaBus(),
 };
 // These run as their own processes (each starts servers or a cluster and exits when done).
-const scripts = ['stack', 'a2a', 'hooks', 'polling', 'telemetry', 'operator', 'images', 'soak', 'reference', 'density'];
+const scripts = ['stack', 'a2a', 'hooks', 'polling', 'telemetry', 'operator', 'images', 'soak', 'reference', 'density', 'task-cpu'];
 // `reference` compares with the reference runtime built outside this repository: in the default
 // run only when MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES say where it is (named, it runs
 // and fails saying what to set).
 const haveReference = !!(process.env.MURMUR_REFERENCE_BIN && process.env.MURMUR_REFERENCE_FIXTURES);
-const namedOnly = ['density'];
+const namedOnly = ['density', 'task-cpu'];
 const defaults = [
   'stack',
   ...Object.keys(inProcess),

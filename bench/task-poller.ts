@@ -25,6 +25,8 @@ export class TaskClient {
   private readonly agent: http.Agent;
   private readonly waiting = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
   private sweeping: NodeJS.Timeout | undefined;
+  /** Requests sent so far, by method (a bench reports how many `tasks/get` a task cost). */
+  readonly sent = new Map<string, number>();
 
   constructor(url: string, sockets = 16) {
     this.u = new URL(url);
@@ -33,6 +35,7 @@ export class TaskClient {
 
   private rpc(method: string, params: unknown): Promise<Rpc> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+    this.sent.set(method, (this.sent.get(method) ?? 0) + 1);
     return new Promise((resolve, reject) => {
       const req = http.request(
         {

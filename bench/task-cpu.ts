@@ -1,0 +1,236 @@
+/**
+ * The serving process's CPU per task: what `mur serve` itself spends on one task, in user + system
+ * time from /proc, which a loaded shared machine moves far less than wall time. The whole process
+ * (all threads) and its main thread apart (/proc/<pid>/task/<pid>/stat), over a batch of one-turn
+ * tasks (the scripted provider answers text at once) from 8 senders through the fair client
+ * (task-poller.ts: non-blocking send, one `tasks/get` poller), after a warm-up batch.
+ *
+ * The subject is each `--arm name=<checkout>`'s compiled dist/ (`npm run build` in it first; a
+ * `git worktree` of another commit compares commits), run as the image runs it (its ENTRYPOINT node
+ * flags and malloc ENV, serving.ts `imageProcess`) with the built-in C anthropic driver and the echo
+ * tool, queue acceptance, the SQLite store. The arms alternate round by round; the report is
+ * min / median / max per arm and the paired ratio against the first arm. The provider runs in its
+ * own process (provider-process.ts) for the whole bench.
+ *
+ * `--prof <dir>`: each serving process runs with `--cpu-prof` into <dir>/<arm>-<round>/, and the
+ * bench prints the main thread's samples during the measured batch by module (self time) and the
+ * heaviest functions (cpu-profile-summary.ts).
+ *
+ *   npm run bench task-cpu    (this checkout's dist/ alone)
+ *   node --import tsx bench/task-cpu.ts --arm base=/tmp/wt-base --arm head=. [--rounds 5] [--tasks 400] [--warmup 40] [--senders 8] [--client poller|blocking] [--prof <dir>]
+ */
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
+import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
+import { CLK, imageProcess, sendTask } from './serving.ts';
+import { spawnProvider } from './provider-process.ts';
+import { TaskClient } from './task-poller.ts';
+import { choiceArg, fmtTime, machineLine, paired, pairedRows, table, numArg } from './paired.ts';
+import { summarizeProfile } from './cpu-profile-summary.ts';
+
+const ROUNDS = numArg('rounds', 5);
+const TASKS = numArg('tasks', 400);
+const WARMUP = numArg('warmup', 40);
+const SENDERS = numArg('senders', 8);
+/**
+ * `poller`: the fair client of bench/reference.ts (non-blocking send, one `tasks/get` sweeper), whose
+ * `tasks/get` per task vary with how long tasks wait (3–7 here), and their CPU with them.
+ * `blocking`: one blocking `message/send` per task and nothing else, so every round does the same
+ * requests: the figure to compare commits by.
+ */
+const CLIENT = choiceArg('client', ['poller', 'blocking'] as const, 'poller');
+const PROF = (() => {
+  const i = process.argv.indexOf('--prof');
+  return i > 0 ? resolve(process.argv[i + 1]!) : undefined;
+})();
+const ARMS = process.argv
+  .flatMap((a, i) => (process.argv[i - 1] === '--arm' ? [a] : []))
+  .map((a) => {
+    const [name, root] = a.split('=');
+    if (!name || !root) throw new Error(`--arm ${a}: expected name=<checkout>`);
+    return { name, root: resolve(root) };
+  });
+// Without --arm: this checkout's dist/.
+if (!ARMS.length) ARMS.push({ name: 'this checkout', root: PROJECT_ROOT });
+
+/** Ticks of user + system time in a /proc/.../stat line. */
+function ticks(file: string): number {
+  const s = readFileSync(file, 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
+function cpuMs(pid: number): { all: number; main: number } {
+  return { all: (ticks(`/proc/${pid}/stat`) / CLK) * 1000, main: (ticks(`/proc/${pid}/task/${pid}/stat`) / CLK) * 1000 };
+}
+
+/** Per-thread CPU by thread name (comm), for the report's breakdown. */
+function threads(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      out.set(name, (out.get(name) ?? 0) + (ticks(`/proc/${pid}/task/${tid}/stat`) / CLK) * 1000);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
+  const capsule = tmp('task-cpu-capsule-');
+  writeFileSync(
+    join(capsule, 'murmur.yaml'),
+    capsuleYaml({ name: 'task-cpu', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }),
+  );
+  const cache = tmp('task-cpu-cache-');
+  const provider = await spawnProvider({ turns: [{ text: 'done' }], apiKey: API_KEY, onExhausted: 'repeat-last' });
+  const image = imageProcess();
+  const figs = new Map<string, { all: number[]; main: number[]; threads: Map<string, number>[] }>();
+
+  const round = async (arm: { name: string; root: string }, r: number): Promise<number> => {
+    const profDir = PROF && join(PROF, `${arm.name}-${r}`);
+    if (profDir) mkdirSync(profDir, { recursive: true });
+    const args = [
+      ...image.nodeFlags,
+      ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
+      join(arm.root, 'bin/mur'),
+      'serve',
+      capsule,
+      '--a2a-port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--registry',
+      registry,
+      '--workdir',
+      tmp('task-cpu-work-'),
+      '--quiet',
+    ];
+    const env = {
+      PATH: process.env.PATH!,
+      MUR_FROM: 'dist',
+      ...image.env,
+      MURMUR_INFERENCE_ENDPOINT: provider.url,
+      MURMUR_INFERENCE_API_KEY: API_KEY,
+      MURMUR_COMPONENT_CACHE: cache,
+    };
+    const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<void>((res) => proc.once('exit', () => res()));
+    let out = '';
+    const url = await new Promise<string>((res, rej) => {
+      const on = (d: Buffer): void => {
+        out += d.toString();
+        const m = /serving \S+ \S+ at (http:\/\/\S+)/.exec(out);
+        if (m) res(m[1]!);
+      };
+      proc.stdout!.on('data', on);
+      proc.stderr!.on('data', on);
+      void exited.then(() => rej(new Error(`${arm.name}: mur serve exited:\n${out}`)));
+    });
+    const client = new TaskClient(url);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: SENDERS });
+    const run = async (from: number, count: number): Promise<void> => {
+      if (CLIENT === 'poller') return client.run(from, count, SENDERS);
+      let next = from;
+      await Promise.all(
+        Array.from({ length: SENDERS }, async () => {
+          while (next < from + count) await sendTask(url, next++, agent);
+        }),
+      );
+    };
+    await run(0, WARMUP);
+    const gets0 = client.sent.get('tasks/get') ?? 0;
+    const before = cpuMs(proc.pid!);
+    const tb = threads(proc.pid!);
+    const t0 = process.hrtime.bigint();
+    await run(WARMUP, TASKS);
+    const t1 = process.hrtime.bigint();
+    const after = cpuMs(proc.pid!);
+    const ta = threads(proc.pid!);
+    const gets = ((client.sent.get('tasks/get') ?? 0) - gets0) / TASKS;
+    client.close();
+    agent.destroy();
+    proc.kill('SIGTERM');
+    await exited;
+    const per = new Map([...ta].map(([k, v]) => [k, (v - (tb.get(k) ?? 0)) / TASKS]));
+    const f = figs.get(arm.name) ?? { all: [], main: [], threads: [] };
+    f.all.push((after.all - before.all) / TASKS);
+    f.main.push((after.main - before.main) / TASKS);
+    f.threads.push(per);
+    figs.set(arm.name, f);
+    if (profDir) {
+      // CPU.<date>.<time>.<pid>.<tid>.<seq>.cpuprofile: the main thread is tid 0.
+      const file = readdirSync(profDir).find((n) => n.endsWith('.cpuprofile') && n.split('.')[4] === '0');
+      if (file) writeFileSync(join(profDir, 'window.json'), JSON.stringify({ file, fromUs: Number(t0 / 1000n), toUs: Number(t1 / 1000n) }));
+    }
+    console.error(
+      `${arm.name} round ${r}: ${f.all.at(-1)!.toFixed(2)} ms/task all threads, ${f.main.at(-1)!.toFixed(2)} main, ${gets.toFixed(2)} tasks/get a task`,
+    );
+    return f.all.at(-1)!;
+  };
+
+  // Untimed: the first start of a component prepares its capped module into the cache (≈ 100 ms for
+  // a JavaScript-engine tool, host/instance.ts preparedModule), which no later round pays.
+  await round(ARMS[0]!, -1);
+  figs.clear();
+  if (PROF) rmSync(join(PROF, `${ARMS[0]!.name}--1`), { recursive: true, force: true });
+  await paired(
+    ARMS.map((a) => ({ name: a.name, run: (r: number) => round(a, r) })),
+    ROUNDS,
+  );
+  await provider.stop();
+
+  const rows: [string, string, string?][] = [];
+  const summary = (label: string, pick: (f: { all: number[]; main: number[] }) => number[]): void => {
+    const names = ARMS.map((a) => `${label}, ${a.name}`);
+    const samples = ARMS.map((a) => pick(figs.get(a.name)!));
+    const spreadOf = (xs: number[]) => {
+      const s = [...xs].sort((x, y) => x - y);
+      const m = s.length >> 1;
+      return { min: s[0]!, median: s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2, max: s.at(-1)! };
+    };
+    rows.push(
+      ...pairedRows(
+        {
+          arms: names.map((name, i) => ({ name, samples: samples[i]!, spread: spreadOf(samples[i]!) })),
+          ratios: names.slice(1).map((name, i) => {
+            const rs = samples[i + 1]!.map((v, k) => v / samples[0]![k]!);
+            return { name, samples: rs, spread: spreadOf(rs) };
+          }),
+        },
+        fmtTime,
+      ),
+    );
+  };
+  summary('CPU per task, all threads', (f) => f.all);
+  summary('CPU per task, main thread', (f) => f.main);
+  console.log(`mur serve CPU per task (user + system): ${TASKS} one-turn tasks after ${WARMUP}, ${SENDERS} senders, ${CLIENT} client, ${ROUNDS} rounds`);
+  console.log(table(rows));
+  for (const a of ARMS) {
+    const names = new Set(figs.get(a.name)!.threads.flatMap((m) => [...m.keys()]));
+    const med = [...names].map((n) => {
+      const xs = figs
+        .get(a.name)!
+        .threads.map((m) => m.get(n) ?? 0)
+        .sort((x, y) => x - y);
+      return `${n} ${xs[xs.length >> 1]!.toFixed(2)}`;
+    });
+    console.log(`${a.name}, median ms per task by thread name: ${med.join(', ')}`);
+  }
+  console.log(machineLine());
+  if (PROF) {
+    for (const d of readdirSync(PROF)) {
+      const w = JSON.parse(readFileSync(join(PROF, d, 'window.json'), 'utf8')) as { file: string; fromUs: number; toUs: number };
+      console.log(`\n${d}: main thread during the batch, per task\n${summarizeProfile(join(PROF, d, w.file), w.fromUs, w.toUs, TASKS)}`);
+    }
+  }
+}
+
+await main();
+process.exit(0);
