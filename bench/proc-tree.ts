@@ -9,6 +9,13 @@ import { CLK } from './serving.ts';
 
 export interface Tree {
   rss: number;
+  /**
+   * RSS less file-backed pages (RssAnon + RssShmem): what the processes hold of their own. A
+   * process and the child it starts map the same node binary, whose pages RSS counts in each (≈ 40
+   * MiB a node process) though the kernel holds them once: this sum plus one node's file pages is
+   * the tree's memory; the RSS sum counts every node's.
+   */
+  anon: number;
   hwm: number;
   cpuMs: number;
 }
@@ -35,9 +42,9 @@ export function treePids(root: number): number[] {
   return out;
 }
 
-/** RSS, VmHWM and CPU (own + reaped children) summed over a process and its descendants. */
+/** RSS, anonymous RSS, VmHWM and CPU (own + reaped children) summed over a process and its descendants. */
 export function treeStat(root: number): Tree {
-  const out: Tree = { rss: 0, hwm: 0, cpuMs: 0 };
+  const out: Tree = { rss: 0, anon: 0, hwm: 0, cpuMs: 0 };
   for (const pid of treePids(root)) {
     try {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -45,6 +52,7 @@ export function treeStat(root: number): Tree {
       const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
       out.rss += kb('VmRSS');
+      out.anon += kb('RssAnon') + kb('RssShmem');
       out.hwm += kb('VmHWM');
       out.cpuMs += ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / CLK) * 1000;
     } catch {
@@ -80,17 +88,17 @@ export function treeMemory(root: number): Memory {
 }
 
 /**
- * The tree's RSS sampled every `everyMs` until `stop()`, which returns the highest sum seen: what the
- * node had to hold at once. VmHWM summed over processes overstates it (each process peaks at its own
- * time) and misses children that exited before it is read.
+ * The tree's RSS (or `field`: its anonymous RSS) sampled every `everyMs` until `stop()`, which
+ * returns the highest sum seen: what the node had to hold at once. VmHWM summed over processes
+ * overstates it (each process peaks at its own time) and misses children that exited before it is read.
  */
-export function samplePeak(root: number, everyMs = 20): { stop(): number } {
-  let peak = treeStat(root).rss;
-  const timer = setInterval(() => (peak = Math.max(peak, treeStat(root).rss)), everyMs);
+export function samplePeak(root: number, everyMs = 20, field: 'rss' | 'anon' = 'rss'): { stop(): number } {
+  let peak = treeStat(root)[field];
+  const timer = setInterval(() => (peak = Math.max(peak, treeStat(root)[field])), everyMs);
   return {
     stop() {
       clearInterval(timer);
-      return Math.max(peak, treeStat(root).rss);
+      return Math.max(peak, treeStat(root)[field]);
     },
   };
 }

@@ -41,7 +41,10 @@
  * - first run ever: empty component caches (ours: a fresh MURMUR_COMPONENT_CACHE, so the transpile
  *   runs; the reference keeps no cache) → first task completed: wall, CPU (user + system of the
  *   process tree), max RSS (VmHWM summed over the tree when the task completed) and the tree's peak
- *   RSS sampled every 20 ms while it ran (counts children that exited before the end);
+ *   RSS sampled every 20 ms while it ran (counts children that exited before the end), and its
+ *   anonymous RSS likewise (RssAnon + RssShmem: without the file-backed pages the RSS sum counts
+ *   once per process mapping them, a node binary's ≈ 40 MiB for the serving process and again for
+ *   its transpiler child, though the kernel holds them once);
  * - warm start: process start → agent card URL printed (ready), → first task completed;
  * - memory after one task: RSS and private memory (Private_Clean + Private_Dirty of smaps_rollup,
  *   what the node gets back when the process ends; RSS also counts shared pages) of the tree 1 s,
@@ -149,7 +152,7 @@ function capsule(s: Subject, endpoint: string): string {
 }
 
 type Fig = {
-  cold: Tree & { wall: number; peak: number };
+  cold: Tree & { wall: number; peak: number; peakAnon: number };
   ready: number;
   firstTask: number;
   afterOne: Memory[];
@@ -167,10 +170,11 @@ async function coldRun(s: Subject): Promise<Fig['cold']> {
   const p = await spawnProvider({ turns: TASK_TURNS, apiKey: API_KEY });
   const sv = s.serve(capsule(s, p.url), true);
   const peak = samplePeak(sv.proc.pid!);
+  const peakAnon = samplePeak(sv.proc.pid!, 20, 'anon');
   const client = new TaskClient(await sv.url);
   await client.task(0);
   const wall = performance.now() - sv.t0;
-  const cold = { ...treeStat(sv.proc.pid!), peak: peak.stop(), wall };
+  const cold = { ...treeStat(sv.proc.pid!), peak: peak.stop(), peakAnon: peakAnon.stop(), wall };
   client.close();
   await sv.stop();
   await p.stop();
@@ -265,6 +269,7 @@ function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void
   metric('first run ever: CPU', (f) => f.cold.cpuMs, fmtTime);
   metric('first run ever: max RSS', (f) => f.cold.hwm, fmtMiB);
   metric('first run ever: peak RSS of the process tree, sampled every 20 ms', (f) => f.cold.peak, fmtMiB);
+  metric('first run ever: peak anonymous RSS of the tree (no file pages), sampled every 20 ms', (f) => f.cold.peakAnon, fmtMiB);
   console.log(header);
   console.log(table(rows));
   console.log(machineLine());

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { spawnProvider } from '../../bench/provider-process.ts';
-import { samplePeak, treeMemory, treePids } from '../../bench/proc-tree.ts';
+import { samplePeak, treeMemory, treePids, treeStat } from '../../bench/proc-tree.ts';
 
 describe('bench provider process', () => {
   it('serves the script from a process other than the bench, and ends on stop', async () => {
@@ -38,6 +38,16 @@ describe('bench process-tree memory', () => {
     const peak = samplePeak(process.pid, 5);
     const held = Buffer.alloc(64 * 1048576, 1); // touched: resident until it is freed
     expect(peak.stop()).toBeGreaterThanOrEqual(64 * 1048576);
+    expect(held[0]).toBe(1);
+  });
+
+  it('samples the anonymous RSS apart: file-backed pages (the node binary) left out, within RSS', () => {
+    const peak = samplePeak(process.pid, 5, 'anon');
+    const held = Buffer.alloc(64 * 1048576, 1);
+    expect(peak.stop()).toBeGreaterThanOrEqual(64 * 1048576);
+    const t = treeStat(process.pid);
+    expect(t.anon).toBeGreaterThan(0);
+    expect(t.anon).toBeLessThan(t.rss);
     expect(held[0]).toBe(1);
   });
 });
