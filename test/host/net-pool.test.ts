@@ -31,7 +31,13 @@ beforeAll(async () => {
     requests++;
     req.resume();
     req.on('end', () => {
-      if (req.url === '/sse') {
+      if (req.url === '/chunks') {
+        // Five body chunks and the end in one socket write (corked): one read on the other side.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.cork();
+        for (const e of ['a', 'b', 'c', 'd', 'e']) res.write(`data: ${e}\n\n`);
+        res.end();
+      } else if (req.url === '/sse') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('event: message_stop\ndata: {}\n\n');
         held = res;
@@ -52,6 +58,8 @@ afterAll(() => {
 
 interface Harness {
   worker: Worker;
+  /** How many times the main thread has posted to the component thread and woken it. */
+  posts(): number;
   run(scenario: string, args?: Record<string, unknown>): Promise<unknown>;
 }
 
@@ -73,6 +81,7 @@ async function harness(agents: NetAgents): Promise<Harness> {
   });
   return {
     worker,
+    posts: () => Atomics.load(new Int32Array(netFlag), 0),
     run: (scenario, args = {}) =>
       new Promise((resolve, reject) => {
         const on = (m: { result?: unknown; error?: string }) => {
@@ -113,6 +122,18 @@ describe('connection pool for components’ outgoing HTTP', () => {
       expect(await settled).toBe('free');
       expect(await h.run('get', { url: `${base}/plain` })).toMatchObject({ status: 200, text: 'ok' });
       expect(counts()).toEqual({ connections: before.connections + 1, requests: before.requests + 2 });
+    } finally {
+      await h.worker.terminate();
+    }
+  });
+
+  it('a response read in one piece reaches the component thread as one post and one wake-up, its head, chunks and end in order', async () => {
+    const h = await harness(netAgents());
+    try {
+      const r = (await h.run('get', { url: `${base}/chunks` })) as { status: number; text: string };
+      expect(r.status).toBe(200);
+      expect(r.text).toBe('data: a\n\ndata: b\n\ndata: c\n\ndata: d\n\ndata: e\n\n');
+      expect(h.posts()).toBe(1);
     } finally {
       await h.worker.terminate();
     }

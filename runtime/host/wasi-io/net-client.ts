@@ -43,23 +43,26 @@ export class NetClient {
     this.#port.postMessage({ op: 'abort', rid });
   }
 
-  /** Applies every message the main thread has sent so far. */
+  /** Applies every message the main thread has sent so far (one array per turn of its event loop). */
   drain(): void {
     for (;;) {
       const got = receiveMessageOnPort(this.#port);
       if (!got) return;
-      const m = got.message as ToGuest;
-      const x = this.#live.get(m.rid);
-      if (!x) continue; // aborted meanwhile
-      if (m.kind === 'head') x.head = { status: m.status, headers: m.headers };
-      else if (m.kind === 'chunk') x.chunks.push(m.data);
-      else if (m.kind === 'end') {
-        x.ended = true;
-        this.#live.delete(m.rid);
-      } else {
-        x.error = { code: m.code, message: m.message };
-        this.#live.delete(m.rid);
-      }
+      for (const m of got.message as ToGuest[]) this.#apply(m);
+    }
+  }
+
+  #apply(m: ToGuest): void {
+    const x = this.#live.get(m.rid);
+    if (!x) return; // aborted meanwhile
+    if (m.kind === 'head') x.head = { status: m.status, headers: m.headers };
+    else if (m.kind === 'chunk') x.chunks.push(m.data);
+    else if (m.kind === 'end') {
+      x.ended = true;
+      this.#live.delete(m.rid);
+    } else {
+      x.error = { code: m.code, message: m.message };
+      this.#live.delete(m.rid);
     }
   }
 

@@ -1,9 +1,10 @@
 /**
  * Messages between a component's thread and the main thread for the guest's outgoing HTTP
  * (wasi:http/outgoing-handler). The guest's thread builds the whole request, sends it once, and
- * reads the response's head and body as the main thread forwards them; each message from the main
- * thread is followed by a bump of a shared counter, which the guest's thread waits on when the guest
- * blocks (Atomics.wait), so it never spins and never misses one.
+ * reads the response's head and body as the main thread forwards them: the messages of one turn of
+ * the main thread's event loop as one array (ToGuest[], in order), each array followed by a bump of a
+ * shared counter, which the guest's thread waits on when the guest blocks (Atomics.wait), so it
+ * never spins and never misses one.
  */
 
 export interface NetRequest {

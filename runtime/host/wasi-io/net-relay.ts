@@ -52,10 +52,19 @@ const ms = (ns: bigint | undefined): number | undefined => (ns === undefined ? u
 /** Serves one component thread's requests until its port closes (the worker ended). */
 export function serveNet(port: MessagePort, flag: Int32Array, agents: NetAgents = SHARED_AGENTS): void {
   const live = new Map<number, Live>();
-  const send = (m: ToGuest): void => {
-    port.postMessage(m);
+  // What one turn of this thread has for the guest goes as one post and one wake-up, in order: a
+  // provider's streamed answer comes as several body chunks per socket read (a one-turn answer of
+  // the scripted provider: a head, 7 chunks and the end, 9 posts and notifies on the main thread).
+  let outbox: ToGuest[] = [];
+  const flush = (): void => {
+    const batch = outbox;
+    outbox = [];
+    port.postMessage(batch);
     Atomics.add(flag, 0, 1);
     Atomics.notify(flag, 0);
+  };
+  const send = (m: ToGuest): void => {
+    if (outbox.push(m) === 1) queueMicrotask(flush);
   };
   const start = (r: NetRequest): void => {
     const [host, portText] = splitAuthority(r.authority);
