@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   const cache = tmp('task-cpu-cache-');
   const provider = await spawnProvider({ turns: [{ text: 'done' }], apiKey: API_KEY, onExhausted: 'repeat-last' });
   const image = imageProcess();
-  const figs = new Map<string, { all: number[]; main: number[]; threads: Map<string, number>[] }>();
+  const figs = new Map<string, { all: number[]; main: number[]; wall: number[]; threads: Map<string, number>[] }>();
 
   const round = async (arm: { name: string; root: string }, r: number): Promise<number> => {
     const profDir = PROF && join(PROF, `${arm.name}-${r}`);
@@ -159,7 +159,8 @@ async function main(): Promise<void> {
     proc.kill('SIGTERM');
     await exited;
     const per = new Map([...ta].map(([k, v]) => [k, (v - (tb.get(k) ?? 0)) / TASKS]));
-    const f = figs.get(arm.name) ?? { all: [], main: [], threads: [] };
+    const f = figs.get(arm.name) ?? { all: [], main: [], wall: [], threads: [] };
+    f.wall.push(Number(t1 - t0) / 1e6 / TASKS);
     f.all.push((after.all - before.all) / TASKS);
     f.main.push((after.main - before.main) / TASKS);
     f.threads.push(per);
@@ -187,7 +188,7 @@ async function main(): Promise<void> {
   await provider.stop();
 
   const rows: [string, string, string?][] = [];
-  const summary = (label: string, pick: (f: { all: number[]; main: number[] }) => number[]): void => {
+  const summary = (label: string, pick: (f: { all: number[]; main: number[]; wall: number[] }) => number[]): void => {
     const names = ARMS.map((a) => `${label}, ${a.name}`);
     const samples = ARMS.map((a) => pick(figs.get(a.name)!));
     const spreadOf = (xs: number[]) => {
@@ -210,6 +211,9 @@ async function main(): Promise<void> {
   };
   summary('CPU per task, all threads', (f) => f.all);
   summary('CPU per task, main thread', (f) => f.main);
+  // Wall time per task (the batch's wall / tasks) moves with everything else the machine runs: the
+  // paired ratio only, and only beside the CPU figures.
+  summary('wall time per task', (f) => f.wall);
   console.log(`mur serve CPU per task (user + system): ${TASKS} one-turn tasks after ${WARMUP}, ${SENDERS} senders, ${CLIENT} client, ${ROUNDS} rounds`);
   console.log(table(rows));
   for (const a of ARMS) {
