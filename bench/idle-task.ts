@@ -20,7 +20,8 @@
  *   memory (Private_Clean + Private_Dirty) 1 s after the task and at most over the first 30 s, and
  *   RSS/private at the end;
  * - the task after the idle period, then `--warm` warm tasks again, a second idle period and task;
- * - 100 tasks from 8 senders (bench/task-poller.ts): the peak RSS and the peak private memory
+ * - 100 tasks from 8 senders (bench/task-poller.ts): their wall time per task (throughput, the
+ *   row V8 flags that trade speed for memory move), the peak RSS and the peak private memory
  *   over the burst, sampled every 20 ms.
  * Every process of an image gets the same component cache (MURMUR_COMPONENT_CACHE, filled by the
  * companion's start): no start here transpiles, as none does in a pod whose image seeds the cache.
@@ -156,6 +157,8 @@ interface Fig {
   privMax30: number;
   at45: { rss: number; priv: number };
   peak: { rss: number; priv: number };
+  /** Wall time of the burst of BURST tasks from SENDERS senders (throughput under load). */
+  burstMs: number;
 }
 
 const median = (xs: number[]): number => {
@@ -219,13 +222,15 @@ async function round(env: Record<string, string>, reg: string, img: ImageRoot | 
     peak.rss = Math.max(peak.rss, m.rss);
     peak.priv = Math.max(peak.priv, m.priv);
   }, 20);
+  const burstT0 = performance.now();
   await client.run(n, BURST, SENDERS);
+  const burstMs = performance.now() - burstT0;
   clearInterval(sampler);
   client.close();
   await sv.stop();
   await p.stop();
   const all = splits(traceEvents(workdir), sends);
-  return { warm: medianSplit(warmIdx.map((i) => all[i]!)), idle: idleIdx.map((i) => all[i]!), priv1, privMax30, at45, peak };
+  return { warm: medianSplit(warmIdx.map((i) => all[i]!)), idle: idleIdx.map((i) => all[i]!), priv1, privMax30, at45, peak, burstMs };
 }
 
 function serveIn(img: ImageRoot | undefined, env: Record<string, string>, endpoint: string, reg: string, workdir: string): Served {
@@ -304,6 +309,7 @@ async function main(): Promise<void> {
   metric('private memory, max over the 30 s after a task', (f) => f.privMax30, fmtMiB);
   metric(`RSS ${IDLE_S} s after a task`, (f) => f.at45.rss, fmtMiB);
   metric(`private ${IDLE_S} s after a task`, (f) => f.at45.priv, fmtMiB);
+  metric(`time per task over ${BURST} tasks from ${SENDERS} senders (wall time / ${BURST})`, (f) => f.burstMs / BURST, fmtTime);
   metric(`peak RSS over ${BURST} tasks from ${SENDERS} senders`, (f) => f.peak.rss, fmtMiB);
   metric(`peak private memory over ${BURST} tasks from ${SENDERS} senders`, (f) => f.peak.priv, fmtMiB);
   console.log(
