@@ -99,8 +99,28 @@ export interface Totals {
 const messageTokens = new WeakMap<object, number>();
 
 export async function conversationTokens(counter: TokenCounter, system: string, tools: ToolSpec[], history: readonly ConversationMessage[]): Promise<number> {
-  const [s, t] = await counter.countMany([system, JSON.stringify(tools)]);
-  return s! + t! + (await historyTokens(counter, history));
+  return (await fixedTokens(counter, system, JSON.stringify(tools))) + (await historyTokens(counter, history));
+}
+
+/** Per counter: the tokens of a request's fixed part (system prompt, tool specs) by its text. */
+const fixedCounts = new WeakMap<TokenCounter, Map<string, number>>();
+/** Fixed parts remembered per counter: a session's is one text; a few cover capsules whose tools change. */
+const FIXED_KEPT = 4;
+
+/**
+ * The system prompt and tool specs are the same text every turn of every task of a session: counted
+ * once, not again each turn (on `mur serve` their count was most of a one-turn task's counting).
+ */
+async function fixedTokens(counter: TokenCounter, system: string, toolsJson: string): Promise<number> {
+  let kept = fixedCounts.get(counter);
+  if (!kept) fixedCounts.set(counter, (kept = new Map()));
+  const key = `${system}\u0000${toolsJson}`;
+  const known = kept.get(key);
+  if (known !== undefined) return known;
+  const [s, t] = await counter.countMany([system, toolsJson]);
+  kept.set(key, s! + t!);
+  if (kept.size > FIXED_KEPT) kept.delete(kept.keys().next().value!);
+  return s! + t!;
 }
 
 /**
