@@ -4,11 +4,13 @@
  *
  * Key sources (never logged; only holder names are ever printed):
  * - a folder (a Kubernetes Secret volume): each regular file is one key, its name the holder;
- *   kubelet's `..data` bookkeeping entries (names starting with '.') are skipped;
+ *   kubelet's `..data` bookkeeping entries (names starting with '.') are skipped; a file's key is
+ *   read as the operator reads the Secret for the activator (contracts/api-key.ts);
  * - a file: one `holder:key` per line; blank lines and `#` comments are skipped.
  */
 import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
+import { apiKeyOf, isApiKeyEntry, MIN_API_KEY_LENGTH } from '../../contracts/api-key.ts';
 import { MurError } from '../../errors.ts';
 import type { ApiKey } from './auth.ts';
 
@@ -27,10 +29,10 @@ export function readApiKeys(path: string): ApiKey[] {
   const keys: ApiKey[] = [];
   if (st.isDirectory()) {
     for (const name of readdirSync(path).sort()) {
-      if (name.startsWith('.')) continue;
+      if (!isApiKeyEntry(name)) continue;
       const f = join(path, name);
       if (!statSync(f).isFile()) continue;
-      keys.push({ name, key: readFileSync(f, 'utf8').trim() });
+      keys.push({ name, key: apiKeyOf(readFileSync(f)) });
     }
   } else {
     readFileSync(path, 'utf8')
@@ -55,8 +57,8 @@ export function readApiKeys(path: string): ApiKey[] {
       });
   }
   for (const k of keys) {
-    if (k.key.length < 16) {
-      throw new MurError('E-A2A-021', `A2A API key of '${k.name}' in ${path} is shorter than 16 characters`, {
+    if (k.key.length < MIN_API_KEY_LENGTH) {
+      throw new MurError('E-A2A-021', `A2A API key of '${k.name}' in ${path} is shorter than ${MIN_API_KEY_LENGTH} characters`, {
         hint: 'use a long random key, e.g. `openssl rand -hex 32`',
         location: { file: path },
       });
