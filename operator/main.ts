@@ -23,6 +23,7 @@
  *   KUBECONFIG               outside a cluster
  *   CAPSULE_ACTIVATOR_SERVICE, _NAMESPACE, _PORT, _POD_LABELS  where the activator of sleeping
  *                            Capsules is (controller/activator-config.ts); unset: no Capsule sleeps
+ *   CAPSULE_ACTIVATOR_KEY    with an activator: the key of the API-key digests (activator/key.ts)
  *   CAPSULE_OPERATOR_WRITE_DELAY_MS  tests only: sleep before each object write (to kill the
  *                            operator mid-reconcile)
  */
@@ -34,6 +35,7 @@ import { startOperator } from './operator.ts';
 import { DEFAULT_RUNTIME_IMAGE, PRIVATE_RANGES, defaultOptions } from './translate/options.ts';
 import { operatorPeer, usageFromEnv } from './usage/config.ts';
 import { ActivatorConfigError, activatorFromEnv } from './controller/activator-config.ts';
+import { activatorKeyFrom, ActivatorKeyError } from './activator/key.ts';
 import { dnsFromEnv } from './translate/dns.ts';
 import { apiServerFromEnv } from './translate/api-server.ts';
 
@@ -58,10 +60,13 @@ async function main(): Promise<void> {
     env.OTLP_HEADERS_SECRET_NAME && env.OTLP_HEADERS_SECRET_KEY ? { name: env.OTLP_HEADERS_SECRET_NAME, key: env.OTLP_HEADERS_SECRET_KEY } : undefined;
   const { usage, usageScraper: scraperPeer } = usageFromEnv(env);
   let activator: ReturnType<typeof activatorFromEnv>;
+  let activatorKey: Buffer | undefined;
   try {
     activator = activatorFromEnv(env);
+    // With an activator, Capsules taking API keys sleep: their digests need the key.
+    if (activator) activatorKey = activatorKeyFrom(env);
   } catch (e) {
-    if (!(e instanceof ActivatorConfigError)) throw e;
+    if (!(e instanceof ActivatorConfigError || e instanceof ActivatorKeyError)) throw e;
     log(`fatal: ${e.message}`);
     process.exit(1);
   }
@@ -85,6 +90,7 @@ async function main(): Promise<void> {
       ...(activator ? { activator: activator.activator } : {}),
     }),
     ...(activator ? { activatorService: activator.service } : {}),
+    ...(activatorKey ? { activatorKey } : {}),
     namespaces: list(env.WATCH_NAMESPACES),
     workers: Number(env.WORKERS || 4),
     resyncMs: Number(env.RESYNC_SECONDS || 300) * 1000,

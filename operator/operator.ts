@@ -35,6 +35,8 @@ export interface OperatorConfig {
   usage?: UsageOptions;
   /** The activator's Service (controller/activator-config.ts); with translate.activator, Capsules may sleep. */
   activatorService?: { namespace: string; name: string };
+  /** The activator key (activator/key.ts): Capsules taking API keys get their digests in status.sleep.apiKeyDigests. */
+  activatorKey?: Uint8Array;
   /** The idle readings of sleep-enabled Capsules (operator/usage/idle.ts): timeouts, and the URLs tests point at a real `mur serve`. */
   idle?: Omit<IdleOptions, 'metrics' | 'log'>;
 }
@@ -78,6 +80,7 @@ export async function startOperator(cfg: OperatorConfig): Promise<Operator> {
       log,
       ...(cfg.beforeWrite ? { beforeWrite: cfg.beforeWrite } : {}),
       ...(cfg.activatorService ? { activatorService: cfg.activatorService } : {}),
+      ...(cfg.activatorKey ? { activatorKey: cfg.activatorKey } : {}),
     });
     ctrl = c;
     // No activator, no sleep: nothing to read.

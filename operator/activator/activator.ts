@@ -34,6 +34,11 @@ export interface ActivatorConfig {
   log: (m: string) => void;
   /** prom-client's process metrics (off in tests, which start many activators in one process). */
   defaultMetrics?: boolean;
+  /**
+   * The activator key (key.ts; main.ts always has one): bearer API keys are checked against a
+   * Capsule's status.sleep.apiKeyDigests with it. Absent: API keys are refused, as before there was one.
+   */
+  apiKeyDigestKey?: Uint8Array;
   /** Tests: another TokenReview client. */
   reviewer?: Reviewer;
   /** Tests: where a pod's address is dialled (an EndpointSlice may not hold a loopback address). */
@@ -106,7 +111,7 @@ export async function startActivator(cfg: ActivatorConfig): Promise<Activator> {
   const serving = new ServingProbes((k) => waits.changed(k));
   const gate = new Gate({
     cache,
-    auth: new Authenticator(cfg.reviewer ?? tokenReviewer(cfg.client)),
+    auth: new Authenticator(cfg.reviewer ?? tokenReviewer(cfg.client), cfg.apiKeyDigestKey),
     waker: new Waker(cfg.client, cfg.identity, cfg.log, () => metrics.wakes.inc()),
     waits,
     metrics,

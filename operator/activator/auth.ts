@@ -3,8 +3,11 @@
  * auth.ts), before anything wakes it. `spec.a2a.auth.anonymous` serves callers without
  * credentials; a bearer token must be a ServiceAccount token the API server authenticates for the
  * capsule's own URL (`status.a2aUrl`) as audience, by a TokenReview, exactly the review the
- * capsule's pods run. API keys are not checked here: a Capsule that takes them does not sleep
- * (operator/translate/sleep.ts), because checking one would mean reading the Secret.
+ * capsule's pods run. A bearer API key of a Capsule that takes them (`spec.a2a.auth.apiKeys`) is
+ * checked first, as the runtime checks it first: its HMAC under the activator key (key.ts) must be
+ * among the digests the operator published in `status.sleep.apiKeyDigests`
+ * (runtime/contracts/api-key.ts), so the activator never reads the Secret and the digests are of
+ * no use to anyone without the activator key.
  *
  * The review goes through the operator's own API client (operator/kube/client.ts), not
  * client-node's AuthenticationV1Api: in a pod that client never loads client-node (≈ 80 MiB RSS),
@@ -12,6 +15,7 @@
  * audience, so a caller retrying while the capsule wakes costs one review.
  */
 import { createHash } from 'node:crypto';
+import { matchesApiKeyDigest } from '../../runtime/contracts/api-key.ts';
 import type { Capsule } from '../api/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { CODES, type Refusal, refusal } from './errors.ts';
@@ -53,7 +57,11 @@ const unauthenticated = (c: Capsule, why: string): Refusal =>
 export class Authenticator {
   private readonly cache = new Map<string, { at: number; ok: boolean }>();
 
-  constructor(private readonly review: Reviewer) {}
+  constructor(
+    private readonly review: Reviewer,
+    /** The activator key; absent: no API key is taken. */
+    private readonly apiKeyDigestKey?: Uint8Array,
+  ) {}
 
   /** undefined: the capsule would serve this caller; else the 401 to answer. */
   async check(c: Capsule, authorization: string | string[] | undefined): Promise<Refusal | undefined> {
@@ -63,9 +71,18 @@ export class Authenticator {
     // The runtime's audience is its --public-url, the Service URL with a trailing slash
     // (translate/index.ts); status.a2aUrl is written without one.
     const audience = c.status?.a2aUrl ? publicUrlOf(c.status.a2aUrl) : undefined;
-    // A ServiceAccount token is a JWT; anything else would be an API key, which a sleeping capsule does not take.
-    if (!token || auth.serviceAccounts === false || !audience || token.split('.').length !== 3) return unauthenticated(c, 'invalid credentials');
+    if (!token) return unauthenticated(c, 'invalid credentials');
+    // The runtime's order (runtime/a2a/server/auth.ts): an API key first, then a ServiceAccount token.
+    if (this.apiKey(c, token)) return undefined;
+    // A ServiceAccount token is a JWT.
+    if (auth.serviceAccounts === false || !audience || token.split('.').length !== 3) return unauthenticated(c, 'invalid credentials');
     return (await this.verify(token, audience)) ? undefined : unauthenticated(c, 'invalid credentials');
+  }
+
+  /** Whether `token` is one of the capsule's API keys, by the digests the operator published. */
+  private apiKey(c: Capsule, token: string): boolean {
+    const digests = c.spec.a2a?.auth?.apiKeys ? c.status?.sleep?.apiKeyDigests : undefined;
+    return !!this.apiKeyDigestKey && !!digests?.length && matchesApiKeyDigest(this.apiKeyDigestKey, token, digests);
   }
 
   private async verify(token: string, audience: string): Promise<boolean> {

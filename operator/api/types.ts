@@ -259,6 +259,12 @@ export interface CapsuleSleepStatus {
   lastWake?: string;
   /** The agent card JSON fetched from a ready pod right before sleeping (at most 32 KiB), served by the activator while asleep. */
   agentCard?: string;
+  /**
+   * HMAC-SHA256 under the activator key of each API key in the Secret of `spec.a2a.auth.apiKeys`
+   * (hex, sorted; runtime/contracts/api-key.ts): how the activator checks a bearer API key before
+   * waking the capsule. Kept while the capsule may sleep, absent otherwise.
+   */
+  apiKeyDigests?: string[];
 }
 
 export interface CapsuleUsage {
@@ -302,4 +308,9 @@ export interface SecretInfo {
   name: string;
   resourceVersion: string;
   keys: string[];
+  /**
+   * The API-key digests of its values (runtime/contracts/api-key.ts), when the operator has an
+   * activator key: the values themselves are never kept.
+   */
+  apiKeyDigests?: string[];
 }

@@ -19,6 +19,7 @@ import { mcpSecretNames, mcpServiceKeys, serviceInfo } from '../translate/mcp.ts
 import type { TranslateOptions } from '../translate/options.ts';
 import { ensure, prune, WriteRefused } from './apply.ts';
 import { Dependents } from './dependents.ts';
+import { apiKeyDigestsOf, secretInfo } from './secret-info.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
 import { podInfo, SleepControl, type SleepPod } from './sleep.ts';
@@ -42,6 +43,11 @@ export interface ControllerOptions {
   beforeWrite?: (obj: KubeObject) => Promise<void> | void;
   /** The activator's Service (activator-config.ts): its EndpointSlices give the activator's pod IPs. Absent: no Capsule sleeps. */
   activatorService?: { namespace: string; name: string };
+  /**
+   * The activator key (activator/key.ts): with it, a Capsule that takes API keys and may sleep
+   * shows their digests in status.sleep.apiKeyDigests, for the activator to check callers with.
+   */
+  activatorKey?: Uint8Array;
 }
 
 /** Queue keys of Hooks (status only) carry this prefix; Capsule keys are plain `namespace/name`. */
@@ -60,16 +66,6 @@ export const OWNED_KINDS: Array<[string, string]> = [
   ['discovery.k8s.io/v1', 'EndpointSlice'],
   ['apps/v1', 'Deployment'],
 ];
-
-// biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
-const secretInfo = (o: any): SecretInfo & KubeObject => ({
-  apiVersion: 'v1',
-  kind: 'Secret',
-  metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion, uid: o.metadata.uid },
-  name: o.metadata.name,
-  resourceVersion: o.metadata.resourceVersion,
-  keys: Object.keys(o.data ?? {}).sort(),
-});
 
 /** True when two versions of a Capsule differ in status.usage (and bookkeeping metadata) only. */
 export function onlyUsageChanged(a: Capsule, b: Capsule): boolean {
@@ -145,8 +141,8 @@ export class CapsuleController {
     this.hooks = new Informer<Hook>(client, 'hooks', paths('murmur.io/v1alpha1', 'Hook'), { ...io, transform: typed('murmur.io/v1alpha1', 'Hook') }).on(
       (t, h, old) => this.onHook(t, h, old),
     );
-    this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo }).on((_t, s) =>
-      this.onSecret(s),
+    this.secrets = new Informer<SecretInfo & KubeObject>(client, 'secrets', paths('v1', 'Secret'), { ...io, transform: secretInfo(o.activatorKey) }).on(
+      (_t, s) => this.onSecret(s),
     );
     this.services = new Informer<ServiceInfo & KubeObject>(client, 'services', paths('v1', 'Service'), {
       ...io,
@@ -187,7 +183,15 @@ export class CapsuleController {
       const owner = pod.metadata.labels?.[LABEL_CAPSULE];
       if (owner && pod.metadata.namespace) this.enqueue(`${pod.metadata.namespace}/${owner}`);
     });
-    this.sleep = new SleepControl(client, { ...o, capsules: this.capsules, pods: this.pods, ctx: this.writes, enqueue: (k) => this.enqueue(k), log: this.log });
+    this.sleep = new SleepControl(client, {
+      ...o,
+      capsules: this.capsules,
+      pods: this.pods,
+      ctx: this.writes,
+      enqueue: (k) => this.enqueue(k),
+      log: this.log,
+      apiKeyDigests: (c) => (o.activatorKey ? apiKeyDigestsOf(c, this.secrets) : undefined),
+    });
   }
 
   // biome-ignore lint/suspicious/noExplicitAny: informers of different object types in one list; only their common methods are called

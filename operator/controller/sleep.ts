@@ -19,8 +19,15 @@
  * - ready: status {phase: Ready, sleep without since/agentCard}, counts the wake and its latency
  *   (capsule_operator_wakes_total, capsule_operator_wake_seconds: lastWake → a ready pod).
  * spec.replicas is never written: /scale and an HPA keep owning it.
+ *
+ * Kept current on every reconcile, before any move: status.sleep.apiKeyDigests, the digests of the
+ * API keys of a Capsule that takes them, while it may sleep or is not awake (the activator checks
+ * callers against them, operator/activator/auth.ts). They stay while it is awake and sleep-enabled,
+ * so a caller the activator still receives right after a wake is not refused; a Secret rotation
+ * (the Secret informer re-queues the Capsules naming it) replaces them, asleep or not.
  */
 import type { Capsule, CapsuleStatus, KubeObject } from '../api/types.ts';
+import { stableJson } from '../translate/builders/common.ts';
 import { collectionPath, type KubeClient } from '../kube/client.ts';
 import { Informer, keyOf } from '../kube/informer.ts';
 import type { SleepStatus } from '../reconcile/status.ts';
@@ -89,6 +96,8 @@ export interface SleepOptions {
   metrics: OperatorMetrics;
   enqueue: (key: string) => void;
   log: (m: string) => void;
+  /** The digests of the API keys a Capsule takes (controller/secret-info.ts); undefined: none, or the operator has no activator key. */
+  apiKeyDigests?: (c: Capsule) => string[] | undefined;
 }
 
 /** What the controller keeps of a capsule pod: names, config hash, container statuses, IP and readiness. */
@@ -202,6 +211,7 @@ export class SleepControl {
     render: (capsule: Capsule, sleep: SleepInput) => TranslateResult,
   ): Promise<{ capsule: Capsule; r: TranslateResult; sleep: SleepStatus }> {
     const policy = effectiveSleep(c, this.o.translate);
+    c = await this.keepDigests(c, policy);
     let r = render(c, this.inputOf(c));
     let capsule = c;
     if (!r.problems.some((p) => p.fatal)) {
@@ -210,6 +220,15 @@ export class SleepControl {
       if (step.input.phase !== sleepStateOf(c)) r = render(capsule, step.input);
     }
     return { capsule, r, sleep: this.statusOf(capsule, policy) };
+  }
+
+  /** status.sleep.apiKeyDigests as they should be now, written when they are not (see the file comment). */
+  private async keepDigests(c: Capsule, policy: SleepPolicy): Promise<Capsule> {
+    const mayServe = policy.afterIdleSeconds !== null || sleepStateOf(c) !== 'Awake';
+    const want = mayServe ? this.o.apiKeyDigests?.(c) : undefined;
+    const have = c.status?.sleep?.apiKeyDigests;
+    if (stableJson(want ?? null) === stableJson(have ?? null)) return c;
+    return this.write(c, { sleep: { apiKeyDigests: want ?? null } });
   }
 
   /** Awake sleep-enabled Capsules and their ready pods: what the idle scraper reads (operator/usage/idle.ts). */

@@ -6,7 +6,7 @@
  * ParseDuration) for the 10s floor.
  */
 import { DURATION_PATTERN, MIN_AFTER_IDLE_SECONDS } from '../translate/sleep.ts';
-import { DNS_LABEL, enm, obj, str, type Schema, type Validation } from './schema.ts';
+import { arr, DNS_LABEL, enm, obj, str, type Schema, type Validation } from './schema.ts';
 
 const CEL_DURATION = `'${DURATION_PATTERN.replace(/\\/g, '\\\\')}'`;
 const QUANTITY = '^[1-9][0-9]*(\\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$';
@@ -16,7 +16,7 @@ const ASKS = "has(self.sleep) && has(self.sleep.afterIdle) && self.sleep.afterId
 export function sleepSchema(): Schema {
   return obj('Scale to zero when idle: the pods are deleted and the first request wakes the capsule (docs/operator.md, "Sleeping Capsules").', {
     afterIdle: str(
-      'How long without tasks, requests or open streams before the capsule sleeps: a duration of at least 10s (30s, 15m, 1h30m) or never. Default 15m when the store survives the pod (store.postgres or store.embedded.volumeClaim) and the capsule takes no API keys; never otherwise.',
+      'How long without tasks, requests or open streams before the capsule sleeps: a duration of at least 10s (30s, 15m, 1h30m) or never. Default 15m when the store survives the pod (store.postgres or store.embedded.volumeClaim); never otherwise.',
       {
         maxLength: 32,
         'x-kubernetes-validations': [
@@ -61,13 +61,6 @@ export function sleepSpecRules(): Validation[] {
       reason: 'FieldValueForbidden',
     },
     {
-      rule: `!(${ASKS}) || !has(self.a2a) || !has(self.a2a.auth) || !has(self.a2a.auth.apiKeys)`,
-      message:
-        'spec.sleep.afterIdle cannot be set with spec.a2a.auth.apiKeys: the activator cannot check an API key before waking the capsule; remove apiKeys (ServiceAccount tokens and anonymous callers can wake it) or set afterIdle: never',
-      fieldPath: '.sleep.afterIdle',
-      reason: 'FieldValueForbidden',
-    },
-    {
       rule: '!has(self.replicas) || self.replicas <= 1 || !has(self.store) || !has(self.store.embedded) || !has(self.store.embedded.volumeClaim)',
       message: "spec.store.embedded.volumeClaim is one pod's SQLite file (a ReadWriteOnce claim): use replicas: 1, or spec.store.postgres for several replicas",
       fieldPath: '.store.embedded.volumeClaim',
@@ -90,5 +83,9 @@ export function sleepStatusSchema(): Schema {
     agentCard: str('The agent card JSON fetched from a ready pod right before sleeping; the activator serves it while the capsule sleeps.', {
       maxLength: 32768,
     }),
+    apiKeyDigests: arr(
+      'While the capsule may sleep and takes API keys (spec.a2a.auth.apiKeys): HMAC-SHA256 of each key of that Secret, keyed with the activator key, hex, sorted. The activator checks a bearer API key against them before waking the capsule, so it never reads the Secret. Safe to show: without the activator key (a Secret only the operator and the activator read) they cannot be tested against guessed keys.',
+      str('One digest: 64 lowercase hex characters.', { pattern: '^[0-9a-f]{64}$', maxLength: 64 }),
+    ),
   });
 }

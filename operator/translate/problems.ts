@@ -21,7 +21,6 @@ export type ProblemReason =
   | 'McpServiceUnusable'
   | 'InvalidSleep'
   | 'SleepNeedsDurableStore'
-  | 'SleepWithApiKeys'
   | 'StoreClaimReplicas';
 
 /** Stable codes (docs/errors.md, "Operator (E-OP-*)"). */
@@ -42,7 +41,6 @@ export const PROBLEM_CODES: Record<ProblemReason, string> = {
   McpServiceUnusable: 'E-OP-047',
   InvalidSleep: 'E-OP-050',
   SleepNeedsDurableStore: 'E-OP-051',
-  SleepWithApiKeys: 'E-OP-052',
   StoreClaimReplicas: 'E-OP-053',
 };
 

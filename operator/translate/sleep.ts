@@ -7,8 +7,9 @@
  * A sleeping capsule's pods are deleted, so it may sleep only on a store that survives that
  * (postgres, or the embedded store on a volumeClaim): the default is 15m there and `never` on the
  * emptyDir store; an explicit afterIdle on the emptyDir store is refused (admission, and a problem
- * here for what got past it). Capsules taking API keys never sleep yet: the activator would have to
- * read their Secret to check a key before waking them.
+ * here for what got past it). The way callers authenticate does not matter: the activator checks
+ * ServiceAccount tokens by TokenReview and API keys by the digests the operator publishes
+ * (operator/controller/sleep.ts, operator/activator/auth.ts).
  */
 import type { Capsule, CapsuleSpec } from '../api/types.ts';
 import type { TranslateOptions } from './options.ts';
@@ -32,7 +33,7 @@ export interface SleepPolicy {
   /** null: never sleeps. */
   afterIdleSeconds: number | null;
   problems: Problem[];
-  /** Reason of the `Sleeping=False` condition while awake: Awake, AlwaysAwake, StoreNotDurable, ApiKeysAuth, InvalidAfterIdle, NoActivator. */
+  /** Reason of the `Sleeping=False` condition while awake: Awake, AlwaysAwake, StoreNotDurable, InvalidAfterIdle, NoActivator. */
   reason: string;
   /** Its message: why it does (not) sleep, and how to change that. */
   message: string;
@@ -66,14 +67,8 @@ const STORE_FIXES = 'set spec.store.embedded.volumeClaim (e.g. {size: 1Gi}: the 
 export function sleepPolicy(capsule: Capsule): SleepPolicy {
   const spec = capsule.spec;
   const given = spec.sleep?.afterIdle;
-  const apiKeys = !!spec.a2a?.auth?.apiKeys;
   if (given === 'never') return never('AlwaysAwake', 'spec.sleep.afterIdle is never: the capsule stays awake');
   if (given === undefined) {
-    if (apiKeys)
-      return never(
-        'ApiKeysAuth',
-        'a capsule that takes API keys (spec.a2a.auth.apiKeys) does not sleep yet: the activator cannot check an API key before waking it',
-      );
     if (!durable(spec))
       return never(
         'StoreNotDurable',
@@ -91,14 +86,6 @@ export function sleepPolicy(capsule: Capsule): SleepPolicy {
       field: 'spec.sleep.afterIdle',
       message: `spec.sleep.afterIdle '${given}' is not ${seconds === undefined ? 'a duration' : 'at least 10s'}: give a duration of at least 10s such as 30s, 15m or 1h30m, or never; the capsule stays awake`,
     });
-  if (apiKeys)
-    problems.push({
-      reason: 'SleepWithApiKeys',
-      fatal: false,
-      field: 'spec.sleep.afterIdle',
-      message:
-        'spec.sleep.afterIdle is set but the capsule takes API keys (spec.a2a.auth.apiKeys), which the activator cannot check before waking it: remove apiKeys (ServiceAccount tokens or anonymous can sleep) or set afterIdle: never; the capsule stays awake',
-    });
   if (!durable(spec))
     problems.push({
       reason: 'SleepNeedsDurableStore',
@@ -107,8 +94,7 @@ export function sleepPolicy(capsule: Capsule): SleepPolicy {
       message: `spec.sleep.afterIdle is set but the embedded store lives on the pod's emptyDir, which sleeping would lose (tasks, conversations): ${STORE_FIXES}, or set afterIdle: never; the capsule stays awake`,
     });
   if (problems.length) {
-    const first = problems[0]!.reason;
-    const reason = first === 'InvalidSleep' ? 'InvalidAfterIdle' : first === 'SleepWithApiKeys' ? 'ApiKeysAuth' : 'StoreNotDurable';
+    const reason = problems[0]!.reason === 'InvalidSleep' ? 'InvalidAfterIdle' : 'StoreNotDurable';
     return { afterIdleSeconds: null, problems, reason, message: problems.map((p) => p.message).join('; ') };
   }
   return { afterIdleSeconds: seconds!, problems: [], reason: 'Awake', message: `sleeps after ${formatDuration(seconds!)} idle` };

@@ -5,6 +5,8 @@
  * runtime's A2A server (JSON-RPC and gRPC) and a plain node:http server for a server-sent-events
  * stream. The caller is 127.0.0.1, no pod: the policies admit or refuse it by ipBlock (pod-label
  * matching is table-tested on the pure function, test/operator/unit/activator-fences.test.ts).
+ * API keys: a Capsule's status carries the digests the operator would publish for its Secret
+ * (runtime/contracts/api-key.ts), and the capsule behind it reads the same Secret as a mounted folder.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -16,6 +18,11 @@ import { type Activator, startActivator } from '../../operator/activator/activat
 import { KubeConfig } from '@kubernetes/client-node';
 import { type A2AServer, createAuthenticator } from '../../runtime/a2a/server/server.ts';
 import { tokenReviewVerifier } from '../../runtime/a2a/server/token-review.ts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { secretApiKeyDigests } from '../../runtime/contracts/api-key.ts';
+import { readApiKeys } from '../../runtime/a2a/server/auth-config.ts';
 import { closeAll, msg10, serve } from '../a2a/helpers.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { client, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, newNamespace, repoRoot } from './helpers.ts';
@@ -29,7 +36,13 @@ const CARD = JSON.stringify({ name: 'sleeper', version: '1.0.0', description: 'r
 const a2aUrl = (name: string) => `http://${name}.${NS}.svc.cluster.local:8080/`;
 const hostOf = (name: string) => `${name}.${NS}.svc.cluster.local:8080`;
 
-async function capsule(name: string, opts: { anonymous?: boolean; card?: boolean; admit127?: boolean } = {}): Promise<void> {
+/** The activator key the operator made the digests with, and the activators' own. */
+const ACTIVATOR_KEY = Buffer.from('test-activator-key-0123456789abcdefghijklmnop');
+/** API keys as the Capsules' Secrets hold them (entry → key). */
+const KEYS = { keyed: { 'ci-bot': 'keyed-ci-bot-key-0123456789abcdef' }, 'keyed-other': { 'ci-bot': 'other-ci-bot-key-0123456789abcdef' } };
+const secretData = (keys: Record<string, string>) => Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, Buffer.from(`${v}\n`).toString('base64')]));
+
+async function capsule(name: string, opts: { anonymous?: boolean; card?: boolean; admit127?: boolean; apiKeys?: Record<string, string> } = {}): Promise<void> {
   await client.create({
     apiVersion: 'murmur.io/v1alpha1',
     kind: 'Capsule',
@@ -38,6 +51,7 @@ async function capsule(name: string, opts: { anonymous?: boolean; card?: boolean
       artifacts: [{ name: 'drv', runtime: 'driver', version: '1.0.0' }],
       inference: { driver: { artifact: 'drv' }, model: 'm', endpoint: 'https://api.anthropic.com' },
       ...(opts.anonymous ? { a2a: { auth: { anonymous: true } } } : {}),
+      ...(opts.apiKeys ? { a2a: { auth: { apiKeys: { secretName: `${name}-keys` } } } } : {}),
     },
   });
   await client.mergePatchStatus(
@@ -46,7 +60,12 @@ async function capsule(name: string, opts: { anonymous?: boolean; card?: boolean
     {
       phase: 'Sleeping',
       a2aUrl: a2aUrl(name).replace(/\/$/, ''),
-      sleep: { since: new Date().toISOString(), ...(opts.card === false ? {} : { agentCard: CARD }) },
+      sleep: {
+        since: new Date().toISOString(),
+        ...(opts.card === false ? {} : { agentCard: CARD }),
+        // What the operator publishes for the Capsule's Secret (controller/secret-info.ts).
+        ...(opts.apiKeys ? { apiKeyDigests: secretApiKeyDigests(ACTIVATOR_KEY, secretData(opts.apiKeys)) } : {}),
+      },
     },
   );
   // As the operator renders it (operator/translate/builders/networkpolicy.ts), with the caller's address as the peer.
@@ -138,6 +157,8 @@ beforeAll(async () => {
     capsule('drain', { anonymous: true }),
     capsule('lagging', { anonymous: true }),
     capsule('starting', { anonymous: true }),
+    capsule('keyed', { apiKeys: KEYS.keyed }),
+    capsule('keyed-other', { apiKeys: KEYS['keyed-other'] }),
   ]);
   // A Capsule without the operator's activator slice does not sleep: the activator is not its route.
   await client.create({
@@ -159,6 +180,7 @@ beforeAll(async () => {
     log: (m: string) => log.push(m),
     defaultMetrics: false,
     dial,
+    apiKeyDigestKey: ACTIVATOR_KEY,
   };
   activator = await startActivator({ ...common, holdSeconds: 60 });
   short = await startActivator({ ...common, holdSeconds: 1 });
@@ -211,6 +233,17 @@ describe('the activator: routing and fences', () => {
     const r = await send(activator, hostOf('cap'), { body: rpcBody(6), headers: { authorization: `Bearer ${other.stdout.trim()}` } });
     expect(r.status).toBe(401);
     expect(await wakeEvents('cap')).toEqual([]);
+  });
+
+  it('an API key that is not the capsule’s, or is another capsule’s, gets 401 and creates no Event', async () => {
+    for (const key of ['keyed-ci-bot-key-0123456789abcdeX', KEYS['keyed-other']['ci-bot'], 'short']) {
+      const r = await send(activator, hostOf('keyed'), { body: rpcBody(7), headers: { authorization: `Bearer ${key}` } });
+      expect(r.status, key).toBe(401);
+      expect(r.headers['www-authenticate']).toBe('Bearer realm="a2a"');
+      expect(JSON.parse(r.body).error.message).toBe(`invalid credentials: capsule ${NS}/keyed was not woken [E-OP-063]`);
+    }
+    expect(await wakeEvents('keyed')).toEqual([]);
+    expect(await heldNow(activator)).toBe(0);
   });
 
   it('the card is served from status.sleep.agentCard while asleep, without an Event', async () => {
@@ -275,6 +308,25 @@ describe('the activator: wake, hold, deliver', () => {
     expect(await heldNow(activator)).toBe(0);
     expect(await activator.metrics.total('capsule_activator_wakes_requested_total')).toBe(1);
     expect(await wakeEvents('cap')).toHaveLength(1);
+  });
+
+  it('an API key of the capsule passes the fence: one WakeRequested Event, held, then delivered to the capsule, which takes the same key', async () => {
+    // The capsule's runtime reads its Secret as kubelet mounts it: one file per entry.
+    const dir = mkdtempSync(join(tmpdir(), 'keyed-secret-'));
+    for (const [name, b64] of Object.entries(secretData(KEYS.keyed))) writeFileSync(join(dir, name), Buffer.from(b64, 'base64'));
+    const keyed = await serve(async (ctx) => ({ state: 'completed', text: `awake for ${ctx.text}` }), {
+      auth: createAuthenticator({ anonymous: false, apiKeys: readApiKeys(dir) }),
+    });
+    const answer = send(activator, hostOf('keyed'), { body: rpcBody(12), headers: { authorization: `Bearer ${KEYS.keyed['ci-bot']}`, 'A2A-Version': '1.0' } });
+    const events = await eventually('the WakeRequested Event', async () => {
+      const e = await wakeEvents('keyed');
+      return e.length ? e : undefined;
+    });
+    expect(events).toHaveLength(1);
+    await podReady('keyed', Number(new URL(keyed.url).port));
+    const r = await answer;
+    expect(r.status, r.body).toBe(200);
+    expect(JSON.stringify(JSON.parse(r.body).result)).toContain('awake for wake up');
   });
 
   it('a ready pod it cannot connect to yet (the NetworkPolicy engine lags the pod) gets the request once it accepts, not a 502', async () => {

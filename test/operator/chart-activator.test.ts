@@ -3,17 +3,20 @@
  * them: the Deployment (the operator's image, the activator's entrypoint, its settings), the Service
  * the operator finds it by (and the operator's env naming it), its NetworkPolicy (in: its port from
  * anywhere, metrics as the operator's; out: the API server and the capsule pods' A2A port only, no
- * DNS), and `activator.enabled=false` leaving all of it out. The API server accepts what it renders.
+ * DNS), the activator key both Deployments get from one Secret (kept across upgrades), and
+ * `activator.enabled=false` leaving all of it out. The API server accepts what it renders.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { activatorEnv } from '../../operator/activator/config.ts';
-import { helm, kubectl, repoRoot } from './helpers.ts';
+import { activatorKeyFrom } from '../../operator/activator/key.ts';
+import { client, deleteNamespace, helm, kubectl, newNamespace, repoRoot } from './helpers.ts';
 
 const chart = join(repoRoot, 'charts', 'capsule-operator');
-const render = async (...set: string[]) => {
-  const r = await helm(['template', 'x', chart, '-n', 'ops', ...set.flatMap((x) => ['--set', x])]);
+const render = async (...set: string[]) => renderIn('ops', [], ...set);
+const renderIn = async (ns: string, flags: string[], ...set: string[]) => {
+  const r = await helm(['template', 'x', chart, '-n', ns, ...flags, ...set.flatMap((x) => ['--set', x])]);
   expect(r.code, r.stderr).toBe(0);
   return {
     text: r.stdout,
@@ -24,6 +27,9 @@ const render = async (...set: string[]) => {
 };
 const named = (docs: any[], kind: string, name: string) => docs.find((d) => d.kind === kind && d.metadata.name === name);
 const envOf = (dep: any) => Object.fromEntries(dep.spec.template.spec.containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]));
+/** The activator key as the chart's Secret holds it, and the env entry of a Deployment that reads it. */
+const keyOf = (docs: any[]) => Buffer.from(named(docs, 'Secret', 'x-activator-key').data.key, 'base64').toString();
+const keyEnv = (dep: any) => dep.spec.template.spec.containers[0].env.filter((e: any) => e.name === 'CAPSULE_ACTIVATOR_KEY');
 
 describe('the chart: the activator', () => {
   it('a Deployment of the operator image running the activator, with its settings, probes and a locked-down pod', async () => {
@@ -33,9 +39,16 @@ describe('the chart: the activator', () => {
     const c = dep.spec.template.spec.containers[0];
     expect(c.image).toBe(op.spec.template.spec.containers[0].image);
     expect(c.command).toEqual(['node', '--max-semi-space-size=2', '/app/dist/operator/activator/main.js']);
-    const env = envOf(dep);
-    // What main.ts reads, read by its own parser.
-    expect(activatorEnv(env)).toEqual({ port: 8012, metricsPort: 9090, holdSeconds: 30, namespaces: ['team-a', 'team-b'], clusterDomain: 'cluster.local' });
+    // What main.ts reads, read by its own parser (the key as the kubelet resolves its secretKeyRef).
+    const env = { ...envOf(dep), CAPSULE_ACTIVATOR_KEY: keyOf(docs) };
+    expect(activatorEnv(env)).toEqual({
+      port: 8012,
+      metricsPort: 9090,
+      holdSeconds: 30,
+      namespaces: ['team-a', 'team-b'],
+      clusterDomain: 'cluster.local',
+      apiKeyDigestKey: Buffer.from(keyOf(docs)),
+    });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
     expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
     expect(dep.spec.template.spec.serviceAccountName).toBe('x-activator');
@@ -97,10 +110,56 @@ describe('the chart: the activator', () => {
     ]);
   });
 
+  it('the activator key: one Secret of 64 random letters and digits, given to the operator and the activator as CAPSULE_ACTIVATOR_KEY', async () => {
+    const { docs } = await render();
+    const secret = named(docs, 'Secret', 'x-activator-key');
+    expect(secret.metadata.namespace).toBe('ops');
+    expect(secret.type).toBe('Opaque');
+    expect(Object.keys(secret.data)).toEqual(['key']);
+    const key = keyOf(docs);
+    expect(key).toMatch(/^[A-Za-z0-9]{64}$/);
+    // Both processes' own parser takes it (a short or blank one would stop them: E-OP-074/075).
+    expect(activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY: key })).toEqual(Buffer.from(key));
+    const ref = [{ name: 'CAPSULE_ACTIVATOR_KEY', valueFrom: { secretKeyRef: { name: 'x-activator-key', key: 'key' } } }];
+    expect(keyEnv(named(docs, 'Deployment', 'x-activator'))).toEqual(ref);
+    expect(keyEnv(named(docs, 'Deployment', 'x-capsule-operator'))).toEqual(ref);
+    // Without a release to look up, each render makes a fresh key.
+    expect(keyOf((await render()).docs)).not.toBe(key);
+  });
+
+  it('an upgrade keeps the activator key of the installed release (helm lookup, against the real API server)', async () => {
+    const ns = await newNamespace('chart-key');
+    try {
+      const kept = 'K33p'.repeat(16);
+      await client.create({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        // As release x made it: helm's ownership marks.
+        metadata: {
+          name: 'x-activator-key',
+          namespace: ns,
+          labels: { 'app.kubernetes.io/managed-by': 'Helm' },
+          annotations: { 'meta.helm.sh/release-name': 'x', 'meta.helm.sh/release-namespace': ns },
+        },
+        type: 'Opaque',
+        data: { key: Buffer.from(kept).toString('base64') },
+      });
+      // --dry-run=server: helm's lookups read the real API server, as at upgrade.
+      const { docs } = await renderIn(ns, ['--dry-run=server']);
+      expect(keyOf(docs)).toBe(kept);
+    } finally {
+      await deleteNamespace(ns);
+    }
+  });
+
   it('the API server accepts the activator objects (server-side dry run)', async () => {
     const { docs } = await render();
-    const mine = docs.filter((d) => d.metadata.name === 'x-activator' && ['Deployment', 'Service', 'NetworkPolicy', 'ServiceAccount'].includes(d.kind));
-    expect(mine).toHaveLength(4);
+    const mine = docs.filter(
+      (d) =>
+        (d.metadata.name === 'x-activator' && ['Deployment', 'Service', 'NetworkPolicy', 'ServiceAccount'].includes(d.kind)) ||
+        (d.metadata.name === 'x-activator-key' && d.kind === 'Secret'),
+    );
+    expect(mine).toHaveLength(5);
     const ns = await kubectl(['create', 'namespace', 'ops', '--dry-run=server']);
     expect(ns.code, ns.stderr).toBe(0);
     const text = mine.map((d) => JSON.stringify({ ...d, metadata: { ...d.metadata, namespace: 'default' } })).join('\n');
@@ -112,5 +171,6 @@ describe('the chart: the activator', () => {
     const { docs } = await render('activator.enabled=false');
     expect(docs.filter((d) => d.metadata.name.includes('activator')).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
     expect(envOf(named(docs, 'Deployment', 'x-capsule-operator')).CAPSULE_ACTIVATOR_SERVICE).toBeUndefined();
+    expect(keyEnv(named(docs, 'Deployment', 'x-capsule-operator'))).toEqual([]);
   });
 });

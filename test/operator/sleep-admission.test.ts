@@ -1,8 +1,8 @@
 /**
  * Sleeping Capsules at admission, on the real API server: spec.sleep.afterIdle is a duration of at
  * least 10s or never; an explicit afterIdle is refused on the emptyDir store (naming both durable
- * stores) and with API keys; a store claim is one pod's; the status a sleeping capsule shows (phase,
- * sleep) is stored, and `kubectl get capsules` shows it as State.
+ * stores), and admitted with API keys; a store claim is one pod's; the status a sleeping capsule
+ * shows (phase, sleep, its API-key digests) is stored, and `kubectl get capsules` shows it as State.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteNamespace, ensureCrds, kubectl, newNamespace } from './helpers.ts';
@@ -43,11 +43,14 @@ describe('Capsule sleep admission', () => {
     }
   });
 
-  it('refuses an explicit afterIdle with API keys', async () => {
-    const r = await dryRun('keys', `  sleep: { afterIdle: 15m }\n  a2a: { auth: { apiKeys: { secretName: keys } } }\n${PG}`);
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('spec.sleep.afterIdle: Forbidden');
-    expect(r.stderr).toContain('cannot be set with spec.a2a.auth.apiKeys');
+  it('admits an explicit afterIdle with API keys, on a durable store', async () => {
+    for (const [name, store] of [
+      ['keys-pg', PG],
+      ['keys-claim', CLAIM],
+    ] as const) {
+      const r = await dryRun(name, `  sleep: { afterIdle: 15m }\n  a2a: { auth: { apiKeys: { secretName: keys }, serviceAccounts: true } }\n${store}`);
+      expect(r.code, `${name}: ${r.stderr}`).toBe(0);
+    }
   });
 
   it('refuses a store claim with more than one replica, naming the claim', async () => {
@@ -95,5 +98,36 @@ describe('Capsule sleep admission', () => {
     ]);
     expect(big.code).not.toBe(0);
     expect(big.stderr).toContain('status.sleep.agentCard: Too long');
+  });
+
+  it('stores the API-key digests of a sleeping capsule, and only 64-hex digests', async () => {
+    const digests = ['0'.repeat(64), 'ab'.repeat(32)];
+    const p = await kubectl([
+      'patch',
+      '-n',
+      ns,
+      'capsule/napper',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { sleep: { apiKeyDigests: digests } } }),
+    ]);
+    expect(p.code, p.stderr).toBe(0);
+    const got = await kubectl(['get', '-n', ns, 'capsule/napper', '-o', 'jsonpath={.status.sleep.apiKeyDigests}']);
+    expect(JSON.parse(got.stdout)).toEqual(digests);
+    for (const bad of ['a-key-in-clear-0123456789', 'AB'.repeat(32), 'ab'.repeat(33)]) {
+      const r = await kubectl([
+        'patch',
+        '-n',
+        ns,
+        'capsule/napper',
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status: { sleep: { apiKeyDigests: [bad] } } }),
+      ]);
+      expect(r.code, bad).not.toBe(0);
+      expect(r.stderr, bad).toContain('status.sleep.apiKeyDigests[0]');
+    }
   });
 });

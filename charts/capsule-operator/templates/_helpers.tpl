@@ -72,6 +72,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- /* The activator of sleeping Capsules (activator.enabled): its Service and its pods' labels. */ -}}
 {{- define "capsule-operator.activatorName" -}}{{ printf "%s-activator" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
 
+{{- /* The Secret holding the activator key (templates/activator-key.yaml); a Secret name may be 253 long. */ -}}
+{{- define "capsule-operator.activatorKeyName" -}}{{ printf "%s-activator-key" .Release.Name }}{{- end -}}
+
+{{- /* The env entry both Deployments read the activator key from (operator/activator/key.ts). */ -}}
+{{- define "capsule-operator.activatorKeyEnv" -}}
+- name: CAPSULE_ACTIVATOR_KEY
+  valueFrom: { secretKeyRef: { name: {{ include "capsule-operator.activatorKeyName" . }}, key: key } }
+{{- end -}}
+
 {{- define "capsule-operator.activatorSelectorLabels" -}}
 app.kubernetes.io/name: capsule-activator
 app.kubernetes.io/instance: {{ .Release.Name }}

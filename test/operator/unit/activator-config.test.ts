@@ -1,5 +1,7 @@
-/** Where the activator is, from the operator's environment (operator/controller/activator-config.ts). */
+/** Where the activator is, from the operator's environment (operator/controller/activator-config.ts), and the activator key both read. */
 import { describe, expect, it } from 'vitest';
+import { activatorEnv, ConfigError } from '../../../operator/activator/config.ts';
+import { activatorKeyFrom } from '../../../operator/activator/key.ts';
 import { activatorFromEnv } from '../../../operator/controller/activator-config.ts';
 
 const good = {
@@ -50,5 +52,34 @@ describe('activator settings from the environment', () => {
 
   it('no namespace at all is refused (E-OP-072)', () => {
     expect(() => activatorFromEnv({ ...good, CAPSULE_ACTIVATOR_NAMESPACE: '' })).toThrow(/CAPSULE_ACTIVATOR_NAMESPACE is not set.*\[E-OP-072\]$/);
+  });
+});
+
+describe('the activator key from the environment (operator/activator/key.ts), for the operator and the activator alike', () => {
+  const KEY = 'Q7x2'.repeat(16);
+
+  it('a key of 32 characters or more is taken as its bytes', () => {
+    expect(activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY: KEY })).toEqual(Buffer.from(KEY));
+    expect(activatorEnv({ CAPSULE_ACTIVATOR_KEY: KEY }).apiKeyDigestKey).toEqual(Buffer.from(KEY));
+  });
+
+  it('a missing key stops either process with E-OP-074, naming the variable and the chart value', () => {
+    for (const env of [{}, { CAPSULE_ACTIVATOR_KEY: '' }]) {
+      expect(() => activatorKeyFrom(env)).toThrow(/^CAPSULE_ACTIVATOR_KEY is not set: .*activator\.enabled.*\[E-OP-074\]$/);
+      expect(() => activatorEnv(env)).toThrow(ConfigError);
+      expect(() => activatorEnv(env)).toThrow(/CAPSULE_ACTIVATOR_KEY is not set.*<release>-activator-key.*\[E-OP-074\]$/);
+    }
+  });
+
+  it('a short key or one with whitespace is refused with E-OP-075, without quoting it', () => {
+    const short = 'abc123'.repeat(5);
+    expect(() => activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY: short })).toThrow(/is 30 characters, shorter than 32.*\[E-OP-075\]$/);
+    expect(() => activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY: `${KEY}\n` })).toThrow(/holds whitespace.*\[E-OP-075\]$/);
+    expect(() => activatorEnv({ CAPSULE_ACTIVATOR_KEY: short })).toThrow(/\[E-OP-075\]$/);
+    try {
+      activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY: short });
+    } catch (e) {
+      expect((e as Error).message).not.toContain(short);
+    }
   });
 });

@@ -307,13 +307,21 @@ describe('ready endpoints and sleep-enabled Services', () => {
 });
 
 describe('activator configuration from the environment', () => {
+  const KEY = { CAPSULE_ACTIVATOR_KEY: 'k'.repeat(32) };
   it('defaults', () => {
-    expect(activatorEnv({})).toEqual({ port: 8012, metricsPort: 9090, holdSeconds: 60, namespaces: [], clusterDomain: 'cluster.local' });
+    expect(activatorEnv(KEY)).toEqual({
+      port: 8012,
+      metricsPort: 9090,
+      holdSeconds: 60,
+      namespaces: [],
+      clusterDomain: 'cluster.local',
+      apiKeyDigestKey: Buffer.from(KEY.CAPSULE_ACTIVATOR_KEY),
+    });
   });
   it.each([
     [{ MURMUR_ACTIVATOR_HOLD_SECONDS: '0' }, /E-OP-060 MURMUR_ACTIVATOR_HOLD_SECONDS="0": want a whole number from 1 to 3600/],
     [{ MURMUR_ACTIVATOR_HOLD_SECONDS: '1.5' }, /MURMUR_ACTIVATOR_HOLD_SECONDS="1.5"/],
     [{ MURMUR_ACTIVATOR_PORT: '70000' }, /MURMUR_ACTIVATOR_PORT="70000"/],
     [{ WATCH_NAMESPACES: 'a,B_c' }, /E-OP-060 WATCH_NAMESPACES: "B_c" is not a namespace name/],
-  ])('%j is refused by name', (env, want) => expect(() => activatorEnv(env)).toThrow(want));
+  ])('%j is refused by name', (env, want) => expect(() => activatorEnv({ ...KEY, ...env })).toThrow(want));
 });

@@ -30,12 +30,13 @@ describe('sleepPolicy: the default', () => {
     expect(p.message).toMatch(/spec\.store\.embedded\.volumeClaim.*spec\.store\.postgres/);
   });
 
-  it('never sleeps when the capsule takes API keys', () => {
+  it('sleeps after 15m when the capsule takes API keys, as with any other auth (the activator checks them by digest)', () => {
     expect(sleepPolicy(capsule({ ...CLAIM, a2a: { auth: { apiKeys: { secretName: 'k' } } } }))).toMatchObject({
-      afterIdleSeconds: null,
-      reason: 'ApiKeysAuth',
+      afterIdleSeconds: 900,
+      reason: 'Awake',
       problems: [],
     });
+    expect(sleepPolicy(capsule({ a2a: { auth: { apiKeys: { secretName: 'k' } } } }))).toMatchObject({ afterIdleSeconds: null, reason: 'StoreNotDurable' });
   });
 });
 
@@ -64,10 +65,9 @@ describe('sleepPolicy: an explicit afterIdle', () => {
     expect(p.problems[0]!.message).toMatch(/spec\.store\.embedded\.volumeClaim.*spec\.store\.postgres/);
   });
 
-  it('with apiKeys is SleepWithApiKeys (E-OP-052)', () => {
+  it('with apiKeys is taken as it is, without a problem', () => {
     const p = sleepPolicy(capsule({ ...PG, sleep: { afterIdle: '15m' }, a2a: { auth: { apiKeys: { secretName: 'k' } } } }));
-    expect(p).toMatchObject({ afterIdleSeconds: null, reason: 'ApiKeysAuth' });
-    expect(p.problems.map((x) => x.reason)).toEqual(['SleepWithApiKeys']);
+    expect(p).toMatchObject({ afterIdleSeconds: 900, reason: 'Awake', problems: [] });
   });
 });
 
