@@ -57,11 +57,17 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
   }
   for (const n of staged.notices) err(`note: ${n}`);
   if (staged.manifest.kind === 'script') {
-    const { runScriptCapsule } = await import('../script/script-session.ts');
-    return runScriptCapsule(staged, text, { out, err, quiet });
+    const [{ runScriptCapsule }, { oneShotWorkers }] = await Promise.all([import('../script/script-session.ts'), import('../host/index.ts')]);
+    // One task, each instance started once: no worker is booted ahead for an instance that never comes.
+    const undo = oneShotWorkers();
+    try {
+      return await runScriptCapsule(staged, text, { out, err, quiet });
+    } finally {
+      undo();
+    }
   }
   // The agent loop, its MCP client and hooks are loaded for an agent capsule only: a script
-  // capsule's one-shot run does without them (≈ 14 MiB of RSS, measured: docs/runtime.md).
+  // capsule's one-shot run does without them (≈ 10 MiB of RSS: docs/script-capsules.md).
   const [{ openSession }, { instrument }] = await Promise.all([import('../compose/open.ts'), import('../telemetry/instrument.ts')]);
   const session = await openSession(staged);
   const telemetry = await instrument(session);

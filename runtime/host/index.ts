@@ -2,6 +2,7 @@
 export { loadComponent, defaultCacheDir, type LoadedComponent } from './transpile-cache.ts';
 export { sha256Hex } from '../contracts/digest.ts';
 export { ComponentInstance, drainWorkerPool, type HostImports, type HostFn, type InstanceOptions } from './instance.ts';
+export { oneShotWorkers } from './workers.ts';
 export { ComponentThread, componentIdleKeepBytes, componentIdleMs, componentSpinUs, componentThreads } from './thread.ts';
 export type { Grants, NetworkDenial } from './protocol.ts';
 export * from './errors.ts';

@@ -109,6 +109,8 @@ class WorkerPool {
   private idle: { worker: Worker; booted: Promise<void>; expiry: NodeJS.Timeout | undefined }[] = [];
   /** A replacement about to boot (take() schedules it a moment later). */
   private replenishing: NodeJS.Timeout | undefined;
+  /** Whether take() boots a replacement at all (not in a one-shot run: oneShot()). */
+  private ahead = true;
   /**
    * @param target booted workers kept ready
    * @param idleMs how long a booted worker waits for a component before it is let go: it costs a
@@ -181,7 +183,7 @@ class WorkerPool {
     clearTimeout(next.expiry);
     // Boot the replacement a moment later, so it does not compete for the CPU with the
     // instantiation this worker is about to do (these machines have 2 cores).
-    if (o.replenish !== false && !this.replenishing) {
+    if (o.replenish !== false && this.ahead && !this.replenishing) {
       this.replenishing = setTimeout(() => {
         this.replenishing = undefined;
         this.replenish();
@@ -191,6 +193,21 @@ class WorkerPool {
     await next.booted;
     next.worker.ref();
     return next.worker;
+  }
+
+  /**
+   * A one-shot run (`mur run`): no worker is booted ahead any more. Its instances start once each,
+   * mostly before a replacement would be ready, so a worker booted ahead was a whole isolate
+   * (≈ 8 MiB) that nothing took, booted while the run still competed for the CPU. Each instance
+   * boots its own, as the first one always did. Returns what undoes it (in-process callers).
+   */
+  oneShot(): () => void {
+    this.ahead = false;
+    clearTimeout(this.replenishing);
+    this.replenishing = undefined;
+    return () => {
+      this.ahead = true;
+    };
   }
 
   /** Booted workers waiting (tests, diagnostics). */
@@ -231,6 +248,11 @@ export function send(worker: Worker, msg: ToWorker | { type: 'init'; init: Worke
 }
 
 export const POOL = new WorkerPool(Number(process.env.MURMUR_WORKER_POOL ?? 1), Number(process.env.MURMUR_WORKER_IDLE_MS ?? 10_000));
+
+/** `mur run`: this process boots no component worker ahead of the next instance (WorkerPool.oneShot). */
+export function oneShotWorkers(): () => void {
+  return POOL.oneShot();
+}
 
 /** A component instantiated (or instantiating) in a slot of a worker. */
 export interface Launched {

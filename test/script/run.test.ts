@@ -6,6 +6,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCommand } from '../../runtime/cli/run-command.ts';
+import { drainWorkerPool } from '../../runtime/host/index.ts';
+import { POOL } from '../../runtime/host/workers.ts';
 import { closeScriptSession, runScriptCapsule, runScriptTask, ScriptSession } from '../../runtime/script/script-session.ts';
 import { demoYaml, fixtures, program, results, stageYaml, task, tmp, traceOf, useScriptSessions } from './helpers.ts';
 import { makeCapsule } from '../registry/helpers.ts';
@@ -36,6 +38,17 @@ describe('mur run on a script capsule', () => {
       .split('\n')
       .map((l) => JSON.parse(l).event_type);
     expect(events).toEqual(['session_start', 'task_start', 'tool_call', 'task_end', 'session_end']);
+  });
+
+  it('boots no component worker ahead of an instance: none waiting or scheduled when the run ends', async () => {
+    await drainWorkerPool();
+    const dir = makeCapsule(demoYaml());
+    const code = await runCommand(
+      [dir, '--quiet', '--task', program({ op: 'invoke', name: 'echo-tool', data: 'hi' }), '--registry', sessions.registry(), '--work-root', tmp('mur-script-work-')],
+      () => {},
+    );
+    expect(code).toBe(0);
+    expect({ waiting: POOL.idleCount(), scheduled: POOL.replenishScheduled }).toEqual({ waiting: 0, scheduled: false });
   });
 
   it('a failing task prints the reason, the field and the fix to stderr and exits 1; --quiet prints only that', async () => {
