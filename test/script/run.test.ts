@@ -44,7 +44,16 @@ describe('mur run on a script capsule', () => {
     await drainWorkerPool();
     const dir = makeCapsule(demoYaml());
     const code = await runCommand(
-      [dir, '--quiet', '--task', program({ op: 'invoke', name: 'echo-tool', data: 'hi' }), '--registry', sessions.registry(), '--work-root', tmp('mur-script-work-')],
+      [
+        dir,
+        '--quiet',
+        '--task',
+        program({ op: 'invoke', name: 'echo-tool', data: 'hi' }),
+        '--registry',
+        sessions.registry(),
+        '--work-root',
+        tmp('mur-script-work-'),
+      ],
       () => {},
     );
     expect(code).toBe(0);
