@@ -16,7 +16,7 @@ import type { Capsule } from '../../../operator/api/types.ts';
 import { secretApiKeyDigests } from '../../../runtime/contracts/api-key.ts';
 import { readApiKeys } from '../../../runtime/a2a/server/auth-config.ts';
 
-const ACTIVATOR_KEY = Buffer.from('k'.repeat(16) + 'activator-key-for-tests-0123456789');
+const ACTIVATOR_KEY = Buffer.from('kkkkkkkkkkkkkkkk-activator-key-for-tests-0123456789');
 const KEY_A = 'alpha-key-0123456789abcdef';
 const KEY_B = 'bravo-key-0123456789abcdef';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
