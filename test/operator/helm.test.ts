@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { KubeClient } from '../../operator/kube/client.ts';
+import { DEFAULT_RESOURCES } from '../../operator/translate/builders/deployment.ts';
 import { client, deleteNamespace, ensureCrds, eventually, helm, kubeconfig, kubectl, kubectlOk, newNamespace, operator, repoRoot } from './helpers.ts';
 
 const chart = join(repoRoot, 'charts', 'capsule-operator');
@@ -186,6 +187,25 @@ describe('helm chart', () => {
       'runtime.image.pullPolicy=Never',
     ]);
     expect(ok.code, ok.stderr).toBe(0);
+  });
+
+  it('the operator and the activator outlast a minute of CPU starvation: liveness waits 60 s, and neither weighs less than its share', async () => {
+    const r = await helm(['template', 'x', chart, '-n', 'ops']);
+    expect(r.code, r.stderr).toBe(0);
+    const milli = (q: string) => (q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000);
+    const deps = docs(r.stdout).filter((d) => d.kind === 'Deployment');
+    expect(deps.map((d) => d.metadata.name).sort()).toEqual(['x-activator', 'x-capsule-operator']);
+    for (const d of deps) {
+      const c = d.spec.template.spec.containers[0];
+      const live = c.livenessProbe;
+      // Killed only after a minute without an answer, each try given 5 s.
+      expect(live.periodSeconds * live.failureThreshold, d.metadata.name).toBeGreaterThanOrEqual(60);
+      expect(live.timeoutSeconds, d.metadata.name).toBeGreaterThanOrEqual(5);
+      expect(milli(c.resources.requests.cpu), d.metadata.name).toBeGreaterThanOrEqual(50);
+    }
+    // The operator weighs at least as much as one capsule pod (the default request) on a contended node.
+    const op = deps.find((d) => d.metadata.name === 'x-capsule-operator')!.spec.template.spec.containers[0];
+    expect(milli(op.resources.requests.cpu)).toBeGreaterThanOrEqual(milli(DEFAULT_RESOURCES.requests.cpu));
   });
 
   it('creates a ServiceMonitor only when monitoring.coreos.com/v1 exists', async () => {
