@@ -17,7 +17,7 @@
  * heaviest functions (cpu-profile-summary.ts).
  *
  *   npm run bench task-cpu    (this checkout's dist/ alone)
- *   node --import tsx bench/task-cpu.ts --arm base=/tmp/wt-base --arm head=. [--rounds 5] [--tasks 400] [--warmup 40] [--senders 8] [--client poller|blocking] [--prof <dir>]
+ *   node --import tsx bench/task-cpu.ts --arm base=/tmp/wt-base --arm head=. [--rounds 5] [--tasks 400] [--warmup 40] [--senders 8] [--client poller|blocking] [--answer-chars 4] [--prof <dir>]
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
@@ -42,6 +42,8 @@ const SENDERS = numArg('senders', 8);
  * requests: the figure to compare commits by.
  */
 const CLIENT = choiceArg('client', ['poller', 'blocking'] as const, 'poller');
+/** The answer's length in characters: the provider streams it in 12-character deltas, each a chunk the driver emits. */
+const ANSWER_CHARS = numArg('answer-chars', 4);
 const PROF = (() => {
   const i = process.argv.indexOf('--prof');
   return i > 0 ? resolve(process.argv[i + 1]!) : undefined;
@@ -89,7 +91,11 @@ async function main(): Promise<void> {
     capsuleYaml({ name: 'task-cpu', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }),
   );
   const cache = tmp('task-cpu-cache-');
-  const provider = await spawnProvider({ turns: [{ text: 'done' }], apiKey: API_KEY, onExhausted: 'repeat-last' });
+  const provider = await spawnProvider({
+    turns: [{ text: ANSWER_CHARS === 4 ? 'done' : 'word '.repeat(Math.ceil(ANSWER_CHARS / 5)).slice(0, ANSWER_CHARS) }],
+    apiKey: API_KEY,
+    onExhausted: 'repeat-last',
+  });
   const image = imageProcess();
   const figs = new Map<string, { all: number[]; main: number[]; wall: number[]; threads: Map<string, number>[] }>();
 
@@ -214,7 +220,9 @@ async function main(): Promise<void> {
   // Wall time per task (the batch's wall / tasks) moves with everything else the machine runs: the
   // paired ratio only, and only beside the CPU figures.
   summary('wall time per task', (f) => f.wall);
-  console.log(`mur serve CPU per task (user + system): ${TASKS} one-turn tasks after ${WARMUP}, ${SENDERS} senders, ${CLIENT} client, ${ROUNDS} rounds`);
+  console.log(
+    `mur serve CPU per task (user + system): ${TASKS} one-turn tasks (a ${ANSWER_CHARS}-character answer) after ${WARMUP}, ${SENDERS} senders, ${CLIENT} client, ${ROUNDS} rounds`,
+  );
   console.log(table(rows));
   for (const a of ARMS) {
     const names = new Set(figs.get(a.name)!.threads.flatMap((m) => [...m.keys()]));

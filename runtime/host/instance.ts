@@ -346,10 +346,33 @@ export class ComponentInstance {
     Atomics.notify(flag, 0);
   }
 
+  /**
+   * A one-way host import (protocol.ts ONE_WAY_IMPORTS): run now, before the call's answer that
+   * follows it on the channel. The guest went on without waiting, so a failure has nobody to reach
+   * but stderr (E-RUN-085); the call itself goes on.
+   */
+  private serveHostEvent(iface: string, fn: string, args: unknown[]): void {
+    const fail = (e: unknown): void => {
+      process.stderr.write(`mur: ${this.component.name}: host import ${iface}#${fn} failed: ${e instanceof Error ? e.message : String(e)} [E-RUN-085]\n`);
+    };
+    try {
+      const impl = this.opts.imports?.[iface]?.[fn];
+      if (!impl) throw new Error('no implementation');
+      const r = impl(...args);
+      if (r instanceof Promise) r.catch(fail);
+    } catch (e) {
+      fail(e);
+    }
+  }
+
   private onWorkerMessage(m: CallMessage): void {
     if (m.type === 'network-denied') {
       const { type: _t, slot: _s, ...d } = m;
       this.opts.onNetworkDenied?.(d);
+      return;
+    }
+    if (m.type === 'host-event') {
+      this.serveHostEvent(m.iface, m.fn, m.args);
       return;
     }
     const p = this.pending.get(m.id);

@@ -23,6 +23,15 @@ export type { NetworkDenial };
 /** Interfaces the host implements for the guest: interface → function names (camelCase). */
 export type ImportSpec = Record<string, string[]>;
 
+/**
+ * Host imports (`interface#function`) that are notifications: no result, nothing the guest can
+ * observe of their effect. The guest's thread posts them on the call channel and goes on without
+ * waiting for the main thread, which runs them in order before the call's answer. A driver calls
+ * emit-chunk once per streamed token: as a round trip, each token stopped the driver for two
+ * thread hand-offs (issue 42).
+ */
+export const ONE_WAY_IMPORTS: ReadonlySet<string> = new Set(['murmur:text/chunks#emitChunk', 'murmur:text/chunks#emitThinkingChunk']);
+
 export interface WorkerInit {
   /** The instance's slot in its thread (host/thread.ts); every message about it names it. */
   slot: number;
@@ -65,6 +74,8 @@ export type FromWorker =
   /** After a `collect`: the worker's heap in use once its garbage was collected (bytes). */
   | { type: 'collected'; heapUsed: number }
   | ({ type: 'network-denied'; slot: number } & NetworkDenial)
+  /** A one-way host import the guest called (ONE_WAY_IMPORTS), on the call channel before the call's answer. */
+  | { type: 'host-event'; slot: number; iface: string; fn: string; args: unknown[] }
   /**
    * guestUs: how long the call ran in the worker (µs): whether the next one is worth polling for;
    * polled: the call reached a worker still polling after its previous answer (host/doorbell.ts).

@@ -13,7 +13,7 @@ import { RecentTimes, TO_MAIN, TO_WORKER, newDoorbells, pollDoorbell, ring, ring
 import type { FromWorker, ToWorker, WorkerInit } from './protocol.ts';
 
 /** What a slot's instance receives about its calls. */
-export type CallMessage = Extract<FromWorker, { type: 'result' | 'guest-error' | 'trap' | 'network-denied' }>;
+export type CallMessage = Extract<FromWorker, { type: 'result' | 'guest-error' | 'trap' | 'network-denied' | 'host-event' }>;
 
 export class WorkerLink {
   readonly bells: Int32Array;
@@ -83,7 +83,7 @@ export class WorkerLink {
   }
 
   private deliver(m: CallMessage): void {
-    if (m.type !== 'network-denied') this.answeredAt = performance.now();
+    if (m.type !== 'network-denied' && m.type !== 'host-event') this.answeredAt = performance.now();
     this.routes.get(m.slot)?.(m);
   }
 }

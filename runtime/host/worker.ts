@@ -2,7 +2,8 @@
  * Runs inside a component worker thread: instantiates transpiled components, each in a slot of
  * its own with a per-instance WASI (one preopen or none, an explicit environment, stdout/stderr to
  * a log file, HTTP only to allowlisted destinations, no raw sockets), and bridges their synchronous
- * host imports to async functions on the main thread with Atomics.wait.
+ * host imports to async functions on the main thread with Atomics.wait (notifications, the
+ * ONE_WAY_IMPORTS, go on the call channel without waiting).
  *
  * A thread holds one instance, or several of one session (host/thread.ts): the driver and the
  * tools, whose calls the agent loop makes one at a time anyway. Slots share nothing but the thread:
@@ -15,7 +16,7 @@ import { lateBoundWasi, type LateBoundWasi } from './wasi.ts';
 import { connectNet } from './wasi-io/channel.ts';
 import { GROW_FAILED_EXPORT } from './grow-probe.ts';
 import { TO_MAIN, TO_WORKER, pollDoorbell, ring, rings } from './doorbell.ts';
-import type { FromWorker, HostCallReply, ToWorker, WorkerInit } from './protocol.ts';
+import { ONE_WAY_IMPORTS, type FromWorker, type HostCallReply, type ToWorker, type WorkerInit } from './protocol.ts';
 
 // The worker boots (this module and the WASI shim load) before it knows which components it will
 // run, so a pool can keep booted workers ready; each `init` message then fills a slot.
@@ -70,6 +71,14 @@ function hostCall(s: Slot, iface: string, fn: string, args: unknown[]): unknown 
   throw new Error(`host import ${iface}#${fn} failed: ${reply.fault}`);
 }
 
+/** A one-way host import (ONE_WAY_IMPORTS): posted on the call channel, not waited for. */
+function hostEvent(s: Slot, iface: string, fn: string, args: unknown[]): undefined {
+  if (!s.wasi.bound) s.wasi.noteEarly(`${iface}#${fn}`);
+  if (!s.wasi.bound) throw new Error(`host import ${iface}#${fn} failed: called before the instance's grants were bound`);
+  answer({ type: 'host-event', slot: s.init.slot, iface, fn, args });
+  return undefined;
+}
+
 async function start(init: WorkerInit): Promise<void> {
   // The thread's route for outgoing HTTP comes with its first slot.
   if (init.netPort && init.netFlag) connectNet(init.netPort, init.netFlag, () => ring(bells, TO_MAIN));
@@ -81,7 +90,11 @@ async function start(init: WorkerInit): Promise<void> {
   const imports: Record<string, unknown> = { ...wasi.imports };
   for (const [iface, fns] of Object.entries(init.importSpec)) {
     const obj: Record<string, (...a: unknown[]) => unknown> = {};
-    for (const fn of fns) obj[fn] = (...args: unknown[]) => hostCall(s, iface, fn, args);
+    for (const fn of fns) {
+      obj[fn] = ONE_WAY_IMPORTS.has(`${iface}#${fn}`)
+        ? (...args: unknown[]) => hostEvent(s, iface, fn, args)
+        : (...args: unknown[]) => hostCall(s, iface, fn, args);
+    }
     imports[iface] = obj;
   }
   const { instantiate } = (await import(pathToFileURL(init.jsPath).href)) as {
