@@ -52,6 +52,18 @@ describe('the token counter’s tables file', () => {
     expect(second.workersStarted).toBe(0);
   });
 
+  it('hands tables read from the file (views of its mapped pages) to the worker for a large text, which counts the same', async () => {
+    const file = join(tmp('tables-'), 'cl100k.tables');
+    await counter({ tablesFile: file, tablesIdleMs: 0 }).ready();
+    await expect.poll(() => checkTablesFile(file)).toBeUndefined();
+    const c = counter({ tablesFile: file, tablesIdleMs: 0 });
+    c.prewarm();
+    expect({ read: c.tablesRead, workers: c.workersStarted }).toEqual({ read: 1, workers: 0 });
+    const large = text.repeat(40); // past what is counted in place: the worker counts it
+    expect(await c.count(large)).toBe(countTokensUnchunked(large));
+    expect({ workers: c.workersStarted, built: c.tablesBuilt }).toEqual({ workers: 1, built: 0 });
+  });
+
   it('lets idle tables go and reads them back with the next count, which counts the same', async () => {
     const file = join(tmp('tables-'), 'cl100k.tables');
     await counter({ tablesFile: file, tablesIdleMs: 0 }).ready();
