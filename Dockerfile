@@ -33,7 +33,8 @@ RUN --mount=type=secret,id=ca NODE_EXTRA_CA_CERTS=/run/secrets/ca npm ci --ignor
 #    the 64 KiB around it, so nearly all of its text ends up resident — 2.0 MB at -O3, 1.1 MB at
 #    -Os (an idle `mur serve` 79.0–79.5 MiB against 79.8–80.4; a task runs a handful of
 #    statements); the runtime's own memory.node (runtime/memory.ts: freed memory returned to the kernel
-#    when idle; runtime/process-guard.ts: secrets kept out of /proc/<pid>/environ and of reach of
+#    when idle; runtime/inference/bpe-table-file.ts: the token tables mapped from /opt/murmur/tokens,
+#    shared pages instead of each process's copy; runtime/process-guard.ts: secrets kept out of /proc/<pid>/environ and of reach of
 #    CAP_SYS_PTRACE) from its three C files, as scripts/build-native.ts builds it.
 FROM node:24-bookworm AS sqlite
 WORKDIR /src
