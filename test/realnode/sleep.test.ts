@@ -1,12 +1,14 @@
 // Issue 37 §1 on the real node: Capsules that sleep. `sleeper` (sleep.afterIdle 10s) keeps its
 // tasks in the node-hosted PostgreSQL (host-services.ts); `waker` (afterIdle 20s), its peer, keeps
 // them in SQLite on a PersistentVolumeClaim bound to a static hostPath PersistentVolume this file
-// creates (the node has no provisioner). While a Capsule sleeps its Service still answers: the
-// operator's `<capsule>-activator` EndpointSlice sends callers to the activator, which serves the
-// card, fences callers as the capsule would, and holds the first request while the capsule wakes.
+// creates (the node has no provisioner); `keyed` (afterIdle 10s, PostgreSQL) takes API keys.
+// While a Capsule sleeps its Service still answers: the operator's `<capsule>-activator`
+// EndpointSlice sends callers to the activator, which serves the card, fences callers as the
+// capsule would, and holds the first request while the capsule wakes.
 // The scripted provider runs in this process (forwardIntoNode): each test pushes the turns it uses.
 // Every wait is a watch (kubectl wait, a watch of Events) on the state waited for, never a sleep.
 import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -48,6 +50,8 @@ let store: NodePostgres;
 let client: Awaited<ReturnType<typeof clientPod>>;
 let outsider: Awaited<ReturnType<typeof clientPod>>;
 let token = '';
+/** The one API key `keyed` takes (its Secret `keyed-keys`, holder ci-bot). */
+const KEY = randomBytes(24).toString('hex');
 /** A task `sleeper` completed before it first slept. */
 let before: { id: string; text: string };
 
@@ -231,6 +235,21 @@ beforeAll(async () => {
   const sources = await fixturePod(ns, [probe]);
   const postgres = { postgres: { urlSecretRef: { name: 'store', key: 'url' }, address: `${nodeAddress}:${PG_PORT}` } };
   await apply(capsule('sleeper', { store: postgres, sleep: { afterIdle: '10s' } }, sources));
+  // keyed: callers authenticate with an API key, which the activator checks by its digest while it sleeps.
+  const keyedUrl = await store.podUrl('keyed', `postgres.${ns}.svc.cluster.local`);
+  await apply(stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keyed-store', namespace: ns }, stringData: { url: keyedUrl } }));
+  await apply(stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keyed-keys', namespace: ns }, stringData: { 'ci-bot': KEY } }));
+  await apply(
+    capsule(
+      'keyed',
+      {
+        store: { postgres: { urlSecretRef: { name: 'keyed-store', key: 'url' }, address: `${nodeAddress}:${PG_PORT}` } },
+        sleep: { afterIdle: '10s' },
+        a2a: { auth: { apiKeys: { secretName: 'keyed-keys' } } },
+      },
+      sources,
+    ),
+  );
   await apply(
     capsule(
       'waker',
@@ -468,6 +487,24 @@ describe('a Capsule that sleeps, on the real node', () => {
     expect(JSON.stringify(provider.requests.at(-1)?.body)).toContain('sleeper says: pineapple');
     await wokeUp('sleeper', wakes);
   }, 360_000); // two capsules woken
+
+  it('a Capsule that takes API keys sleeps too: a wrong key gets 401 and does not wake it, its key wakes it and the task completes', async () => {
+    await asleep('keyed');
+    // The activator checks a key against these, never the Secret: one digest per key.
+    expect((await getJson(ns, 'capsule/keyed')).status.sleep.apiKeyDigests).toHaveLength(1);
+    const wakes = (await events('keyed', 'WakeRequested')).length;
+    const wrong = await client(`${wgetPost(`${url('keyed')}/`, messageSend('Let me in.', 'm-wrong-key'), 20, randomBytes(24).toString('hex'))} 2>&1`);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.out).toContain('401');
+    await stillAsleep('keyed', wakes);
+    turns.push({ text: 'woken by an API key' });
+    const r = await call(wgetPost(`${url('keyed')}/`, messageSend('Wake up.', 'm-wake-key'), 120, KEY));
+    expect(r.code, r.out).toBe(0);
+    const task = JSON.parse(r.out).result;
+    expect(task.status.state).toBe('completed');
+    expect(answer(task)).toContain('woken by an API key');
+    await wokeUp('keyed', wakes);
+  });
 
   it('a task waiting for input does not keep it awake: it sleeps with the task waiting, and the reply wakes it and resumes the task, which completes', async () => {
     await asleep('sleeper');
