@@ -200,7 +200,7 @@ export function capsuleSpecSchema(): Schema {
       store: storeSchema(),
       replicas: int('Pods running this capsule (default 1). More than one needs the shared store (store.postgres).', { minimum: 0, maximum: 100, default: 1 }),
       resources: obj(
-        'Container resources (default requests cpu 100m, memory 256Mi; limit memory 1Gi). ephemeral-storage, when not given, is requested 256Mi and limited to workdirSizeLimit + 512Mi: past it the kubelet evicts the pod.',
+        'Container resources (default requests cpu 25m, memory 256Mi; limit memory 1Gi). ephemeral-storage, when not given, is requested 256Mi and limited to workdirSizeLimit + 512Mi: past it the kubelet evicts the pod.',
         {
           limits: map('Resource limits.', quantity('A quantity.')),
           requests: map('Resource requests.', quantity('A quantity.')),

@@ -36,8 +36,13 @@ export const PRESTOP_COMMAND = ['sleep', String(PRESTOP_SECS)];
 /** The pod's grace period: above the pause plus the drain budget, so the kubelet never SIGKILLs a draining runtime. */
 export const TERMINATION_GRACE_SECS = PRESTOP_SECS + DRAIN_SECS + 15;
 
-/** The runtime container's resources when the Capsule sets none (docs/operator.md). */
-export const DEFAULT_RESOURCES = { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } };
+/**
+ * The runtime container's resources when the Capsule sets none (docs/operator.md). The CPU request
+ * is what the scheduler reserves for every awake capsule, not a limit: a capsule mostly waits on
+ * its provider (about 4 ms of CPU per one-turn task, none idle), and at 100m a 2-core node held
+ * at most 17 awake capsules whatever their use, so a wake beyond that waited for another to sleep.
+ */
+export const DEFAULT_RESOURCES = { requests: { cpu: '25m', memory: '256Mi' }, limits: { memory: '1Gi' } };
 
 /** Where OCI artifacts are mounted: `<dir>/<artifact name>/` (the runtime reads MURMUR_OCI_MOUNT_DIR). */
 export const OCI_MOUNT_DIR = '/var/run/murmur/oci';
