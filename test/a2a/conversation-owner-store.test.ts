@@ -3,7 +3,7 @@
  * (SQLite, and a real PostgreSQL server): a threaded history is read by owner and context id
  * together, and a store written before messages had owners is migrated — each context's rows go
  * to the one caller whose tasks ran in it, and a context callers shared (or with no task left) to
- * no caller.
+ * no caller. A migration stopped halfway leaves nothing behind (SQLite included: sqlite-dialect.ts).
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -141,5 +141,32 @@ describe.each(ENGINES)('conversation owners on %s', (_engine, urlOf) => {
     await store.conversations.append(BOB, 'shared', [msg('bob new')]);
     expect(await load(BOB, 'shared')).toEqual(['bob new']);
     expect((await store.conversations.loadRecord(RECORD_LIMIT, RECORD_MAX_BYTES)).length).toBe(6);
+  }, 120_000);
+
+  it('a migration stopped halfway leaves the store as it was, and the next start completes it', async () => {
+    const url = await urlOf('half-migration');
+    await sdkUpgrade(url);
+    const db = rawDb(url);
+    await migrateMurmur(db, url.startsWith('sqlite:') ? 'sqlite' : 'postgres', '0002_create_task_runner');
+    // 0003 adds the owner columns, then makes this index: taken already, its last statement fails
+    // after the columns were added, as a start stopped there would leave it.
+    const index = `${CONVERSATION_TABLE}_owner_context_idx`;
+    await db.schema.createIndex(index).on(CONVERSATION_TABLE).columns(['seq']).execute();
+    const err = await openStore(url).then(
+      (s) => s.close().then(() => undefined),
+      (e: Error) => e,
+    );
+    expect(err?.message).toMatch(/conversation table migration failed/);
+    // Nothing of 0003 stayed: no owner column, and its ledger row is not written.
+    const columns = (await db.introspection.getTables()).find((t) => t.name === CONVERSATION_TABLE)!.columns.map((c) => c.name);
+    expect(columns).not.toContain('tenant');
+    expect(columns).not.toContain('owner');
+    await db.schema.dropIndex(index).execute();
+    await db.destroy();
+    // The next start migrates it whole (before: "duplicate column name: tenant", at every start).
+    const store = await openStore(url);
+    cleanup.push(() => store.close());
+    await store.conversations.append(ANN, 'after', [msg('migrated')]);
+    expect(texts(await store.conversations.loadContext(ANN, 'after', HISTORIES_MAX_BYTES))).toEqual(['migrated']);
   }, 120_000);
 });

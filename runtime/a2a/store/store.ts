@@ -14,7 +14,8 @@ import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
+import { StoreSqliteDialect } from './sqlite-dialect.ts';
 import type { PushNotificationStore, TaskStore } from '@a2a-js/sdk/server';
 import { DatabasePushNotificationStore, DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
 import { failOrphans } from './task-runners.ts';
@@ -216,7 +217,7 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
       file.pragma('busy_timeout = 5000');
       // Each SQL text compiled once, not per query (sqlite-statements.ts).
       statements = cachedStatements(file);
-      db = new Kysely({ dialect: new SqliteDialect({ database: statements }) });
+      db = new Kysely({ dialect: new StoreSqliteDialect({ database: statements }) });
     } else {
       const { default: pg } = await import('pg');
       const pool = new pg.Pool({ connectionString: spec.url, max: 10, connectionTimeoutMillis: 10_000 });
