@@ -9,11 +9,12 @@
  *   node --import tsx scripts/image-files.ts runtime|operator <out-dir>
  * Writes <out-dir>/app/{package.json, bin/, dist/…, node_modules/…} and prints its size.
  */
-import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Plugin } from 'esbuild';
 import { nodeFileTrace } from '@vercel/nft';
 import { lazyBuiltinsPlugin } from '../runtime/host/wasi-io/bundle.ts';
+import { sdkMigratorImports } from './sdk-migrator-imports.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -39,7 +40,19 @@ interface Target {
    * sit in one folder, dist/runtime/cli/, so the paths the runtime derives from import.meta.url
    * (worker.js beside workers.ts' code, worker-boot.mjs and PROJECT_ROOT one and two levels up) still hold.
    */
-  bundle?: { entries: Record<string, string>; copy: Record<string, string>; external: string[]; split?: string[] };
+  bundle?: {
+    entries: Record<string, string>;
+    copy: Record<string, string>;
+    external: string[];
+    split?: string[];
+    /**
+     * More entry points of a split bundle (output name → entry, written beside it), so the code
+     * they share with it is one chunk loaded once; each with a module at the path the runtime
+     * imports it from that re-exports it (`shims`: path → the output it re-exports).
+     */
+    splitWith?: Record<string, Record<string, string>>;
+    shims?: Record<string, string>;
+  };
 }
 
 const TARGETS: Record<string, Target> = {
@@ -53,6 +66,7 @@ const TARGETS: Record<string, Target> = {
       'dist/runtime/cli/transpile-child.js',
       'dist/runtime/worker-boot.mjs',
       'node_modules/@a2a-js/sdk/dist/cli/run.js',
+      'dist/runtime/cli/a2a-db-run.js',
     ],
     // The migration runner loads the PostgreSQL driver by a computed specifier (`import(name)`,
     // name 'pg' for a postgresql:// URL), which neither esbuild nor the tracer follows: without
@@ -71,12 +85,16 @@ const TARGETS: Record<string, Target> = {
         // The component transpiler's own process (runtime/host/transpile-child-run.ts), found
         // beside the bundle that starts it.
         'dist/runtime/cli/transpile-child.js': 'dist/runtime/host/transpile-child.js',
-        // The SDK's schema migrations (its `a2a-db` runner), which the store runs at open
-        // (runtime/a2a/store/store.ts finds it beside the SDK's database entry point). Bundled: loaded
-        // from the package it imports all of kysely file by file (≈ 200–300 ms of every start);
-        // bundled, ≈ 25 ms plus kysely/migration (below).
-        'node_modules/@a2a-js/sdk/dist/cli/run.js': 'node_modules/@a2a-js/sdk/dist/cli/run.js',
       },
+      // The SDK's schema migrations (its `a2a-db` runner), which the store runs at open
+      // (runtime/a2a/store/store.ts finds it beside the SDK's database entry point), bundled with
+      // main.js: loaded from the package it imports all of kysely file by file (≈ 200–300 ms of every
+      // start); bundled on its own it carried a second copy of kysely, and with kysely/migration
+      // loaded from node_modules it held ≈ 1.4 MiB of an idle serving process's main heap for the
+      // rest of its life (the ESM loader keeps every module it loaded). With main.js it shares
+      // main.js's kysely chunk; the package path re-exports it.
+      splitWith: { 'dist/runtime/cli/main.js': { 'a2a-db-run': 'node_modules/@a2a-js/sdk/dist/cli/run.js' } },
+      shims: { 'node_modules/@a2a-js/sdk/dist/cli/run.js': 'dist/runtime/cli/a2a-db-run.js' },
       copy: { 'dist/runtime/worker-boot.mjs': 'dist/runtime/worker-boot.mjs' },
       // main.js split at its dynamic imports: what `mur serve` does not load before it is ready
       // (the other commands, the Kubernetes client behind --token-review, gRPC behind --grpc-port,
@@ -107,8 +125,6 @@ const TARGETS: Record<string, Target> = {
       'node_modules/iconv-lite/package.json',
       ...readdirSync(join(ROOT, 'node_modules/iconv-lite/encodings/tables')).map((f) => `node_modules/iconv-lite/encodings/tables/${f}`),
     ],
-    // The migration runner loads kysely's Migrator by a computed specifier ('kysely/migration').
-    packages: ['node_modules/kysely'],
     ignore: [
       // tsx (and the esbuild it runs) serve only the TypeScript sources (bin/mur, worker-boot.mjs
       // and workers.ts take that path only when runtime/*.ts exists); the image runs dist/.
@@ -264,15 +280,14 @@ if (target.bundle) {
   const { default: esbuild } = await import('esbuild');
   for (const [outFile, entry] of Object.entries(target.bundle.entries)) {
     const split = target.bundle.split?.includes(outFile) ?? false;
+    const more = Object.entries(target.bundle.splitWith?.[outFile] ?? {}).map(([name, e]) => ({ in: join(ROOT, e), out: name }));
     await esbuild.build({
-      entryPoints: [join(ROOT, entry)],
+      entryPoints: split ? [{ in: join(ROOT, entry), out: basename(outFile, '.js') }, ...more] : [join(ROOT, entry)],
       // Split: each dynamic import() becomes a chunk of its own beside the entry, read only when
       // the code that needs it runs (the path-from-import.meta.url rule above holds for chunks).
-      ...(split
-        ? { outdir: dirname(join(dir, outFile)), splitting: true, entryNames: basename(outFile, '.js'), chunkNames: 'chunk-[name]-[hash]' }
-        : { outfile: join(dir, outFile) }),
+      ...(split ? { outdir: dirname(join(dir, outFile)), splitting: true, chunkNames: 'chunk-[name]-[hash]' } : { outfile: join(dir, outFile) }),
       // Built-ins through process.getBuiltinModule, not ES imports (why: runtime/host/wasi-io/bundle.ts).
-      plugins: [dedupePackages(), lazyCodePageTables(), lazyBuiltinsPlugin()],
+      plugins: [dedupePackages(), lazyCodePageTables(), lazyBuiltinsPlugin(), sdkMigratorImports()],
       bundle: true,
       format: 'esm',
       platform: 'node',
@@ -289,6 +304,10 @@ if (target.bundle) {
     });
   }
   assertOneByteSources(dir);
+  for (const [at, of] of Object.entries(target.bundle.shims ?? {})) {
+    mkdirSync(dirname(join(dir, at)), { recursive: true });
+    writeFileSync(join(dir, at), `export * from '${relative(dirname(at), of).replace(/\\/g, '/')}';\n`);
+  }
   for (const [to, from] of Object.entries(target.bundle.copy)) {
     mkdirSync(dirname(join(dir, to)), { recursive: true });
     cpSync(join(ROOT, from), join(dir, to));
