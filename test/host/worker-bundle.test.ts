@@ -60,4 +60,33 @@ describe('built-ins in a split bundle (the image bundles main.js split at its dy
     const out = JSON.parse(execFileSync(process.execPath, [join(dir, 'out', 'entry.js')], { encoding: 'utf8' })) as { agent: string; hash: string };
     expect(out).toEqual({ agent: 'function', hash: '2d711642' });
   });
+
+  it("copies none of node:fs's, node:path's or node:crypto's exports into each importing module: reads go through to the module", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'read-through-builtins-'));
+    // Two modules import the same built-ins, as the serve chunk's modules do.
+    const importer = (name: string) =>
+      [
+        "import * as fs from 'node:fs';",
+        "import path, { join } from 'node:path';",
+        "import { createHash, randomUUID, webcrypto } from 'node:crypto';",
+        `export const ${name} = () => ({ own: Object.getOwnPropertyNames(fs).filter((k) => k !== 'default').length, same: fs.readFileSync === process.getBuiltinModule('node:fs').readFileSync,`,
+        "  promises: typeof fs.promises.readFile, join: join('a', 'b'), posix: path.posix.join('a', 'b'), hash: createHash('sha256').update('x').digest('hex').slice(0, 8),",
+        '  uuid: randomUUID().length, subtle: typeof webcrypto.subtle });',
+      ].join('\n');
+    writeFileSync(join(dir, 'a.mjs'), importer('a'));
+    writeFileSync(join(dir, 'b.mjs'), importer('b'));
+    writeFileSync(join(dir, 'entry.mjs'), "import { a } from './a.mjs';\nimport { b } from './b.mjs';\nconsole.log(JSON.stringify([a(), b()]));\n");
+    await esbuild.build({
+      entryPoints: [join(dir, 'entry.mjs')],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      outdir: join(dir, 'out'),
+      plugins: [lazyBuiltinsPlugin()],
+      logLevel: 'silent',
+    });
+    const out = JSON.parse(execFileSync(process.execPath, [join(dir, 'out', 'entry.js')], { encoding: 'utf8' })) as unknown[];
+    const each = { own: 0, same: true, promises: 'function', join: 'a/b', posix: 'a/b', hash: '2d711642', uuid: 36, subtle: 'object' };
+    expect(out).toEqual([each, each]);
+  });
 });
