@@ -14,6 +14,7 @@ import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Plugin } from 'esbuild';
 import { nodeFileTrace } from '@vercel/nft';
 import { lazyBuiltinsPlugin } from '../runtime/host/wasi-io/bundle.ts';
+import { lazyMimeDb } from './lazy-mime-db.ts';
 import { sdkMigratorImports } from './sdk-migrator-imports.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -272,6 +273,8 @@ const out = join(resolve(outArg), 'app');
 // Bundles are written under ROOT/.cache (so their externals resolve from ROOT/node_modules while
 // tracing) and copied to their dist/ path in the image.
 let prefix = '';
+// Files the bundles require by path instead of inlining them (lazyMimeDb), copied into the image.
+const tableFiles = new Set<string>();
 if (target.bundle) {
   prefix = `${join('.cache', 'image-bundle', name!)}/`;
   const dir = join(ROOT, prefix);
@@ -287,7 +290,7 @@ if (target.bundle) {
       // the code that needs it runs (the path-from-import.meta.url rule above holds for chunks).
       ...(split ? { outdir: dirname(join(dir, outFile)), splitting: true, chunkNames: 'chunk-[name]-[hash]' } : { outfile: join(dir, outFile) }),
       // Built-ins through process.getBuiltinModule, not ES imports (why: runtime/host/wasi-io/bundle.ts).
-      plugins: [dedupePackages(), lazyCodePageTables(), lazyBuiltinsPlugin(), sdkMigratorImports()],
+      plugins: [dedupePackages(), lazyCodePageTables(), lazyMimeDb(ROOT, join(ROOT, dirname(outFile)), tableFiles), lazyBuiltinsPlugin(), sdkMigratorImports()],
       bundle: true,
       format: 'esm',
       platform: 'node',
@@ -330,7 +333,7 @@ for (const w of warnings) if (!String(w.message).startsWith('Failed to resolve d
 // a conditional export or a computed path (async-function's `require.mjs`, a component's core
 // wasm) would be missed file by file. Nested node_modules are packages of their own.
 const packages = new Set<string>(target.packages);
-const files: string[] = [...target.extra];
+const files: string[] = [...target.extra, ...tableFiles];
 for (const f of fileList) {
   const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(f);
   if (m && !target.tracedFilesOnly?.includes(m[1]!)) packages.add(m[1]!);
