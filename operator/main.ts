@@ -23,7 +23,7 @@
  *   KUBECONFIG               outside a cluster
  *   CAPSULE_ACTIVATOR_SERVICE, _NAMESPACE, _PORT, _POD_LABELS  where the activator of sleeping
  *                            Capsules is (controller/activator-config.ts); unset: no Capsule sleeps
- *   CAPSULE_ACTIVATOR_KEY    with an activator: the key of the API-key digests (activator/key.ts)
+ *   CAPSULE_ACTIVATOR_KEY_FILE  with an activator: the file holding the key of the API-key digests (activator/key.ts; or CAPSULE_ACTIVATOR_KEY, the key)
  *   CAPSULE_OPERATOR_WRITE_DELAY_MS  tests only: sleep before each object write (to kill the
  *                            operator mid-reconcile)
  */

@@ -6,7 +6,7 @@
  *   WATCH_NAMESPACES                comma-separated, the operator's own list; empty = all namespaces
  *   CLUSTER_DOMAIN                  default cluster.local (Host names `<svc>.<ns>.svc.<domain>`)
  *   POD_NAME                        the reporting instance of its Events
- *   CAPSULE_ACTIVATOR_KEY           the activator key the operator's API-key digests are made with (key.ts)
+ *   CAPSULE_ACTIVATOR_KEY_FILE      the file holding the activator key the operator's API-key digests are made with (key.ts; or CAPSULE_ACTIVATOR_KEY)
  * A value that is not what it should be stops the activator at start with the variable's name.
  */
 import { CODES } from './errors.ts';

@@ -6,6 +6,8 @@
  * DNS), the activator key both Deployments get from one Secret (kept across upgrades), and
  * `activator.enabled=false` leaving all of it out. The API server accepts what it renders.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -29,7 +31,18 @@ const named = (docs: any[], kind: string, name: string) => docs.find((d) => d.ki
 const envOf = (dep: any) => Object.fromEntries(dep.spec.template.spec.containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]));
 /** The activator key as the chart's Secret holds it, and the env entry of a Deployment that reads it. */
 const keyOf = (docs: any[]) => Buffer.from(named(docs, 'Secret', 'x-activator-key').data.key, 'base64').toString();
-const keyEnv = (dep: any) => dep.spec.template.spec.containers[0].env.filter((e: any) => e.name === 'CAPSULE_ACTIVATOR_KEY');
+const keyEnv = (dep: any) => dep.spec.template.spec.containers[0].env.filter((e: any) => /^CAPSULE_ACTIVATOR_KEY/.test(e.name));
+/** How a Deployment gets the key: its env entry, the mount and the volume of the Secret, and the group that may read the file. */
+const keyWiring = (dep: any) => {
+  const pod = dep.spec.template.spec;
+  return {
+    env: keyEnv(dep),
+    mounts: (pod.containers[0].volumeMounts ?? []).filter((m: any) => m.name === 'activator-key'),
+    volumes: (pod.volumes ?? []).filter((v: any) => v.name === 'activator-key'),
+    fsGroup: pod.securityContext.fsGroup,
+    runAsGroup: pod.securityContext.runAsGroup,
+  };
+};
 
 describe('the chart: the activator', () => {
   it('a Deployment of the operator image running the activator, with its settings, probes and a locked-down pod', async () => {
@@ -39,8 +52,11 @@ describe('the chart: the activator', () => {
     const c = dep.spec.template.spec.containers[0];
     expect(c.image).toBe(op.spec.template.spec.containers[0].image);
     expect(c.command).toEqual(['node', '--max-semi-space-size=2', '/app/dist/operator/activator/main.js']);
-    // What main.ts reads, read by its own parser (the key as the kubelet resolves its secretKeyRef).
-    const env = { ...envOf(dep), CAPSULE_ACTIVATOR_KEY: keyOf(docs) };
+    // What main.ts reads, read by its own parser; the key file as the kubelet would lay the Secret out (here, a temp dir).
+    const keyFile = join(mkdtempSync(join(tmpdir(), 'activator-key-')), 'key');
+    writeFileSync(keyFile, keyOf(docs));
+    expect(envOf(dep).CAPSULE_ACTIVATOR_KEY_FILE).toBe('/var/run/secrets/capsule-operator/activator-key/key');
+    const env = { ...envOf(dep), CAPSULE_ACTIVATOR_KEY_FILE: keyFile };
     expect(activatorEnv(env)).toEqual({
       port: 8012,
       metricsPort: 9090,
@@ -110,7 +126,7 @@ describe('the chart: the activator', () => {
     ]);
   });
 
-  it('the activator key: one Secret of 64 random letters and digits, given to the operator and the activator as CAPSULE_ACTIVATOR_KEY', async () => {
+  it('the activator key: one Secret of 64 random letters and digits, mounted into the operator and the activator as a file only their group reads', async () => {
     const { docs } = await render();
     const secret = named(docs, 'Secret', 'x-activator-key');
     expect(secret.metadata.namespace).toBe('ops');
@@ -119,10 +135,19 @@ describe('the chart: the activator', () => {
     const key = keyOf(docs);
     expect(key).toMatch(/^[A-Za-z0-9]{64}$/);
     // Both processes' own parser takes it (a short or blank one would stop them: E-OP-074/075).
-    expect(activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY: key })).toEqual(Buffer.from(key));
-    const ref = [{ name: 'CAPSULE_ACTIVATOR_KEY', valueFrom: { secretKeyRef: { name: 'x-activator-key', key: 'key' } } }];
-    expect(keyEnv(named(docs, 'Deployment', 'x-activator'))).toEqual(ref);
-    expect(keyEnv(named(docs, 'Deployment', 'x-capsule-operator'))).toEqual(ref);
+    const dir = '/var/run/secrets/capsule-operator/activator-key';
+    const wiring = {
+      env: [{ name: 'CAPSULE_ACTIVATOR_KEY_FILE', value: `${dir}/key` }],
+      mounts: [{ name: 'activator-key', mountPath: dir, readOnly: true }],
+      volumes: [{ name: 'activator-key', secret: { secretName: 'x-activator-key', defaultMode: 0o440 } }],
+      fsGroup: 65532,
+      runAsGroup: 65532,
+    };
+    expect(keyWiring(named(docs, 'Deployment', 'x-activator'))).toEqual(wiring);
+    expect(keyWiring(named(docs, 'Deployment', 'x-capsule-operator'))).toEqual(wiring);
+    // No key in the environment (checkov CKV_K8S_35): the parser reads the file the env names.
+    const files: Record<string, string> = { [`${dir}/key`]: key };
+    expect(activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY_FILE: `${dir}/key` }, (p) => files[p]!)).toEqual(Buffer.from(key));
     // Without a release to look up, each render makes a fresh key.
     expect(keyOf((await render()).docs)).not.toBe(key);
   });

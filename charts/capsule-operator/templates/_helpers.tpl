@@ -75,10 +75,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- /* The Secret holding the activator key (templates/activator-key.yaml); a Secret name may be 253 long. */ -}}
 {{- define "capsule-operator.activatorKeyName" -}}{{ printf "%s-activator-key" .Release.Name }}{{- end -}}
 
-{{- /* The env entry both Deployments read the activator key from (operator/activator/key.ts). */ -}}
+{{- /* Both Deployments read the activator key from a file of the Secret's volume (operator/activator/key.ts): the env entry naming it, the mount, the volume. */ -}}
 {{- define "capsule-operator.activatorKeyEnv" -}}
-- name: CAPSULE_ACTIVATOR_KEY
-  valueFrom: { secretKeyRef: { name: {{ include "capsule-operator.activatorKeyName" . }}, key: key } }
+- { name: CAPSULE_ACTIVATOR_KEY_FILE, value: /var/run/secrets/capsule-operator/activator-key/key }
+{{- end -}}
+{{- define "capsule-operator.activatorKeyMount" -}}
+- { name: activator-key, mountPath: /var/run/secrets/capsule-operator/activator-key, readOnly: true }
+{{- end -}}
+{{- define "capsule-operator.activatorKeyVolume" -}}
+- name: activator-key
+  secret: { secretName: {{ include "capsule-operator.activatorKeyName" . }}, defaultMode: 288 } # 0440, written in decimal: YAML 1.1 and 1.2 read 0440 differently
 {{- end -}}
 
 {{- define "capsule-operator.activatorSelectorLabels" -}}

@@ -1,4 +1,7 @@
 /** Where the activator is, from the operator's environment (operator/controller/activator-config.ts), and the activator key both read. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { activatorEnv, ConfigError } from '../../../operator/activator/config.ts';
 import { activatorKeyFrom } from '../../../operator/activator/key.ts';
@@ -61,6 +64,19 @@ describe('the activator key from the environment (operator/activator/key.ts), fo
   it('a key of 32 characters or more is taken as its bytes', () => {
     expect(activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY: KEY })).toEqual(Buffer.from(KEY));
     expect(activatorEnv({ CAPSULE_ACTIVATOR_KEY: KEY }).apiKeyDigestKey).toEqual(Buffer.from(KEY));
+  });
+
+  it('the key is read from the file CAPSULE_ACTIVATOR_KEY_FILE names (the chart mounts the Secret); an unreadable file is E-OP-074 naming it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'activator-key-'));
+    writeFileSync(join(dir, 'key'), KEY);
+    expect(activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY_FILE: join(dir, 'key') })).toEqual(Buffer.from(KEY));
+    // The file wins over a key in the environment.
+    expect(activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY_FILE: join(dir, 'key'), CAPSULE_ACTIVATOR_KEY: 'z'.repeat(40) })).toEqual(Buffer.from(KEY));
+    expect(() => activatorKeyFrom({ CAPSULE_ACTIVATOR_KEY_FILE: join(dir, 'absent') })).toThrow(
+      new RegExp(`^CAPSULE_ACTIVATOR_KEY_FILE names ${join(dir, 'absent')}, which cannot be read .*\\[E-OP-074\\]$`),
+    );
+    writeFileSync(join(dir, 'short'), 'abc');
+    expect(() => activatorEnv({ CAPSULE_ACTIVATOR_KEY_FILE: join(dir, 'short') })).toThrow(/\[E-OP-075\]$/);
   });
 
   it('a missing key stops either process with E-OP-074, naming the variable and the chart value', () => {
