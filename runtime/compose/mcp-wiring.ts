@@ -26,7 +26,7 @@ type McpModule = typeof import('../mcp/index.ts');
 export async function openMcpTools(staged: StagedCapsule, env: NodeJS.ProcessEnv, session: () => CapsuleSession | undefined): Promise<McpTools | undefined> {
   if (!staged.manifest.mcp?.servers.length) return undefined;
   // Loaded only for a capsule that names MCP servers: the MCP SDK with zod and ajv is ≈ 0.5 MB of
-  // source and ≈ 2 MiB of the main heap, held for the life of every serving process that loads it.
+  // source and ≈ 3 MiB of the main heap, held for the life of every serving process that loads it.
   const mcp = await import('../mcp/index.ts');
   return mcp.McpTools.forManifest(staged.manifest, { env, taken: otherToolNames(staged), requests: serverRequests(session, mcp), workdir: staged.workdir.dir });
 }

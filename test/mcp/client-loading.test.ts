@@ -1,6 +1,6 @@
 /**
  * What `mur serve` loads at start: the MCP client (the MCP SDK with zod and ajv, ≈ 0.5 MB of
- * bundled source and ≈ 2 MiB of an idle serving process's main heap, by a heap snapshot) only when
+ * bundled source and ≈ 3 MiB of an idle serving process's main heap, by a heap snapshot) only when
  * the capsule names MCP servers, not in every serving process. Read from esbuild's metafile of
  * serve.ts split at its dynamic imports, as the image's bundle is (start-packages.ts).
  */
