@@ -54,7 +54,7 @@ COPY bin ./bin
 COPY runtime ./runtime
 COPY --from=sqlite /src/memory.node ./runtime/native/memory.node
 COPY operator ./operator
-COPY scripts/image-files.ts scripts/build-worker.ts scripts/build-native.ts ./scripts/
+COPY scripts/image-files.ts scripts/lazy-mime-db.ts scripts/sdk-migrator-imports.ts scripts/build-worker.ts scripts/build-native.ts ./scripts/
 RUN npm run build && node --import tsx scripts/image-files.ts runtime /out \
  && mkdir -p /out/var/lib/murmur /out/etc/murmur/capsule
 
