@@ -20,9 +20,12 @@ export function lazyMimeDb(root: string, outDir: string, files: Set<string>): Pl
     setup(build) {
       build.onResolve({ filter: /^\.\/db\.json$/ }, (args) => {
         if (basename(args.resolveDir) !== 'mime-db' || !/[\\/]node_modules[\\/]/.test(args.resolveDir)) return undefined;
+        // Named from its node_modules/ on: a node_modules/ that is a symlink (a worktree sharing
+        // another checkout's) resolves outside `root`, where the image's copy is not.
         const file = join(args.resolveDir, 'db.json');
-        files.add(relative(root, file));
-        return { path: relative(outDir, file).replace(/\\/g, '/'), external: true };
+        const inRoot = file.slice(file.replace(/\\/g, '/').lastIndexOf('node_modules/'));
+        files.add(inRoot);
+        return { path: relative(outDir, join(root, inRoot)).replace(/\\/g, '/'), external: true };
       });
     },
   };

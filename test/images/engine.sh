@@ -52,7 +52,10 @@ start() {
   echo '{}' >"$ENGINE_DIR/daemon.json"
   # setsid: the daemon outlives this script (the test run or build.sh stops it by pid). Fds 8 and
   # 9 (this script's and build.sh's locks) are closed for it, or it would hold them for its life.
-  setsid /usr/sbin/dockerd \
+  # Its own temp dir: an inherited TMPDIR (a test project's, removed when that project ends) would
+  # leave runc unable to write an exec's process file for the engine's remaining users.
+  mkdir -p "$ENGINE_DIR/tmp"
+  TMPDIR="$ENGINE_DIR/tmp" setsid /usr/sbin/dockerd \
     --config-file "$ENGINE_DIR/daemon.json" \
     --data-root "$ENGINE_DIR/data" --exec-root "$ENGINE_DIR/exec" \
     --host "unix://$SOCK" --pidfile "$PIDFILE" \
