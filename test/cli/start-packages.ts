@@ -9,13 +9,16 @@ import { tmpdir } from 'node:os';
 
 const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
 
-/** The packages the entry imports statically, and those only a dynamic import reaches. */
-export async function startPackages(entry: string): Promise<{ atStart: Set<string>; later: Set<string> }> {
+/**
+ * esbuild's metafile of `entries` bundled for Node with every package external, nothing written;
+ * `split`: split at dynamic imports (each module a dynamic import reaches is a chunk's entry).
+ */
+export async function esbuildMetafile(entries: string[], o: { split?: boolean; cwd?: string } = {}): Promise<import('esbuild').Metafile> {
   const r = await esbuild.build({
-    entryPoints: [entry],
+    ...(o.cwd ? { absWorkingDir: o.cwd } : {}),
+    entryPoints: entries,
     bundle: true,
-    splitting: true,
-    outdir: tmpdir(),
+    ...(o.split ? { splitting: true, outdir: tmpdir() } : {}),
     write: false,
     metafile: true,
     platform: 'node',
@@ -23,7 +26,12 @@ export async function startPackages(entry: string): Promise<{ atStart: Set<strin
     packages: 'external',
     logLevel: 'silent',
   });
-  const outs = r.metafile.outputs;
+  return r.metafile;
+}
+
+/** The packages the entry imports statically, and those only a dynamic import reaches. */
+export async function startPackages(entry: string): Promise<{ atStart: Set<string>; later: Set<string> }> {
+  const outs = (await esbuildMetafile([entry], { split: true })).outputs;
   // The entry's own output (each module reached by a dynamic import is an entry point of a chunk too).
   const start = Object.keys(outs).find((o) => outs[o]!.entryPoint && entry.endsWith(outs[o]!.entryPoint!))!;
   const atStart = new Set<string>();

@@ -1,5 +1,4 @@
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { ComponentLoadError, loadComponent } from '../../runtime/host/index.ts';
 import { parseReply, transpilerPid, transpilerStarts } from '../../runtime/host/transpile-child-run.ts';
 import { JobReader, frameJob } from '../../runtime/host/transpile-jobs.ts';
 import { generateComponent } from '../../runtime/host/transpile-jco.ts';
+import { esbuildMetafile } from '../cli/start-packages.ts';
 import { fixture } from '../fixtures/build.ts';
 
 const freshCache = () => mkdtempSync(join(tmpdir(), 'jco-batch-'));
@@ -31,18 +31,8 @@ describe('the transpiler process', () => {
   });
 
   it("the transpiler process loads jco's transpiler core only, not jco's API (which compiles wasm-tools and loads oxc-minify's addon)", async () => {
-    const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
-    const r = await esbuild.build({
-      entryPoints: [fileURLToPath(new URL('../../runtime/host/transpile-child.ts', import.meta.url))],
-      bundle: true,
-      write: false,
-      metafile: true,
-      platform: 'node',
-      format: 'esm',
-      packages: 'external',
-      logLevel: 'silent',
-    });
-    const imported = Object.values(r.metafile.outputs).flatMap((o) => o.imports.filter((i) => i.external).map((i) => i.path));
+    const meta = await esbuildMetafile([fileURLToPath(new URL('../../runtime/host/transpile-child.ts', import.meta.url))]);
+    const imported = Object.values(meta.outputs).flatMap((o) => o.imports.filter((i) => i.external).map((i) => i.path));
     expect(imported.filter((p) => p.startsWith('@bytecodealliance/') || p.startsWith('oxc-'))).toEqual([]);
   });
 

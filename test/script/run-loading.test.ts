@@ -4,32 +4,17 @@
  * the capsule names MCP servers. Read from esbuild's metafile of both modules split at their dynamic
  * imports: the static closure of an entry is what evaluating it loads (as test/a2a/client-loading).
  */
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { esbuildMetafile } from '../cli/start-packages.ts';
 
-const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RUN = 'runtime/cli/run-command.ts';
 const SCRIPT = 'runtime/script/script-session.ts';
 
 /** The modules and packages evaluating `entries` loads (their static imports), and those reached only through a dynamic import. */
 async function closure(entries: string[]): Promise<{ modules: Set<string>; packages: Set<string>; later: Set<string> }> {
-  const r = await esbuild.build({
-    absWorkingDir: ROOT,
-    entryPoints: entries,
-    bundle: true,
-    splitting: true,
-    outdir: tmpdir(),
-    write: false,
-    metafile: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
-    logLevel: 'silent',
-  });
-  const outs = r.metafile.outputs;
+  const outs = (await esbuildMetafile(entries, { split: true, cwd: ROOT })).outputs;
   const modules = new Set<string>();
   const packages = new Set<string>();
   const seen = new Set<string>();
