@@ -13,6 +13,8 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 180_000,
+    // each file's temp dirs in a folder of its own, removed when the file ends (tmp-per-file.ts)
+    setupFiles: ['test/support/tmp-per-file.ts'],
     projects: [
       {
         extends: true,
