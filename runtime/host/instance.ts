@@ -226,7 +226,7 @@ export class ComponentInstance {
   call<T = unknown>(path: string[], args: unknown[], opts: { deadlineMs?: number } = {}): Promise<T> {
     const deadlineMs = opts.deadlineMs ?? this.opts.deadlineMs;
     const t = this.opts.thread;
-    const run = this.queue.then(() => (t ? t.serial(() => this.callNow(path, args, deadlineMs)) : this.callNow(path, args, deadlineMs)));
+    const run = this.queue.then(() => (t ? t.serial(() => this.callNow(path, args, deadlineMs), { call: true }) : this.callNow(path, args, deadlineMs)));
     this.queue = run.catch(() => undefined);
     return run as Promise<T>;
   }

@@ -24,7 +24,12 @@
  *   fresh one;
  * - otherwise the worker stays with its small instances and collects its garbage (a last-resort
  *   GC of its isolate: what the calls left behind and the dropped instances' memories), and the
- *   process gives the freed memory back (runtime/memory.ts).
+ *   process gives the freed memory back (runtime/memory.ts);
+ * - but a worker that has run no call since it started (only instantiations: `mur serve`'s
+ *   pre-warm) goes whatever its instances hold. A pod started and not called (a Capsule nobody
+ *   uses yet) keeps no second isolate, ≈ 9–10 MiB of its private memory (quickstart pod on the real
+ *   node, docs/measurements/memory.md); a woken pod, whose first task arrives seconds after the
+ *   pre-warm, and a pod that has served keep the thread as above.
  * Why: starting the worker again is most of the price of a task after a pause (an isolate and
  * Node's bootstrap, ≈ 20 ms on Node 24, the WASI shim's import, ≈ 10 ms, then each instance:
  * 40–80 ms in all on a shared 2-core machine, measured in docs/measurements/memory.md), while
@@ -76,6 +81,8 @@ export class ComponentThread {
   idleCollects = 0;
   /** Calls and instantiations queued or running: the thread is idle only at 0. */
   private inFlight = 0;
+  /** Calls (not instantiations) run by the current worker: none at idle lets it go (see the header). */
+  private callsInWorker = 0;
   private readonly idle: IdleTimer;
   private readonly idleWaiters: ((o: IdleOutcome) => void)[] = [];
   private readonly keepBytes: number;
@@ -97,12 +104,16 @@ export class ComponentThread {
 
   /**
    * Runs `fn` once everything queued before it has finished: one guest runs in the thread at a
-   * time, so a call's deadline does not count another instance's time.
+   * time, so a call's deadline does not count another instance's time. `call`: `fn` calls an
+   * export (not only instantiates): the worker has served.
    */
-  serial<T>(fn: () => Promise<T>): Promise<T> {
+  serial<T>(fn: () => Promise<T>, opts: { call?: boolean } = {}): Promise<T> {
     this.inFlight++;
     this.idle.cancel();
-    const run = this.queue.then(fn);
+    const run = this.queue.then(() => {
+      if (opts.call) this.callsInWorker++;
+      return fn();
+    });
     this.queue = run
       .catch(() => undefined)
       .then(() => {
@@ -129,7 +140,7 @@ export class ComponentThread {
     for (const m of this.members) {
       const held = m.heldBytes();
       if (held === undefined) continue;
-      if (this.keepBytes === 0 || held > this.keepBytes) {
+      if (this.callsInWorker === 0 || this.keepBytes === 0 || held > this.keepBytes) {
         m.letGoIdle();
         dropped++;
       } else kept++;
@@ -179,7 +190,10 @@ export class ComponentThread {
           // its slot lives: as many listeners as instances, which may pass Node's warning level of 10.
           worker.setMaxListeners(0);
           worker.once('exit', () => {
-            if (this.worker === w) this.worker = undefined;
+            if (this.worker === w) {
+              this.worker = undefined;
+              this.callsInWorker = 0;
+            }
             if (this.current === worker) this.current = undefined;
           });
         },
@@ -207,6 +221,7 @@ export class ComponentThread {
   kill(): Promise<void> {
     const w = this.worker;
     this.worker = undefined;
+    this.callsInWorker = 0;
     this.current = undefined;
     return w
       ? w.then(

@@ -190,6 +190,22 @@ describe('an idle component thread', () => {
     expect([w.starts, t.starts]).toEqual([2, 2]);
   });
 
+  it('lets a worker that only instantiated (a pre-warm nobody called) go at idle, small instances too; the first call starts a fresh one', async () => {
+    const { t, stopped } = idleThread(300);
+    const idle = stopped();
+    const w = await watMember(t);
+    await w.start();
+    expect([t.running, w.starts]).toEqual([true, 1]);
+    expect(await idle).toEqual({ stopped: true });
+    expect([t.running, t.idleStops, t.idleCollects]).toEqual([false, 1, 0]);
+    // Once it has served a call, the same small instance is kept through the next idle period.
+    const kept = stopped();
+    expect(await w.call(['run', 'run'], [{ data: 'abc' }])).toMatchObject({ data: 'ABC' });
+    expect([w.starts, t.starts]).toEqual([2, 2]);
+    expect(await kept).toMatchObject({ stopped: false, dropped: 0 });
+    expect([t.running, t.idleStops, t.idleCollects]).toEqual([true, 1, 1]);
+  });
+
   it('takes its worker from the pool without booting a replacement for it to wait beside', async () => {
     await drainWorkerPool();
     const t = thread({ idleMs: 0 });
