@@ -1,5 +1,6 @@
 /** The activator's Prometheus metrics (prom-client), on a private registry served on its metrics port. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { metricTotal } from '../metrics/total.ts';
 
 export class ActivatorMetrics {
   readonly registry = new Registry();
@@ -31,10 +32,8 @@ export class ActivatorMetrics {
     if (defaults) collectDefaultMetrics({ register: this.registry, prefix: 'capsule_activator_' });
   }
 
-  /** Sum of a metric's values with these labels (tests). */
-  async total(name: string, labels: Record<string, string> = {}): Promise<number> {
-    const m = await this.registry.getSingleMetric(name)?.get();
-    if (!m) return 0;
-    return m.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((a, v) => a + v.value, 0);
+  /** Sum of a metric's values with these labels (tests): `metrics/total.ts`. */
+  total(name: string, labels: Record<string, string> = {}): Promise<number> {
+    return metricTotal(this.registry, name, labels);
   }
 }

@@ -1,5 +1,6 @@
 /** The operator's own Prometheus metrics (prom-client), on a private registry. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { metricTotal } from '../metrics/total.ts';
 
 export class OperatorMetrics {
   readonly registry = new Registry();
@@ -62,10 +63,8 @@ export class OperatorMetrics {
     if (defaults) collectDefaultMetrics({ register: this.registry, prefix: 'capsule_operator_' });
   }
 
-  /** Sum of a counter's values (for tests and the bench). */
-  async total(name: string, labels: Record<string, string> = {}): Promise<number> {
-    const m = await this.registry.getSingleMetric(name)?.get();
-    if (!m) return 0;
-    return m.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((a, v) => a + v.value, 0);
+  /** Sum of a metric's values with these labels (tests): `metrics/total.ts`. */
+  total(name: string, labels: Record<string, string> = {}): Promise<number> {
+    return metricTotal(this.registry, name, labels);
   }
 }
