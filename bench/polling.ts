@@ -11,13 +11,11 @@
  *
  *   node --import tsx bench/polling.ts [--rounds 5] [--tasks 100] [--senders 8]
  */
-import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { join } from 'node:path';
-import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
-import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
-import { sendTask, serve } from './serving.ts';
-import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
+import { tmp } from '../test/loop/kit.ts';
+import { BUILT_FROM, sendTask } from './serving.ts';
+import { serveStack, stackCapsule } from './serving-stack.ts';
+import type { ScriptTurn } from '../test/provider/scripted-provider.ts';
 import { fmtRate, fmtTime, machineLine, numArg, paired, pairedRows, summarize, table } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 5);
@@ -32,20 +30,14 @@ const ARMS: { name: string; env: Record<string, string> }[] = [
 ];
 
 async function main(): Promise<void> {
-  const from = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'dist' : 'src';
-  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
-  const capsule = tmp('polling-capsule-');
-  writeFileSync(
-    join(capsule, 'murmur.yaml'),
-    capsuleYaml({ name: 'polling', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }),
-  );
+  const from = BUILT_FROM;
+  const stack = await stackCapsule('polling', { echo: true, queueDepth: SENDERS * 2 });
   const cache = tmp('polling-cache-');
   const agent = new http.Agent({ keepAlive: true, maxSockets: SENDERS });
 
   // One provider per process: its tasks run in order, each two turns.
   const run = async (env: Record<string, string>, tasks: number, senders: number): Promise<number> => {
-    const p = await startScriptedProvider({ turns: Array.from({ length: tasks + 1 }, () => TURNS).flat(), apiKey: API_KEY });
-    const s = serve(from, capsule, registry, { MURMUR_INFERENCE_ENDPOINT: p.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: cache, ...env });
+    const s = await serveStack(from, stack, { turns: Array.from({ length: tasks + 1 }, () => TURNS).flat() }, { cache, env });
     try {
       const url = await s.url;
       await sendTask(url, 0, agent); // the first task starts the components: not timed
@@ -59,7 +51,6 @@ async function main(): Promise<void> {
       return (performance.now() - t0) / tasks;
     } finally {
       await s.stop();
-      await p.stop();
     }
   };
   await run({}, 2, 1); // primes the component cache and the worker bundle, untimed

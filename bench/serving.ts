@@ -3,7 +3,7 @@
  * with /proc figures of its process.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
@@ -11,6 +11,8 @@ import { tmp } from '../test/loop/kit.ts';
 import { imageCommand, type ImageRoot } from './image-root.ts';
 
 export const MUR = join(PROJECT_ROOT, 'bin/mur');
+/** Where a bench runs `mur` from unless told: compiled dist/ once `npm run build` made it, else the sources through tsx. */
+export const BUILT_FROM: 'src' | 'dist' = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'dist' : 'src';
 export const CLK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 
 export interface ProcStat {
@@ -47,19 +49,35 @@ export function imageProcess(): { nodeFlags: string[]; env: Record<string, strin
   return { nodeFlags, env };
 }
 
+/** How a bench starts `mur`: see murCommand. */
+export interface MurOptions {
+  asImage?: boolean;
+  image?: ImageRoot;
+  /** Another checkout whose bin/mur runs (its own dist/ or sources), e.g. a `git worktree` of another commit; this one by default. */
+  root?: string;
+  /** Node flags after the image's (e.g. `--cpu-prof`). */
+  nodeFlags?: string[];
+}
+
 /**
  * The command and environment that run `mur <args>` as a bench's subject: the runtime image itself
- * (`image`: its Node, /app and ENV in its chroot, image-root.ts), or bin/mur on this machine's node
- * from `from`, with the image's node flags and ENV when `asImage`. `env` is laid over either.
+ * (`image`: its Node, /app and ENV in its chroot, image-root.ts), or bin/mur of this checkout (or
+ * `root`) on this machine's node from `from`, with the image's node flags and ENV when `asImage`.
+ * `env` is laid over either.
  */
 export function murCommand(
   args: string[],
   env: Record<string, string>,
-  opts: { from: 'src' | 'dist'; asImage?: boolean; image?: ImageRoot },
+  opts: { from: 'src' | 'dist' } & MurOptions,
 ): { cmd: string; args: string[]; env: Record<string, string> } {
   if (opts.image) return { ...imageCommand(opts.image, args), env: { ...opts.image.env, ...env } };
   const image = opts.asImage ? imageProcess() : { nodeFlags: [], env: {} };
-  return { cmd: process.execPath, args: [...image.nodeFlags, MUR, ...args], env: { PATH: process.env.PATH!, MUR_FROM: opts.from, ...image.env, ...env } };
+  const mur = opts.root ? join(opts.root, 'bin/mur') : MUR;
+  return {
+    cmd: process.execPath,
+    args: [...image.nodeFlags, ...(opts.nodeFlags ?? []), mur, ...args],
+    env: { PATH: process.env.PATH!, MUR_FROM: opts.from, ...image.env, ...env },
+  };
 }
 
 export interface Serving {
@@ -72,7 +90,8 @@ export interface Serving {
 /**
  * `mur serve` as its own process on free ports, quiet; `url` resolves once it serves.
  * `asImage`: node started with the image's flags and ENV (on this machine's node, from `from`);
- * `image`: the runtime image itself (its Node, /app, ENV; image-root.ts), where `from` is moot.
+ * `image`: the runtime image itself (its Node, /app, ENV; image-root.ts), where `from` is moot;
+ * `root`, `nodeFlags`: murCommand.
  */
 export function serve(
   from: 'src' | 'dist',
@@ -80,7 +99,7 @@ export function serve(
   registry: string,
   env: Record<string, string>,
   args: string[] = [],
-  opts: { asImage?: boolean; image?: ImageRoot } = {},
+  opts: MurOptions = {},
 ): Serving {
   const t0 = performance.now();
   const c = murCommand(
@@ -114,13 +133,24 @@ export function serve(
   };
 }
 
-/** One A2A `message/send` of a text task to a serving capsule; resolves once it answers completed. */
-export function sendTask(url: string, i: number, agent: http.Agent): Promise<void> {
+/** The answer to one `message/send`: its HTTP status and body text. */
+export interface SendAnswer {
+  status: number;
+  body: string;
+}
+
+/**
+ * One A2A JSON-RPC `message/send` of a user text message to a serving capsule (blocking, as a
+ * plain client sends it), through `agent`; resolves with the answer whatever it says, rejects on a
+ * connection error. What a task's answer means is the caller's: sendTask insists on completed, the
+ * soak counts rejections.
+ */
+export function sendMessage(url: string, id: number, text: string, agent: http.Agent): Promise<SendAnswer> {
   const body = JSON.stringify({
     jsonrpc: '2.0',
-    id: i,
+    id,
     method: 'message/send',
-    params: { message: { kind: 'message', messageId: `m${i}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `task ${i}` }] } },
+    params: { message: { kind: 'message', messageId: `m${id}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } },
   });
   const u = new URL(url);
   return new Promise((resolve, reject) => {
@@ -136,14 +166,17 @@ export function sendTask(url: string, i: number, agent: http.Agent): Promise<voi
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } } };
-          if (j.result?.status?.state === 'completed') resolve();
-          else reject(new Error(`task ${i}: ${Buffer.concat(chunks).toString().slice(0, 400)}`));
-        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
       },
     );
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** One A2A `message/send` of a text task to a serving capsule; resolves once it answers completed. */
+export async function sendTask(url: string, i: number, agent: http.Agent): Promise<void> {
+  const a = await sendMessage(url, i, `task ${i}`, agent);
+  const j = JSON.parse(a.body) as { result?: { status?: { state?: string } } };
+  if (j.result?.status?.state !== 'completed') throw new Error(`task ${i}: ${a.body.slice(0, 400)}`);
 }

@@ -22,21 +22,20 @@
  *     [--env NAME=VALUE]…   (laid over the serving process's environment in both phases, e.g.
  *                           MURMUR_DRIVER_RETIRE_GROWTH_MIB=16; printed in the report)
  */
-import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
-import { API_KEY, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
-import { startScriptedProvider } from '../test/provider/scripted-provider.ts';
+import { tmp } from '../test/loop/kit.ts';
 import { choiceArg, fmtMiB, machineLine, numArg } from './paired.ts';
 import { median } from './stats.ts';
-import { procStat, serve, type Serving } from './serving.ts';
+import { BUILT_FROM, procStat, sendMessage, type Serving } from './serving.ts';
+import { serveStack, stackCapsule } from './serving-stack.ts';
 import { imageRoot } from './image-root.ts';
 
 const CLIENTS = numArg('clients', 200);
 const SECS = numArg('secs', 360);
 const TASKS = numArg('tasks', 10_000);
-const FROM: 'src' | 'dist' = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'dist' : 'src';
+const FROM = BUILT_FROM;
 const RUNTIME = choiceArg('runtime', ['image', 'dist'] as const, 'image');
 const IMAGE = RUNTIME === 'image' ? imageRoot() : undefined;
 const MESSAGE_BYTES = 100 * 1024;
@@ -61,69 +60,30 @@ function message(): string {
 
 type Outcome = 'completed' | 'rejected' | 'failed';
 
-function send(agent: http.Agent, url: string, text: string): Promise<Outcome> {
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'message/send',
-    params: { message: { kind: 'message', messageId: `m-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } },
-  });
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const req = http.request(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: u.pathname,
-        method: 'POST',
-        agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          if (res.statusCode === 503 || res.statusCode === 429) return resolve('rejected');
-          try {
-            const j = JSON.parse(Buffer.concat(chunks).toString()) as { result?: { status?: { state?: string } }; error?: unknown };
-            const state = j.result?.status?.state;
-            // A full queue answers a task in state `rejected` (acceptance: queue).
-            resolve(state === 'completed' ? 'completed' : state === 'rejected' || j.error ? 'rejected' : 'failed');
-          } catch {
-            resolve('failed');
-          }
-        });
-      },
-    );
-    req.on('error', () => resolve('failed'));
-    req.end(body);
-  });
+/** One send's outcome: a full queue answers 503/429 or a task in state `rejected` (acceptance: queue), or a JSON-RPC error. */
+async function send(agent: http.Agent, url: string, text: string): Promise<Outcome> {
+  try {
+    const a = await sendMessage(url, 1, text, agent);
+    if (a.status === 503 || a.status === 429) return 'rejected';
+    const j = JSON.parse(a.body) as { result?: { status?: { state?: string } }; error?: unknown };
+    const state = j.result?.status?.state;
+    return state === 'completed' ? 'completed' : state === 'rejected' || j.error ? 'rejected' : 'failed';
+  } catch {
+    return 'failed';
+  }
 }
 
 async function start(env: Record<string, string>): Promise<{ s: Serving; url: string; stop(): Promise<void> }> {
-  const registry = await makeRegistry([driverDef('anthropic')]);
-  const capsule = tmp('soak-capsule-');
-  writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'soak', tools: [], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 64\n' }));
-  const provider = await startScriptedProvider({ turns: [{ text: 'done' }], apiKey: API_KEY, onExhausted: 'repeat-last' }, { keep: 0 });
+  const stack = await stackCapsule('soak', { echo: false, queueDepth: 64 });
   // The image's chroot sees /tmp only: its transpile cache is one of its own (the first start transpiles the driver).
   const cache = IMAGE ? tmp('soak-image-cache-') : join(PROJECT_ROOT, '.cache/components');
-  const s = serve(
+  const s = await serveStack(
     FROM,
-    capsule,
-    registry,
-    { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY, MURMUR_COMPONENT_CACHE: cache, ...EXTRA_ENV, ...env },
-    [],
-    IMAGE ? { image: IMAGE } : { asImage: true },
+    stack,
+    { turns: [{ text: 'done' }], onExhausted: 'repeat-last' },
+    { cache, env: { ...EXTRA_ENV, ...env }, provider: { keep: 0 }, ...(IMAGE ? { image: IMAGE } : { asImage: true }) },
   );
-  const url = await s.url;
-  return {
-    s,
-    url,
-    async stop() {
-      await s.stop();
-      await provider.stop();
-    },
-  };
+  return { s, url: await s.url, stop: () => s.stop() };
 }
 
 async function soak(): Promise<string[]> {

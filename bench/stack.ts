@@ -16,13 +16,13 @@
  *   node --import tsx bench/stack.ts [--rounds 3] [--tasks 100] [--senders 8]
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
-import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
-import { MUR, idleRss, procStat, sendTask, serve } from './serving.ts';
-import { startScriptedProvider, type ScriptTurn } from '../test/provider/scripted-provider.ts';
+import { tmp } from '../test/loop/kit.ts';
+import { BUILT_FROM, MUR, idleRss, procStat, sendTask } from './serving.ts';
+import { serveStack, stackCapsule } from './serving-stack.ts';
+import type { ScriptTurn } from '../test/provider/scripted-provider.ts';
 import { demoYaml, program, scriptRegistry } from '../test/script/helpers.ts';
 import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
 
@@ -35,36 +35,23 @@ const send = (url: string, i: number): Promise<void> => sendTask(url, i, agent);
 const TASK_TURNS: ScriptTurn[] = [{ toolCalls: [{ name: 'echo', input: { text: 'tick' } }] }, { text: 'done' }];
 
 async function main(): Promise<void> {
-  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
-  const capsule = tmp('stack-capsule-');
-  writeFileSync(
-    join(capsule, 'murmur.yaml'),
-    capsuleYaml({ name: 'stack', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }),
-  );
+  const stack = await stackCapsule('stack', { echo: true, queueDepth: SENDERS * 2 });
   const scriptReg = await scriptRegistry();
   const scriptCapsule = tmp('stack-script-');
   writeFileSync(join(scriptCapsule, 'murmur.yaml'), demoYaml());
   const warmCache = tmp('stack-cache-');
 
-  const distBuilt = existsSync(join(PROJECT_ROOT, 'dist/.built'));
-  const froms: ('src' | 'dist')[] = distBuilt ? ['src', 'dist'] : ['src'];
+  const froms: ('src' | 'dist')[] = BUILT_FROM === 'dist' ? ['src', 'dist'] : ['src'];
 
   // One provider per serve process: tasks run in order within a process, so each provider serves
   // tool call, answer, tool call, answer, …
-  const provider = async (tasks: number) => startScriptedProvider({ turns: Array.from({ length: tasks }, () => TASK_TURNS).flat(), apiKey: API_KEY });
-  const env = (url: string, cache: string): Record<string, string> => ({
-    MURMUR_INFERENCE_ENDPOINT: url,
-    MURMUR_INFERENCE_API_KEY: API_KEY,
-    MURMUR_COMPONENT_CACHE: cache,
-  });
+  const script = (tasks: number) => ({ turns: Array.from({ length: tasks }, () => TASK_TURNS).flat() });
 
   // Prime the warm cache (and the worker bundle) once, untimed.
   {
-    const p = await provider(1);
-    const s = serve('src', capsule, registry, env(p.url, warmCache));
+    const s = await serveStack('src', stack, script(1), { cache: warmCache });
     await send(await s.url, 0);
     await s.stop();
-    await p.stop();
     // …and the script capsule's component, so no arm's `mur run` pays its transpile.
     const r = spawnSync(
       process.execPath,
@@ -88,17 +75,14 @@ async function main(): Promise<void> {
   const figs = new Map<string, Fig[]>();
   const round = async (from: 'src' | 'dist'): Promise<number> => {
     // First run ever: nothing transpiled.
-    const p1 = await provider(1);
-    const cold = serve(from, capsule, registry, env(p1.url, tmp('stack-cold-cache-')));
+    const cold = await serveStack(from, stack, script(1), { cache: tmp('stack-cold-cache-') });
     await send(await cold.url, 0);
     const coldWall = performance.now() - cold.t0;
     const cs = procStat(cold.proc.pid!);
     await cold.stop();
-    await p1.stop();
 
     // Warm start, one task, idle; then the throughput run, idle.
-    const p = await provider(1 + TASKS);
-    const s = serve(from, capsule, registry, env(p.url, warmCache));
+    const s = await serveStack(from, stack, script(1 + TASKS), { cache: warmCache });
     const url = await s.url;
     const ready = performance.now() - s.t0;
     await send(url, 0);
@@ -114,7 +98,6 @@ async function main(): Promise<void> {
     const tps = TASKS / ((performance.now() - t0) / 1000);
     const idle100 = await idleRss(s.proc.pid!);
     await s.stop();
-    await p.stop();
 
     // A script capsule end to end through `mur run`.
     const st = performance.now();
@@ -165,7 +148,7 @@ async function main(): Promise<void> {
       ),
     );
   };
-  metric('throughput, 100 tasks, 8 senders', (f) => f.tps, fmtRate('tasks/s'));
+  metric(`throughput, ${TASKS} tasks, ${SENDERS} senders`, (f) => f.tps, fmtRate('tasks/s'));
   metric('time per task (1 / throughput)', (f) => 1000 / f.tps, fmtTime);
   metric('RSS idle after one task', (f) => f.idle1, fmtMiB);
   metric(`RSS idle after ${TASKS + 1} tasks`, (f) => f.idle100, fmtMiB);

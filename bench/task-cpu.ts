@@ -19,13 +19,13 @@
  *   npm run bench task-cpu    (this checkout's dist/ alone)
  *   node --import tsx bench/task-cpu.ts --arm base=/tmp/wt-base --arm head=. [--rounds 5] [--tasks 400] [--warmup 40] [--senders 8] [--client poller|blocking] [--answer-chars 4] [--prof <dir>]
  */
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
-import { API_KEY, ECHO_TOOL, capsuleYaml, driverDef, makeRegistry, tmp } from '../test/loop/kit.ts';
-import { CLK, imageProcess, sendTask } from './serving.ts';
+import { API_KEY, tmp } from '../test/loop/kit.ts';
+import { CLK, sendTask, serve } from './serving.ts';
+import { providerEnv, stackCapsule } from './serving-stack.ts';
 import { spawnProvider } from './provider-process.ts';
 import { TaskClient } from './task-poller.ts';
 import { choiceArg, fmtTime, machineLine, paired, pairedRows, table, numArg } from './paired.ts';
@@ -84,60 +84,26 @@ function threads(pid: number): Map<string, number> {
 }
 
 async function main(): Promise<void> {
-  const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
-  const capsule = tmp('task-cpu-capsule-');
-  writeFileSync(
-    join(capsule, 'murmur.yaml'),
-    capsuleYaml({ name: 'task-cpu', tools: ['echo'], extra: `lifecycle:\n  task_acceptance: queue\n  queue_depth: ${SENDERS * 2}\n` }),
-  );
+  const stack = await stackCapsule('task-cpu', { echo: true, queueDepth: SENDERS * 2 });
   const cache = tmp('task-cpu-cache-');
   const provider = await spawnProvider({
     turns: [{ text: ANSWER_CHARS === 4 ? 'done' : 'word '.repeat(Math.ceil(ANSWER_CHARS / 5)).slice(0, ANSWER_CHARS) }],
     apiKey: API_KEY,
     onExhausted: 'repeat-last',
   });
-  const image = imageProcess();
   const figs = new Map<string, { all: number[]; main: number[]; wall: number[]; threads: Map<string, number>[] }>();
 
   const round = async (arm: { name: string; root: string }, r: number): Promise<number> => {
     const profDir = PROF && join(PROF, `${arm.name}-${r}`);
     if (profDir) mkdirSync(profDir, { recursive: true });
-    const args = [
-      ...image.nodeFlags,
-      ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
-      join(arm.root, 'bin/mur'),
-      'serve',
-      capsule,
-      '--a2a-port',
-      '0',
-      '--metrics-port',
-      '0',
-      '--registry',
-      registry,
-      '--workdir',
-      tmp('task-cpu-work-'),
-      '--quiet',
-    ];
-    const env = {
-      PATH: process.env.PATH!,
-      MUR_FROM: 'dist',
-      ...image.env,
-      MURMUR_INFERENCE_ENDPOINT: provider.url,
-      MURMUR_INFERENCE_API_KEY: API_KEY,
-      MURMUR_COMPONENT_CACHE: cache,
-    };
-    const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const exited = new Promise<void>((res) => proc.once('exit', () => res()));
-    let out = '';
-    const url = await new Promise<string>((res, rej) => {
-      const on = (d: Buffer): void => {
-        out += d.toString();
-        const m = /serving \S+ \S+ at (http:\/\/\S+)/.exec(out);
-        if (m) res(m[1]!);
-      };
-      proc.stdout!.on('data', on);
-      proc.stderr!.on('data', on);
-      void exited.then(() => rej(new Error(`${arm.name}: mur serve exited:\n${out}`)));
+    const served = serve('dist', stack.capsule, stack.registry, providerEnv(provider.url, cache), [], {
+      asImage: true,
+      root: arm.root,
+      nodeFlags: profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
+    });
+    const proc = served.proc;
+    const url = await served.url.catch((e: Error) => {
+      throw new Error(`${arm.name}: ${e.message}`);
     });
     const client = new TaskClient(url);
     const agent = new http.Agent({ keepAlive: true, maxSockets: SENDERS });
@@ -162,8 +128,7 @@ async function main(): Promise<void> {
     const gets = ((client.sent.get('tasks/get') ?? 0) - gets0) / TASKS;
     client.close();
     agent.destroy();
-    proc.kill('SIGTERM');
-    await exited;
+    await served.stop();
     const per = new Map([...ta].map(([k, v]) => [k, (v - (tb.get(k) ?? 0)) / TASKS]));
     const f = figs.get(arm.name) ?? { all: [], main: [], wall: [], threads: [] };
     f.wall.push(Number(t1 - t0) / 1e6 / TASKS);
