@@ -4,7 +4,8 @@
  * default (better-sqlite3: no server to run; the file lives on the session volume) or on a
  * PostgreSQL server given by URL. The schema is the SDK's: its `a2a-db upgrade` migrations are run
  * in-process at open (idempotent, with the SDK's ledger), so a later SDK schema change migrates the
- * same way the SDK's own CLI would. No persistence code of our own beyond the start-up sweep below.
+ * same way the SDK's own CLI would; on SQLite each lands with its ledger row or not at all
+ * (sdk-migrations.ts). No persistence code of our own beyond the start-up sweep below.
  *
  * Start-up sweep: a task that was not final when the previous process died (kill -9, OOM, node
  * loss) can never finish, so it is marked `failed` with a reason saying the runtime restarted. The
@@ -23,6 +24,7 @@ import { MurError } from '../../errors.ts';
 import { holdSecret } from '../../secrets.ts';
 import { conversationTable } from './conversation-table.ts';
 import { migrateMurmur } from './murmur-schema.ts';
+import { migrateSdkSchema, renderSdkSchema, type SdkMigrate, type SdkStoreSchema } from './sdk-migrations.ts';
 import { cachedStatements, type CachedStatements } from './sqlite-statements.ts';
 import { connectBudgetSecs, withConnectRetries, type RetryReport } from './store-connect.ts';
 import type { ConversationStore } from '../../inference/conversation-store.ts';
@@ -83,12 +85,6 @@ function errMessage(e: unknown): string {
   return e instanceof Error ? e.message || e.name : String(e);
 }
 
-type SdkMigrate = (
-  argv: string[],
-  env: Record<string, string | undefined>,
-  output: { log: (...a: unknown[]) => void; error: (...a: unknown[]) => void },
-) => Promise<number>;
-
 /**
  * The SDK's migration runner (the implementation of its `a2a-db` bin). The package exports no
  * subpath for it, so it is found next to the database entry point; running it in-process saves a
@@ -148,43 +144,58 @@ export interface OpenStoreOptions {
   onRetry?: (r: RetryReport) => void;
 }
 
-/** Open (creating and migrating as needed) the store `value` names. */
-export async function openStore(value: string, cwd?: string, opts: OpenStoreOptions = {}): Promise<DurableStore> {
-  const t0 = performance.now();
-  const spec = parseStoreUrl(value, cwd);
-  const fail = (what: string, e: unknown, hint: string): MurError =>
-    new MurError('E-STORE-002', `cannot open the ${spec.kind} store ${spec.where}: ${what}: ${errMessage(e)}`, { hint, cause: e });
-  if (spec.kind === 'sqlite') {
-    try {
-      mkdirSync(dirname(spec.where), { recursive: true });
-    } catch (e) {
-      throw fail('cannot create its folder', e, 'give --store a path on a writable volume');
-    }
+type StoreSpec = ReturnType<typeof parseStoreUrl>;
+type Fail = (what: string, e: unknown, hint: string) => MurError;
+const SQLITE_HINT = 'the file must be a SQLite database on a writable volume';
+
+/**
+ * The SQLite file on the store's one connection, migrated to the SDK's schema on that connection
+ * (sdk-migrations.ts: each migration in a transaction with its ledger row).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
+async function openSqlite(spec: StoreSpec, schema: readonly SdkStoreSchema[], fail: Fail): Promise<{ db: Kysely<any>; statements: CachedStatements }> {
+  const { default: Database } = await import('better-sqlite3');
+  let file: InstanceType<typeof Database> | undefined;
+  try {
+    file = new Database(spec.where);
+    // WAL: a task save is one small write; readers (tasks/get, ListTasks) never wait on it.
+    file.pragma('journal_mode = WAL');
+    file.pragma('synchronous = NORMAL');
+    file.pragma('busy_timeout = 5000');
+  } catch (e) {
+    file?.close();
+    throw fail('cannot open it', e, SQLITE_HINT);
   }
-  if (spec.kind === 'sqlite') await sqliteEngine();
-  const migrate = await sdkMigrate().catch((e: unknown) => {
-    throw new MurError('E-STORE-004', `the A2A SDK's schema migrations (@a2a-js/sdk a2a-db) cannot be loaded: ${errMessage(e)}`, {
-      hint: 'the runtime needs node_modules/@a2a-js/sdk/dist/cli beside it; or give --store memory',
-      cause: e,
-    });
-  });
+  // Each SQL text compiled once, not per query (sqlite-statements.ts).
+  const statements = cachedStatements(file);
+  const db = new Kysely({ dialect: new StoreSqliteDialect({ database: statements }) });
+  try {
+    await migrateSdkSchema(db, schema);
+  } catch (e) {
+    await db.destroy().catch(() => undefined);
+    throw fail('schema migration failed', e, SQLITE_HINT);
+  }
+  return { db, statements };
+}
+
+/**
+ * PostgreSQL: the SDK's own runner migrates (transactional DDL there). Replicas of one capsule
+ * start together on one store: their migrations take turns under one advisory lock ('MUR2', 0),
+ * held on a connection of its own for the migration's length.
+ */
+async function migratePostgres(spec: StoreSpec, migrate: SdkMigrate, opts: OpenStoreOptions, fail: Fail): Promise<void> {
   const errors: string[] = [];
-  // Replicas of one capsule start together on one PostgreSQL store: their migrations take turns
-  // under one advisory lock ('MUR2', 0), held on a connection of its own for the migration's length.
   const budget = opts.connectSecs ?? connectBudgetSecs();
-  const release =
-    spec.kind === 'postgres'
-      ? await migrationLock(spec.url, budget, opts.onRetry ?? (() => undefined)).catch((e: unknown) => {
-          const n = (e as { attempts?: number }).attempts ?? 1;
-          return Promise.reject(
-            fail(
-              n > 1 ? `cannot connect (${n} attempts over ${budget} s)` : 'cannot connect',
-              e,
-              'check the URL, the credentials and that the server is up (MURMUR_STORE_CONNECT_SECS sets how long to wait for it)',
-            ),
-          );
-        })
-      : async () => undefined;
+  const release = await migrationLock(spec.url, budget, opts.onRetry ?? (() => undefined)).catch((e: unknown) => {
+    const n = (e as { attempts?: number }).attempts ?? 1;
+    return Promise.reject(
+      fail(
+        n > 1 ? `cannot connect (${n} attempts over ${budget} s)` : 'cannot connect',
+        e,
+        'check the URL, the credentials and that the server is up (MURMUR_STORE_CONNECT_SECS sets how long to wait for it)',
+      ),
+    );
+  });
   const rc = await migrate(
     ['upgrade', '--url', spec.url],
     {},
@@ -201,37 +212,59 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
     throw fail(
       'schema migration failed',
       new Error(errors.join('; ') || `a2a-db upgrade exited ${rc}`),
-      spec.kind === 'sqlite' ? 'the file must be a SQLite database on a writable volume' : 'check the URL, the credentials and that the server is up',
+      'check the URL, the credentials and that the server is up',
     );
   }
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
+async function openPostgres(spec: StoreSpec): Promise<Kysely<any>> {
+  const { default: pg } = await import('pg');
+  const pool = new pg.Pool({ connectionString: spec.url, max: 10, connectionTimeoutMillis: 10_000 });
+  // An idle connection the server ends (a restart, a failover, pg_terminate_backend) is an
+  // 'error' event on the pool; unheard, it would stop the process. The pool drops that
+  // connection and the next query opens another.
+  pool.on('error', (e) => process.stderr.write(`store: an idle PostgreSQL connection ended (${e.message}); the next query opens another\n`));
+  return new Kysely({ dialect: new PostgresDialect({ pool }) });
+}
+
+/** Open (creating and migrating as needed) the store `value` names. */
+export async function openStore(value: string, cwd?: string, opts: OpenStoreOptions = {}): Promise<DurableStore> {
+  const t0 = performance.now();
+  const spec = parseStoreUrl(value, cwd);
+  const fail: Fail = (what, e, hint) =>
+    new MurError('E-STORE-002', `cannot open the ${spec.kind} store ${spec.where}: ${what}: ${errMessage(e)}`, { hint, cause: e });
+  if (spec.kind === 'sqlite') {
+    try {
+      mkdirSync(dirname(spec.where), { recursive: true });
+    } catch (e) {
+      throw fail('cannot create its folder', e, 'give --store a path on a writable volume');
+    }
+    await sqliteEngine();
+  }
+  const unloadable = (e: unknown) =>
+    new MurError('E-STORE-004', `the A2A SDK's schema migrations (@a2a-js/sdk a2a-db) cannot be loaded: ${errMessage(e)}`, {
+      hint: 'the runtime needs node_modules/@a2a-js/sdk/dist/cli beside it, from an @a2a-js/sdk version it supports; or give --store memory',
+      cause: e,
+    });
+  const migrate = await sdkMigrate().catch((e: unknown) => Promise.reject(unloadable(e)));
   // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the migrations' (murmur-schema.ts), for SQLite and PostgreSQL alike
   let db: Kysely<any>;
   let statements: CachedStatements | undefined;
+  if (spec.kind === 'sqlite') {
+    const schema = await renderSdkSchema(migrate).catch((e: unknown) => Promise.reject(unloadable(e)));
+    ({ db, statements } = await openSqlite(spec, schema, fail));
+  } else {
+    await migratePostgres(spec, migrate, opts, fail);
+    db = await openPostgres(spec);
+  }
   try {
-    if (spec.kind === 'sqlite') {
-      const { default: Database } = await import('better-sqlite3');
-      const file = new Database(spec.where);
-      // WAL: a task save is one small write; readers (tasks/get, ListTasks) never wait on it.
-      file.pragma('journal_mode = WAL');
-      file.pragma('synchronous = NORMAL');
-      file.pragma('busy_timeout = 5000');
-      // Each SQL text compiled once, not per query (sqlite-statements.ts).
-      statements = cachedStatements(file);
-      db = new Kysely({ dialect: new StoreSqliteDialect({ database: statements }) });
-    } else {
-      const { default: pg } = await import('pg');
-      const pool = new pg.Pool({ connectionString: spec.url, max: 10, connectionTimeoutMillis: 10_000 });
-      // An idle connection the server ends (a restart, a failover, pg_terminate_backend) is an
-      // 'error' event on the pool; unheard, it would stop the process. The pool drops that
-      // connection and the next query opens another.
-      pool.on('error', (e) => process.stderr.write(`store: an idle PostgreSQL connection ended (${e.message}); the next query opens another\n`));
-      db = new Kysely({ dialect: new PostgresDialect({ pool }) });
-    }
     await db
       .selectFrom(TASK_TABLE)
       .select((eb) => eb.fn.countAll().as('n'))
       .executeTakeFirstOrThrow();
   } catch (e) {
+    await db.destroy().catch(() => undefined);
     throw fail('first query failed', e, 'the store must have been migrated (a2a-db upgrade) and be readable');
   }
   try {
