@@ -1,24 +1,29 @@
 /**
  * `spec.mcp` of the Capsule CRD: the MCP servers whose tools the model may call (docs/mcp.md, "On
- * Kubernetes"). Names and tool names are checked with the runtime's own regexes
- * (runtime/manifest/mcp.ts), so admission refuses what the runtime would refuse at start.
+ * Kubernetes"). Every rule the runtime's validator also holds — the name and tool-name patterns and
+ * lengths, the header-name token, the headers a server cannot set, the sampling and elicitation
+ * values — is imported from runtime/manifest/mcp.ts, so admission refuses what the runtime would
+ * refuse at start, with one definition of each.
+ *
+ * What stays written here differs by kind, not by accident: this is an OpenAPI schema with CEL rules
+ * checked by the API server, the runtime's is a parser of murmur.yaml. So the cross-field rules
+ * (unique names, '*' alone, url xor service) are CEL expressions here and code there, the
+ * Kubernetes-only keys (service, Secret refs) have no manifest twin, `command` (stdio) has no CRD
+ * twin (the binary would have to be in the runtime image: docs/mcp.md), and the list and string
+ * bounds with no manifest rule (16 servers, 64 tools, 16 headers, url 2048, header name 128) are
+ * there because the API server prices every CEL rule by the largest input the schema admits.
  */
-import { MCP_ELICITATION, MCP_SAMPLING, MCP_SERVER_NAME_RE, MCP_TOOL_NAME_RE } from '../../runtime/manifest/mcp.ts';
+import {
+  MCP_ELICITATION,
+  MCP_HEADER_NAME_RE,
+  MCP_SAMPLING,
+  MCP_SERVER_NAME_MAX,
+  MCP_SERVER_NAME_RE,
+  MCP_TOOL_NAME_MAX,
+  MCP_TOOL_NAME_RE,
+  MCP_UNSETTABLE_HEADERS,
+} from '../../runtime/manifest/mcp.ts';
 import { arr, enm, int, obj, str, DNS_LABEL, type Schema } from './schema.ts';
-
-/** Headers the transport sets itself, and Authorization (the token's): not settable (runtime/manifest/mcp.ts). */
-const OWNED_HEADERS = [
-  'authorization',
-  'host',
-  'content-type',
-  'content-length',
-  'accept',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'last-event-id',
-  'connection',
-  'transfer-encoding',
-];
 
 const cel = (re: string) => `'${re.replace(/\\/g, '\\\\')}'`;
 
@@ -36,18 +41,18 @@ function serverSchema(): Schema {
   return obj(
     'One MCP server: reached by url, or by an in-cluster Service (the egress NetworkPolicy then admits exactly its pods on its target port).',
     {
-      name: str('Unique server name, 1-20 lowercase letters, digits and dashes; the model sees its tools as mcp__<name>__<tool>.', {
+      name: str(`Unique server name, 1-${MCP_SERVER_NAME_MAX} lowercase letters, digits and dashes; the model sees its tools as mcp__<name>__<tool>.`, {
         pattern: MCP_SERVER_NAME_RE.source,
-        maxLength: 20,
+        maxLength: MCP_SERVER_NAME_MAX,
       }),
       tools: arr(
         "The server's tools the model may call, by the server's names, or ['*'] for every tool it lists.",
         str('A tool name, or *.', {
-          maxLength: 64,
+          maxLength: MCP_TOOL_NAME_MAX,
           'x-kubernetes-validations': [
             {
               rule: `self == '*' || self.matches(${cel(MCP_TOOL_NAME_RE.source)})`,
-              messageExpression: `"invalid MCP tool name '" + self + "': letters, digits, '_' and '-', at most 64, or '*' alone"`,
+              messageExpression: `"invalid MCP tool name '" + self + "': letters, digits, '_' and '-', at most ${MCP_TOOL_NAME_MAX}, or '*' alone"`,
             },
           ],
         }),
@@ -67,6 +72,10 @@ function serverSchema(): Schema {
         "The server's Streamable HTTP endpoint, an http(s) URL without credentials; its origin joins the rendered network.allow and the egress policy like any allow entry.",
         {
           maxLength: 2048,
+          // The runtime parses the URL (WHATWG, checkMcpUrl), which CEL cannot: this pattern
+          // refuses what is visible without parsing (a scheme other than http(s), user:password@,
+          // white space). A URL it lets through and the parser refuses (a bad port, say) still ends
+          // Ready=False InvalidManifest: the operator runs the manifest validator on what it renders.
           'x-kubernetes-validations': [
             {
               rule: "self.matches('^https?://[^\\\\s/@?#]+(/[^\\\\s]*)?$')",
@@ -92,11 +101,11 @@ function serverSchema(): Schema {
           'One header.',
           {
             name: str('Header name, e.g. X-Tenant (not Authorization: use tokenSecretRef).', {
-              pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
+              pattern: MCP_HEADER_NAME_RE.source,
               maxLength: 128,
               'x-kubernetes-validations': [
                 {
-                  rule: `!(self.lowerAscii() in [${OWNED_HEADERS.map((h) => `'${h}'`).join(', ')}])`,
+                  rule: `!(self.lowerAscii() in [${MCP_UNSETTABLE_HEADERS.map((h) => `'${h}'`).join(', ')}])`,
                   messageExpression: `"header '" + self + "' cannot be set: Authorization comes from tokenSecretRef, the others the MCP transport sets itself"`,
                 },
               ],

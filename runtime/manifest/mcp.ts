@@ -35,12 +35,27 @@ export interface McpConfig {
   servers: McpServer[];
 }
 
-/** Server names are short: they prefix every tool name the model sees (`mcp__<server>__<tool>`). */
-export const MCP_SERVER_NAME_RE = /^[a-z0-9]([a-z0-9-]{0,18}[a-z0-9])?$/;
+/*
+ * The rules of a server entry that the Capsule CRD's admission (operator/crd/mcp.ts) applies too:
+ * it imports these, so the API server refuses what this validator would refuse at start, by the
+ * same names, lengths and header list.
+ */
+/** Longest server name: it prefixes every tool name the model sees (`mcp__<server>__<tool>`). */
+export const MCP_SERVER_NAME_MAX = 20;
+/** Longest tool name every provider admits (Anthropic and OpenAI). */
+export const MCP_TOOL_NAME_MAX = 64;
+/** Server names are short lowercase words: `[a-z0-9-]`, a letter or digit at each end. */
+export const MCP_SERVER_NAME_RE = new RegExp(`^[a-z0-9]([a-z0-9-]{0,${MCP_SERVER_NAME_MAX - 2}}[a-z0-9])?$`);
 /** The characters every provider admits in a tool name (Anthropic and OpenAI: `[A-Za-z0-9_-]`). */
-export const MCP_TOOL_NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
-/** Headers the runtime or the transport owns; a manifest cannot set them. */
-const OWNED_HEADERS = new Set([
+export const MCP_TOOL_NAME_RE = new RegExp(`^[A-Za-z0-9_-]{1,${MCP_TOOL_NAME_MAX}}$`);
+/** An HTTP header name: RFC 9110's token. */
+export const MCP_HEADER_NAME_RE = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+/**
+ * Header names (lower case) a server entry cannot set: `authorization` (the token's, from
+ * `token_env`) and the headers the Streamable HTTP transport sets itself.
+ */
+export const MCP_UNSETTABLE_HEADERS: readonly string[] = [
+  'authorization',
   'host',
   'content-type',
   'content-length',
@@ -50,14 +65,15 @@ const OWNED_HEADERS = new Set([
   'last-event-id',
   'connection',
   'transfer-encoding',
-]);
+];
+const UNSETTABLE = new Set(MCP_UNSETTABLE_HEADERS);
 
 export function checkMcpServerName(v: string): Problem | undefined {
   if (MCP_SERVER_NAME_RE.test(v)) return undefined;
   return {
     code: 'E-MCP-001',
     message: `invalid MCP server name '${v}'`,
-    hint: 'use 1-20 lowercase letters, digits and dashes, starting and ending with a letter or digit (e.g. docs-search); it prefixes the tool names the model sees',
+    hint: `use 1-${MCP_SERVER_NAME_MAX} lowercase letters, digits and dashes, starting and ending with a letter or digit (e.g. docs-search); it prefixes the tool names the model sees`,
   };
 }
 
@@ -94,7 +110,7 @@ export function checkMcpToolEntry(v: string): Problem | undefined {
   return {
     code: 'E-MCP-004',
     message: `invalid MCP tool name '${v}'`,
-    hint: "give the tool's name as the server lists it (letters, digits, '_' and '-', at most 64), or '*' alone for every tool",
+    hint: `give the tool's name as the server lists it (letters, digits, '_' and '-', at most ${MCP_TOOL_NAME_MAX}), or '*' alone for every tool`,
   };
 }
 
@@ -108,10 +124,10 @@ export function checkMcpCommandWord(v: string): Problem | undefined {
 }
 
 export function checkMcpHeaderName(v: string): Problem | undefined {
-  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(v)) {
+  if (!MCP_HEADER_NAME_RE.test(v)) {
     return { code: 'E-MCP-006', message: `invalid header name '${v}' in headers_env`, hint: 'give an HTTP header name such as X-Api-Key' };
   }
-  if (OWNED_HEADERS.has(v.toLowerCase()) || v.toLowerCase() === 'authorization') {
+  if (UNSETTABLE.has(v.toLowerCase())) {
     return {
       code: 'E-MCP-006',
       message: `header '${v}' cannot be set in headers_env`,

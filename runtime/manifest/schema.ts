@@ -21,7 +21,17 @@ import {
   type Problem,
 } from './checks.ts';
 import { referenceValue } from './reference-keys.ts';
-import { MCP_ELICITATION, MCP_SAMPLING, checkMcpCommandWord, checkMcpEnvName, checkMcpServerName, checkMcpToolEntry, checkMcpUrl } from './mcp.ts';
+import {
+  MCP_ELICITATION,
+  MCP_SAMPLING,
+  MCP_SERVER_NAME_MAX,
+  MCP_TOOL_NAME_MAX,
+  checkMcpCommandWord,
+  checkMcpEnvName,
+  checkMcpServerName,
+  checkMcpToolEntry,
+  checkMcpUrl,
+} from './mcp.ts';
 
 export type FieldType =
   | 'string'
@@ -228,12 +238,12 @@ export const CAPSULE_SCHEMA: readonly FieldSpec[] = [
   { path: 'mcp', type: 'object', validation: 'mapping; absent = no MCP servers', description: "This runtime's extension (docs/mcp.md): MCP servers whose tools the model may call beside the capsule's own." },
   { path: 'mcp.servers', type: 'list', required: true, nonEmpty: true, validation: 'non-empty list; names unique', description: 'The MCP servers.' },
   { path: 'mcp.servers[]', type: 'object', validation: 'mapping', description: 'One MCP server.' },
-  { path: 'mcp.servers[].name', type: 'string', required: true, check: str(checkMcpServerName), validation: '`[a-z0-9-]`, 1-20 chars, unique (`E-MCP-001`, `E-MCP-005`)', description: 'Server name; the model sees its tools as `mcp__<name>__<tool>`.' },
+  { path: 'mcp.servers[].name', type: 'string', required: true, check: str(checkMcpServerName), validation: `\`[a-z0-9-]\`, 1-${MCP_SERVER_NAME_MAX} chars, unique (\`E-MCP-001\`, \`E-MCP-005\`)`, description: 'Server name; the model sees its tools as `mcp__<name>__<tool>`.' },
   { path: 'mcp.servers[].url', type: 'string', defaultText: 'required unless `command`', check: str(checkMcpUrl), validation: 'http(s) URL without credentials (`E-MCP-002`), covered by `capabilities.network.allow` (`E-MCP-003`); exclusive with `command` (`E-MCP-016`)', description: "The server's Streamable HTTP endpoint." },
   { path: 'mcp.servers[].command', type: 'list', nonEmpty: true, validation: 'non-empty list; its first word a binary in `capabilities.shell.allow` (`E-MCP-017`); exclusive with `url`', description: 'A local MCP server over stdio: the binary and its arguments, started when the session opens, with the shell tool\'s environment (credential-shaped names stripped) in the session workdir.' },
   { path: 'mcp.servers[].command[]', type: 'string', check: str(checkMcpCommandWord), validation: 'non-empty string (`E-MCP-016`)', description: 'One word.' },
   { path: 'mcp.servers[].tools', type: 'list', required: true, nonEmpty: true, validation: "non-empty list: tool names, or `'*'` alone (`E-MCP-004`)", description: "The server's tools the model may call: these names, or every tool it lists (`'*'`)." },
-  { path: 'mcp.servers[].tools[]', type: 'string', check: str(checkMcpToolEntry), validation: "`[A-Za-z0-9_-]`, 1-64 chars, or `'*'`", description: 'One tool name, as the server lists it.' },
+  { path: 'mcp.servers[].tools[]', type: 'string', check: str(checkMcpToolEntry), validation: `\`[A-Za-z0-9_-]\`, 1-${MCP_TOOL_NAME_MAX} chars, or \`'*'\``, description: 'One tool name, as the server lists it.' },
   { path: 'mcp.servers[].token_env', type: 'string', check: str(checkMcpEnvName), validation: 'environment variable name (`E-MCP-006`); unset when the session opens = refused (`E-MCP-007`)', description: 'Variable holding a bearer token, sent as `Authorization: Bearer <token>` (on Kubernetes: filled from a Secret). Held as a secret: redacted from the trace, spans and answers.' },
   { path: 'mcp.servers[].headers_env', type: 'string-map', default: {}, validation: 'mapping of header name to environment variable name (`E-MCP-006`); not `Authorization` or a header the transport sets', description: 'Headers sent to the server, each value read from the named variable; held as secrets like the token.' },
   { path: 'mcp.servers[].sampling', type: 'enum', values: MCP_SAMPLING, default: 'refuse', validation: '`refuse` | `driver`', description: "The server's `sampling/createMessage` requests: refused with the protocol's error, or run through the capsule's own driver against its spend ceiling." },
