@@ -4,27 +4,17 @@
  * module is 1 MiB of source exporting a 1 MiB string: 2.1 MiB of an idle `mur serve`'s main heap
  * (heap snapshot) while tokens.ts reached it through bpe-count.ts.
  */
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { esbuildMetafile } from '../cli/start-packages.ts';
 
-const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
 const at = (p: string): string => fileURLToPath(new URL(`../../runtime/inference/${p}`, import.meta.url));
 
-/** Every module the entry's static imports reach (its own files, and the packages it imports). */
+/** Every module the entry's imports reach in one bundle (its own files, and the packages it imports). */
 async function reached(entry: string): Promise<string[]> {
-  const r = await esbuild.build({
-    entryPoints: [at(entry)],
-    bundle: true,
-    write: false,
-    metafile: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
-    logLevel: 'silent',
-  });
-  const out = Object.values(r.metafile.outputs)[0]!;
-  return [...Object.keys(r.metafile.inputs), ...out.imports.map((i) => i.path)];
+  const m = await esbuildMetafile([at(entry)]);
+  const out = Object.values(m.outputs)[0]!;
+  return [...Object.keys(m.inputs), ...out.imports.map((i) => i.path)];
 }
 
 describe('the cl100k rank table', () => {
