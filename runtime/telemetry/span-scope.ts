@@ -56,6 +56,17 @@ export class Scope {
     return this.telemetry.tracer;
   }
 
+  /**
+   * Whether spans are recorded. Off (no exporter: `mur serve`'s default), every span is a
+   * non-recording one that drops what it is given: the task span is still made, since it carries
+   * the caller's trace context to what the task calls (traceparent), but its attributes and the
+   * chat spans are not, which no one would see (a one-turn task built 5 attribute objects and 2
+   * spans on the serving process's main thread, issue 42).
+   */
+  get recording(): boolean {
+    return this.telemetry.enabled;
+  }
+
   /** Where a new child goes: the innermost open tool / compaction / hook span, else the task, else a root. */
   parent(): Context {
     return this.stack.at(-1)?.ctx ?? this.task?.ctx ?? ROOT_CONTEXT;
@@ -81,22 +92,26 @@ export class Scope {
       `invoke_agent ${this.info.capsule}`,
       {
         kind: SpanKind.INTERNAL,
-        attributes: clean({
-          [GEN_AI.OPERATION_NAME]: 'invoke_agent',
-          [GEN_AI.AGENT_NAME]: this.info.capsule,
-          [GEN_AI.AGENT_VERSION]: this.info.version,
-          [GEN_AI.PROVIDER_NAME]: this.info.provider,
-          [GEN_AI.REQUEST_MODEL]: this.info.model,
-          [GEN_AI.CONVERSATION_ID]: contextId,
-          [CAPSULE.TASK_ID]: str(e.task_id),
-          [CAPSULE.TASK_SOURCE]: str(e.source),
-          [CAPSULE.TASK_ORIGIN]: str(e.origin),
-          [CAPSULE.TASK_TRUST]: str(e.trust),
-        }),
+        attributes: this.recording ? this.taskAttributes(e, contextId) : undefined,
       },
       parent,
     );
     this.task = { span, ctx: trace.setSpan(parent, span), contextId, input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+  }
+
+  private taskAttributes(e: TraceEvent, contextId: string): Attributes {
+    return clean({
+      [GEN_AI.OPERATION_NAME]: 'invoke_agent',
+      [GEN_AI.AGENT_NAME]: this.info.capsule,
+      [GEN_AI.AGENT_VERSION]: this.info.version,
+      [GEN_AI.PROVIDER_NAME]: this.info.provider,
+      [GEN_AI.REQUEST_MODEL]: this.info.model,
+      [GEN_AI.CONVERSATION_ID]: contextId,
+      [CAPSULE.TASK_ID]: str(e.task_id),
+      [CAPSULE.TASK_SOURCE]: str(e.source),
+      [CAPSULE.TASK_ORIGIN]: str(e.origin),
+      [CAPSULE.TASK_TRUST]: str(e.trust),
+    });
   }
 
   endTask(e: TraceEvent | undefined, abandoned?: string): void {
@@ -109,6 +124,11 @@ export class Scope {
     }
     this.stack = [];
     this.finishCompaction();
+    this.task = undefined;
+    if (!this.recording) {
+      t.span.end();
+      return;
+    }
     const exit = e ? (str(e.exit_status) ?? 'unknown') : (abandoned ?? 'abandoned');
     t.span.setAttributes(
       clean({
@@ -126,11 +146,12 @@ export class Scope {
       t.span.setStatus({ code: SpanStatusCode.ERROR, message: str(e?.reason) ?? exit });
     }
     t.span.end();
-    this.task = undefined;
   }
 
   startChat(o: { model?: string; turn?: number; maxTokens?: number }): void {
     this.endChat('superseded');
+    // A chat span is never a parent: off, it would be made and dropped for nothing.
+    if (!this.recording) return;
     this.chat = this.tracer.startSpan(
       `chat ${o.model ?? this.info.model ?? ''}`.trim(),
       {
@@ -157,6 +178,8 @@ export class Scope {
 
   /** An `inference` event: ends the open chat span, or (hook inference) records a finished one. */
   onInference(e: TraceEvent & { timestamp: number }): void {
+    // Off, no chat span was opened, and the usage summed here only feeds the task span's attributes.
+    if (!this.recording) return;
     const origin = str(e.origin);
     let span = origin === undefined ? this.chat : undefined;
     if (span) this.chat = undefined;
