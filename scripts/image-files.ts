@@ -65,6 +65,7 @@ const TARGETS: Record<string, Target> = {
       'dist/runtime/cli/worker.js',
       'dist/runtime/cli/token-worker.js',
       'dist/runtime/cli/transpile-child.js',
+      'dist/runtime/cli/transpile-worker.js',
       'dist/runtime/worker-boot.mjs',
       'node_modules/@a2a-js/sdk/dist/cli/run.js',
       'dist/runtime/cli/a2a-db-run.js',
@@ -86,6 +87,9 @@ const TARGETS: Record<string, Target> = {
         // The component transpiler's own process (runtime/host/transpile-child-run.ts), found
         // beside the bundle that starts it.
         'dist/runtime/cli/transpile-child.js': 'dist/runtime/host/transpile-child.js',
+        // A first run's transpile in a worker thread of the runtime (runtime/host/transpile-ahead.ts),
+        // found beside the bundle that starts it, booted by ../worker-boot.mjs.
+        'dist/runtime/cli/transpile-worker.js': 'dist/runtime/host/transpile-worker.js',
       },
       // The SDK's schema migrations (its `a2a-db` runner), which the store runs at open
       // (runtime/a2a/store/store.ts finds it beside the SDK's database entry point), bundled with

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { helpText, parseArgs, type FlagSpec } from './args.ts';
 import { stage } from '../compose/stage.ts';
 import { printProgress } from './progress.ts';
+import { transpileFirst } from './transpile-first.ts';
 import { MurError, formatTaskFailure } from '../errors.ts';
 
 export const RUN_FLAGS: FlagSpec = {
@@ -56,6 +57,8 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
     out(`session ${staged.sessionId}  workdir ${staged.workdir.dir}`);
   }
   for (const n of staged.notices) err(`note: ${n}`);
+  // A first run's transpiles, before the script host or the agent loop loads (host/transpile-ahead.ts).
+  await transpileFirst(staged, quiet ? undefined : out);
   if (staged.manifest.kind === 'script') {
     const [{ runScriptCapsule }, { oneShotWorkers }] = await Promise.all([import('../script/script-session.ts'), import('../host/index.ts')]);
     // One task, each instance started once: no worker is booted ahead for an instance that never comes.

@@ -51,7 +51,8 @@ export function fileIdentity(path: string): FileIdentity {
   return { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
 }
 
-function sameFile(path: string, id: FileIdentity): boolean {
+/** Whether `path` is still the file `id` was taken of (loadComponent below says why that is enough). */
+export function sameFile(path: string, id: FileIdentity): boolean {
   try {
     const now = fileIdentity(path);
     return now.dev === id.dev && now.ino === id.ino && now.size === id.size && now.mtimeNs === id.mtimeNs && now.ctimeNs === id.ctimeNs;
@@ -96,7 +97,7 @@ export async function loadComponent(
   }
   const hit = cached(name, sha, cacheDir, opts.cacheDir !== undefined);
   if (hit) return hit;
-  const dir = join(cacheDir, `${sha}-jco${JCO_VERSION}`);
+  const dir = cacheEntryDir(sha, cacheDir);
   const meta = await transpileInChild(name, bytes, dir);
   return {
     name,
@@ -110,8 +111,16 @@ export async function loadComponent(
   };
 }
 
-/** The cached transpile of the component with digest `sha`: the seeds first, then `cacheDir`. */
-function cached(name: string, sha: string, cacheDir: string, explicit: boolean): LoadedComponent | undefined {
+/** The writable cache's entry folder of the component with digest `sha`. */
+export function cacheEntryDir(sha: string, cacheDir: string): string {
+  return join(cacheDir, `${sha}-jco${JCO_VERSION}`);
+}
+
+/**
+ * The cached transpile of the component with digest `sha`: the seeds first, then `cacheDir`.
+ * `explicit`: the caller named `cacheDir` (then the seeds are not consulted).
+ */
+export function cached(name: string, sha: string, cacheDir: string, explicit: boolean): LoadedComponent | undefined {
   const entry = `${sha}-jco${JCO_VERSION}`;
   // An explicit cacheDir (tests, benches) means exactly that cache; the seeds serve the default.
   // Seeds (`MURMUR_COMPONENT_CACHE_SEED`): the runtime image carries its built-in components

@@ -11,8 +11,7 @@
  * these machines, measured) before it did any work.
  */
 import { transpileInto } from './transpile-jco.ts';
-import { HostFault } from './errors.ts';
-import { JobReader } from './transpile-jobs.ts';
+import { JobReader, refusalOf } from './transpile-jobs.ts';
 
 const reader = new JobReader();
 for await (const chunk of process.stdin) {
@@ -22,9 +21,7 @@ for await (const chunk of process.stdin) {
       const meta = await transpileInto(job.name, job.bytes, job.dir);
       process.stdout.write(`${JSON.stringify({ meta })}\n`);
     } catch (e) {
-      // The parent rebuilds the error around the component's name: send the part after it.
-      const raw = e instanceof HostFault ? e.message.slice(e.component.length + 2) : String((e as Error)?.message ?? e);
-      process.stdout.write(`${JSON.stringify({ error: raw, hint: (e as { hint?: string }).hint })}\n`);
+      process.stdout.write(`${JSON.stringify(refusalOf(e))}\n`);
     }
   }
 }

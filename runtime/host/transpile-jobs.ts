@@ -3,6 +3,7 @@
  * it): a JSON header line `{"dir", "name", "bytes"}`, then that many bytes of component. One
  * module for both ends, so the format has one definition.
  */
+import { HostFault } from './errors.ts';
 
 export interface TranspileJob {
   dir: string;
@@ -50,4 +51,14 @@ export class JobReader {
   pending(): number {
     return this.buf.length + (this.header?.lineBytes ?? 0);
   }
+}
+
+/**
+ * A refused job's answer, for whichever end reports it (the transpiler process, the transpile
+ * worker): the parent rebuilds the error around the component's name, so the part after it.
+ */
+export function refusalOf(e: unknown): { error: string; hint?: string } {
+  const error = e instanceof HostFault ? e.message.slice(e.component.length + 2) : String((e as Error)?.message ?? e);
+  const hint = (e as { hint?: string }).hint;
+  return hint === undefined ? { error } : { error, hint };
 }

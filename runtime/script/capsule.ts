@@ -16,16 +16,17 @@
  * runtime, or a component that does not export `murmur:capsule/run` are refused (E-SCRIPT-001..004)
  * before anything runs.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { MurError } from '../errors.ts';
+import { CAPSULE_FILE, capsuleFileChoice, rootWasm } from './capsule-file.ts';
 import { loadComponent, sha256Hex, type LoadedComponent } from '../host/index.ts';
 import { effectiveCapabilities, type EffectiveGrant } from '../manifest/capsule.ts';
 import { networkCovers, parseNetworkEntry, isProblem, scopeCovers, type NetworkEntry } from '../manifest/checks.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
 
 export const CAPSULE_EXPORT = 'murmur:capsule/run@0.1.0';
-export const CAPSULE_FILE = 'capsule.wasm';
+export { CAPSULE_FILE };
 
 export interface CapsuleComponent {
   /** Display name: the capsule's name. */
@@ -42,23 +43,13 @@ export interface CapsuleComponent {
   component: LoadedComponent;
 }
 
-function rootWasm(dir: string): string[] {
-  try {
-    return readdirSync(dir)
-      .filter((f) => f.endsWith('.wasm') && statSync(path.join(dir, f)).isFile())
-      .sort();
-  } catch {
-    return [];
-  }
-}
-
 /** Finds, loads and checks the capsule component of a staged script capsule. */
 export async function findCapsuleComponent(staged: StagedCapsule): Promise<CapsuleComponent> {
   const m = staged.manifest;
   const file = m.file;
   const art = staged.artifacts.find((a) => a.name === m.name && a.origin !== 'pull');
   const wasmFiles = rootWasm(staged.capsuleDir);
-  const fileChoice = wasmFiles.includes(CAPSULE_FILE) ? CAPSULE_FILE : wasmFiles.length === 1 ? wasmFiles[0] : undefined;
+  const fileChoice = capsuleFileChoice(wasmFiles);
 
   if (art && fileChoice) {
     throw new MurError(

@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { serveAuth } from '../../runtime/cli/serve.ts';
+import { serveAuth } from '../../runtime/cli/serve-staged.ts';
 import { isLoopback, readApiKeys } from '../../runtime/a2a/server/auth-config.ts';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'serve-auth-'));

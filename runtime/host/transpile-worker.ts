@@ -1,0 +1,19 @@
+/**
+ * The worker thread of a transpile ahead (transpile-ahead.ts): transpiles the jobs it was started
+ * with (transpile-jco.ts) one after another, posting `{ i, meta }` or `{ i, error, hint }` per job
+ * (a component that fails does not stop the others), then `{ done: true }`, and ends. Booted by
+ * runtime/worker-boot.mjs, with no environment of the runtime's (transpile-ahead.ts).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { transpileInto } from './transpile-jco.ts';
+import { refusalOf, type TranspileJob } from './transpile-jobs.ts';
+
+const { jobs } = workerData as { jobs: TranspileJob[] };
+for (const [i, job] of jobs.entries()) {
+  try {
+    parentPort!.postMessage({ i, meta: await transpileInto(job.name, job.bytes, job.dir) });
+  } catch (e) {
+    parentPort!.postMessage({ i, ...refusalOf(e) });
+  }
+}
+parentPort!.postMessage({ done: true });
