@@ -32,7 +32,7 @@ export interface Summary {
   wave: number;
   idle: string;
   /** 1/5/15-minute load averages of the machine */
-  load: { start: number[]; end: number[] };
+  load: { start: number[]; atWakes: number[]; end: number[] };
   /** from the first apply: the last wave applied, and every Capsule Sleeping */
   allAppliedS: number;
   allSleepingS: number;
@@ -82,7 +82,7 @@ export function printSummary(r: Summary): string {
   return [
     `density: ${r.capsules} capsules on node ${r.node} (waves of ${r.wave}, afterIdle ${r.idle}), commit ${r.commit}`,
     table([
-      ['load average at start / end', `${r.load.start.join(' ')}`, `/ ${r.load.end.join(' ')}`],
+      ['load average at start / wakes / end', `${r.load.start.join(' ')}`, `/ ${r.load.atWakes.join(' ')} / ${r.load.end.join(' ')}`],
       ['all applied', s(r.allAppliedS * 1000), 'from the first apply (each wave waits for the last to sleep)'],
       ['all Sleeping', s(r.allSleepingS * 1000), `waves apply → Sleeping: ${r.waves.map((w) => w.applyToSleepingS.toFixed(0)).join(', ')} s`],
       ['all their pods gone', s(r.noPodsS * 1000)],

@@ -4,7 +4,8 @@
  * cluster — S one after another, then C at once — and what the node holds for them.
  *
  *   npm run bench -- density [--capsules 500] [--wave 80] [--idle 20s] [--sequential 50]
- *                            [--concurrent 20] [--name density] [--wave-timeout 900] [--out FILE] [--keep]
+ *                            [--concurrent 20] [--name density] [--wave-timeout 900] [--settle-load 2]
+ *                            [--out FILE] [--keep]
  *
  * The node: $KUBECONFIG when set (a node from `npm run node:up -- --name <n>`: its name is read
  * from the kubeconfig's path, else --name), else one started here (test/cluster/node/node.ts, the
@@ -19,7 +20,10 @@
  * PersistentVolume made here (the node has no provisioner). Every new Capsule starts awake until
  * idle and a node takes about 110 pods, so they go in waves of --wave: a wave is applied, then
  * waited for (a watch: kubectl wait) until all of it is Sleeping, then the next. The wakes start
- * once every capsule pod is gone (Sleeping is written before the Deployment goes to 0).
+ * once every capsule pod is gone (Sleeping is written before the Deployment goes to 0) and the
+ * machine has settled: its 1-minute load average below --settle-load (0: do not wait; at most 15
+ * minutes). The waves' own churn (80 pods starting and stopping at once on 2 cores) held the load
+ * at 20–100 for minutes after the last pod went, and wakes timed in it measured that churn.
  *
  * The wakes (density-client.mjs): a pod of the runtime image (Node 24, fetch) times each wake
  * inside the cluster, from the first byte of a blocking JSON-RPC `message/send` to the parsed answer
@@ -65,6 +69,7 @@ const { values } = parseArgs({
     concurrent: { type: 'string', default: '20' },
     name: { type: 'string', default: 'density' },
     'wave-timeout': { type: 'string', default: '900' },
+    'settle-load': { type: 'string', default: '2' },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
@@ -83,6 +88,8 @@ const WAVE = count('wave');
 const SEQ = count('sequential');
 const CONC = count('concurrent');
 const WAVE_TIMEOUT = count('wave-timeout');
+const SETTLE_LOAD = Number(values['settle-load']);
+if (!Number.isFinite(SETTLE_LOAD) || SETTLE_LOAD < 0) usage(`--settle-load: expected a load average ≥ 0, got '${values['settle-load']}'`);
 if (SEQ + CONC > N) usage(`--sequential ${SEQ} + --concurrent ${CONC} wake different capsules: more than --capsules ${N}`);
 /** Where the scripted provider answers on the node's address (the node's own network namespace). */
 const PROVIDER_PORT = 18090;
@@ -157,6 +164,20 @@ async function noCapsulePods(k: Kubectl): Promise<void> {
   });
 }
 
+/**
+ * Waits until the machine's 1-minute load average is below --settle-load (polled every 5 s: the
+ * kernel updates it every 5 s), at most 15 minutes; the seconds it took.
+ */
+async function settle(): Promise<number> {
+  const t = Date.now();
+  if (SETTLE_LOAD === 0) return 0;
+  for (let i = 0; loadAverage()[0] >= SETTLE_LOAD && Date.now() - t < 15 * 60_000; i++) {
+    if (i % 6 === 0) log(`settling: load ${loadAverage().join(' ')}, waiting for the 1-minute average below ${SETTLE_LOAD}`);
+    await new Promise((r) => setTimeout(r, 5000));
+  }
+  return secs(Date.now() - t);
+}
+
 /** The Capsules the activator asked to wake (its WakeRequested Events): each woken one should be among them. */
 async function capsulesWoken(k: Kubectl): Promise<Set<string>> {
   const events = JSON.parse(await k(['-n', NS, 'get', 'events', '--field-selector', 'reason=WakeRequested,involvedObject.kind=Capsule', '-o', 'json']));
@@ -201,6 +222,10 @@ async function main(): Promise<void> {
       `all ${N} sleeping after ${allSleepingS.toFixed(1)} s, their pods gone at ${noPodsS.toFixed(1)} s; operator RSS ${mib(rssAsleep.operator)}, activator ${mib(rssAsleep.activator)}`,
     );
 
+    const settledS = await settle();
+    const loadAtWakes = loadAverage();
+    log(`wakes start at load ${loadAtWakes.join(' ')} (${settledS.toFixed(0)} s to settle)`);
+
     const sequential = Array.from({ length: SEQ }, (_, i) => capsuleName(i));
     const concurrent = Array.from({ length: CONC }, (_, i) => capsuleName(SEQ + i));
     let awake: AwakeMemory[] = [];
@@ -216,7 +241,7 @@ async function main(): Promise<void> {
       capsules: N,
       wave: WAVE,
       idle: values.idle!,
-      load: { start: loadStart, end: loadAverage() },
+      load: { start: loadStart, atWakes: loadAtWakes, end: loadAverage() },
       allAppliedS: waves[waves.length - 1]!.appliedAtS,
       allSleepingS,
       noPodsS,
