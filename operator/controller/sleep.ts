@@ -129,6 +129,13 @@ export class SleepControl {
   private ips: string[] = [];
   /** Capsules whose card fetch failed, so the Warning Event is written once per failure streak. */
   private readonly cardFailing = new Set<string>();
+  /**
+   * Per Capsule, the WakeRequested Events (name@resourceVersion) its wakes answered. Event times
+   * are whole seconds, so an Event from the second the Capsule next went to sleep in still passes
+   * the `since` floor below; without this, a Capsule back asleep within that second (an idle time
+   * of seconds, or a runtime that reported long idle) was woken again by the Event it had answered.
+   */
+  private readonly answered = new Map<string, Set<string>>();
 
   constructor(
     private readonly client: KubeClient,
@@ -248,10 +255,16 @@ export class SleepControl {
     const since = ms(c.status?.sleep?.since);
     if (!this.wakeEvents || since === undefined) return [];
     const floor = Math.floor(since / 1000) * 1000;
-    return this.wakeEvents
-      .indexed(keyOf(c))
-      .filter((e) => (!e.involved.uid || e.involved.uid === c.metadata.uid) && e.last >= floor)
-      .sort((a, b) => a.first - b.first);
+    const key = keyOf(c);
+    const events = this.wakeEvents.indexed(key).filter((e) => (!e.involved.uid || e.involved.uid === c.metadata.uid) && e.last >= floor);
+    // An answered Event that no longer passes the floor need not be remembered.
+    const answered = this.answered.get(key);
+    if (answered) {
+      const still = new Set(events.map(eventId).filter((id) => answered.has(id)));
+      if (still.size) this.answered.set(key, still);
+      else this.answered.delete(key);
+    }
+    return events.filter((e) => !answered?.has(eventId(e))).sort((a, b) => a.first - b.first);
   }
 
   /**
@@ -291,6 +304,7 @@ export class SleepControl {
     } else if (action.kind === 'wake') {
       const at = requests[0] ? Math.max(requests[0].first, ms(c.status?.sleep?.since) ?? 0) : now;
       out = await this.write(c, { phase: 'Waking', sleep: { lastWake: new Date(at).toISOString() } });
+      this.answered.set(key, new Set([...(this.answered.get(key) ?? []), ...requests.map(eventId)]));
       await sleepEvent(ctx, out, 'Waking', action.message);
       next = 'Waking';
     } else if (action.kind === 'ready') {
@@ -364,6 +378,9 @@ function wakeEvent(o: any): WakeEvent {
     last,
   };
 }
+
+/** One version of one Event: an Event the activator updated again is a new request. */
+const eventId = (e: WakeEvent): string => `${e.metadata.name}@${e.metadata.resourceVersion ?? ''}`;
 
 // biome-ignore lint/suspicious/noExplicitAny: a Kubernetes object as the API server sent it (JSON of any kind)
 function sliceInfo(o: any): SliceInfo {

@@ -227,6 +227,31 @@ describe.skipIf(!cluster.podsBecomeReady)('sleeping Capsules on a real API serve
     expect(text).toMatch(/^capsule_operator_wake_seconds_bucket\{le="\+Inf"\} 1$/m);
   });
 
+  it('a WakeRequested Event stamped ahead of the operator’s clock wakes the capsule once, not again each time it falls back asleep', async () => {
+    // Event times are whole seconds and come from the activator's node's clock; an Event that still
+    // passes the `since` floor after the capsule went back to sleep must not wake it a second time.
+    await eventually('sleepy Sleeping', async () => (await get('sleepy'))?.status?.phase === 'Sleeping');
+    const c = (await get('sleepy'))!;
+    const wakings = (await events('sleepy', 'Waking')).length;
+    const from = seen.sleepy!.length;
+    await wakeRequest(c, new Date(Date.now() + 20_000));
+    await eventually('a Waking Event', async () => (await events('sleepy', 'Waking')).length === wakings + 1);
+    // Its runtime reports long idle: it goes back to sleep right after it is Ready.
+    await eventually('sleepy woken and asleep again', () => {
+      const phases = seen.sleepy!.slice(from).map((s) => s?.phase);
+      return phases.includes('Ready') && phases.lastIndexOf('Sleeping') > phases.indexOf('Ready');
+    });
+    // A later reconcile (one an annotation written by hand starts) leaves it asleep.
+    const reconciled = new Promise<void>((r) => op!.controller()!.events.on('reconciled', (k: string) => k === `${ns}/sleepy` && r()));
+    await client.request('PATCH', capsulePath('sleepy'), {
+      body: { metadata: { annotations: { 'example.com/poked': String(Date.now()) } } },
+      contentType: 'application/merge-patch+json',
+    });
+    await reconciled;
+    expect((await get('sleepy'))?.status?.phase).toBe('Sleeping');
+    expect((await events('sleepy', 'Waking')).length).toBe(wakings + 1);
+  });
+
   it('/scale writes still change spec.replicas and the Deployment of an awake sleep-enabled Capsule', async () => {
     // As `kubectl scale` and an HPA write it: the /scale subresource.
     const scale = (replicas: number) =>
