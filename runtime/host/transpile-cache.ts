@@ -111,9 +111,12 @@ export async function loadComponent(
   };
 }
 
+/** A cache entry's folder name, the same in the seeds and the writable cache: digest and jco version. */
+const entryName = (sha: string): string => `${sha}-jco${JCO_VERSION}`;
+
 /** The writable cache's entry folder of the component with digest `sha`. */
 export function cacheEntryDir(sha: string, cacheDir: string): string {
-  return join(cacheDir, `${sha}-jco${JCO_VERSION}`);
+  return join(cacheDir, entryName(sha));
 }
 
 /**
@@ -121,7 +124,7 @@ export function cacheEntryDir(sha: string, cacheDir: string): string {
  * `explicit`: the caller named `cacheDir` (then the seeds are not consulted).
  */
 export function cached(name: string, sha: string, cacheDir: string, explicit: boolean): LoadedComponent | undefined {
-  const entry = `${sha}-jco${JCO_VERSION}`;
+  const entry = entryName(sha);
   // An explicit cacheDir (tests, benches) means exactly that cache; the seeds serve the default.
   // Seeds (`MURMUR_COMPONENT_CACHE_SEED`): the runtime image carries its built-in components
   // already transpiled (made at image build time by the image's own runtime), so a pod's start
