@@ -31,7 +31,7 @@ import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { sha256Hex } from '../contracts/digest.ts';
 import { releaseFreedMemory } from '../memory.ts';
-import { cacheEntryDir, cached, defaultCacheDir, sameFile, type FileIdentity } from './transpile-cache.ts';
+import { cacheEntryDir, cached, cachedUnchanged, defaultCacheDir, type FileIdentity } from './transpile-cache.ts';
 import type { TranspileJob } from './transpile-jobs.ts';
 
 // The worker boot shared with the component host's and the token counter's workers: from the
@@ -74,7 +74,7 @@ export async function transpileAhead(components: readonly AheadComponent[], opts
   for (const c of components) {
     const pin = c.sha256?.toLowerCase().replace(/^sha256:/, '');
     // A warm start reads and hashes nothing here (a built-in driver is 12 MB), as loadComponent does not.
-    if (pin && c.unchangedSince && sameFile(c.path, c.unchangedSince) && cached(c.name, pin, cacheDir, explicit)) continue;
+    if (cachedUnchanged(c.name, c.path, pin, c.unchangedSince, cacheDir, explicit)) continue;
     let bytes: Uint8Array;
     try {
       bytes = readFileSync(c.path);

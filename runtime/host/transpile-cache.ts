@@ -52,7 +52,7 @@ export function fileIdentity(path: string): FileIdentity {
 }
 
 /** Whether `path` is still the file `id` was taken of (loadComponent below says why that is enough). */
-export function sameFile(path: string, id: FileIdentity): boolean {
+function sameFile(path: string, id: FileIdentity): boolean {
   try {
     const now = fileIdentity(path);
     return now.dev === id.dev && now.ino === id.ino && now.size === id.size && now.mtimeNs === id.mtimeNs && now.ctimeNs === id.ctimeNs;
@@ -81,10 +81,8 @@ export async function loadComponent(
   // (utimes sets mtime and atime only; ctime becomes now), so a file changed after staging shows
   // another identity, is read and hashed below, and a mismatch is refused. The cache entry itself
   // was written by transpileInto from bytes that hashed to its name.
-  if (pinned && opts.unchangedSince && sameFile(path, opts.unchangedSince)) {
-    const hit = cached(name, pinned, cacheDir, opts.cacheDir !== undefined);
-    if (hit) return hit;
-  }
+  const unchanged = cachedUnchanged(name, path, pinned, opts.unchangedSince, cacheDir, opts.cacheDir !== undefined);
+  if (unchanged) return unchanged;
   let bytes: Uint8Array;
   try {
     bytes = readFileSync(path);
@@ -109,6 +107,21 @@ export async function loadComponent(
     exports: meta.exports,
     transpiled: true,
   };
+}
+
+/**
+ * The cached transpile of a pinned file still as it was when its pin was verified (loadComponent
+ * says why that is enough), found without reading or hashing the file; else undefined.
+ */
+export function cachedUnchanged(
+  name: string,
+  path: string,
+  pinned: string | undefined,
+  unchangedSince: FileIdentity | undefined,
+  cacheDir: string,
+  explicit: boolean,
+): LoadedComponent | undefined {
+  return pinned && unchangedSince && sameFile(path, unchangedSince) ? cached(name, pinned, cacheDir, explicit) : undefined;
 }
 
 /** A cache entry's folder name, the same in the seeds and the writable cache: digest and jco version. */
