@@ -1,6 +1,7 @@
 /** The component host: load (verify + transpile-once), then instantiate with per-instance grants. */
 export { loadComponent, defaultCacheDir, type LoadedComponent } from './transpile-cache.ts';
 export { sha256Hex } from '../contracts/digest.ts';
+export { fileDigest } from './file-digest.ts';
 export { ComponentInstance, drainWorkerPool, type HostImports, type HostFn, type InstanceOptions } from './instance.ts';
 export { oneShotWorkers } from './workers.ts';
 export { ComponentThread, componentIdleKeepBytes, componentIdleMs, componentSpinUs, componentThreads } from './thread.ts';

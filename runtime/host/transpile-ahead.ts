@@ -25,13 +25,12 @@
  * transpiler refuses is left out of the cache, and its load (transpile-cache.ts) reports it exactly
  * as it would have without this step.
  */
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
-import { sha256Hex } from '../contracts/digest.ts';
 import { releaseFreedMemory } from '../memory.ts';
-import { cacheEntryDir, cached, cachedUnchanged, defaultCacheDir, type FileIdentity } from './transpile-cache.ts';
+import { readDigested, type FileIdentity } from './file-digest.ts';
+import { cacheEntryDir, cached, cachedUnchanged, defaultCacheDir } from './transpile-cache.ts';
 import type { TranspileJob } from './transpile-jobs.ts';
 
 // The worker boot shared with the component host's and the token counter's workers: from the
@@ -76,12 +75,13 @@ export async function transpileAhead(components: readonly AheadComponent[], opts
     // A warm start reads and hashes nothing here (a built-in driver is 12 MB), as loadComponent does not.
     if (cachedUnchanged(c.name, c.path, pin, c.unchangedSince, cacheDir, explicit)) continue;
     let bytes: Uint8Array;
+    let sha: string;
+    // The digest is remembered for the file as it is: its load right after does not hash it again (file-digest.ts).
     try {
-      bytes = readFileSync(c.path);
+      ({ bytes, sha256: sha } = readDigested(c.path));
     } catch {
       continue;
     }
-    const sha = sha256Hex(bytes);
     if ((pin && pin !== sha) || seen.has(sha) || cached(c.name, sha, cacheDir, explicit)) continue;
     seen.add(sha);
     jobs.push({ name: c.name, bytes, dir: cacheEntryDir(sha, cacheDir) });

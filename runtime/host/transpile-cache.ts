@@ -1,16 +1,20 @@
 /**
  * Loads a component: verifies its SHA-256 (when a pin is given), transpiles it with jco ONCE (in a child process: transpile-child-run.ts) and
  * caches the JS glue + core modules on disk keyed by that hash, so every later load — in this
- * process or the next — skips the transpile (and, when pinned, the read and hash of the file). The cache entry is written to a temp folder and renamed
+ * process or the next — skips the transpile (and the read and hash of the file when it is pinned and unchanged since, or this process
+ * hashed it already: file-digest.ts). The cache entry is written to a temp folder and renamed
  * into place, so a crash or a concurrent loader never leaves half an entry.
  */
-import { sha256Hex } from '../contracts/digest.ts';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { PROJECT_ROOT, seedCacheDirs } from '../wit/packages.ts';
 import { ComponentLoadError, IntegrityError } from './errors.ts';
 import { JCO_VERSION, type Meta } from './transpile-jco.ts';
 import { transpileInChild } from './transpile-child-run.ts';
+import { knownDigest, readDigested, rememberDigest, sameFile, type FileIdentity } from './file-digest.ts';
+
+// Where the file identity lived first: staging and tests take it from here.
+export { fileIdentity, type FileIdentity } from './file-digest.ts';
 
 export interface LoadedComponent {
   /** Display name (file name without .wasm unless given). */
@@ -35,33 +39,6 @@ export function defaultCacheDir(): string {
 }
 
 /**
- * Which file, as `fs.statSync(path, { bigint: true })` saw it: device, inode, size and the change
- * and modification times in nanoseconds.
- */
-export interface FileIdentity {
-  dev: bigint;
-  ino: bigint;
-  size: bigint;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
-}
-
-export function fileIdentity(path: string): FileIdentity {
-  const st = statSync(path, { bigint: true });
-  return { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
-}
-
-/** Whether `path` is still the file `id` was taken of (loadComponent below says why that is enough). */
-function sameFile(path: string, id: FileIdentity): boolean {
-  try {
-    const now = fileIdentity(path);
-    return now.dev === id.dev && now.ino === id.ino && now.size === id.size && now.mtimeNs === id.mtimeNs && now.ctimeNs === id.ctimeNs;
-  } catch {
-    return false;
-  }
-}
-
-/**
  * `sha256`: the digest the file must have (a pin), else IntegrityError before anything is
  * transpiled or run. `unchangedSince`: the file's identity when whoever pinned it had just
  * verified and written those bytes (staging: StagedArtifact.wasmIdentity).
@@ -81,19 +58,28 @@ export async function loadComponent(
   // (utimes sets mtime and atime only; ctime becomes now), so a file changed after staging shows
   // another identity, is read and hashed below, and a mismatch is refused. The cache entry itself
   // was written by transpileInto from bytes that hashed to its name.
-  const unchanged = cachedUnchanged(name, path, pinned, opts.unchangedSince, cacheDir, opts.cacheDir !== undefined);
+  const explicit = opts.cacheDir !== undefined;
+  const unchanged = cachedUnchanged(name, path, pinned, opts.unchangedSince, cacheDir, explicit);
   if (unchanged) return unchanged;
+  // A file this process already hashed (transpileAhead at start, a script capsule's finder) and
+  // that is still the same file is not read again (file-digest.ts says why that is enough).
+  const known = knownDigest(path);
+  if (known !== undefined) {
+    if (pinned && pinned !== known) throw new IntegrityError(name, opts.sha256!, known);
+    const hit = cached(name, known, cacheDir, explicit);
+    if (hit) return hit;
+  }
   let bytes: Uint8Array;
+  let sha: string;
   try {
-    bytes = readFileSync(path);
+    ({ bytes, sha256: sha } = readDigested(path));
   } catch (e) {
     throw new ComponentLoadError(name, `cannot read ${path}: ${(e as Error).message}`, 'check the artifact path', e);
   }
-  const sha = sha256Hex(bytes);
   if (pinned && pinned !== sha) {
     throw new IntegrityError(name, opts.sha256!, sha);
   }
-  const hit = cached(name, sha, cacheDir, opts.cacheDir !== undefined);
+  const hit = cached(name, sha, cacheDir, explicit);
   if (hit) return hit;
   const dir = cacheEntryDir(sha, cacheDir);
   const meta = await transpileInChild(name, bytes, dir);
@@ -121,7 +107,10 @@ export function cachedUnchanged(
   cacheDir: string,
   explicit: boolean,
 ): LoadedComponent | undefined {
-  return pinned && unchangedSince && sameFile(path, unchangedSince) ? cached(name, pinned, cacheDir, explicit) : undefined;
+  if (!pinned || !unchangedSince || !sameFile(path, unchangedSince)) return undefined;
+  // The same trust, so the file's digest is known from here on (a later load without the identity).
+  rememberDigest(unchangedSince, pinned);
+  return cached(name, pinned, cacheDir, explicit);
 }
 
 /** A cache entry's folder name, the same in the seeds and the writable cache: digest and jco version. */

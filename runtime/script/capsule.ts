@@ -16,11 +16,10 @@
  * runtime, or a component that does not export `murmur:capsule/run` are refused (E-SCRIPT-001..004)
  * before anything runs.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { MurError } from '../errors.ts';
 import { CAPSULE_FILE, capsuleFileChoice, rootWasm } from './capsule-file.ts';
-import { loadComponent, sha256Hex, type LoadedComponent } from '../host/index.ts';
+import { fileDigest, loadComponent, type LoadedComponent } from '../host/index.ts';
 import { effectiveCapabilities, type EffectiveGrant } from '../manifest/capsule.ts';
 import { networkCovers, parseNetworkEntry, isProblem, scopeCovers, type NetworkEntry } from '../manifest/checks.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
@@ -86,7 +85,8 @@ export async function findCapsuleComponent(staged: StagedCapsule): Promise<Capsu
       location: { file },
     });
   }
-  const sha256 = sha256Hex(readFileSync(wasmPath));
+  // Known already when transpileAhead hashed this file at start: not read a second time (host/file-digest.ts).
+  const sha256 = fileDigest(wasmPath);
   const component = await loadComponent(wasmPath, { name: m.name, sha256 });
   if (!component.exports.includes(CAPSULE_EXPORT)) {
     const exported = component.exports.filter((e) => e.includes(':'));

@@ -16,8 +16,7 @@
  * `Error` is a host fault instead — the guest traps and the call fails as E-HOST-006 — which is why
  * ArtifactManager#jcoImports (Error objects carrying `payload`) is not used here.
  */
-import { readFileSync } from 'node:fs';
-import { ComponentInstance, loadComponent, sha256Hex, type HostImports } from '../host/index.ts';
+import { ComponentInstance, fileDigest, loadComponent, type HostImports } from '../host/index.ts';
 import { httpAllow, guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import { describe } from '../loop/tools.ts';
 import { peerTokens } from '../a2a/peers/credentials.ts';
@@ -109,7 +108,8 @@ export class ScriptHost {
   private pin(a: StagedArtifact): void {
     if (!a.wasmPath) return;
     try {
-      this.pins.set(a.name, sha256Hex(readFileSync(a.wasmPath)));
+      // The digest the start already computed or verified for this file as it is, when there is one (host/file-digest.ts).
+      this.pins.set(a.name, fileDigest(a.wasmPath));
     } catch {
       /* a missing file fails at load, with the loader's message */
     }

@@ -2,11 +2,12 @@
  * The entry points: `mur run` on a script capsule (runCommand → runScriptCapsule), runScriptTask
  * for `mur serve`, and how the capsule component is found (artifact or capsule.wasm).
  */
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCommand } from '../../runtime/cli/run-command.ts';
 import { drainWorkerPool } from '../../runtime/host/index.ts';
+import { componentFileHashes } from '../../runtime/host/file-digest.ts';
 import { POOL } from '../../runtime/host/workers.ts';
 import { closeScriptSession, runScriptCapsule, runScriptTask, ScriptSession } from '../../runtime/script/script-session.ts';
 import { demoYaml, fixtures, program, results, stageYaml, task, tmp, traceOf, useScriptSessions } from './helpers.ts';
@@ -58,6 +59,15 @@ describe('mur run on a script capsule', () => {
     );
     expect(code).toBe(0);
     expect({ waiting: POOL.idleCount(), scheduled: POOL.replenishScheduled }).toEqual({ waiting: 0, scheduled: false });
+  });
+
+  it('reads and hashes a capsule.wasm of the capsule folder once: the start transpiles it, then finds and loads it', async () => {
+    const dir = makeCapsule('name: solo\nversion: 0.1.0\n');
+    copyFileSync((await fixtures()).capsule, path.join(dir, 'capsule.wasm'));
+    const before = componentFileHashes();
+    const code = await runCommand([dir, '--quiet', '--task', program(), '--registry', sessions.registry(), '--work-root', tmp('mur-script-work-')], () => {});
+    expect(code).toBe(0);
+    expect(componentFileHashes() - before).toBe(1);
   });
 
   it('a failing task prints the reason, the field and the fix to stderr and exits 1; --quiet prints only that', async () => {
