@@ -126,6 +126,51 @@ describe('the chart: the activator', () => {
     ]);
   });
 
+  it("its NetworkPolicy reaches the capsule pods' A2A port by address too in activator.podCIDRs (a woken pod before the policy engine's next sync); podAddressEgress=false keeps the label rule alone", async () => {
+    const rule = async (...set: string[]) => named((await render('watchNamespaces={team-a}', ...set)).docs, 'NetworkPolicy', 'x-activator').spec.egress.at(-1);
+    const byLabel = {
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'team-a' } },
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'capsule' } },
+    };
+    expect(await rule('activator.podCIDRs={10.244.0.0/16,fd00:10:244::/56}')).toEqual({
+      to: [byLabel, { ipBlock: { cidr: '10.244.0.0/16' } }, { ipBlock: { cidr: 'fd00:10:244::/56' } }],
+      ports: [{ protocol: 'TCP', port: 8080 }],
+    });
+    expect(await rule('activator.podCIDRs={10.244.0.0/16}', 'activator.podAddressEgress=false')).toEqual({
+      to: [byLabel],
+      ports: [{ protocol: 'TCP', port: 8080 }],
+    });
+    // Not a range: the chart's schema refuses it by its path.
+    const bad = await helm(['template', 'x', chart, '--set', 'activator.podCIDRs={10.244.0.0}']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('/activator/podCIDRs/0');
+  });
+
+  it("without activator.podCIDRs the address rule takes the Nodes' pod CIDRs at install (helm lookup, against the real API server)", async () => {
+    const nodes = ['chart-pods-a', 'chart-pods-b'];
+    const made = await kubectl(
+      ['create', '-f', '-'],
+      [
+        { apiVersion: 'v1', kind: 'Node', metadata: { name: nodes[0] }, spec: { podCIDR: '10.77.1.0/24', podCIDRs: ['10.77.1.0/24', 'fd00:77:1::/64'] } },
+        { apiVersion: 'v1', kind: 'Node', metadata: { name: nodes[1] }, spec: { podCIDR: '10.77.2.0/24' } },
+      ]
+        .map((n) => JSON.stringify(n))
+        .join('\n'),
+    );
+    expect(made.code, made.stderr).toBe(0);
+    try {
+      const { docs } = await renderIn('ops', ['--dry-run=server'], 'watchNamespaces={team-a}');
+      const cidrs = named(docs, 'NetworkPolicy', 'x-activator')
+        .spec.egress.at(-1)
+        .to.filter((t: any) => t.ipBlock)
+        .map((t: any) => t.ipBlock.cidr);
+      // Other tests' Nodes may exist in this API server too: these two nodes' ranges are among them.
+      expect(cidrs).toEqual(expect.arrayContaining(['10.77.1.0/24', 'fd00:77:1::/64', '10.77.2.0/24']));
+    } finally {
+      await kubectl(['delete', 'node', ...nodes, '--ignore-not-found']);
+    }
+  });
+
   it('the activator key: one Secret of 64 random letters and digits, mounted into the operator and the activator as a file only their group reads', async () => {
     const { docs } = await render();
     const secret = named(docs, 'Secret', 'x-activator-key');

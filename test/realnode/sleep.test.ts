@@ -299,6 +299,14 @@ describe('a Capsule that sleeps, on the real node', () => {
     expect(await kubectl(['-n', ns, 'get', 'capsule', 'sleeper'])).toMatch(/Sleeping/);
   });
 
+  it("the activator's NetworkPolicy reaches capsule pods by address in the node's pod range (the chart's Node lookup at install), so a woken pod needs no policy sync first", async () => {
+    const node = JSON.parse(await kubectl(['get', 'nodes', '-o', 'json'])).items[0];
+    const ranges: string[] = node.spec.podCIDRs ?? [node.spec.podCIDR];
+    const policy = await getJson('capsule-system', 'networkpolicy/capsule-operator-activator');
+    const toPods = policy.spec.egress.find((r: any) => r.ports?.some((p: any) => p.port === 8080));
+    expect(toPods.to.filter((t: any) => t.ipBlock).map((t: any) => t.ipBlock.cidr)).toEqual(expect.arrayContaining(ranges));
+  });
+
   it('its agent card still answers through its Service while it sleeps, without waking it', async () => {
     await asleep('sleeper');
     const wakes = (await events('sleeper', 'WakeRequested')).length;

@@ -134,3 +134,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- join "," $out -}}
 {{- end -}}
+
+{{- /* The pod ranges the activator reaches capsule pods in by address (comma-separated; empty: none):
+activator.podCIDRs, else the Nodes' pod CIDRs at install/upgrade (lookup: none with `helm
+template`), not past 64 Nodes (the list would grow with the cluster: give the cluster CIDR then). */ -}}
+{{- define "capsule-operator.activatorPodCIDRs" -}}
+{{- $out := list -}}
+{{- if .Values.activator.podAddressEgress -}}
+{{- $out = .Values.activator.podCIDRs | default list -}}
+{{- if not $out -}}
+{{- $items := (lookup "v1" "Node" "" "").items | default list -}}
+{{- if le (len $items) 64 -}}
+{{- range $n := $items -}}
+{{- range $c := ($n.spec.podCIDRs | default list) -}}{{- $out = append $out $c -}}{{- end -}}
+{{- if and $n.spec.podCIDR (not $n.spec.podCIDRs) -}}{{- $out = append $out $n.spec.podCIDR -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- join "," ($out | uniq | sortAlpha) -}}
+{{- end -}}
