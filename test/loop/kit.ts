@@ -119,3 +119,33 @@ export async function openKit(o: {
     },
   };
 }
+
+/** What a test opened and its teardown closes: the kit, the session's telemetry, an OTLP receiver. */
+export interface Opened {
+  kit?: Kit | undefined;
+  tel?: { shutdown(timeoutMs?: number): Promise<void> } | undefined;
+  receiver?: { close(): Promise<void> } | undefined;
+}
+
+/**
+ * The telemetry tests' teardown, for their `afterEach`: closes what the test `opened` — the kit (a
+ * close that fails does not hide the test's own result), then its telemetry (flushing the spans the
+ * session's close ended; `shutdownMs` bounds it), then the receiver they went to — each once, so
+ * the next test, if it opens nothing, closes nothing twice. It returns the hook rather than
+ * registering it: the benches load this file too, without vitest.
+ */
+export function closeOpened(opened: () => Opened, o: { shutdownMs?: number } = {}): () => Promise<void> {
+  const closed = new WeakSet<object>();
+  const once = <T extends object>(x: T | undefined): T | undefined => {
+    if (!x || closed.has(x)) return undefined;
+    closed.add(x);
+    return x;
+  };
+  return async () => {
+    const { kit, tel, receiver } = opened();
+    const closing = once(kit)?.close();
+    await closing?.catch(() => {});
+    await once(tel)?.shutdown(o.shutdownMs);
+    await once(receiver)?.close();
+  };
+}

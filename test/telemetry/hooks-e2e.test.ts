@@ -6,18 +6,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InMemorySpanExporter, instrumentSession, type ReadableSpan, type SessionTelemetry } from '../../runtime/telemetry/index.ts';
 import type { Script } from '../provider/scripted-provider.ts';
-import type { Kit } from '../loop/kit.ts';
+import { closeOpened, type Kit } from '../loop/kit.ts';
 import { openHookCapsule, type HookDef } from '../hooks/hook-capsule.ts';
 import { readTrace } from '../../runtime/trace/read.ts';
 
 let kit: Kit | undefined;
 let tel: SessionTelemetry | undefined;
-afterEach(async () => {
-  await kit?.close().catch(() => {});
-  await tel?.shutdown();
-  kit = undefined;
-  tel = undefined;
-});
+afterEach(closeOpened(() => ({ kit, tel })));
 
 async function open(hooks: HookDef[], script: Script, extra = ''): Promise<{ kit: Kit; exporter: InMemorySpanExporter }> {
   kit = await openHookCapsule(hooks, script, extra, 'hooked');

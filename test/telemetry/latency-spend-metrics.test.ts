@@ -5,19 +5,14 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { instrumentSession, renderMetrics, resetMetrics, type SessionTelemetry } from '../../runtime/telemetry/index.ts';
-import { ECHO_TOOL, capsuleYaml, driverDef, openKit, type Kit } from '../loop/kit.ts';
+import { ECHO_TOOL, capsuleYaml, driverDef, openKit, closeOpened, type Kit } from '../loop/kit.ts';
 import { openHookCapsule } from '../hooks/hook-capsule.ts';
 import { parseExposition, type Exposition } from './prom-text.ts';
 
 let kit: Kit | undefined;
 let tel: SessionTelemetry | undefined;
 beforeEach(() => resetMetrics());
-afterEach(async () => {
-  await kit?.close().catch(() => {});
-  await tel?.shutdown();
-  kit = undefined;
-  tel = undefined;
-});
+afterEach(closeOpened(() => ({ kit, tel })));
 
 async function scrape(): Promise<Exposition> {
   return parseExposition((await renderMetrics()).body);

@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { instrumentSession, renderMetrics, resetMetrics, type SessionTelemetry } from '../../runtime/telemetry/index.ts';
-import { ECHO_TOOL, capsuleYaml, driverDef, openKit, type Kit } from '../loop/kit.ts';
+import { ECHO_TOOL, capsuleYaml, driverDef, openKit, closeOpened, type Kit } from '../loop/kit.ts';
 import { parseExposition, type Exposition } from './prom-text.ts';
 
 let server: http.Server;
@@ -31,12 +31,7 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 let kit: Kit | undefined;
 let tel: SessionTelemetry | undefined;
 beforeEach(() => resetMetrics());
-afterEach(async () => {
-  await kit?.close().catch(() => {});
-  await tel?.shutdown();
-  kit = undefined;
-  tel = undefined;
-});
+afterEach(closeOpened(() => ({ kit, tel })));
 
 async function scrape(): Promise<{ contentType: string; text: string; x: Exposition }> {
   const r = await fetch(metricsUrl);

@@ -17,7 +17,7 @@ import {
   signalUrl,
   type SessionTelemetry,
 } from '../../runtime/telemetry/index.ts';
-import { ECHO_TOOL, capsuleYaml, driverDef, openKit, type Kit } from '../loop/kit.ts';
+import { ECHO_TOOL, capsuleYaml, driverDef, openKit, closeOpened, type Kit } from '../loop/kit.ts';
 import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
 import { parseExposition } from './prom-text.ts';
 
@@ -149,14 +149,7 @@ describe('a collector that is down or hangs never holds up the session', () => {
   let kit: Kit | undefined;
   let tel: SessionTelemetry | undefined;
   let receiver: OtlpReceiver | undefined;
-  afterEach(async () => {
-    await kit?.close().catch(() => {});
-    await tel?.shutdown(200);
-    await receiver?.close();
-    kit = undefined;
-    tel = undefined;
-    receiver = undefined;
-  });
+  afterEach(closeOpened(() => ({ kit, tel, receiver }), { shutdownMs: 200 }));
 
   async function deadPort(): Promise<number> {
     const s = net.createServer();

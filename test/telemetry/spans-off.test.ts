@@ -6,16 +6,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { trace, type Span, type SpanOptions, type Tracer } from '@opentelemetry/api';
 import { instrumentSession, type SessionTelemetry, type Telemetry } from '../../runtime/telemetry/index.ts';
-import { capsuleYaml, driverDef, openKit, type Kit } from '../loop/kit.ts';
+import { capsuleYaml, driverDef, openKit, closeOpened, type Kit } from '../loop/kit.ts';
 
 let kit: Kit | undefined;
 let tel: SessionTelemetry | undefined;
-afterEach(async () => {
-  await kit?.close().catch(() => {});
-  await tel?.shutdown();
-  kit = undefined;
-  tel = undefined;
-});
+afterEach(closeOpened(() => ({ kit, tel })));
 
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';

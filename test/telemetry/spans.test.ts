@@ -4,20 +4,13 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { instrumentSession, type SessionTelemetry } from '../../runtime/telemetry/index.ts';
-import { ECHO_TOOL, capsuleYaml, driverDef, openKit, type Kit } from '../loop/kit.ts';
+import { ECHO_TOOL, capsuleYaml, driverDef, openKit, closeOpened, type Kit } from '../loop/kit.ts';
 import { childrenOf, outline, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';
 
 let kit: Kit | undefined;
 let tel: SessionTelemetry | undefined;
 let receiver: OtlpReceiver | undefined;
-afterEach(async () => {
-  await kit?.close().catch(() => {});
-  await tel?.shutdown();
-  await receiver?.close();
-  kit = undefined;
-  tel = undefined;
-  receiver = undefined;
-});
+afterEach(closeOpened(() => ({ kit, tel, receiver })));
 
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
