@@ -85,12 +85,22 @@ Database.prototype.prepare = function (sql, ...rest) {
 };
 `;
 
-/** Run openStore(url) in a process of its own, paused before the statement containing `at`; resolves when it is. */
-async function startPausedAt(url: string, at: string, dir: string) {
+/** What a first start runs: openStore(url), or (`old`) the SDK's own `a2a-db upgrade`, which runtimes before sdk-migrations.ts ran. */
+async function firstStartScript(url: string, old: boolean): Promise<string> {
+  if (!old) {
+    const store = pathToFileURL(join(PROJECT_ROOT, 'runtime/a2a/store/store.ts')).href;
+    return `const { openStore } = await import(${JSON.stringify(store)}); await openStore(${JSON.stringify(url)}); console.log('opened');`;
+  }
+  const entry = createRequire(import.meta.url).resolve('@a2a-js/sdk/server/database');
+  const run = pathToFileURL(join(dirname(entry), '..', '..', 'cli', 'run.js')).href;
+  return `const { run } = await import(${JSON.stringify(run)}); process.exitCode = await run(['upgrade', '--url', ${JSON.stringify(url)}], {}, console);`;
+}
+
+/** Run a first start on `url` in a process of its own, paused before the statement containing `at`; resolves when it is. */
+async function startPausedAt(url: string, at: string, dir: string, o: { old?: boolean } = {}) {
   const hook = join(dir, 'pause.mjs');
   writeFileSync(hook, PAUSE_HOOK);
-  const store = pathToFileURL(join(PROJECT_ROOT, 'runtime/a2a/store/store.ts')).href;
-  const script = `const { openStore } = await import(${JSON.stringify(store)}); await openStore(${JSON.stringify(url)}); console.log('opened');`;
+  const script = await firstStartScript(url, o.old ?? false);
   const tsx = join(PROJECT_ROOT, 'node_modules/tsx/dist/esm/index.mjs');
   const child = spawn(process.execPath, ['--import', tsx, '--import', pathToFileURL(hook).href, '--input-type=module', '-e', script], {
     env: { ...process.env, PAUSE_AT: at },
@@ -161,6 +171,85 @@ describe("the A2A SDK's migrations on a SQLite store", () => {
     expect((await again.tasks.load(t.id, caller))?.id).toBe(t.id);
     expect(schemaOf(theirs, sdkOnly)).toEqual(want);
   }, 60_000);
+});
+
+describe("a store an older runtime's first start left half-migrated (the SDK's own runner, killed mid-migration)", () => {
+  /** The real old sequence: `a2a-db upgrade` (kysely's plain SQLite dialect: no transaction) killed by SIGKILL before the statement containing `at`. */
+  async function brokenByOldRunner(at: string): Promise<string> {
+    const dir = tmp('sdk-migration-old-');
+    const file = join(dir, 'store.db');
+    const first = await startPausedAt(`sqlite:${file}`, at, dir, { old: true });
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+    return file;
+  }
+
+  it.each([
+    [
+      'before its ledger row: the table and both indexes, unrecorded',
+      'insert into "a2a_tasks_migrations"',
+      ['tasks', 'tasks_scope_context_updated_idx', 'tasks_scope_updated_idx'],
+    ],
+    [
+      'before its second index: the table and its first index, unrecorded',
+      'create index "tasks_scope_context_updated_idx"',
+      ['tasks', 'tasks_scope_updated_idx'],
+    ],
+  ])(
+    'stopped %s: the next start records the migration and opens it',
+    async (_when, at, left) => {
+      const file = await brokenByOldRunner(at);
+      const broken = schemaOf(file, (t) => t === 'tasks');
+      expect(broken.objects.map((o) => o.name)).toEqual(left);
+      expect(schemaOf(file, () => true).ledgers).toEqual({
+        a2a_push_notification_configs_migrations: ['0001_create_push_notification_configs'],
+        a2a_tasks_migrations: [],
+      });
+      // Before: "table "tasks" already exists" (E-STORE-002) at every start.
+      const store = await openStore(`sqlite:${file}`);
+      cleanup.push(() => store.close());
+      const t = task();
+      await store.tasks.save(t, caller);
+      expect((await store.tasks.load(t.id, caller))?.id).toBe(t.id);
+      // Now as a store migrated in one go: the SDK's upgrade of a fresh file.
+      const fresh = join(tmp('sdk-migration-fresh-'), 'store.db');
+      const run = await sdkRun();
+      expect(await run(['upgrade', '--url', `sqlite:${fresh}`], {}, { log: () => undefined, error: () => undefined })).toBe(0);
+      const sdkOnly = (table: string) => !table.startsWith('murmur_');
+      expect(schemaOf(file, sdkOnly).objects).toEqual(schemaOf(fresh, sdkOnly).objects);
+      expect(schemaOf(file, () => true).ledgers).toMatchObject({ a2a_tasks_migrations: ['0001_create_tasks'] });
+    },
+    60_000,
+  );
+
+  it.each([
+    [
+      'a column of its own',
+      'ALTER TABLE "tasks" ADD COLUMN "note" text',
+      /: it is CREATE TABLE "tasks" \(.*"note" text.* where the migration makes CREATE TABLE "tasks"/,
+    ],
+    ['an index of its own', 'CREATE INDEX "mine" ON "tasks" ("id")', /: its index "mine" is not one the migration makes/],
+  ])(
+    'a "tasks" table the migration did not make (%s) is refused, naming the file, the table and the fix (E-STORE-006); the file is left as it was',
+    async (_what, change, why) => {
+      const file = await brokenByOldRunner('insert into "a2a_tasks_migrations"');
+      const db = new Database(file);
+      db.exec(change);
+      db.close();
+      const before = schemaOf(file, () => true);
+      const err = await openStore(`sqlite:${file}`).catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: 'E-STORE-006',
+        location: { file },
+        message: expect.stringMatching(/^the SQLite store .*store\.db has table "tasks" without the ledger row of the A2A SDK's migration 0001_create_tasks/),
+        hint: expect.stringContaining(`move ${file} aside`),
+      });
+      expect((err as Error).message).toMatch(why);
+      expect((err as { hint: string }).hint).toContain(`sqlite3 ${file} 'DROP TABLE "tasks"'`);
+      expect(schemaOf(file, () => true)).toEqual(before);
+    },
+    60_000,
+  );
 });
 
 describe("parseSdkSchema: the SDK's rendered migrations (a2a-db upgrade --sql --dialect sqlite)", () => {

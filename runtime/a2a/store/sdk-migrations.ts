@@ -17,6 +17,8 @@
  */
 import { sql, type Kysely } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
+import { MurError } from '../../errors.ts';
+import { statementsToRun } from './sdk-migration-resume.ts';
 
 /** The SDK's migration runner (the implementation of its `a2a-db` bin): argv, env, output → exit code. */
 export type SdkMigrate = (
@@ -128,18 +130,20 @@ export async function renderSdkSchema(run: SdkMigrate): Promise<SdkStoreSchema[]
  * Bring the store's database up to the SDK's latest schema. `db` must be the store's own Kysely
  * (StoreSqliteDialect): the Migrator then runs the pending migrations of each store and their
  * ledger rows in one transaction, which SQLite's journal rolls back if the process dies in it.
+ * `file`: the store's file, named by a refusal. A migration an older runtime's first start left
+ * half-done is taken up where it stopped, or refused (E-STORE-006): sdk-migration-resume.ts.
  */
 // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> as in Kysely's own Migration interface: the tables are the SDK's
-export async function migrateSdkSchema(db: Kysely<any>, stores: readonly SdkStoreSchema[]): Promise<void> {
+export async function migrateSdkSchema(db: Kysely<any>, stores: readonly SdkStoreSchema[], file: string): Promise<void> {
   if (!db.getExecutor().adapter.supportsTransactionalDdl)
     throw new Error("the SDK's migrations need the store's dialect, with transactional DDL (sqlite-dialect.ts)");
   for (const store of stores) {
     const migrations: Record<string, Migration> = {};
-    for (const m of store.migrations) {
+    for (const [i, m] of store.migrations.entries()) {
       migrations[m.name] = {
         // Raw: the SDK's own SQL, run on the Migrator's transaction, one statement at a time.
         async up(trx) {
-          for (const s of m.statements) await sql.raw(s).execute(trx);
+          for (const s of await statementsToRun(trx, store, i, file)) await sql.raw(s).execute(trx);
         },
       };
     }
@@ -150,6 +154,7 @@ export async function migrateSdkSchema(db: Kysely<any>, stores: readonly SdkStor
       migrationLockTableName: SDK_LOCK_TABLE,
     }).migrateToLatest();
     if (error !== undefined) {
+      if (error instanceof MurError) throw error;
       const failed = results?.find((r) => r.status === 'Error');
       // Worded as the SDK's runner words it (its throwOnFailure).
       throw new Error(`store "${store.id}" migration failed${failed ? ` in migration "${failed.migrationName}"` : ''}: ${errMessage(error)}`, {

@@ -20,7 +20,7 @@ import { StoreSqliteDialect } from './sqlite-dialect.ts';
 import type { PushNotificationStore, TaskStore } from '@a2a-js/sdk/server';
 import { DatabasePushNotificationStore, DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
 import { failOrphans } from './task-runners.ts';
-import { MurError } from '../../errors.ts';
+import { isMurError, MurError } from '../../errors.ts';
 import { holdSecret } from '../../secrets.ts';
 import { conversationTable } from './conversation-table.ts';
 import { migrateMurmur } from './murmur-schema.ts';
@@ -170,9 +170,11 @@ async function openSqlite(spec: StoreSpec, schema: readonly SdkStoreSchema[], fa
   const statements = cachedStatements(file);
   const db = new Kysely({ dialect: new StoreSqliteDialect({ database: statements }) });
   try {
-    await migrateSdkSchema(db, schema);
+    await migrateSdkSchema(db, schema, spec.where);
   } catch (e) {
     await db.destroy().catch(() => undefined);
+    // A half-migrated store it will not take up (E-STORE-006) says so itself.
+    if (isMurError(e)) throw e;
     throw fail('schema migration failed', e, SQLITE_HINT);
   }
   return { db, statements };
