@@ -116,6 +116,17 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
       return { thrown: e };
     }
   },
+  /** Reads the head, waits until the whole response has reached this thread, then reads the body. */
+  getWhole(a) {
+    const f = request('GET', a.url as string);
+    const head = response(f).val.val as { status: number; bodyStreamId: number };
+    // The exchange leaves the client once its end has arrived: every chunk is here by then.
+    while (net.inFlight) net.waitOnce(() => !net.inFlight, Infinity);
+    const body = readAll(head.bodyStreamId);
+    call(c.INPUT_STREAM_DISPOSE! | c.HTTP!, head.bodyStreamId);
+    call(c.FUTURE_DISPOSE! | c.HTTP!, f);
+    return { status: head.status, ...body };
+  },
   refused(a) {
     const r = response(request('GET', a.url as string));
     return { outer: r.tag, inner: r.val.tag, code: r.val.val };

@@ -18,6 +18,7 @@ const HARNESS = new URL('./wasi-io-harness.ts', import.meta.url).href;
 let server: Server;
 let base = '';
 const BIG = Buffer.alloc(3 * 1048576 + 17, 'q');
+const PIECES = Array.from({ length: 8 }, (_, i) => `event: e${i}\ndata: {"n":${i}}\n\n`);
 /** Resolves when the server sees a request to /slow end before its response did. */
 let slowClosed: Promise<void>;
 let onSlowClosed: () => void = () => {};
@@ -36,7 +37,11 @@ beforeAll(async () => {
         res.setHeader('set-cookie', ['a=1', 'b=2']);
         res.end(BIG);
       } else if (req.url === '/echo') res.end(`${req.method} ${body}`);
-      else if (req.url === '/slow') {
+      else if (req.url === '/pieces') {
+        // One HTTP chunk per write, as a provider streams its server-sent events.
+        for (const p of PIECES) res.write(p);
+        res.end();
+      } else if (req.url === '/slow') {
         // Head and a first chunk, then the body never ends: the guest lets go, or is stopped.
         res.writeHead(200);
         res.write('first');
@@ -110,6 +115,13 @@ describe('outgoing HTTP from a component thread', () => {
     expect(r.text).toBe(BIG.toString('latin1'));
     expect(r.reads as number).toBeGreaterThan(1); // streamed in reads of at most 64 KiB
     expect(r.left).toEqual({ streams: 0, polls: 0, futures: 0 });
+  });
+
+  it('a read takes every body chunk that has arrived, as far as they fit, not one network chunk per read', async () => {
+    const r = await h.run('getWhole', { url: `${base}/pieces` });
+    expect(r.status).toBe(200);
+    expect(r.text).toBe(PIECES.join(''));
+    expect(r.reads).toBe(1);
   });
 
   it('sends a body written in several writes as one request, with the guest’s headers', async () => {

@@ -18,6 +18,7 @@ import { hrtime } from 'node:process';
 import { Files } from './files.ts';
 import type { NetClient, Exchange } from './net-client.ts';
 import type { HttpErrorCode } from './net-protocol.ts';
+import { concat, takeBytes } from './chunk-queue.ts';
 
 /** The shim's call numbers (its io/calls.js exports, by name). */
 export type CallTable = Record<string, number>;
@@ -458,28 +459,4 @@ export class IoBackend {
   counts(): { streams: number; polls: number; futures: number } {
     return { streams: this.#streams.size - 2, polls: this.#polls.size, futures: this.#futures.size };
   }
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  let n = 0;
-  for (const c of chunks) n += c.byteLength;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
-
-/** Up to `max` bytes off the front of a chunk queue. */
-function takeBytes(chunks: Uint8Array[], max: number): Uint8Array {
-  const first = chunks[0]!;
-  if (first.byteLength <= max) {
-    chunks.shift();
-    return first;
-  }
-  chunks[0] = first.subarray(max);
-  return first.subarray(0, max);
 }
