@@ -63,6 +63,7 @@ const TARGETS: Record<string, Target> = {
     entries: [
       'dist/runtime/cli/main.js',
       'dist/runtime/cli/worker.js',
+      'dist/runtime/cli/inline-wasi.js',
       'dist/runtime/cli/token-worker.js',
       'dist/runtime/cli/transpile-child.js',
       'dist/runtime/cli/transpile-worker.js',
@@ -83,6 +84,9 @@ const TARGETS: Record<string, Target> = {
       entries: {
         'dist/runtime/cli/main.js': 'dist/runtime/cli/main.js',
         'dist/runtime/cli/worker.js': 'dist/runtime/host/worker.js',
+        // The WASI of a component run on the main thread (`mur run` of a script capsule:
+        // runtime/host/inline.ts), found beside the bundle that imports it.
+        'dist/runtime/cli/inline-wasi.js': 'dist/runtime/host/inline-wasi.js',
         'dist/runtime/cli/token-worker.js': 'dist/runtime/inference/token-worker.js',
         // The component transpiler's own process (runtime/host/transpile-child-run.ts), found
         // beside the bundle that starts it.

@@ -60,14 +60,9 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
   // A first run's transpiles, before the script host or the agent loop loads (host/transpile-ahead.ts).
   await transpileFirst(staged, quiet ? undefined : out);
   if (staged.manifest.kind === 'script') {
-    const [{ runScriptCapsule }, { oneShotWorkers }] = await Promise.all([import('../script/script-session.ts'), import('../host/index.ts')]);
-    // One task, each instance started once: no worker is booted ahead for an instance that never comes.
-    const undo = oneShotWorkers();
-    try {
-      return await runScriptCapsule(staged, text, { out, err, quiet });
-    } finally {
-      undo();
-    }
+    // One task: the capsule on this thread when it can, else its workers one-shot (script-session.ts).
+    const { runScriptCapsule } = await import('../script/script-session.ts');
+    return await runScriptCapsule(staged, text, { out, err, quiet });
   }
   // The agent loop, its MCP client and hooks are loaded for an agent capsule only: a script
   // capsule's one-shot run does without them (≈ 10 MiB of RSS: docs/script-capsules.md).

@@ -6,13 +6,12 @@
  * in a shared thread its slot dropped (a deadline stops the shared thread: nothing else can stop
  * a running guest). The next call starts a fresh instance (its in-memory state is lost, by design).
  */
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { MessagePort, Worker } from 'node:worker_threads';
-import { capMemory } from './memory-cap.ts';
-import { GROW_PROBE_VERSION, instrumentGrow } from './grow-probe.ts';
-import { ComponentLoadError, DeadlineExceeded, GuestError, GuestTrap, HostFault, HostImportFailed, MemoryLimitExceeded } from './errors.ts';
-import type { Grants, HostCallReply, HostCallRequest, ImportSpec, NetworkDenial } from './protocol.ts';
+import { compiledModules } from './core-modules.ts';
+import { DeadlineExceeded, GuestError, GuestTrap, HostFault } from './errors.ts';
+import { classifyTrap } from './trap.ts';
+import { importSpecFor, type HostImports } from './import-spec.ts';
+import type { Grants, HostCallReply, HostCallRequest, NetworkDenial } from './protocol.ts';
 import { shouldRetire } from './retire.ts';
 import { SPARES } from './spares.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
@@ -21,10 +20,7 @@ import { RecentTimes, mainPolls } from './doorbell.ts';
 import type { CallMessage } from './worker-link.ts';
 import { componentSpinUs, type ComponentThread, type IdleMember } from './thread.ts';
 
-// biome-ignore lint/suspicious/noExplicitAny: a host function of any signature must be assignable here; unknown[] parameters would refuse every typed one
-export type HostFn = (...args: any[]) => unknown | Promise<unknown>;
-/** Host imports by unversioned interface name, functions by jco's camelCase name. */
-export type HostImports = Record<string, Record<string, HostFn>>;
+export type { HostFn, HostImports } from './import-spec.ts';
 
 export interface InstanceOptions {
   grants: Grants;
@@ -54,105 +50,14 @@ export interface InstanceOptions {
   spinUs?: number;
 }
 
+export { classifyTrap, type TrapEvidence } from './trap.ts';
+
 /** Component calls posted and not yet answered, across every instance (host/doorbell.ts: mainPolls). */
 let callsInFlight = 0;
 
 /** Stops the idle pooled workers and spares (tests and shutdown). */
 export async function drainWorkerPool(): Promise<void> {
   await Promise.all([POOL.drain(), SPARES.drain()]);
-}
-
-/**
- * A core module capped at `cap` bytes with its memory.grow instrumented (a failed grow becomes
- * visible to the host: the evidence of a memory-limit kill). Instrumenting a 12 MB JS-engine module
- * takes ~0.7 s on the main thread, so the result is kept beside the transpiled glue (same folder,
- * same trust: the folder is the runtime's own cache keyed by the component's verified hash) and
- * every later process reads it back. A read-only cache folder (an image) just skips the write.
- */
-function preparedModule(c: LoadedComponent, f: string, cap: number): Uint8Array {
-  const cached = join(c.dir, `${f}.cap${cap}.grow${GROW_PROBE_VERSION}.wasm`);
-  try {
-    return readFileSync(cached);
-  } catch {
-    /* not prepared yet */
-  }
-  const capped = capMemory(readFileSync(join(c.dir, f)), cap);
-  const prepared = instrumentGrow(capped) ?? capped;
-  const tmp = `${cached}.${process.pid}.tmp`;
-  try {
-    writeFileSync(tmp, prepared);
-    renameSync(tmp, cached);
-  } catch {
-    rmSync(tmp, { force: true }); // read-only cache: prepare again next time
-  }
-  return prepared;
-}
-
-/** Compiled, memory-capped core modules per (component, cap): compile once, instantiate many. */
-const moduleCache = new Map<string, Promise<Record<string, WebAssembly.Module>>>();
-
-function compiledModules(c: LoadedComponent, cap: number): Promise<Record<string, WebAssembly.Module>> {
-  const key = `${c.sha256}:${cap}`;
-  let p = moduleCache.get(key);
-  if (!p) {
-    p = (async () => {
-      const out: Record<string, WebAssembly.Module> = {};
-      for (const f of c.coreFiles) {
-        try {
-          out[f] = await WebAssembly.compile(preparedModule(c, f, cap) as Uint8Array<ArrayBuffer>);
-        } catch (e) {
-          throw new ComponentLoadError(c.name, `core module ${f} does not compile under a ${cap} byte memory cap: ${(e as Error).message}`);
-        }
-      }
-      return out;
-    })();
-    moduleCache.set(key, p);
-    p.catch(() => moduleCache.delete(key));
-  }
-  return p;
-}
-
-/** Which host imports the component needs beyond WASI; fails naming any the host does not provide. */
-function importSpecFor(c: LoadedComponent, imports: HostImports): ImportSpec {
-  const spec: ImportSpec = {};
-  for (const iface of c.imports) {
-    if (iface.startsWith('wasi:')) continue;
-    const impl = imports[iface];
-    if (!impl) {
-      throw new ComponentLoadError(
-        c.name,
-        `imports ${iface}, which the runtime does not provide to this kind of component`,
-        `provided here: ${Object.keys(imports).sort().join(', ') || 'no host interfaces'}`,
-      );
-    }
-    spec[iface] = Object.keys(impl);
-  }
-  return spec;
-}
-
-export interface TrapEvidence {
-  message: string;
-  /** Largest linear memory of the instance at the trap. */
-  memoryBytes: number;
-  /** Pages a memory.grow asked for and did not get during the call (0 = none). */
-  growFailedPages: number;
-}
-
-/**
- * What a trap was. A memory-limit kill needs evidence: a memory.grow that failed during the call,
- * the memory standing at the patched cap, or the engine saying it ran out of memory. Memory size
- * alone is no evidence (a guest at 1 MiB of a 16 MiB cap crashing on a file error is a crash).
- */
-export function classifyTrap(component: string, fn: string, cap: number, t: TrapEvidence): HostFault {
-  const PAGE = 65536;
-  const capPages = Math.max(1, Math.floor(cap / PAGE));
-  if (t.growFailedPages > 0) return new MemoryLimitExceeded(component, fn, cap, t.memoryBytes, t.growFailedPages * PAGE);
-  if (t.memoryBytes >= capPages * PAGE || /out of memory/i.test(t.message)) return new MemoryLimitExceeded(component, fn, cap, t.memoryBytes);
-  if (/host import .* failed/.test(t.message)) {
-    const m = /host import (\S+) failed: (.*)/.exec(t.message);
-    return new HostImportFailed(component, m?.[1] ?? 'unknown', m?.[2] ?? t.message);
-  }
-  return new GuestTrap(component, fn, t.message);
 }
 
 interface Pending {

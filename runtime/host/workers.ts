@@ -3,13 +3,9 @@
  * TypeScript sources), a pool of booted workers, and launch(), which hands a booted worker its
  * component and waits until the component is instantiated.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import { cacheRoot } from '../wit/packages.ts';
+import { bundledModule } from './bundled-module.ts';
 import { noteLetGo } from '../memory.ts';
 import { ComponentLoadError, DeadlineExceeded } from './errors.ts';
 import type { FromWorker, Grants, ImportSpec, ToWorker, WorkerInit } from './protocol.ts';
@@ -17,46 +13,11 @@ import { WorkerLink } from './worker-link.ts';
 import { serveNet } from './wasi-io/net-relay.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
 // The worker boot is shared with the token counter (runtime/inference/): it sits on layer 0.
 const BOOT = fileURLToPath(new URL('../worker-boot.mjs', import.meta.url));
 
-/**
- * The worker's module. From compiled JavaScript (dist/) it is worker.js beside this file. From the
- * TypeScript sources it is bundled once to plain JavaScript (cached by source hash): running it
- * through the tsx loader instead would route every import in the worker through the loader, which
- * costs ≈ 180 ms per component glue module (measured) against ≈ 10 ms for a plain import.
- */
-async function workerEntry(): Promise<string> {
-  if (!import.meta.url.endsWith('.ts')) return new URL('./worker.js', import.meta.url).href;
-  // Every source the bundle can contain: this folder, its wasi-io/, the modules they import, and
-  // the WASI shim's version (the bundle includes it).
-  const hash = createHash('sha256');
-  hash.update(readFileSync(join(dirname(createRequire(import.meta.url).resolve('@bytecodealliance/preview2-shim')), '../../package.json')));
-  for (const dir of [here, join(here, 'wasi-io'), join(here, '../net'), join(here, '../contracts')]) {
-    for (const f of readdirSync(dir)
-      .filter((n) => n.endsWith('.ts'))
-      .sort())
-      hash.update(f).update(readFileSync(join(dir, f)));
-  }
-  // The one module above this folder the worker imports (layer 0).
-  hash.update(readFileSync(join(here, '../last-resort-gc.ts')));
-  // Beside the component cache, which is writable wherever the runtime runs.
-  const out = join(cacheRoot(), 'host', `worker-${hash.digest('hex').slice(0, 16)}.mjs`);
-  if (!existsSync(out)) {
-    const tmp = `${out}.${process.pid}.tmp.mjs`;
-    mkdirSync(dirname(out), { recursive: true });
-    // Self-contained (every package inside it), so it runs wherever the cache lives, with no
-    // node_modules above it.
-    const { bundleWorker } = await import('./wasi-io/bundle.ts');
-    const code = await bundleWorker(join(here, 'worker.ts'));
-    writeFileSync(tmp, code);
-    renameSync(tmp, out);
-  }
-  return pathToFileURL(out).href;
-}
-
-const ENTRY = await workerEntry();
+/** The worker's module: worker.js beside this file's code, or bundled from the sources (bundled-module.ts). */
+const ENTRY = await bundledModule('worker');
 
 const LOADER_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
 /**
@@ -123,7 +84,11 @@ class WorkerPool {
     private readonly idleMs: number,
   ) {}
 
+  /** Workers this pool has started, ever (tests, diagnostics: a run on the main thread starts none). */
+  booted = 0;
+
   private boot(): { worker: Worker; booted: Promise<void>; expiry: NodeJS.Timeout | undefined } {
+    this.booted++;
     const { link, workerData, transfer } = WorkerLink.create();
     const worker = new Worker(BOOT, {
       workerData: { entry: ENTRY, ...workerData },

@@ -19,7 +19,8 @@
 import path from 'node:path';
 import { MurError } from '../errors.ts';
 import { CAPSULE_FILE, capsuleFileChoice, rootWasm } from './capsule-file.ts';
-import { fileDigest, loadComponent, type LoadedComponent } from '../host/index.ts';
+import { fileDigest } from '../host/file-digest.ts';
+import { loadComponent, type LoadedComponent } from '../host/transpile-cache.ts';
 import { effectiveCapabilities, type EffectiveGrant } from '../manifest/capsule.ts';
 import { networkCovers, parseNetworkEntry, isProblem, scopeCovers, type NetworkEntry } from '../manifest/checks.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';

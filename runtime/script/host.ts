@@ -16,13 +16,17 @@
  * `Error` is a host fault instead — the guest traps and the call fails as E-HOST-006 — which is why
  * ArtifactManager#jcoImports (Error objects carrying `payload`) is not used here.
  */
-import { ComponentInstance, fileDigest, loadComponent, type HostImports } from '../host/index.ts';
+import { fileDigest } from '../host/file-digest.ts';
+import { GuestError, HostFault } from '../host/errors.ts';
+import type { HostImports } from '../host/import-spec.ts';
+import type { ComponentInstance } from '../host/instance.ts';
+import { loadComponent } from '../host/transpile-cache.ts';
 import { httpAllow, guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
-import { describe } from '../loop/tools.ts';
+import type { Grants, NetworkDenial } from '../host/protocol.ts';
+import type { EffectiveGrant } from '../manifest/capsule.ts';
 import { peerTokens } from '../a2a/peers/credentials.ts';
 import { ArtifactManager, type Result } from '../session/artifact-manager.ts';
 import type { StagedArtifact, StagedCapsule } from '../session/stage.ts';
-import { isShellAllowed, runShell, ShellNotAllowedError } from '../shell/index.ts';
 import { parseToolResult } from '../tools/index.ts';
 import type { TraceWriter } from '../trace/writer.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
@@ -40,6 +44,20 @@ export interface ScriptHostOptions {
 }
 
 type Settled = { status: 'ok' | 'error'; kind: 'wasm' | 'mcp' | 'unknown'; isError: boolean };
+
+/** One murmur:tool-registry/invoke call while it runs. */
+interface Invocation {
+  name: string;
+  data: string | undefined;
+  /** The tool's `tool-input` as the host hands it on. */
+  input: { data: string | undefined; logPath: string | undefined };
+  /** The callable WASM tool of that name, if there is one. */
+  tool?: StagedArtifact;
+  /** Writes the call's `tool_call` event. */
+  event(fields: Record<string, unknown>): void;
+  span: { end(outcome: Settled): void };
+  outcome: Settled;
+}
 
 /** Raises a WIT `err` with `message` (see the module comment). */
 function witErr(message: string): never {
@@ -61,8 +79,13 @@ function inputForTrace(data: string | undefined): unknown {
 }
 
 function errText(e: unknown): string {
-  if (isMurError(e)) return `${describe(e)} [${e.code}]`;
-  return describe(e);
+  // The agent loop's wording of a failed call (loop/tools.ts describe), with the code; written
+  // out here so a capsule's run loads no agent loop: a fault's message says it all, another
+  // MurError's hint is added.
+  if (e instanceof GuestError) return e.message;
+  if (e instanceof HostFault) return `${e.message} [${e.code}]`;
+  if (isMurError(e)) return `${e.message}${e.hint ? ` (${e.hint})` : ''} [${e.code}]`;
+  return e instanceof Error ? e.message : String(e);
 }
 
 /**
@@ -161,37 +184,55 @@ export class ScriptHost {
   // -------------------------------------------------------------------------------------------
   // murmur:tool-registry/invoke
 
+  /** A tool's grant (clamped to the capsule's) as the host's per-instance grants. */
+  toolGrants(a: StagedArtifact): { grant: EffectiveGrant; grants: Grants } {
+    const grant = clampGrant(a.grant, this.capsule.grant);
+    const wd = this.staged.workdir.dir;
+    const config: Record<string, string> = a.entry?.config ? { MURMUR_ARTIFACT_CONFIG: JSON.stringify(a.entry.config) } : {};
+    const grants = grantsFor(grant, wd, logFileFor(wd, 'tool', a.name), config);
+    grants.env = { ...guestEnv(grant.env.allow, this.hostEnv), ...config };
+    return { grant, grants };
+  }
+
+  /** The host imports a tool instance gets (murmur:text/chunks, murmur:task/task), for the current task. */
+  toolImports(): HostImports {
+    return {
+      'murmur:text/chunks': {
+        emitChunk: (c: string) => this.task?.io?.textChunk?.(c),
+        emitThinkingChunk: (c: string) => this.task?.io?.thinkingChunk?.(c),
+      },
+      'murmur:task/task': {
+        requestInput: (prompt: string) => {
+          const ask = this.task?.io?.requestInput;
+          // Outside an A2A task there is nobody to answer: fail the call at once.
+          if (!ask) throw new Error('request-input is only available while the capsule runs an A2A task');
+          return ask(prompt);
+        },
+      },
+    };
+  }
+
+  /** Tells the trace of a network request a tool's grant refused. */
+  toolDenied(a: StagedArtifact): (d: NetworkDenial) => void {
+    return traceNetworkDenied(
+      () => this.trace,
+      'tool',
+      a.name,
+      () => this.task?.taskId,
+    );
+  }
+
   private toolInstance(a: StagedArtifact): Promise<ComponentInstance> {
     let p = this.tools.get(a.name);
     if (!p) {
       p = (async () => {
-        const grant = clampGrant(a.grant, this.capsule.grant);
+        const { grant, grants } = this.toolGrants(a);
         const c = await loadComponent(a.wasmPath!, { name: a.name, ...(this.pins.has(a.name) ? { sha256: this.pins.get(a.name)! } : {}) });
-        const wd = this.staged.workdir.dir;
-        const grants = grantsFor(grant, wd, logFileFor(wd, 'tool', a.name), a.entry?.config ? { MURMUR_ARTIFACT_CONFIG: JSON.stringify(a.entry.config) } : {});
-        grants.env = { ...guestEnv(grant.env.allow, this.hostEnv), ...(a.entry?.config ? { MURMUR_ARTIFACT_CONFIG: JSON.stringify(a.entry.config) } : {}) };
+        const { ComponentInstance } = await import('../host/instance.ts');
         return new ComponentInstance(c, {
           grants,
-          onNetworkDenied: traceNetworkDenied(
-            () => this.trace,
-            'tool',
-            a.name,
-            () => this.task?.taskId,
-          ),
-          imports: {
-            'murmur:text/chunks': {
-              emitChunk: (c: string) => this.task?.io?.textChunk?.(c),
-              emitThinkingChunk: (c: string) => this.task?.io?.thinkingChunk?.(c),
-            },
-            'murmur:task/task': {
-              requestInput: (prompt: string) => {
-                const ask = this.task?.io?.requestInput;
-                // Outside an A2A task there is nobody to answer: fail the call at once.
-                if (!ask) throw new Error('request-input is only available while the capsule runs an A2A task');
-                return ask(prompt);
-              },
-            },
-          },
+          onNetworkDenied: this.toolDenied(a),
+          imports: this.toolImports(),
           deadlineMs: grant.limits.deadlineSeconds * 1000,
           memoryBytes: grant.limits.memoryBytes,
         });
@@ -202,7 +243,64 @@ export class ScriptHost {
     return p;
   }
 
+  /** The SHA-256 a tool's component was pinned at when staged or pulled (a file changed since is refused). */
+  pinOf(name: string): string | undefined {
+    return this.pins.get(name);
+  }
+
   async invoke(name: string, input: WitToolInput): Promise<WitToolResult> {
+    const call = this.beginInvoke(name, input);
+    try {
+      const mcp = call.tool ? undefined : this.mcp?.tools().find((t) => t.spec.name === name);
+      if (mcp) {
+        const r = await invokeMcp(mcp, call.data, this.task?.signal ?? new AbortController().signal);
+        call.event(r.event);
+        call.outcome = { status: r.result.status === 'passed' ? 'ok' : 'error', kind: 'mcp', isError: r.result.status !== 'passed' };
+        return r.result;
+      }
+      const tool = call.tool;
+      if (!tool) return this.refuse(call);
+      this.running.add(name);
+      try {
+        const inst = await this.toolInstance(tool);
+        return this.toolAnswered(call, tool, await inst.call(['run', 'run'], [call.input]));
+      } catch (e) {
+        return this.toolFailed(call, e);
+      } finally {
+        this.running.delete(name);
+      }
+    } finally {
+      call.span.end(call.outcome);
+    }
+  }
+
+  /**
+   * murmur:tool-registry/invoke answered before returning, the tool run on this thread inside the
+   * capsule's call (a capsule run on the main thread: script/inline-run.ts). What invoke() does,
+   * for the WASM tools such a capsule may have (no MCP servers).
+   */
+  invokeSync(name: string, input: WitToolInput, run: (tool: StagedArtifact, input: WitToolInput) => unknown): WitToolResult {
+    const call = this.beginInvoke(name, input);
+    try {
+      const tool = call.tool;
+      if (!tool) return this.refuse(call);
+      this.running.add(name);
+      try {
+        return this.toolAnswered(call, tool, run(tool, call.input));
+      } catch (e) {
+        // Ctrl-C ends the capsule's run too, not only this tool call.
+        if (isMurError(e) && e.code === 'E-RUN-020') throw e;
+        return this.toolFailed(call, e);
+      } finally {
+        this.running.delete(name);
+      }
+    } finally {
+      call.span.end(call.outcome);
+    }
+  }
+
+  /** The start of an invoke: which tool, the trace event it writes when it settles, its span. */
+  private beginInvoke(name: string, input: WitToolInput): Invocation {
     const started = Date.now();
     const data = typeof input.data === 'string' ? input.data : undefined;
     const inputBytes = data === undefined ? 0 : Buffer.byteLength(data);
@@ -220,70 +318,56 @@ export class ScriptHost {
       });
       this.task?.io?.artifact?.({ name: 'tool-call', data: { tool: name, status: fields.status, duration_ms: durationMs, caller: 'capsule' } });
     };
-    const all = this.staged.artifacts.find((a) => a.name === name);
     const tool = this.callable().find((a) => a.name === name);
     // execute_tool <name> under the task span (a no-op without telemetry); the tool_call event
     // written before it ends fills in its attributes.
     const span = startToolSpan(this.trace, { name, known: tool !== undefined });
-    let outcome: Settled = { status: 'error', kind: tool ? 'wasm' : 'unknown', isError: true };
-    try {
-      return await this.invokeIn(name, data, input, all, tool, event, (o) => (outcome = o));
-    } finally {
-      span.end(outcome);
-    }
+    return {
+      name,
+      data,
+      input: { data, logPath: typeof input.logPath === 'string' ? input.logPath : undefined },
+      ...(tool ? { tool } : {}),
+      event,
+      span,
+      outcome: { status: 'error', kind: tool ? 'wasm' : 'unknown', isError: true },
+    };
   }
 
-  private async invokeIn(
-    name: string,
-    data: string | undefined,
-    input: WitToolInput,
-    all: StagedArtifact | undefined,
-    tool: StagedArtifact | undefined,
-    event: (fields: Record<string, unknown>) => void,
-    settle: (o: Settled) => void,
-  ): Promise<WitToolResult> {
-    const mcp = tool ? undefined : this.mcp?.tools().find((t) => t.spec.name === name);
-    if (mcp) {
-      const r = await invokeMcp(mcp, data, this.task?.signal ?? new AbortController().signal);
-      event(r.event);
-      settle({ status: r.result.status === 'passed' ? 'ok' : 'error', kind: 'mcp', isError: r.result.status !== 'passed' });
-      return r.result;
+  /** An invoke of something that is not a callable tool: the trace says why, and so does the WIT `err`. */
+  private refuse(call: Invocation): never {
+    const name = call.name;
+    const all = this.staged.artifacts.find((a) => a.name === name);
+    let why: string;
+    if (all && this.capsule.artifact === all) why = `tool '${name}' is the capsule component itself; a capsule cannot invoke itself [E-SCRIPT-021]`;
+    else if (all) why = `'${name}' is a ${all.runtime} artifact, not a tool; only tools can be invoked [E-SCRIPT-021]`;
+    else {
+      const known = this.callable().map((a) => a.name);
+      why = `tool '${name}' is not declared in ${this.staged.manifest.file} (callable tools: ${known.length ? known.join(', ') : 'none'}); declare it under artifacts, or pull it first [E-SCRIPT-020]`;
     }
-    if (!tool) {
-      let why: string;
-      if (all && this.capsule.artifact === all) why = `tool '${name}' is the capsule component itself; a capsule cannot invoke itself [E-SCRIPT-021]`;
-      else if (all) why = `'${name}' is a ${all.runtime} artifact, not a tool; only tools can be invoked [E-SCRIPT-021]`;
-      else {
-        const known = this.callable().map((a) => a.name);
-        why = `tool '${name}' is not declared in ${this.staged.manifest.file} (callable tools: ${known.length ? known.join(', ') : 'none'}); declare it under artifacts, or pull it first [E-SCRIPT-020]`;
-      }
-      event({ output_bytes: 0, status: 'error', error: why });
-      return witErr(why);
-    }
-    this.running.add(name);
-    try {
-      const inst = await this.toolInstance(tool);
-      const raw = await inst.call(['run', 'run'], [{ data, logPath: typeof input.logPath === 'string' ? input.logPath : undefined }]);
-      const r = parseToolResult(raw);
-      const out = r.data ?? r.summary ?? '';
-      event({
-        output: this.staged.manifest.trace.includeToolOutput ? out : undefined,
-        output_bytes: Buffer.byteLength(out),
-        status: r.status === 'passed' ? 'ok' : 'error',
-        tool_status: r.status,
-        state_effect: r.stateEffect,
-        resource_id: r.resourceId,
-        origin: tool.origin === 'pull' ? 'pull' : undefined,
-      });
-      settle({ status: r.status === 'passed' ? 'ok' : 'error', kind: 'wasm', isError: r.status !== 'passed' });
-      return { status: r.status, summary: r.summary, data: r.data, dataPath: r.dataPath, truncated: r.truncated, metadata: r.metadata };
-    } catch (e) {
-      const why = `tool '${name}' failed: ${errText(e)}`;
-      event({ output_bytes: 0, status: 'error', error: why });
-      return witErr(why);
-    } finally {
-      this.running.delete(name);
-    }
+    call.event({ output_bytes: 0, status: 'error', error: why });
+    return witErr(why);
+  }
+
+  private toolAnswered(call: Invocation, tool: StagedArtifact, raw: unknown): WitToolResult {
+    const r = parseToolResult(raw);
+    const out = r.data ?? r.summary ?? '';
+    call.event({
+      output: this.staged.manifest.trace.includeToolOutput ? out : undefined,
+      output_bytes: Buffer.byteLength(out),
+      status: r.status === 'passed' ? 'ok' : 'error',
+      tool_status: r.status,
+      state_effect: r.stateEffect,
+      resource_id: r.resourceId,
+      origin: tool.origin === 'pull' ? 'pull' : undefined,
+    });
+    call.outcome = { status: r.status === 'passed' ? 'ok' : 'error', kind: 'wasm', isError: r.status !== 'passed' };
+    return { status: r.status, summary: r.summary, data: r.data, dataPath: r.dataPath, truncated: r.truncated, metadata: r.metadata };
+  }
+
+  private toolFailed(call: Invocation, e: unknown): never {
+    const why = `tool '${call.name}' failed: ${errText(e)}`;
+    call.event({ output_bytes: 0, status: 'error', error: why });
+    return witErr(why);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -294,6 +378,8 @@ export class ScriptHost {
     const allow = grant.shell?.allow ?? [];
     const started = Date.now();
     this.totals.shellCalls++;
+    // The shell tool loads with a capsule's first command (a capsule run on the main thread has none).
+    const { isShellAllowed, runShell, ShellNotAllowedError } = await import('../shell/index.ts');
     if (!isShellAllowed(binary, allow)) {
       const e = new ShellNotAllowedError(binary, allow);
       this.trace.write('shell', { caller: 'capsule', task_id: this.task?.taskId, binary, argv: args, refused: true, error: e.message, duration_ms: 0 });

@@ -23,8 +23,11 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { MurError, failureInfo, formatTaskFailure, isMurError, type FailureInfo } from '../errors.ts';
 import { traceNetworkDenied } from '../trace/network-denied.ts';
-import { instrument } from '../telemetry/instrument.ts';
-import { ComponentInstance, HostFault } from '../host/index.ts';
+import { tracingWanted } from '../telemetry/otel.ts';
+import { HostFault } from '../host/errors.ts';
+import type { ComponentInstance } from '../host/instance.ts';
+import { importSpecFor } from '../host/import-spec.ts';
+import { GuestInterrupted, InlineInstance } from '../host/inline.ts';
 import { guestEnv, grantsFor, logFileFor } from '../host/grants.ts';
 import type { TaskTrust } from '../a2a/core/executor.ts';
 import type { StagedCapsule } from '../session/stage.ts';
@@ -32,6 +35,7 @@ import { TraceWriter, type TraceEvent } from '../trace/writer.ts';
 import { findCapsuleComponent, type CapsuleComponent } from './capsule.ts';
 import { openScriptMcp } from './mcp.ts';
 import { ScriptHost, type ScriptTaskIo } from './host.ts';
+import { prepareInline, type InlineRun } from './inline-run.ts';
 
 export type { ScriptTaskIo } from './host.ts';
 
@@ -73,6 +77,11 @@ export interface ScriptSessionOptions {
   hostEnv?: NodeJS.ProcessEnv;
   /** Share a trace writer (e.g. with `mur serve`); default: a new one on the session's trace.jsonl. */
   trace?: TraceWriter;
+  /**
+   * Run the capsule and its tools on this thread when the capsule allows it (`mur run`, which serves
+   * nothing meanwhile: script/inline-run.ts says which capsules); otherwise in component workers.
+   */
+  inline?: boolean;
 }
 
 function faultReason(e: unknown): string {
@@ -128,6 +137,8 @@ export class ScriptSession {
   private readonly hostEnv: NodeJS.ProcessEnv;
   private readonly ownsTrace: boolean;
   private readonly startedAt = Date.now();
+  /** Set when the capsule runs on this thread (ScriptSessionOptions.inline). */
+  private inline: InlineRun | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   private tasks = 0;
   private failed = 0;
@@ -157,12 +168,8 @@ export class ScriptSession {
     s.host.mcp = await openScriptMcp(staged, s.hostEnv, new Set(s.host.callable().map((x) => x.name)), () => s.host.currentTask);
     s.host.mcp?.attach(trace);
     // Fail fast when the component imports something the runtime does not provide (no worker starts).
-    new ComponentInstance(capsule.component, {
-      grants: { env: {}, networkAllow: [] },
-      imports: s.host.imports(),
-      deadlineMs: 1000,
-      memoryBytes: capsule.grant.limits.memoryBytes,
-    });
+    importSpecFor(capsule.component, s.host.imports());
+    if (opts.inline) s.inline = await prepareInline(capsule, s.host);
     const g = capsule.grant;
     trace.write('session_start', {
       capsule_name: m.name,
@@ -178,6 +185,11 @@ export class ScriptSession {
       deadline_seconds: g.limits.deadlineSeconds,
     });
     return s;
+  }
+
+  /** Whether the capsule runs on this thread, not in component workers (ScriptSessionOptions.inline). */
+  get runsInline(): boolean {
+    return this.inline !== undefined;
   }
 
   /** The capsule component's granted directory (its `/`), where task.md and out/result.txt live. */
@@ -212,6 +224,7 @@ export class ScriptSession {
     });
     let outcome: ScriptTaskOutcome;
     let inst: ComponentInstance | undefined;
+    let here: InlineInstance | undefined;
     try {
       const c = this.capsule;
       const wd = this.staged.workdir.dir;
@@ -222,9 +235,8 @@ export class ScriptSession {
       rmSync(path.join(dir, RESULT_FILE), { force: true });
       mkdirSync(path.join(dir, 'out'), { recursive: true });
       this.host.setTask({ taskId: task.taskId, contextId: task.contextId, trust: task.trust ?? 'untrusted', signal: abort.signal, ...(io ? { io } : {}) });
-      inst = new ComponentInstance(c.component, {
+      const opts = {
         grants,
-        imports: this.host.imports(),
         onNetworkDenied: traceNetworkDenied(
           () => this.trace,
           'capsule',
@@ -233,20 +245,32 @@ export class ScriptSession {
         ),
         deadlineMs: c.grant.limits.deadlineSeconds * 1000,
         memoryBytes: c.grant.limits.memoryBytes,
-      });
-      const call = inst.call(['run', 'run'], []);
-      const canceled = new Promise<never>((_, reject) => {
-        if (abort.signal.aborted) reject(abort.signal.reason);
-        abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true });
-      });
-      canceled.catch(() => undefined);
-      await Promise.race([call, canceled]);
+      };
+      if (this.inline) {
+        // On this thread: the call returns when the capsule has (host/inline.ts).
+        here = new InlineInstance(this.inline.capsule, { ...opts, imports: this.inline.capsuleImports() });
+        here.call(['run', 'run'], []);
+      } else {
+        // The worker machinery loads with the first capsule that needs it (not `mur run` of one run inline).
+        const { ComponentInstance } = await import('../host/instance.ts');
+        inst = new ComponentInstance(c.component, { ...opts, imports: this.host.imports() });
+        const call = inst.call(['run', 'run'], []);
+        const canceled = new Promise<never>((_, reject) => {
+          if (abort.signal.aborted) reject(abort.signal.reason);
+          abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true });
+        });
+        canceled.catch(() => undefined);
+        await Promise.race([call, canceled]);
+      }
       const text = readResult(dir);
       outcome = { exit: 'completed', ...(text !== undefined ? { text } : {}) };
     } catch (e) {
       if (abort.signal.aborted) {
         outcome = { exit: 'canceled', reason: faultReason(abort.signal.reason ?? 'canceled') };
         await this.host.interruptTools();
+      } else if (e instanceof GuestInterrupted) {
+        // Ctrl-C while the capsule ran on this thread: what the SIGINT handler's abort says otherwise.
+        outcome = { exit: 'canceled', reason: faultReason(e) };
       } else {
         outcome = { exit: 'failed', reason: faultReason(e), ...(failureInfo(e) ? { error: failureInfo(e) } : {}) };
       }
@@ -255,6 +279,7 @@ export class ScriptSession {
       // Stops shell commands and peer calls still running for this task.
       if (!abort.signal.aborted) abort.abort(new MurError('E-SCRIPT-008', 'the task ended'));
       this.host.setTask(undefined);
+      here?.close();
       await inst?.close();
     }
     if (outcome.exit !== 'completed') this.failed++;
@@ -288,6 +313,7 @@ export class ScriptSession {
       exit_status: exitStatus ?? (this.failed > 0 ? 'failed' : 'ok'),
     });
     await this.host.close();
+    this.inline?.close();
     await this.host.mcp?.close();
     if (this.ownsTrace) this.trace.close();
   }
@@ -364,8 +390,16 @@ export async function runScriptCapsule(
   taskText: string,
   o: { out(s: string): void; err(s: string): void; quiet?: boolean },
 ): Promise<number> {
-  const session = await ScriptSession.open(staged);
-  const telemetry = await instrument(session);
+  // One task in a process that serves nothing meanwhile: the capsule may run on this thread.
+  const session = await ScriptSession.open(staged, { inline: true });
+  // Nothing serves this process's metrics, so only exported spans are worth instrumenting for (and
+  // loading prom-client and the span machinery for).
+  const m = staged.manifest;
+  const telemetry = tracingWanted(m.observability.otelEndpoint ? { endpoint: m.observability.otelEndpoint } : {})
+    ? await (await import('../telemetry/instrument.ts')).instrument(session, { metrics: false })
+    : undefined;
+  // Components in workers: none is booted ahead for an instance that never comes (one task, each instance started once).
+  const undoOneShot = session.runsInline ? () => {} : (await import('../host/workers.ts')).oneShotWorkers();
   const stop = o.quiet
     ? () => {}
     : session.trace.onEvent((e) => {
@@ -389,7 +423,8 @@ export async function runScriptCapsule(
   } finally {
     process.off('SIGINT', onSigint);
     await session.close(outcome?.exit === 'completed' ? 'ok' : (outcome?.exit ?? 'failed'));
-    await telemetry.shutdown();
+    await telemetry?.shutdown();
+    undoOneShot();
     stop();
     if (!o.quiet) o.out(`trace: ${staged.workdir.trace}`);
   }

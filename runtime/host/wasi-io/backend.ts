@@ -26,6 +26,8 @@ export type CallTable = Record<string, number>;
 /** How much an output stream accepts per write (the guest asks with check-write first). */
 const WRITE_BUDGET = 1 << 20;
 const CLOSED = { tag: 'closed' };
+/** What a poll on timers alone sleeps on, in a thread with no outgoing HTTP (nothing ever wakes it early). */
+const SLEEP = new Int32Array(new SharedArrayBuffer(4));
 
 type Stream =
   | { kind: 'empty' }
@@ -414,8 +416,11 @@ export class IoBackend {
       let wait = Infinity;
       const now = hrtime.bigint();
       for (const p of list) if (p.kind === 'timer') wait = Math.min(wait, Number(p.at - now) / 1e6);
-      if (!net || (!net.inFlight && wait === Infinity)) throw new Error('wasi-io: poll would wait forever (nothing it waits on can become ready)');
-      net.waitOnce(() => done().length > 0, Math.max(0, wait));
+      if (wait === Infinity && !net?.inFlight) throw new Error('wasi-io: poll would wait forever (nothing it waits on can become ready)');
+      // A thread with no route for outgoing HTTP (a component run on the main thread: host/inline.ts)
+      // has nothing to wake it but the timer: it sleeps until then.
+      if (!net) Atomics.wait(SLEEP, 0, 0, Math.max(0, wait));
+      else net.waitOnce(() => done().length > 0, Math.max(0, wait));
     }
   }
 
