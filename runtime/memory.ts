@@ -15,10 +15,11 @@
  * {@link releaseWhenSettled} (the one busy case: a provider answer slower than that, whose turn's
  * code then compiles again when the answer comes); the others (the token worker, the spare),
  * which go while tasks may be running, only {@link noteLetGo}. Once nothing else has been let go
- * for {@link SETTLE_MS}:
+ * for {@link GATHER_MS}:
  * 1. the main isolate runs V8's last-resort collection (runtime/last-resort-gc.ts: full GCs until
- *    nothing more is freed, compacting, and dropping the bytecode of functions not running; they
- *    compile again from source when next called). Dropped objects holding memory outside the heap
+ *    nothing more is freed, compacting, each of them ageing every function's bytecode, so what
+ *    was not run for a few releases' worth is dropped; it compiles again from source when next
+ *    called). Dropped objects holding memory outside the heap
  *    (the token tables' shared buffers) are freed here: an idle process allocates nothing, so no
  *    GC would come by itself. Measured on Node 24, `mur serve` idle after one task: heap used
  *    20.4 → 18.5 MiB, RSS −2.7 MiB;
@@ -27,7 +28,19 @@
  *    (not built: no C compiler; not glibc) this step is skipped and nothing fails: the runtime is
  *    the same, with the higher idle RSS (runtime/native-addon.ts loads it).
  * Both run on the main thread while the process is idle (≈ 20–60 ms, once per idle period).
+ *
+ * That release comes 30 s after the last task; what a task leaves (its garbage in both isolates,
+ * their young generations, glibc's freed arenas) stays resident until then: ≈ 12 MiB of private
+ * memory in the image (docs/measurements/memory.md). So a lighter release comes first, a moment
+ * after the process goes quiet: the settle ({@link settle}). The session's component thread,
+ * once `MURMUR_SETTLE_MS` (default {@link DEFAULT_SETTLE_MS}) pass without a call, has its worker
+ * run the same collection with its bytecode kept (last-resort-gc.ts: `keepCode`), then the main
+ * isolate does, then `malloc_trim(0)`. Nothing is let go — no instance, no thread, no table, no
+ * bytecode — so a task right after a settle runs as a warm one does; and a busy process never
+ * settles (a quiet period shorter than the delay is not one), so under a steady load it costs
+ * nothing, and at most one settle's CPU per `MURMUR_SETTLE_MS` whatever the load.
  */
+import { envNonNegative } from './env-number.ts';
 import { lastResortGc } from './last-resort-gc.ts';
 import { nativeAddon } from './native-addon.ts';
 
@@ -41,12 +54,25 @@ export interface Released {
   returned: boolean;
   rssBefore: number;
   rssAfter: number;
-  /** What had gone idle since the last release (`component thread`, `token worker`, …). */
+  /** What had gone idle since the last release (`component thread`, `token worker`, …), or what went quiet (a settle). */
   after: string[];
+  /** `settle`: the light release after the process went quiet (nothing let go, bytecode kept); `idle`: the release after parts were let go. */
+  kind: 'idle' | 'settle';
+  /** How long the collection and the trim took on the main thread (ms). */
+  ms: number;
+  /** A settle: how long the component thread's own collection took before it (ms). */
+  threadMs?: number;
 }
 
-/** A release runs this long after the last part let something go (several stop within a moment of one another). */
-export const SETTLE_MS = 1000;
+/**
+ * A release runs this long after the last part let something go: the thread and the token tables
+ * go within milliseconds of one another (both 30 s after the last task's calls), and one release
+ * does for both. Not longer: what a kept worker's idle collection freed stays resident until the
+ * release's trim (its GC's bookkeeping, freed in glibc's arenas as its sweeping ends: ≈ 4 MiB of
+ * private memory in the image, which a trim as the worker answers comes too early to return), and
+ * with 1 s here a reading of the process in that second found it (docs/measurements/memory.md).
+ */
+export const GATHER_MS = 100;
 
 /** Whether freed memory can be returned here (the addon is built and loads). */
 export function canRelease(): boolean {
@@ -54,19 +80,26 @@ export function canRelease(): boolean {
 }
 
 /** Collects garbage and returns the memory the process has freed to the kernel, now. */
-export function releaseFreedMemory(after: string[] = []): Released {
+export function releaseFreedMemory(after: string[] = [], kind: Released['kind'] = 'idle'): Released {
+  const t0 = performance.now();
   const rssBefore = process.memoryUsage.rss();
-  lastResortGc();
+  lastResortGc({ keepCode: kind === 'settle' });
   const a = nativeAddon();
   const returned = a?.trim() ?? false;
-  return { addon: a !== null, returned, rssBefore, rssAfter: process.memoryUsage.rss(), after };
+  return { addon: a !== null, returned, rssBefore, rssAfter: process.memoryUsage.rss(), after, kind, ms: performance.now() - t0 };
 }
 
-/** One line for a release: what went idle, and the RSS before and after. */
+/** One line for a release: what went idle (or quiet, for a settle), and the RSS before and after. */
 export function describeRelease(r: Released): string {
   const mib = (n: number): string => (n / 1048576).toFixed(1);
   const kept = r.addon ? '' : ' (freed memory kept: runtime/native/memory.node is not built, scripts/build-native.ts)';
-  return `idle (${r.after.join(', ') || 'nothing'} let go): RSS ${mib(r.rssBefore)} → ${mib(r.rssAfter)} MiB${kept}`;
+  const what = r.after.join(', ') || 'nothing';
+  // A settle comes once per quiet period, a release once per idle one: a settle's line says what
+  // it cost, as it may come after every task of a capsule called now and then.
+  const head = r.kind === 'settle' ? `settled (${what} quiet)` : `idle (${what} let go)`;
+  const thread = r.threadMs === undefined ? '' : ` (+ ${Math.round(r.threadMs)} ms in the component thread)`;
+  const took = r.kind === 'settle' ? ` in ${Math.round(r.ms)} ms${thread}` : '';
+  return `${head}: RSS ${mib(r.rssBefore)} → ${mib(r.rssAfter)} MiB${took}${kept}`;
 }
 
 const listeners = new Set<(r: Released) => void>();
@@ -91,7 +124,7 @@ export function noteLetGo(what: string): void {
 
 /**
  * `what` has just been let go and the process is idle (see above): return the freed memory once no
- * other part has let anything go for {@link SETTLE_MS}. Never keeps the process alive.
+ * other part has let anything go for {@link GATHER_MS}. Never keeps the process alive.
  */
 export function releaseWhenSettled(what: string): void {
   noteLetGo(what);
@@ -102,6 +135,35 @@ export function releaseWhenSettled(what: string): void {
     timer = undefined;
     const r = releaseFreedMemory(after);
     for (const l of listeners) l(r);
-  }, SETTLE_MS);
+  }, GATHER_MS);
   timer.unref();
+}
+
+/**
+ * `what` went quiet (the session's component thread: no call for `MURMUR_SETTLE_MS`, its worker's
+ * garbage collected already): collect the main isolate's garbage, bytecode kept, and return the
+ * freed memory now (see the header). None while an idle release is due: it is about to do more.
+ * Returns what it did, or undefined when it left it to that release.
+ */
+export function settle(what: string, threadMs?: number): Released | undefined {
+  if (timer) return undefined;
+  const r = releaseFreedMemory([what], 'settle');
+  if (threadMs !== undefined) r.threadMs = threadMs;
+  for (const l of listeners) l(r);
+  return r;
+}
+
+export const DEFAULT_SETTLE_MS = 500;
+
+/**
+ * MURMUR_SETTLE_MS, or the default: how long the session's component thread goes without a call
+ * before the process settles (see the header; 0: never). Anything but a number of ms ≥ 0 is
+ * refused by name.
+ */
+export function settleMs(env: NodeJS.ProcessEnv = process.env): number {
+  return envNonNegative(env, 'MURMUR_SETTLE_MS', DEFAULT_SETTLE_MS, {
+    code: 'E-RUN-086',
+    unit: 'milliseconds',
+    hint: `set how long the process must be quiet (no component call) before it collects its garbage and returns the freed memory (default ${DEFAULT_SETTLE_MS}), or 0 to wait for the idle release alone`,
+  });
 }

@@ -58,8 +58,11 @@ export type ToWorker =
   | { type: 'bind'; slot: number; grants: Grants }
   /** The slot's instance is gone (trapped, retired, closed): the thread lets go of it. */
   | { type: 'drop'; slot: number }
-  /** The thread went idle and keeps its instances: it collects its garbage (host/thread.ts), and answers `collected`. */
-  | { type: 'collect' };
+  /**
+   * The thread went idle and keeps its instances, or went quiet (`keepCode`: a settle, bytecode
+   * kept): it collects its garbage (host/thread.ts), and answers `collected`.
+   */
+  | { type: 'collect'; keepCode?: boolean };
 
 /**
  * Every message but `booted` names the slot it is about. `booted`, `ready` and `init-error` come on
@@ -71,8 +74,8 @@ export type FromWorker =
   /** readBeforeBind: grant-reading WASI calls a spare made while instantiating (it is then discarded). */
   | { type: 'ready'; slot: number; readBeforeBind: string[] }
   | { type: 'init-error'; slot: number; message: string }
-  /** After a `collect`: the worker's heap in use once its garbage was collected (bytes). */
-  | { type: 'collected'; heapUsed: number }
+  /** After a `collect`: the worker's heap in use once its garbage was collected (bytes), and how long that took (ms). */
+  | { type: 'collected'; heapUsed: number; ms: number }
   | ({ type: 'network-denied'; slot: number } & NetworkDenial)
   /** A one-way host import the guest called (ONE_WAY_IMPORTS), on the call channel before the call's answer. */
   | { type: 'host-event'; slot: number; iface: string; fn: string; args: unknown[] }

@@ -37,12 +37,18 @@
  * component runs). Nothing a driver or tool keeps between calls is promised to survive (only an
  * async hook's state is, hooks.md, and hooks never run here). A call waiting on the host (a tool's
  * request-input) is a call in progress: the thread is not idle while it waits.
+ *
+ * Quiet: long before that, `settleMs` (MURMUR_SETTLE_MS, default 500) after the last call, the
+ * worker collects its garbage with its bytecode kept and the process settles (runtime/memory.ts):
+ * nothing is let go, and the memory the task left is given back within a second of its end rather
+ * than at the idle release. Not when `settleMs` is not below `idleMs` (the idle release comes
+ * first and does more).
  */
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { MurError } from '../errors.ts';
 import { envNonNegative } from '../env-number.ts';
-import { releaseWhenSettled } from '../memory.ts';
+import { DEFAULT_SETTLE_MS, releaseWhenSettled, settle as settleProcess, type Released } from '../memory.ts';
 import { IdleTimer } from '../idle-timer.ts';
 import type { FromWorker, Grants, ImportSpec } from './protocol.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
@@ -53,6 +59,8 @@ export interface ThreadOptions {
   idleMs?: number;
   /** Instances holding more linear memory than this (bytes) are dropped when the thread goes idle (default 4 MiB). */
   keepBytes?: number;
+  /** Settles this long after the last call (ms; 0 = never; default 500): see the header. */
+  settleMs?: number;
 }
 
 /** What the thread asks of an instance in it when it goes idle (host/instance.ts). */
@@ -79,17 +87,24 @@ export class ComponentThread {
   idleStops = 0;
   /** Idle periods the worker was kept through (its garbage collected). */
   idleCollects = 0;
+  /** Quiet periods the thread settled in (its worker's garbage collected, bytecode kept). */
+  settles = 0;
   /** Calls and instantiations queued or running: the thread is idle only at 0. */
   private inFlight = 0;
   /** Calls (not instantiations) run by the current worker: none at idle lets it go (see the header). */
   private callsInWorker = 0;
   private readonly idle: IdleTimer;
   private readonly idleWaiters: ((o: IdleOutcome) => void)[] = [];
+  private readonly quiet: IdleTimer;
+  private readonly settleWaiters: ((r: Settled) => void)[] = [];
   private readonly keepBytes: number;
   private readonly members = new Set<IdleMember>();
 
   constructor(opts: ThreadOptions = {}) {
-    this.idle = new IdleTimer(opts.idleMs ?? DEFAULT_IDLE_MS, () => this.onIdle());
+    const idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
+    const settleMs = opts.settleMs ?? DEFAULT_SETTLE_MS;
+    this.idle = new IdleTimer(idleMs, () => this.onIdle());
+    this.quiet = new IdleTimer(idleMs > 0 && settleMs >= idleMs ? 0 : settleMs, () => this.onQuiet());
     this.keepBytes = opts.keepBytes ?? DEFAULT_KEEP_MIB * 1048576;
   }
 
@@ -110,6 +125,7 @@ export class ComponentThread {
   serial<T>(fn: () => Promise<T>, opts: { call?: boolean } = {}): Promise<T> {
     this.inFlight++;
     this.idle.cancel();
+    this.quiet.cancel();
     const run = this.queue.then(() => {
       if (opts.call) this.callsInWorker++;
       return fn();
@@ -117,7 +133,10 @@ export class ComponentThread {
     this.queue = run
       .catch(() => undefined)
       .then(() => {
-        if (--this.inFlight === 0 && !this.closed && this.worker) this.idle.touch();
+        if (--this.inFlight === 0 && !this.closed && this.worker) {
+          this.idle.touch();
+          this.quiet.touch();
+        }
       });
     return run;
   }
@@ -125,6 +144,11 @@ export class ComponentThread {
   /** Resolves once the thread has next gone idle, with what it did (tests, diagnostics). */
   nextIdle(): Promise<IdleOutcome> {
     return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  /** Resolves once the thread has next settled, with the worker's heap after it and what the process gave back (tests, diagnostics). */
+  nextSettle(): Promise<Settled> {
+    return new Promise((r) => this.settleWaiters.push(r));
   }
 
   /** Whether going idle is scheduled (nothing in flight, a worker running, idleMs > 0). */
@@ -157,19 +181,25 @@ export class ComponentThread {
       return;
     }
     this.idleCollects++;
-    const onMsg = (m: FromWorker): void => {
-      if (m.type !== 'collected') return;
-      done();
+    void collectIn(worker, false).then((c) => {
+      if (c === undefined) return;
       releaseWhenSettled('component thread garbage');
-      settle({ stopped: false, dropped, heapUsed: m.heapUsed });
-    };
-    const done = (): void => {
-      worker.off('message', onMsg);
-      worker.off('exit', done);
-    };
-    worker.on('message', onMsg);
-    worker.once('exit', done);
-    send(worker, { type: 'collect' });
+      settle({ stopped: false, dropped, heapUsed: c.heapUsed });
+    });
+  }
+
+  /** No call for `settleMs`: the worker collects its garbage, then the process settles (see the header). */
+  private onQuiet(): void {
+    const worker = this.current;
+    if (this.inFlight > 0 || this.closed || !worker) return;
+    void collectIn(worker, true).then((c) => {
+      // A call that came meanwhile finds the worker collected; the main isolate's part waits for
+      // the next quiet period rather than run beside that call.
+      if (c === undefined || this.inFlight > 0 || this.closed) return;
+      this.settles++;
+      const released = settleProcess('component thread', c.ms);
+      for (const w of this.settleWaiters.splice(0)) w({ ...c, released });
+    });
   }
 
   /** Instantiates a component in a new slot (in the thread's worker, started if there is none). */
@@ -248,6 +278,7 @@ export class ComponentThread {
   async close(): Promise<void> {
     this.closed = true;
     this.idle.cancel();
+    this.quiet.cancel();
     const w = this.worker;
     this.worker = undefined;
     this.current = undefined;
@@ -257,6 +288,39 @@ export class ComponentThread {
         () => undefined,
       );
   }
+}
+
+/** A worker's collection: its heap in use after it (bytes), and how long it took (ms). */
+export interface Collected {
+  heapUsed: number;
+  ms: number;
+}
+
+/** What a settle did: the worker's collection, and the process's release (undefined when an idle release was due). */
+export interface Settled extends Collected {
+  released: Released | undefined;
+}
+
+/** Has `worker` collect its garbage; resolves with what that did, or undefined if it ended first. */
+function collectIn(worker: Worker, keepCode: boolean): Promise<Collected | undefined> {
+  return new Promise((resolve) => {
+    const onMsg = (m: FromWorker): void => {
+      if (m.type !== 'collected') return;
+      done();
+      resolve({ heapUsed: m.heapUsed, ms: m.ms });
+    };
+    const done = (): void => {
+      worker.off('message', onMsg);
+      worker.off('exit', onExit);
+    };
+    const onExit = (): void => {
+      done();
+      resolve(undefined);
+    };
+    worker.on('message', onMsg);
+    worker.once('exit', onExit);
+    send(worker, { type: 'collect', keepCode });
+  });
 }
 
 const DEFAULT_IDLE_MS = 30_000;

@@ -210,11 +210,13 @@ port.on('message', (msg: { type: 'init'; init: WorkerInit } | ToWorker) => {
     slots.delete(msg.slot);
     return;
   }
-  // The thread went idle keeping its instances (host/thread.ts): what the calls left behind, and
-  // the slots dropped since, are freed now rather than whenever the next allocation comes.
+  // The thread went idle keeping its instances, or quiet (a settle: bytecode kept; host/thread.ts):
+  // what the calls left behind, and the slots dropped since, are freed now rather than whenever
+  // the next allocation comes.
   if (msg.type === 'collect') {
-    lastResortGc();
-    post({ type: 'collected', heapUsed: process.memoryUsage().heapUsed });
+    const t0 = performance.now();
+    lastResortGc({ keepCode: msg.keepCode === true });
+    post({ type: 'collected', heapUsed: process.memoryUsage().heapUsed, ms: performance.now() - t0 });
     return;
   }
   const s = slots.get(msg.slot);

@@ -19,6 +19,7 @@ import {
   type NetworkDenial,
 } from '../host/index.ts';
 import { heldInferenceKey } from '../host/inference-key.ts';
+import { settleMs } from '../memory.ts';
 import { holdSecret } from '../secrets.ts';
 import { driverRetireGrowth } from '../host/retire.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
@@ -57,7 +58,7 @@ export class SessionComponents {
   ) {
     this.thread =
       componentThreads(hostEnv) === 'session'
-        ? new ComponentThread({ idleMs: componentIdleMs(hostEnv), keepBytes: componentIdleKeepBytes(hostEnv) })
+        ? new ComponentThread({ idleMs: componentIdleMs(hostEnv), keepBytes: componentIdleKeepBytes(hostEnv), settleMs: settleMs(hostEnv) })
         : undefined;
     this.spinUs = componentSpinUs(hostEnv);
   }

@@ -8,7 +8,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { addonPath, canRelease, describeRelease, noteLetGo, onReleased, releaseFreedMemory, releaseWhenSettled, type Released } from '../../runtime/memory.ts';
+import { addonPath, canRelease, describeRelease, noteLetGo, onReleased, releaseFreedMemory, releaseWhenSettled, settle, settleMs, type Released } from '../../runtime/memory.ts';
+import { MurError } from '../../runtime/errors.ts';
 import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 import { tmp } from '../loop/kit.ts';
 
@@ -86,8 +87,45 @@ describe('giving freed memory back', () => {
   });
 
   it('says when the addon is missing that freed memory is kept', () => {
-    expect(describeRelease({ addon: false, returned: false, rssBefore: 100 * MiB, rssAfter: 98 * MiB, after: ['spare worker'] })).toBe(
+    expect(describeRelease({ addon: false, returned: false, rssBefore: 100 * MiB, rssAfter: 98 * MiB, after: ['spare worker'], kind: 'idle', ms: 20 })).toBe(
       'idle (spare worker let go): RSS 100.0 → 98.0 MiB (freed memory kept: runtime/native/memory.node is not built, scripts/build-native.ts)',
     );
+  });
+});
+
+describe('settling a quiet process (the light release before the idle one)', () => {
+  it('collects and returns freed memory at once, saying what went quiet, and is left to an idle release that is due', async () => {
+    const seen: Released[] = [];
+    const off = onReleased((r) => seen.push(r));
+    const r = settle('component thread')!;
+    expect(r).toMatchObject({ kind: 'settle', after: ['component thread'], addon: true });
+    expect(describeRelease(r)).toMatch(/^settled \(component thread quiet\): RSS \d+\.\d → \d+\.\d MiB in \d+ ms$/);
+    const released = nextRelease();
+    releaseWhenSettled('token tables');
+    expect(settle('component thread')).toBeUndefined();
+    expect((await released).kind).toBe('idle');
+    off();
+    expect(seen.map((x) => x.kind)).toEqual(['settle', 'idle']);
+  });
+
+  it.each([
+    [undefined, 500],
+    ['', 500],
+    ['0', 0],
+    ['250', 250],
+  ])('MURMUR_SETTLE_MS=%j reads as %d ms', (v, want) => {
+    expect(settleMs(v === undefined ? {} : { MURMUR_SETTLE_MS: v })).toBe(want);
+  });
+
+  it.each(['-1', 'soon', '1s'])('refuses MURMUR_SETTLE_MS=%j, naming the variable and the unit (E-RUN-086)', (v) => {
+    let e: unknown;
+    try {
+      settleMs({ MURMUR_SETTLE_MS: v });
+    } catch (x) {
+      e = x;
+    }
+    expect(e).toBeInstanceOf(MurError);
+    expect((e as MurError).code).toBe('E-RUN-086');
+    expect((e as MurError).message).toBe(`MURMUR_SETTLE_MS must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`);
   });
 });
