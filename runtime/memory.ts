@@ -24,10 +24,14 @@
  *    GC would come by itself. Measured on Node 24, `mur serve` idle after one task: heap used
  *    20.4 → 18.5 MiB, RSS −2.7 MiB;
  * 2. the freed memory goes back to the kernel in one call of the native addon
- *    (runtime/native/memory.c: `malloc_trim(0)`, which Node does not expose). Without the addon
+ *    (runtime/native/memory.c: `malloc_trim(0)`, which Node does not expose);
+ * 3. the files the addon mapped and the process still uses (the token tables, 3.9 MiB) leave its
+ *    resident set (`madvise(MADV_DONTNEED)`; their pages stay in the page cache and fault back in
+ *    when read, ≈ 1 µs a page): a file's pages that no other process maps are private memory of
+ *    the one that does, and the other capsules of the image on a node let theirs go when they idle. Without the addon
  *    (not built: no C compiler; not glibc) this step is skipped and nothing fails: the runtime is
  *    the same, with the higher idle RSS (runtime/native-addon.ts loads it).
- * Both run on the main thread while the process is idle (≈ 20–60 ms, once per idle period).
+ * All run on the main thread while the process is idle (≈ 20–60 ms, once per idle period).
  *
  * That release comes 30 s after the last task; what a task leaves (its garbage in both isolates,
  * their young generations, glibc's freed arenas) stays resident until then: ≈ 12 MiB of private
@@ -35,7 +39,7 @@
  * after the process goes quiet: the settle ({@link settle}). The session's component thread,
  * once `MURMUR_SETTLE_MS` (default {@link DEFAULT_SETTLE_MS}) pass without a call, has its worker
  * run the same collection with its bytecode kept (last-resort-gc.ts: `keepCode`), then the main
- * isolate does, then `malloc_trim(0)`. Nothing is let go — no instance, no thread, no table, no
+ * isolate does, then steps 2 and 3 above. Nothing is let go — no instance, no thread, no table, no
  * bytecode — so a task right after a settle runs as a warm one does; and a busy process never
  * settles (a quiet period shorter than the delay is not one), so under a steady load it costs
  * nothing, and at most one settle's CPU per `MURMUR_SETTLE_MS` whatever the load.
@@ -86,6 +90,8 @@ export function releaseFreedMemory(after: string[] = [], kind: Released['kind'] 
   lastResortGc({ keepCode: kind === 'settle' });
   const a = nativeAddon();
   const returned = a?.trim() ?? false;
+  // The mapped files still in use (the token tables) leave the resident set: see the header.
+  a?.unresidentMapped?.();
   return { addon: a !== null, returned, rssBefore, rssAfter: process.memoryUsage.rss(), after, kind, ms: performance.now() - t0 };
 }
 

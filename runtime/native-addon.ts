@@ -16,6 +16,8 @@ export interface NativeAddon {
   trim(): boolean;
   /** The file's pages mapped (shared with every process mapping it; unmapped when collected), or null when it cannot be. */
   mapFile?(path: string): ArrayBuffer | null;
+  /** madvise(MADV_DONTNEED) of every mapping mapFile made and V8 has not collected: bytes advised (their pages come back from the page cache when read). */
+  unresidentMapped?(): number;
   /** Overwrites each value in the kernel-visible argument and environment blocks; -1 when they cannot be found. */
   scrub?(values: string[]): number;
   /** prctl(PR_SET_DUMPABLE, 0); whether the process is now non-dumpable. */

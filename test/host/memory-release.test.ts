@@ -4,12 +4,14 @@
  * release collects garbage and hands that memory back to the kernel.
  */
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { addonPath, canRelease, describeRelease, noteLetGo, onReleased, releaseFreedMemory, releaseWhenSettled, settle, settleMs, type Released } from '../../runtime/memory.ts';
 import { MurError } from '../../runtime/errors.ts';
+import { nativeAddon } from '../../runtime/native-addon.ts';
 import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 import { tmp } from '../loop/kit.ts';
 
@@ -106,6 +108,28 @@ describe('settling a quiet process (the light release before the idle one)', () 
     expect((await released).kind).toBe('idle');
     off();
     expect(seen.map((x) => x.kind)).toEqual(['settle', 'idle']);
+  });
+
+  it("takes the mapped files still in use out of the process's resident set, their pages reading back unchanged", () => {
+    const file = join(tmp('mapped-'), 'tables.bin');
+    const content = randomBytes(4 * MiB);
+    writeFileSync(file, content);
+    const view = new Uint8Array(nativeAddon()!.mapFile!(file)!);
+    let sum = 0;
+    for (let i = 0; i < view.length; i += 4096) sum += view[i]!;
+    expect(sum).toBeGreaterThan(0);
+    /** This mapping's resident bytes (/proc/self/smaps). */
+    const resident = (): number => {
+      const lines = readFileSync('/proc/self/smaps', 'utf8').split('\n');
+      const at = lines.findIndex((l) => l.endsWith(` ${file}`));
+      expect(at).toBeGreaterThanOrEqual(0);
+      const rss = lines.slice(at + 1).find((l) => l.startsWith('Rss:'))!;
+      return Number(/(\d+) kB/.exec(rss)![1]) * 1024;
+    };
+    expect(resident()).toBeGreaterThan(3.9 * MiB);
+    releaseFreedMemory(['probe'], 'settle');
+    expect(resident()).toBe(0);
+    expect(Buffer.from(view.buffer, view.byteOffset, view.byteLength).equals(content)).toBe(true);
   });
 
   it.each([
