@@ -40,9 +40,9 @@
  * once `MURMUR_SETTLE_MS` (default {@link DEFAULT_SETTLE_MS}) pass without a call, has its worker
  * run the same collection with its bytecode kept (last-resort-gc.ts: `keepCode`), then the main
  * isolate does, then steps 2 and 3 above. Nothing is let go — no instance, no thread, no table, no
- * bytecode — so a task right after a settle runs as a warm one does; and a busy process never
- * settles (a quiet period shorter than the delay is not one), so under a steady load it costs
- * nothing, and at most one settle's CPU per `MURMUR_SETTLE_MS` whatever the load.
+ * bytecode — so a task right after a settle compiles nothing again; and a busy process never
+ * settles (a quiet period shorter than the delay is not one), and the delay doubles while calls
+ * come soon after settles (host/thread.ts), so a steady load pays for none after the first few.
  */
 import { envNonNegative } from './env-number.ts';
 import { lastResortGc } from './last-resort-gc.ts';

@@ -56,6 +56,30 @@ describe('a session gone quiet after a task', () => {
     expect(JSON.stringify(turns[3]!.body)).toContain('second');
   });
 
+  it('doubles its settle delay when a task follows a settle within SETTLE_BACKOFF delays, and settles again after the longer quiet', async () => {
+    const turns = [1, 2, 3].flatMap((i) => [{ toolCalls: [{ name: 'echo', input: { text: `t${i}` } }] }, { text: `answer ${i}` }]);
+    const kit = await openKit({ yaml: capsuleYaml(), artifacts: [driverDef('anthropic'), ECHO_TOOL], script: { turns }, env: { MURMUR_SETTLE_MS: '200' } });
+    kits.push(kit);
+    const thread = kit.session.components.thread!;
+    const task = async (i: number): Promise<void> => {
+      const r = await kit.session.runTask({ taskId: `t${i}`, contextId: `c${i}`, text: `task ${i}`, source: 'task_md' });
+      expect(r.exit).toBe('completed');
+    };
+    await task(1);
+    await thread.nextSettle();
+    // 200 ms, or more had the session's pre-warm settled just before the first task.
+    const d = thread.settleDelayMs;
+    expect(d).toBeGreaterThanOrEqual(200);
+    // At once after the settle: far within 4 delays of it.
+    await task(2);
+    expect(thread.settleDelayMs).toBe(2 * d);
+    const again = await thread.nextSettle();
+    expect(again.released).toMatchObject({ kind: 'settle' });
+    await task(3);
+    expect(thread.settleDelayMs).toBe(4 * d);
+    expect(thread.starts).toBe(1);
+  });
+
   it('leaves the quiet period to the idle release when that comes first (MURMUR_COMPONENT_IDLE_MS ≤ MURMUR_SETTLE_MS)', async () => {
     const kit = await openKit({
       yaml: capsuleYaml(),
