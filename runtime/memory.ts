@@ -28,16 +28,9 @@
  * 3. the files the addon mapped and the process still uses (the token tables, 3.9 MiB) leave its
  *    resident set (`madvise(MADV_DONTNEED)`; their pages stay in the page cache and fault back in
  *    when read, ≈ 1 µs a page): a file's pages that no other process maps are private memory of
- *    the one that does, and the other capsules of the image on a node let theirs go when they idle;
- * 4. the Node binary's own code and read-only data leave the resident set too
- *    (runtime/native/pageout.c, `madvise(MADV_PAGEOUT)`; `MURMUR_IDLE_PAGE_OUT=0` keeps them):
- *    ≈ 57 MiB of an idle pod's ≈ 100 MiB VmRSS, paged in by the start and the first tasks and
- *    then unused while the pod waits. The kernel skips pages another process maps (the other
- *    capsule pods of the image on the node): those stay, shared. What the idle process still runs
- *    (its timers, the probes' requests) faults back within seconds, the rest with the next task.
- *    Only here, never at a settle: a settle comes between tasks of a busy capsule.
- * Without the addon (not built: no C compiler; not glibc) steps 2–4 are skipped and nothing
- * fails: the runtime is the same, with the higher idle RSS (runtime/native-addon.ts loads it).
+ *    the one that does, and the other capsules of the image on a node let theirs go when they idle. Without the addon
+ *    (not built: no C compiler; not glibc) this step is skipped and nothing fails: the runtime is
+ *    the same, with the higher idle RSS (runtime/native-addon.ts loads it).
  * All run on the main thread while the process is idle (≈ 20–60 ms, once per idle period).
  *
  * That release comes 30 s after the last task; what a task leaves (its garbage in both isolates,
@@ -52,7 +45,6 @@
  * come soon after settles (host/thread.ts), so a steady load pays for none after the first few.
  */
 import { envNonNegative } from './env-number.ts';
-import { MurError } from './errors.ts';
 import { lastResortGc } from './last-resort-gc.ts';
 import { nativeAddon } from './native-addon.ts';
 
@@ -74,8 +66,6 @@ export interface Released {
   ms: number;
   /** A settle: how long the component thread's own collection took before it (ms). */
   threadMs?: number;
-  /** An idle release: the bytes of the Node binary's mappings advised out (step 4), -1 when the kernel refused; absent when not tried. */
-  pagedOut?: number;
 }
 
 /**
@@ -102,24 +92,7 @@ export function releaseFreedMemory(after: string[] = [], kind: Released['kind'] 
   const returned = a?.trim() ?? false;
   // The mapped files still in use (the token tables) leave the resident set: see the header.
   a?.unresidentMapped?.();
-  const pagedOut = kind === 'idle' && a?.pageOutExecutable && idlePageOut() ? a.pageOutExecutable() : undefined;
-  const r: Released = { addon: a !== null, returned, rssBefore, rssAfter: process.memoryUsage.rss(), after, kind, ms: performance.now() - t0 };
-  if (pagedOut !== undefined) r.pagedOut = pagedOut;
-  return r;
-}
-
-/**
- * MURMUR_IDLE_PAGE_OUT: `1` (or unset) pages the Node binary out at each idle release (step 4),
- * `0` keeps its pages resident (a node whose disk is slow to fault them back). Anything else is
- * refused by name.
- */
-export function idlePageOut(env: NodeJS.ProcessEnv = process.env): boolean {
-  const v = env.MURMUR_IDLE_PAGE_OUT;
-  if (v === undefined || v === '' || v === '1') return true;
-  if (v === '0') return false;
-  throw new MurError('E-RUN-087', `MURMUR_IDLE_PAGE_OUT must be 0 or 1, not ${JSON.stringify(v)}`, {
-    hint: "set 1 (the default) to page the Node binary's code out of an idle process's resident memory, or 0 to keep it resident",
-  });
+  return { addon: a !== null, returned, rssBefore, rssAfter: process.memoryUsage.rss(), after, kind, ms: performance.now() - t0 };
 }
 
 /** One line for a release: what went idle (or quiet, for a settle), and the RSS before and after. */

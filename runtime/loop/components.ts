@@ -19,7 +19,7 @@ import {
   type NetworkDenial,
 } from '../host/index.ts';
 import { heldInferenceKey } from '../host/inference-key.ts';
-import { idlePageOut, settleMs } from '../memory.ts';
+import { settleMs } from '../memory.ts';
 import { holdSecret } from '../secrets.ts';
 import { driverRetireGrowth } from '../host/retire.ts';
 import type { ComponentKind } from '../trace/network-denied.ts';
@@ -61,8 +61,6 @@ export class SessionComponents {
         ? new ComponentThread({ idleMs: componentIdleMs(hostEnv), keepBytes: componentIdleKeepBytes(hostEnv), settleMs: settleMs(hostEnv) })
         : undefined;
     this.spinUs = componentSpinUs(hostEnv);
-    // Read at each idle release (runtime/memory.ts); refused here, as the session opens, if wrong.
-    idlePageOut(hostEnv);
   }
 
   private chunks(): Record<string, (s: string) => void> {

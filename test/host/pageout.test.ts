@@ -5,12 +5,10 @@
  * another process maps: every capsule pod of one image shares them, and they stay).
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MurError } from '../../runtime/errors.ts';
-import { addonPath, idlePageOut } from '../../runtime/memory.ts';
-import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
+import { addonPath } from '../../runtime/memory.ts';
 import { tmp } from '../loop/kit.ts';
 
 /** RssFile is in KiB. */
@@ -40,59 +38,5 @@ describe("the executable's pages out of an idle process", () => {
     expect(out.after).toBeLessThan(out.before / 2);
     expect(out.before - out.after).toBeGreaterThan(8 * MiB_IN_KIB);
     expect(out.ran).toEqual({ sum: 6, t: 'January' });
-  });
-
-  it('an idle release pages the binary out; a settle does not, nor an idle release with MURMUR_IDLE_PAGE_OUT=0', () => {
-    const dir = tmp('pageout-release-');
-    const node = join(dir, 'node');
-    copyFileSync(process.execPath, node);
-    const script = join(dir, 'probe.mts');
-    writeFileSync(
-      script,
-      `
-      import { readFileSync } from 'node:fs';
-      import { releaseFreedMemory } from ${JSON.stringify(join(PROJECT_ROOT, 'runtime/memory.ts'))};
-      const rssFile = () => Number(/RssFile:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))[1]);
-      const kind = process.argv[2];
-      const before = rssFile();
-      const r = releaseFreedMemory(['probe'], kind);
-      console.log(JSON.stringify({ before, after: rssFile(), pagedOut: r.pagedOut ?? null }));
-    `,
-    );
-    const run = (kind: string, env: Record<string, string> = {}) => {
-      const p = spawnSync(node, ['--import', 'tsx', script, kind], { cwd: PROJECT_ROOT, encoding: 'utf8', env: { PATH: process.env.PATH, ...env } });
-      expect(p.stderr).toBe('');
-      return JSON.parse(p.stdout) as { before: number; after: number; pagedOut: number | null };
-    };
-    const idle = run('idle');
-    expect(idle.pagedOut).toBeGreaterThan(0);
-    expect(idle.after).toBeLessThan(idle.before / 2);
-    const settle = run('settle');
-    expect(settle.pagedOut).toBeNull();
-    expect(settle.after).toBeGreaterThan(settle.before / 2);
-    const kept = run('idle', { MURMUR_IDLE_PAGE_OUT: '0' });
-    expect(kept.pagedOut).toBeNull();
-    expect(kept.after).toBeGreaterThan(kept.before / 2);
-  });
-
-  it.each([
-    [undefined, true],
-    ['', true],
-    ['1', true],
-    ['0', false],
-  ])('MURMUR_IDLE_PAGE_OUT=%j reads as %s', (v, want) => {
-    expect(idlePageOut(v === undefined ? {} : { MURMUR_IDLE_PAGE_OUT: v })).toBe(want);
-  });
-
-  it.each(['yes', 'true', '2', ' 1'])('refuses MURMUR_IDLE_PAGE_OUT=%j, naming the variable and what it takes (E-RUN-087)', (v) => {
-    let e: unknown;
-    try {
-      idlePageOut({ MURMUR_IDLE_PAGE_OUT: v });
-    } catch (x) {
-      e = x;
-    }
-    expect(e).toBeInstanceOf(MurError);
-    expect((e as MurError).code).toBe('E-RUN-087');
-    expect((e as MurError).message).toBe(`MURMUR_IDLE_PAGE_OUT must be 0 or 1, not ${JSON.stringify(v)}`);
   });
 });
