@@ -24,8 +24,6 @@ export interface NativeAddon {
   nonDumpable?(): boolean;
   /** CAP_SYS_PTRACE, CAP_SYS_RAWIO, CAP_SYS_MODULE out of every set, bounding set included, on every thread: '' or what failed. */
   dropCapabilities?(): string;
-  /** madvise(MADV_PAGEOUT) of the running executable's read-only mappings: bytes advised, or -1 when it cannot. */
-  pageOutExecutable?(): number;
 }
 
 let addon: NativeAddon | null | undefined;
