@@ -27,7 +27,10 @@ describe('a serving process gone quiet after a task', () => {
     const provider = await startScriptedProvider({ turns: [...TURNS, ...TURNS] });
     const registry = await makeRegistry([driverDef('anthropic'), ECHO_TOOL]);
     const capsule = tmp('settle-');
-    writeFileSync(join(capsule, 'murmur.yaml'), capsuleYaml({ name: 'settler', tools: [ECHO_TOOL.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }));
+    writeFileSync(
+      join(capsule, 'murmur.yaml'),
+      capsuleYaml({ name: 'settler', tools: [ECHO_TOOL.name], extra: 'lifecycle:\n  task_acceptance: queue\n  queue_depth: 4\n' }),
+    );
     const s = await serve(capsule, {
       registry,
       workRoot: tmp('settle-work-'),

@@ -9,7 +9,18 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { addonPath, canRelease, describeRelease, noteLetGo, onReleased, releaseFreedMemory, releaseWhenSettled, settle, settleMs, type Released } from '../../runtime/memory.ts';
+import {
+  addonPath,
+  canRelease,
+  describeRelease,
+  noteLetGo,
+  onReleased,
+  releaseFreedMemory,
+  releaseWhenSettled,
+  settle,
+  settleMs,
+  type Released,
+} from '../../runtime/memory.ts';
 import { MurError } from '../../runtime/errors.ts';
 import { nativeAddon } from '../../runtime/native-addon.ts';
 import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
