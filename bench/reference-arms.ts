@@ -79,6 +79,13 @@ const SCRIPT_YAML = `name: capsule\nversion: 0.0.1\nartifacts:\n  - name: ${TOOL
 /** One task: a `tool_use` of echo-tool, then the answer. */
 export const TASK_TURNS: ScriptTurn[] = [{ toolCalls: [{ name: TOOL.name, input: { data: 'tick' } }] }, { text: 'done' }];
 
+/** A task with one more tool turn (--extra-turn): two `tool_use`s of echo-tool one after the other, then the answer. */
+export const TWO_TOOL_TURNS: ScriptTurn[] = [
+  { toolCalls: [{ name: TOOL.name, input: { data: 'tick' } }] },
+  { toolCalls: [{ name: TOOL.name, input: { data: 'tock' } }] },
+  { text: 'done' },
+];
+
 export interface Subject {
   name: string;
   /** Starts a serving process for the capsule in `dir`; cold = with empty component caches. `workdir` holds its trace. */

@@ -55,10 +55,13 @@
  *   next task once its last completed: the client's wall / tasks, and the trace's task_end spacing;
  * - memory after the last task: RSS and private 1 s, 20 s and 45 s after it; peak RSS of the tree
  *   sampled every 20 ms from process start to the 45 s reading, and VmHWM summed at the end;
+ * - with `--extra-turn`, then: `--tasks` tasks of one tool turn and `--tasks` of two, back to back
+ *   (the client's time per task of each, and their difference: what one more tool turn costs);
  * - script capsule end to end: `mur run` of capsule-allowlisted.wasm (invokes echo-tool once, writes
  *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
  *
  *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours image|dist|both] [--ours-only]
+ *     [--extra-turn]
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -68,13 +71,19 @@ import { spawnProvider } from './provider-process.ts';
 import { TaskClient } from './task-poller.ts';
 import { samplePeak, treeMemory, treeStat, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
-import { API_KEY, COMPONENTS, TASK_TURNS, agentYaml, ours, reference, type Subject } from './reference-arms.ts';
+import { API_KEY, COMPONENTS, TASK_TURNS, TWO_TOOL_TURNS, agentYaml, ours, reference, type Subject } from './reference-arms.ts';
 import { choiceArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
 const TASKS = numArg('tasks', 100);
 const SENDERS = numArg('senders', 8);
 const OURS_ONLY = process.argv.includes('--ours-only');
+/**
+ * --extra-turn: after the memory readings, --tasks tasks of one tool turn then --tasks of two, from
+ * the same senders, back to back: what each extra tool turn costs a task (the difference of their
+ * times per task; issue 42's ≤ ×1.25). Off by default: it adds ≈ 2 × --tasks tasks to a round.
+ */
+const EXTRA_TURN = process.argv.includes('--extra-turn');
 /** Which of this runtime's arms run: the runtime image's files (what a pod runs), dist/ on this machine's node, or both. */
 const OURS_ARG = choiceArg('ours', ['image', 'dist', 'both'] as const, 'both');
 const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('image' | 'dist')[];
@@ -135,9 +144,10 @@ function taskEnds(dir: string): number[] {
   return ends.sort((a, b) => a - b);
 }
 
-/** Mean spacing of the last `n` task_end events of the trace under `dir`; NaN (and a warning) when it has fewer. */
-function traceSpacing(name: string, dir: string, n: number): number {
-  const ends = taskEnds(dir).slice(-n);
+/** Mean spacing of the last `n` task_end events of the trace under `dir`, the last `skip` left out; NaN (and a warning) when it has fewer. */
+function traceSpacing(name: string, dir: string, n: number, skip = 0): number {
+  const all = taskEnds(dir);
+  const ends = all.slice(0, all.length - skip).slice(-n);
   if (ends.length < n) {
     console.warn(`${name}: ${ends.length} task_end events under ${dir}, expected at least ${n}: no trace spacing this round`);
     return NaN;
@@ -160,6 +170,8 @@ type Fig = {
   perTask: number;
   spacing: number;
   afterLast: Memory[];
+  /** --extra-turn: time per task of the one-tool-turn run and of the two-tool-turn run after it (ms). */
+  turns?: { one: number; two: number };
   peak: number;
   hwm: number;
   script: { wall: number; hwm: number };
@@ -184,7 +196,8 @@ async function coldRun(s: Subject): Promise<Fig['cold']> {
 async function round(s: Subject): Promise<Fig> {
   const cold = await coldRun(s);
   // Warm start, one task, idle, one task; the throughput run, idle.
-  const p = await spawnProvider({ turns: Array.from({ length: 2 + TASKS }, () => TASK_TURNS).flat(), apiKey: API_KEY });
+  const extra = EXTRA_TURN ? [...Array.from({ length: TASKS }, () => TASK_TURNS).flat(), ...Array.from({ length: TASKS }, () => TWO_TOOL_TURNS).flat()] : [];
+  const p = await spawnProvider({ turns: [...Array.from({ length: 2 + TASKS }, () => TASK_TURNS).flat(), ...extra], apiKey: API_KEY });
   const sv = s.serve(capsule(s, p.url), false);
   const pid = sv.proc.pid!;
   const peak = samplePeak(pid);
@@ -203,10 +216,20 @@ async function round(s: Subject): Promise<Fig> {
   const afterLast = await memoryAfter(pid, lastDone);
   const hwm = treeStat(pid).hwm;
   const peakRss = peak.stop();
+  // After the readings above, so none of their rows moves with the flag. The provider's turns are
+  // taken in order: a capsule runs its tasks one at a time (task_acceptance: queue).
+  let turns: Fig['turns'];
+  if (EXTRA_TURN) {
+    const e0 = performance.now();
+    await client.run(2 + TASKS, TASKS, SENDERS);
+    const e1 = performance.now();
+    await client.run(2 + 2 * TASKS, TASKS, SENDERS);
+    turns = { one: (e1 - e0) / TASKS, two: (performance.now() - e1) / TASKS };
+  }
   client.close();
   await sv.stop();
   await p.stop();
-  const spacing = traceSpacing(s.name, sv.workdir, TASKS);
+  const spacing = traceSpacing(s.name, sv.workdir, TASKS, EXTRA_TURN ? 2 * TASKS : 0);
   return {
     cold,
     ready,
@@ -216,6 +239,7 @@ async function round(s: Subject): Promise<Fig> {
     perTask: (lastDone - t0) / TASKS,
     spacing,
     afterLast,
+    ...(turns ? { turns } : {}),
     peak: peakRss,
     hwm,
     script: s.script(),
@@ -258,6 +282,11 @@ function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void
     metric(`RSS ${ms / 1000} s after the last of ${TASKS + 2} tasks`, (f) => f.afterLast[i]!.rss, fmtMiB);
     metric(`private ${ms / 1000} s after the last of ${TASKS + 2} tasks`, (f) => f.afterLast[i]!.priv, fmtMiB);
   });
+  if (EXTRA_TURN) {
+    metric(`time per task, one tool turn, after the readings (client)`, (f) => f.turns!.one, fmtTime);
+    metric(`time per task, two tool turns (client)`, (f) => f.turns!.two, fmtTime);
+    metric('each extra tool turn (two − one)', (f) => f.turns!.two - f.turns!.one, fmtTime);
+  }
   metric('peak RSS over the run, sampled every 20 ms', (f) => f.peak, fmtMiB);
   metric('VmHWM summed over the tree at the end', (f) => f.hwm, fmtMiB);
   metric('a task after 45 s idle, send → completed', (f) => f.afterIdle, fmtTime);
