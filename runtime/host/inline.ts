@@ -24,7 +24,8 @@ import { MurError } from '../errors.ts';
 import { compiledModulesSync } from './core-modules.ts';
 import { DeadlineExceeded, GuestError, HostFault } from './errors.ts';
 import { GROW_FAILED_EXPORT } from './grow-probe.ts';
-import { importSpecFor, type HostImports } from './import-spec.ts';
+import { importSpecFor } from './import-spec.ts';
+import type { InstanceOptions } from './instance.ts';
 import type { Grants, NetworkDenial } from './protocol.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 import { classifyTrap } from './trap.ts';
@@ -37,19 +38,12 @@ type Instantiate = (
   inst: (m: WebAssembly.Module, i: WebAssembly.Imports) => WebAssembly.Instance,
 ) => Record<string, unknown> | Promise<Record<string, unknown>>;
 
-export interface InlineOptions {
-  grants: Grants;
-  /** Host imports by interface: each must return its answer, not a promise. */
-  imports?: HostImports;
-  /** Default deadline per call (instantiation included). */
-  deadlineMs: number;
-  /** The manifest field the deadline comes from, named in the error. */
-  deadlineField?: string;
-  /** Linear memory cap per core module. */
-  memoryBytes: number;
-  /** Told of each outgoing request the network grant refused (for the trace). */
-  onNetworkDenied?: (d: NetworkDenial) => void;
-}
+/**
+ * What an instance run here takes: the worker instance's options (instance.ts) without those about
+ * a worker (retiring, the thread, spinning). Its host imports must each return their answer, not a
+ * promise.
+ */
+export type InlineOptions = Pick<InstanceOptions, 'grants' | 'imports' | 'deadlineMs' | 'deadlineField' | 'memoryBytes' | 'onNetworkDenied'>;
 
 /** A component ready to be instantiated on this thread without waiting: its glue and the WASI module imported. */
 export interface InlineComponent {
