@@ -7,22 +7,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { capsuleYaml, driverDef, ECHO_TOOL, openKit, type Kit } from './kit.ts';
+import { capsuleYaml, driverDef, ECHO_TOOL, openKit, TWO_TASKS, type Kit } from './kit.ts';
 
 const kits: Kit[] = [];
 afterAll(async () => {
   await Promise.all(kits.map((k) => k.close()));
 });
-
-/** Two tasks, each an echo tool call and an answer. */
-const TWO_TASKS = {
-  turns: [
-    { toolCalls: [{ name: 'echo', input: { text: 'first' } }] },
-    { text: 'answer 1' },
-    { toolCalls: [{ name: 'echo', input: { text: 'second' } }] },
-    { text: 'answer 2' },
-  ],
-};
 
 describe('a session whose component thread went idle', () => {
   it('keeps the small driver in the same worker and starts the JS-engine tool afresh beside it for the next task', async () => {

@@ -45,6 +45,16 @@ export const ECHO_TOOL: ArtifactDef = {
   extra: 'input_schema:\n  type: object\n  properties:\n    text: {type: string}\n',
 };
 
+/** A provider script for two tasks, each an echo tool call and an answer. */
+export const TWO_TASKS = {
+  turns: [
+    { toolCalls: [{ name: 'echo', input: { text: 'first' } }] },
+    { text: 'answer 1' },
+    { toolCalls: [{ name: 'echo', input: { text: 'second' } }] },
+    { text: 'answer 2' },
+  ],
+};
+
 /** The sandbox probe as a tool: its input is the probe's `{op, ...}` request. */
 export const PROBE_TOOL: ArtifactDef = { component: 'sandbox-probe', name: 'probe', runtime: 'tool', extra: 'input_schema: {type: object}\n' };
 

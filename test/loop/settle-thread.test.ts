@@ -6,22 +6,12 @@
  * idle release comes first (MURMUR_COMPONENT_IDLE_MS not above MURMUR_SETTLE_MS) it is left to it.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { capsuleYaml, driverDef, ECHO_TOOL, openKit, type Kit } from './kit.ts';
+import { capsuleYaml, driverDef, ECHO_TOOL, openKit, TWO_TASKS, type Kit } from './kit.ts';
 
 const kits: Kit[] = [];
 afterAll(async () => {
   await Promise.all(kits.map((k) => k.close()));
 });
-
-/** Two tasks, each an echo tool call and an answer. */
-const TWO_TASKS = {
-  turns: [
-    { toolCalls: [{ name: 'echo', input: { text: 'first' } }] },
-    { text: 'answer 1' },
-    { toolCalls: [{ name: 'echo', input: { text: 'second' } }] },
-    { text: 'answer 2' },
-  ],
-};
 
 describe('a session gone quiet after a task', () => {
   it('settles within MURMUR_SETTLE_MS: garbage collected in both isolates and freed memory returned, the thread and every instance kept for the next task', async () => {
