@@ -42,9 +42,9 @@ COPY --from=deps /src/node_modules/better-sqlite3 ./node_modules/better-sqlite3
 RUN cd node_modules/better-sqlite3 \
  && CFLAGS=-Os CXXFLAGS=-Os node /usr/local/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js rebuild --release --nodedir=/usr/local --jobs=max
 RUN node -e "require('/src/node_modules/better-sqlite3/build/Release/better_sqlite3.node')"
-COPY runtime/native/memory.c runtime/native/guard.c runtime/native/caps.c ./
-RUN cc -O2 -shared -fPIC -I/usr/local/include/node -o /src/memory.node memory.c guard.c caps.c \
- && node -e "const a = require('/src/memory.node'); if (typeof a.trim() !== 'boolean' || typeof a.scrub !== 'function' || typeof a.dropCapabilities !== 'function' || typeof a.unresidentMapped !== 'function') process.exit(1)"
+COPY runtime/native/memory.c runtime/native/guard.c runtime/native/caps.c runtime/native/exe.c ./
+RUN cc -O2 -shared -fPIC -I/usr/local/include/node -o /src/memory.node memory.c guard.c caps.c exe.c \
+ && node -e "const a = require('/src/memory.node'); if (typeof a.trim() !== 'boolean' || typeof a.scrub !== 'function' || typeof a.dropCapabilities !== 'function' || typeof a.unresidentMapped !== 'function' || typeof a.unresidentExecutable !== 'function') process.exit(1)"
 
 # 4. The runtime compiled (npm run build) and the files it loads.
 FROM deps AS app

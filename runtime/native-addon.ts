@@ -1,5 +1,5 @@
 /**
- * The runtime's one native addon, runtime/native/memory.node (memory.c + guard.c + caps.c, built by
+ * The runtime's one native addon, runtime/native/memory.node (memory.c + guard.c + caps.c + exe.c, built by
  * scripts/build-native.ts), loaded once for every part that uses it: runtime/memory.ts (freed
  * memory back to the kernel) and runtime/process-guard.ts (secrets out of /proc/<pid>/environ and mem).
  * Looked for beside this module (`native/memory.node`, sources and dist/) and one folder up (the
@@ -24,6 +24,8 @@ export interface NativeAddon {
   nonDumpable?(): boolean;
   /** CAP_SYS_PTRACE, CAP_SYS_RAWIO, CAP_SYS_MODULE out of every set, bounding set included, on every thread: '' or what failed. */
   dropCapabilities?(): string;
+  /** madvise(MADV_DONTNEED) of the running executable's read-only mappings holding no page of their own (exe.c): bytes that were resident in them, -1 without /proc. */
+  unresidentExecutable?(): number;
 }
 
 let addon: NativeAddon | null | undefined;

@@ -27,8 +27,9 @@
  *
  * Exports: trim() -> boolean (true when memory was returned), mapFile, what guard.c adds (scrub,
  * nonDumpable: the runtime's secrets kept out of /proc/<pid>/environ, cmdline and mem) and caps.c
- * (dropCapabilities: no child can hold a capability that reads them). Built from
- * the three files by scripts/build-native.ts with the C compiler against the running Node's own headers
+ * (dropCapabilities: no child can hold a capability that reads them) and exe.c
+ * (unresidentExecutable: the Node binary's pages out of an idle process's resident set). Built from
+ * the four files by scripts/build-native.ts with the C compiler against the running Node's own headers
  * (Node-API, ABI-stable: one build loads on Node 20 and 24).
  */
 #include <fcntl.h>
@@ -42,6 +43,7 @@
 
 int guard_exports(napi_env env, napi_value exports);
 int caps_exports(napi_env env, napi_value exports);
+int exe_exports(napi_env env, napi_value exports);
 
 static napi_value Trim(napi_env env, napi_callback_info info) {
   (void)info;
@@ -130,5 +132,6 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   if (napi_set_named_property(env, exports, "unresidentMapped", fn) != napi_ok) return NULL;
   if (guard_exports(env, exports) != 0) return NULL;
   if (caps_exports(env, exports) != 0) return NULL;
+  if (exe_exports(env, exports) != 0) return NULL;
   return exports;
 }
