@@ -16,8 +16,13 @@
  * bench prints the main thread's samples during the measured batch by module (self time) and the
  * heaviest functions (cpu-profile-summary.ts).
  *
+ * `--gc`: each serving process runs with `--trace-gc-nvp`, and the bench adds, per task during the
+ * measured batch, what the main thread and the worker threads (the component thread, mostly)
+ * allocated, their scavenges and their GC pauses (gc-trace.ts). The tracing itself costs a little
+ * CPU: compare CPU figures of runs without it.
+ *
  *   npm run bench task-cpu    (this checkout's dist/ alone)
- *   node --import tsx bench/task-cpu.ts --arm base=/tmp/wt-base --arm head=. [--rounds 5] [--tasks 400] [--warmup 40] [--senders 8] [--client poller|blocking] [--answer-chars 4] [--prof <dir>]
+ *   node --import tsx bench/task-cpu.ts --arm base=/tmp/wt-base --arm head=. [--rounds 5] [--tasks 400] [--warmup 40] [--senders 8] [--client poller|blocking] [--answer-chars 4] [--prof <dir>] [--gc]
  */
 import http from 'node:http';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +35,7 @@ import { spawnProvider } from './provider-process.ts';
 import { TaskClient } from './task-poller.ts';
 import { choiceArg, fmtTime, machineLine, paired, pairedRows, table, numArg } from './paired.ts';
 import { summarizeProfile } from './cpu-profile-summary.ts';
+import { GcTrace, type GcWindow } from './gc-trace.ts';
 
 const ROUNDS = numArg('rounds', 5);
 const TASKS = numArg('tasks', 400);
@@ -48,6 +54,7 @@ const PROF = (() => {
   const i = process.argv.indexOf('--prof');
   return i > 0 ? resolve(process.argv[i + 1]!) : undefined;
 })();
+const GC = process.argv.includes('--gc');
 const ARMS = process.argv
   .flatMap((a, i) => (process.argv[i - 1] === '--arm' ? [a] : []))
   .map((a) => {
@@ -91,7 +98,7 @@ async function main(): Promise<void> {
     apiKey: API_KEY,
     onExhausted: 'repeat-last',
   });
-  const figs = new Map<string, { all: number[]; main: number[]; wall: number[]; threads: Map<string, number>[] }>();
+  const figs = new Map<string, { all: number[]; main: number[]; wall: number[]; threads: Map<string, number>[]; gc: GcWindow[] }>();
 
   const round = async (arm: { name: string; root: string }, r: number): Promise<number> => {
     const profDir = PROF && join(PROF, `${arm.name}-${r}`);
@@ -99,9 +106,10 @@ async function main(): Promise<void> {
     const served = serve('dist', stack.capsule, stack.registry, providerEnv(provider.url, cache), [], {
       asImage: true,
       root: arm.root,
-      nodeFlags: profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
+      nodeFlags: [...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(GC ? ['--trace-gc-nvp'] : [])],
     });
     const proc = served.proc;
+    const gc = GC ? new GcTrace(proc.stdout!) : undefined;
     const url = await served.url.catch((e: Error) => {
       throw new Error(`${arm.name}: ${e.message}`);
     });
@@ -120,9 +128,11 @@ async function main(): Promise<void> {
     const gets0 = client.sent.get('tasks/get') ?? 0;
     const before = cpuMs(proc.pid!);
     const tb = threads(proc.pid!);
+    gc?.start();
     const t0 = process.hrtime.bigint();
     await run(WARMUP, TASKS);
     const t1 = process.hrtime.bigint();
+    const gcWindow = gc?.stop();
     const after = cpuMs(proc.pid!);
     const ta = threads(proc.pid!);
     const gets = ((client.sent.get('tasks/get') ?? 0) - gets0) / TASKS;
@@ -130,7 +140,8 @@ async function main(): Promise<void> {
     agent.destroy();
     await served.stop();
     const per = new Map([...ta].map(([k, v]) => [k, (v - (tb.get(k) ?? 0)) / TASKS]));
-    const f = figs.get(arm.name) ?? { all: [], main: [], wall: [], threads: [] };
+    const f = figs.get(arm.name) ?? { all: [], main: [], wall: [], threads: [], gc: [] };
+    if (gcWindow) f.gc.push(gcWindow);
     f.wall.push(Number(t1 - t0) / 1e6 / TASKS);
     f.all.push((after.all - before.all) / TASKS);
     f.main.push((after.main - before.main) / TASKS);
@@ -159,7 +170,7 @@ async function main(): Promise<void> {
   await provider.stop();
 
   const rows: [string, string, string?][] = [];
-  const summary = (label: string, pick: (f: { all: number[]; main: number[]; wall: number[] }) => number[]): void => {
+  const summary = (label: string, pick: (f: { all: number[]; main: number[]; wall: number[]; gc: GcWindow[] }) => number[], fmt = fmtTime): void => {
     const names = ARMS.map((a) => `${label}, ${a.name}`);
     const samples = ARMS.map((a) => pick(figs.get(a.name)!));
     const spreadOf = (xs: number[]) => {
@@ -176,7 +187,7 @@ async function main(): Promise<void> {
             return { name, samples: rs, spread: spreadOf(rs) };
           }),
         },
-        fmtTime,
+        fmt,
       ),
     );
   };
@@ -185,6 +196,17 @@ async function main(): Promise<void> {
   // Wall time per task (the batch's wall / tasks) moves with everything else the machine runs: the
   // paired ratio only, and only beside the CPU figures.
   summary('wall time per task', (f) => f.wall);
+  if (GC) {
+    const kib = (b: number): string => `${(b / 1024).toFixed(1)} KiB`;
+    const count = (n: number): string => n.toFixed(3);
+    summary('allocated per task, main thread', (f) => f.gc.map((g) => g.main.allocatedBytes / TASKS), kib);
+    summary('allocated per task, worker threads', (f) => f.gc.map((g) => g.workers.allocatedBytes / TASKS), kib);
+    summary('scavenges per task, main thread', (f) => f.gc.map((g) => g.main.scavenges / TASKS), count);
+    summary('scavenges per task, worker threads', (f) => f.gc.map((g) => g.workers.scavenges / TASKS), count);
+    summary('full GCs per task, main thread', (f) => f.gc.map((g) => g.main.full / TASKS), count);
+    summary('GC pause per task, main thread', (f) => f.gc.map((g) => g.main.pauseMs / TASKS));
+    summary('GC pause per task, worker threads', (f) => f.gc.map((g) => g.workers.pauseMs / TASKS));
+  }
   console.log(
     `mur serve CPU per task (user + system): ${TASKS} one-turn tasks (a ${ANSWER_CHARS}-character answer) after ${WARMUP}, ${SENDERS} senders, ${CLIENT} client, ${ROUNDS} rounds`,
   );

@@ -291,4 +291,10 @@ describe('worker flags', () => {
     expect(await new Promise((r) => w.once('message', r))).toBe('up');
     await w.terminate();
   });
+
+  it("a runtime started with V8's GC tracing options (bench/task-cpu.ts --gc) still starts its workers: V8 traces their isolates anyway", () => {
+    const parent = ['--trace-gc', '--trace-gc-nvp', '--trace_gc_verbose', '--enable-source-maps'];
+    expect(() => new Worker('1', { eval: true, execArgv: parent })).toThrow(/invalid execArgv/);
+    expect(workerExecArgv(parent)).toEqual(['--enable-source-maps']);
+  });
 });
