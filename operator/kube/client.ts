@@ -6,11 +6,12 @@
  * server-side apply is `application/apply-patch+yaml` with a field manager and `force=true`,
  * status is a merge patch on the `/status` subresource (real-apiserver.md §5).
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { createRequire } from 'node:module';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { SERVICE_ACCOUNT_DIR, ServiceAccountCredentials } from '../../runtime/contracts/in-cluster.ts';
 import type { KubeObject } from '../api/types.ts';
 import { clusterSource } from './cluster-source.ts';
 
@@ -22,9 +23,6 @@ import { clusterSource } from './cluster-source.ts';
  */
 const loadClientNode = () => createRequire(import.meta.url)('@kubernetes/client-node') as typeof import('@kubernetes/client-node');
 
-/** Where the kubelet mounts the ServiceAccount token, CA and namespace. */
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-
 interface Auth {
   server: URL;
   apply(opts: https.RequestOptions): Promise<void>;
@@ -33,26 +31,14 @@ interface Auth {
 /** In-cluster: the API server from KUBERNETES_SERVICE_HOST/PORT, the token re-read when the kubelet rotates it. */
 class ServiceAccountAuth implements Auth {
   readonly server: URL;
-  private token = '';
-  private tokenMtime = -1;
-  private readonly ca: Buffer;
-  constructor(
-    private readonly dir: string,
-    host: string,
-    port: string,
-  ) {
-    this.server = new URL(`https://${host.includes(':') ? `[${host}]` : host}:${port}`);
-    this.ca = readFileSync(`${dir}/ca.crt`);
+  private readonly credentials: ServiceAccountCredentials;
+  constructor(dir: string, host: string, port: string) {
+    this.credentials = new ServiceAccountCredentials(dir, host, port);
+    this.server = this.credentials.server;
   }
   async apply(opts: https.RequestOptions): Promise<void> {
-    const file = `${this.dir}/token`;
-    const m = statSync(file).mtimeMs;
-    if (m !== this.tokenMtime) {
-      this.token = readFileSync(file, 'utf8').trim();
-      this.tokenMtime = m;
-    }
-    opts.ca = this.ca;
-    opts.headers = { ...(opts.headers as Record<string, string>), Authorization: `Bearer ${this.token}` };
+    opts.ca = this.credentials.ca;
+    opts.headers = { ...(opts.headers as Record<string, string>), Authorization: `Bearer ${this.credentials.bearer()}` };
   }
 }
 

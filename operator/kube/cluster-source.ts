@@ -7,8 +7,9 @@
  * fails at start with a message saying what it looked for.
  */
 import { delimiter, join } from 'node:path';
+import { SERVICE_ACCOUNT_DIR } from '../../runtime/contracts/in-cluster.ts';
 
-export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+export const SERVICE_ACCOUNT_TOKEN = join(SERVICE_ACCOUNT_DIR, 'token');
 
 export type ClusterSource = { kind: 'kubeconfig'; files: string[] } | { kind: 'in-cluster'; host: string } | { kind: 'none'; looked: string[] };
 
