@@ -9,14 +9,18 @@
  * the same claims re-signed unexpired are accepted, so only the changed claim is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
 import { startA2AServer, type A2AServer } from '../../runtime/a2a/server/server.ts';
 import { tokenReviewVerifier } from '../../runtime/a2a/server/token-review.ts';
+import { inClusterFromEnv } from '../../runtime/a2a/server/token-review-in-cluster.ts';
+import type { TokenVerifier } from '../../runtime/a2a/server/auth.ts';
 import { freePort } from '../cli/serve-kit.ts';
+import { tmp } from '../loop/kit.ts';
 import { cluster, eventually, kubeconfig, kubectl } from './helpers.ts';
 
 const NS = `a2a-sa-${Math.floor(Math.random() * 1e6)}`;
@@ -26,6 +30,13 @@ let audience: string;
 
 async function token(sa: string, aud: string, extra: string[] = []): Promise<string> {
   const r = await kubectl(['create', 'token', sa, '-n', NS, '--audience', aud, ...extra]);
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout.trim();
+}
+
+/** A token for the API server itself (its default audience), as the kubelet mounts in a pod. */
+async function apiToken(sa: string): Promise<string> {
+  const r = await kubectl(['create', 'token', sa, '-n', NS]);
   expect(r.code, r.stderr).toBe(0);
   return r.stdout.trim();
 }
@@ -55,12 +66,56 @@ beforeAll(async () => {
     ['create', 'namespace', NS],
     ['create', 'serviceaccount', 'peer', '-n', NS],
     ['create', 'serviceaccount', 'stranger', '-n', NS],
+    ['create', 'serviceaccount', 'reviewer', '-n', NS],
+    ['create', 'clusterrolebinding', `${NS}-reviewer`, '--clusterrole', 'system:auth-delegator', '--serviceaccount', `${NS}:reviewer`],
   ]) {
     const r = await kubectl(args);
     expect(r.code, r.stderr).toBe(0);
   }
+}, 60_000);
+
+afterAll(async () => {
+  await kubectl(['delete', 'clusterrolebinding', `${NS}-reviewer`]);
+  await kubectl(['delete', 'namespace', NS, '--wait=false']);
+});
+
+function kubeConfig(): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
+  return kc;
+}
+
+/**
+ * What a pod has: the API server's address in the environment and its ServiceAccount's `token`
+ * and `ca.crt` in one folder (here the `reviewer` ServiceAccount, allowed to create TokenReviews
+ * as the operator's Role lets a capsule's).
+ */
+async function podCredentials(): Promise<{ host: string; port: number; dir: string }> {
+  const cluster = kubeConfig().getCurrentCluster();
+  if (!cluster) throw new Error(`${kubeconfig} has no current cluster`);
+  const url = new URL(cluster.server);
+  const dir = join(tmp('sa-'), 'serviceaccount');
+  mkdirSync(dir);
+  const ca = cluster.caData ? Buffer.from(cluster.caData, 'base64') : cluster.caFile ? readFileSync(cluster.caFile) : undefined;
+  if (!ca) throw new Error(`${kubeconfig}: the cluster gives no CA, which a pod's ca.crt would hold`);
+  writeFileSync(join(dir, 'ca.crt'), ca);
+  writeFileSync(join(dir, 'token'), await apiToken('reviewer'));
+  return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 443), dir };
+}
+
+/** How the runtime reaches the API server: with a kubeconfig through client-node, or from a pod with its own HTTPS request. */
+const TRANSPORTS: Array<[string, () => Promise<(audience: string) => TokenVerifier>]> = [
+  ['a kubeconfig, through client-node', async () => (aud) => tokenReviewVerifier({ audience: aud, kubeConfig: kubeConfig(), cacheMs: 0 })],
+  [
+    "a pod's in-cluster credentials, through one HTTPS request",
+    async () => {
+      const inCluster = await podCredentials();
+      return (aud) => tokenReviewVerifier({ audience: aud, inCluster, cacheMs: 0 });
+    },
+  ],
+];
+
+async function serveWith(verifier: (audience: string) => TokenVerifier): Promise<void> {
   // The audience is the agent's own URL: its port is chosen first so the one server knows it.
   const port = await freePort();
   audience = `http://127.0.0.1:${port}/`;
@@ -74,20 +129,18 @@ beforeAll(async () => {
     },
     port,
     auth: createAuthenticator({
-      serviceAccounts: tokenReviewVerifier({ audience, kubeConfig: kc, cacheMs: 0 }),
+      serviceAccounts: verifier(audience),
       anonymous: false,
       trustedCallers: [`system:serviceaccount:${NS}:peer`],
     }),
   });
   expect(server.url).toBe(audience);
-}, 60_000);
+}
 
-afterAll(async () => {
-  await server?.close();
-  await kubectl(['delete', 'namespace', NS, '--wait=false']);
-});
+describe.each(TRANSPORTS)('ServiceAccount tokens (TokenReview on a real API server), with %s', (_, transport) => {
+  beforeAll(async () => serveWith(await transport()), 60_000);
+  afterAll(async () => server?.close());
 
-describe('ServiceAccount tokens (TokenReview on a real API server)', () => {
   it('the card offers the serviceAccount scheme', async () => {
     const card = await (await fetch(new URL('.well-known/agent-card.json', server.url), { headers: { 'A2A-Version': '1.0' } })).json();
     expect(card.securitySchemes.serviceAccount.httpAuthSecurityScheme).toMatchObject({ scheme: 'Bearer', bearerFormat: 'JWT' });
@@ -180,5 +233,28 @@ describe('ServiceAccount tokens (TokenReview on a real API server)', () => {
         .sign(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
       expect((await send(forged)).status).toBe(401);
     });
+  });
+});
+
+describe("a TokenReview from a pod's in-cluster credentials", () => {
+  it("re-reads the pod's own token for each review (the kubelet rotates it), and a refusal by the API server refuses the caller", async () => {
+    const inCluster = await podCredentials();
+    const verifier = tokenReviewVerifier({ audience: 'http://callee.test/', inCluster, cacheMs: 0 });
+    const caller = await token('peer', 'http://callee.test/');
+    expect(await verifier.verify(caller)).toEqual({ username: `system:serviceaccount:${NS}:peer` });
+    // The pod's token replaced by one of a ServiceAccount that may not create TokenReviews.
+    const own = readFileSync(join(inCluster.dir, 'token'), 'utf8');
+    writeFileSync(join(inCluster.dir, 'token'), await apiToken('stranger'));
+    await expect(verifier.verify(caller)).rejects.toThrow(/^TokenReview: the API server answered 403: .*tokenreviews/);
+    writeFileSync(join(inCluster.dir, 'token'), own);
+    expect(await verifier.verify(caller)).toEqual({ username: `system:serviceaccount:${NS}:peer` });
+  });
+
+  it('is what a pod uses by default: the service host in the environment and the token and CA mounted', async () => {
+    const { dir } = await podCredentials();
+    expect(inClusterFromEnv({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '6443' }, dir)).toEqual({ host: '10.96.0.1', port: 6443, dir });
+    expect(inClusterFromEnv({ KUBERNETES_SERVICE_HOST: '10.96.0.1' }, dir)).toEqual({ host: '10.96.0.1', port: 443, dir });
+    expect(inClusterFromEnv({}, dir)).toBeUndefined();
+    expect(inClusterFromEnv({ KUBERNETES_SERVICE_HOST: '10.96.0.1' }, join(dir, 'absent'))).toBeUndefined();
   });
 });

@@ -7,31 +7,31 @@
  *
  * Asking the API server (rather than checking the JWT against its OIDC keys locally) also catches
  * revocation; results are kept for `cacheMs` so a busy caller costs one review per window.
+ *
+ * In a pod (the in-cluster credentials mounted) the review is one HTTPS request of its own
+ * (token-review-in-cluster.ts, which says why); with a kubeconfig it goes through client-node.
  */
 import { createHash } from 'node:crypto';
 import type { AuthenticationV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { TokenVerifier } from './auth.ts';
+import { inClusterFromEnv, inClusterReviewer, type InCluster, type TokenReviewStatus } from './token-review-in-cluster.ts';
 
 type ClientNode = typeof import('@kubernetes/client-node');
 
 export interface TokenReviewOptions {
   /** The audience the token must carry: this agent's public URL. */
   audience: string;
-  /** Credentials for the API server. Default: in-cluster, else $KUBECONFIG / ~/.kube/config. */
+  /** Credentials for the API server through client-node. Default: in-cluster, else $KUBECONFIG / ~/.kube/config. */
   kubeConfig?: KubeConfig;
+  /** The in-cluster credentials to use instead of client-node. Default: the pod's own, when mounted and no kubeConfig is given. */
+  inCluster?: InCluster;
   /** How long a verdict is reused. Default 10 s; 0 = ask every time. */
   cacheMs?: number;
 }
 
 export function tokenReviewVerifier(o: TokenReviewOptions): TokenVerifier {
-  // The library is imported here, when token review is asked for, not at module load: every
-  // `mur serve` imports this module, and client-node costs ≈ 27 MiB of heap (≈ 60 MiB RSS,
-  // measured) in a process that without --token-review never calls it. The import starts now, so
-  // the first token waits for it only when it comes before the import is done.
-  const client: Promise<AuthenticationV1Api> = import('@kubernetes/client-node').then((k) =>
-    (o.kubeConfig ?? defaultKubeConfig(k)).makeApiClient(k.AuthenticationV1Api),
-  );
-  client.catch(() => {}); // surfaces on the first verify
+  const inCluster = o.inCluster ?? (o.kubeConfig ? undefined : inClusterFromEnv());
+  const review = inCluster ? inClusterReviewer(inCluster) : clientNodeReviewer(o.kubeConfig);
   const cacheMs = o.cacheMs ?? 10_000;
   const cache = new Map<string, { at: number; verdict: { username: string } | undefined }>();
   return {
@@ -39,10 +39,7 @@ export function tokenReviewVerifier(o: TokenReviewOptions): TokenVerifier {
       const k = createHash('sha256').update(token).digest('hex');
       const hit = cache.get(k);
       if (hit && Date.now() - hit.at < cacheMs) return hit.verdict;
-      const review = await (await client).createTokenReview({
-        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [o.audience] } },
-      });
-      const st = review.status;
+      const st = await review(token, o.audience);
       const ok = st?.authenticated === true && (st.audiences ?? []).includes(o.audience) && !!st.user?.username;
       const verdict = ok ? { username: st!.user!.username! } : undefined;
       if (cacheMs > 0) {
@@ -52,6 +49,21 @@ export function tokenReviewVerifier(o: TokenReviewOptions): TokenVerifier {
       return verdict;
     },
   };
+}
+
+/** Reviews through client-node, with a kubeconfig's credentials. */
+function clientNodeReviewer(kubeConfig: KubeConfig | undefined): (token: string, audience: string) => Promise<TokenReviewStatus | undefined> {
+  // The library is imported here, when token review is asked for, not at module load: every
+  // `mur serve` imports this module, and client-node costs ≈ 27 MiB of heap (≈ 60 MiB RSS,
+  // measured) in a process that without --token-review never calls it. The import starts now, so
+  // the first token waits for it only when it comes before the import is done.
+  const client: Promise<AuthenticationV1Api> = import('@kubernetes/client-node').then((k) =>
+    (kubeConfig ?? defaultKubeConfig(k)).makeApiClient(k.AuthenticationV1Api),
+  );
+  client.catch(() => {}); // surfaces on the first verify
+  return async (token, audience) =>
+    (await (await client).createTokenReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [audience] } } }))
+      .status;
 }
 
 function defaultKubeConfig(k: ClientNode): KubeConfig {
