@@ -10,6 +10,7 @@ import { basename, join } from 'node:path';
 import { PROJECT_ROOT, seedCacheDirs } from '../wit/packages.ts';
 import { ComponentLoadError, IntegrityError } from './errors.ts';
 import { JCO_VERSION, type Meta } from './transpile-jco.ts';
+import { GLUE_REVISION } from './glue-rewrite.ts';
 import { transpileInChild } from './transpile-child-run.ts';
 import { knownDigest, readDigested, rememberDigest, sameFile, type FileIdentity } from './file-digest.ts';
 
@@ -113,8 +114,12 @@ export function cachedUnchanged(
   return cached(name, pinned, cacheDir, explicit);
 }
 
-/** A cache entry's folder name, the same in the seeds and the writable cache: digest and jco version. */
-const entryName = (sha: string): string => `${sha}-jco${JCO_VERSION}`;
+/**
+ * A cache entry's folder name, the same in the seeds and the writable cache: digest, jco version and
+ * the revision of the runtime's rewrite of jco's glue (glue-rewrite.ts), so an entry another
+ * revision wrote is never served.
+ */
+const entryName = (sha: string): string => `${sha}-jco${JCO_VERSION}-${GLUE_REVISION}`;
 
 /** The writable cache's entry folder of the component with digest `sha`. */
 export function cacheEntryDir(sha: string, cacheDir: string): string {

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ComponentLoadError } from './errors.ts';
+import { rewriteGlue } from './glue-rewrite.ts';
 
 // Resolved from this module, not from PROJECT_ROOT: compiled to dist/, PROJECT_ROOT is dist/ and
 // has no node_modules beside it (the runtime image), and the version would read 'unknown'.
@@ -111,7 +112,9 @@ export async function transpileInto(name: string, bytes: Uint8Array, dir: string
     let data = content;
     if (file.endsWith('.js')) {
       // Belt and braces for the non-hybrid paths of the glue.
-      data = Buffer.from(Buffer.from(content).toString('utf8').replaceAll('if (!globalThis?.process?.env?.JCO_DEBUG) { return; }', 'return;'));
+      const js = Buffer.from(content).toString('utf8').replaceAll('if (!globalThis?.process?.env?.JCO_DEBUG) { return; }', 'return;');
+      // Synchronous host imports called without jco's async-task bookkeeping (glue-rewrite.ts).
+      data = Buffer.from(rewriteGlue(js).js);
     }
     if (file.endsWith('.wasm')) coreFiles.push(file);
     mkdirSync(join(tmp, file, '..'), { recursive: true });
