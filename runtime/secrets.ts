@@ -97,7 +97,11 @@ function walk(v: unknown, seen: WeakSet<object>): unknown {
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return v; // class instances (Buffers, Dates…) pass as they are
   let out: Record<string, unknown> | undefined;
-  for (const [k, x] of Object.entries(v)) {
+  // for…in over own keys, not Object.entries: no array of pairs per object walked (every step record
+  // of a task is walked while a secret is held).
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    const x = (v as Record<string, unknown>)[k];
     const rk = redact(k);
     const r = walk(x, seen);
     if (r !== x || rk !== k) {

@@ -37,7 +37,18 @@ export class TraceWriter {
 
   write(eventType: string, fields: Record<string, unknown> = {}): void {
     if (this.closed) return;
-    let line = { event_type: eventType, session_id: this.sessionId, timestamp: Date.now(), seq: ++this.seq, ...dropUndefined(fields) };
+    let line: TraceEvent & { session_id: string; timestamp: number; seq: number } = {
+      event_type: eventType,
+      session_id: this.sessionId,
+      timestamp: Date.now(),
+      seq: ++this.seq,
+    };
+    // An omitted number is absent from the trace, never written as 0 or null. Copied in place, not
+    // spread from a filtered copy: a line is written for every step of every task (issue 42).
+    for (const k in fields) {
+      const v = fields[k];
+      if (v !== undefined && Object.hasOwn(fields, k)) line[k] = v;
+    }
     let text = JSON.stringify(line);
     // One search of the serialized line; the event is rebuilt only when it holds a secret.
     if (redact(text) !== text) {
@@ -62,11 +73,4 @@ export class TraceWriter {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }
-}
-
-/** An omitted number is absent from the trace, never written as 0 or null. */
-function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
-  return out;
 }

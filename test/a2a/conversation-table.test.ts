@@ -7,8 +7,9 @@
  */
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import { openStore, type DurableStore } from '../../runtime/a2a/store/store.ts';
+import { StoreSqliteDialect } from '../../runtime/a2a/store/sqlite-dialect.ts';
 import { CONVERSATION_TABLE, conversationTable } from '../../runtime/a2a/store/conversation-table.ts';
 import { HISTORIES_MAX_BYTES, RECORD_LIMIT, RECORD_MAX_BYTES } from '../../runtime/loop/capsule-session.ts';
 import type { ConversationMessage } from '../../runtime/inference/wire.ts';
@@ -25,6 +26,25 @@ const MiB = 1024 * 1024;
 const msg = (text: string): ConversationMessage => ({ role: 'user', content: [{ type: 'text', text }] }) as ConversationMessage;
 const firstWord = (m: ConversationMessage) => (m.content[0] as { text: string }).text.split(' ')[0];
 const ANN: ConversationOwner = { tenant: '', user: 'apikey:ann' };
+
+/**
+ * A second Kysely on the SQLite store's own connection that records the first word of every
+ * statement it sends to the engine (Kysely's SQLite driver prepares each statement it runs, from
+ * the store's statement cache), compiled by Kysely or not.
+ */
+function statementsSent(store: DurableStore): { db: Kysely<Record<string, never>>; sent: string[] } {
+  const sent: string[] = [];
+  const engine = store.statements!;
+  const db = new Kysely<Record<string, never>>({
+    dialect: new StoreSqliteDialect({
+      database: {
+        prepare: (text: string) => (sent.push(text.trim().split(/\s+/)[0]!.toLowerCase()), engine.prepare(text)),
+        close: () => {},
+      },
+    }),
+  });
+  return { db, sent };
+}
 
 describe('conversation table', () => {
   it('loads the record within 16 MiB and a context within 32 MiB: the newest messages that fit, oldest first', async () => {
@@ -45,20 +65,20 @@ describe('conversation table', () => {
   it('on SQLite an append after the first takes its numbers without reading max(seq); one meeting a number another writer took reads it again', async () => {
     const store = await openStore(`sqlite:${join(tmp('conv-seq-'), 'c.db')}`);
     cleanup.push(() => store.close());
-    const kinds: string[] = [];
-    const db = store.db.withPlugin({ transformQuery: (a) => (kinds.push(a.node.kind), a.node), transformResult: async (a) => a.result });
+    const { db, sent } = statementsSent(store);
+    cleanup.push(() => db.destroy());
     const one = conversationTable(db, 'sqlite');
     await one.append(ANN, 'c', [msg('a1 first'), msg('a2')]);
-    expect(kinds).toEqual(['SelectQueryNode', 'InsertQueryNode']);
-    kinds.length = 0;
+    expect(sent).toEqual(['begin', 'select', 'insert', 'commit']);
+    sent.length = 0;
     await one.append(ANN, 'c', [msg('a3')]);
     await one.append(ANN, 'c', [msg('a4')]);
-    expect(kinds).toEqual(['InsertQueryNode', 'InsertQueryNode']);
+    expect(sent).toEqual(['insert', 'insert']);
     // Another writer of the file takes the next number: the next append meets it and reads max(seq).
     await conversationTable(store.db, 'sqlite').append(ANN, 'c', [msg('b1')]);
-    kinds.length = 0;
+    sent.length = 0;
     await one.append(ANN, 'c', [msg('a5')]);
-    expect(kinds).toEqual(['InsertQueryNode', 'SelectQueryNode', 'InsertQueryNode']);
+    expect(sent).toEqual(['insert', 'begin', 'select', 'insert', 'commit']);
     const rows = await store.db.selectFrom(CONVERSATION_TABLE).select(['seq', 'message']).orderBy('seq').execute();
     expect(rows.map((r) => [Number(r.seq), firstWord(JSON.parse(r.message as string))])).toEqual([
       [1, 'a1'],
@@ -68,6 +88,33 @@ describe('conversation table', () => {
       [5, 'b1'],
       [6, 'a5'],
     ]);
+  });
+
+  it("on SQLite the append's INSERT is compiled once per number of rows: later appends run its SQL with their own values", async () => {
+    const store = await openStore(`sqlite:${join(tmp('conv-compile-'), 'c.db')}`);
+    cleanup.push(() => store.close());
+    const compiled: string[] = [];
+    const db = store.db.withPlugin({ transformQuery: (a) => (compiled.push(a.node.kind), a.node), transformResult: async (a) => a.result });
+    const conv = conversationTable(db, 'sqlite');
+    await conv.append(ANN, 'c', [msg('a1 first')]);
+    compiled.length = 0;
+    for (const w of ['a2', 'a3', 'a4']) await conv.append(ANN, 'c', [msg(`${w} one`)]);
+    await conv.append({ tenant: 't', user: 'apikey:bob' }, 'd', [msg('b1 two'), msg('b2 rows')]);
+    await conv.append(ANN, 'c', [msg('a5 two'), msg('a6 rows')]);
+    expect(compiled).toEqual(['InsertQueryNode', 'InsertQueryNode']);
+    const rows = await store.db.selectFrom(CONVERSATION_TABLE).select(['seq', 'tenant', 'owner', 'context_id', 'bytes', 'message']).orderBy('seq').execute();
+    expect(rows.map((r) => [Number(r.seq), r.tenant, r.owner, r.context_id, firstWord(JSON.parse(r.message as string))])).toEqual([
+      [1, '', 'apikey:ann', 'c', 'a1'],
+      [2, '', 'apikey:ann', 'c', 'a2'],
+      [3, '', 'apikey:ann', 'c', 'a3'],
+      [4, '', 'apikey:ann', 'c', 'a4'],
+      [5, 't', 'apikey:bob', 'd', 'b1'],
+      [6, 't', 'apikey:bob', 'd', 'b2'],
+      [7, '', 'apikey:ann', 'c', 'a5'],
+      [8, '', 'apikey:ann', 'c', 'a6'],
+    ]);
+    for (const r of rows) expect(Number(r.bytes)).toBe(Buffer.byteLength(r.message as string));
+    expect((await store.conversations.loadContext({ tenant: 't', user: 'apikey:bob' }, 'd', MiB)).map(firstWord)).toEqual(['b1', 'b2']);
   });
 
   it('several writers on one PostgreSQL store append at once: unique gap-free numbers, each batch contiguous and in order', async () => {

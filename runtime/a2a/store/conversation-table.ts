@@ -17,8 +17,11 @@
  * knows the next number and appends with the INSERT alone, atomic by itself, instead of BEGIN,
  * max(seq), INSERT, COMMIT (three statements fewer per finished task on `mur serve`, issue 42); an
  * insert that still meets a taken number (another process wrote the file) goes the locked way.
+ * That INSERT is built and compiled by Kysely once per number of rows and then run as the same SQL
+ * with new values (`CompiledQuery.raw`, through the same connection and its lock): building and
+ * compiling it again for every finished task was a tenth of the store's per-task garbage (issue 42).
  */
-import { sql, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { ConversationMessage } from '../../inference/wire.ts';
 import type { ConversationOwner, ConversationStore, OwnedMessage } from '../../inference/conversation-store.ts';
 import { CONVERSATION_TABLE } from './murmur-schema.ts';
@@ -37,6 +40,18 @@ interface Row {
 }
 
 const RECORD_COLUMNS = ['seq', 'bytes', 'message', 'tenant', 'owner'] as const;
+
+/** A row to insert: its columns in this order, which is the order of the INSERT's parameters. */
+interface NewRow {
+  seq: number;
+  tenant: string;
+  owner: string;
+  context_id: string;
+  bytes: number;
+  message: string;
+}
+
+const rowValues = (rows: NewRow[]): unknown[] => rows.flatMap((r) => [r.seq, r.tenant, r.owner, r.context_id, r.bytes, r.message]);
 
 /** Keep the newest rows (rows come newest first) within the byte bound; returns them oldest first. */
 function newestWithin(rows: Row[], maxBytes: number): Row[] {
@@ -63,9 +78,20 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
   const own = new Set<number>();
   // SQLite only: the number after this process's last append (see the header), and the insert at it.
   let nextSeq: number | undefined;
-  const appendAt = async (first: number, rows: Array<Record<string, unknown>>): Promise<number[] | undefined> => {
+  // The INSERT's SQL by number of rows, kept only when Kysely's own compile took the parameters in
+  // rowValues' order (checked on the rows it was compiled for).
+  const insertSql = new Map<number, string>();
+  const insert = (rows: NewRow[]): CompiledQuery => {
+    const known = insertSql.get(rows.length);
+    if (known !== undefined) return CompiledQuery.raw(known, rowValues(rows));
+    const compiled = db.insertInto(CONVERSATION_TABLE).values(rows).compile();
+    const values = rowValues(rows);
+    if (compiled.parameters.length === values.length && compiled.parameters.every((v, i) => v === values[i])) insertSql.set(rows.length, compiled.sql);
+    return compiled;
+  };
+  const appendAt = async (first: number, rows: NewRow[]): Promise<number[] | undefined> => {
     try {
-      await db.insertInto(CONVERSATION_TABLE).values(rows).execute();
+      await db.executeQuery(insert(rows));
       return rows.map((_, i) => first + i);
     } catch (e) {
       nextSeq = undefined;
@@ -122,7 +148,7 @@ export function conversationTable(db: Kysely<any>, kind: 'sqlite' | 'postgres' =
     },
     append(owner: ConversationOwner, contextId, messages) {
       if (messages.length === 0) return Promise.resolve();
-      const rowsFrom = (first: number) =>
+      const rowsFrom = (first: number): NewRow[] =>
         messages.map((m, i) => {
           const message = JSON.stringify(m);
           return { seq: first + i, tenant: owner.tenant, owner: owner.user, context_id: contextId, bytes: Buffer.byteLength(message), message };

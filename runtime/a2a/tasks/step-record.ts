@@ -16,9 +16,11 @@ export const MAX_STEP_FIELDS = 64;
 export function boundedStep(record: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   let n = 0;
-  for (const [k, v] of Object.entries(record)) {
+  // for…in over own keys, not Object.entries: no array of pairs per step (a step per trace record).
+  for (const k in record) {
+    if (!Object.hasOwn(record, k)) continue;
     if (++n > MAX_STEP_FIELDS) break;
-    out[k] = boundedValue(v);
+    out[k] = boundedValue(record[k]);
   }
   return out;
 }
