@@ -3,6 +3,7 @@ import { isMurError } from '../errors.ts';
 import { takeInferenceKey } from '../host/inference-key.ts';
 import { isMurErrorList } from '../manifest/errors.ts';
 import { UsageError } from './args.ts';
+import { endOneShot, startOneShot } from './one-shot.ts';
 import { redactProcessOutput } from './redacted-output.ts';
 import { protectStartupSecrets } from './startup-secrets.ts';
 
@@ -38,7 +39,13 @@ export async function main(argv: string[], out: (s: string) => void = console.lo
   try {
     switch (cmd) {
       case 'run':
-        return await (await import('./run-command.ts')).runCommand(rest, out, err);
+        // One task, then exit: its peak resident set is what it costs (one-shot.ts).
+        startOneShot();
+        try {
+          return await (await import('./run-command.ts')).runCommand(rest, out, err);
+        } finally {
+          endOneShot();
+        }
       case 'serve':
         return await (await import('./serve.ts')).serveCommand(rest, out);
       case 'trace':

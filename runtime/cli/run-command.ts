@@ -7,6 +7,7 @@ import { stage } from '../compose/stage.ts';
 import { printProgress } from './progress.ts';
 import { transpileFirst } from './transpile-first.ts';
 import { MurError, formatTaskFailure } from '../errors.ts';
+import { agentRun, beforeTask, scriptLoaded } from './one-shot.ts';
 
 export const RUN_FLAGS: FlagSpec = {
   task: { type: 'string', help: 'the task text (default: task.md in the capsule folder)' },
@@ -62,8 +63,10 @@ export async function runCommand(argv: string[], out: (s: string) => void = cons
   if (staged.manifest.kind === 'script') {
     // One task: the capsule on this thread when it can, else its workers one-shot (script-session.ts).
     const { runScriptCapsule } = await import('../script/script-session.ts');
-    return await runScriptCapsule(staged, text, { out, err, quiet });
+    scriptLoaded();
+    return await runScriptCapsule(staged, text, { out, err, quiet, beforeTask });
   }
+  agentRun();
   // The agent loop, its MCP client and hooks are loaded for an agent capsule only: a script
   // capsule's one-shot run does without them (≈ 10 MiB of RSS: docs/script-capsules.md).
   const [{ openSession }, { instrument }] = await Promise.all([import('../compose/open.ts'), import('../telemetry/instrument.ts')]);

@@ -388,7 +388,13 @@ function progressLine(e: TraceEvent): string | undefined {
 export async function runScriptCapsule(
   staged: StagedCapsule,
   taskText: string,
-  o: { out(s: string): void; err(s: string): void; quiet?: boolean },
+  o: {
+    out(s: string): void;
+    err(s: string): void;
+    quiet?: boolean;
+    /** Called once the capsule's components are loaded, right before the task runs (`mur run`: cli/one-shot.ts). */
+    beforeTask?: () => void;
+  },
 ): Promise<number> {
   // One task in a process that serves nothing meanwhile: the capsule may run on this thread.
   const session = await ScriptSession.open(staged, { inline: true });
@@ -413,6 +419,7 @@ export async function runScriptCapsule(
   try {
     if (!o.quiet)
       o.out(`capsule component: ${session.capsule.origin === 'artifact' ? `artifact ${session.capsule.name}` : session.capsule.wasmPath} (script capsule)`);
+    o.beforeTask?.();
     outcome = await session.runTask(
       { taskId: randomUUID(), contextId: randomUUID(), text: taskText, trust: 'trusted' },
       { signal: abort.signal, source: 'task_md' },
