@@ -1,7 +1,7 @@
 /**
  * `mur run` is one task in a process that exits after it: what it costs a machine is its peak
  * resident set (what /usr/bin/time, a CI job's memory limit and a pod's scheduler see), not the speed
- * of code that runs once. Measured on a script capsule (docs/measurements/reference.md, session 23),
+ * of code that runs once. Measured on a script capsule (docs/measurements/reference.md),
  * most of that peak is not the run's own memory but two things a one-shot run does not need to
  * keep:
  *
