@@ -18,8 +18,10 @@
  * Why only mappings without a page of their own: on a private file mapping a written page is this
  * process's copy (the relocated read-only-after-relocation data, `Anonymous:` in smaps); DONTNEED
  * would drop the copy and the next read would see the file's unrelocated bytes. So a mapping is
- * advised only when it is not writable and smaps counts no anonymous or dirty page in it. A mapping
- * that is not writable cannot gain a written page between the read and the advice.
+ * advised only when it is not writable and smaps counts no anonymous page in it. A mapping that is
+ * not writable cannot gain a written page between the read and the advice. Dirty pages are not a
+ * reason to keep one: a binary written moments before (an image root just unpacked) shows its
+ * page-cache pages as Private_Dirty until they reach the disk, and they are the file's own bytes.
  */
 #include <node_api.h>
 #include <stdio.h>
@@ -33,7 +35,7 @@ struct vma {
   unsigned long start, end;
   int candidate;        /* the executable's, not writable */
   unsigned long rss_kb; /* resident in this process */
-  int own_pages;        /* Anonymous, Private_Dirty or Shared_Dirty above 0 */
+  int own_pages;        /* Anonymous above 0: a page copied on write, this process's own */
 };
 
 static int value_kb(const char *line, const char *field, unsigned long *kb) {
@@ -68,7 +70,7 @@ static napi_value UnresidentExecutable(napi_env env, napi_callback_info info) {
       cur = (struct vma){start, end, path_at > 0 && strcmp(path, exe) == 0 && strchr(perms, 'w') == NULL, 0, 0};
     } else if (value_kb(line, "Rss:", &kb)) {
       cur.rss_kb = kb;
-    } else if ((value_kb(line, "Anonymous:", &kb) || value_kb(line, "Private_Dirty:", &kb) || value_kb(line, "Shared_Dirty:", &kb)) && kb > 0) {
+    } else if (value_kb(line, "Anonymous:", &kb) && kb > 0) {
       cur.own_pages = 1;
     }
   }
