@@ -57,18 +57,26 @@ const SENDERS = 8;
 const OURS = choiceArg('ours', ['image', 'dist'] as const, 'image');
 const REF_FIX = process.env.MURMUR_REFERENCE_FIXTURES;
 
-/** `--arm NAME:VAR=V,VAR=V` (repeatable): an arm with that environment over the image's. */
-function armsArg(): { name: string; env: Record<string, string> }[] {
-  const arms = [{ name: 'base', env: {} as Record<string, string> }];
+/**
+ * `--arm NAME:VAR=V,VAR=V` (repeatable): an arm with that environment over the image's; an item
+ * that starts with `--` is a node flag, put after the image's own (`--arm semi2:--max-semi-space-size=2`).
+ */
+function armsArg(): { name: string; env: Record<string, string>; flags: string[] }[] {
+  const arms = [{ name: 'base', env: {} as Record<string, string>, flags: [] as string[] }];
   process.argv.forEach((a, i) => {
     if (a !== '--arm') return;
     const [name, vars = ''] = (process.argv[i + 1] ?? '').split(':', 2) as [string, string?];
     const env: Record<string, string> = {};
+    const flags: string[] = [];
     for (const kv of vars.split(',').filter(Boolean)) {
+      if (kv.startsWith('--')) {
+        flags.push(kv);
+        continue;
+      }
       const eq = kv.indexOf('=');
       env[kv.slice(0, eq)] = kv.slice(eq + 1);
     }
-    arms.push({ name, env });
+    arms.push({ name, env, flags });
   });
   return arms;
 }
@@ -177,11 +185,11 @@ function medianSplit(xs: Split[]): Split {
   };
 }
 
-async function round(env: Record<string, string>, reg: string, img: ImageRoot | undefined): Promise<Fig> {
+async function round(env: Record<string, string>, reg: string, img: ImageRoot | undefined, flags: string[] = []): Promise<Fig> {
   const tasks = 1 + 2 * (WARM + 1) + BURST;
   const p = await spawnProvider({ turns: Array.from({ length: tasks }, () => TASK_TURNS).flat(), apiKey: API_KEY });
   const workdir = tmp('idle-work-');
-  const sv = serveIn(img, env, p.url, reg, workdir);
+  const sv = serveIn(img, env, p.url, reg, workdir, flags);
   const pid = sv.proc.pid!;
   const url = await sv.url;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -233,11 +241,11 @@ async function round(env: Record<string, string>, reg: string, img: ImageRoot | 
   return { warm: medianSplit(warmIdx.map((i) => all[i]!)), idle: idleIdx.map((i) => all[i]!), priv1, privMax30, at45, peak, burstMs };
 }
 
-function serveIn(img: ImageRoot | undefined, env: Record<string, string>, endpoint: string, reg: string, workdir: string): Served {
+function serveIn(img: ImageRoot | undefined, env: Record<string, string>, endpoint: string, reg: string, workdir: string, nodeFlags: string[] = []): Served {
   const c = murCommand(
     ['serve', capsule(endpoint), '--a2a-port', '0', '--metrics-port', '0', '--registry', reg, '--workdir', workdir, '--quiet'],
     { HOME: tmp('idle-home-'), MURMUR_COMPONENT_CACHE: cacheOf(img), ...env },
-    img ? { from: 'dist', image: img } : { from: 'dist', asImage: true },
+    img ? { from: 'dist', image: img, nodeFlags } : { from: 'dist', asImage: true, nodeFlags },
   );
   return spawnServer(c.cmd, c.args, c.env, (out) => /serving \S+ \S+ at (http:\/\/\S+)/.exec(out)?.[1]);
 }
@@ -272,14 +280,14 @@ async function main(): Promise<void> {
   }
   const img = OURS === 'image' ? imageRoot() : undefined;
   const reg = await registry();
-  const arms = armsArg().map(({ name, env: { ROOT, ...env } }) => ({ name, env, img: ROOT ? rootAt(ROOT) : img }));
+  const arms = armsArg().map(({ name, env: { ROOT, ...env }, flags }) => ({ name, env, flags, img: ROOT ? rootAt(ROOT) : img }));
   const companions = await Promise.all([...new Set(arms.map((a) => a.img))].map((i) => companion(i, reg)));
   const figs = new Map<string, Fig[]>();
   await paired(
     arms.map((a) => ({
       name: a.name,
       run: async (r) => {
-        const f = await round(a.env, reg, a.img);
+        const f = await round(a.env, reg, a.img, a.flags);
         figs.set(a.name, [...(figs.get(a.name) ?? []), f]);
         console.error(`round ${r} ${a.name}: warm ${fmtSplit(f.warm)}`);
         for (const s of f.idle) console.error(`round ${r} ${a.name}: idle ${s.total} ms: ${fmtSplit(s)}`);
@@ -313,7 +321,7 @@ async function main(): Promise<void> {
   metric(`peak RSS over ${BURST} tasks from ${SENDERS} senders`, (f) => f.peak.rss, fmtMiB);
   metric(`peak private memory over ${BURST} tasks from ${SENDERS} senders`, (f) => f.peak.priv, fmtMiB);
   console.log(
-    `idle task: built-in driver-anthropic + the reference's echo-tool, ${img ? `the runtime image (node ${img.nodeVersion})` : 'dist/ with the image flags'}, ${ROUNDS} rounds; one idle companion per image; arms: ${arms.map((a) => `${a.name} ${JSON.stringify(a.env)}${a.img && a.img !== img ? ` root ${a.img.root}` : ''}`).join('; ')}`,
+    `idle task: built-in driver-anthropic + the reference's echo-tool, ${img ? `the runtime image (node ${img.nodeVersion})` : 'dist/ with the image flags'}, ${ROUNDS} rounds; one idle companion per image; arms: ${arms.map((a) => `${a.name} ${JSON.stringify(a.env)}${a.flags.length ? ` ${a.flags.join(' ')}` : ''}${a.img && a.img !== img ? ` root ${a.img.root}` : ''}`).join('; ')}`,
   );
   console.log(table(rows));
   console.log(machineLine());

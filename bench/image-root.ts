@@ -149,7 +149,7 @@ export function rootAt(root: string): ImageRoot {
  * image's ENV overlaid by the caller's: `{ ...img.env, ...env }`). Paths in args and env must be
  * under /tmp or TMPDIR (bound from the host) or inside the image.
  */
-export function imageCommand(img: ImageRoot, args: string[]): { cmd: string; args: string[] } {
+export function imageCommand(img: ImageRoot, args: string[], nodeFlags: string[] = []): { cmd: string; args: string[] } {
   const r = q(img.root);
   // The bench's temp folders: /tmp, and TMPDIR when it is elsewhere.
   const t = tmpdir();
@@ -164,7 +164,8 @@ export function imageCommand(img: ImageRoot, args: string[]): { cmd: string; arg
     `mount --bind /tmp ${r}/tmp`,
     ...extra,
     `mount -t tmpfs tmpfs ${r}/var/lib/murmur`,
-    `exec chroot ${r} ${[...img.entrypoint, ...args].map(q).join(' ')}`,
+    // Node flags of the caller's go after the ENTRYPOINT's own (its `node` first): the later wins.
+    `exec chroot ${r} ${[img.entrypoint[0]!, ...img.entrypoint.slice(1, -1), ...nodeFlags, img.entrypoint.at(-1)!, ...args].map(q).join(' ')}`,
   ].join(' && ');
   return { cmd: 'unshare', args: ['-m', '--propagation', 'private', 'sh', '-c', script] };
 }

@@ -55,7 +55,7 @@ export interface MurOptions {
   image?: ImageRoot;
   /** Another checkout whose bin/mur runs (its own dist/ or sources), e.g. a `git worktree` of another commit; this one by default. */
   root?: string;
-  /** Node flags after the image's (e.g. `--cpu-prof`). */
+  /** Node flags after the image's (e.g. `--cpu-prof`), in the image's chroot too. */
   nodeFlags?: string[];
 }
 
@@ -70,7 +70,7 @@ export function murCommand(
   env: Record<string, string>,
   opts: { from: 'src' | 'dist' } & MurOptions,
 ): { cmd: string; args: string[]; env: Record<string, string> } {
-  if (opts.image) return { ...imageCommand(opts.image, args), env: { ...opts.image.env, ...env } };
+  if (opts.image) return { ...imageCommand(opts.image, args, opts.nodeFlags), env: { ...opts.image.env, ...env } };
   const image = opts.asImage ? imageProcess() : { nodeFlags: [], env: {} };
   const mur = opts.root ? join(opts.root, 'bin/mur') : MUR;
   return {

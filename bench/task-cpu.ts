@@ -22,7 +22,7 @@
  * CPU: compare CPU figures of runs without it.
  *
  *   npm run bench task-cpu    (this checkout's dist/ alone)
- *   node --import tsx bench/task-cpu.ts --arm base=/tmp/wt-base --arm head=. [--rounds 5] [--tasks 400] [--warmup 40] [--senders 8] [--client poller|blocking] [--answer-chars 4] [--prof <dir>] [--gc]
+ *   node --import tsx bench/task-cpu.ts --arm base=/tmp/wt-base --arm head=. ['--arm semi2=. --max-semi-space-size=2'] [--rounds 5] [--tasks 400] [--warmup 40] [--senders 8] [--client poller|blocking] [--answer-chars 4] [--prof <dir>] [--gc]
  */
 import http from 'node:http';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,15 +55,22 @@ const PROF = (() => {
   return i > 0 ? resolve(process.argv[i + 1]!) : undefined;
 })();
 const GC = process.argv.includes('--gc');
+/**
+ * `--arm 'name=<checkout> [<node flag> …]'`: the flags go after the image's (`--max-semi-space-size=2`
+ * against the image's 1, say), so one checkout can be measured under several.
+ */
 const ARMS = process.argv
   .flatMap((a, i) => (process.argv[i - 1] === '--arm' ? [a] : []))
   .map((a) => {
-    const [name, root] = a.split('=');
-    if (!name || !root) throw new Error(`--arm ${a}: expected name=<checkout>`);
-    return { name, root: resolve(root) };
+    const [arm = '', ...flags] = a.trim().split(/\s+/);
+    const eq = arm.indexOf('=');
+    const name = arm.slice(0, Math.max(eq, 0));
+    const root = eq > 0 ? arm.slice(eq + 1) : '';
+    if (!name || !root || flags.some((f) => !f.startsWith('--'))) throw new Error(`--arm ${a}: expected 'name=<checkout> [--node-flag …]'`);
+    return { name, root: resolve(root), flags };
   });
 // Without --arm: this checkout's dist/.
-if (!ARMS.length) ARMS.push({ name: 'this checkout', root: PROJECT_ROOT });
+if (!ARMS.length) ARMS.push({ name: 'this checkout', root: PROJECT_ROOT, flags: [] });
 
 /** Ticks of user + system time in a /proc/.../stat line. */
 function ticks(file: string): number {
@@ -100,13 +107,13 @@ async function main(): Promise<void> {
   });
   const figs = new Map<string, { all: number[]; main: number[]; wall: number[]; threads: Map<string, number>[]; gc: GcWindow[] }>();
 
-  const round = async (arm: { name: string; root: string }, r: number): Promise<number> => {
+  const round = async (arm: { name: string; root: string; flags: string[] }, r: number): Promise<number> => {
     const profDir = PROF && join(PROF, `${arm.name}-${r}`);
     if (profDir) mkdirSync(profDir, { recursive: true });
     const served = serve('dist', stack.capsule, stack.registry, providerEnv(provider.url, cache), [], {
       asImage: true,
       root: arm.root,
-      nodeFlags: [...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(GC ? ['--trace-gc-nvp'] : [])],
+      nodeFlags: [...arm.flags, ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(GC ? ['--trace-gc-nvp'] : [])],
     });
     const proc = served.proc;
     const gc = GC ? new GcTrace(proc.stdout!) : undefined;

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { unpackImage } from '../../bench/image-root.ts';
+import { imageCommand, unpackImage } from '../../bench/image-root.ts';
 import { tmp } from '../loop/kit.ts';
 
 /** Entries named without a leading ./, as `docker save` writes them. */
@@ -65,5 +65,16 @@ describe('unpacking the runtime image for the reference bench', () => {
     const tar = join(dir, 'bad.tar');
     tarOf(dir, tar);
     expect(() => unpackImage(tar, tmp('img-root-'))).toThrow(/reading the image manifest failed/);
+  });
+});
+
+describe('running the runtime image as a process', () => {
+  it("a bench arm's node flags go after the ENTRYPOINT's own node flags (the later wins) and before its script", () => {
+    const img = { root: '/tmp/root', entrypoint: ['node', '--max-semi-space-size=1', '/app/bin/mur'], env: {}, nodeVersion: '24' };
+    const script = (flags?: string[]) => imageCommand(img, ['serve', '/tmp/c'], flags).args.at(-1)!;
+    expect(script()).toMatch(/exec chroot '\/tmp\/root' 'node' '--max-semi-space-size=1' '\/app\/bin\/mur' 'serve' '\/tmp\/c'$/);
+    expect(script(['--max-semi-space-size=4', '--trace-gc'])).toMatch(
+      /exec chroot '\/tmp\/root' 'node' '--max-semi-space-size=1' '--max-semi-space-size=4' '--trace-gc' '\/app\/bin\/mur' 'serve' '\/tmp\/c'$/,
+    );
   });
 });
