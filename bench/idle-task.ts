@@ -18,7 +18,9 @@
  * - a first task, then `--warm` (5) tasks one after another: the warm task's time is their median;
  * - `--idle` (45) seconds without a call, /proc/<pid>/smaps_rollup read every second: private
  *   memory (Private_Clean + Private_Dirty) 1 s after the task and at most over the first 30 s, and
- *   RSS/private at the end;
+ *   RSS/private at the end; the same of anonymous memory (smaps_rollup's Anonymous: the process's
+ *   own, no file's pages — the companion lets the binary's pages go at its idle release, after
+ *   which they count as private of the measured process though they stay in the page cache);
  * - the task after the idle period, then `--warm` warm tasks again, a second idle period and task;
  * - 100 tasks from 8 senders (bench/task-poller.ts): their wall time per task (throughput, the
  *   row V8 flags that trade speed for memory move), the peak RSS and the peak private memory
@@ -43,7 +45,7 @@ import { fixture } from '../test/fixtures/build.ts';
 import { tmp } from '../test/loop/kit.ts';
 import { imageRoot, rootAt, type ImageRoot } from './image-root.ts';
 import { choiceArg, fmtMiB, fmtTime, machineLine, pairedRows, summarize, table, numArg, paired } from './paired.ts';
-import { spawnServer, treeMemory, type Served } from './proc-tree.ts';
+import { spawnServer, treeMemory, type Memory, type Served } from './proc-tree.ts';
 import { spawnProvider } from './provider-process.ts';
 import { API_KEY, COMPONENTS, TASK_TURNS } from './reference-arms.ts';
 import { murCommand, sendTask } from './serving.ts';
@@ -163,8 +165,11 @@ interface Fig {
   idle: Split[];
   priv1: number;
   privMax30: number;
-  at45: { rss: number; priv: number };
-  peak: { rss: number; priv: number };
+  /** The same readings of anonymous memory (proc-tree.ts: the process's own, no file's pages). */
+  anon1: number;
+  anonMax30: number;
+  at45: Memory;
+  peak: Memory;
   /** Wall time of the burst of BURST tasks from SENDERS senders (throughput under load). */
   burstMs: number;
 }
@@ -204,7 +209,9 @@ async function round(env: Record<string, string>, reg: string, img: ImageRoot | 
   const idleIdx: number[] = [];
   let privMax30 = 0;
   let priv1 = 0;
-  let at45 = { rss: 0, priv: 0 };
+  let anonMax30 = 0;
+  let anon1 = 0;
+  let at45: Memory = { rss: 0, priv: 0, anon: 0 };
   await one();
   for (let k = 0; k < 2; k++) {
     for (let w = 0; w < WARM; w++) {
@@ -216,7 +223,9 @@ async function round(env: Record<string, string>, reg: string, img: ImageRoot | 
       await new Promise((r) => setTimeout(r, Math.max(0, t0 + s * 1000 - performance.now())));
       const m = treeMemory(pid);
       if (s <= 30) privMax30 = Math.max(privMax30, m.priv);
+      if (s <= 30) anonMax30 = Math.max(anonMax30, m.anon);
       if (s === 1 && k === 0) priv1 = m.priv;
+      if (s === 1 && k === 0) anon1 = m.anon;
       at45 = m;
     }
     idleIdx.push(sends.length);
@@ -224,11 +233,12 @@ async function round(env: Record<string, string>, reg: string, img: ImageRoot | 
   }
   agent.destroy();
   const client = new TaskClient(url);
-  const peak = { rss: 0, priv: 0 };
+  const peak: Memory = { rss: 0, priv: 0, anon: 0 };
   const sampler = setInterval(() => {
     const m = treeMemory(pid);
     peak.rss = Math.max(peak.rss, m.rss);
     peak.priv = Math.max(peak.priv, m.priv);
+    peak.anon = Math.max(peak.anon, m.anon);
   }, 20);
   const burstT0 = performance.now();
   await client.run(n, BURST, SENDERS);
@@ -238,7 +248,7 @@ async function round(env: Record<string, string>, reg: string, img: ImageRoot | 
   await sv.stop();
   await p.stop();
   const all = splits(traceEvents(workdir), sends);
-  return { warm: medianSplit(warmIdx.map((i) => all[i]!)), idle: idleIdx.map((i) => all[i]!), priv1, privMax30, at45, peak, burstMs };
+  return { warm: medianSplit(warmIdx.map((i) => all[i]!)), idle: idleIdx.map((i) => all[i]!), priv1, privMax30, anon1, anonMax30, at45, peak, burstMs };
 }
 
 function serveIn(img: ImageRoot | undefined, env: Record<string, string>, endpoint: string, reg: string, workdir: string, nodeFlags: string[] = []): Served {
@@ -315,11 +325,14 @@ async function main(): Promise<void> {
   metric('idle task − warm task', (f) => (f.idle[0]!.total + f.idle[1]!.total) / 2 - f.warm.total, fmtTime);
   metric('private memory 1 s after a task', (f) => f.priv1, fmtMiB);
   metric('private memory, max over the 30 s after a task', (f) => f.privMax30, fmtMiB);
+  metric('anonymous memory 1 s after a task (no file pages)', (f) => f.anon1, fmtMiB);
+  metric('anonymous memory, max over the 30 s after a task', (f) => f.anonMax30, fmtMiB);
   metric(`RSS ${IDLE_S} s after a task`, (f) => f.at45.rss, fmtMiB);
   metric(`private ${IDLE_S} s after a task`, (f) => f.at45.priv, fmtMiB);
   metric(`time per task over ${BURST} tasks from ${SENDERS} senders (wall time / ${BURST})`, (f) => f.burstMs / BURST, fmtTime);
   metric(`peak RSS over ${BURST} tasks from ${SENDERS} senders`, (f) => f.peak.rss, fmtMiB);
   metric(`peak private memory over ${BURST} tasks from ${SENDERS} senders`, (f) => f.peak.priv, fmtMiB);
+  metric(`peak anonymous memory over ${BURST} tasks from ${SENDERS} senders`, (f) => f.peak.anon, fmtMiB);
   console.log(
     `idle task: built-in driver-anthropic + the reference's echo-tool, ${img ? `the runtime image (node ${img.nodeVersion})` : 'dist/ with the image flags'}, ${ROUNDS} rounds; one idle companion per image; arms: ${arms.map((a) => `${a.name} ${JSON.stringify(a.env)}${a.flags.length ? ` ${a.flags.join(' ')}` : ''}${a.img && a.img !== img ? ` root ${a.img.root}` : ''}`).join('; ')}`,
   );

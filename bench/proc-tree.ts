@@ -69,17 +69,26 @@ export interface Memory {
    * back when it ends. RSS also counts shared pages (the binary, libc, node's own text).
    */
   priv: number;
+  /**
+   * Anonymous (smaps_rollup): the tree's own memory — heaps, stacks, copies made on write — without
+   * any file's pages. Private_Clean also counts a file's pages when no other process maps them at
+   * that moment: the Node binary's, once the other processes of the image on a node have let theirs
+   * go at their idle release (runtime/native/exe.c). Those stay in the page cache when the tree ends,
+   * so a node does not get them back then; this row is what it does get back.
+   */
+  anon: number;
 }
 
-/** RSS and private memory summed over a process and its descendants, from /proc/<pid>/smaps_rollup. */
+/** RSS, private and anonymous memory summed over a process and its descendants, from /proc/<pid>/smaps_rollup. */
 export function treeMemory(root: number): Memory {
-  const out: Memory = { rss: 0, priv: 0 };
+  const out: Memory = { rss: 0, priv: 0, anon: 0 };
   for (const pid of treePids(root)) {
     try {
       const t = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
       const kb = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(t)?.[1] ?? 0) * 1024;
       out.rss += kb('Rss');
       out.priv += kb('Private_Clean') + kb('Private_Dirty');
+      out.anon += kb('Anonymous');
     } catch {
       // gone meanwhile
     }

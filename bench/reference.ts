@@ -46,9 +46,10 @@
  *   once per process mapping them, a node binary's ≈ 40 MiB for the serving process and again for
  *   its transpiler child, though the kernel holds them once);
  * - warm start: process start → agent card URL printed (ready), → first task completed;
- * - memory after one task: RSS and private memory (Private_Clean + Private_Dirty of smaps_rollup,
- *   what the node gets back when the process ends; RSS also counts shared pages) of the tree 1 s,
- *   20 s and 45 s after the first task completed (why 20 s and 45 s: IDLE_MS below);
+ * - memory after one task: RSS and private memory (Private_Clean + Private_Dirty of smaps_rollup:
+ *   the pages no other process maps; RSS also counts shared pages) and anonymous memory (no file's
+ *   pages: what the node gets back when the process ends, proc-tree.ts) of the tree 1 s, 20 s and
+ *   45 s after the first task completed (why 20 s and 45 s: IDLE_MS below);
  * - a task after that idle: the next task's time from send to completed (ours starts its component
  *   thread and instances afresh for it; the reference has nothing to restart);
  * - throughput: then `--tasks` (100) tasks from `--senders` (8) concurrent senders, each sending its
@@ -277,10 +278,12 @@ function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void
   IDLE_MS.forEach((ms, i) => {
     metric(`RSS ${ms / 1000} s after one task`, (f) => f.afterOne[i]!.rss, fmtMiB);
     metric(`private ${ms / 1000} s after one task`, (f) => f.afterOne[i]!.priv, fmtMiB);
+    metric(`anonymous ${ms / 1000} s after one task (no file pages)`, (f) => f.afterOne[i]!.anon, fmtMiB);
   });
   IDLE_MS.forEach((ms, i) => {
     metric(`RSS ${ms / 1000} s after the last of ${TASKS + 2} tasks`, (f) => f.afterLast[i]!.rss, fmtMiB);
     metric(`private ${ms / 1000} s after the last of ${TASKS + 2} tasks`, (f) => f.afterLast[i]!.priv, fmtMiB);
+    metric(`anonymous ${ms / 1000} s after the last of ${TASKS + 2} tasks`, (f) => f.afterLast[i]!.anon, fmtMiB);
   });
   if (EXTRA_TURN) {
     metric(`time per task, one tool turn, after the readings (client)`, (f) => f.turns!.one, fmtTime);
