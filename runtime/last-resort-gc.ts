@@ -23,14 +23,31 @@
 type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 let gc: Gc | undefined;
 
+/** Attempts at taking `gc` from a fresh context before giving up (see exposedGc). */
+const GC_ATTEMPTS = 1000;
+
+/**
+ * V8's `gc` function, taken from a fresh vm context made while `--expose-gc` is on. The flag is
+ * the process's, not the thread's: another thread that switches it off between this thread
+ * switching it on and making its context leaves that context without a `gc` (eight component
+ * threads settling at the same moment did, and the worker failed with "gc is not defined"). So
+ * the context is asked whether it has one, and the flag set again until it does.
+ */
+function exposedGc(v8: typeof import('node:v8')): Gc {
+  const vm = process.getBuiltinModule('node:vm');
+  for (let attempt = 0; attempt < GC_ATTEMPTS; attempt++) {
+    v8.setFlagsFromString('--expose-gc');
+    const found = vm.runInNewContext("typeof gc === 'function' ? gc : undefined") as Gc | undefined;
+    v8.setFlagsFromString('--no-expose-gc');
+    if (found) return found;
+  }
+  throw new Error(`V8's gc function was not exposed in ${GC_ATTEMPTS} fresh contexts: other threads kept switching --expose-gc off`);
+}
+
 /** Collects everything collectable in this isolate now, as V8 does under memory pressure. */
 export function lastResortGc(opts: { keepCode?: boolean } = {}): void {
   const v8 = process.getBuiltinModule('node:v8');
-  if (!gc) {
-    v8.setFlagsFromString('--expose-gc');
-    gc = process.getBuiltinModule('node:vm').runInNewContext('gc') as Gc;
-    v8.setFlagsFromString('--no-expose-gc');
-  }
+  gc ??= exposedGc(v8);
   if (!opts.keepCode) {
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     return;
