@@ -32,6 +32,7 @@ import { releaseFreedMemory } from '../memory.ts';
 import { readDigested, type FileIdentity } from './file-digest.ts';
 import { cacheEntryDir, cached, cachedUnchanged, defaultCacheDir } from './transpile-cache.ts';
 import type { TranspileJob } from './transpile-jobs.ts';
+import type { PageStep } from './transpile-pages.ts';
 
 // The worker boot shared with the component host's and the token counter's workers: from the
 // TypeScript sources it registers tsx first.
@@ -107,6 +108,13 @@ export async function transpileAhead(components: readonly AheadComponent[], opts
 
 type Reply = { i: number; meta?: unknown; error?: string };
 
+let lastPages: PageStep[] = [];
+
+/** The binary's page releases the last transpile worker made (transpile-pages.ts; tests, measurements). */
+export function aheadPageSteps(): PageStep[] {
+  return lastPages.map((s) => ({ ...s }));
+}
+
 /**
  * Runs the worker over `jobs` until it has answered them all, or ended without (a job it never
  * answered is simply not cached). Its environment is empty, as the transpiler process's is: the
@@ -126,9 +134,12 @@ export async function runTranspileWorker(jobs: TranspileJob[], entry = ENTRY): P
   w.stdout.resume();
   w.stderr.resume();
   await new Promise<void>((resolve) => {
-    w.on('message', (m: Reply & { done?: boolean }) => {
-      if (m.done) resolve();
-      else replies.set(m.i, m);
+    w.on('message', (m: Reply & { done?: boolean; pages?: PageStep[] }) => {
+      if (!m.done) replies.set(m.i, m);
+      else {
+        lastPages = m.pages ?? [];
+        resolve();
+      }
     });
     w.on('error', () => resolve());
     w.on('exit', () => resolve());

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { ComponentLoadError } from './errors.ts';
 import type { Meta } from './transpile-jco.ts';
 import { frameJob, type TranspileJob } from './transpile-jobs.ts';
+import type { PageStep } from './transpile-pages.ts';
 
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const CHILD = fileURLToPath(new URL(FROM_SOURCES ? './transpile-child.ts' : './transpile-child.js', import.meta.url));
@@ -145,7 +146,8 @@ class Transpiler {
   }
 }
 
-export type Reply = { meta?: Meta; error?: string; hint?: string };
+/** A job's answer; `pages`: the binary's page releases the process made so far (transpile-pages.ts). */
+export type Reply = { meta?: Meta; error?: string; hint?: string; pages?: PageStep[] };
 
 /** A job's answer from one stdout line of the transpiler process, or undefined for any other line. */
 export function parseReply(line: string): Reply | undefined {

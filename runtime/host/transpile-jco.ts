@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ComponentLoadError } from './errors.ts';
 import { rewriteGlue } from './glue-rewrite.ts';
+import { transpilePagesGo } from './transpile-pages.ts';
 
 // Resolved from this module, not from PROJECT_ROOT: compiled to dist/, PROJECT_ROOT is dist/ and
 // has no node_modules beside it (the runtime image), and the version would read 'unknown'.
@@ -89,7 +90,11 @@ async function bindgen(): Promise<Bindgen> {
 
 /** The glue and core modules of a component, exactly as jco's `transpile` with GENERATE's options gives them. */
 export async function generateComponent(bytes: Uint8Array): Promise<Generated> {
-  const g = (await bindgen()).generate(bytes, GENERATE);
+  const core = await bindgen();
+  // The loading's pages go before the first transpile, that transpile's compile's after it (transpile-pages.ts).
+  transpilePagesGo('jco loaded');
+  const g = core.generate(bytes, GENERATE);
+  transpilePagesGo('first transpiled');
   return { files: Object.fromEntries(g.files), imports: g.imports, exports: g.exports };
 }
 

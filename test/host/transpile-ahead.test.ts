@@ -2,7 +2,8 @@
  * A first run's transpile in the runtime's own process (runtime/host/transpile-ahead.ts): in a
  * worker thread, no transpiler process; what it could not do left to the load, which reports it as
  * before; none of the runtime's environment in the worker; V8's tier-up off for the transpiler and
- * on again for every component compiled after it.
+ * on again for every component compiled after it; the Node binary's pages let go once jco has
+ * loaded and once the first component is transpiled (host/transpile-pages.ts).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ComponentLoadError, IntegrityError, loadComponent } from '../../runtime/host/index.ts';
-import { runTranspileWorker, transpileAhead } from '../../runtime/host/transpile-ahead.ts';
+import { aheadPageSteps, runTranspileWorker, transpileAhead } from '../../runtime/host/transpile-ahead.ts';
+import { addonPath } from '../../runtime/native-addon.ts';
 import { transpilerStarts } from '../../runtime/host/transpile-child-run.ts';
 import { fixture } from '../fixtures/build.ts';
 
@@ -63,6 +65,23 @@ describe('the transpile ahead of a first run', () => {
     expect(await transpileAhead([{ name: 'echo-tool', path: echo, sha256: wrong }], { cacheDir })).toEqual({ transpiled: [], refused: [] });
     expect(readdirSync(cacheDir)).toEqual([]);
     await expect(loadComponent(echo, { cacheDir, sha256: wrong })).rejects.toBeInstanceOf(IntegrityError);
+  });
+
+  it("lets the Node binary's pages go once jco has loaded and once its first component is transpiled, not again for the next", async () => {
+    if (!addonPath()) throw new Error('runtime/native/memory.node is not built: run node --import tsx scripts/build-native.ts');
+    const r = await transpileAhead(
+      [
+        { name: 'echo-tool', path: await fixture('echo-tool') },
+        { name: 'sandbox-probe', path: await fixture('sandbox-probe') },
+      ],
+      { cacheDir: freshCache() },
+    );
+    expect(r.transpiled).toEqual(['echo-tool', 'sandbox-probe']);
+    const released = expect.any(Number) as unknown as number;
+    expect(aheadPageSteps()).toEqual([
+      { phase: 'jco loaded', released },
+      { phase: 'first transpiled', released },
+    ]);
   });
 
   it("the transpile worker sees none of the runtime's environment", async () => {

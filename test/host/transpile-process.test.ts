@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +9,8 @@ import { ComponentLoadError, loadComponent } from '../../runtime/host/index.ts';
 import { parseReply, transpilerPid, transpilerStarts } from '../../runtime/host/transpile-child-run.ts';
 import { JobReader, frameJob } from '../../runtime/host/transpile-jobs.ts';
 import { generateComponent } from '../../runtime/host/transpile-jco.ts';
+import { addonPath } from '../../runtime/native-addon.ts';
+import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 import { esbuildMetafile } from '../cli/start-packages.ts';
 import { fixture } from '../fixtures/build.ts';
 
@@ -89,6 +93,36 @@ describe('the transpiler process', () => {
     expect((err as Error).message).toMatch(/sandbox-probe: the transpiler process ended with SIGKILL/);
     expect((await second).transpiled).toBe(true);
     expect(transpilerStarts() - before).toBe(2);
+  });
+
+  it("a transpiler process lets the Node binary's pages go once jco has loaded and once its first component is transpiled, not again for the next", async () => {
+    if (!addonPath()) throw new Error('runtime/native/memory.node is not built: run node --import tsx scripts/build-native.ts');
+    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../../runtime/host/transpile-child.ts', import.meta.url))], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '' },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const cacheDir = freshCache();
+    for (const [i, name] of ['echo-tool', 'sandbox-probe'].entries())
+      for (const part of frameJob({ dir: join(cacheDir, `entry-${i}`), name, bytes: readFileSync(await fixture(name)) })) child.stdin.write(part);
+    child.stdin.end();
+    const [code] = (await once(child, 'close')) as [number | null];
+    expect(code).toBe(0);
+    const replies = out
+      .trim()
+      .split('\n')
+      .map((l) => parseReply(l)!);
+    const released = expect.any(Number) as unknown as number;
+    const both = [
+      { phase: 'jco loaded', released },
+      { phase: 'first transpiled', released },
+    ];
+    expect(replies.map((r) => [Boolean(r.meta), r.pages])).toEqual([
+      [true, both],
+      [true, both],
+    ]);
   });
 
   it('job framing survives any chunking of the stream, and a malformed header is named', () => {
