@@ -19,8 +19,8 @@
  * - `--idle` (45) seconds without a call, /proc/<pid>/smaps_rollup read every second: private
  *   memory (Private_Clean + Private_Dirty) 1 s after the task and at most over the first 30 s, and
  *   RSS/private at the end; the same of anonymous memory (smaps_rollup's Anonymous: the process's
- *   own, no file's pages — the companion lets the binary's pages go at its idle release, after
- *   which they count as private of the measured process though they stay in the page cache);
+ *   own, no file's pages: a file's pages count as private whenever no other process maps them,
+ *   though they stay in the page cache when the process ends);
  * - the task after the idle period, then `--warm` warm tasks again, a second idle period and task;
  * - 100 tasks from 8 senders (bench/task-poller.ts): their wall time per task (throughput, the
  *   row V8 flags that trade speed for memory move), the peak RSS and the peak private memory
@@ -268,10 +268,18 @@ function cacheOf(img: ImageRoot | undefined): string {
   return c;
 }
 
+/**
+ * The companion keeps what it mapped: its component thread and token tables are kept (0), so no
+ * idle release comes to let the binary's pages go (runtime/native/exe.c). It stands for what
+ * shares the image's node binary on a node and never lets go of it: the operator's and the
+ * activator's processes (their images share the node:24 base layer; their code runs all the time).
+ */
+const COMPANION_ENV = { MURMUR_COMPONENT_IDLE_MS: '0', MURMUR_TOKEN_TABLES_IDLE_MS: '0' };
+
 /** An idle process of the image at `img` after one task, for the whole bench (see the header). */
 async function companion(img: ImageRoot | undefined, reg: string): Promise<() => Promise<void>> {
   const p = await spawnProvider({ turns: TASK_TURNS, apiKey: API_KEY });
-  const sv = serveIn(img, {}, p.url, reg, tmp('idle-companion-'));
+  const sv = serveIn(img, COMPANION_ENV, p.url, reg, tmp('idle-companion-'));
   const agent = new http.Agent({ keepAlive: false });
   await sendTask(await sv.url, 0, agent);
   return async () => {
