@@ -12,6 +12,7 @@ import type { TokenVerifier } from '../a2a/server/auth.ts';
 import { printProgress } from './progress.ts';
 import type { StartupClock } from './startup-clock.ts';
 import { planServeAuth, type ServeAuthPlan } from './serve-auth.ts';
+import { startPagesGo } from './serve-start-pages.ts';
 import type { ConnectionLimits } from '../a2a/server/connection-limits.ts';
 import type { PushLimits } from '../a2a/peers/push-limits.ts';
 import { MurError } from '../errors.ts';
@@ -92,13 +93,16 @@ export async function serveStaged(staged: StagedCapsule, ctx: ServeContext): Pro
   // session has ended, so a Service stops routing to a pod that would only refuse.
   if (metricsPort > 0) metrics = await startMetricsServer(host, metricsPort, () => a2a.acceptsMore() && endedStatus === undefined);
   clock.mark('servers');
-  warmUp?.();
+  const warmedUp = warmUp?.();
   // One write: whoever waits for the "serving" line also has the bindings and the authentication.
   out(
     `serving ${m.name} ${m.version} at ${a2a.url} (session ${staged.sessionId}, acceptance ${m.lifecycle.taskAcceptance})\n` +
       `A2A bindings: JSON-RPC ${a2a.url}, HTTP+JSON ${a2a.restUrl ?? '-'}, gRPC ${a2a.grpcAddress ?? '-'}; ${notice}`,
   );
   out(clock.line());
+  // The start is over once the warm-up is (a script capsule has none): its pages of the binary go,
+  // unless the capsule has been called meanwhile (serve-start-pages.ts).
+  void startPagesGo(warmedUp, activity, flags.quiet ? undefined : out);
   // Once per idle period (runtime/memory.ts): what went idle, and what the process gave back.
   if (!flags.quiet) {
     onReleased((r) => out(describeRelease(r)));
@@ -165,7 +169,8 @@ async function openServed(
   skills: ReturnType<typeof skillsFromTools>;
   close: (status: string) => Promise<void>;
   onEnded?: (listener: (status: string) => void) => void;
-  warmUp?: () => void;
+  /** Resolves once the warm-up is done (never rejects). */
+  warmUp?: () => Promise<void>;
 }> {
   const m = staged.manifest;
   if (m.kind === 'script') {
@@ -199,7 +204,7 @@ async function openServed(
     // in the background, not when the first task arrives (which waits for whatever is still
     // starting) and not before: on the pod's two or so cores they compete with the start itself
     // (compiling a 12 MB driver, booting worker threads) and held up /readyz (docs/operator.md).
-    warmUp: () => void session.warmUp(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath)),
+    warmUp: () => session.warmUp(staged.artifacts.filter((a) => a.manifest.runtime === 'tool' && a.wasmPath)),
   };
 }
 

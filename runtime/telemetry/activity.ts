@@ -16,6 +16,7 @@ export interface Activity {
 
 export class ActivityTracker implements Activity {
   #open = 0;
+  #begun = 0;
   #idleSinceMs: number;
 
   /** `now`: the wall clock in milliseconds since the epoch (Date.now; a fake one in tests). */
@@ -26,6 +27,7 @@ export class ActivityTracker implements Activity {
   /** One piece of work begins; the returned end is idempotent (a second call does nothing). */
   begin(): () => void {
     this.#open++;
+    this.#begun++;
     let ended = false;
     return () => {
       if (ended) return;
@@ -38,6 +40,11 @@ export class ActivityTracker implements Activity {
   /** Pieces of work begun and not ended. */
   get open(): number {
     return this.#open;
+  }
+
+  /** Pieces of work begun since the tracker was made, ended or not (0: nothing has called the capsule yet). */
+  get begun(): number {
+    return this.#begun;
   }
 
   /** Seconds since the capsule last did anything; 0 while busy. */
