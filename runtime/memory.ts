@@ -35,8 +35,9 @@
  *    in by the start and the first tasks and unused while the pod waits. They stay in the page
  *    cache, shared with every other Node process of the images on the node; what the idle process
  *    still runs (timers, the kubelet's probes) maps its pages back at once, the rest the next task
- *    does (≈ 0.3 ms for a small piece of work measured on Node 20). Not at a settle, which comes
- *    between the tasks of a capsule called now and then.
+ *    does: the task after an idle period ran 16 ms longer than a warm one with this, 9 ms without
+ *    (bench/idle-task.ts on the image, docs/measurements/memory.md). Not at a settle, which comes
+ *    between the tasks of a capsule called now and then, where that would be paid again and again.
  * Without the addon (not built: no C compiler; not glibc) steps 2–4 are skipped and nothing
  * fails: the runtime is the same, with the higher idle RSS (runtime/native-addon.ts loads it).
  * All run on the main thread while the process is idle (≈ 20–60 ms, once per idle period).
