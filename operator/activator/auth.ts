@@ -16,6 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { matchesApiKeyDigest } from '../../runtime/contracts/api-key.ts';
+import { reviewedUser, type TokenReviewStatus, tokenReviewBody } from '../../runtime/contracts/in-cluster.ts';
 import type { Capsule } from '../api/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { CODES, type Refusal, refusal } from './errors.ts';
@@ -23,19 +24,13 @@ import { CODES, type Refusal, refusal } from './errors.ts';
 const CACHE_MS = 10_000;
 const CACHE_MAX = 1000;
 
-export interface TokenReviewStatus {
-  authenticated?: boolean;
-  audiences?: string[];
-  user?: { username?: string };
-}
-
 /** Asks the API server whether `token` is valid for `audience`. */
 export type Reviewer = (token: string, audience: string) => Promise<TokenReviewStatus | undefined>;
 
 export function tokenReviewer(client: KubeClient): Reviewer {
   return async (token, audience) => {
     const review = await client.request<{ status?: TokenReviewStatus }>('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [audience] } },
+      body: tokenReviewBody(token, audience),
     });
     return review.status;
   };
@@ -90,7 +85,7 @@ export class Authenticator {
     const hit = this.cache.get(k);
     if (hit && Date.now() - hit.at < CACHE_MS) return hit.ok;
     const st = await this.review(token, audience).catch(() => undefined);
-    const ok = st?.authenticated === true && (st.audiences ?? []).includes(audience) && !!st.user?.username;
+    const ok = reviewedUser(st, audience) !== undefined;
     // A failed review (API server unreachable) is not remembered: the next try asks again.
     if (st) {
       this.cache.set(k, { at: Date.now(), ok });

@@ -14,21 +14,13 @@ import { existsSync } from 'node:fs';
 import type { Agent } from 'node:https';
 import { join } from 'node:path';
 import { https } from '../../builtins.ts';
-import { SERVICE_ACCOUNT_DIR, ServiceAccountCredentials } from '../../contracts/in-cluster.ts';
+import { SERVICE_ACCOUNT_DIR, ServiceAccountCredentials, type TokenReviewStatus, tokenReviewBody } from '../../contracts/in-cluster.ts';
 
 export interface InCluster {
   host: string;
   port: number;
   /** The folder holding `token` (re-read when the kubelet has rotated it) and `ca.crt`. */
   dir: string;
-}
-
-/** The status of a TokenReview, as far as the runtime reads it. */
-export interface TokenReviewStatus {
-  authenticated?: boolean;
-  audiences?: string[];
-  user?: { username?: string };
-  error?: string;
 }
 
 /** The pod's in-cluster credentials, or undefined outside a pod (no service host, or no token and CA mounted). */
@@ -52,7 +44,7 @@ export function inClusterReviewer(c: InCluster): (token: string, audience: strin
       const { Agent, request } = https();
       agent ??= new Agent({ keepAlive: true, maxSockets: 4, ca: credentials.ca });
       const bearer = credentials.bearer();
-      const body = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [audience] } });
+      const body = JSON.stringify(tokenReviewBody(token, audience));
       const req = request(
         {
           host: credentials.server.hostname.replace(/^\[|\]$/g, ''),

@@ -14,7 +14,8 @@
 import { createHash } from 'node:crypto';
 import type { AuthenticationV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { TokenVerifier } from './auth.ts';
-import { inClusterFromEnv, inClusterReviewer, type InCluster, type TokenReviewStatus } from './token-review-in-cluster.ts';
+import { reviewedUser, type TokenReviewStatus, tokenReviewBody } from '../../contracts/in-cluster.ts';
+import { inClusterFromEnv, inClusterReviewer, type InCluster } from './token-review-in-cluster.ts';
 
 type ClientNode = typeof import('@kubernetes/client-node');
 
@@ -39,9 +40,8 @@ export function tokenReviewVerifier(o: TokenReviewOptions): TokenVerifier {
       const k = createHash('sha256').update(token).digest('hex');
       const hit = cache.get(k);
       if (hit && Date.now() - hit.at < cacheMs) return hit.verdict;
-      const st = await review(token, o.audience);
-      const ok = st?.authenticated === true && (st.audiences ?? []).includes(o.audience) && !!st.user?.username;
-      const verdict = ok ? { username: st!.user!.username! } : undefined;
+      const username = reviewedUser(await review(token, o.audience), o.audience);
+      const verdict = username ? { username } : undefined;
       if (cacheMs > 0) {
         cache.set(k, { at: Date.now(), verdict });
         if (cache.size > 1000) cache.delete(cache.keys().next().value!);
@@ -61,9 +61,7 @@ function clientNodeReviewer(kubeConfig: KubeConfig | undefined): (token: string,
     (kubeConfig ?? defaultKubeConfig(k)).makeApiClient(k.AuthenticationV1Api),
   );
   client.catch(() => {}); // surfaces on the first verify
-  return async (token, audience) =>
-    (await (await client).createTokenReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [audience] } } }))
-      .status;
+  return async (token, audience) => (await (await client).createTokenReview({ body: tokenReviewBody(token, audience) })).status;
 }
 
 function defaultKubeConfig(k: ClientNode): KubeConfig {
