@@ -23,7 +23,7 @@ const LOADER_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--expe
 /**
  * V8 options the runtime is started with (the image's entrypoint sizes the heaps: Dockerfile; an
  * operator may also choose compiler tiers: --no-maglev, --no-opt, --max-opt=N; a bench may trace
- * the collector: --trace-gc, --trace-gc-nvp). A worker refuses any
+ * the collector or the optimizer: --trace-gc, --trace-gc-nvp, --trace-opt, --trace-deopt). A worker refuses any
  * V8 option in its execArgv ("invalid execArgv flags"), and needs none: V8's options are
  * process-wide and already apply to every isolate (each worker's own heap limits are its
  * resourceLimits).
@@ -39,6 +39,8 @@ const V8_FLAGS = new Set([
   '--single-threaded-gc',
   '--lite-mode',
   '--jitless',
+  // Node's, not V8's, but per process too (the size of V8's platform thread pool): a worker refuses it.
+  '--v8-pool-size',
 ]);
 
 /**
@@ -53,7 +55,7 @@ export function workerExecArgv(argv: readonly string[] = process.execArgv): stri
     const a = argv[i]!;
     const name = a.split('=', 1)[0]!;
     const flag = name.replace(/_/g, '-');
-    if (V8_FLAGS.has(flag) || /^--(no-)?(wasm|liftoff|turbo|maglev|opt\b|max-opt|sparkplug|flush-|bytecode-|trace-gc)/.test(flag)) continue;
+    if (V8_FLAGS.has(flag) || /^--(no-)?(wasm|liftoff|turbo|maglev|opt\b|max-opt|sparkplug|flush-|bytecode-|trace-gc|trace-opt|trace-deopt)/.test(flag)) continue;
     if (LOADER_FLAGS.has(name)) {
       if (!a.includes('=')) i++; // its value is the next argument
       continue;

@@ -297,4 +297,10 @@ describe('worker flags', () => {
     expect(() => new Worker('1', { eval: true, execArgv: parent })).toThrow(/invalid execArgv/);
     expect(workerExecArgv(parent)).toEqual(['--enable-source-maps']);
   });
+
+  it("a runtime started with the optimizer's tracing or a sized V8 thread pool (--trace-opt, --v8-pool-size) still starts its workers", () => {
+    const parent = ['--trace-opt', '--trace-deopt', '--v8-pool-size=2', '--enable-source-maps'];
+    for (const flag of parent.slice(0, 3)) expect(() => new Worker('1', { eval: true, execArgv: [flag] }), flag).toThrow(/invalid execArgv/);
+    expect(workerExecArgv(parent)).toEqual(['--enable-source-maps']);
+  });
 });
