@@ -62,13 +62,17 @@
  *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
  *
  *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours image|dist|both] [--ours-only]
- *     [--extra-turn]
+ *     [--extra-turn] [--load N]
+ *
+ * --load N: N spinning processes (cpu-load.ts) beside every arm while its throughput (and extra
+ * tool turn) tasks run, none during the start, memory and script rows.
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
 import { spawnProvider } from './provider-process.ts';
+import { startCpuLoad } from './cpu-load.ts';
 import { TaskClient } from './task-poller.ts';
 import { samplePeak, treeMemory, treeStat, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
@@ -85,6 +89,12 @@ const OURS_ONLY = process.argv.includes('--ours-only');
  * times per task; issue 42's ≤ ×1.25). Off by default: it adds ≈ 2 × --tasks tasks to a round.
  */
 const EXTRA_TURN = process.argv.includes('--extra-turn');
+/**
+ * --load N: N processes spinning on the cores (cpu-load.ts) while each arm's throughput and extra
+ * tool turn runs are measured, the same for every arm: the per-task ratio on a busy node (issue 42:
+ * it must not grow under load). 0 (default): none.
+ */
+const LOAD = process.argv.includes('--load') ? numArg('load', 0) : 0;
 /** Which of this runtime's arms run: the runtime image's files (what a pod runs), dist/ on this machine's node, or both. */
 const OURS_ARG = choiceArg('ours', ['image', 'dist', 'both'] as const, 'both');
 const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('image' | 'dist')[];
@@ -211,9 +221,11 @@ async function round(s: Subject): Promise<Fig> {
   const a0 = performance.now();
   await client.task(1);
   const afterIdle = performance.now() - a0;
+  const load = await startCpuLoad(LOAD);
   const t0 = performance.now();
   await client.run(2, TASKS, SENDERS);
   const lastDone = performance.now();
+  await load.stop();
   const afterLast = await memoryAfter(pid, lastDone);
   const hwm = treeStat(pid).hwm;
   const peakRss = peak.stop();
@@ -221,11 +233,13 @@ async function round(s: Subject): Promise<Fig> {
   // taken in order: a capsule runs its tasks one at a time (task_acceptance: queue).
   let turns: Fig['turns'];
   if (EXTRA_TURN) {
+    const extraLoad = await startCpuLoad(LOAD);
     const e0 = performance.now();
     await client.run(2 + TASKS, TASKS, SENDERS);
     const e1 = performance.now();
     await client.run(2 + 2 * TASKS, TASKS, SENDERS);
     turns = { one: (e1 - e0) / TASKS, two: (performance.now() - e1) / TASKS };
+    await extraLoad.stop();
   }
   client.close();
   await sv.stop();
@@ -334,7 +348,7 @@ async function main(): Promise<void> {
   report(
     arms,
     figs,
-    `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds`,
+    `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its throughput and extra-turn runs` : ''}`,
   );
 }
 
