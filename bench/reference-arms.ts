@@ -97,9 +97,11 @@ export interface Subject {
 /**
  * This runtime: `dist` = the checkout's compiled dist/ on this machine's node with the image's node
  * flags and malloc settings; `image` = the runtime image's own files (its Node, /app, ENV and
- * ENTRYPOINT) in a chroot (image-root.ts) — what a pod runs.
+ * ENTRYPOINT) in a chroot (image-root.ts) — what a pod runs. `variant` (bench/reference.ts
+ * --ours-flags): node flags after the image's, and the name the arm is reported under.
  */
-export function ours(kind: 'dist' | 'image', fixtures: string, img?: ImageRoot): Subject {
+export function ours(kind: 'dist' | 'image', fixtures: string, img?: ImageRoot, variant?: { name: string; nodeFlags: string[] }): Subject {
+  const nodeFlags = variant?.nodeFlags ?? [];
   const registry = tmp('ref-ours-reg-');
   const cache = tmp(`ref-ours-${kind}-cache-`);
   for (const p of packages(tmp('ref-ours-pkg-'), fixtures)) {
@@ -111,9 +113,13 @@ export function ours(kind: 'dist' | 'image', fixtures: string, img?: ImageRoot):
   copyFileSync(join(fixtures, COMPONENTS.script), join(scriptDir, 'capsule.wasm'));
   const home = tmp('ref-ours-home-');
   const command = (args: string[], cache: string) =>
-    murCommand(args, { HOME: home, MURMUR_COMPONENT_CACHE: cache }, kind === 'image' ? { from: 'dist', image: img! } : { from: 'dist', asImage: true });
+    murCommand(
+      args,
+      { HOME: home, MURMUR_COMPONENT_CACHE: cache },
+      kind === 'image' ? { from: 'dist', image: img!, nodeFlags } : { from: 'dist', asImage: true, nodeFlags },
+    );
   return {
-    name: kind === 'image' ? 'ours (image)' : 'ours',
+    name: `${kind === 'image' ? 'ours (image)' : 'ours'}${variant ? ` ${variant.name}` : ''}`,
     serve(dir, cold) {
       const workdir = tmp('ref-ours-work-');
       const c = command(

@@ -62,7 +62,7 @@
  *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
  *
  *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours image|dist|both] [--ours-only]
- *     [--extra-turn] [--load N]
+ *     [--extra-turn] [--load N] [--ours-flags 'name=<node flags>' …]
  *
  * --load N: N spinning processes (cpu-load.ts) beside every arm while its throughput (and extra
  * tool turn) tasks run, none during the start, memory and script rows.
@@ -98,6 +98,20 @@ const LOAD = process.argv.includes('--load') ? numArg('load', 0) : 0;
 /** Which of this runtime's arms run: the runtime image's files (what a pod runs), dist/ on this machine's node, or both. */
 const OURS_ARG = choiceArg('ours', ['image', 'dist', 'both'] as const, 'both');
 const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('image' | 'dist')[];
+/**
+ * --ours-flags 'name=<node flag> …' (repeatable): one more arm of each of our kinds, run with these
+ * node flags after the image's (`single=--single-threaded-gc`), so a V8 option is compared with
+ * today's image and the reference in the same alternating rounds.
+ */
+const FLAG_ARMS = process.argv.flatMap((a, i) => {
+  if (a !== '--ours-flags') return [];
+  const m = /^([\w.-]+)=(.*)$/.exec(process.argv[i + 1] ?? '');
+  if (!m) {
+    console.error(`--ours-flags: expected 'name=<node flags>', got '${process.argv[i + 1] ?? ''}'`);
+    process.exit(2);
+  }
+  return [{ name: m[1]!, nodeFlags: m[2]!.split(/\s+/).filter(Boolean) }];
+});
 
 const REF_BIN = process.env.MURMUR_REFERENCE_BIN;
 const REF_FIX = process.env.MURMUR_REFERENCE_FIXTURES;
@@ -324,7 +338,10 @@ function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void
 async function main(): Promise<void> {
   requireEnv();
   const img = OURS_KINDS.includes('image') ? imageRoot() : undefined;
-  const subjects = [...OURS_KINDS.map((k) => ours(k, REF_FIX!, img)), ...(OURS_ONLY ? [] : [reference(REF_BIN!, REF_FIX!)])];
+  const subjects = [
+    ...OURS_KINDS.flatMap((k) => [ours(k, REF_FIX!, img), ...FLAG_ARMS.map((v) => ours(k, REF_FIX!, img, v))]),
+    ...(OURS_ONLY ? [] : [reference(REF_BIN!, REF_FIX!)]),
+  ];
   for (const s of subjects) await prime(s);
   const figs = new Map<string, Fig[]>();
   // The reference is the baseline: ratios read ours / reference.
@@ -342,6 +359,7 @@ async function main(): Promise<void> {
   const ourArms = [
     img ? `ours (image) = the runtime image's files in a chroot (node ${img.nodeVersion}, its ENV and ENTRYPOINT)` : '',
     OURS_KINDS.includes('dist') ? `ours = dist/ on node ${process.version} with the image's node flags` : '',
+    ...FLAG_ARMS.map((v) => `ours … ${v.name} = the same with ${v.nodeFlags.join(' ')} after the image's flags`),
   ]
     .filter(Boolean)
     .join('; ');
