@@ -1,16 +1,19 @@
 /**
- * The JSON-RPC front door, before the SDK's handler: reads the body under a size limit, parses it,
- * and checks the envelope, the `A2A-Version` and the method, answering each refusal with a
- * JSON-RPC error whose message says what to fix. The SDK's own checks answer an oversized body
- * with express's HTML error page, say only "Invalid JSON-RPC Request." / "Invalid method.", need
- * the exact version strings and log a stack per refusal (docs/a2a.md).
+ * What stands before the SDK's handlers, the rules of both HTTP bindings in one place:
+ * authentication and the activity hold (`authenticate`, `holdAwake`); the JSON-RPC front door,
+ * which json-rpc.ts runs: reads the body under a size limit, parses it, and checks the envelope,
+ * the `A2A-Version` and the method, answering each refusal with a JSON-RPC error whose message
+ * says what to fix (the SDK's own checks answer an oversized body with express's HTML error page,
+ * say only "Invalid JSON-RPC Request." / "Invalid method.", need the exact version strings and
+ * log a stack per refusal: docs/a2a.md); and the HTTP+JSON door (`restDoor`).
  */
-import type http from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { ContentTypeNotSupportedError, RequestMalformedError, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { AuthError, type Authenticator, type Caller } from './auth.ts';
 import { METHODS_0_3, METHODS_1_0, VERSION_HEADER, normaliseVersion } from '../core/wire.ts';
+import type { Activity } from '../../telemetry/activity.ts';
 
 function errMessage(e: unknown): string {
   if (e instanceof Error) return e.message || e.name;
@@ -28,84 +31,119 @@ const M10 = 'SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, 
 /** Methods that start a new task (a message without a taskId); refused while the server drains. */
 const NEW_TASK_METHODS = new Set(['message/send', 'message/stream', 'SendMessage', 'SendStreamingMessage']);
 
-export function frontDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>, draining: () => boolean = () => false) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    const reply = (status: number, body: Record<string, unknown>, close = false) => {
-      if (res.headersSent) return;
-      if (close) res.setHeader('Connection', 'close');
-      res.status(status).json(body);
-    };
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > maxBody) {
-      reply(413, rpcErrorBody(null, -32600, `request body of ${declared} bytes exceeds the ${maxBody}-byte limit`), true);
+/** A request the JSON-RPC front door answers itself instead of passing it on. */
+export interface Refusal {
+  status: number;
+  body: Record<string, unknown>;
+  /** Close the connection after the answer (a body too large to read on). */
+  close?: boolean;
+  /** Seconds a client should wait before retrying (the drain's 503). */
+  retryAfter?: string;
+}
+
+/** What the front door made of a JSON-RPC request's body. */
+export type RpcCheck = { kind: 'refuse'; refusal: Refusal } | { kind: 'notification' } | { kind: 'call'; body: Record<string, unknown> };
+
+/**
+ * express's `res.json(body)` with the app's settings here (no replacer, no spaces, no escaping, no
+ * ETag), without express: the same status line, headers and bytes, so the JSON-RPC transport
+ * (json-rpc.ts) answers exactly as the express routes did.
+ */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const json = JSON.stringify(body);
+  res.statusCode = status;
+  if (!res.hasHeader('content-type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  if (json === undefined) {
+    res.end();
+    return;
+  }
+  res.setHeader('Content-Length', Buffer.byteLength(json));
+  res.end(json);
+}
+
+/** Answers a refusal, unless an answer has already begun. */
+export function refuse(res: ServerResponse, r: Refusal): void {
+  if (res.headersSent) return;
+  if (r.close) res.setHeader('Connection', 'close');
+  if (r.retryAfter !== undefined) res.setHeader('Retry-After', r.retryAfter);
+  sendJson(res, r.status, r.body);
+}
+
+function tooLarge(message: string): Refusal {
+  return { status: 413, body: rpcErrorBody(null, -32600, message), close: true };
+}
+
+/**
+ * Reads a JSON-RPC request's body under the size limit and hands `done` its text (decoded once,
+ * whole, so a character split between chunks stays whole). A body declared or found larger than
+ * `maxBody` is answered 413 with the connection closed, the rest of it discarded, and `done` is
+ * never called; nor is it for a request whose connection fails.
+ */
+export function readRpcBody(req: IncomingMessage, res: ServerResponse, maxBody: number, done: (raw: string) => void): void {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBody) {
+    refuse(res, tooLarge(`request body of ${declared} bytes exceeds the ${maxBody}-byte limit`));
+    req.resume();
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let aborted = false;
+  req.on('data', (c: Buffer) => {
+    if (aborted) return;
+    size += c.length;
+    if (size > maxBody) {
+      aborted = true;
+      chunks.length = 0;
+      refuse(res, tooLarge(`request body exceeds the ${maxBody}-byte limit`));
       req.resume();
       return;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let aborted = false;
-    req.on('data', (c: Buffer) => {
-      if (aborted) return;
-      size += c.length;
-      if (size > maxBody) {
-        aborted = true;
-        chunks.length = 0;
-        reply(413, rpcErrorBody(null, -32600, `request body exceeds the ${maxBody}-byte limit`), true);
-        req.resume();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('error', () => {
-      aborted = true;
-    });
-    req.on('end', () => {
-      if (aborted) return;
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown;
-      try {
-        if (raw.trim() === '') throw new Error('empty request body');
-        body = JSON.parse(raw);
-      } catch (e) {
-        reply(200, rpcErrorBody(null, -32700, `parse error: request body is not valid JSON (${errMessage(e)})`));
-        return;
-      }
-      if (tooDeep(body, MAX_JSON_DEPTH)) {
-        reply(200, rpcErrorBody(null, -32600, `invalid request: JSON nests deeper than ${MAX_JSON_DEPTH} levels`));
-        return;
-      }
-      const problem = checkEnvelope(body, req);
-      if (problem) {
-        reply(200, rpcErrorBody(problem.id, problem.code, problem.message));
-        return;
-      }
-      if (!('id' in (body as object))) {
-        // A JSON-RPC notification asks for no answer, and A2A has no method whose effect a caller
-        // could want without its answer (a message/send nobody hears of would run a task nobody
-        // follows): it is not run, and the HTTP reply carries no body.
-        res.status(204).end();
-        return;
-      }
-      // Draining (SIGTERM): a new task is refused with 503 + Retry-After, the retryable answer a
-      // client or proxy knows; a reply to a task already here still goes through.
-      const b = body as { method?: unknown; params?: { message?: { taskId?: unknown } } };
-      if (draining() && typeof b.method === 'string' && NEW_TASK_METHODS.has(b.method) && !b.params?.message?.taskId) {
-        res.setHeader('Retry-After', '1');
-        reply(
-          503,
-          rpcErrorBody(
-            (body as { id?: unknown }).id,
-            -32603,
-            'server is shutting down (draining after SIGTERM): retry the request, another replica will take it',
-          ),
-        );
-        return;
-      }
-      req.body = body;
-      resOf.set(req.headers, res);
-      next();
-    });
-  };
+    chunks.push(c);
+  });
+  req.on('error', () => {
+    aborted = true;
+  });
+  req.on('end', () => {
+    if (aborted) return;
+    done(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8'));
+  });
+}
+
+/**
+ * The front door's checks of a JSON-RPC request, in order: JSON, depth, envelope, version and
+ * method (checkEnvelope; it writes the normalised version into `headers` for the SDK), then
+ * notifications and the drain. `url` is the request target, for the `A2A-Version` query form.
+ */
+export function checkRpcBody(raw: string, headers: IncomingHttpHeaders, url: string, draining: () => boolean): RpcCheck {
+  const refusal = (status: number, id: unknown, code: number, message: string): RpcCheck => ({
+    kind: 'refuse',
+    refusal: { status, body: rpcErrorBody(id, code, message) },
+  });
+  let body: unknown;
+  try {
+    if (raw.trim() === '') throw new Error('empty request body');
+    body = JSON.parse(raw);
+  } catch (e) {
+    return refusal(200, null, -32700, `parse error: request body is not valid JSON (${errMessage(e)})`);
+  }
+  if (tooDeep(body, MAX_JSON_DEPTH)) {
+    return refusal(200, null, -32600, `invalid request: JSON nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  const problem = checkEnvelope(body, headers, url);
+  if (problem) return refusal(200, problem.id, problem.code, problem.message);
+  const b = body as Record<string, unknown> & { params?: { message?: { taskId?: unknown } } };
+  // A JSON-RPC notification asks for no answer, and A2A has no method whose effect a caller
+  // could want without its answer (a message/send nobody hears of would run a task nobody
+  // follows): it is not run, and the HTTP reply carries no body.
+  if (!('id' in b)) return { kind: 'notification' };
+  // Draining (SIGTERM): a new task is refused with 503 + Retry-After, the retryable answer a
+  // client or proxy knows; a reply to a task already here still goes through.
+  if (typeof b.method === 'string' && NEW_TASK_METHODS.has(b.method) && !b.params?.message?.taskId && draining()) {
+    const message = 'server is shutting down (draining after SIGTERM): retry the request, another replica will take it';
+    return { kind: 'refuse', refusal: { status: 503, body: rpcErrorBody(b.id, -32603, message), retryAfter: '1' } };
+  }
+  return { kind: 'call', body: b };
 }
 
 const MAX_JSON_DEPTH = 64;
@@ -124,7 +162,7 @@ function tooDeep(root: unknown, max: number): boolean {
   return false;
 }
 
-function checkEnvelope(body: unknown, req: Request): { id: unknown; code: number; message: string } | undefined {
+function checkEnvelope(body: unknown, headers: IncomingHttpHeaders, url: string): { id: unknown; code: number; message: string } | undefined {
   if (Array.isArray(body)) {
     return { id: null, code: -32600, message: 'invalid request: batch requests are not supported; send one JSON-RPC object per POST' };
   }
@@ -143,13 +181,13 @@ function checkEnvelope(body: unknown, req: Request): { id: unknown; code: number
   if (typeof method !== 'string' || method === '') {
     return { id, code: -32600, message: "invalid request: 'method' must be a non-empty string" };
   }
-  const rawVersion = requestedVersion(req);
+  const rawVersion = requestedVersion(headers, url);
   const version = normaliseVersion(rawVersion);
   if (!version) {
     return { id, code: -32009, message: `A2A-Version '${rawVersion}' is not supported; this server speaks 0.3 (no header) and 1.0` };
   }
   // The SDK reads only the header and needs its exact spelling: hand it the normalised version.
-  if (rawVersion !== undefined) req.headers['a2a-version'] = version;
+  if (rawVersion !== undefined) headers['a2a-version'] = version;
   const table = version === '1.0' ? METHODS_1_0 : METHODS_0_3;
   if (!table.has(method)) {
     let message = `method not found: '${method}'`;
@@ -190,10 +228,12 @@ function checkEnvelope(body: unknown, req: Request): { id: unknown; code: number
  * The A2A version a request asks for: the `A2A-Version` header, else the `A2A-Version` query
  * parameter (A2A 1.0 §3.6 allows either); undefined when neither is present (= 0.3).
  */
-export function requestedVersion(req: Request): string | undefined {
-  const h = req.header(VERSION_HEADER);
-  if (h !== undefined) return h;
-  const q = new URL(req.originalUrl ?? req.url, 'http://x').searchParams.get(VERSION_HEADER);
+export function requestedVersion(headers: IncomingHttpHeaders, url: string): string | undefined {
+  const h = headers['a2a-version'];
+  if (typeof h === 'string') return h;
+  // No query, no parameter: most requests skip parsing a URL.
+  if (!url.includes('?')) return undefined;
+  const q = new URL(url, 'http://x').searchParams.get(VERSION_HEADER);
   return q ?? undefined;
 }
 
@@ -256,7 +296,7 @@ export function restFail(res: Response, status: number, error: Error): void {
  * is 415 (the SDK says 400), and a path whose percent-escapes do not decode is 400 (the SDK's
  * router throws, which reached express's error handler as a 500).
  */
-export function restDoor(maxBody: number, resOf: WeakMap<object, http.ServerResponse>) {
+export function restDoor(maxBody: number, resOf: WeakMap<object, ServerResponse>) {
   const parse = express.json({ limit: maxBody, type: REST_TYPES, strict: false });
   return (req: Request, res: Response, next: NextFunction) => {
     const fail = (status: number, message: string) => restFail(res, status, new RequestMalformedError(message));
@@ -271,7 +311,7 @@ export function restDoor(maxBody: number, resOf: WeakMap<object, http.ServerResp
       const message = `Content-Type '${rawType.slice(0, 100)}' is not supported: send the body as application/json or application/a2a+json [E-A2A-044]`;
       return restFail(res, 415, new ContentTypeNotSupportedError(message));
     }
-    const v = requestedVersion(req);
+    const v = requestedVersion(req.headers, req.originalUrl);
     const version = normaliseVersion(v);
     if (v !== undefined && version) req.headers['a2a-version'] = version;
     parse(req, res, (err?: unknown) => {
@@ -312,28 +352,41 @@ export function restErrors() {
 }
 
 /**
- * Authentication before anything else reads the request: the caller is found (or the request is
- * refused with 401 and `WWW-Authenticate: Bearer`) and remembered for the SDK's user builder.
+ * Authentication before anything else reads the request: resolves with the caller, or refuses the
+ * request with 401, `WWW-Authenticate: Bearer` and the connection closed, and resolves undefined.
  * The refusal never says more than "required" or "invalid", and never echoes the credential.
  */
+export function authenticate(auth: Authenticator, req: IncomingMessage, res: ServerResponse, binding: 'jsonrpc' | 'rest'): Promise<Caller | undefined> {
+  return auth.authenticate(req.headers).then(
+    (caller) => caller,
+    (e: unknown) => {
+      const message = e instanceof AuthError ? e.message : 'invalid credentials';
+      res.setHeader('WWW-Authenticate', 'Bearer realm="a2a"');
+      res.setHeader('Connection', 'close');
+      sendJson(res, 401, binding === 'rest' ? { error: { code: 401, status: 'UNAUTHENTICATED', message } } : rpcErrorBody(null, -32600, message));
+      req.resume();
+      return undefined;
+    },
+  );
+}
+
+/** `authenticate` as express middleware (HTTP+JSON): the caller remembered for the SDK's user builder. */
 export function authDoor(auth: Authenticator, callers: WeakMap<object, Caller>, binding: 'jsonrpc' | 'rest') {
   return (req: Request, res: Response, next: NextFunction) => {
-    auth.authenticate(req.headers).then(
-      (caller) => {
-        callers.set(req, caller);
-        next();
-      },
-      (e: unknown) => {
-        const message = e instanceof AuthError ? e.message : 'invalid credentials';
-        res.setHeader('WWW-Authenticate', 'Bearer realm="a2a"');
-        res.setHeader('Connection', 'close');
-        if (binding === 'rest') {
-          res.status(401).json({ error: { code: 401, status: 'UNAUTHENTICATED', message } });
-        } else {
-          res.status(401).json(rpcErrorBody(null, -32600, message));
-        }
-        req.resume();
-      },
-    );
+    authenticate(auth, req, res, binding).then((caller) => {
+      if (!caller) return;
+      callers.set(req, caller);
+      next();
+    });
   };
+}
+
+/**
+ * Holds the capsule awake from an authenticated A2A request's arrival until its response closes
+ * ('close' comes after the last byte, or when the caller goes away): an SSE stream stays open for
+ * as long as it streams. Health, readiness and the card are not A2A requests (probes and the
+ * operator's card fetch must not keep a capsule awake), nor are refused callers.
+ */
+export function holdAwake(activity: Activity | undefined, res: ServerResponse): void {
+  if (activity) res.once('close', activity.begin());
 }

@@ -1,16 +1,17 @@
 /**
  * The HTTP routes of the A2A server (server.ts) on its express app: health and readiness, the agent
- * card (per requested version, with ETag), HTTP+JSON under /rest and JSON-RPC at /, each behind the
- * auth door and front door (front-door.ts), then the 404 and last-resort 500 answers.
+ * card (per requested version, with ETag), HTTP+JSON under /rest behind the auth door and the REST
+ * door (front-door.ts), then the 404 and last-resort 500 answers. JSON-RPC at `POST /` never
+ * reaches this app: server.ts's listener hands it to json-rpc.ts.
  */
 import type { ServerResponse } from 'node:http';
 import type { Express, NextFunction, Request, Response } from 'express';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
-import { jsonRpcHandler, restHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
+import { restHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
 import { normaliseVersion } from '../core/wire.ts';
 import type { TaskMachine } from '../tasks/tasks.ts';
 import { etagMatches, type cardVariants } from './card.ts';
-import { authDoor, frontDoor, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
+import { authDoor, holdAwake, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import type { TaskAcceptance } from '../tasks/task-options.ts';
 import type { Activity } from '../../telemetry/activity.ts';
@@ -39,15 +40,10 @@ function errMessage(e: unknown): string {
   return String(e);
 }
 
-/**
- * Holds the capsule awake from an authenticated A2A request's arrival until its response closes
- * ('close' comes after the last byte, or when the caller goes away): an SSE stream stays open for
- * as long as it streams. Health, readiness and the card are not A2A requests (probes and the
- * operator's card fetch must not keep a capsule awake), nor are refused callers.
- */
+/** front-door.ts's `holdAwake` as express middleware. */
 function inFlight(activity: Activity | undefined) {
   return (_req: Request, res: Response, next: NextFunction) => {
-    if (activity) res.once('close', activity.begin());
+    holdAwake(activity, res);
     next();
   };
 }
@@ -64,7 +60,7 @@ export function mountRoutes(app: Express, d: RouteDeps): void {
       .json({ ready, acceptance: d.acceptance, draining: d.machine.isDraining(), waiting_for_input: waiting, blocked_on_input: waiting > 0 });
   });
   app.get(['/.well-known/agent-card.json'], (req, res) => {
-    const wanted = normaliseVersion(requestedVersion(req));
+    const wanted = normaliseVersion(requestedVersion(req.headers, req.originalUrl));
     const v = wanted === '1.0' ? d.cards.strict : d.cards.legacy;
     res.setHeader('Cache-Control', 'max-age=60');
     res.setHeader('Vary', 'A2A-Version');
@@ -92,13 +88,6 @@ export function mountRoutes(app: Express, d: RouteDeps): void {
     );
     app.use('/rest', restErrors());
   }
-  app.post(
-    '/',
-    authDoor(d.auth, d.callers, 'jsonrpc'),
-    inFlight(d.activity),
-    frontDoor(d.maxBody, d.resOf, () => d.machine.isDraining()),
-  );
-  app.use(jsonRpcHandler({ requestHandler: d.handler, userBuilder: d.userBuilder, legacyCompat: { enabled: true } }));
   app.use((_req: Request, res: Response) => {
     res.status(404).json({ error: 'not found: POST / for JSON-RPC, /rest/… for HTTP+JSON, GET /.well-known/agent-card.json for the card' });
   });

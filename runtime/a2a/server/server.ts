@@ -4,13 +4,14 @@
  *   one final status), saving every change to the injected `TaskStore` (the SDK's interface);
  * - ../handler/handler.ts: the SDK's `A2ARequestHandler` over that machine (validation, owner scoping);
  * - ../tasks/stream.ts: bounded stream subscribers;
- * - routes.ts: the HTTP routes; front-door.ts: body limit and envelope/version/method checks before
- *   the SDK's JSON-RPC handler; grpc.ts: the gRPC binding (grpc-same-port.ts: on the A2A port);
- * - card.ts: the agent card.
- * The SDK's express `jsonRpcHandler` (with `legacyCompat`) does method dispatch, 0.3 ⇄ 1.0 shape
- * translation, error envelopes and SSE framing. See docs/a2a.md.
+ * - json-rpc.ts: JSON-RPC at `POST /` over plain node:http (front-door.ts: authentication, body
+ *   limit and envelope/version/method checks before the SDK's transport handlers, which do method
+ *   dispatch, 0.3 ⇄ 1.0 shape translation and error envelopes; json-rpc-answer.ts: the answer, SSE);
+ * - routes.ts: every other HTTP route on an express app (health, readiness, card, HTTP+JSON);
+ *   grpc.ts: the gRPC binding (grpc-same-port.ts: on the A2A port);
+ * - card.ts: the agent card. See docs/a2a.md.
  */
-import type { Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../../builtins.ts';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -20,6 +21,7 @@ import { MurError } from '../../errors.ts';
 import type { TaskExecutor } from '../core/executor.ts';
 import { buildCardJson, buildCoreCard, cardVariants, type AgentCardInput, type CardEndpoints } from './card.ts';
 import { mountRoutes } from './routes.ts';
+import { isJsonRpcRequest, jsonRpcTransport } from './json-rpc.ts';
 import type { GrpcBinding } from './grpc.ts';
 import { grpcOnSamePort } from './grpc-same-port.ts';
 import { createHandler } from '../handler/handler.ts';
@@ -181,7 +183,13 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  const server = http.createServer(serverOptions(limits), app);
+  // JSON-RPC at POST / is served without express (json-rpc.ts), once the handler exists; every
+  // other request, and one that comes before, goes to the express app.
+  let rpc: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  const server = http.createServer(serverOptions(limits), (req, res) => {
+    if (rpc !== undefined && isJsonRpcRequest(req)) rpc(req, res);
+    else app(req, res);
+  });
   // Before the connection limits wrap the listener: the per-client cap then counts h2c connections too.
   const samePort =
     opts.grpcPort === 'same' ? grpcOnSamePort(server, { maxBody, sniffTimeoutMs: limits.headersTimeoutMs, idleMs: limits.keepAliveTimeoutMs }) : undefined;
@@ -217,9 +225,17 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   });
   grpc?.serve(handler, auth, opts.activity);
   samePort?.serve(handler, auth, opts.activity);
-  // The caller of each HTTP request, found by authDoor before the SDK builds its context.
+  // The caller of each HTTP+JSON request, found by authDoor before the SDK builds its context.
   const callers = new WeakMap<object, Caller>();
   const userBuilder = async (req: Request) => callers.get(req) ?? ANONYMOUS;
+  rpc = jsonRpcTransport({
+    handler,
+    auth,
+    resOf,
+    maxBody,
+    draining: () => machine.isDraining(),
+    ...(opts.activity ? { activity: opts.activity } : {}),
+  });
   mountRoutes(app, {
     acceptance: opts.acceptance,
     machine,
