@@ -151,6 +151,21 @@ describe('JSON-RPC over node:http', () => {
     expect(await post(ours, resubscribe)).toEqual(await post(sdk, resubscribe));
   });
 
+  it('reads no request but POST / as JSON-RPC: any other path is a 404, whatever its body or Content-Type', async () => {
+    const s = await serve(echo);
+    const body = call('SendMessage', { message: msg10('lost') });
+    for (const [path, type, payload] of [
+      ['nope', 'text/plain', body],
+      ['nope', 'application/json', '{not json'],
+      ['rpc/', 'application/json', body],
+    ] as const) {
+      const r = await fetch(new URL(path, s.url), { method: 'POST', headers: { 'content-type': type, ...V1 }, body: payload });
+      expect({ path, type, status: r.status }).toEqual({ path, type, status: 404 });
+      expect((await r.json()).error).toMatch(/^not found: POST \/ for JSON-RPC/);
+    }
+    expect(s.stats().tasks).toBe(0);
+  });
+
   it('reads a body whole however it is chunked, a character split between two chunks', async () => {
     const s = await serve(echo);
     const text = 'naïve € ✓ 漢字';
