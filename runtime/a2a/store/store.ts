@@ -5,7 +5,8 @@
  * PostgreSQL server given by URL. The schema is the SDK's: its `a2a-db upgrade` migrations are run
  * in-process at open (idempotent, with the SDK's ledger), so a later SDK schema change migrates the
  * same way the SDK's own CLI would; on SQLite each lands with its ledger row or not at all
- * (sdk-migrations.ts). No persistence code of our own beyond the start-up sweep below.
+ * (sdk-migrations.ts). No persistence code of our own beyond the start-up sweep below, and, on
+ * SQLite, the SDK's task save run as one SQL text compiled once (sqlite-task-store.ts).
  *
  * Start-up sweep: a task that was not final when the previous process died (kill -9, OOM, node
  * loss) can never finish, so it is marked `failed` with a reason saying the runtime restarted. The
@@ -20,6 +21,7 @@ import { StoreSqliteDialect } from './sqlite-dialect.ts';
 import type { PushNotificationStore, TaskStore } from '@a2a-js/sdk/server';
 import { DatabasePushNotificationStore, DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
 import { failOrphans } from './task-runners.ts';
+import { SqliteTaskStore } from './sqlite-task-store.ts';
 import { isMurError, MurError } from '../../errors.ts';
 import { holdSecret } from '../../secrets.ts';
 import { conversationTable } from './conversation-table.ts';
@@ -280,7 +282,7 @@ export async function openStore(value: string, cwd?: string, opts: OpenStoreOpti
     kind: spec.kind,
     where: spec.where,
     db,
-    tasks: new DatabaseTaskStore(db),
+    tasks: spec.kind === 'sqlite' ? new SqliteTaskStore(db) : new DatabaseTaskStore(db),
     push: new DatabasePushNotificationStore(db),
     conversations: conversationTable(db, spec.kind),
     ...(statements ? { statements } : {}),
