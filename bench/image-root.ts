@@ -13,10 +13,12 @@
  * paths under /tmp (capsules, registries, caches a bench makes) are the
  * same inside and out, and the process has the host's PID and network (loopback). It runs as root,
  * not as the image's UID 65532 (the bench's folders are root's); no cgroup limit, as on the host.
+ * Node's compile cache in the image is the pod user's folder; the unpacked copy links root's name
+ * to it (compileCacheAsRoot), so a bench's start reads it as a pod's does.
  * `unshare` and `sh` exec in place, so the PID returned is the runtime's own (RSS from /proc).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
@@ -124,21 +126,46 @@ export function imageRoot(log: (line: string) => void = (l) => console.error(l))
     for (const f of readdirSync(ROOTS)) if (f.startsWith('runtime-root-')) rmSync(join(ROOTS, f), { recursive: true, force: true });
     const t = performance.now();
     const { layers, config } = unpackImage(TAR, root);
+    const { NODE_COMPILE_CACHE } = rootEnv(config);
+    if (NODE_COMPILE_CACHE) compileCacheAsRoot(join(root, NODE_COMPILE_CACHE));
     writeFileSync(marker, JSON.stringify({ hash, config }));
     log(`[image-root] unpacked ${layers} layers into ${root} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
   return rootAt(root);
 }
 
-/** The image unpacked at `root` (its `.unpacked.json` holds the image's config). */
-export function rootAt(root: string): ImageRoot {
-  const marker = join(root, '.unpacked.json');
-  const { config } = JSON.parse(readFileSync(marker, 'utf8')) as { config: ImageConfig };
+/**
+ * Node's compile cache keeps one folder per user (`v<version>-<arch>-<hash>-<uid>`); the image's
+ * is made as the pod's user, 65532, and a bench runs the image as root (see above), whose folder
+ * does not exist: every arm then compiled the runtime's code at each start, which no pod does.
+ * In the bench's unpacked copy only, root's folder is a link to the pod's.
+ */
+export function compileCacheAsRoot(cacheDir: string): string[] {
+  if (!existsSync(cacheDir)) return [];
+  const linked: string[] = [];
+  for (const f of readdirSync(cacheDir)) {
+    const m = /^(.*)-65532$/.exec(f);
+    if (!m || existsSync(join(cacheDir, `${m[1]}-0`))) continue;
+    symlinkSync(f, join(cacheDir, `${m[1]}-0`));
+    linked.push(`${m[1]}-0`);
+  }
+  return linked;
+}
+
+function rootEnv(config: ImageConfig): Record<string, string> {
   const env: Record<string, string> = {};
   for (const kv of config.Env ?? []) {
     const i = kv.indexOf('=');
     env[kv.slice(0, i)] = kv.slice(i + 1);
   }
+  return env;
+}
+
+/** The image unpacked at `root` (its `.unpacked.json` holds the image's config). */
+export function rootAt(root: string): ImageRoot {
+  const marker = join(root, '.unpacked.json');
+  const { config } = JSON.parse(readFileSync(marker, 'utf8')) as { config: ImageConfig };
+  const env = rootEnv(config);
   const entrypoint = config.Entrypoint ?? [];
   if (!entrypoint.length) throw new Error('the runtime image has no ENTRYPOINT');
   return { root, entrypoint, env, nodeVersion: env.NODE_VERSION ?? 'unknown' };

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { imageCommand, unpackImage } from '../../bench/image-root.ts';
+import { compileCacheAsRoot, imageCommand, unpackImage } from '../../bench/image-root.ts';
 import { tmp } from '../loop/kit.ts';
 
 /** Entries named without a leading ./, as `docker save` writes them. */
@@ -76,5 +76,23 @@ describe('running the runtime image as a process', () => {
     expect(script(['--max-semi-space-size=4', '--trace-gc'])).toMatch(
       /exec chroot '\/tmp\/root' 'node' '--max-semi-space-size=1' '--max-semi-space-size=4' '--trace-gc' '\/app\/bin\/mur' 'serve' '\/tmp\/c'$/,
     );
+  });
+});
+
+describe("the image's compile cache in the bench's copy", () => {
+  // Node 20 (the suite's) has no NODE_COMPILE_CACHE, so the folder layout Node 22+ uses is made by
+  // hand here; on the image's Node 24 a root process reads the linked folder's entries ("V8 code
+  // cache … was accepted" for each module under NODE_DEBUG_NATIVE=COMPILE_CACHE).
+  it("a bench's root process finds the compile cache the image made as the pod's user (65532) under its own folder name", () => {
+    const cache = tmp('compile-cache-');
+    mkdirSync(join(cache, 'v24.22.3-x64-964aae3f-65532'));
+    writeFileSync(join(cache, 'v24.22.3-x64-964aae3f-65532', '1e178bb2'), 'code');
+    mkdirSync(join(cache, 'v22.1.0-x64-00000000-1000'));
+    expect(compileCacheAsRoot(cache)).toEqual(['v24.22.3-x64-964aae3f-0']);
+    expect(readFileSync(join(cache, 'v24.22.3-x64-964aae3f-0', '1e178bb2'), 'utf8')).toBe('code');
+    expect(existsSync(join(cache, 'v22.1.0-x64-00000000-0'))).toBe(false);
+    // Linked once: a second call links nothing more; an image without the cache folder, nothing.
+    expect(compileCacheAsRoot(cache)).toEqual([]);
+    expect(compileCacheAsRoot(join(cache, 'absent'))).toEqual([]);
   });
 });
