@@ -113,8 +113,14 @@ EXPOSE 8080 9090
 # thread, each component's worker, the token counter): mur serve with a
 # driver and one tool idled at 189 MiB without the flag, 153 MiB with it, and 30 tasks took no
 # longer (166 → 150 ms per task, one loaded run each; docs/runtime.md#memory-of-a-serving-process).
+# --max-opt=2: JavaScript is optimized up to Maglev, never TurboFan. A serving process measured
+# right after its start or an idle period (when its bytecode was let go) still spent ≈ 1 ms of
+# V8's background threads per task on TurboFan jobs after 300 tasks; Maglev compiles in a fraction
+# of that, and warm tasks cost the same CPU either way. Against the reference: time per task
+# ×1.28 → ×1.09, peak RSS 98.9 → 92.7 MiB (docs/measurements/reference.md, session 24). Node's
+# compile cache is keyed by these flags: the caches stage below runs with the same ones.
 # bench/serving.ts imageProcess() reads the node flags of this line and the ENV above.
-ENTRYPOINT ["node", "--max-semi-space-size=1", "/app/bin/mur"]
+ENTRYPOINT ["node", "--max-semi-space-size=1", "--max-opt=2", "/app/bin/mur"]
 
 # 6. The caches a start would otherwise fill, made by this image's own runtime as the pod runs it
 #    (UID 65532): the built-in drivers transpiled and memory-capped (≈ 1–2 s of CPU per start
@@ -125,7 +131,9 @@ USER root
 RUN mkdir -p /seed && chown 65532:65532 /seed
 USER 65532:65532
 COPY scripts/seed-image-caches.mjs /tmp/seed-image-caches.mjs
-RUN MURMUR_COMPONENT_CACHE=/seed/components NODE_COMPILE_CACHE=/seed/compile-cache node /tmp/seed-image-caches.mjs \
+# The ENTRYPOINT's node flags: V8 keys Node's compile cache by them (a cache made without
+# --max-opt=2 is never found by the pod's node); the seed passes its own to each mur serve.
+RUN MURMUR_COMPONENT_CACHE=/seed/components NODE_COMPILE_CACHE=/seed/compile-cache node --max-semi-space-size=1 --max-opt=2 /tmp/seed-image-caches.mjs \
  && chmod -R a+rX,go-w /seed
 
 FROM runtime

@@ -35,18 +35,32 @@ export async function idleRss(pid: number): Promise<number> {
   return procStat(pid).rss;
 }
 
+/** The node flags of the Dockerfile's ENTRYPOINT, as written. */
+export function entrypointFlags(): string[] {
+  const text = readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
+  const entry = text.split('\n').find((l) => l.startsWith('ENTRYPOINT '));
+  if (!entry) throw new Error('Dockerfile has no ENTRYPOINT line');
+  return (JSON.parse(entry.slice('ENTRYPOINT '.length)) as string[]).slice(1).filter((a) => a.startsWith('--'));
+}
+
 /**
  * How the runtime image starts node (Dockerfile): the ENTRYPOINT's node flags and the ENV's glibc
  * malloc settings and NODE_OPTIONS (the heap limit), so a bench can run `mur` as a pod does.
  */
 export function imageProcess(): { nodeFlags: string[]; env: Record<string, string> } {
   const text = readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
-  const entry = text.split('\n').find((l) => l.startsWith('ENTRYPOINT '));
-  if (!entry) throw new Error('Dockerfile has no ENTRYPOINT line');
-  const nodeFlags = (JSON.parse(entry.slice('ENTRYPOINT '.length)) as string[]).slice(1).filter((a) => a.startsWith('--'));
+  // The image's `--max-opt=2` stops at Maglev, which V8 before 11.7 (Node 20) has off: there it
+  // would stop at Sparkplug, a tier the image never runs at. Node 20 keeps its own top tier.
+  const nodeFlags = entrypointFlags().filter((a) => !(a.startsWith('--max-opt') && !maglevByDefault()));
   const env: Record<string, string> = {};
   for (const m of text.matchAll(/^\s*(?:ENV\s+)?(MALLOC_[A-Z_]+|NODE_OPTIONS)=(\S+?)\s*\\?$/gm)) env[m[1]!] = m[2]!;
   return { nodeFlags, env };
+}
+
+/** Whether this node's V8 runs Maglev by default (V8 ≥ 11.7: Node 22 and later). */
+export function maglevByDefault(v8 = process.versions.v8): boolean {
+  const [major = 0, minor = 0] = v8.split('.').map(Number);
+  return major > 11 || (major === 11 && minor >= 7);
 }
 
 /** How a bench starts `mur`: see murCommand. */

@@ -68,7 +68,8 @@ for (const d of list) {
   const before = prepared();
   const t0 = performance.now();
   // The default store (SQLite beside the workdirs): its open is part of every start.
-  const child = spawn(process.execPath, ['/app/bin/mur', 'serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--host', '127.0.0.1', '--workdir', join(work, 'sessions'), '--quiet'], {
+  // With this script's node flags (the ENTRYPOINT's, Dockerfile): Node keys its compile cache by them.
+  const child = spawn(process.execPath, [...process.execArgv, '/app/bin/mur', 'serve', capsule, '--a2a-port', '0', '--metrics-port', '0', '--host', '127.0.0.1', '--workdir', join(work, 'sessions'), '--quiet'], {
     env: { ...process.env, MURMUR_INFERENCE_ENDPOINT: 'http://127.0.0.1:9', MURMUR_INFERENCE_API_KEY: 'unused' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

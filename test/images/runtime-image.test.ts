@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Wait, type StartedTestContainer } from 'testcontainers';
 import { PRESTOP_COMMAND } from '../../operator/translate/builders/deployment.ts';
+import { entrypointFlags } from '../../bench/serving.ts';
 import { sendMessage } from '../../runtime/a2a/peers/client.ts';
 import { freePort } from '../cli/serve-kit.ts';
 import type { ScriptedProvider } from '../provider/scripted-provider.ts';
@@ -51,6 +52,14 @@ describe('the runtime image', () => {
     ]);
     expect(Number(seeds.output.trim().split('\n')[0])).toBeGreaterThan(2);
     expect(seeds.output.trim().split('\n').slice(1)).toEqual([]);
+  });
+
+  it("its node, started with the ENTRYPOINT's flags, finds the seeded compile cache (V8 keys the cache by those flags)", async () => {
+    const flags = entrypointFlags().join(' ');
+    const r = await exec(container, ['sh', '-c', `NODE_DEBUG_NATIVE=COMPILE_CACHE node ${flags} /app/bin/mur --help 2>&1`]);
+    expect(r.exitCode, r.output).toBe(0);
+    expect(r.output).not.toMatch(/Cannot create cache directory|was rejected/);
+    expect((r.output.match(/V8 code cache for ESM \S+ was accepted/g) ?? []).length, r.output.slice(0, 2000)).toBeGreaterThanOrEqual(5);
   });
 
   it("runs the capsule pods' preStop command (the pause before SIGTERM) as its own user", async () => {
