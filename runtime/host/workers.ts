@@ -55,7 +55,7 @@ export function workerExecArgv(argv: readonly string[] = process.execArgv): stri
     const a = argv[i]!;
     const name = a.split('=', 1)[0]!;
     const flag = name.replace(/_/g, '-');
-    if (V8_FLAGS.has(flag) || /^--(no-)?(wasm|liftoff|turbo|maglev|opt\b|max-opt|sparkplug|flush-|bytecode-|trace-gc|trace-opt|trace-deopt)/.test(flag)) continue;
+    if (V8_FLAGS.has(flag) || /^--(no-)?(wasm|liftoff|turbo|maglev|opt\b|max-opt|sparkplug|flush-|bytecode-|trace-(?:gc|opt|deopt))/.test(flag)) continue;
     if (LOADER_FLAGS.has(name)) {
       if (!a.includes('=')) i++; // its value is the next argument
       continue;
