@@ -40,6 +40,7 @@ function writeCapsule(dir: string, lifecycle: string): void {
 
 async function served(c: { dir: string; registry: string }, store: string, turns: ScriptTurn[], args: string[] = []) {
   const provider = await startScriptedProvider(turns);
+  cleanup.push(() => provider.stop());
   const workRoot = tmp('resume-input-work-');
   const s = await serve(c.dir, {
     registry: c.registry,
@@ -47,15 +48,28 @@ async function served(c: { dir: string; registry: string }, store: string, turns
     env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_API_KEY: API_KEY },
     args: ['--store', store, ...args],
   });
-  cleanup.push(
-    () => s.stop(),
-    () => provider.stop(),
-  );
+  cleanup.push(() => s.stop());
   const trace = () => {
     const session = /\(session (\S+),/.exec(s.output())![1]!;
     return readTrace(join(workRoot, session, 'trace.jsonl')).events;
   };
   return { s, provider, trace };
+}
+
+/**
+ * `served` with `--metrics-port` on a port picked now. freePort closes its probe before mur serve
+ * binds the port, and another test's process can take it in between (EADDRINUSE, seen once in a
+ * CI run of the whole suite): then a new port is picked, up to a few times.
+ */
+async function servedWithMetrics(c: { dir: string; registry: string }, store: string, turns: ScriptTurn[]) {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return { port, ...(await served(c, store, turns, ['--metrics-port', String(port)])) };
+    } catch (e) {
+      if (attempt >= 5 || !/EADDRINUSE/.test(String(e))) throw e;
+    }
+  }
 }
 
 /** The tool result the provider got after the restart: the tool's output made from the reply. */
@@ -182,8 +196,8 @@ describe('a task waiting for input across kill -9 and a restart on the same stor
       const x = parseExposition(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
       return { seconds: x.get('capsule_idle_seconds', { capsule: 'painter' })!, waiting: x.get('capsule_tasks_waiting_for_input', { capsule: 'painter' })! };
     };
-    const port1 = await freePort();
-    const one = await served(c, store, [ASK], ['--metrics-port', String(port1)]);
+    const one = await servedWithMetrics(c, store, [ASK]);
+    const port1 = one.port;
     const asked = await sendMessage({ peerUrl: one.s.url, text: 'paint it', allow: [one.s.url], wait: true });
     expect(asked.ok && asked.state).toBe('input-required');
     if (!asked.ok) return;
@@ -193,8 +207,8 @@ describe('a task waiting for input across kill -9 and a restart on the same stor
     one.s.proc.kill('SIGTERM');
     expect(await one.s.exited).toBe(0);
 
-    const port2 = await freePort();
-    const two = await served(c, store, [{ text: 'painted blue' }], ['--metrics-port', String(port2)]);
+    const two = await servedWithMetrics(c, store, [{ text: 'painted blue' }]);
+    const port2 = two.port;
     const adopted = await idle(port2);
     expect(adopted.waiting).toBe(1);
     expect(adopted.seconds).toBeGreaterThan(0);
