@@ -74,7 +74,9 @@ describe('the runtime image', () => {
     expect(loader.output.trim()).toBe('711');
     const owner = await exec(container, ['stat', '-c', '%u', '/proc/1/environ']);
     expect(owner.output.trim()).toBe('0');
-    const read = await exec(container, ['sh', '-c', 'id -u; cat /proc/1/environ; tr "\\0" "\\n" < /proc/1/environ']);
+    // One stream (2>&1 in the shell): testcontainers merges docker's two streams as their chunks
+    // arrive, which once split "sh: 1: <error>" around the stdout line.
+    const read = await exec(container, ['sh', '-c', 'exec 2>&1; id -u; cat /proc/1/environ; tr "\\0" "\\n" < /proc/1/environ']);
     expect(read.output).toMatch(/^65532$/m);
     expect(read.output).toMatch(/Permission denied/);
     expect(read.output).not.toContain(API_KEY);
