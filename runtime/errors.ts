@@ -33,6 +33,11 @@ export class MurError extends Error {
   }
 }
 
+/** An error's message for a person (its name when the message is empty); anything else thrown, as a string. */
+export function errMessage(e: unknown): string {
+  return e instanceof Error ? e.message || e.name : String(e);
+}
+
 export function isMurError(e: unknown): e is MurError {
   return e instanceof MurError;
 }

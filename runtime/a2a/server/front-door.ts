@@ -14,15 +14,16 @@ import { ContentTypeNotSupportedError, RequestMalformedError, toRestErrorBody } 
 import { AuthError, type Authenticator, type Caller } from './auth.ts';
 import { METHODS_0_3, METHODS_1_0, VERSION_HEADER, normaliseVersion } from '../core/wire.ts';
 import type { Activity } from '../../telemetry/activity.ts';
-
-function errMessage(e: unknown): string {
-  if (e instanceof Error) return e.message || e.name;
-  return String(e);
-}
+import { errMessage } from '../../errors.ts';
 
 export function rpcErrorBody(id: unknown, code: number, message: string): Record<string, unknown> {
   const okId = typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
   return { jsonrpc: '2.0', id: okId, error: { code, message } };
+}
+
+/** The JSON-RPC answer to an error nothing else caught (a 500), on either transport. */
+export function internalErrorBody(e: unknown): Record<string, unknown> {
+  return rpcErrorBody(null, -32603, `internal error: ${errMessage(e)}`);
 }
 
 const M03 = 'message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe';
@@ -371,9 +372,9 @@ export function authenticate(auth: Authenticator, req: IncomingMessage, res: Ser
 }
 
 /** `authenticate` as express middleware (HTTP+JSON): the caller remembered for the SDK's user builder. */
-export function authDoor(auth: Authenticator, callers: WeakMap<object, Caller>, binding: 'jsonrpc' | 'rest') {
+export function authDoor(auth: Authenticator, callers: WeakMap<object, Caller>) {
   return (req: Request, res: Response, next: NextFunction) => {
-    authenticate(auth, req, res, binding).then((caller) => {
+    authenticate(auth, req, res, 'rest').then((caller) => {
       if (!caller) return;
       callers.set(req, caller);
       next();

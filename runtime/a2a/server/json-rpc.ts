@@ -14,7 +14,7 @@ import { JsonRpcTransportHandler } from '@a2a-js/sdk/server';
 import { ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
 import type { Activity } from '../../telemetry/activity.ts';
 import type { Authenticator, Caller } from './auth.ts';
-import { authenticate, checkRpcBody, holdAwake, readRpcBody, refuse, rpcErrorBody, sendJson } from './front-door.ts';
+import { authenticate, checkRpcBody, holdAwake, internalErrorBody, readRpcBody, refuse, sendJson } from './front-door.ts';
 import { jsonRpcAnswerer } from './json-rpc-answer.ts';
 
 export interface JsonRpcDeps {
@@ -103,5 +103,5 @@ function internalError(res: ServerResponse, e: unknown): void {
     res.end();
     return;
   }
-  sendJson(res, 500, rpcErrorBody(null, -32603, `internal error: ${e instanceof Error ? e.message || e.name : String(e)}`));
+  sendJson(res, 500, internalErrorBody(e));
 }

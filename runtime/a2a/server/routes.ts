@@ -11,7 +11,7 @@ import { restHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
 import { normaliseVersion } from '../core/wire.ts';
 import type { TaskMachine } from '../tasks/tasks.ts';
 import { etagMatches, type cardVariants } from './card.ts';
-import { authDoor, holdAwake, requestedVersion, restDoor, restErrors, rpcErrorBody } from './front-door.ts';
+import { authDoor, holdAwake, internalErrorBody, requestedVersion, restDoor, restErrors } from './front-door.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import type { TaskAcceptance } from '../tasks/task-options.ts';
 import type { Activity } from '../../telemetry/activity.ts';
@@ -33,11 +33,6 @@ export interface RouteDeps {
   rest: boolean;
   /** Told of each authenticated A2A request from its arrival until its response closes (streams: until they end). */
   activity?: Activity;
-}
-
-function errMessage(e: unknown): string {
-  if (e instanceof Error) return e.message || e.name;
-  return String(e);
 }
 
 /** front-door.ts's `holdAwake` as express middleware. */
@@ -76,16 +71,10 @@ export function mountRoutes(app: Express, d: RouteDeps): void {
     // The SDK's REST router compiles a path-to-regexp matcher per route when it is built (≈ 25 ms
     // of CPU): built at the first HTTP+JSON request instead of in front of readiness.
     let rest: ReturnType<typeof restHandler> | undefined;
-    app.use(
-      '/rest',
-      authDoor(d.auth, d.callers, 'rest'),
-      inFlight(d.activity),
-      restDoor(d.maxBody, d.resOf),
-      (req: Request, res: Response, next: NextFunction) => {
-        rest ??= restHandler({ requestHandler: d.handler, userBuilder: d.userBuilder });
-        rest(req, res, next);
-      },
-    );
+    app.use('/rest', authDoor(d.auth, d.callers), inFlight(d.activity), restDoor(d.maxBody, d.resOf), (req: Request, res: Response, next: NextFunction) => {
+      rest ??= restHandler({ requestHandler: d.handler, userBuilder: d.userBuilder });
+      rest(req, res, next);
+    });
     app.use('/rest', restErrors());
   }
   app.use((_req: Request, res: Response) => {
@@ -96,6 +85,6 @@ export function mountRoutes(app: Express, d: RouteDeps): void {
       res.end();
       return;
     }
-    res.status(500).json(rpcErrorBody(null, -32603, `internal error: ${errMessage(err)}`));
+    res.status(500).json(internalErrorBody(err));
   });
 }

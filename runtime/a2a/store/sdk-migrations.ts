@@ -17,7 +17,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
-import { MurError } from '../../errors.ts';
+import { MurError, errMessage } from '../../errors.ts';
 import { statementsToRun } from './sdk-migration-resume.ts';
 
 /** The SDK's migration runner (the implementation of its `a2a-db` bin): argv, env, output → exit code. */
@@ -40,10 +40,6 @@ export interface SdkStoreSchema {
 const STORE_LINE = /^-- store: (\S+)$/;
 const LEDGER = /^create table if not exists "([^"]+)" /;
 const RECORD = /^insert into "([^"]+)" \("name", "timestamp"\) values \('([^']+)', '[^']*'\)$/;
-
-function errMessage(e: unknown): string {
-  return e instanceof Error ? e.message || e.name : String(e);
-}
 
 interface Building {
   id: string;

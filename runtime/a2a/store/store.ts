@@ -22,7 +22,7 @@ import type { PushNotificationStore, TaskStore } from '@a2a-js/sdk/server';
 import { DatabasePushNotificationStore, DatabaseTaskStore, TASK_TABLE } from '@a2a-js/sdk/server/database';
 import { failOrphans } from './task-runners.ts';
 import { SqliteTaskStore } from './sqlite-task-store.ts';
-import { isMurError, MurError } from '../../errors.ts';
+import { errMessage, isMurError, MurError } from '../../errors.ts';
 import { holdSecret } from '../../secrets.ts';
 import { conversationTable } from './conversation-table.ts';
 import { migrateMurmur } from './murmur-schema.ts';
@@ -81,10 +81,6 @@ export function parseStoreUrl(value: string, cwd = process.cwd()): { kind: Store
 
 function redact(s: string): string {
   return s.replace(/\/\/([^@/]*)@/, '//***@');
-}
-
-function errMessage(e: unknown): string {
-  return e instanceof Error ? e.message || e.name : String(e);
 }
 
 /**

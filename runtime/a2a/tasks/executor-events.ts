@@ -6,7 +6,7 @@
  * outcome it returns.
  */
 import type { Artifact, Part } from '@a2a-js/sdk';
-import { MurError } from '../../errors.ts';
+import { MurError, errMessage } from '../../errors.ts';
 import {
   InputTimeoutError,
   TaskCanceledError,
@@ -118,11 +118,6 @@ export function armInputTimeout(rec: TaskRecord, input: NonNullable<TaskRecord['
   }
   input.timer = setTimeout(expire, ms);
   input.timer.unref?.();
-}
-
-export function errMessage(e: unknown): string {
-  if (e instanceof Error) return e.message || e.name;
-  return String(e);
 }
 
 /** Runs one task's executor: its reports and outcome redacted; a throw or an invalid outcome fails the task with the reason. */

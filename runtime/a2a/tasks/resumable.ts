@@ -11,11 +11,11 @@
  * process that was.
  */
 import { ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
-import { MurError } from '../../errors.ts';
+import { MurError, errMessage } from '../../errors.ts';
 import type { ResumePoint, TaskContext } from '../core/executor.ts';
 import { fromCoreState } from '../core/wire.ts';
 import type { ResumeStore } from '../store/resume-points.ts';
-import { armInputTimeout, errMessage, type TaskOps } from './executor-events.ts';
+import { armInputTimeout, type TaskOps } from './executor-events.ts';
 import { storedRecord, taskContext, type RecordOrigin, type TaskRecord } from './task-record.ts';
 
 /** Bytes a stored resume point may have at most, as the session's conversation record (16 MiB). */

@@ -13,7 +13,7 @@
  * unfinished task is failed at restart whichever `working` state it was stored in (issue 42).
  */
 import type { TaskStore } from '@a2a-js/sdk/server';
-import { errMessage } from './executor-events.ts';
+import { errMessage } from '../../errors.ts';
 import { snapshot, type TaskRecord } from './task-record.ts';
 
 export class TaskSaves {

@@ -33,7 +33,8 @@ import {
   type NewTask,
   type TaskRecord,
 } from './task-record.ts';
-import { errMessage, executorEvents, runExecutor, type TaskOps } from './executor-events.ts';
+import { executorEvents, runExecutor, type TaskOps } from './executor-events.ts';
+import { errMessage } from '../../errors.ts';
 import { TaskSaves } from './task-saves.ts';
 import { adoptWaiting, dropResumePoint, keepResumePoint, keepsAwake, parked, resumedContext } from './resumable.ts';
 import { checkOptions, type TaskAcceptance, type TaskMachineOptions } from './task-options.ts';
