@@ -54,6 +54,8 @@
  *   thread and instances afresh for it; the reference has nothing to restart);
  * - throughput: then `--tasks` (100) tasks from `--senders` (8) concurrent senders, each sending its
  *   next task once its last completed: the client's wall / tasks, and the trace's task_end spacing;
+ *   and the CPU the process tree spent over them per task (user + system of all its threads: what
+ *   the node's cores pay, which decides the time per task once other work competes for them);
  * - memory after the last task: RSS and private 1 s, 20 s and 45 s after it; peak RSS of the tree
  *   sampled every 20 ms from process start to the 45 s reading, and VmHWM summed at the end;
  * - with `--extra-turn`, then: `--tasks` tasks of one tool turn and `--tasks` of two, back to back
@@ -193,6 +195,8 @@ type Fig = {
   afterOne: Memory[];
   afterIdle: number;
   perTask: number;
+  /** CPU (user + system, every thread of the process tree) of the throughput run, per task (ms). */
+  cpuPerTask: number;
   spacing: number;
   afterLast: Memory[];
   /** --extra-turn: time per task of the one-tool-turn run and of the two-tool-turn run after it (ms). */
@@ -236,9 +240,11 @@ async function round(s: Subject): Promise<Fig> {
   await client.task(1);
   const afterIdle = performance.now() - a0;
   const load = await startCpuLoad(LOAD);
+  const cpu0 = treeStat(pid).cpuMs;
   const t0 = performance.now();
   await client.run(2, TASKS, SENDERS);
   const lastDone = performance.now();
+  const cpuPerTask = (treeStat(pid).cpuMs - cpu0) / TASKS;
   await load.stop();
   const afterLast = await memoryAfter(pid, lastDone);
   const hwm = treeStat(pid).hwm;
@@ -266,6 +272,7 @@ async function round(s: Subject): Promise<Fig> {
     afterOne,
     afterIdle,
     perTask: (lastDone - t0) / TASKS,
+    cpuPerTask,
     spacing,
     afterLast,
     ...(turns ? { turns } : {}),
@@ -303,6 +310,9 @@ function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void
   metric(`time per task, ${TASKS} tasks, ${SENDERS} senders (client)`, (f) => f.perTask, fmtTime);
   metric(`time per task, ${TASKS} tasks, ${SENDERS} senders (trace task_end spacing)`, (f) => f.spacing, fmtTime);
   metric('throughput (client)', (f) => 1000 / f.perTask, fmtRate('tasks/s'));
+  // What a task costs the node's CPUs, whichever thread spends it: under load (--load), the time
+  // per task follows this more than the quiet figure, which a second thread's parallel work hides.
+  metric(`CPU per task over the ${TASKS} tasks (process tree, user + system)`, (f) => f.cpuPerTask, fmtTime);
   IDLE_MS.forEach((ms, i) => {
     metric(`RSS ${ms / 1000} s after one task`, (f) => f.afterOne[i]!.rss, fmtMiB);
     metric(`private ${ms / 1000} s after one task`, (f) => f.afterOne[i]!.priv, fmtMiB);
