@@ -94,27 +94,39 @@ spec:
   };
 }
 
+/** A command's output in the node's network namespace. */
+function inNodeNetns(cmd: string[]): Promise<string> {
+  const netns = nodePaths(inject('realnode').name).netns;
+  return new Promise<string>((res, rej) =>
+    execFile('ip', ['netns', 'exec', netns, ...cmd], { maxBuffer: 64 << 20 }, (err, out, errOut) =>
+      err ? rej(new Error(`${cmd.join(' ')} in ${netns}: ${String(errOut).trim() || err.message}`)) : res(String(out)),
+    ),
+  );
+}
+
 /**
  * Resolves once the NetworkPolicy engine admits `pod` as a source: kube-router has put its IP into
- * one of the source-pod ipsets (`KUBE-SRC-*`) it keeps for ingress rules, in the node's network
- * namespace. A pod is Ready before that happens (kube-router syncs on the pod's event, on its own
- * schedule), and until then its connections to a policy-protected pod are rejected ("No route to
- * host"); real clients retry through that window, a test waits it out here instead.
+ * one of the source-pod ipsets (`KUBE-SRC-*`) it keeps for ingress rules, and a filter rule that
+ * matches that set is in place, in the node's network namespace. A pod is Ready before that
+ * happens (kube-router syncs on the pod's event, on its own schedule), and until then its
+ * connections to a policy-protected pod are rejected ("No route to host"); real clients retry
+ * through that window, a test waits it out here instead. Both halves: a sync writes the ipsets
+ * first and the iptables rules after them, and a connection between the two was rejected (CI,
+ * session 24: the set held the client's IP, no rule matched the set yet).
  */
 export async function policyAdmits(ns: string, pod: string, timeoutMs = 90_000): Promise<void> {
   const ip = (await getJson(ns, `pod/${pod}`)).status.podIP as string;
-  const netns = nodePaths(inject('realnode').name).netns;
-  const member = new RegExp(`^add KUBE-SRC-\\S+ ${ip.replaceAll('.', '\\.')}(\\s|$)`, 'm');
+  const member = new RegExp(`^add (KUBE-SRC-\\S+) ${ip.replaceAll('.', '\\.')}(?:\\s|$)`, 'gm');
   const deadline = Date.now() + timeoutMs;
+  let state = 'in no kube-router source ipset';
   for (;;) {
-    const sets = await new Promise<string>((res, rej) =>
-      execFile('ip', ['netns', 'exec', netns, 'ipset', 'save'], { maxBuffer: 32 << 20 }, (err, out, errOut) =>
-        err ? rej(new Error(`ipset save in ${netns}: ${String(errOut).trim() || err.message}`)) : res(String(out)),
-      ),
-    );
-    if (member.test(sets)) return;
-    if (Date.now() > deadline)
-      throw new Error(`pod ${ns}/${pod} (${ip}) is in no kube-router source ipset after ${timeoutMs} ms: no NetworkPolicy admits it as a client`);
+    const sets = [...(await inNodeNetns(['ipset', 'save'])).matchAll(member)].map((m) => m[1]!);
+    if (sets.length > 0) {
+      const rules = await inNodeNetns(['iptables-save', '-t', 'filter']);
+      if (sets.some((set) => rules.includes(`--match-set ${set} src`))) return;
+      state = `in the source ipsets ${sets.join(', ')}, which no filter rule matches yet`;
+    }
+    if (Date.now() > deadline) throw new Error(`pod ${ns}/${pod} (${ip}) is ${state} after ${timeoutMs} ms: no NetworkPolicy admits it as a client`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
