@@ -100,7 +100,7 @@ export interface Subject {
  * ENTRYPOINT) in a chroot (image-root.ts) — what a pod runs. `variant` (bench/reference.ts
  * --ours-flags): node flags after the image's, and the name the arm is reported under.
  */
-export function ours(kind: 'dist' | 'image', fixtures: string, img?: ImageRoot, variant?: { name: string; nodeFlags: string[] }): Subject {
+export function ours(kind: 'dist' | 'image', fixtures: string, img?: ImageRoot, variant?: { name: string; nodeFlags: string[]; env?: Record<string, string> }): Subject {
   const nodeFlags = variant?.nodeFlags ?? [];
   const registry = tmp('ref-ours-reg-');
   const cache = tmp(`ref-ours-${kind}-cache-`);
@@ -115,7 +115,7 @@ export function ours(kind: 'dist' | 'image', fixtures: string, img?: ImageRoot, 
   const command = (args: string[], cache: string) =>
     murCommand(
       args,
-      { HOME: home, MURMUR_COMPONENT_CACHE: cache },
+      { HOME: home, MURMUR_COMPONENT_CACHE: cache, ...variant?.env },
       kind === 'image' ? { from: 'dist', image: img!, nodeFlags } : { from: 'dist', asImage: true, nodeFlags },
     );
   return {

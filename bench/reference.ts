@@ -103,7 +103,8 @@ const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('i
 /**
  * --ours-flags 'name=<node flag> …' (repeatable): one more arm of each of our kinds, run with these
  * node flags after the image's (`single=--single-threaded-gc`), so a V8 option is compared with
- * today's image and the reference in the same alternating rounds.
+ * today's image and the reference in the same alternating rounds. A word of the form `NAME=value`
+ * (upper-case name) is an environment variable of that arm instead (`keep=MURMUR_COMPONENT_IDLE_MS=600000`).
  */
 const FLAG_ARMS = process.argv.flatMap((a, i) => {
   if (a !== '--ours-flags') return [];
@@ -112,7 +113,10 @@ const FLAG_ARMS = process.argv.flatMap((a, i) => {
     console.error(`--ours-flags: expected 'name=<node flags>', got '${process.argv[i + 1] ?? ''}'`);
     process.exit(2);
   }
-  return [{ name: m[1]!, nodeFlags: m[2]!.split(/\s+/).filter(Boolean) }];
+  const words = m[2]!.split(/\s+/).filter(Boolean);
+  const isEnv = (w: string) => /^[A-Z][A-Z0-9_]*=/.test(w);
+  const env = Object.fromEntries(words.filter(isEnv).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
+  return [{ name: m[1]!, nodeFlags: words.filter((w) => !isEnv(w)), env }];
 });
 
 const REF_BIN = process.env.MURMUR_REFERENCE_BIN;
