@@ -100,7 +100,12 @@ export interface Subject {
  * ENTRYPOINT) in a chroot (image-root.ts) — what a pod runs. `variant` (bench/reference.ts
  * --ours-flags): node flags after the image's, and the name the arm is reported under.
  */
-export function ours(kind: 'dist' | 'image', fixtures: string, img?: ImageRoot, variant?: { name: string; nodeFlags: string[]; env?: Record<string, string> }): Subject {
+export function ours(
+  kind: 'dist' | 'image',
+  fixtures: string,
+  img?: ImageRoot,
+  variant?: { name: string; nodeFlags: string[]; env?: Record<string, string> },
+): Subject {
   const nodeFlags = variant?.nodeFlags ?? [];
   const registry = tmp('ref-ours-reg-');
   const cache = tmp(`ref-ours-${kind}-cache-`);
