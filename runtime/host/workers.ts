@@ -10,6 +10,7 @@ import { noteLetGo } from '../memory.ts';
 import { ComponentLoadError, DeadlineExceeded } from './errors.ts';
 import type { FromWorker, Grants, ImportSpec, ToWorker, WorkerInit } from './protocol.ts';
 import { WorkerLink } from './worker-link.ts';
+import { workerExecArgv } from './worker-flags.ts';
 import { serveNet } from './wasi-io/net-relay.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 
@@ -18,52 +19,6 @@ const BOOT = fileURLToPath(new URL('../worker-boot.mjs', import.meta.url));
 
 /** The worker's module: worker.js beside this file's code, or bundled from the sources (bundled-module.ts). */
 const ENTRY = await bundledModule('worker');
-
-const LOADER_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
-/**
- * V8 options the runtime is started with (the image's entrypoint sizes the heaps: Dockerfile; an
- * operator may also choose compiler tiers: --no-maglev, --no-opt, --max-opt=N; a bench may trace
- * the collector or the optimizer: --trace-gc, --trace-gc-nvp, --trace-opt, --trace-deopt). A worker refuses any
- * V8 option in its execArgv ("invalid execArgv flags"), and needs none: V8's options are
- * process-wide and already apply to every isolate (each worker's own heap limits are its
- * resourceLimits).
- */
-const V8_FLAGS = new Set([
-  '--max-semi-space-size',
-  '--min-semi-space-size',
-  '--max-old-space-size',
-  '--max-heap-size',
-  '--optimize-for-size',
-  '--stack-size',
-  '--expose-gc',
-  '--single-threaded-gc',
-  '--lite-mode',
-  '--jitless',
-  // Node's, not V8's, but per process too (the size of V8's platform thread pool): a worker refuses it.
-  '--v8-pool-size',
-]);
-
-/**
- * The parent's Node flags minus module loaders and V8 options. A worker inherits `--import tsx` (how benches and
- * scripts run), and on Node 24 it then routes every import through the tsx hooks: the component
- * glue's import went from ≈ 10 ms to ≈ 160 ms (measured). The worker runs plain JavaScript and
- * registers a loader itself when it needs one (worker-boot.mjs).
- */
-export function workerExecArgv(argv: readonly string[] = process.execArgv): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const name = a.split('=', 1)[0]!;
-    const flag = name.replace(/_/g, '-');
-    if (V8_FLAGS.has(flag) || /^--(no-)?(wasm|liftoff|turbo|maglev|opt\b|max-opt|sparkplug|flush-|bytecode-|trace-(?:gc|opt|deopt))/.test(flag)) continue;
-    if (LOADER_FLAGS.has(name)) {
-      if (!a.includes('=')) i++; // its value is the next argument
-      continue;
-    }
-    out.push(a);
-  }
-  return out;
-}
 
 /**
  * Booted workers waiting for a component: booting (thread start, loader, WASI shim import) is the

@@ -13,7 +13,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ComponentInstance, Grants } from '../../runtime/host/index.ts';
 import { SparePool, SPARES } from '../../runtime/host/spares.ts';
 import { GRANT_BOUND, lateBoundWasi, wasiImports } from '../../runtime/host/wasi.ts';
-import { workerExecArgv, type Launched } from '../../runtime/host/workers.ts';
+import type { Launched } from '../../runtime/host/workers.ts';
+import { workerExecArgv } from '../../runtime/host/worker-flags.ts';
 import { op, probe } from './probe.ts';
 
 let root: string;
@@ -296,6 +297,16 @@ describe('worker flags', () => {
     const parent = ['--trace-gc', '--trace-gc-nvp', '--trace_gc_verbose', '--enable-source-maps'];
     expect(() => new Worker('1', { eval: true, execArgv: parent })).toThrow(/invalid execArgv/);
     expect(workerExecArgv(parent)).toEqual(['--enable-source-maps']);
+  });
+
+  it('a runtime started with V8 options no list here names (--always-sparkplug, --no-lazy-feedback-allocation) still starts its workers: Node is asked which it refuses', async () => {
+    const parent = ['--always-sparkplug', '--no-lazy-feedback-allocation', '--max-semi-space-size=1', '--enable-source-maps', '--stack-trace-limit=20'];
+    for (const flag of parent.slice(0, 3)) expect(() => new Worker('1', { eval: true, execArgv: [flag] }), flag).toThrow(/invalid execArgv/);
+    const argv = workerExecArgv(parent);
+    expect(argv).toEqual(['--enable-source-maps']);
+    const w = new Worker('require("node:worker_threads").parentPort.postMessage("up")', { eval: true, execArgv: argv });
+    expect(await new Promise((r) => w.once('message', r))).toBe('up');
+    await w.terminate();
   });
 
   it("a runtime started with the optimizer's tracing or a sized V8 thread pool (--trace-opt, --v8-pool-size) still starts its workers", () => {
