@@ -120,6 +120,11 @@ export function armInputTimeout(rec: TaskRecord, input: NonNullable<TaskRecord['
   input.timer.unref?.();
 }
 
+/** The outcome of a task whose executor (or what runs before it) threw: failed, with the error's message as its reason. */
+export function failedBy(e: unknown): TaskOutcome {
+  return { state: 'failed', reason: errMessage(e) };
+}
+
 /** Runs one task's executor: its reports and outcome redacted; a throw or an invalid outcome fails the task with the reason. */
 export async function runExecutor(executor: TaskExecutor, ctx: TaskContext, events: TaskEvents): Promise<TaskOutcome> {
   let outcome: TaskOutcome;
@@ -129,7 +134,7 @@ export async function runExecutor(executor: TaskExecutor, ctx: TaskContext, even
       outcome = { state: 'failed', reason: `executor returned an invalid outcome: ${JSON.stringify(outcome)}` };
     }
   } catch (e) {
-    outcome = { state: 'failed', reason: errMessage(e) };
+    outcome = failedBy(e);
   }
   return redactedOutcome(outcome);
 }

@@ -17,7 +17,7 @@ import type { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import { TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { DEFAULT_INPUT_TIMEOUT_SECS } from '../../manifest/schema.ts';
-import { TaskCanceledError, isTerminal, type TaskContext, type TaskEvents, type TaskOutcome, type TaskState } from '../core/executor.ts';
+import { TaskCanceledError, isTerminal, type TaskContext, type TaskEvents, type TaskState } from '../core/executor.ts';
 import { agentMessage, messageText } from '../core/wire.ts';
 import { Subscriber, type StreamSink } from './stream.ts';
 import { DEFAULT_MAX_LIVE_BYTES, evictions, retainedBytes } from './live-tasks.ts';
@@ -33,8 +33,7 @@ import {
   type NewTask,
   type TaskRecord,
 } from './task-record.ts';
-import { executorEvents, runExecutor, type TaskOps } from './executor-events.ts';
-import { errMessage } from '../../errors.ts';
+import { executorEvents, failedBy, runExecutor, type TaskOps } from './executor-events.ts';
 import { TaskSaves } from './task-saves.ts';
 import { adoptWaiting, dropResumePoint, keepResumePoint, keepsAwake, parked, resumedContext } from './resumable.ts';
 import { checkOptions, type TaskAcceptance, type TaskMachineOptions } from './task-options.ts';
@@ -488,10 +487,7 @@ export class TaskMachine {
     // the task is `working` with its executor running.
     const resumed = this.resumed(rec);
     const outcome = resumed
-      ? await resumed.then(
-          (ctx) => runExecutor(this.o.executor, ctx, this.reportsOf(rec)),
-          (e: unknown): TaskOutcome => ({ state: 'failed', reason: errMessage(e) }),
-        )
+      ? await resumed.then((ctx) => runExecutor(this.o.executor, ctx, this.reportsOf(rec)), failedBy)
       : await runExecutor(this.o.executor, taskContext(rec), this.reportsOf(rec));
     if (!rec.final) this.finalize(rec, outcome.state, outcome.state === 'completed' ? outcome.text : (outcome.reason ?? outcome.text));
     this.running = undefined;
