@@ -216,14 +216,24 @@ async function coldRun(s: Subject): Promise<Fig['cold']> {
   const sv = s.serve(capsule(s, p.url), true);
   const peak = samplePeak(sv.proc.pid!);
   const peakAnon = samplePeak(sv.proc.pid!, 20, 'anon');
-  const client = new TaskClient(await sv.url);
-  await client.task(0);
-  const wall = performance.now() - sv.t0;
-  const cold = { ...treeStat(sv.proc.pid!), peak: peak.stop(), peakAnon: peakAnon.stop(), wall };
-  client.close();
-  await sv.stop();
-  await p.stop();
-  return cold;
+  try {
+    const client = new TaskClient(await sv.url);
+    await client.task(0);
+    const wall = performance.now() - sv.t0;
+    const cold = { ...treeStat(sv.proc.pid!), peak: peak.stop(), peakAnon: peakAnon.stop(), wall };
+    client.close();
+    return cold;
+  } finally {
+    await stopAll(sv, p);
+  }
+}
+
+/**
+ * A failed task or run ends the bench with an error: the serving process and the provider are
+ * stopped first either way, so no arm's process outlives the bench.
+ */
+async function stopAll(...procs: { stop(): Promise<unknown> }[]): Promise<void> {
+  for (const x of procs) await x.stop().catch(() => undefined);
 }
 
 async function round(s: Subject): Promise<Fig> {
@@ -232,69 +242,76 @@ async function round(s: Subject): Promise<Fig> {
   const extra = EXTRA_TURN ? [...Array.from({ length: TASKS }, () => TASK_TURNS).flat(), ...Array.from({ length: TASKS }, () => TWO_TOOL_TURNS).flat()] : [];
   const p = await spawnProvider({ turns: [...Array.from({ length: 2 + TASKS }, () => TASK_TURNS).flat(), ...extra], apiKey: API_KEY });
   const sv = s.serve(capsule(s, p.url), false);
-  const pid = sv.proc.pid!;
-  const peak = samplePeak(pid);
-  const url = await sv.url;
-  const ready = performance.now() - sv.t0;
-  const client = new TaskClient(url);
-  await client.task(0);
-  const firstDone = performance.now();
-  const afterOne = await memoryAfter(pid, firstDone);
-  const a0 = performance.now();
-  await client.task(1);
-  const afterIdle = performance.now() - a0;
-  const load = await startCpuLoad(LOAD);
-  const cpu0 = treeStat(pid).cpuMs;
-  const t0 = performance.now();
-  await client.run(2, TASKS, SENDERS);
-  const lastDone = performance.now();
-  const cpuPerTask = (treeStat(pid).cpuMs - cpu0) / TASKS;
-  await load.stop();
-  const afterLast = await memoryAfter(pid, lastDone);
-  const hwm = treeStat(pid).hwm;
-  const peakRss = peak.stop();
-  // After the readings above, so none of their rows moves with the flag. The provider's turns are
-  // taken in order: a capsule runs its tasks one at a time (task_acceptance: queue).
-  let turns: Fig['turns'];
-  if (EXTRA_TURN) {
-    const extraLoad = await startCpuLoad(LOAD);
-    const e0 = performance.now();
-    await client.run(2 + TASKS, TASKS, SENDERS);
-    const e1 = performance.now();
-    await client.run(2 + 2 * TASKS, TASKS, SENDERS);
-    turns = { one: (e1 - e0) / TASKS, two: (performance.now() - e1) / TASKS };
-    await extraLoad.stop();
+  const loads: { stop(): Promise<unknown> }[] = [];
+  let fig: Omit<Fig, 'cold' | 'spacing' | 'script'>;
+  try {
+    const pid = sv.proc.pid!;
+    const peak = samplePeak(pid);
+    const url = await sv.url;
+    const ready = performance.now() - sv.t0;
+    const client = new TaskClient(url);
+    await client.task(0);
+    const firstDone = performance.now();
+    const afterOne = await memoryAfter(pid, firstDone);
+    const a0 = performance.now();
+    await client.task(1);
+    const afterIdle = performance.now() - a0;
+    const load = await startCpuLoad(LOAD);
+    loads.push(load);
+    const cpu0 = treeStat(pid).cpuMs;
+    const t0 = performance.now();
+    await client.run(2, TASKS, SENDERS);
+    const lastDone = performance.now();
+    const cpuPerTask = (treeStat(pid).cpuMs - cpu0) / TASKS;
+    await load.stop();
+    const afterLast = await memoryAfter(pid, lastDone);
+    const hwm = treeStat(pid).hwm;
+    const peakRss = peak.stop();
+    // After the readings above, so none of their rows moves with the flag. The provider's turns are
+    // taken in order: a capsule runs its tasks one at a time (task_acceptance: queue).
+    let turns: Fig['turns'];
+    if (EXTRA_TURN) {
+      const extraLoad = await startCpuLoad(LOAD);
+      loads.push(extraLoad);
+      const e0 = performance.now();
+      await client.run(2 + TASKS, TASKS, SENDERS);
+      const e1 = performance.now();
+      await client.run(2 + 2 * TASKS, TASKS, SENDERS);
+      turns = { one: (e1 - e0) / TASKS, two: (performance.now() - e1) / TASKS };
+      await extraLoad.stop();
+    }
+    client.close();
+    fig = {
+      ready,
+      firstTask: firstDone - sv.t0,
+      afterOne,
+      afterIdle,
+      perTask: (lastDone - t0) / TASKS,
+      cpuPerTask,
+      afterLast,
+      ...(turns ? { turns } : {}),
+      peak: peakRss,
+      hwm,
+    };
+  } finally {
+    // A cpu-load set already stopped stops again as a no-op (cpu-load.ts).
+    await stopAll(...loads, sv, p);
   }
-  client.close();
-  await sv.stop();
-  await p.stop();
   const spacing = traceSpacing(s.name, sv.workdir, TASKS, EXTRA_TURN ? 2 * TASKS : 0);
-  return {
-    cold,
-    ready,
-    firstTask: firstDone - sv.t0,
-    afterOne,
-    afterIdle,
-    perTask: (lastDone - t0) / TASKS,
-    cpuPerTask,
-    spacing,
-    afterLast,
-    ...(turns ? { turns } : {}),
-    peak: peakRss,
-    hwm,
-    script: s.script(),
-  };
+  return { cold, ...fig, spacing, script: s.script() };
 }
 
 /** One untimed task and script run per arm: fills our warm component cache (and the OS page cache for both). */
 async function prime(s: Subject): Promise<void> {
   const p = await spawnProvider({ turns: TASK_TURNS, apiKey: API_KEY });
   const sv = s.serve(capsule(s, p.url), false);
-  const client = new TaskClient(await sv.url);
-  await client.task(0);
-  client.close();
-  await sv.stop();
-  await p.stop();
+  try {
+    const client = new TaskClient(await sv.url);
+    await client.task(0);
+    client.close();
+  } finally {
+    await stopAll(sv, p);
+  }
   s.script();
 }
 
