@@ -51,7 +51,11 @@ export type RpcCheck = { kind: 'refuse'; refusal: Refusal } | { kind: 'notificat
  * (json-rpc.ts) answers exactly as the express routes did.
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const json = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body) as string | undefined);
+}
+
+/** `sendJson` of a body already stringified (`undefined`: no body, as express sends `res.json(undefined)`). */
+export function sendJsonText(res: ServerResponse, status: number, json: string | undefined): void {
   res.statusCode = status;
   if (!res.hasHeader('content-type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
   if (json === undefined) {

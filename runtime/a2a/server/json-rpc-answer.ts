@@ -15,8 +15,10 @@ import { type A2ARequestHandler, JsonRpcTransportHandler, defaultServerCallConte
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { A2A_LEGACY_PROTOCOL_VERSION, LEGACY_HTTP_EXTENSION_HEADER, LEGACY_METHOD_TASKS_RESUBSCRIBE } from '@a2a-js/sdk/compat/v0_3';
 import { A2A_ERROR_CODE } from '@a2a-js/sdk/errors';
+import type { ServerCallContext } from '@a2a-js/sdk/server';
 import type { Caller } from './auth.ts';
-import { sendJson } from './front-door.ts';
+import { sendJson, sendJsonText } from './front-door.ts';
+import { AnswerMemo, envelopeText, resultText, sameParts } from './answer-memo.ts';
 
 type RpcError = { code: number; message: string };
 
@@ -26,10 +28,30 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-/** The SDK's JSON-RPC transport handlers of both versions over one request handler. */
-export function jsonRpcAnswerer(handler: A2ARequestHandler) {
+/**
+ * What the snapshot of task `id` is made of now, if the caller of `context` owns it and it is in
+ * this process's memory (task-record.ts `snapshotParts`); undefined otherwise.
+ */
+export type TaskParts = (id: string, context: ServerCallContext) => readonly unknown[] | undefined;
+
+/** A task read (`tasks/get`, `GetTask`) without extensions asked for: one the answer memo may answer. */
+function memoKey(body: Record<string, unknown>, useLegacy: boolean, extensions: string | undefined): string | undefined {
+  if (body.method !== (useLegacy ? 'tasks/get' : 'GetTask') || extensions !== undefined) return undefined;
+  const params = body.params as { id?: unknown; tenant?: unknown } | undefined;
+  // A 1.0 read naming a tenant: the SDK sets the call's tenant from it inside its handler, after
+  // the parts would be read, so it is always answered by the SDK.
+  if (typeof params?.id !== 'string' || params.tenant) return undefined;
+  return `${useLegacy ? '0.3' : '1.0'} ${JSON.stringify(params)}`;
+}
+
+/**
+ * The SDK's JSON-RPC transport handlers of both versions over one request handler. With
+ * `taskParts`, task reads of an unchanged task are answered from the answer memo (answer-memo.ts).
+ */
+export function jsonRpcAnswerer(handler: A2ARequestHandler, taskParts?: TaskParts) {
   const strict = new JsonRpcTransportHandler(handler);
   const legacy = new LegacyJsonRpcTransportHandler(handler);
+  const memo = taskParts ? new AnswerMemo() : undefined;
   /** Answers one call (`body`: the checked JSON-RPC request) from `caller` on `res`. */
   return async (req: IncomingMessage, res: ServerResponse, body: Record<string, unknown>, caller: Caller): Promise<void> => {
     // The adapter's choice: 0.3 without the header (the front door has written the normalised one).
@@ -47,6 +69,15 @@ export function jsonRpcAnswerer(handler: A2ARequestHandler) {
         ...(requestedVersion !== undefined ? { requestedVersion } : {}),
       });
       validateVersion(context.requestedVersion, await handler.getAgentCard(), 'JSONRPC');
+      const key = memo && memoKey(body, useLegacy, extensions);
+      const id = key && (body.params as { id: string }).id;
+      const before = id ? taskParts!(id, context) : undefined;
+      const kept = before && memo!.get(key!, before);
+      if (kept !== undefined) {
+        // The id as the SDK answers it: the request's, null when it has none.
+        sendJsonText(res, 200, envelopeText(body.id ?? null, kept));
+        return;
+      }
       const out = await (useLegacy ? legacy : strict).handle(body, context);
       if (context.activatedExtensions) {
         res.setHeader(useLegacy ? LEGACY_HTTP_EXTENSION_HEADER : HTTP_EXTENSION_HEADER, Array.from(context.activatedExtensions));
@@ -55,6 +86,14 @@ export function jsonRpcAnswerer(handler: A2ARequestHandler) {
         const stream = out as AsyncGenerator<unknown, void, undefined>;
         if (useLegacy && body.method === LEGACY_METHOD_TASKS_RESUBSCRIBE) await streamAtOnce(res, stream, body, errorBody);
         else await streamAfterFirst(res, stream, body, errorBody);
+      } else if (before && !context.activatedExtensions) {
+        // Kept only when the task did not change while the SDK answered (its snapshot is taken
+        // inside the call): the parts after are the parts before.
+        const text = JSON.stringify(out);
+        const result = resultText(out as Record<string, unknown>, text);
+        const after = taskParts!(id!, context);
+        if (result !== undefined && after && sameParts(before, after)) memo!.set(key!, before, result);
+        sendJsonText(res, 200, text);
       } else {
         sendJson(res, 200, out);
       }

@@ -15,7 +15,7 @@ import { ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
 import type { Activity } from '../../telemetry/activity.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import { authenticate, checkRpcBody, holdAwake, internalErrorBody, readRpcBody, refuse, sendJson } from './front-door.ts';
-import { jsonRpcAnswerer } from './json-rpc-answer.ts';
+import { jsonRpcAnswerer, type TaskParts } from './json-rpc-answer.ts';
 
 export interface JsonRpcDeps {
   handler: A2ARequestHandler;
@@ -27,6 +27,8 @@ export interface JsonRpcDeps {
   draining: () => boolean;
   /** Told of each authenticated request from its arrival until its response closes. */
   activity?: Activity;
+  /** Task reads of an unchanged task answered from the answer memo (json-rpc-answer.ts); none without. */
+  taskParts?: TaskParts;
 }
 
 /**
@@ -60,7 +62,7 @@ function contentTypeRefusal(req: IncomingMessage): Record<string, unknown> | und
 
 /** The request listener of the JSON-RPC binding. */
 export function jsonRpcTransport(d: JsonRpcDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const answer = jsonRpcAnswerer(d.handler);
+  const answer = jsonRpcAnswerer(d.handler, d.taskParts);
   const call = (req: IncomingMessage, res: ServerResponse, caller: Caller, raw: string): void => {
     const checked = checkRpcBody(raw, req.headers, req.url ?? '/', d.draining);
     if (checked.kind === 'refuse') {

@@ -16,12 +16,13 @@ import { http } from '../../builtins.ts';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Request } from 'express';
-import { InMemoryTaskStore, type TaskStore } from '@a2a-js/sdk/server';
+import { InMemoryTaskStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
 import { MurError } from '../../errors.ts';
 import type { TaskExecutor } from '../core/executor.ts';
 import { buildCardJson, buildCoreCard, cardVariants, type AgentCardInput, type CardEndpoints } from './card.ts';
 import { mountRoutes } from './routes.ts';
 import { isJsonRpcRequest, jsonRpcTransport } from './json-rpc.ts';
+import type { TaskParts } from './json-rpc-answer.ts';
 import type { GrpcBinding } from './grpc.ts';
 import { grpcOnSamePort } from './grpc-same-port.ts';
 import { createHandler } from '../handler/handler.ts';
@@ -29,7 +30,7 @@ import { headersOf } from '../handler/request-checks.ts';
 import { ANONYMOUS, OPEN, type Authenticator, type Caller } from './auth.ts';
 import { TaskMachine } from '../tasks/tasks.ts';
 import type { TaskAcceptance } from '../tasks/task-options.ts';
-import type { TaskRecord } from '../tasks/task-record.ts';
+import { snapshotParts, type TaskRecord } from '../tasks/task-record.ts';
 import { createPush, type Push, type PushOptions } from '../peers/push.ts';
 import { PushQuota, type PushLimits } from '../peers/push-limits.ts';
 import { applyConnectionLimits, resolveLimits, serverOptions, type ConnectionLimits } from './connection-limits.ts';
@@ -235,6 +236,8 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     maxBody,
     draining: () => machine.isDraining(),
     ...(opts.activity ? { activity: opts.activity } : {}),
+    // Not with replicas: a task read there may be answered from another replica or the store.
+    ...(remote ? {} : { taskParts: taskPartsOf(machine) }),
   });
   mountRoutes(app, {
     acceptance: opts.acceptance,
@@ -334,4 +337,12 @@ function listen(server: Server, host: string, port: number): Promise<void> {
       resolve();
     });
   });
+}
+
+/** The snapshot parts of a task the caller owns in `machine`'s memory: what the answer memo checks (json-rpc-answer.ts). */
+export function taskPartsOf(machine: TaskMachine): TaskParts {
+  return (id: string, context: ServerCallContext) => {
+    const rec = machine.find(id, context);
+    return rec && snapshotParts(rec);
+  };
 }

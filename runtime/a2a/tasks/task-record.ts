@@ -178,6 +178,16 @@ export function snapshot(rec: TaskRecord, historyLength?: number): Task {
   };
 }
 
+/**
+ * What `snapshot(rec)` is made of, by identity: equal lists (=== element by element) mean equal
+ * snapshots, because a record's status message, artifacts and messages are replaced or appended,
+ * never changed in place (setState, setResponse, executor-events' artifact, the history pushes).
+ * The A2A server's answer memo (server/answer-memo.ts) keys on it.
+ */
+export function snapshotParts(rec: TaskRecord): unknown[] {
+  return [rec, rec.state, rec.statusMessage, rec.timestamp, rec.artifacts.length, ...rec.artifacts, ...rec.history];
+}
+
 /** What the executor of a record's task is told about it. */
 export function taskContext(rec: TaskRecord): TaskContext {
   return {
