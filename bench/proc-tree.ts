@@ -62,6 +62,50 @@ export function treeStat(root: number): Tree {
   return out;
 }
 
+/**
+ * CPU (user + system, ms) of every thread of a process tree by thread name (/proc/<pid>/task/<tid>/comm):
+ * `main` for the root process's own thread, `main (child)` for a child's; V8's compiler and GC
+ * helpers are `V8Worker`, a worker thread `WorkerThread`, the reference's `tokio-rt-worker`. A
+ * thread that ended is no longer counted: read it before and after a window and take the
+ * difference (`threadCpuPer`).
+ */
+export function treeThreads(root: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of treePids(root)) {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // gone meanwhile
+    }
+    for (const tid of tids) {
+      try {
+        const name = tid === String(pid) ? (pid === root ? 'main' : 'main (child)') : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+        const s = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+        out.set(name, (out.get(name) ?? 0) + ((Number(f[11]) + Number(f[12])) / CLK) * 1000);
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+  }
+  return out;
+}
+
+/** Per-thread-name CPU between two `treeThreads` readings, per task (`n` tasks). */
+export function threadCpuPer(before: Map<string, number>, after: Map<string, number>, n: number): Map<string, number> {
+  return new Map([...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / n]));
+}
+
+/** A breakdown as `name ms, …`, largest first, those under 0.05 ms left out. */
+export function threadLine(per: Map<string, number>): string {
+  return [...per]
+    .filter(([, v]) => v >= 0.05)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+    .join(', ');
+}
+
 export interface Memory {
   rss: number;
   /**

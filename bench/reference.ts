@@ -55,7 +55,10 @@
  * - throughput: then `--tasks` (100) tasks from `--senders` (8) concurrent senders, each sending its
  *   next task once its last completed: the client's wall / tasks, and the trace's task_end spacing;
  *   and the CPU the process tree spent over them per task (user + system of all its threads: what
- *   the node's cores pay, which decides the time per task once other work competes for them);
+ *   the node's cores pay, which decides the time per task once other work competes for them), and
+ *   after the table the same by thread name (proc-tree.ts `treeThreads`: the main thread, the
+ *   component thread `WorkerThread`, V8's compiler and GC helpers `V8Worker`, the reference's
+ *   `tokio-rt-worker`);
  * - memory after the last task: RSS and private 1 s, 20 s and 45 s after it; peak RSS of the tree
  *   sampled every 20 ms from process start to the 45 s reading, and VmHWM summed at the end;
  * - with `--extra-turn`, then: `--tasks` tasks of one tool turn and `--tasks` of two, back to back
@@ -76,10 +79,10 @@ import { tmp } from '../test/loop/kit.ts';
 import { spawnProvider } from './provider-process.ts';
 import { startCpuLoad } from './cpu-load.ts';
 import { TaskClient } from './task-poller.ts';
-import { samplePeak, treeMemory, treeStat, type Memory, type Tree } from './proc-tree.ts';
+import { samplePeak, threadCpuPer, threadLine, treeMemory, treeStat, treeThreads, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
 import { API_KEY, COMPONENTS, TASK_TURNS, TWO_TOOL_TURNS, agentYaml, ours, reference, type Subject } from './reference-arms.ts';
-import { choiceArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
+import { choiceArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, spread, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
 const TASKS = numArg('tasks', 100);
@@ -201,6 +204,8 @@ type Fig = {
   perTask: number;
   /** CPU (user + system, every thread of the process tree) of the throughput run, per task (ms). */
   cpuPerTask: number;
+  /** The same by thread name (proc-tree.ts `treeThreads`): which thread spends it. */
+  threadCpu: Map<string, number>;
   spacing: number;
   afterLast: Memory[];
   /** --extra-turn: time per task of the one-tool-turn run and of the two-tool-turn run after it (ms). */
@@ -259,10 +264,12 @@ async function round(s: Subject): Promise<Fig> {
     const load = await startCpuLoad(LOAD);
     loads.push(load);
     const cpu0 = treeStat(pid).cpuMs;
+    const threads0 = treeThreads(pid);
     const t0 = performance.now();
     await client.run(2, TASKS, SENDERS);
     const lastDone = performance.now();
     const cpuPerTask = (treeStat(pid).cpuMs - cpu0) / TASKS;
+    const threadCpu = threadCpuPer(threads0, treeThreads(pid), TASKS);
     await load.stop();
     const afterLast = await memoryAfter(pid, lastDone);
     const hwm = treeStat(pid).hwm;
@@ -288,6 +295,7 @@ async function round(s: Subject): Promise<Fig> {
       afterIdle,
       perTask: (lastDone - t0) / TASKS,
       cpuPerTask,
+      threadCpu,
       afterLast,
       ...(turns ? { turns } : {}),
       peak: peakRss,
@@ -363,6 +371,13 @@ function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void
   metric('first run ever: peak anonymous RSS of the tree (no file pages), sampled every 20 ms', (f) => f.cold.peakAnon, fmtMiB);
   console.log(header);
   console.log(table(rows));
+  // Medians by thread name of the throughput run's CPU per task (a name missing in a round counts 0).
+  for (const a of arms) {
+    const fs = figs.get(a.name)!;
+    const names = new Set(fs.flatMap((f) => [...f.threadCpu.keys()]));
+    const med = new Map([...names].map((n) => [n, spread(fs.map((f) => f.threadCpu.get(n) ?? 0)).median]));
+    console.log(`CPU per task of the ${TASKS} tasks by thread, ${a.name}: ${threadLine(med)}`);
+  }
   console.log(machineLine());
 }
 

@@ -36,6 +36,7 @@ import { TaskClient } from './task-poller.ts';
 import { choiceArg, fmtTime, machineLine, paired, pairedRows, table, numArg } from './paired.ts';
 import { summarizeProfile } from './cpu-profile-summary.ts';
 import { GcTrace, type GcWindow } from './gc-trace.ts';
+import { threadCpuPer, treeThreads } from './proc-tree.ts';
 
 const ROUNDS = numArg('rounds', 5);
 const TASKS = numArg('tasks', 400);
@@ -83,20 +84,6 @@ function cpuMs(pid: number): { all: number; main: number } {
   return { all: (ticks(`/proc/${pid}/stat`) / CLK) * 1000, main: (ticks(`/proc/${pid}/task/${pid}/stat`) / CLK) * 1000 };
 }
 
-/** Per-thread CPU by thread name (comm), for the report's breakdown. */
-function threads(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      out.set(name, (out.get(name) ?? 0) + (ticks(`/proc/${pid}/task/${tid}/stat`) / CLK) * 1000);
-    } catch {
-      // the thread ended between the listing and the read
-    }
-  }
-  return out;
-}
-
 async function main(): Promise<void> {
   const stack = await stackCapsule('task-cpu', { echo: true, queueDepth: SENDERS * 2 });
   const cache = tmp('task-cpu-cache-');
@@ -134,19 +121,19 @@ async function main(): Promise<void> {
     await run(0, WARMUP);
     const gets0 = client.sent.get('tasks/get') ?? 0;
     const before = cpuMs(proc.pid!);
-    const tb = threads(proc.pid!);
+    const tb = treeThreads(proc.pid!);
     gc?.start();
     const t0 = process.hrtime.bigint();
     await run(WARMUP, TASKS);
     const t1 = process.hrtime.bigint();
     const gcWindow = gc?.stop();
     const after = cpuMs(proc.pid!);
-    const ta = threads(proc.pid!);
+    const ta = treeThreads(proc.pid!);
     const gets = ((client.sent.get('tasks/get') ?? 0) - gets0) / TASKS;
     client.close();
     agent.destroy();
     await served.stop();
-    const per = new Map([...ta].map(([k, v]) => [k, (v - (tb.get(k) ?? 0)) / TASKS]));
+    const per = threadCpuPer(tb, ta, TASKS);
     const f = figs.get(arm.name) ?? { all: [], main: [], wall: [], threads: [], gc: [] };
     if (gcWindow) f.gc.push(gcWindow);
     f.wall.push(Number(t1 - t0) / 1e6 / TASKS);
