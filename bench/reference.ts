@@ -61,13 +61,18 @@
  *   `tokio-rt-worker`);
  * - memory after the last task: RSS and private 1 s, 20 s and 45 s after it; peak RSS of the tree
  *   sampled every 20 ms from process start to the 45 s reading, and VmHWM summed at the end;
+ * - steady state, then (`--steady N`, default 300; 0 skips it): N more tasks untimed, then `--tasks`
+ *   timed from the same senders: time, trace spacing and CPU per task once the process is warm (the
+ *   first window is a process's first hundred tasks after its start and an idle release: its JIT
+ *   tiers and the component thread's glue still warming, which the reference, compiled ahead of
+ *   time, does not pay). Both windows are reported;
  * - with `--extra-turn`, then: `--tasks` tasks of one tool turn and `--tasks` of two, back to back
  *   (the client's time per task of each, and their difference: what one more tool turn costs);
  * - script capsule end to end: `mur run` of capsule-allowlisted.wasm (invokes echo-tool once, writes
  *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
  *
  *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours image|dist|both] [--ours-only]
- *     [--extra-turn] [--load N] [--ours-flags 'name=<node flags>' …]
+ *     [--extra-turn] [--steady N] [--load N] [--ours-flags 'name=<node flags>' …]
  *
  * --load N: N spinning processes (cpu-load.ts) beside every arm while its throughput (and extra
  * tool turn) tasks run, none during the start, memory and script rows.
@@ -94,6 +99,13 @@ const OURS_ONLY = process.argv.includes('--ours-only');
  * times per task; issue 42's ≤ ×1.25). Off by default: it adds ≈ 2 × --tasks tasks to a round.
  */
 const EXTRA_TURN = process.argv.includes('--extra-turn');
+/**
+ * --steady N (default 300; 0: none): after every other reading, N more tasks untimed, then --tasks
+ * timed: the time and CPU per task once the process has warmed (its JIT tiers, the component
+ * thread's glue), beside the first window's, which measures a process's first hundred tasks after
+ * its start and an idle release. Both are reported; neither replaces the other.
+ */
+const STEADY = process.argv.includes('--steady') ? numArg('steady', 300) : 300;
 /**
  * --load N: N processes spinning on the cores (cpu-load.ts) while each arm's throughput and extra
  * tool turn runs are measured, the same for every arm: the per-task ratio on a busy node (issue 42:
@@ -210,6 +222,8 @@ type Fig = {
   afterLast: Memory[];
   /** --extra-turn: time per task of the one-tool-turn run and of the two-tool-turn run after it (ms). */
   turns?: { one: number; two: number };
+  /** --steady: time, trace spacing and CPU per task of --tasks tasks after STEADY more (ms). */
+  steady?: { perTask: number; spacing: number; cpuPerTask: number };
   peak: number;
   hwm: number;
   script: { wall: number; hwm: number };
@@ -245,7 +259,11 @@ async function round(s: Subject): Promise<Fig> {
   const cold = await coldRun(s);
   // Warm start, one task, idle, one task; the throughput run, idle.
   const extra = EXTRA_TURN ? [...Array.from({ length: TASKS }, () => TASK_TURNS).flat(), ...Array.from({ length: TASKS }, () => TWO_TOOL_TURNS).flat()] : [];
-  const p = await spawnProvider({ turns: [...Array.from({ length: 2 + TASKS }, () => TASK_TURNS).flat(), ...extra], apiKey: API_KEY });
+  const steadyTasks = STEADY ? STEADY + TASKS : 0;
+  const p = await spawnProvider({
+    turns: [...Array.from({ length: 2 + TASKS }, () => TASK_TURNS).flat(), ...extra, ...Array.from({ length: steadyTasks }, () => TASK_TURNS).flat()],
+    apiKey: API_KEY,
+  });
   const sv = s.serve(capsule(s, p.url), false);
   const loads: { stop(): Promise<unknown> }[] = [];
   let fig: Omit<Fig, 'cold' | 'spacing' | 'script'>;
@@ -287,6 +305,18 @@ async function round(s: Subject): Promise<Fig> {
       turns = { one: (e1 - e0) / TASKS, two: (performance.now() - e1) / TASKS };
       await extraLoad.stop();
     }
+    let steady: { perTask: number; cpuPerTask: number } | undefined;
+    if (STEADY) {
+      const first = 2 + TASKS + (EXTRA_TURN ? 2 * TASKS : 0);
+      const steadyLoad = await startCpuLoad(LOAD);
+      loads.push(steadyLoad);
+      await client.run(first, STEADY, SENDERS);
+      const c0 = treeStat(pid).cpuMs;
+      const w0 = performance.now();
+      await client.run(first + STEADY, TASKS, SENDERS);
+      steady = { perTask: (performance.now() - w0) / TASKS, cpuPerTask: (treeStat(pid).cpuMs - c0) / TASKS };
+      await steadyLoad.stop();
+    }
     client.close();
     fig = {
       ready,
@@ -298,6 +328,7 @@ async function round(s: Subject): Promise<Fig> {
       threadCpu,
       afterLast,
       ...(turns ? { turns } : {}),
+      ...(steady ? { steady: { ...steady, spacing: NaN } } : {}),
       peak: peakRss,
       hwm,
     };
@@ -305,7 +336,8 @@ async function round(s: Subject): Promise<Fig> {
     // A cpu-load set already stopped stops again as a no-op (cpu-load.ts).
     await stopAll(...loads, sv, p);
   }
-  const spacing = traceSpacing(s.name, sv.workdir, TASKS, EXTRA_TURN ? 2 * TASKS : 0);
+  const spacing = traceSpacing(s.name, sv.workdir, TASKS, (EXTRA_TURN ? 2 * TASKS : 0) + steadyTasks);
+  if (fig.steady) fig.steady.spacing = traceSpacing(s.name, sv.workdir, TASKS);
   return { cold, ...fig, spacing, script: s.script() };
 }
 
@@ -342,6 +374,11 @@ function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void
   // What a task costs the node's CPUs, whichever thread spends it: under load (--load), the time
   // per task follows this more than the quiet figure, which a second thread's parallel work hides.
   metric(`CPU per task over the ${TASKS} tasks (process tree, user + system)`, (f) => f.cpuPerTask, fmtTime);
+  if (STEADY) {
+    metric(`steady: time per task, ${TASKS} tasks after ${STEADY} more, run after the readings below (client)`, (f) => f.steady!.perTask, fmtTime);
+    metric(`steady: time per task (trace task_end spacing)`, (f) => f.steady!.spacing, fmtTime);
+    metric(`steady: CPU per task (process tree, user + system)`, (f) => f.steady!.cpuPerTask, fmtTime);
+  }
   IDLE_MS.forEach((ms, i) => {
     metric(`RSS ${ms / 1000} s after one task`, (f) => f.afterOne[i]!.rss, fmtMiB);
     metric(`private ${ms / 1000} s after one task`, (f) => f.afterOne[i]!.priv, fmtMiB);

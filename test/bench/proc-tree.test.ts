@@ -1,12 +1,13 @@
 /**
- * The bench's memory readings of a process tree (bench/proc-tree.ts): anonymous memory is the
- * tree's own — what it allocated — and excludes the files it maps, which private memory counts
- * whenever no other process maps them.
+ * The bench's readings of a process tree (bench/proc-tree.ts): anonymous memory is the tree's own —
+ * what it allocated — and excludes the files it maps, which private memory counts whenever no
+ * other process maps them; CPU by thread puts a thread's time under its own name, not the main
+ * thread's.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { treeMemory } from '../../bench/proc-tree.ts';
+import { threadCpuPer, treeMemory, treeThreads } from '../../bench/proc-tree.ts';
 
 const MiB = 1048576;
 
@@ -27,6 +28,32 @@ describe('treeMemory', () => {
       // The node binary's pages it maps are in its RSS but not in its anonymous memory.
       expect(m.rss - m.anon).toBeGreaterThan(8 * MiB);
       expect(m.priv).toBeGreaterThanOrEqual(m.anon - 4 * MiB);
+    } finally {
+      child.stdin!.end();
+      await once(child, 'exit');
+    }
+  });
+});
+
+describe('treeThreads', () => {
+  it("puts a worker thread's CPU under its own name and the idle main thread's under main", async () => {
+    // The worker spins 400 ms of CPU, says so, and stays alive (a thread that ended is not read).
+    const worker = `const t = Date.now(); while (Date.now() - t < 400); require('node:worker_threads').parentPort.postMessage('spun'); setInterval(() => {}, 1000);`;
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const { Worker } = require('node:worker_threads'); const w = new Worker(${JSON.stringify(worker)}, { eval: true }); w.on('message', () => console.log('spun')); process.stdin.on('end', () => process.exit(0)).resume();`,
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    try {
+      const before = new Map<string, number>();
+      await once(child.stdout!, 'data');
+      const per = threadCpuPer(before, treeThreads(child.pid!), 1);
+      const others = [...per].filter(([name]) => name !== 'main').reduce((sum, [, ms]) => sum + ms, 0);
+      expect(others).toBeGreaterThan(300);
+      expect(per.get('main') ?? 0).toBeLessThan(others);
     } finally {
       child.stdin!.end();
       await once(child, 'exit');
