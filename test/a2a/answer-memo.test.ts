@@ -5,98 +5,18 @@
  * server both ways); a read after any change of the task answers the change; another caller's read
  * never reaches a kept answer; and the memo stays within its bounds.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import express from 'express';
-import { InMemoryTaskStore, type A2ARequestHandler } from '@a2a-js/sdk/server';
-import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
-import { TaskMachine } from '../../runtime/a2a/tasks/tasks.ts';
-import { createHandler } from '../../runtime/a2a/handler/handler.ts';
-import { buildCoreCard } from '../../runtime/a2a/server/card.ts';
-import { ANONYMOUS, OPEN, createAuthenticator } from '../../runtime/a2a/server/auth.ts';
-import { jsonRpcTransport } from '../../runtime/a2a/server/json-rpc.ts';
-import { taskPartsOf } from '../../runtime/a2a/server/server.ts';
+import type { TaskMachine } from '../../runtime/a2a/tasks/tasks.ts';
+import { createAuthenticator } from '../../runtime/a2a/server/auth.ts';
 import { AnswerMemo, MAX_ANSWERS, MAX_ANSWER_CHARS, MAX_CHARS, envelopeText, resultText } from '../../runtime/a2a/server/answer-memo.ts';
 import type { TaskEvents, TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { closeAll, msg03, msg10, rpc, serve, V1 } from './helpers.ts';
+import { call, closeDoors, post, twoDoors } from './doors.ts';
 
-const servers: http.Server[] = [];
 afterAll(async () => {
   await closeAll();
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise((r) => s.close(r));
-  }
+  await closeDoors();
 });
-
-async function listen(server: http.Server): Promise<string> {
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-}
-
-/**
- * One task machine behind two doors: this runtime's JSON-RPC transport with the answer memo, and
- * the SDK's express adapter. `reads` counts the task reads that reached the request handler.
- */
-async function twoDoors(executor: TaskExecutor) {
-  const machine = new TaskMachine({
-    executor,
-    acceptance: 'queue',
-    queueDepth: 16,
-    maxLiveTasks: 100,
-    store: new InMemoryTaskStore(),
-    stream: { maxQueued: 256, maxBuffered: 1024 * 1024, heartbeatMs: 0 },
-  });
-  const resOf = new WeakMap<object, http.ServerResponse>();
-  const card = buildCoreCard({ name: 't', version: '0.1.0', description: 't' }, { jsonrpc: 'http://127.0.0.1/' });
-  const inner = createHandler({ machine, card, sinkOf: (c) => resOf.get(c.state.get('headers') as object) });
-  const counter = { reads: 0 };
-  const handler: A2ARequestHandler = {
-    ...inner,
-    getTask: (params, context) => {
-      counter.reads++;
-      return inner.getTask(params, context);
-    },
-  };
-  const ours = await listen(
-    http.createServer(jsonRpcTransport({ handler, auth: OPEN, resOf, maxBody: 1024 * 1024, draining: () => false, taskParts: taskPartsOf(machine) })),
-  );
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use(jsonRpcHandler({ requestHandler: inner, userBuilder: async () => ANONYMOUS, legacyCompat: { enabled: true } }));
-  const sdk = await listen(http.createServer(app));
-  return { ours, sdk, machine, counter };
-}
-
-interface Raw {
-  status: number;
-  headers: string[];
-  body: string;
-}
-
-function post(url: string, body: string, headers: Record<string, string> = {}): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const h: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          if (res.rawHeaders[i]!.toLowerCase() !== 'date') h.push(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-        }
-        resolve({ status: res.statusCode!, headers: h, body: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-let nextId = 1;
-const call = (method: string, params: unknown, id: unknown = nextId++) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
 
 const VERSIONS = [
   { name: '0.3', headers: {} as Record<string, string>, send: 'message/send', get: 'tasks/get', msg: msg03, state: (b: any) => b.result.status.state },
@@ -139,7 +59,7 @@ function changed(machine: TaskMachine): Promise<void> {
 describe('the answer memo of task reads', () => {
   for (const v of VERSIONS) {
     it(`answers a repeated ${v.get} of an unchanged task with the SDK adapter's bytes, without the request handler (${v.name})`, async () => {
-      const { ours, sdk, counter } = await twoDoors(async (ctx) => ({ state: 'completed', text: `echo: ${ctx.text}` }));
+      const { ours, sdk, counter } = await twoDoors(async (ctx) => ({ state: 'completed', text: `echo: ${ctx.text}` }), { memo: true });
       const sent = JSON.parse((await post(ours, call(v.send, { message: v.msg('hello') }), v.headers)).body);
       const taskId = (sent.result.task ?? sent.result).id as string;
       for (const id of [7, 'req-8', null]) {
@@ -155,7 +75,7 @@ describe('the answer memo of task reads', () => {
 
     it(`answers a ${v.get} after each change of the task with its new state (${v.name})`, async () => {
       const { executor, open } = stepped();
-      const { ours, sdk, machine } = await twoDoors(executor);
+      const { ours, sdk, machine } = await twoDoors(executor, { memo: true });
       const sent = JSON.parse(
         (await post(ours, call(v.send, { message: v.msg('go'), configuration: { blocking: false, returnImmediately: true } }), v.headers)).body,
       );
@@ -182,7 +102,7 @@ describe('the answer memo of task reads', () => {
   }
 
   it('keeps reads that ask differently apart: a historyLength of 0 is not the whole history', async () => {
-    const { ours, sdk } = await twoDoors(async (ctx) => ({ state: 'completed', text: `echo: ${ctx.text}` }));
+    const { ours, sdk } = await twoDoors(async (ctx) => ({ state: 'completed', text: `echo: ${ctx.text}` }), { memo: true });
     const sent = JSON.parse((await post(ours, call('message/send', { message: msg03('hi') }))).body);
     const whole = call('tasks/get', { id: sent.result.id });
     const none = call('tasks/get', { id: sent.result.id, historyLength: 0 });

@@ -5,27 +5,15 @@
  * it is chunked, and the activity hold released when a stream's client goes away.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import express from 'express';
-import { InMemoryTaskStore } from '@a2a-js/sdk/server';
-import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
-import { TaskMachine } from '../../runtime/a2a/tasks/tasks.ts';
-import { createHandler } from '../../runtime/a2a/handler/handler.ts';
-import { buildCoreCard } from '../../runtime/a2a/server/card.ts';
-import { ANONYMOUS, OPEN } from '../../runtime/a2a/server/auth.ts';
-import { jsonRpcTransport } from '../../runtime/a2a/server/json-rpc.ts';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 import { ActivityTracker } from '../../runtime/telemetry/activity.ts';
 import { closeAll, msg03, msg10, serve, until, V1 } from './helpers.ts';
+import { call, closeDoors, post, twoDoors, type Raw } from './doors.ts';
 
-const servers: http.Server[] = [];
 afterAll(async () => {
   await closeAll();
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise((r) => s.close(r));
-  }
+  await closeDoors();
 });
 
 const echo: TaskExecutor = async (ctx, ev) => {
@@ -33,67 +21,6 @@ const echo: TaskExecutor = async (ctx, ev) => {
   ev.textChunk(ctx.text);
   return { state: 'completed', text: `echo: ${ctx.text}` };
 };
-
-async function listen(server: http.Server): Promise<string> {
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-}
-
-/**
- * One task machine and request handler behind two servers: this runtime's transport, and the SDK's
- * express `jsonRpcHandler` as routes.ts mounted it before (the app's settings: no ETag, no
- * X-Powered-By; the caller anonymous; the response mapped from the headers for streams).
- */
-async function twoDoors(executor: TaskExecutor): Promise<{ ours: string; sdk: string }> {
-  const machine = new TaskMachine({
-    executor,
-    acceptance: 'queue',
-    queueDepth: 16,
-    maxLiveTasks: 100,
-    store: new InMemoryTaskStore(),
-    stream: { maxQueued: 256, maxBuffered: 1024 * 1024, heartbeatMs: 0 },
-  });
-  const resOf = new WeakMap<object, http.ServerResponse>();
-  const card = buildCoreCard({ name: 't', version: '0.1.0', description: 't' }, { jsonrpc: 'http://127.0.0.1/' });
-  const handler = createHandler({ machine, card, sinkOf: (c) => resOf.get(c.state.get('headers') as object) });
-  const ours = await listen(http.createServer(jsonRpcTransport({ handler, auth: OPEN, resOf, maxBody: 1024 * 1024, draining: () => false })));
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use((req, res, next) => {
-    resOf.set(req.headers, res);
-    next();
-  });
-  app.use(jsonRpcHandler({ requestHandler: handler, userBuilder: async () => ANONYMOUS, legacyCompat: { enabled: true } }));
-  const sdk = await listen(http.createServer(app));
-  return { ours, sdk };
-}
-
-interface Raw {
-  status: number;
-  /** Header names and values as sent, in order, without Date. */
-  headers: string[];
-  body: string;
-}
-
-function post(url: string, body: string, headers: Record<string, string> = {}): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const h: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          if (res.rawHeaders[i]!.toLowerCase() !== 'date') h.push(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-        }
-        resolve({ status: res.statusCode!, headers: h, body: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 const TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/g;
@@ -109,9 +36,6 @@ function shape(r: Raw): Raw {
     .replace(TIME, (t) => 'T'.repeat(t.length));
   return { ...r, body };
 }
-
-let nextId = 1;
-const call = (method: string, params: unknown) => JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params });
 
 describe('JSON-RPC over node:http', () => {
   it("answers a task's 0.3 and 1.0 calls with the SDK express adapter's status, headers and bytes", async () => {
