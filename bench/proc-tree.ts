@@ -62,6 +62,13 @@ export function treeStat(root: number): Tree {
   return out;
 }
 
+/** User + system CPU (ms) of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat file: one process's or one thread's. */
+export function statCpuMs(file: string): number {
+  const s = readFileSync(file, 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return ((Number(f[11]) + Number(f[12])) / CLK) * 1000;
+}
+
 /**
  * CPU (user + system, ms) of every thread of a process tree by thread name (/proc/<pid>/task/<tid>/comm):
  * `main` for the root process's own thread, `main (child)` for a child's; V8's compiler and GC
@@ -81,9 +88,7 @@ export function treeThreads(root: number): Map<string, number> {
     for (const tid of tids) {
       try {
         const name = tid === String(pid) ? (pid === root ? 'main' : 'main (child)') : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-        const s = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-        const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-        out.set(name, (out.get(name) ?? 0) + ((Number(f[11]) + Number(f[12])) / CLK) * 1000);
+        out.set(name, (out.get(name) ?? 0) + statCpuMs(`/proc/${pid}/task/${tid}/stat`));
       } catch {
         // the thread ended between the listing and the read
       }

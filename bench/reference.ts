@@ -266,7 +266,7 @@ async function round(s: Subject): Promise<Fig> {
   });
   const sv = s.serve(capsule(s, p.url), false);
   const loads: { stop(): Promise<unknown> }[] = [];
-  let fig: Omit<Fig, 'cold' | 'spacing' | 'script'>;
+  let fig: Omit<Fig, 'cold' | 'spacing' | 'script' | 'steady'> & { steady?: { perTask: number; cpuPerTask: number } };
   try {
     const pid = sv.proc.pid!;
     const peak = samplePeak(pid);
@@ -328,7 +328,7 @@ async function round(s: Subject): Promise<Fig> {
       threadCpu,
       afterLast,
       ...(turns ? { turns } : {}),
-      ...(steady ? { steady: { ...steady, spacing: NaN } } : {}),
+      ...(steady ? { steady } : {}),
       peak: peakRss,
       hwm,
     };
@@ -337,8 +337,9 @@ async function round(s: Subject): Promise<Fig> {
     await stopAll(...loads, sv, p);
   }
   const spacing = traceSpacing(s.name, sv.workdir, TASKS, (EXTRA_TURN ? 2 * TASKS : 0) + steadyTasks);
-  if (fig.steady) fig.steady.spacing = traceSpacing(s.name, sv.workdir, TASKS);
-  return { cold, ...fig, spacing, script: s.script() };
+  const { steady: warm, ...rest } = fig;
+  const steady = warm && { ...warm, spacing: traceSpacing(s.name, sv.workdir, TASKS) };
+  return { cold, ...rest, ...(steady ? { steady } : {}), spacing, script: s.script() };
 }
 
 /** One untimed task and script run per arm: fills our warm component cache (and the OS page cache for both). */

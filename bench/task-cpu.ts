@@ -29,14 +29,14 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { join, resolve } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { API_KEY, tmp } from '../test/loop/kit.ts';
-import { CLK, sendTask, serve } from './serving.ts';
+import { sendTask, serve } from './serving.ts';
 import { providerEnv, stackCapsule } from './serving-stack.ts';
 import { spawnProvider } from './provider-process.ts';
 import { TaskClient } from './task-poller.ts';
 import { choiceArg, fmtTime, machineLine, paired, pairedRows, table, numArg } from './paired.ts';
 import { summarizeProfile } from './cpu-profile-summary.ts';
 import { GcTrace, type GcWindow } from './gc-trace.ts';
-import { threadCpuPer, treeThreads } from './proc-tree.ts';
+import { statCpuMs, threadCpuPer, treeThreads } from './proc-tree.ts';
 
 const ROUNDS = numArg('rounds', 5);
 const TASKS = numArg('tasks', 400);
@@ -73,15 +73,8 @@ const ARMS = process.argv
 // Without --arm: this checkout's dist/.
 if (!ARMS.length) ARMS.push({ name: 'this checkout', root: PROJECT_ROOT, flags: [] });
 
-/** Ticks of user + system time in a /proc/.../stat line. */
-function ticks(file: string): number {
-  const s = readFileSync(file, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return Number(f[11]) + Number(f[12]);
-}
-
 function cpuMs(pid: number): { all: number; main: number } {
-  return { all: (ticks(`/proc/${pid}/stat`) / CLK) * 1000, main: (ticks(`/proc/${pid}/task/${pid}/stat`) / CLK) * 1000 };
+  return { all: statCpuMs(`/proc/${pid}/stat`), main: statCpuMs(`/proc/${pid}/task/${pid}/stat`) };
 }
 
 async function main(): Promise<void> {
