@@ -97,6 +97,42 @@ export function treeThreads(root: number): Map<string, number> {
   return out;
 }
 
+/** Context switches of every thread of a process tree, summed. */
+export interface Switches {
+  /** The thread gave up its core: it waited (a lock, a socket, a message, Atomics.wait) — each wait ends in a wake-up. */
+  voluntary: number;
+  /** The thread was taken off its core while it could have run on (its slice ended; a busy machine). */
+  involuntary: number;
+}
+
+/**
+ * The context switches of every thread of a process tree so far (/proc/<pid>/task/<tid>/status).
+ * Read before and after a window: the voluntary ones are how often its threads went to sleep and
+ * had to be woken, which on a busy node each costs a wait for a core. A thread that ended is no
+ * longer counted.
+ */
+export function treeSwitches(root: number): Switches {
+  const out: Switches = { voluntary: 0, involuntary: 0 };
+  for (const pid of treePids(root)) {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // gone meanwhile
+    }
+    for (const tid of tids) {
+      try {
+        const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+        out.voluntary += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+        out.involuntary += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+  }
+  return out;
+}
+
 /** Per-thread-name CPU between two `treeThreads` readings, per task (`n` tasks). */
 export function threadCpuPer(before: Map<string, number>, after: Map<string, number>, n: number): Map<string, number> {
   return new Map([...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / n]));

@@ -1,9 +1,9 @@
 /**
- * The two runtimes of bench/reference.ts as its subjects: the same reference components packed into
+ * The two runtimes of bench/reference.ts and bench/warmup.ts as their subjects: the same reference components packed into
  * the same `.mur.zip` files, published with each runtime's own `mur publish`, and the commands that
  * serve the agent capsule and run the script capsule with each.
  */
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { zipSync } from 'fflate';
@@ -12,6 +12,7 @@ import type { ScriptTurn } from '../test/provider/scripted-provider.ts';
 import { MUR, murCommand } from './serving.ts';
 import { spawnServer, type Served } from './proc-tree.ts';
 import type { ImageRoot } from './image-root.ts';
+import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 
 /** The reference's prebuilt components, under its crates/murmur-cli/tests/fixtures folder. */
 export const COMPONENTS = {
@@ -179,4 +180,60 @@ export function reference(bin: string, fixtures: string): Subject {
       return { wall, hwm: Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024 };
     },
   };
+}
+
+/** One more arm of ours: node flags after the image's, and environment variables. */
+export interface FlagArm {
+  name: string;
+  nodeFlags: string[];
+  env: Record<string, string>;
+}
+
+/**
+ * The arms of a repeatable `--<option> 'name=<node flag> …'`: one more arm of each of our kinds, run
+ * with these node flags after the image's (`single=--single-threaded-gc`), so a V8 option is
+ * compared with today's image and the reference in the same alternating rounds. A word of the form
+ * `NAME=value` (upper-case name) is an environment variable of that arm instead
+ * (`keep=MURMUR_COMPONENT_IDLE_MS=600000`). A value of another form stops the bench (exit 2).
+ */
+export function flagArms(option: string, argv: readonly string[] = process.argv): FlagArm[] {
+  return argv.flatMap((a, i) => {
+    if (a !== `--${option}`) return [];
+    const m = /^([\w.-]+)=(.*)$/.exec(argv[i + 1] ?? '');
+    if (!m) {
+      console.error(`--${option}: expected 'name=<node flags>', got '${argv[i + 1] ?? ''}'`);
+      process.exit(2);
+    }
+    const words = m[2]!.split(/\s+/).filter(Boolean);
+    const isEnv = (w: string) => /^[A-Z][A-Z0-9_]*=/.test(w);
+    const env = Object.fromEntries(words.filter(isEnv).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
+    return [{ name: m[1]!, nodeFlags: words.filter((w) => !isEnv(w)), env }];
+  });
+}
+
+/**
+ * Where the reference is (nothing of it is in this repository): its CLI and its fixture folder from
+ * MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES, and dist/ built. Anything missing stops the
+ * bench (exit 1) saying what to set; `oursOnly` needs the fixtures alone.
+ */
+export function referenceInputs(bench: string, oursOnly = false): { bin: string; fixtures: string } {
+  const bin = process.env.MURMUR_REFERENCE_BIN;
+  const fixtures = process.env.MURMUR_REFERENCE_FIXTURES;
+  const missing: string[] = [];
+  if (!fixtures || !Object.values(COMPONENTS).every((c) => existsSync(join(fixtures, c)))) {
+    missing.push(
+      `  MURMUR_REFERENCE_FIXTURES=<murmur checkout>/crates/murmur-cli/tests/fixtures   (must hold ${Object.values(COMPONENTS).join(', ')}; now ${fixtures ? `'${fixtures}'` : 'unset'})`,
+    );
+  }
+  if (!oursOnly && (!bin || !existsSync(bin))) {
+    missing.push(
+      `  MURMUR_REFERENCE_BIN=<murmur checkout>/target/release/mur   (cargo build --release -p murmur-cli in github.com/murmur-nexus/murmur; now ${bin ? `'${bin}' (no such file)` : 'unset'}; or pass --ours-only)`,
+    );
+  }
+  if (!existsSync(join(PROJECT_ROOT, 'dist/.built'))) missing.push('  dist/: run `npm run build` first (the `ours` arm runs compiled dist/)');
+  if (missing.length) {
+    console.error(`${bench}: cannot run; set:\n${missing.join('\n')}`);
+    process.exit(1);
+  }
+  return { bin: bin ?? '', fixtures: fixtures! };
 }

@@ -77,16 +77,15 @@
  * --load N: N spinning processes (cpu-load.ts) beside every arm while its throughput (and extra
  * tool turn) tasks run, none during the start, memory and script rows.
  */
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
 import { spawnProvider } from './provider-process.ts';
 import { startCpuLoad } from './cpu-load.ts';
 import { TaskClient } from './task-poller.ts';
 import { samplePeak, threadCpuPer, threadLine, treeMemory, treeStat, treeThreads, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
-import { API_KEY, COMPONENTS, TASK_TURNS, TWO_TOOL_TURNS, agentYaml, ours, reference, type Subject } from './reference-arms.ts';
+import { API_KEY, TASK_TURNS, TWO_TOOL_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, type Subject } from './reference-arms.ts';
 import { choiceArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, spread, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
@@ -115,46 +114,10 @@ const LOAD = process.argv.includes('--load') ? numArg('load', 0) : 0;
 /** Which of this runtime's arms run: the runtime image's files (what a pod runs), dist/ on this machine's node, or both. */
 const OURS_ARG = choiceArg('ours', ['image', 'dist', 'both'] as const, 'both');
 const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('image' | 'dist')[];
-/**
- * --ours-flags 'name=<node flag> …' (repeatable): one more arm of each of our kinds, run with these
- * node flags after the image's (`single=--single-threaded-gc`), so a V8 option is compared with
- * today's image and the reference in the same alternating rounds. A word of the form `NAME=value`
- * (upper-case name) is an environment variable of that arm instead (`keep=MURMUR_COMPONENT_IDLE_MS=600000`).
- */
-const FLAG_ARMS = process.argv.flatMap((a, i) => {
-  if (a !== '--ours-flags') return [];
-  const m = /^([\w.-]+)=(.*)$/.exec(process.argv[i + 1] ?? '');
-  if (!m) {
-    console.error(`--ours-flags: expected 'name=<node flags>', got '${process.argv[i + 1] ?? ''}'`);
-    process.exit(2);
-  }
-  const words = m[2]!.split(/\s+/).filter(Boolean);
-  const isEnv = (w: string) => /^[A-Z][A-Z0-9_]*=/.test(w);
-  const env = Object.fromEntries(words.filter(isEnv).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
-  return [{ name: m[1]!, nodeFlags: words.filter((w) => !isEnv(w)), env }];
-});
+/** --ours-flags 'name=<node flags>' (repeatable): one more arm of each of our kinds (reference-arms.ts `flagArms`). */
+const FLAG_ARMS = flagArms('ours-flags');
 
-const REF_BIN = process.env.MURMUR_REFERENCE_BIN;
-const REF_FIX = process.env.MURMUR_REFERENCE_FIXTURES;
-
-function requireEnv(): void {
-  const missing: string[] = [];
-  if (!REF_FIX || !Object.values(COMPONENTS).every((c) => existsSync(join(REF_FIX, c)))) {
-    missing.push(
-      `  MURMUR_REFERENCE_FIXTURES=<murmur checkout>/crates/murmur-cli/tests/fixtures   (must hold ${Object.values(COMPONENTS).join(', ')}; now ${REF_FIX ? `'${REF_FIX}'` : 'unset'})`,
-    );
-  }
-  if (!OURS_ONLY && (!REF_BIN || !existsSync(REF_BIN))) {
-    missing.push(
-      `  MURMUR_REFERENCE_BIN=<murmur checkout>/target/release/mur   (cargo build --release -p murmur-cli in github.com/murmur-nexus/murmur; now ${REF_BIN ? `'${REF_BIN}' (no such file)` : 'unset'}; or pass --ours-only)`,
-    );
-  }
-  if (!existsSync(join(PROJECT_ROOT, 'dist/.built'))) missing.push('  dist/: run `npm run build` first (the `ours` arm runs compiled dist/)');
-  if (missing.length) {
-    console.error(`reference bench: cannot run; set:\n${missing.join('\n')}`);
-    process.exit(1);
-  }
-}
+const { bin: REF_BIN, fixtures: REF_FIX } = referenceInputs('reference bench', OURS_ONLY);
 
 /**
  * Memory readings after a task, in ms. 1 s: what the process holds right after work. 20 s: this
@@ -420,7 +383,6 @@ function report(arms: Subject[], figs: Map<string, Fig[]>, header: string): void
 }
 
 async function main(): Promise<void> {
-  requireEnv();
   const img = OURS_KINDS.includes('image') ? imageRoot() : undefined;
   const subjects = [
     ...OURS_KINDS.flatMap((k) => [ours(k, REF_FIX!, img), ...FLAG_ARMS.map((v) => ours(k, REF_FIX!, img, v))]),

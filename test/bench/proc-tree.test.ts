@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { threadCpuPer, treeMemory, treeThreads } from '../../bench/proc-tree.ts';
+import { threadCpuPer, treeMemory, treeSwitches, treeThreads } from '../../bench/proc-tree.ts';
 
 const MiB = 1048576;
 
@@ -54,6 +54,29 @@ describe('treeThreads', () => {
       const others = [...per].filter(([name]) => name !== 'main').reduce((sum, [, ms]) => sum + ms, 0);
       expect(others).toBeGreaterThan(300);
       expect(per.get('main') ?? 0).toBeLessThan(others);
+    } finally {
+      child.stdin!.end();
+      await once(child, 'exit');
+    }
+  });
+});
+
+describe('treeSwitches', () => {
+  it('counts each time a thread of the tree went to sleep and was woken, in a child too', async () => {
+    // A child that answers every line on stdin: each answer is one wait for the next line.
+    const child = spawn(process.execPath, ['-e', "process.stdin.on('data', (d) => process.stdout.write(d));"], { stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      const ping = async (): Promise<void> => {
+        child.stdin!.write('x');
+        await once(child.stdout!, 'data');
+      };
+      await ping();
+      const before = treeSwitches(child.pid!);
+      for (let i = 0; i < 50; i++) await ping();
+      const after = treeSwitches(child.pid!);
+      // Most answers find the child asleep; one whose next line arrives before it sleeps costs none.
+      expect(after.voluntary - before.voluntary).toBeGreaterThanOrEqual(25);
+      expect(after.involuntary).toBeGreaterThanOrEqual(before.involuntary);
     } finally {
       child.stdin!.end();
       await once(child, 'exit');
