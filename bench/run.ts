@@ -4,7 +4,8 @@
  * max of each arm and of the paired ratio (bench/paired.ts; these machines are noisy, absolute
  * times are not comparable between runs). `stack` — the whole stack, `mur serve` with real
  * components — is the headline and runs first. `reference` runs this runtime and the reference
- * runtime (Murmur) side by side on the reference's own components (bench/reference.ts).
+ * runtime (Murmur) side by side on the reference's own components (bench/reference.ts); `warmup`,
+ * named only, the same two window by window from a start (bench/warmup.ts).
  * `density` (bench/density.ts: Capsules asleep and woken on the real node; Linux, root, long) runs
  * only when named. Flags after a bench's name go to that bench: `npm run bench -- density --capsules 30`.
  */
@@ -31,12 +32,12 @@ const inProcess: Record<string, () => Promise<string>> = {
   'replica-bus': () => benchReplicaBus(),
 };
 // These run as their own processes (each starts servers or a cluster and exits when done).
-const scripts = ['stack', 'a2a', 'hooks', 'polling', 'telemetry', 'operator', 'images', 'soak', 'reference', 'density', 'task-cpu'];
+const scripts = ['stack', 'a2a', 'hooks', 'polling', 'telemetry', 'operator', 'images', 'soak', 'reference', 'warmup', 'density', 'task-cpu'];
 // `reference` compares with the reference runtime built outside this repository: in the default
 // run only when MURMUR_REFERENCE_BIN and MURMUR_REFERENCE_FIXTURES say where it is (named, it runs
 // and fails saying what to set).
 const haveReference = !!(process.env.MURMUR_REFERENCE_BIN && process.env.MURMUR_REFERENCE_FIXTURES);
-const namedOnly = ['density', 'task-cpu'];
+const namedOnly = ['density', 'task-cpu', 'warmup'];
 const defaults = [
   'stack',
   ...Object.keys(inProcess),

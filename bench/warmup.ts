@@ -1,0 +1,155 @@
+/**
+ * How a serving process warms up, window by window, against the reference runtime: after its start
+ * and one task, `--windows` (6) windows of `--tasks` (100) tasks each from `--senders` (8) senders
+ * through the one client of bench/reference.ts (task-poller.ts: non-blocking `message/send`, one
+ * `tasks/get` poller every 10 ms), the same scripted provider in a process of its own, the same
+ * reference components and capsule (reference-arms.ts). Per window and arm:
+ * - time per task (the client's wall / tasks);
+ * - CPU per task of the process tree, and by thread name (proc-tree.ts `treeThreads`: the main
+ *   thread, the component thread `WorkerThread`, V8's compiler and GC helpers `V8Worker`, the
+ *   reference's `tokio-rt-worker`);
+ * - context switches per task (proc-tree.ts `treeSwitches`): voluntary ones are a thread going to
+ *   sleep and being woken, which on a busy node waits for a core; involuntary ones a thread taken
+ *   off its core while it could run on.
+ *
+ * Why this bench beside reference.ts: its first window (the first hundred tasks after a start)
+ * reads a JIT still warming and its steady window a warm one; this one shows the whole curve and
+ * where the CPU goes on the way, for screening a V8 option or a change (`--arm`) against today's
+ * image and the reference in the same alternating rounds. The start, memory and script rows are
+ * reference.ts's.
+ *
+ *   node --import tsx bench/warmup.ts [--rounds 2] [--windows 6] [--tasks 100] [--senders 8] [--load N]
+ *     [--ours image|dist] [--ours-only] [--arm 'name=<node flags> <VAR=value> …' …]
+ *
+ * --load N: N spinning processes (cpu-load.ts) beside each arm during its windows. --arm: one more
+ * arm of ours (reference-arms.ts `flagArms`). Needs MURMUR_REFERENCE_BIN and
+ * MURMUR_REFERENCE_FIXTURES as reference.ts does.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmp } from '../test/loop/kit.ts';
+import { startCpuLoad, type CpuLoad } from './cpu-load.ts';
+import { imageRoot } from './image-root.ts';
+import { choiceArg, fmtTime, machineLine, numArg, paired, pairedRows, spread, summarize, table } from './paired.ts';
+import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
+import { spawnProvider } from './provider-process.ts';
+import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, type Subject } from './reference-arms.ts';
+import { TaskClient } from './task-poller.ts';
+
+const ROUNDS = numArg('rounds', 2);
+const WINDOWS = numArg('windows', 6);
+const TASKS = numArg('tasks', 100);
+const SENDERS = numArg('senders', 8);
+const LOAD = process.argv.includes('--load') ? numArg('load', 0) : 0;
+const OURS_ONLY = process.argv.includes('--ours-only');
+const KIND = choiceArg('ours', ['image', 'dist'] as const, 'image');
+const ARMS = flagArms('arm');
+const { bin, fixtures } = referenceInputs('warmup bench', OURS_ONLY);
+
+/** One window of one arm in one round. */
+interface WindowFig {
+  perTask: number;
+  cpuPerTask: number;
+  threads: Map<string, number>;
+  voluntary: number;
+  involuntary: number;
+}
+
+/** Serves the capsule, runs one task, then the windows; stops everything it started. */
+async function round(s: Subject): Promise<WindowFig[]> {
+  const p = await spawnProvider({ turns: Array.from({ length: 1 + WINDOWS * TASKS }, () => TASK_TURNS).flat(), apiKey: API_KEY });
+  const dir = tmp(`warmup-${s.name.replace(/\W+/g, '-')}-capsule-`);
+  writeFileSync(join(dir, 'murmur.yaml'), agentYaml(p.url, TASKS + SENDERS));
+  const sv = s.serve(dir, false);
+  let client: TaskClient | undefined;
+  let spin: CpuLoad | undefined;
+  try {
+    client = new TaskClient(await sv.url);
+    await client.task(0);
+    const pid = sv.proc.pid!;
+    spin = await startCpuLoad(LOAD);
+    const out: WindowFig[] = [];
+    for (let w = 0; w < WINDOWS; w++) {
+      const threads0 = treeThreads(pid);
+      const cpu0 = treeStat(pid).cpuMs;
+      const sw0 = treeSwitches(pid);
+      const t0 = performance.now();
+      await client.run(1 + w * TASKS, TASKS, SENDERS);
+      const perTask = (performance.now() - t0) / TASKS;
+      const sw1 = treeSwitches(pid);
+      out.push({
+        perTask,
+        cpuPerTask: (treeStat(pid).cpuMs - cpu0) / TASKS,
+        threads: threadCpuPer(threads0, treeThreads(pid), TASKS),
+        voluntary: (sw1.voluntary - sw0.voluntary) / TASKS,
+        involuntary: (sw1.involuntary - sw0.involuntary) / TASKS,
+      });
+    }
+    return out;
+  } finally {
+    client?.close();
+    await spin?.stop();
+    await sv.stop().catch(() => undefined);
+    await p.stop().catch(() => undefined);
+  }
+}
+
+/** Window `w`'s rows: each figure paired by round, the reference (first arm) the baseline. */
+function windowReport(arms: Subject[], figs: Map<string, WindowFig[][]>, w: number): string {
+  const first = 2 + w * TASKS;
+  const rows: [string, string, string?][] = [];
+  const metric = (label: string, pick: (f: WindowFig) => number, fmt: (v: number) => string): void => {
+    rows.push(
+      ...pairedRows(
+        summarize(
+          arms.map((a) => `${label}, ${a.name}`),
+          arms.map((a) => figs.get(a.name)!.map((r) => pick(r[w]!))),
+        ),
+        fmt,
+      ),
+    );
+  };
+  metric('time per task', (f) => f.perTask, fmtTime);
+  metric('CPU per task', (f) => f.cpuPerTask, fmtTime);
+  metric(
+    'voluntary context switches per task',
+    (f) => f.voluntary,
+    (v) => v.toFixed(1),
+  );
+  metric(
+    'involuntary context switches per task',
+    (f) => f.involuntary,
+    (v) => v.toFixed(1),
+  );
+  const byThread = arms.map((a) => {
+    const rs = figs.get(a.name)!.map((r) => r[w]!.threads);
+    const names = new Set(rs.flatMap((m) => [...m.keys()]));
+    const med = new Map([...names].map((n) => [n, spread(rs.map((m) => m.get(n) ?? 0)).median]));
+    return `  CPU per task by thread, ${a.name}: ${threadLine(med)}`;
+  });
+  return [`window ${w + 1}: tasks ${first}–${first + TASKS - 1} after the start`, table(rows), ...byThread].join('\n');
+}
+
+async function main(): Promise<void> {
+  const img = KIND === 'image' ? imageRoot() : undefined;
+  const subjects = [...(OURS_ONLY ? [] : [reference(bin, fixtures)]), ours(KIND, fixtures, img), ...ARMS.map((v) => ours(KIND, fixtures, img, v))];
+  const figs = new Map<string, WindowFig[][]>();
+  await paired(
+    subjects.map((s) => ({
+      name: s.name,
+      run: async () => {
+        figs.set(s.name, [...(figs.get(s.name) ?? []), await round(s)]);
+        return 0;
+      },
+    })),
+    ROUNDS,
+  );
+  console.log(
+    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, one tool turn a task, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
+  );
+  for (let w = 0; w < WINDOWS; w++) console.log(windowReport(subjects, figs, w));
+  console.log(machineLine());
+}
+
+await main();
+process.exit(0);
