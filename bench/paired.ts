@@ -116,6 +116,21 @@ export function numArg(name: string, def: number, argv: readonly string[] = proc
 }
 
 /**
+ * A count option (`--name N`, a whole number, 0 allowed: `--steady 0` skips the steady window,
+ * `--load 0` runs no load), or `def`. Anything else stops the bench saying which option and what it got.
+ */
+export function countArg(name: string, def: number, argv: readonly string[] = process.argv): number {
+  const i = argv.indexOf(`--${name}`);
+  if (i < 0) return def;
+  const v = Number(argv[i + 1]);
+  if (!Number.isInteger(v) || v < 0 || argv[i + 1]?.trim() === '') {
+    console.error(`--${name}: expected a whole number ≥ 0, got ${argv[i + 1] === undefined ? 'nothing' : `'${argv[i + 1]}'`}`);
+    process.exit(2);
+  }
+  return v;
+}
+
+/**
  * A `--name value` option of a bench's command line that takes one of `choices`, or `def`. Any
  * other value stops the bench saying which option, what it takes and what it got.
  */

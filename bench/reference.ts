@@ -86,7 +86,7 @@ import { TaskClient } from './task-poller.ts';
 import { samplePeak, threadCpuPer, threadLine, treeMemory, treeStat, treeThreads, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
 import { API_KEY, TASK_TURNS, TWO_TOOL_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, type Subject } from './reference-arms.ts';
-import { choiceArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, spread, summarize, table, numArg } from './paired.ts';
+import { choiceArg, countArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, spread, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
 const TASKS = numArg('tasks', 100);
@@ -104,13 +104,13 @@ const EXTRA_TURN = process.argv.includes('--extra-turn');
  * thread's glue), beside the first window's, which measures a process's first hundred tasks after
  * its start and an idle release. Both are reported; neither replaces the other.
  */
-const STEADY = process.argv.includes('--steady') ? numArg('steady', 300) : 300;
+const STEADY = countArg('steady', 300);
 /**
  * --load N: N processes spinning on the cores (cpu-load.ts) while each arm's throughput and extra
  * tool turn runs are measured, the same for every arm: the per-task ratio on a busy node (issue 42:
  * it must not grow under load). 0 (default): none.
  */
-const LOAD = process.argv.includes('--load') ? numArg('load', 0) : 0;
+const LOAD = countArg('load', 0);
 /** Which of this runtime's arms run: the runtime image's files (what a pod runs), dist/ on this machine's node, or both. */
 const OURS_ARG = choiceArg('ours', ['image', 'dist', 'both'] as const, 'both');
 const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('image' | 'dist')[];

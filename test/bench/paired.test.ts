@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { choiceArg, numArg } from '../../bench/paired.ts';
+import { choiceArg, countArg, numArg } from '../../bench/paired.ts';
 
 describe('bench options', () => {
   it('reads a numeric option, or gives the default when it is absent', () => {
@@ -13,6 +13,21 @@ describe('bench options', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("--rounds: expected a positive number, got 'many'");
+  });
+
+  it('reads a count option, 0 included (--steady 0 skips a window), or gives the default when it is absent', () => {
+    expect(countArg('steady', 300, ['node', 'b.ts', '--steady', '0'])).toBe(0);
+    expect(countArg('steady', 300, ['node', 'b.ts', '--steady', '40'])).toBe(40);
+    expect(countArg('steady', 300, ['node', 'b.ts'])).toBe(300);
+  });
+
+  it('stops with exit 2 naming the count option when its value is not a whole number of 0 or more', () => {
+    for (const bad of ['-1', '2.5', 'some', '']) {
+      const code = `import { countArg } from './bench/paired.ts'; countArg('load', 0, ['x', '--load', ${JSON.stringify(bad)}]);`;
+      const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`--load: expected a whole number ≥ 0, got '${bad}'`);
+    }
   });
 
   it('reads an option with a fixed set of values, or gives the default when it is absent', () => {
