@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
 import { startCpuLoad, type CpuLoad } from './cpu-load.ts';
 import { imageRoot } from './image-root.ts';
-import { choiceArg, fmtTime, machineLine, numArg, paired, pairedRows, spread, summarize, table } from './paired.ts';
+import { choiceArg, countArg, fmtTime, machineLine, numArg, paired, pairedRows, spread, summarize, table } from './paired.ts';
 import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
 import { spawnProvider } from './provider-process.ts';
 import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, type Subject } from './reference-arms.ts';
@@ -40,7 +40,7 @@ const ROUNDS = numArg('rounds', 2);
 const WINDOWS = numArg('windows', 6);
 const TASKS = numArg('tasks', 100);
 const SENDERS = numArg('senders', 8);
-const LOAD = process.argv.includes('--load') ? numArg('load', 0) : 0;
+const LOAD = countArg('load', 0);
 const OURS_ONLY = process.argv.includes('--ours-only');
 const KIND = choiceArg('ours', ['image', 'dist'] as const, 'image');
 const ARMS = flagArms('arm');
@@ -94,23 +94,25 @@ async function round(s: Subject): Promise<WindowFig[]> {
   }
 }
 
-/** Window `w`'s rows: each figure paired by round, the reference (first arm) the baseline. */
-function windowReport(arms: Subject[], figs: Map<string, WindowFig[][]>, w: number): string {
+/**
+ * Window `w`'s rows: each figure paired by round, the first arm (the reference) the baseline; with
+ * `--arm` variants, time and CPU per task are paired against today's image (`ours`) too.
+ */
+function windowReport(arms: Subject[], ours: Subject, figs: Map<string, WindowFig[][]>, w: number): string {
   const first = 2 + w * TASKS;
   const rows: [string, string, string?][] = [];
-  const metric = (label: string, pick: (f: WindowFig) => number, fmt: (v: number) => string): void => {
-    rows.push(
-      ...pairedRows(
-        summarize(
-          arms.map((a) => `${label}, ${a.name}`),
-          arms.map((a) => figs.get(a.name)!.map((r) => pick(r[w]!))),
-        ),
-        fmt,
-      ),
-    );
+  const variants = arms.slice(arms.indexOf(ours) + 1);
+  const metric = (label: string, pick: (f: WindowFig) => number, fmt: (v: number) => string, againstOurs = false): void => {
+    const pairOf = (set: Subject[]) =>
+      summarize(
+        set.map((a) => `${label}, ${a.name}`),
+        set.map((a) => figs.get(a.name)!.map((r) => pick(r[w]!))),
+      );
+    rows.push(...pairedRows(pairOf(arms), fmt));
+    if (againstOurs && variants.length && arms[0] !== ours) rows.push(...pairedRows(pairOf([ours, ...variants]), fmt).slice(variants.length + 1));
   };
-  metric('time per task', (f) => f.perTask, fmtTime);
-  metric('CPU per task', (f) => f.cpuPerTask, fmtTime);
+  metric('time per task', (f) => f.perTask, fmtTime, true);
+  metric('CPU per task', (f) => f.cpuPerTask, fmtTime, true);
   metric(
     'voluntary context switches per task',
     (f) => f.voluntary,
@@ -132,7 +134,8 @@ function windowReport(arms: Subject[], figs: Map<string, WindowFig[][]>, w: numb
 
 async function main(): Promise<void> {
   const img = KIND === 'image' ? imageRoot() : undefined;
-  const subjects = [...(OURS_ONLY ? [] : [reference(bin, fixtures)]), ours(KIND, fixtures, img), ...ARMS.map((v) => ours(KIND, fixtures, img, v))];
+  const today = ours(KIND, fixtures, img);
+  const subjects = [...(OURS_ONLY ? [] : [reference(bin, fixtures)]), today, ...ARMS.map((v) => ours(KIND, fixtures, img, v))];
   const figs = new Map<string, WindowFig[][]>();
   await paired(
     subjects.map((s) => ({
@@ -147,7 +150,7 @@ async function main(): Promise<void> {
   console.log(
     `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, one tool turn a task, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
   );
-  for (let w = 0; w < WINDOWS; w++) console.log(windowReport(subjects, figs, w));
+  for (let w = 0; w < WINDOWS; w++) console.log(windowReport(subjects, today, figs, w));
   console.log(machineLine());
 }
 
