@@ -3,9 +3,11 @@
  * a process and its descendants (this runtime transpiles in child processes), the tree's peak RSS
  * sampled, and a serving process whose A2A URL is read from its output.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
-import { CLK } from './serving.ts';
+
+/** Clock ticks per second of /proc's CPU times. */
+export const CLK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 
 export interface Tree {
   rss: number;

@@ -2,18 +2,18 @@
  * `mur serve` as a bench's subject: spawned from bin/mur (sources through tsx or compiled dist/),
  * with /proc figures of its process.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
 import { tmp } from '../test/loop/kit.ts';
 import { imageCommand, type ImageRoot } from './image-root.ts';
+import { statCpuMs } from './proc-tree.ts';
 
 export const MUR = join(PROJECT_ROOT, 'bin/mur');
 /** Where a bench runs `mur` from unless told: compiled dist/ once `npm run build` made it, else the sources through tsx. */
 export const BUILT_FROM: 'src' | 'dist' = existsSync(join(PROJECT_ROOT, 'dist/.built')) ? 'dist' : 'src';
-export const CLK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 
 export interface ProcStat {
   rss: number;
@@ -24,9 +24,7 @@ export interface ProcStat {
 export function procStat(pid: number): ProcStat {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM'), cpuMs: ((Number(f[11]) + Number(f[12])) / CLK) * 1000 };
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM'), cpuMs: statCpuMs(`/proc/${pid}/stat`) };
 }
 
 /** RSS once the process has been idle a while (spares and pooled workers made, GC settled). */
