@@ -3,7 +3,7 @@
  * the same `.mur.zip` files, published with each runtime's own `mur publish`, and the commands that
  * serve the agent capsule and run the script capsule with each.
  */
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { zipSync } from 'fflate';
@@ -236,4 +236,33 @@ export function referenceInputs(bench: string, oursOnly = false): { bin: string;
     process.exit(1);
   }
   return { bin: bin ?? '', fixtures: fixtures! };
+}
+
+/**
+ * `task_end` timestamps (ms) of every trace.jsonl under `dir` (a serving process's --workdir: both
+ * runtimes write the same event), in order: the spacing of task ends, which no client affects, is
+ * the check on a client's time per task (issue 42).
+ */
+export function taskEnds(dir: string): number[] {
+  const ends: number[] = [];
+  for (const f of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+    if (!f.endsWith('trace.jsonl')) continue;
+    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
+      if (!line.includes('"task_end"')) continue;
+      const e = JSON.parse(line) as { event_type?: string; timestamp?: number };
+      if (e.event_type === 'task_end' && typeof e.timestamp === 'number') ends.push(e.timestamp);
+    }
+  }
+  return ends.sort((a, b) => a - b);
+}
+
+/** Mean spacing of the last `n` task_end events of the trace under `dir`, the last `skip` left out; NaN (and a warning) when it has fewer. */
+export function traceSpacing(name: string, dir: string, n: number, skip = 0): number {
+  const all = taskEnds(dir);
+  const ends = all.slice(0, all.length - skip).slice(-n);
+  if (ends.length < n) {
+    console.warn(`${name}: ${ends.length} task_end events under ${dir}, expected at least ${n}: no trace spacing this round`);
+    return NaN;
+  }
+  return (ends[n - 1]! - ends[0]!) / (n - 1);
 }

@@ -77,7 +77,7 @@
  * --load N: N spinning processes (cpu-load.ts) beside every arm while its throughput (and extra
  * tool turn) tasks run, none during the start, memory and script rows.
  */
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
 import { spawnProvider } from './provider-process.ts';
@@ -85,7 +85,7 @@ import { startCpuLoad } from './cpu-load.ts';
 import { TaskClient } from './task-poller.ts';
 import { samplePeak, threadCpuPer, threadLine, treeMemory, treeStat, treeThreads, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
-import { API_KEY, TASK_TURNS, TWO_TOOL_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, type Subject } from './reference-arms.ts';
+import { API_KEY, TASK_TURNS, TWO_TOOL_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, traceSpacing, type Subject } from './reference-arms.ts';
 import { choiceArg, countArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, spread, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
@@ -137,31 +137,6 @@ async function memoryAfter(pid: number, since: number): Promise<Memory[]> {
     out.push(treeMemory(pid));
   }
   return out;
-}
-
-/** `task_end` timestamps (ms) of every trace.jsonl under `dir`, in order. */
-function taskEnds(dir: string): number[] {
-  const ends: number[] = [];
-  for (const f of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
-    if (!f.endsWith('trace.jsonl')) continue;
-    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
-      if (!line.includes('"task_end"')) continue;
-      const e = JSON.parse(line) as { event_type?: string; timestamp?: number };
-      if (e.event_type === 'task_end' && typeof e.timestamp === 'number') ends.push(e.timestamp);
-    }
-  }
-  return ends.sort((a, b) => a - b);
-}
-
-/** Mean spacing of the last `n` task_end events of the trace under `dir`, the last `skip` left out; NaN (and a warning) when it has fewer. */
-function traceSpacing(name: string, dir: string, n: number, skip = 0): number {
-  const all = taskEnds(dir);
-  const ends = all.slice(0, all.length - skip).slice(-n);
-  if (ends.length < n) {
-    console.warn(`${name}: ${ends.length} task_end events under ${dir}, expected at least ${n}: no trace spacing this round`);
-    return NaN;
-  }
-  return (ends[n - 1]! - ends[0]!) / (n - 1);
 }
 
 function capsule(s: Subject, endpoint: string): string {

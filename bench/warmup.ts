@@ -4,7 +4,8 @@
  * through the one client of bench/reference.ts (task-poller.ts: non-blocking `message/send`, one
  * `tasks/get` poller every 10 ms), the same scripted provider in a process of its own, the same
  * reference components and capsule (reference-arms.ts). Per window and arm:
- * - time per task (the client's wall / tasks);
+ * - time per task (the client's wall / tasks), and beside it the spacing of the window's `task_end`
+ *   events in the runtime's own trace ((last − first) / (tasks − 1)), which no client affects;
  * - CPU per task of the process tree, and by thread name (proc-tree.ts `treeThreads`: the main
  *   thread, the component thread `WorkerThread`, V8's compiler and GC helpers `V8Worker`, the
  *   reference's `tokio-rt-worker`);
@@ -33,7 +34,7 @@ import { imageRoot } from './image-root.ts';
 import { choiceArg, countArg, fmtTime, machineLine, numArg, paired, pairedRows, spread, summarize, table } from './paired.ts';
 import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
 import { spawnProvider } from './provider-process.ts';
-import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, type Subject } from './reference-arms.ts';
+import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, taskEnds, type Subject } from './reference-arms.ts';
 import { TaskClient } from './task-poller.ts';
 
 const ROUNDS = numArg('rounds', 2);
@@ -49,6 +50,8 @@ const { bin, fixtures } = referenceInputs('warmup bench', OURS_ONLY);
 /** One window of one arm in one round. */
 interface WindowFig {
   perTask: number;
+  /** The window's `task_end` spacing in the runtime's trace (ms); NaN when the trace has too few. */
+  spacing: number;
   cpuPerTask: number;
   threads: Map<string, number>;
   voluntary: number;
@@ -68,7 +71,7 @@ async function round(s: Subject): Promise<WindowFig[]> {
     await client.task(0);
     const pid = sv.proc.pid!;
     spin = await startCpuLoad(LOAD);
-    const out: WindowFig[] = [];
+    const out: Omit<WindowFig, 'spacing'>[] = [];
     for (let w = 0; w < WINDOWS; w++) {
       const threads0 = treeThreads(pid);
       const cpu0 = treeStat(pid).cpuMs;
@@ -85,7 +88,15 @@ async function round(s: Subject): Promise<WindowFig[]> {
         involuntary: (sw1.involuntary - sw0.involuntary) / TASKS,
       });
     }
-    return out;
+    await sv.stop();
+    // The first task's end, then each window's: task i's end is ends[i] (tasks run one at a time).
+    const ends = taskEnds(sv.workdir);
+    if (ends.length < 1 + WINDOWS * TASKS)
+      console.warn(`${s.name}: ${ends.length} task_end events under ${sv.workdir}, expected ${1 + WINDOWS * TASKS}: no trace spacing`);
+    return out.map((f, w) => {
+      const win = ends.slice(1 + w * TASKS, 1 + (w + 1) * TASKS);
+      return { ...f, spacing: win.length === TASKS ? (win[TASKS - 1]! - win[0]!) / (TASKS - 1) : NaN };
+    });
   } finally {
     client?.close();
     await spin?.stop();
@@ -112,6 +123,7 @@ function windowReport(arms: Subject[], ours: Subject, figs: Map<string, WindowFi
     if (againstOurs && variants.length && arms[0] !== ours) rows.push(...pairedRows(pairOf([ours, ...variants]), fmt).slice(variants.length + 1));
   };
   metric('time per task', (f) => f.perTask, fmtTime, true);
+  metric('time per task (trace task_end spacing)', (f) => f.spacing, fmtTime);
   metric('CPU per task', (f) => f.cpuPerTask, fmtTime, true);
   metric(
     'voluntary context switches per task',
