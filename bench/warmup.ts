@@ -9,6 +9,8 @@
  * - CPU per task of the process tree, and by thread name (proc-tree.ts `treeThreads`: the main
  *   thread, the component thread `WorkerThread`, V8's compiler and GC helpers `V8Worker`, the
  *   reference's `tokio-rt-worker`);
+ * - `tasks/get` per task: the poller's requests over the window's tasks (a slower task is polled
+ *   more, and each poll costs the server CPU);
  * - context switches per task (proc-tree.ts `treeSwitches`): voluntary ones are a thread going to
  *   sleep and being woken, which on a busy node waits for a core; involuntary ones a thread taken
  *   off its core while it could run on.
@@ -56,6 +58,7 @@ interface WindowFig {
   threads: Map<string, number>;
   voluntary: number;
   involuntary: number;
+  polls: number;
 }
 
 /** Serves the capsule, runs one task, then the windows; stops everything it started. */
@@ -76,6 +79,7 @@ async function round(s: Subject): Promise<WindowFig[]> {
       const threads0 = treeThreads(pid);
       const cpu0 = treeStat(pid).cpuMs;
       const sw0 = treeSwitches(pid);
+      const gets0 = client.sent.get('tasks/get') ?? 0;
       const t0 = performance.now();
       await client.run(1 + w * TASKS, TASKS, SENDERS);
       const perTask = (performance.now() - t0) / TASKS;
@@ -86,6 +90,7 @@ async function round(s: Subject): Promise<WindowFig[]> {
         threads: threadCpuPer(threads0, treeThreads(pid), TASKS),
         voluntary: (sw1.voluntary - sw0.voluntary) / TASKS,
         involuntary: (sw1.involuntary - sw0.involuntary) / TASKS,
+        polls: ((client.sent.get('tasks/get') ?? 0) - gets0) / TASKS,
       });
     }
     await sv.stop();
@@ -125,6 +130,11 @@ function windowReport(arms: Subject[], ours: Subject, figs: Map<string, WindowFi
   metric('time per task', (f) => f.perTask, fmtTime, true);
   metric('time per task (trace task_end spacing)', (f) => f.spacing, fmtTime);
   metric('CPU per task', (f) => f.cpuPerTask, fmtTime, true);
+  metric(
+    'tasks/get per task',
+    (f) => f.polls,
+    (v) => v.toFixed(1),
+  );
   metric(
     'voluntary context switches per task',
     (f) => f.voluntary,
