@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { threadCpuPer, treeMemory, treeSwitches, treeThreads } from '../../bench/proc-tree.ts';
+import { CLK, threadCpuPer, treeMemory, treeSwitches, treeThreads } from '../../bench/proc-tree.ts';
 
 const MiB = 1048576;
 
@@ -37,8 +37,13 @@ describe('treeMemory', () => {
 
 describe('treeThreads', () => {
   it("puts a worker thread's CPU under its own name and the idle main thread's under main", async () => {
-    // The worker spins 400 ms of CPU, says so, and stays alive (a thread that ended is not read).
-    const worker = `const t = Date.now(); while (Date.now() - t < 400); require('node:worker_threads').parentPort.postMessage('spun'); setInterval(() => {}, 1000);`;
+    // The worker spins until its own thread has spent 400 ms of CPU (its /proc/thread-self/stat, not
+    // the wall clock: on a busy machine 400 ms of wall time gave it 300 ms of CPU), says so, and
+    // stays alive (a thread that ended is not read).
+    const worker = `const { readFileSync } = require('node:fs');
+      const ms = () => { const s = readFileSync('/proc/thread-self/stat', 'utf8'); const f = s.slice(s.lastIndexOf(')') + 2).split(' '); return ((Number(f[11]) + Number(f[12])) * 1000) / ${CLK}; };
+      const t = ms(); while (ms() - t < 400) for (let i = 0; i < 1e5; i++);
+      require('node:worker_threads').parentPort.postMessage('spun'); setInterval(() => {}, 1000);`;
     const child = spawn(
       process.execPath,
       [
