@@ -7,7 +7,7 @@
  *
  * Usage: node --import tsx scripts/build-registry.ts <registry-dir> [component ...]
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
@@ -26,9 +26,15 @@ mkdirSync(registry, { recursive: true });
 const all = readdirSync(join(PROJECT_ROOT, 'components')).filter((n) => existsSync(join(PROJECT_ROOT, 'components', n, 'murmur.yaml')));
 for (const name of names.length ? names : all) {
   const wasm = await buildFixture(name, (s) => console.log(s));
+  // The package folder is only publish()'s input: removed once published (every image build ran
+  // this, and each left a folder per driver in the temp directory).
   const dir = mkdtempSync(join(tmpdir(), `publish-${name}-`));
-  copyFileSync(join(sourceDir(name), 'murmur.yaml'), join(dir, 'murmur.yaml'));
-  copyFileSync(wasm, join(dir, 'component.wasm'));
-  const r = publish(registry, dir);
-  console.log(`published ${r.name} ${r.version} sha256:${r.sha256}`);
+  try {
+    copyFileSync(join(sourceDir(name), 'murmur.yaml'), join(dir, 'murmur.yaml'));
+    copyFileSync(wasm, join(dir, 'component.wasm'));
+    const r = publish(registry, dir);
+    console.log(`published ${r.name} ${r.version} sha256:${r.sha256}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
