@@ -80,6 +80,19 @@ export function statCpuMs(file: string): number {
  */
 export function treeThreads(root: number): Map<string, number> {
   const out = new Map<string, number>();
+  forEachThread(root, (dir, pid, own) => {
+    const name = own ? (pid === root ? 'main' : 'main (child)') : readFileSync(`${dir}/comm`, 'utf8').trim();
+    out.set(name, (out.get(name) ?? 0) + statCpuMs(`${dir}/stat`));
+  });
+  return out;
+}
+
+/**
+ * Calls `each` with the /proc folder of every thread of a process tree (`/proc/<pid>/task/<tid>`),
+ * its process and whether it is that process's own thread. A process or thread that ends between
+ * the listing and the read is skipped (`each` throwing on its files is taken for that).
+ */
+function forEachThread(root: number, each: (dir: string, pid: number, own: boolean) => void): void {
   for (const pid of treePids(root)) {
     let tids: string[];
     try {
@@ -89,14 +102,12 @@ export function treeThreads(root: number): Map<string, number> {
     }
     for (const tid of tids) {
       try {
-        const name = tid === String(pid) ? (pid === root ? 'main' : 'main (child)') : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-        out.set(name, (out.get(name) ?? 0) + statCpuMs(`/proc/${pid}/task/${tid}/stat`));
+        each(`/proc/${pid}/task/${tid}`, pid, tid === String(pid));
       } catch {
         // the thread ended between the listing and the read
       }
     }
   }
-  return out;
 }
 
 /** Context switches of every thread of a process tree, summed. */
@@ -115,23 +126,11 @@ export interface Switches {
  */
 export function treeSwitches(root: number): Switches {
   const out: Switches = { voluntary: 0, involuntary: 0 };
-  for (const pid of treePids(root)) {
-    let tids: string[];
-    try {
-      tids = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue; // gone meanwhile
-    }
-    for (const tid of tids) {
-      try {
-        const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
-        out.voluntary += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-        out.involuntary += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-      } catch {
-        // the thread ended between the listing and the read
-      }
-    }
-  }
+  forEachThread(root, (dir) => {
+    const status = readFileSync(`${dir}/status`, 'utf8');
+    out.voluntary += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    out.involuntary += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+  });
   return out;
 }
 
