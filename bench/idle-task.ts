@@ -45,7 +45,7 @@ import { publish } from '../runtime/registry/registry.ts';
 import { fixture } from '../test/fixtures/build.ts';
 import { tmp } from '../test/loop/kit.ts';
 import { imageRoot, rootAt, type ImageRoot } from './image-root.ts';
-import { choiceArg, fmtMiB, fmtTime, machineLine, pairedRows, summarize, table, numArg, paired } from './paired.ts';
+import { choiceArg, fmtMiB, fmtTime, machineLine, pairedRows, summarize, table, numArg, pairedRecords } from './paired.ts';
 import { spawnServer, treeMemory, type Memory, type Served } from './proc-tree.ts';
 import { spawnProvider } from './provider-process.ts';
 import { API_KEY, COMPONENTS, TASK_TURNS } from './reference-arms.ts';
@@ -315,16 +315,14 @@ async function main(): Promise<void> {
   const reg = await registry();
   const arms = armsArg().map(({ name, env: { ROOT, ...env }, flags }) => ({ name, env, flags, img: ROOT ? rootAt(ROOT) : img }));
   const companions = await Promise.all([...new Set(arms.map((a) => a.img))].map((i) => companion(i, reg)));
-  const figs = new Map<string, Fig[]>();
-  await paired(
+  const figs = await pairedRecords(
     arms.map((a) => ({
       name: a.name,
       run: async (r) => {
         const f = await round(a.env, reg, a.img, a.flags);
-        figs.set(a.name, [...(figs.get(a.name) ?? []), f]);
         console.error(`round ${r} ${a.name}: warm ${fmtSplit(f.warm)}`);
         for (const s of f.idle) console.error(`round ${r} ${a.name}: idle ${s.total} ms: ${fmtSplit(s)}`);
-        return 0;
+        return f;
       },
     })),
     ROUNDS,

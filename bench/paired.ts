@@ -47,6 +47,26 @@ export async function paired(arms: Arm[], rounds: number): Promise<PairedResult>
 }
 
 /**
+ * Runs `rounds` rounds of the arms alternating as `paired` does, keeping what each arm's round
+ * returns: arm name → its records in round order, for a bench whose one round yields several
+ * figures (each later paired with `summarize`).
+ */
+export async function pairedRecords<T>(arms: { name: string; run(round: number): Promise<T> }[], rounds: number): Promise<Map<string, T[]>> {
+  const out = new Map<string, T[]>(arms.map((a) => [a.name, []]));
+  await paired(
+    arms.map((a) => ({
+      name: a.name,
+      run: async (r: number) => {
+        out.get(a.name)!.push(await a.run(r));
+        return 0;
+      },
+    })),
+    rounds,
+  );
+  return out;
+}
+
+/**
  * Summarizes figures recorded round by round (samples[arm][round], every arm measured in every
  * round, alternating): a bench whose one round yields several figures records them and pairs each.
  */

@@ -86,7 +86,7 @@ import { TaskClient } from './task-poller.ts';
 import { samplePeak, threadCpuPer, threadLine, treeMemory, treeStat, treeThreads, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
 import { API_KEY, TASK_TURNS, TWO_TOOL_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, traceSpacing, type Subject } from './reference-arms.ts';
-import { choiceArg, countArg, fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, spread, summarize, table, numArg } from './paired.ts';
+import { choiceArg, countArg, fmtMiB, fmtRate, fmtTime, machineLine, pairedRecords, pairedRows, spread, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
 const TASKS = numArg('tasks', 100);
@@ -364,17 +364,10 @@ async function main(): Promise<void> {
     ...(OURS_ONLY ? [] : [reference(REF_BIN!, REF_FIX!)]),
   ];
   for (const s of subjects) await prime(s);
-  const figs = new Map<string, Fig[]>();
   // The reference is the baseline: ratios read ours / reference.
   const arms = [...subjects].reverse();
-  await paired(
-    arms.map((s) => ({
-      name: s.name,
-      run: async () => {
-        figs.set(s.name, [...(figs.get(s.name) ?? []), await round(s)]);
-        return 0;
-      },
-    })),
+  const figs = await pairedRecords(
+    arms.map((s) => ({ name: s.name, run: () => round(s) })),
     ROUNDS,
   );
   const ourArms = [

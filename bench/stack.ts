@@ -24,7 +24,7 @@ import { BUILT_FROM, MUR, idleRss, procStat, sendTask } from './serving.ts';
 import { serveStack, stackCapsule } from './serving-stack.ts';
 import type { ScriptTurn } from '../test/provider/scripted-provider.ts';
 import { demoYaml, program, scriptRegistry } from '../test/script/helpers.ts';
-import { fmtMiB, fmtRate, fmtTime, machineLine, paired, pairedRows, summarize, table, numArg } from './paired.ts';
+import { fmtMiB, fmtRate, fmtTime, machineLine, pairedRecords, pairedRows, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
 const TASKS = numArg('tasks', 100);
@@ -72,8 +72,7 @@ async function main(): Promise<void> {
     idle100: number;
     script: { wall: number; hwm: number };
   };
-  const figs = new Map<string, Fig[]>();
-  const round = async (from: 'src' | 'dist'): Promise<number> => {
+  const round = async (from: 'src' | 'dist'): Promise<Fig> => {
     // First run ever: nothing transpiled.
     const cold = await serveStack(from, stack, script(1), { cache: tmp('stack-cold-cache-') });
     await send(await cold.url, 0);
@@ -125,12 +124,10 @@ async function main(): Promise<void> {
     const scriptWall = performance.now() - st;
     if (r.status !== 0) throw new Error(`mur run (script) exited ${r.status}: ${r.stderr}`);
     const hwm = Number(/maxrss=(\d+)/.exec(r.stderr.toString())?.[1] ?? 0) * 1024;
-    const fig: Fig = { cold: { wall: coldWall, cpu: cs.cpuMs, hwm: cs.hwm }, firstTask, ready, idle1, tps, idle100, script: { wall: scriptWall, hwm } };
-    figs.set(from, [...(figs.get(from) ?? []), fig]);
-    return 0;
+    return { cold: { wall: coldWall, cpu: cs.cpuMs, hwm: cs.hwm }, firstTask, ready, idle1, tps, idle100, script: { wall: scriptWall, hwm } };
   };
   // Both arms run inside each round, alternating; the figures are then paired by round.
-  await paired(
+  const figs = await pairedRecords(
     froms.map((f) => ({ name: f, run: () => round(f) })),
     ROUNDS,
   );

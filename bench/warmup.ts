@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
 import { startCpuLoad, type CpuLoad } from './cpu-load.ts';
 import { imageRoot } from './image-root.ts';
-import { choiceArg, countArg, fmtTime, machineLine, numArg, paired, pairedRows, spread, summarize, table } from './paired.ts';
+import { choiceArg, countArg, fmtTime, machineLine, numArg, pairedRecords, pairedRows, spread, summarize, table } from './paired.ts';
 import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
 import { spawnProvider } from './provider-process.ts';
 import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, taskEnds, type Subject } from './reference-arms.ts';
@@ -158,15 +158,8 @@ async function main(): Promise<void> {
   const img = KIND === 'image' ? imageRoot() : undefined;
   const today = ours(KIND, fixtures, img);
   const subjects = [...(OURS_ONLY ? [] : [reference(bin, fixtures)]), today, ...ARMS.map((v) => ours(KIND, fixtures, img, v))];
-  const figs = new Map<string, WindowFig[][]>();
-  await paired(
-    subjects.map((s) => ({
-      name: s.name,
-      run: async () => {
-        figs.set(s.name, [...(figs.get(s.name) ?? []), await round(s)]);
-        return 0;
-      },
-    })),
+  const figs = await pairedRecords(
+    subjects.map((s) => ({ name: s.name, run: () => round(s) })),
     ROUNDS,
   );
   console.log(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { choiceArg, countArg, numArg } from '../../bench/paired.ts';
+import { choiceArg, countArg, numArg, pairedRecords } from '../../bench/paired.ts';
 
 describe('bench options', () => {
   it('reads a numeric option, or gives the default when it is absent', () => {
@@ -40,5 +40,20 @@ describe('bench options', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("--runtime: expected image, dist, got 'pod'");
+  });
+
+  it("keeps each arm's round records in round order, the arms alternating (order reversed every other round)", async () => {
+    const calls: string[] = [];
+    const arm = (name: string) => ({
+      name,
+      run: async (r: number) => {
+        calls.push(`${name}${r}`);
+        return { name, round: r };
+      },
+    });
+    const records = await pairedRecords([arm('a'), arm('b')], 3);
+    expect(calls).toEqual(['a0', 'b0', 'b1', 'a1', 'a2', 'b2']);
+    expect(records.get('a')).toEqual([0, 1, 2].map((round) => ({ name: 'a', round })));
+    expect(records.get('b')).toEqual([0, 1, 2].map((round) => ({ name: 'b', round })));
   });
 });
