@@ -9,18 +9,20 @@
  * context made after this one (the component workers' among them).
  *
  * `keepCode`: the same collection with bytecode flushing off while it runs (`--no-flush-bytecode`
- * for its duration), so no function compiles again after it: the settle a moment after the
- * process goes quiet (runtime/memory.ts), which a task may follow at once. Why the last-resort
+ * for its duration), so no function compiles again after it: the component worker's collection
+ * when its thread settles a moment after the process goes quiet (host/thread.ts), which a task may
+ * follow at once. Why the last-resort
  * flavour and not V8's regular full GC: measured on the image's Node 24, the regular one frees the
  * same objects but compacts only the most fragmented pages and keeps the young generation's
  * size: old space 11.2 MiB committed after it against 5.2 after the last-resort one.
  * V8's flags are the process's, not the isolate's: a collection in another thread at the same
  * moment also keeps its bytecode, which costs nothing but the ageing of one GC.
  *
- * Used by runtime/memory.ts (the main isolate, at the settle and the idle release) and by the
- * component worker (host/worker.ts, when its thread settles or goes idle keeping its instances).
+ * Used by runtime/memory.ts (the main isolate at the idle release; at the settle it collects only
+ * its young generation: {@link youngGc}) and by the component worker (host/worker.ts, when its
+ * thread settles or goes idle keeping its instances).
  */
-type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
+type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' } | { type: 'minor' }) => void;
 let gc: Gc | undefined;
 
 /** Attempts at taking `gc` from a fresh context before giving up (see exposedGc). */
@@ -58,4 +60,20 @@ export function lastResortGc(opts: { keepCode?: boolean } = {}): void {
   } finally {
     v8.setFlagsFromString('--flush-bytecode');
   }
+}
+
+/**
+ * Collects this isolate's young generation now (a scavenge), and nothing else: the settle's
+ * collection of the main isolate (runtime/memory.ts). Why not a full one there: every full
+ * collection taken through the `gc` extension — last-resort or regular, sync or async — marks the
+ * Maglev code of the serving path (Node's HTTP parser callbacks, IncomingMessage, ServerResponse,
+ * the streams under them) for deoptimization ("embedded weak objects cleared" under
+ * `--trace-deopt`), and a warm `mur serve` then paid ≈ 1.5× the CPU per `tasks/get` for thousands
+ * of requests after it, and a task after each quiet period more CPU in all
+ * (docs/measurements/memory.md). V8's own full collections, incremental, do not. A scavenge
+ * leaves old-space objects and code alone.
+ */
+export function youngGc(): void {
+  gc ??= exposedGc(process.getBuiltinModule('node:v8'));
+  gc({ type: 'minor' });
 }

@@ -48,13 +48,18 @@
  * after the process goes quiet: the settle ({@link settle}). The session's component thread,
  * once `MURMUR_SETTLE_MS` (default {@link DEFAULT_SETTLE_MS}) pass without a call, has its worker
  * run the same collection with its bytecode kept (last-resort-gc.ts: `keepCode`), then the main
- * isolate does, then steps 2 and 3 above. Nothing is let go — no instance, no thread, no table, no
- * bytecode — so a task right after a settle compiles nothing again; and a busy process never
+ * isolate collects its young generation (last-resort-gc.ts `youngGc`), then steps 2 and 3 above.
+ * Not a full collection of the main isolate: forced there, it deoptimized the serving path's
+ * optimized code (Node's HTTP server and streams under the A2A door), and a `tasks/get` cost
+ * ≈ 1.5× for thousands of requests after each settle; the main isolate's old-space garbage
+ * waits for V8's own collections or the idle release instead (≈ 2.5 MiB more private memory in the
+ * 30 s after a task: docs/measurements/memory.md). Nothing is let go — no instance, no thread, no
+ * table, no bytecode — so a task right after a settle compiles nothing again; and a busy process never
  * settles (a quiet period shorter than the delay is not one), and the delay doubles while calls
  * come soon after settles (host/thread.ts), so a steady load pays for none after the first few.
  */
 import { envNonNegative } from './env-number.ts';
-import { lastResortGc } from './last-resort-gc.ts';
+import { lastResortGc, youngGc } from './last-resort-gc.ts';
 import { nativeAddon } from './native-addon.ts';
 
 export { addonPath } from './native-addon.ts';
@@ -98,7 +103,10 @@ export function canRelease(): boolean {
 export function releaseFreedMemory(after: string[] = [], kind: Released['kind'] = 'idle'): Released {
   const t0 = performance.now();
   const rssBefore = process.memoryUsage.rss();
-  lastResortGc({ keepCode: kind === 'settle' });
+  // A settle collects the main isolate's young generation only: a full collection forced here
+  // deoptimizes the serving path's optimized code (last-resort-gc.ts youngGc).
+  if (kind === 'settle') youngGc();
+  else lastResortGc();
   const a = nativeAddon();
   const returned = a?.trim() ?? false;
   // The mapped files still in use (the token tables) leave the resident set: see the header.

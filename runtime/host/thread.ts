@@ -43,10 +43,11 @@
  * nothing is let go, and the memory the task left is given back within a second of its end rather
  * than at the idle release. Not when `settleMs` is not below `idleMs` (the idle release comes
  * first and does more).
- * A settle costs both isolates a last-resort collection (≈ 60 ms of the process's CPU in the image,
- * GC helper threads included; a warm task ≈ 9), and pays off only if the quiet lasts: so when a
- * call comes within {@link SETTLE_BACKOFF} settle delays of a settle, the delay doubles (up to
- * `idleMs`), and a quiet period that outlasts that many delays sets it back to `settleMs`. Calls
+ * A settle costs the worker a last-resort collection and the main isolate a scavenge (why not
+ * more there: runtime/memory.ts), tens of ms of the process's CPU in the image, GC helper threads
+ * included (a warm task ≈ 9), and pays off only if the quiet lasts: so when a call comes within
+ * {@link SETTLE_BACKOFF} settle delays of a settle, the delay doubles (up to `idleMs`), and a
+ * quiet period that outlasts that many delays sets it back to `settleMs`. Calls
  * every second or two then stop settling after two or three of them, and at any pace a settle
  * comes at most once per five delays of wall time (≤ 2.4 % of a core at 500 ms).
  */
