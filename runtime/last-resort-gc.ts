@@ -22,8 +22,21 @@
  * its young generation: {@link youngGc}) and by the component worker (host/worker.ts, when its
  * thread settles or goes idle keeping its instances).
  */
-type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' } | { type: 'minor' }) => void;
+type Gc = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' } | { type: 'minor' }) => void;
 let gc: Gc | undefined;
+
+/**
+ * Whether this V8 reads `gc`'s options object: before V8 12 (Node 20) any `{ type: 'major', … }`
+ * ran a scavenge, and a release freed nothing of the old generation (v8.GCProfiler on Node 20.20:
+ * `Scavenge`; on 22 and 24: two `MarkSweepCompact`). There `gc()` without arguments is a full,
+ * compacting collection, the nearest it has to the last-resort one.
+ */
+const OPTIONS_FORM = Number(process.versions.v8.split('.')[0]) >= 12;
+
+function fullGc(collect: Gc): void {
+  if (OPTIONS_FORM) collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  else collect();
+}
 
 /** Attempts at taking `gc` from a fresh context before giving up (see exposedGc). */
 const GC_ATTEMPTS = 1000;
@@ -51,12 +64,12 @@ export function lastResortGc(opts: { keepCode?: boolean } = {}): void {
   const v8 = process.getBuiltinModule('node:v8');
   gc ??= exposedGc(v8);
   if (!opts.keepCode) {
-    gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    fullGc(gc);
     return;
   }
   v8.setFlagsFromString('--no-flush-bytecode');
   try {
-    gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    fullGc(gc);
   } finally {
     v8.setFlagsFromString('--flush-bytecode');
   }

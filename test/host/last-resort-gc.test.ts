@@ -5,9 +5,11 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { GCProfiler } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { transformSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { lastResortGc, youngGc } from '../../runtime/last-resort-gc.ts';
 import { PROJECT_ROOT } from '../../runtime/wit/packages.ts';
 import { tmp } from '../loop/kit.ts';
 
@@ -50,5 +52,22 @@ describe('the last-resort collection', () => {
     }
     expect(answers.filter((a) => a !== 'ok')).toEqual([]);
     expect(answers).toHaveLength(THREADS * ROUNDS);
+  });
+
+  /** The kinds of collection `run` made this thread's isolate run (GCProfiler: synchronous). */
+  const kinds = (run: () => void): string[] => {
+    const p = new GCProfiler();
+    p.start();
+    run();
+    return [...new Set(p.stop().statistics.map((s) => s.gcType))];
+  };
+
+  it("is a full, compacting collection on this Node, with or without the code kept (V8 before 12 ran a scavenge for gc's options)", () => {
+    expect(kinds(() => lastResortGc())).toContain('MarkSweepCompact');
+    expect(kinds(() => lastResortGc({ keepCode: true }))).toContain('MarkSweepCompact');
+  });
+
+  it("collects only the young generation where asked to (the main isolate's settle)", () => {
+    expect(kinds(() => youngGc())).toEqual(['Scavenge']);
   });
 });
