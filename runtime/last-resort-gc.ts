@@ -81,8 +81,8 @@ export function lastResortGc(opts: { keepCode?: boolean } = {}): void {
  * collection taken through the `gc` extension — last-resort or regular, sync or async — marks the
  * Maglev code of the serving path (Node's HTTP parser callbacks, IncomingMessage, ServerResponse,
  * the streams under them) for deoptimization ("embedded weak objects cleared" under
- * `--trace-deopt`), and a warm `mur serve` then paid ≈ 1.5× the CPU per `tasks/get` for thousands
- * of requests after it, and a task after each quiet period more CPU in all
+ * `--trace-deopt`), and a warm `mur serve` then paid ≈ 1.3–1.7× the CPU per `tasks/get` for more
+ * than 10 000 requests after it, and a quiet period with its task more CPU in all
  * (docs/measurements/memory.md). V8's own full collections, incremental, do not. A scavenge
  * leaves old-space objects and code alone.
  */

@@ -51,12 +51,13 @@
  * isolate collects its young generation (last-resort-gc.ts `youngGc`), then steps 2 and 3 above.
  * Not a full collection of the main isolate: forced there, it deoptimized the serving path's
  * optimized code (Node's HTTP server and streams under the A2A door), and a `tasks/get` cost
- * ≈ 1.5× for thousands of requests after each settle; the main isolate's old-space garbage
- * waits for V8's own collections or the idle release instead (≈ 2.5 MiB more private memory in the
- * 30 s after a task: docs/measurements/memory.md). Nothing is let go — no instance, no thread, no
- * table, no bytecode — so a task right after a settle compiles nothing again; and a busy process never
- * settles (a quiet period shorter than the delay is not one), and the delay doubles while calls
- * come soon after settles (host/thread.ts), so a steady load pays for none after the first few.
+ * ≈ 1.3–1.7× for more than 10 000 requests after each settle; the main isolate's old-space
+ * garbage waits for V8's own collections or the idle release instead (≈ 2.5 MiB more private
+ * memory in the 30 s after a task: docs/measurements/memory.md). Nothing is let go — no instance,
+ * no thread, no table, no bytecode — so a task right after a settle compiles nothing again; and a
+ * busy process never settles (a quiet period shorter than the delay is not one), and the delay
+ * doubles while calls come soon after settles (host/thread.ts), so a steady load pays for none
+ * after the first few.
  */
 import { envNonNegative } from './env-number.ts';
 import { lastResortGc, youngGc } from './last-resort-gc.ts';
