@@ -154,7 +154,9 @@ describe('spec.mcp reconciled', () => {
       `http://later-mcp.${ns}.svc.cluster.local:8000`,
     ]);
 
-    const dep = await client.get<any>(path('Deployment', 'analyst'));
+    // The Deployment is applied last (OWNED_KINDS' order): seeing the NetworkPolicy does not mean
+    // it exists yet.
+    const dep = await eventually('Deployment applied', () => client.get<any>(path('Deployment', 'analyst')));
     expect(dep.spec.template.spec.containers[0].env).toContainEqual({
       name: 'MURMUR_MCP_DOCS_TOKEN',
       valueFrom: { secretKeyRef: { name: 'mcp-creds', key: 'token' } },
