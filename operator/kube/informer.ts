@@ -7,6 +7,7 @@
  */
 import type { KubeObject } from '../api/types.ts';
 import { ApiError, type KubeClient } from './client.ts';
+import { sharedAbort } from './shared-abort.ts';
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export type Handler<T> = (type: EventType, obj: T, old: T | undefined) => void;
@@ -56,7 +57,7 @@ export class Informer<T extends KubeObject> {
   private skippedHandlers: Handler<T>[] = [];
   private syncedPaths = new Set<string>();
   private stopped = false;
-  private abort = new AbortController();
+  private abort = sharedAbort();
   private loops: Promise<void>[] = [];
   /**
    * The last resourceVersion of each key seen deleted (newest {@link TOMBSTONES} keys), so that a

@@ -14,6 +14,7 @@ import type { OperatorMetrics } from '../controller/metrics.ts';
 import type { IdleSource, SleepPod } from '../controller/sleep.ts';
 import type { IdleObservation } from '../controller/sleep-machine.ts';
 import { A2A_PORT } from '../translate/builders/common.ts';
+import { sharedAbort } from '../kube/shared-abort.ts';
 import { defaultMetricsUrl, fetchMetrics, type PodLike } from './scraper.ts';
 import { parsePrometheusText } from './prom.ts';
 
@@ -72,7 +73,7 @@ export class IdleScraper implements IdleSource {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
-  private readonly abort = new AbortController();
+  private readonly abort = sharedAbort();
   private readonly log: (m: string) => void;
 
   constructor(

@@ -19,6 +19,7 @@ import { FIELD_MANAGER, LABEL_CAPSULE, LABEL_MANAGED_BY, METRICS_PORT } from '..
 import type { OperatorMetrics } from '../controller/metrics.ts';
 import { collectionPath, isConflict, type KubeClient } from '../kube/client.ts';
 import { keyOf, type Informer } from '../kube/informer.ts';
+import { sharedAbort } from '../kube/shared-abort.ts';
 import { podDelta, stateOf, type PodState } from './accumulate.ts';
 import { parsePrometheusText, podTokens, type PodTokens } from './prom.ts';
 
@@ -140,7 +141,7 @@ export class UsageScraper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<ScrapeReport> | undefined;
   private stopped = false;
-  private readonly abort = new AbortController();
+  private readonly abort = sharedAbort();
   private readonly since = Date.now();
   private readonly log: (m: string) => void;
 

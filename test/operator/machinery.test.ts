@@ -4,6 +4,7 @@
  * server answers /metrics, /healthz and /readyz.
  */
 import { spawn } from 'node:child_process';
+import { getEventListeners } from 'node:events';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../operator/api/types.ts';
@@ -83,6 +84,32 @@ describe('informer', () => {
     await eventually('saw both changes', () => seen.includes('ADDED during') && seen.includes('DELETED after'));
     expect([...inf.store.keys()]).toEqual([`${ns}/during`]);
     await inf.stop();
+  });
+
+  it('watches more than ten namespaces on one informer without a listener-leak warning', async () => {
+    // Every watch listens to the informer's one abort signal while it is open: 12 at once here,
+    // as an operator watching 12 namespaces has. Node warned past 10 ("Possible EventTarget
+    // memory leak detected"), once per informer, in every operator's log at start.
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => {
+      if (w.name === 'MaxListenersExceededWarning') warnings.push(w);
+    };
+    process.on('warning', onWarning);
+    const paths = Array.from({ length: 12 }, (_, i) => `/api/v1/namespaces/${ns}-w${i}/configmaps`);
+    const inf = new Informer<KubeObject>(client, 'cm', paths, { labelSelector: 't=informer' });
+    try {
+      inf.start();
+      await inf.waitForSync();
+      // biome-ignore lint/complexity/useLiteralKeys: the informer's private abort, read (bracket access passes tsc) to see its watches open
+      const signal = inf['abort'].signal;
+      await eventually('12 watches open on the signal', () => getEventListeners(signal, 'abort').length >= 12);
+      // A warning is emitted on the next tick after the listener that crossed the bound.
+      await new Promise<void>((r) => process.nextTick(r));
+      expect(warnings.map((w) => w.message)).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      await inf.stop();
+    }
   });
 });
 
