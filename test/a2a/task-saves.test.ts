@@ -62,10 +62,11 @@ function machine(executor: TaskExecutor, store: TaskStore, workingSaveDelayMs?: 
 }
 
 /**
- * `tasks` with its first write held until it is stored, and an executor that reports `notes` only
- * then (so nothing joins that write), and ends once `go` is called.
+ * `tasks` with its first write held until it is stored, and an executor that reports `notes`, then
+ * an artifact named after each of `artifacts`, only then (so nothing joins that write), and ends
+ * once `go` is called.
  */
-function notingAfterFirstWrite(tasks: TaskStore, notes: string[]) {
+function notingAfterFirstWrite(tasks: TaskStore, notes: string[], artifacts: string[] = []) {
   let firstStored!: () => void;
   const first = new Promise<void>((r) => (firstStored = r));
   let writes = 0;
@@ -83,6 +84,7 @@ function notingAfterFirstWrite(tasks: TaskStore, notes: string[]) {
   const executor: TaskExecutor = async (_ctx, ev) => {
     await first;
     for (const n of notes) ev.status(n);
+    for (const name of artifacts) ev.artifact({ name, data: { tool: name } });
     noted();
     await gate;
     return { state: 'completed', text: 'ok' };
@@ -144,6 +146,51 @@ describe('task saves', () => {
     expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING']);
     const stored = await store.tasks.load(rec.id, caller);
     expect(stored?.status?.message?.parts?.[0]).toMatchObject({ content: { $case: 'text', value: 'reading' } });
+    n.go();
+    await m.idle();
+  });
+
+  it('with a working-save delay, a running task’s artifacts are not written each on its own: its end writes them along', async () => {
+    const { store, tasks, written } = await listedStore();
+    const n = notingAfterFirstWrite(tasks, [], ['tool-call-1', 'tool-call-2']);
+    const m = machine(n.executor, n.store, 60_000);
+    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
+    m.admit(rec);
+    await n.reported;
+    await rec.saving;
+    expect(written).toEqual(['TASK_STATE_WORKING']);
+    n.go();
+    await m.idle();
+    await m.flush();
+    expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    const stored = await store.tasks.load(rec.id, caller);
+    expect(stored?.artifacts?.map((a) => a.name)).toEqual(['tool-call-1', 'tool-call-2', 'response']);
+  });
+
+  it('without the delay (PostgreSQL, which other replicas read) artifacts are written at once, those reported together in one write', async () => {
+    const { store, tasks, written } = await listedStore();
+    const n = notingAfterFirstWrite(tasks, [], ['tool-call-1', 'tool-call-2']);
+    const m = machine(n.executor, n.store);
+    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
+    m.admit(rec);
+    await n.reported;
+    await rec.saving;
+    expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING']);
+    expect((await store.tasks.load(rec.id, caller))?.artifacts?.map((a) => a.name)).toEqual(['tool-call-1', 'tool-call-2']);
+    n.go();
+    await m.idle();
+  });
+
+  it('a delayed artifact is written by flush (ListTasks, a read from the store, drain) while the task still runs', async () => {
+    const { store, tasks, written } = await listedStore();
+    const n = notingAfterFirstWrite(tasks, [], ['tool-call-1']);
+    const m = machine(n.executor, n.store, 60_000);
+    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
+    m.admit(rec);
+    await n.reported;
+    await m.flush();
+    expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING']);
+    expect((await store.tasks.load(rec.id, caller))?.artifacts?.map((a) => a.name)).toEqual(['tool-call-1']);
     n.go();
     await m.idle();
   });

@@ -26,7 +26,8 @@ import { setResponse, type TaskRecord } from './task-record.ts';
 /** The task machine's state changes an executor's reports go through. */
 export interface TaskOps {
   setState(rec: TaskRecord, state: TaskState, message?: string): void;
-  save(rec: TaskRecord): void;
+  /** Write `rec` as it is now, or within the store's delay for what may wait (task-saves.ts `later`). */
+  later(rec: TaskRecord): void;
   emitArtifact(rec: TaskRecord, a: Artifact, append: boolean, lastChunk: boolean): void;
   finalize(rec: TaskRecord, state: TaskState, text?: string): void;
   /** Keep `point` for `rec`'s wait `input` in the durable store, if there is one (resumable.ts). */
@@ -53,7 +54,9 @@ export function executorEvents(rec: TaskRecord, ops: TaskOps, inputTimeoutSecs: 
         ...(a.metadata !== undefined ? { metadata: a.metadata } : {}),
       });
       rec.artifacts.push(art);
-      ops.save(rec);
+      // An artifact of a running task may wait for the task's next write, as a working note does
+      // (task-saves.ts): a tool call's record was a whole-task write of its own on every call.
+      ops.later(rec);
       ops.emitArtifact(rec, art, false, true);
     },
     textChunk: (s: string) => {

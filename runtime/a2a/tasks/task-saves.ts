@@ -5,12 +5,15 @@
  * upsert of the newest state (`rec.saving` settles once it is stored), and the last state a task
  * reached is written no later than before.
  *
- * A `working` state may be written later (`later`, with a delay): within the delay unless a save of
- * the task comes first and writes it along (the final state of a short task does), and at once by
- * flush(). On `mur serve`'s SQLite store a one-turn task's two `working` writes (started, then the
- * inference turn's note) were half its four, and with one process per file nobody reads them:
- * `tasks/get` answers a running task from memory, ListTasks flushes first, and after a kill -9 the
- * unfinished task is failed at restart whichever `working` state it was stored in (issue 42).
+ * A `working` state, and an artifact of a running task, may be written later (`later`, with a
+ * delay): within the delay unless a save of the task comes first and writes it along (the final
+ * state of a short task does), and at once by flush(). On `mur serve`'s SQLite store a one-turn
+ * task's two `working` writes (started, then the inference turn's note) were half its four, and
+ * each tool call's `tool-call` artifact was one more whole-task write (≈ 0.1 ms of the main thread
+ * each, more as the task's row grows: docs/measurements/reference.md, session 29); with one
+ * process per file nobody reads them meanwhile: `tasks/get` answers a running task from memory,
+ * ListTasks flushes first, and after a kill -9 the unfinished task is failed at restart whichever
+ * `working` state and artifacts it was stored with (issue 42).
  */
 import type { TaskStore } from '@a2a-js/sdk/server';
 import { errMessage } from '../../errors.ts';
@@ -33,8 +36,8 @@ export class TaskSaves {
   ) {}
 
   /**
-   * Write `rec` within the delay: joined by any save of it before then (which writes its newest
-   * state), or by a queued one now; flush() writes it at once.
+   * Write `rec` within the delay (a `working` state, an artifact): joined by any save of it before
+   * then (which writes its newest state), or by a queued one now; flush() writes it at once.
    */
   later(rec: TaskRecord): void {
     if (this.delayMs <= 0) {

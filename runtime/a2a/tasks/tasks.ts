@@ -459,7 +459,7 @@ export class TaskMachine {
   private reportsOf(rec: TaskRecord): TaskEvents {
     const ops: TaskOps = {
       setState: this.setState.bind(this),
-      save: this.save.bind(this),
+      later: (r) => this.saves.later(r),
       emitArtifact: this.emitArtifact.bind(this),
       finalize: this.finalize.bind(this),
       keepResumePoint: (rec, input, point) => {
