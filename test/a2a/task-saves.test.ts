@@ -66,7 +66,7 @@ function machine(executor: TaskExecutor, store: TaskStore, workingSaveDelayMs?: 
  * an artifact named after each of `artifacts`, only then (so nothing joins that write), and ends
  * once `go` is called.
  */
-function notingAfterFirstWrite(tasks: TaskStore, notes: string[], artifacts: string[] = []) {
+function notingAfterFirstWrite(tasks: TaskStore, notes: string[], artifacts: string[]) {
   let firstStored!: () => void;
   const first = new Promise<void>((r) => (firstStored = r));
   let writes = 0;
@@ -92,6 +92,17 @@ function notingAfterFirstWrite(tasks: TaskStore, notes: string[], artifacts: str
   return { store, executor, go, reported };
 }
 
+/** A running task of `machine` (the working-save delay given) with `notingAfterFirstWrite`'s executor, its reports made. */
+async function reportedTask(notes: string[], artifacts: string[], workingSaveDelayMs?: number) {
+  const { store, tasks, written } = await listedStore();
+  const n = notingAfterFirstWrite(tasks, notes, artifacts);
+  const m = machine(n.executor, n.store, workingSaveDelayMs);
+  const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
+  m.admit(rec);
+  await n.reported;
+  return { store, written, m, rec, go: n.go };
+}
+
 describe('task saves', () => {
   it('a task created and at once working is written once as working, then once as completed', async () => {
     const { store, tasks, written } = await listedStore();
@@ -107,15 +118,10 @@ describe('task saves', () => {
   });
 
   it('with a working-save delay, a running task’s working notes are not written on their own: its end writes them along', async () => {
-    const { store, tasks, written } = await listedStore();
-    const n = notingAfterFirstWrite(tasks, ['reading', 'writing']);
-    const m = machine(n.executor, n.store, 60_000);
-    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
-    m.admit(rec);
-    await n.reported;
+    const { store, written, m, rec, go } = await reportedTask(['reading', 'writing'], [], 60_000);
     await rec.saving;
     expect(written).toEqual(['TASK_STATE_WORKING']);
-    n.go();
+    go();
     await m.idle();
     await m.flush();
     expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
@@ -123,43 +129,28 @@ describe('task saves', () => {
   });
 
   it('without the delay each working note after the first write is written', async () => {
-    const { tasks, written } = await listedStore();
-    const n = notingAfterFirstWrite(tasks, ['reading']);
-    const m = machine(n.executor, n.store);
-    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
-    m.admit(rec);
-    await n.reported;
+    const { written, m, rec, go } = await reportedTask(['reading'], []);
     await rec.saving;
     expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING']);
-    n.go();
+    go();
     await m.idle();
   });
 
   it('a delayed working state is written by flush (ListTasks, tasks/get from the store, drain) while the task still runs', async () => {
-    const { store, tasks, written } = await listedStore();
-    const n = notingAfterFirstWrite(tasks, ['reading']);
-    const m = machine(n.executor, n.store, 60_000);
-    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
-    m.admit(rec);
-    await n.reported;
+    const { store, written, m, rec, go } = await reportedTask(['reading'], [], 60_000);
     await m.flush();
     expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING']);
     const stored = await store.tasks.load(rec.id, caller);
     expect(stored?.status?.message?.parts?.[0]).toMatchObject({ content: { $case: 'text', value: 'reading' } });
-    n.go();
+    go();
     await m.idle();
   });
 
   it('with a working-save delay, a running task’s artifacts are not written each on its own: its end writes them along', async () => {
-    const { store, tasks, written } = await listedStore();
-    const n = notingAfterFirstWrite(tasks, [], ['tool-call-1', 'tool-call-2']);
-    const m = machine(n.executor, n.store, 60_000);
-    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
-    m.admit(rec);
-    await n.reported;
+    const { store, written, m, rec, go } = await reportedTask([], ['tool-call-1', 'tool-call-2'], 60_000);
     await rec.saving;
     expect(written).toEqual(['TASK_STATE_WORKING']);
-    n.go();
+    go();
     await m.idle();
     await m.flush();
     expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
@@ -168,30 +159,20 @@ describe('task saves', () => {
   });
 
   it('without the delay (PostgreSQL, which other replicas read) artifacts are written at once, those reported together in one write', async () => {
-    const { store, tasks, written } = await listedStore();
-    const n = notingAfterFirstWrite(tasks, [], ['tool-call-1', 'tool-call-2']);
-    const m = machine(n.executor, n.store);
-    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
-    m.admit(rec);
-    await n.reported;
+    const { store, written, m, rec, go } = await reportedTask([], ['tool-call-1', 'tool-call-2']);
     await rec.saving;
     expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING']);
     expect((await store.tasks.load(rec.id, caller))?.artifacts?.map((a) => a.name)).toEqual(['tool-call-1', 'tool-call-2']);
-    n.go();
+    go();
     await m.idle();
   });
 
   it('a delayed artifact is written by flush (ListTasks, a read from the store, drain) while the task still runs', async () => {
-    const { store, tasks, written } = await listedStore();
-    const n = notingAfterFirstWrite(tasks, [], ['tool-call-1']);
-    const m = machine(n.executor, n.store, 60_000);
-    const rec = m.create({ message: message('go'), origin: 'user', trust: 'untrusted', traceparent: undefined, caller });
-    m.admit(rec);
-    await n.reported;
+    const { store, written, m, rec, go } = await reportedTask([], ['tool-call-1'], 60_000);
     await m.flush();
     expect(written).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING']);
     expect((await store.tasks.load(rec.id, caller))?.artifacts?.map((a) => a.name)).toEqual(['tool-call-1']);
-    n.go();
+    go();
     await m.idle();
   });
 
