@@ -80,6 +80,21 @@ const SCRIPT_YAML = `name: capsule\nversion: 0.0.1\nartifacts:\n  - name: ${TOOL
 /** One task: a `tool_use` of echo-tool, then the answer. */
 export const TASK_TURNS: ScriptTurn[] = [{ toolCalls: [{ name: TOOL.name, input: { data: 'tick' } }] }, { text: 'done' }];
 
+/** One task of one instant provider turn: the answer, no tool call (issue 42's ≤ ×1.0 target). */
+export const ONE_TURN: ScriptTurn[] = [{ text: 'done' }];
+
+/**
+ * The task of a bench's timed windows: `--one-turn` makes it ONE_TURN (one provider turn, the
+ * shape issue 42's time-per-task target names), otherwise TASK_TURNS (a tool turn, then the
+ * answer). The tasks before the windows (the first, the one after idle) stay TASK_TURNS either way,
+ * so a start loads the tool as before and those rows compare across runs.
+ */
+export function windowTurns(argv: readonly string[] = process.argv): { turns: ScriptTurn[]; label: string } {
+  return argv.includes('--one-turn')
+    ? { turns: ONE_TURN, label: 'one provider turn a task (the answer)' }
+    : { turns: TASK_TURNS, label: 'one tool turn a task (a tool_use of echo-tool, then the answer)' };
+}
+
 /** A task with one more tool turn (--extra-turn): two `tool_use`s of echo-tool one after the other, then the answer. */
 export const TWO_TOOL_TURNS: ScriptTurn[] = [
   { toolCalls: [{ name: TOOL.name, input: { data: 'tick' } }] },

@@ -24,7 +24,9 @@
  *   (it compiles at every start); `mur run --manifest` for the script capsule.
  * The capsule manifest is the same text for both (the reference's format: inference.transport/
  * endpoint/api_key, network.allow, lifecycle.task_acceptance: queue). Each task is two provider
- * turns: a `tool_use` of echo-tool, then the answer. No hooks bound.
+ * turns: a `tool_use` of echo-tool, then the answer; with `--one-turn` the throughput and steady
+ * windows' tasks are one instant provider turn (the answer alone: the shape of issue 42's
+ * time-per-task target), the other rows' tasks as before. No hooks bound.
  *
  * The client is the same for every arm (task-poller.ts): each task is a non-blocking JSON-RPC
  * `message/send` (`configuration.blocking: false`; the reference always answers `submitted`), and
@@ -72,7 +74,7 @@
  *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
  *
  *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours image|dist|both] [--ours-only]
- *     [--extra-turn] [--steady N] [--load N] [--ours-flags 'name=<node flags>' …]
+ *     [--extra-turn] [--one-turn] [--steady N] [--load N] [--ours-flags 'name=<node flags>' …]
  *
  * --load N: N spinning processes (cpu-load.ts) beside every arm while its throughput (and extra
  * tool turn) tasks run, none during the start, memory and script rows.
@@ -85,13 +87,27 @@ import { startCpuLoad } from './cpu-load.ts';
 import { TaskClient } from './task-poller.ts';
 import { samplePeak, threadCpuPer, threadLine, treeMemory, treeStat, treeThreads, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
-import { API_KEY, TASK_TURNS, TWO_TOOL_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, traceSpacing, type Subject } from './reference-arms.ts';
+import {
+  API_KEY,
+  TASK_TURNS,
+  TWO_TOOL_TURNS,
+  agentYaml,
+  flagArms,
+  ours,
+  reference,
+  referenceInputs,
+  traceSpacing,
+  windowTurns,
+  type Subject,
+} from './reference-arms.ts';
 import { choiceArg, countArg, fmtMiB, fmtRate, fmtTime, machineLine, pairedRecords, pairedRows, spread, summarize, table, numArg } from './paired.ts';
 
 const ROUNDS = numArg('rounds', 3);
 const TASKS = numArg('tasks', 100);
 const SENDERS = numArg('senders', 8);
 const OURS_ONLY = process.argv.includes('--ours-only');
+/** --one-turn: the throughput and steady windows' tasks are one instant provider turn each (reference-arms.ts `windowTurns`). */
+const WINDOW = windowTurns();
 /**
  * --extra-turn: after the memory readings, --tasks tasks of one tool turn then --tasks of two, from
  * the same senders, back to back: what each extra tool turn costs a task (the difference of their
@@ -199,7 +215,13 @@ async function round(s: Subject): Promise<Fig> {
   const extra = EXTRA_TURN ? [...Array.from({ length: TASKS }, () => TASK_TURNS).flat(), ...Array.from({ length: TASKS }, () => TWO_TOOL_TURNS).flat()] : [];
   const steadyTasks = STEADY ? STEADY + TASKS : 0;
   const p = await spawnProvider({
-    turns: [...Array.from({ length: 2 + TASKS }, () => TASK_TURNS).flat(), ...extra, ...Array.from({ length: steadyTasks }, () => TASK_TURNS).flat()],
+    turns: [
+      ...TASK_TURNS,
+      ...TASK_TURNS,
+      ...Array.from({ length: TASKS }, () => WINDOW.turns).flat(),
+      ...extra,
+      ...Array.from({ length: steadyTasks }, () => WINDOW.turns).flat(),
+    ],
     apiKey: API_KEY,
   });
   const sv = s.serve(capsule(s, p.url), false);
@@ -380,7 +402,7 @@ async function main(): Promise<void> {
   report(
     arms,
     figs,
-    `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its throughput and extra-turn runs` : ''}`,
+    `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; throughput and steady windows of ${WINDOW.label}; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its throughput and extra-turn runs` : ''}`,
   );
 }
 

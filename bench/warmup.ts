@@ -22,8 +22,10 @@
  * reference.ts's.
  *
  *   node --import tsx bench/warmup.ts [--rounds 2] [--windows 6] [--tasks 100] [--senders 8] [--load N]
- *     [--ours image|dist] [--ours-only] [--arm 'name=<node flags> <VAR=value> …' …]
+ *     [--ours image|dist] [--ours-only] [--one-turn] [--arm 'name=<node flags> <VAR=value> …' …]
  *
+ * --one-turn: the windows' tasks are one instant provider turn each (the answer alone) instead of a
+ * tool turn and the answer (reference-arms.ts `windowTurns`).
  * --load N: N spinning processes (cpu-load.ts) beside each arm during its windows. --arm: one more
  * arm of ours (reference-arms.ts `flagArms`). Needs MURMUR_REFERENCE_BIN and
  * MURMUR_REFERENCE_FIXTURES as reference.ts does.
@@ -36,7 +38,7 @@ import { imageRoot } from './image-root.ts';
 import { choiceArg, countArg, fmtTime, machineLine, numArg, pairedRecords, pairedRows, spread, summarize, table } from './paired.ts';
 import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
 import { spawnProvider } from './provider-process.ts';
-import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, taskEnds, type Subject } from './reference-arms.ts';
+import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, taskEnds, windowTurns, type Subject } from './reference-arms.ts';
 import { TaskClient } from './task-poller.ts';
 
 const ROUNDS = numArg('rounds', 2);
@@ -47,6 +49,8 @@ const LOAD = countArg('load', 0);
 const OURS_ONLY = process.argv.includes('--ours-only');
 const KIND = choiceArg('ours', ['image', 'dist'] as const, 'image');
 const ARMS = flagArms('arm');
+/** --one-turn: the windows' tasks are one instant provider turn each (reference-arms.ts `windowTurns`). */
+const WINDOW = windowTurns();
 const { bin, fixtures } = referenceInputs('warmup bench', OURS_ONLY);
 
 /** One window of one arm in one round. */
@@ -63,7 +67,7 @@ interface WindowFig {
 
 /** Serves the capsule, runs one task, then the windows; stops everything it started. */
 async function round(s: Subject): Promise<WindowFig[]> {
-  const p = await spawnProvider({ turns: Array.from({ length: 1 + WINDOWS * TASKS }, () => TASK_TURNS).flat(), apiKey: API_KEY });
+  const p = await spawnProvider({ turns: [...TASK_TURNS, ...Array.from({ length: WINDOWS * TASKS }, () => WINDOW.turns).flat()], apiKey: API_KEY });
   const dir = tmp(`warmup-${s.name.replace(/\W+/g, '-')}-capsule-`);
   writeFileSync(join(dir, 'murmur.yaml'), agentYaml(p.url, TASKS + SENDERS));
   const sv = s.serve(dir, false);
@@ -163,7 +167,7 @@ async function main(): Promise<void> {
     ROUNDS,
   );
   console.log(
-    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, one tool turn a task, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
+    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
   );
   for (let w = 0; w < WINDOWS; w++) console.log(windowReport(subjects, today, figs, w));
   console.log(machineLine());

@@ -1,11 +1,11 @@
 /**
  * The options the reference benches share (bench/reference-arms.ts): `--ours-flags` / `--arm`
- * variants of this runtime, and the check that the reference's binary, its fixtures and dist/ are
+ * variants of this runtime, `--one-turn`'s task shape, and the check that the reference's binary, its fixtures and dist/ are
  * there before anything starts.
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { flagArms } from '../../bench/reference-arms.ts';
+import { ONE_TURN, TASK_TURNS, flagArms, windowTurns } from '../../bench/reference-arms.ts';
 
 /** Runs `code` (an ES module importing bench/reference-arms.ts) in a node of its own, with `env`. */
 function run(code: string, env: Record<string, string> = {}) {
@@ -29,6 +29,19 @@ describe('flagArms', () => {
     const r = run(`import { flagArms } from './bench/reference-arms.ts'; flagArms('arm', ['x', '--arm', '--single-threaded-gc']);`);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("--arm: expected 'name=<node flags>', got '--single-threaded-gc'");
+  });
+});
+
+describe('windowTurns', () => {
+  it('makes the windows one provider turn a task with --one-turn, a tool turn and the answer without it', () => {
+    const one = windowTurns(['node', 'b.ts', '--rounds', '2', '--one-turn']);
+    expect(one.turns).toBe(ONE_TURN);
+    expect(one.turns).toEqual([{ text: 'done' }]);
+    expect(one.label).toContain('one provider turn');
+    const tool = windowTurns(['node', 'b.ts', '--rounds', '2']);
+    expect(tool.turns).toBe(TASK_TURNS);
+    expect(tool.turns.map((t) => ('toolCalls' in t ? 'tool' : 'text'))).toEqual(['tool', 'text']);
+    expect(tool.label).toContain('tool turn');
   });
 });
 
