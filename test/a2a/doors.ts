@@ -15,6 +15,7 @@ import { createHandler } from '../../runtime/a2a/handler/handler.ts';
 import { buildCoreCard } from '../../runtime/a2a/server/card.ts';
 import { ANONYMOUS, OPEN } from '../../runtime/a2a/server/auth.ts';
 import { jsonRpcTransport } from '../../runtime/a2a/server/json-rpc.ts';
+import { ResponseOf } from '../../runtime/a2a/server/response-of.ts';
 import { taskPartsOf } from '../../runtime/a2a/server/server.ts';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 
@@ -48,7 +49,7 @@ export async function twoDoors(executor: TaskExecutor, o: { memo?: boolean } = {
     store: new InMemoryTaskStore(),
     stream: { maxQueued: 256, maxBuffered: 1024 * 1024, heartbeatMs: 0 },
   });
-  const resOf = new WeakMap<object, http.ServerResponse>();
+  const resOf = new ResponseOf();
   const card = buildCoreCard({ name: 't', version: '0.1.0', description: 't' }, { jsonrpc: 'http://127.0.0.1/' });
   const inner = createHandler({ machine, card, sinkOf: (c) => resOf.get(c.state.get('headers') as object) });
   const counter = { reads: 0 };
@@ -68,7 +69,7 @@ export async function twoDoors(executor: TaskExecutor, o: { memo?: boolean } = {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use((req, res, next) => {
-    resOf.set(req.headers, res);
+    resOf.track(req.headers, res);
     next();
   });
   app.use(jsonRpcHandler({ requestHandler: inner, userBuilder: async () => ANONYMOUS, legacyCompat: { enabled: true } }));

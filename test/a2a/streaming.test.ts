@@ -2,7 +2,7 @@
 import http from 'node:http';
 import { setImmediate as tick } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, msg03, serve, until } from './helpers.ts';
+import { closeAll, msg03, msg10, rpc, serve, until, V1 } from './helpers.ts';
 import type { TaskExecutor } from '../../runtime/a2a/core/executor.ts';
 
 afterAll(closeAll);
@@ -132,5 +132,85 @@ describe('heartbeat', () => {
     }))
       events.push(e);
     expect(events.at(-1)?.payload?.$case).toBe('statusUpdate');
+  });
+});
+
+/** An executor whose task `text` runs until `release(text)`; `started(text)` resolves once it runs. */
+function held() {
+  const releases = new Map<string, () => void>();
+  const waiting = new Map<string, () => void>();
+  const exec: TaskExecutor = (ctx) =>
+    new Promise((resolve) => {
+      releases.set(ctx.text, () => resolve({ state: 'completed', text: `done ${ctx.text}` }));
+      waiting.get(ctx.text)?.();
+    });
+  const started = (text: string) => (releases.has(text) ? Promise.resolve() : new Promise<void>((r) => waiting.set(text, r)));
+  const release = async (text: string) => {
+    await started(text);
+    releases.get(text)!();
+  };
+  return { exec, release };
+}
+
+/** A streaming call read as it arrives: `heartbeat` resolves at the first SSE heartbeat, `ended` at the response's end. */
+function openRaw(url: string, method: string, params: unknown, headers: Record<string, string> = {}) {
+  let sawHeartbeat!: () => void;
+  const heartbeat = new Promise<void>((r) => (sawHeartbeat = r));
+  const ended = new Promise<string>((resolve, reject) => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      let raw = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        raw += d;
+        if (raw.includes(': heartbeat\n\n')) sawHeartbeat();
+      });
+      res.on('end', () => resolve(raw));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  return { heartbeat, ended };
+}
+
+describe('stream responses', () => {
+  it('each streaming method finds its own response: heartbeats reach message/stream, SendStreamingMessage, tasks/resubscribe and SubscribeToTask', async () => {
+    const h = held();
+    const s = await serve(h.exec, { stream: { heartbeatMs: 40 } });
+    const taskOf = async (text: string) =>
+      (await rpc(s.url, 'message/send', { message: msg03(text), configuration: { blocking: false } })).body.result.id as string;
+    const streams = [
+      { text: 'a', open: () => openRaw(s.url, 'message/stream', { message: msg03('a') }) },
+      { text: 'b', open: () => openRaw(s.url, 'SendStreamingMessage', { message: msg10('b') }, V1) },
+      { text: 'c', open: async () => openRaw(s.url, 'tasks/resubscribe', { id: await taskOf('c') }) },
+      { text: 'd', open: async () => openRaw(s.url, 'SubscribeToTask', { id: await taskOf('d') }, V1) },
+    ];
+    for (const st of streams) {
+      const o = await st.open();
+      await o.heartbeat;
+      await h.release(st.text);
+      expect(await o.ended).toContain(`done ${st.text}`);
+    }
+  });
+
+  it("only a stream's response is tracked for its subscriber, and only while it is open", async () => {
+    const h = held();
+    const s = await serve(h.exec, { stream: { heartbeatMs: 0 } });
+    const id = (await rpc(s.url, 'message/send', { message: msg03('a'), configuration: { blocking: false } })).body.result.id as string;
+    // The HTTP+JSON door tracks every request (its streams are told by path) and lets each go at its end.
+    const viaRest = await fetch(`${s.restUrl}/tasks/${id}`, { headers: V1 });
+    expect(((await viaRest.json()) as { id: string }).id).toBe(id);
+    for (let i = 0; i < 5; i++) expect((await rpc(s.url, 'tasks/get', { id })).body.result.id).toBe(id);
+    expect((await rpc(s.url, 'GetTask', { id }, V1)).body.result.id).toBe(id);
+    expect(s.stats().streamResponses).toBe(0);
+    const o = openRaw(s.url, 'message/stream', { message: msg03('b') });
+    await until(s, () => s.stats().subscribers === 1);
+    expect(s.stats().streamResponses).toBe(1);
+    await h.release('a');
+    await h.release('b');
+    expect(await o.ended).toContain('done b');
+    // A request after the stream's end: the server has handled its response's close by then.
+    await rpc(s.url, 'tasks/get', { id });
+    expect(s.stats().streamResponses).toBe(0);
   });
 });

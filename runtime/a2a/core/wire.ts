@@ -112,6 +112,12 @@ export function parseOriginTrust(h: Record<string, string | string[] | undefined
 /** The caller's traceparent, by the runtime's one W3C parser (runtime/telemetry/traceparent.ts). */
 export { validTraceparent } from '../../telemetry/traceparent.ts';
 
+/**
+ * The JSON-RPC methods whose answer is a stream (SSE) of a task's events, in both versions: only
+ * their responses are tracked for the stream subscriber (server/response-of.ts).
+ */
+export const STREAMING_METHODS: ReadonlySet<string> = new Set(['message/stream', 'tasks/resubscribe', 'SendStreamingMessage', 'SubscribeToTask']);
+
 /** JSON-RPC method names per protocol version (the SDK implements the rest of each table). */
 export const METHODS_0_3 = new Set([
   'message/send',

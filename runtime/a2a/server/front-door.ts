@@ -15,6 +15,7 @@ import { AuthError, type Authenticator, type Caller } from './auth.ts';
 import { METHODS_0_3, METHODS_1_0, VERSION_HEADER, normaliseVersion } from '../core/wire.ts';
 import type { Activity } from '../../telemetry/activity.ts';
 import { errMessage } from '../../errors.ts';
+import type { ResponseOf } from './response-of.ts';
 
 export function rpcErrorBody(id: unknown, code: number, message: string): Record<string, unknown> {
   const okId = typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
@@ -301,7 +302,7 @@ export function restFail(res: Response, status: number, error: Error): void {
  * is 415 (the SDK says 400), and a path whose percent-escapes do not decode is 400 (the SDK's
  * router throws, which reached express's error handler as a 500).
  */
-export function restDoor(maxBody: number, resOf: WeakMap<object, ServerResponse>) {
+export function restDoor(maxBody: number, resOf: ResponseOf) {
   const parse = express.json({ limit: maxBody, type: REST_TYPES, strict: false });
   return (req: Request, res: Response, next: NextFunction) => {
     const fail = (status: number, message: string) => restFail(res, status, new RequestMalformedError(message));
@@ -334,7 +335,7 @@ export function restDoor(maxBody: number, resOf: WeakMap<object, ServerResponse>
           return;
         }
       }
-      resOf.set(req.headers, res);
+      resOf.track(req.headers, res);
       next();
     });
   };

@@ -16,12 +16,14 @@ import type { Activity } from '../../telemetry/activity.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import { authenticate, checkRpcBody, holdAwake, internalErrorBody, readRpcBody, refuse, sendJson } from './front-door.ts';
 import { jsonRpcAnswerer, type TaskParts } from './json-rpc-answer.ts';
+import type { ResponseOf } from './response-of.ts';
+import { STREAMING_METHODS } from '../core/wire.ts';
 
 export interface JsonRpcDeps {
   handler: A2ARequestHandler;
   auth: Authenticator;
   /** Request headers object → its response, for a stream subscriber's backpressure (the handler's `sinkOf`). */
-  resOf: WeakMap<object, ServerResponse>;
+  resOf: ResponseOf;
   maxBody: number;
   /** Whether the server drains (new tasks refused with 503). */
   draining: () => boolean;
@@ -79,7 +81,9 @@ export function jsonRpcTransport(d: JsonRpcDeps): (req: IncomingMessage, res: Se
       sendJson(res, 200, wrongType);
       return;
     }
-    d.resOf.set(req.headers, res);
+    // Only a stream's subscriber looks its response up; tracking every call cost each one a
+    // listener (response-of.ts says why entries are not left to the WeakMap).
+    if (STREAMING_METHODS.has(checked.body.method as string)) d.resOf.track(req.headers, res);
     answer(req, res, checked.body, caller).catch((e: unknown) => internalError(res, e));
   };
   return (req, res) => {

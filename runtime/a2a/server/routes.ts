@@ -4,7 +4,6 @@
  * door (front-door.ts), then the 404 and last-resort 500 answers. JSON-RPC at `POST /` never
  * reaches this app: server.ts's listener hands it to json-rpc.ts.
  */
-import type { ServerResponse } from 'node:http';
 import type { Express, NextFunction, Request, Response } from 'express';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { restHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
@@ -15,6 +14,7 @@ import { authDoor, holdAwake, internalErrorBody, requestedVersion, restDoor, res
 import type { Authenticator, Caller } from './auth.ts';
 import type { TaskAcceptance } from '../tasks/task-options.ts';
 import type { Activity } from '../../telemetry/activity.ts';
+import type { ResponseOf } from './response-of.ts';
 
 export interface RouteDeps {
   /** lifecycle.task_acceptance, as /readyz reports it. */
@@ -26,7 +26,7 @@ export interface RouteDeps {
   callers: WeakMap<object, Caller>;
   userBuilder: UserBuilder;
   /** Request headers object → its response (front door), for a stream subscriber's backpressure. */
-  resOf: WeakMap<object, ServerResponse>;
+  resOf: ResponseOf;
   cards: ReturnType<typeof cardVariants>;
   maxBody: number;
   /** Serve HTTP+JSON under /rest. */

@@ -21,6 +21,7 @@ import { MurError } from '../../errors.ts';
 import type { TaskExecutor } from '../core/executor.ts';
 import { buildCardJson, buildCoreCard, cardVariants, type AgentCardInput, type CardEndpoints } from './card.ts';
 import { mountRoutes } from './routes.ts';
+import { ResponseOf } from './response-of.ts';
 import { isJsonRpcRequest, jsonRpcTransport } from './json-rpc.ts';
 import type { TaskParts } from './json-rpc-answer.ts';
 import type { GrpcBinding } from './grpc.ts';
@@ -149,8 +150,8 @@ export interface A2AServer {
    * `none`, and while closing. A full queue is transient and does not count (readiness, not load).
    */
   acceptsMore(): boolean;
-  /** Counters for tests and metrics. */
-  stats(): { tasks: number; running: number; pending: number; subscribers: number; laggedDrops: number };
+  /** Counters for tests and metrics; `streamResponses`: stream responses open and tracked for their subscribers (response-of.ts). */
+  stats(): { tasks: number; running: number; pending: number; subscribers: number; laggedDrops: number; streamResponses: number };
   /** `listener` runs after every task event and subscriber change; returns the unsubscribe. */
   onChange(listener: () => void): () => void;
   /** Resolves when every queued push notification has been delivered or given up. */
@@ -179,7 +180,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
   const adopted = await machine.adoptWaiting();
   // The SDK passes the request's headers object on in ServerCallContext; the front door maps it to
   // the response, so a stream subscriber can watch the bytes buffered in it.
-  const resOf = new WeakMap<object, ServerResponse>();
+  const resOf = new ResponseOf();
 
   const app = express();
   app.disable('x-powered-by');
@@ -263,7 +264,7 @@ export async function startA2AServer(opts: A2AServerOptions): Promise<A2AServer>
     done: machine.done,
     idle: () => machine.idle(),
     acceptsMore: () => machine.acceptsMore(),
-    stats: () => machine.stats(),
+    stats: () => ({ ...machine.stats(), streamResponses: resOf.open }),
     onChange: (l) => machine.onChange(l),
     pushIdle: async () => push?.idle(),
     drain: (budgetMs) => machine.drain(budgetMs),
