@@ -150,7 +150,7 @@ export interface A2AServer {
    * `none`, and while closing. A full queue is transient and does not count (readiness, not load).
    */
   acceptsMore(): boolean;
-  /** Counters for tests and metrics; `streamResponses`: stream responses open and tracked for their subscribers (response-of.ts). */
+  /** Counters for tests and metrics; `streamResponses`: responses open and tracked for a stream subscriber's lookup (JSON-RPC streams, every HTTP+JSON request: response-of.ts). */
   stats(): { tasks: number; running: number; pending: number; subscribers: number; laggedDrops: number; streamResponses: number };
   /** `listener` runs after every task event and subscriber change; returns the unsubscribe. */
   onChange(listener: () => void): () => void;
