@@ -30,7 +30,7 @@ export function internalErrorBody(e: unknown): Record<string, unknown> {
 const M03 = 'message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe';
 const M10 = 'SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask';
 
-/** Methods that start a new task (a message without a taskId); refused while the server drains. */
+/** The methods that carry a message (params.message required): a new task when it names no taskId, refused while the server drains. */
 const NEW_TASK_METHODS = new Set(['message/send', 'message/stream', 'SendMessage', 'SendStreamingMessage']);
 
 /** A request the JSON-RPC front door answers itself instead of passing it on. */
@@ -216,7 +216,7 @@ function checkEnvelope(body: unknown, headers: IncomingHttpHeaders, url: string)
     return { id, code: -32602, message: `invalid params: '${method}' needs 'params' to be an object` };
   }
   if (
-    (method === 'message/send' || method === 'message/stream' || method === 'SendMessage' || method === 'SendStreamingMessage') &&
+    NEW_TASK_METHODS.has(method) &&
     (typeof (params as Record<string, unknown>).message !== 'object' || (params as Record<string, unknown>).message === null)
   ) {
     return { id, code: -32602, message: `invalid params: '${method}' needs params.message (an A2A Message object)` };
