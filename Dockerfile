@@ -35,17 +35,16 @@ RUN --mount=type=secret,id=ca NODE_EXTRA_CA_CERTS=/run/secrets/ca npm ci --ignor
 #    statements); the runtime's own memory.node (runtime/memory.ts: freed memory returned to the kernel
 #    when idle; runtime/inference/bpe-table-file.ts: the token tables mapped from /opt/murmur/tokens,
 #    shared pages instead of each process's copy; runtime/process-guard.ts: secrets kept out of /proc/<pid>/environ and of reach of
-#    CAP_SYS_PTRACE; runtime/thread-slice.ts: the serving threads' scheduler slice) from its C files, as
-#    scripts/build-native.ts builds it.
+#    CAP_SYS_PTRACE) from its three C files, as scripts/build-native.ts builds it.
 FROM node:24-bookworm AS sqlite
 WORKDIR /src
 COPY --from=deps /src/node_modules/better-sqlite3 ./node_modules/better-sqlite3
 RUN cd node_modules/better-sqlite3 \
  && CFLAGS=-Os CXXFLAGS=-Os node /usr/local/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js rebuild --release --nodedir=/usr/local --jobs=max
 RUN node -e "require('/src/node_modules/better-sqlite3/build/Release/better_sqlite3.node')"
-COPY runtime/native/memory.c runtime/native/guard.c runtime/native/caps.c runtime/native/exe.c runtime/native/sched.c ./
-RUN cc -O2 -shared -fPIC -I/usr/local/include/node -o /src/memory.node memory.c guard.c caps.c exe.c sched.c \
- && node -e "const a = require('/src/memory.node'); if (typeof a.trim() !== 'boolean' || typeof a.scrub !== 'function' || typeof a.dropCapabilities !== 'function' || typeof a.unresidentMapped !== 'function' || typeof a.unresidentExecutable !== 'function' || typeof a.setThreadSlice !== 'function') process.exit(1)"
+COPY runtime/native/memory.c runtime/native/guard.c runtime/native/caps.c runtime/native/exe.c ./
+RUN cc -O2 -shared -fPIC -I/usr/local/include/node -o /src/memory.node memory.c guard.c caps.c exe.c \
+ && node -e "const a = require('/src/memory.node'); if (typeof a.trim() !== 'boolean' || typeof a.scrub !== 'function' || typeof a.dropCapabilities !== 'function' || typeof a.unresidentMapped !== 'function' || typeof a.unresidentExecutable !== 'function') process.exit(1)"
 
 # 4. The runtime compiled (npm run build) and the files it loads.
 FROM deps AS app

@@ -1,8 +1,7 @@
 /**
- * The runtime's one native addon, runtime/native/memory.node (memory.c + guard.c + caps.c + exe.c +
- * sched.c, built by scripts/build-native.ts), loaded once for every part that uses it: runtime/memory.ts
- * (freed memory back to the kernel), runtime/process-guard.ts (secrets out of /proc/<pid>/environ and
- * mem) and runtime/thread-slice.ts (the serving threads' scheduler slice).
+ * The runtime's one native addon, runtime/native/memory.node (memory.c + guard.c + caps.c + exe.c, built by
+ * scripts/build-native.ts), loaded once for every part that uses it: runtime/memory.ts (freed
+ * memory back to the kernel) and runtime/process-guard.ts (secrets out of /proc/<pid>/environ and mem).
  * Looked for beside this module (`native/memory.node`, sources and dist/) and one folder up (the
  * image's bundle in dist/runtime/cli/). Without it (not built: no C compiler; another platform or C
  * library) the runtime runs, and each user says what it cannot do.
@@ -27,8 +26,6 @@ export interface NativeAddon {
   dropCapabilities?(): string;
   /** madvise(MADV_DONTNEED) of the running executable's read-only mappings holding no page of their own (exe.c): bytes that were resident in them, -1 without /proc. */
   unresidentExecutable?(): number;
-  /** The calling thread's EEVDF slice (sched.c): the slice now held in ns (0 = the kernel's default), or -errno. */
-  setThreadSlice?(ns: number): number;
 }
 
 let addon: NativeAddon | null | undefined;

@@ -2,7 +2,7 @@
  * Builds the runtime's one native addon, runtime/native/memory.node (runtime/memory.ts: returning
  * freed memory to the kernel when the runtime goes idle; runtime/process-guard.ts: the runtime's
  * secrets kept out of its /proc files and of reach of its children's capabilities), from
- * runtime/native/memory.c, guard.c, caps.c, exe.c and sched.c with the C
+ * runtime/native/memory.c, guard.c, caps.c and exe.c with the C
  * compiler against the running Node's own Node-API headers (<prefix>/include/node, shipped with
  * every Node install: no download). Node-API is ABI-stable, so the one build loads on Node 20 and 24.
  * With `--dist`, also copies it into dist/runtime/native/ (npm run build).
@@ -19,7 +19,7 @@ import { copyFileSync, existsSync, mkdirSync, renameSync, statSync } from 'node:
 import { dirname, join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const SRCS = ['memory.c', 'guard.c', 'caps.c', 'exe.c', 'sched.c'].map((f) => join(ROOT, 'runtime/native', f));
+const SRCS = ['memory.c', 'guard.c', 'caps.c', 'exe.c'].map((f) => join(ROOT, 'runtime/native', f));
 const OUT = join(ROOT, 'runtime/native/memory.node');
 const DIST = join(ROOT, 'dist/runtime/native/memory.node');
 const t0 = performance.now();

@@ -16,7 +16,6 @@ import { MurError } from '../errors.ts';
 import { LIMIT_DEFAULTS, type ConnectionLimits } from '../a2a/server/connection-limits.ts';
 import { PUSH_LIMIT_DEFAULTS, type PushLimits } from '../a2a/peers/push-limits.ts';
 import { envNonNegative } from '../env-number.ts';
-import { SLICE_VARIABLE, applyThreadSlice, threadSliceFromEnv } from '../thread-slice.ts';
 
 export const SERVE_FLAGS: FlagSpec = {
   'a2a-port': { type: 'number', help: 'A2A JSON-RPC port', default: 8080 },
@@ -70,19 +69,11 @@ export async function serveCommand(argv: string[], out: (s: string) => void = co
   const grpcPort = grpcPortFlag(flags['grpc-port']);
   // Read before staging: a bad value is refused at once, not after the capsule is opened.
   const limits = a2aLimitsFromEnv(process.env);
-  const sliceUs = threadSliceFromEnv(process.env);
   const staged = await stage({ capsuleDir: positionals[0], registryDir: flags.registry as string | undefined, workRoot: flags.workdir as string | undefined });
   clock.mark('stage');
   // A first run's transpiles, before the serving modules load: host/transpile-ahead.ts.
   await transpileFirst(staged, flags.quiet ? undefined : out);
   clock.mark('transpile');
-  // After the start-up work (a first run's transpile is throughput work) and before the serving
-  // threads start: runtime/thread-slice.ts.
-  const slice = applyThreadSlice(sliceUs);
-  if (!slice.applied && process.env[SLICE_VARIABLE] && sliceUs > 0)
-    console.error(
-      `mur: warning: ${SLICE_VARIABLE}=${process.env[SLICE_VARIABLE]} not applied: ${slice.why}; the serving threads keep the kernel's default slice [E-RUN-088]`,
-    );
   const { serveStaged } = await import('./serve-staged.ts');
   clock.mark('load');
   return serveStaged(staged, { flags, out, clock, host, port, publicUrl, authPlan, grpcPort, limits });

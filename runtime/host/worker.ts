@@ -11,7 +11,6 @@
  */
 import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
-import { createRequire } from 'node:module';
 import { lastResortGc } from '../last-resort-gc.ts';
 import { lateBoundWasi, type LateBoundWasi } from './wasi.ts';
 import { connectNet } from './wasi-io/channel.ts';
@@ -24,19 +23,9 @@ import { ONE_WAY_IMPORTS, type FromWorker, type HostCallReply, type ToWorker, ty
 const port = parentPort!;
 // The call channel (host/worker-link.ts): answers go back on a port of their own, and each side
 // rings the other's doorbell after posting (host/doorbell.ts).
-const link = workerData as { bells: SharedArrayBuffer; answers: MessagePort; slice?: { ns: number; addon: string } };
+const link = workerData as { bells: SharedArrayBuffer; answers: MessagePort };
 const bells = new Int32Array(link.bells);
 const answers = link.answers;
-// The serving threads' scheduler slice (runtime/thread-slice.ts), set by this thread on itself:
-// a slice is a thread's own. The addon's path comes from the main thread, which found it (this
-// module may be a bundle in a cache folder). Without it the thread keeps the kernel's default.
-if (link.slice) {
-  try {
-    (createRequire(import.meta.url)(link.slice.addon) as { setThreadSlice?(ns: number): number }).setThreadSlice?.(link.slice.ns);
-  } catch {
-    // the main thread loaded the same file; a failure here only leaves the default slice
-  }
-}
 
 interface Slot {
   init: WorkerInit;

@@ -13,7 +13,6 @@ import { WorkerLink } from './worker-link.ts';
 import { workerExecArgv } from './worker-flags.ts';
 import { serveNet } from './wasi-io/net-relay.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
-import { workerSlice } from '../thread-slice.ts';
 
 // The worker boot is shared with the token counter (runtime/inference/): it sits on layer 0.
 const BOOT = fileURLToPath(new URL('../worker-boot.mjs', import.meta.url));
@@ -50,8 +49,7 @@ class WorkerPool {
     this.booted++;
     const { link, workerData, transfer } = WorkerLink.create();
     const worker = new Worker(BOOT, {
-      // The serving threads' scheduler slice, which the worker sets on itself (runtime/thread-slice.ts).
-      workerData: { entry: ENTRY, ...workerData, slice: workerSlice() },
+      workerData: { entry: ENTRY, ...workerData },
       transferList: transfer,
       // Bounds the JS glue's heap; wasm linear memory is capped in the module bytes instead. A
       // young generation of 6 MiB (semi-spaces of 2 MiB; it was 32): what a task allocates in the

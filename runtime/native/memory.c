@@ -44,7 +44,6 @@
 int guard_exports(napi_env env, napi_value exports);
 int caps_exports(napi_env env, napi_value exports);
 int exe_exports(napi_env env, napi_value exports);
-int sched_exports(napi_env env, napi_value exports);
 
 static napi_value Trim(napi_env env, napi_callback_info info) {
   (void)info;
@@ -134,6 +133,5 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   if (guard_exports(env, exports) != 0) return NULL;
   if (caps_exports(env, exports) != 0) return NULL;
   if (exe_exports(env, exports) != 0) return NULL;
-  if (sched_exports(env, exports) != 0) return NULL;
   return exports;
 }
