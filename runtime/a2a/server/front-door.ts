@@ -33,6 +33,9 @@ const M10 = 'SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, 
 /** The methods that carry a message (params.message required): a new task when it names no taskId, refused while the server drains. */
 const NEW_TASK_METHODS = new Set(['message/send', 'message/stream', 'SendMessage', 'SendStreamingMessage']);
 
+/** The methods that name an existing task (params.id required, a non-empty string). */
+const TASK_ID_METHODS = new Set(['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'GetTask', 'CancelTask', 'SubscribeToTask']);
+
 /** A request the JSON-RPC front door answers itself instead of passing it on. */
 export interface Refusal {
   status: number;
@@ -225,10 +228,7 @@ function checkEnvelope(body: unknown, headers: IncomingHttpHeaders, url: string)
     (params as Record<string, unknown> | undefined)?.message !== undefined ? rawMessageProblem((params as Record<string, unknown>).message) : undefined;
   if (msgProblem) return { id, code: -32602, message: `invalid params: ${msgProblem}` };
   const idParam = (params as Record<string, unknown> | undefined)?.id;
-  if (
-    ['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'GetTask', 'CancelTask', 'SubscribeToTask'].includes(method) &&
-    (typeof idParam !== 'string' || idParam === '')
-  ) {
+  if (TASK_ID_METHODS.has(method) && (typeof idParam !== 'string' || idParam === '')) {
     return { id, code: -32602, message: `invalid params: '${method}' needs params.id (the task id, a string)` };
   }
   return undefined;
