@@ -17,6 +17,7 @@ import {
   fixturePod,
   messageSend,
   policyAdmits,
+  serviceAnswers,
   providerPod,
   recordedRequests,
   waitFor,
@@ -63,6 +64,7 @@ describe('a policy Hook in a real pod', () => {
     await waitFor(ns, 'capsule/guarded', 'condition=Ready', '180s');
     exec = await clientPod(ns, 'client', { role: 'client' });
     await policyAdmits(ns, 'client');
+    await serviceAnswers(exec, ns, 'guarded');
   });
   afterAll(async () => {
     await deleteNamespace(ns);

@@ -25,6 +25,7 @@ import {
   kubeconfig,
   messageSend,
   policyAdmits,
+  serviceAnswers,
   providerPod,
   waitFor,
   wgetPost,
@@ -99,6 +100,7 @@ beforeAll(async () => {
   await waitFor(ns, 'capsule/watched', 'condition=Ready', '180s');
   const exec = await clientPod(ns, 'client', { role: 'client' });
   await policyAdmits(ns, 'client');
+  await serviceAnswers(exec, ns, 'watched');
   const url = `http://watched.${ns}.svc.cluster.local:8080/`;
   const r = await exec(wgetPost(url, messageSend('Echo hi, then run printf.'), 60, await callerToken(ns, url)));
   expect(r.code, r.out).toBe(0);

@@ -14,6 +14,7 @@ import {
   kubectl,
   messageSend,
   policyAdmits,
+  serviceAnswers,
   providerPod,
   readExample,
   waitFor,
@@ -79,6 +80,7 @@ describe('quickstart Capsule on the real node', () => {
     expect(c.status.a2aUrl).toBe(`http://assistant.${ns}.svc.cluster.local:8080`);
     const exec = await clientPod(ns, 'client', { role: 'client' });
     await policyAdmits(ns, 'client'); // the capsule's ingress rule names role=client
+    await serviceAnswers(exec, ns, 'assistant');
     // The quickstart Capsule says nothing about a2a.auth: callers prove who they are with a
     // ServiceAccount token for its URL (as `kubectl create token` makes one by hand); none: 401.
     const refused = await exec(wgetPost(`${c.status.a2aUrl}/`, messageSend('What day is it?', 'm-anon')));

@@ -16,6 +16,7 @@ import {
   messageSend,
   otlpPod,
   policyAdmits,
+  serviceAnswers,
   providerPod,
   recordedRequests,
   spansUntil,
@@ -85,6 +86,7 @@ describe("peering through a script capsule's message/send on the real node", () 
     await Promise.all(['cap-b', 'script-a'].map((c) => waitFor(ns, `capsule/${c}`, 'condition=Ready', '180s')));
     exec = await clientPod(ns, 'client', { role: 'client' });
     await policyAdmits(ns, 'client');
+    await Promise.all(['cap-b', 'script-a'].map((c) => serviceAnswers(exec, ns, c)));
   });
   afterAll(async () => {
     await deleteNamespace(ns);

@@ -131,6 +131,34 @@ export async function policyAdmits(ns: string, pod: string, timeoutMs = 90_000):
   }
 }
 
+/**
+ * Resolves once capsule `name`'s Service answers the client pod behind `exec`: its rollout has
+ * ended (no old pod left behind the Service) and its agent card comes back through the Service
+ * address. policyAdmits covers the source side of the NetworkPolicy; this covers the rest of the
+ * path a first request takes — CoreDNS, kube-proxy's rule to the current pod, and kube-router's
+ * chain for the destination pod, which it programs on its own schedule (a newcomer run, session 31:
+ * Ready, the client admitted, and the first POST still "No route to host"). A refused connect or an
+ * unresolved name is that lag and is tried again, as a caller would; any other failure is returned
+ * at once. Each try is a real request; bounded by `timeoutMs`.
+ */
+export async function serviceAnswers(
+  exec: (script: string) => Promise<{ code: number; out: string }>,
+  ns: string,
+  name: string,
+  timeoutMs = 90_000,
+): Promise<void> {
+  await kubectl(['-n', ns, 'rollout', 'status', `deployment/${name}`, `--timeout=${Math.ceil(timeoutMs / 1000)}s`]);
+  const card = `http://${name}.${ns}.svc.cluster.local:8080/.well-known/agent-card.json`;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await exec(`timeout 10 wget -q -O- '${card}'`);
+    if (r.code === 0) return;
+    if (!/can't connect to remote host|bad address/.test(r.out)) throw new Error(`${card} from the client pod: exit ${r.code}: ${r.out}`);
+    if (Date.now() > deadline) throw new Error(`${card} still unreachable from the client pod after ${timeoutMs} ms: ${r.out}`);
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
 /** JSON-RPC message/send body (A2A). */
 export function messageSend(text: string, id = 'm-1'): string {
   return JSON.stringify({
