@@ -18,6 +18,7 @@ import {
   messageSend,
   otlpPod,
   policyAdmits,
+  serviceAnswers,
   providerPod,
   recordedRequests,
   spansUntil,
@@ -106,6 +107,7 @@ describe('peering between capsules on the real node', () => {
       clientPod(ns, 'client-sa', { role: 'client' }, { apiToken: true }),
     ]);
     await Promise.all([policyAdmits(ns, 'client'), policyAdmits(ns, 'client-sa')]);
+    await Promise.all(['cap-a', 'cap-b'].map((c) => serviceAnswers(exec, ns, c)));
   });
   afterAll(async () => {
     await Promise.all([deleteNamespace(ns), deleteNamespace(nsC)]);

@@ -28,6 +28,7 @@ import {
   getJson,
   kubectl,
   policyAdmits,
+  serviceAnswers,
   waitFor,
   probeCapsule,
 } from './support.ts';
@@ -98,6 +99,7 @@ beforeAll(async () => {
   token = await callerToken(ns, `${serviceUrl}/`);
   await Promise.all(['many', 'outsider'].map((c) => waitFor(ns, `capsule/${c}`, 'condition=Ready', '300s')));
   await policyAdmits(ns, 'client');
+  await serviceAnswers(exec, ns, 'many');
 }, 420_000);
 
 afterAll(async () => {
