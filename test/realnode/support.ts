@@ -137,9 +137,10 @@ export async function policyAdmits(ns: string, pod: string, timeoutMs = 90_000):
  * address. policyAdmits covers the source side of the NetworkPolicy; this covers the rest of the
  * path a first request takes — CoreDNS, kube-proxy's rule to the current pod, and kube-router's
  * chain for the destination pod, which it programs on its own schedule (a newcomer run, session 31:
- * Ready, the client admitted, and the first POST still "No route to host"). A refused connect or an
- * unresolved name is that lag and is tried again, as a caller would; any other failure is returned
- * at once. Each try is a real request; bounded by `timeoutMs`.
+ * Ready, the client admitted, and the first POST still "No route to host"). A refused connect, an
+ * unresolved name or a try that timed out is that lag and is tried again, as a caller would; any
+ * other failure (an HTTP error: the route works) fails at once, naming it. Each try is a real
+ * request; bounded by `timeoutMs`.
  */
 export async function serviceAnswers(
   exec: (script: string) => Promise<{ code: number; out: string }>,
@@ -153,7 +154,9 @@ export async function serviceAnswers(
   for (;;) {
     const r = await exec(`timeout 10 wget -q -O- '${card}'`);
     if (r.code === 0) return;
-    if (!/can't connect to remote host|bad address/.test(r.out)) throw new Error(`${card} from the client pod: exit ${r.code}: ${r.out}`);
+    // busybox's `timeout` ends a hung wget with SIGTERM: exit 143, nothing printed.
+    const lag = r.code === 143 || /can't connect to remote host|bad address/.test(r.out);
+    if (!lag) throw new Error(`${card} from the client pod: exit ${r.code}: ${r.out}`);
     if (Date.now() > deadline) throw new Error(`${card} still unreachable from the client pod after ${timeoutMs} ms: ${r.out}`);
     await new Promise((res) => setTimeout(res, 200));
   }
