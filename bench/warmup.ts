@@ -6,6 +6,9 @@
  * reference components and capsule (reference-arms.ts). Per window and arm:
  * - time per task (the client's wall / tasks), and beside it the spacing of the window's `task_end`
  *   events in the runtime's own trace ((last − first) / (tasks − 1)), which no client affects;
+ * - the same trace split by phase (trace-phases.ts): the mean time from a task's start to its first
+ *   turn's answer, to its tool's, to the next turn's, to its end, and from its end to the next
+ *   task's start — where a window's excess sits, on either side;
  * - CPU per task of the process tree, and by thread name (proc-tree.ts `treeThreads`: the main
  *   thread, the component thread `WorkerThread`, V8's compiler and GC helpers `V8Worker`, the
  *   reference's `tokio-rt-worker`);
@@ -40,6 +43,7 @@ import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from '.
 import { spawnProvider } from './provider-process.ts';
 import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, taskEnds, windowTurns, type Subject } from './reference-arms.ts';
 import { TaskClient } from './task-poller.ts';
+import { phaseMeans, traceTasks } from './trace-phases.ts';
 
 const ROUNDS = numArg('rounds', 2);
 const WINDOWS = numArg('windows', 6);
@@ -63,6 +67,8 @@ interface WindowFig {
   voluntary: number;
   involuntary: number;
   polls: number;
+  /** Mean duration of each phase of the window's tasks in the runtime's trace (trace-phases.ts). */
+  phases: Map<string, number>;
 }
 
 /** Serves the capsule, runs one task, then the windows; stops everything it started. */
@@ -78,7 +84,7 @@ async function round(s: Subject): Promise<WindowFig[]> {
     await client.task(0);
     const pid = sv.proc.pid!;
     spin = await startCpuLoad(LOAD);
-    const out: Omit<WindowFig, 'spacing'>[] = [];
+    const out: Omit<WindowFig, 'spacing' | 'phases'>[] = [];
     for (let w = 0; w < WINDOWS; w++) {
       const threads0 = treeThreads(pid);
       const cpu0 = treeStat(pid).cpuMs;
@@ -100,11 +106,13 @@ async function round(s: Subject): Promise<WindowFig[]> {
     await sv.stop();
     // The first task's end, then each window's: task i's end is ends[i] (tasks run one at a time).
     const ends = taskEnds(sv.workdir);
+    const tasks = traceTasks(sv.workdir);
     if (ends.length < 1 + WINDOWS * TASKS)
       console.warn(`${s.name}: ${ends.length} task_end events under ${sv.workdir}, expected ${1 + WINDOWS * TASKS}: no trace spacing`);
     return out.map((f, w) => {
       const win = ends.slice(1 + w * TASKS, 1 + (w + 1) * TASKS);
-      return { ...f, spacing: win.length === TASKS ? (win[TASKS - 1]! - win[0]!) / (TASKS - 1) : NaN };
+      const phases = phaseMeans(tasks.slice(1 + w * TASKS, 1 + (w + 1) * TASKS), tasks[1 + (w + 1) * TASKS]);
+      return { ...f, spacing: win.length === TASKS ? (win[TASKS - 1]! - win[0]!) / (TASKS - 1) : NaN, phases };
     });
   } finally {
     client?.close();
@@ -133,6 +141,8 @@ function windowReport(arms: Subject[], ours: Subject, figs: Map<string, WindowFi
   };
   metric('time per task', (f) => f.perTask, fmtTime, true);
   metric('time per task (trace task_end spacing)', (f) => f.spacing, fmtTime);
+  // The phases of the first arm's first round name the rows; both runtimes' traces give the same.
+  for (const phase of figs.get(arms[0]!.name)![0]![w]!.phases.keys()) metric(`trace ${phase}`, (f) => f.phases.get(phase) ?? NaN, fmtTime);
   metric('CPU per task', (f) => f.cpuPerTask, fmtTime, true);
   metric(
     'tasks/get per task',
