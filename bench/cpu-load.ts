@@ -5,10 +5,19 @@
  * paired bench get the same load while they are measured.
  *
  * Why processes, not worker threads of the bench: a thread of the bench's own process would share
- * its event loop's process and its GC; a process competes for the cores the way another pod's
- * work does. Each burner reports when it spins, so `start` returns once the load is on.
+ * its event loop's process and its GC; a process competes for the cores as other work does. Each
+ * burner reports when it spins, so `start` returns once the load is on.
+ *
+ * Two layouts ({@link benchLoad}, a bench's `--load-as`):
+ * - `processes` (the default): the burners and the serving process in the bench's own cgroup, so
+ *   the kernel shares the cores thread by thread — a pod's own containers, or a bare machine;
+ * - `pods`: the burners in one cgroup and the serving process tree in another of the same weight
+ *   (cpu-groups.ts), as kubelet lays out a capsule's pod beside a busy neighbour pod on a node.
+ *   The scripted provider and the client stay in the bench's cgroup (on a node they are elsewhere).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { cpuGroup, cpuHierarchy, type CpuGroup } from './cpu-groups.ts';
+import { treePids } from './proc-tree.ts';
 
 /** A spinning child: busy until killed; prints `spinning` once its loop runs. */
 const SPIN = `process.stdout.write('spinning\\n'); for (;;) { for (let i = 0; i < 1e6; i++); }`;
@@ -20,8 +29,8 @@ export interface CpuLoad {
   stop(): Promise<void>;
 }
 
-/** Starts `n` burners (0: none); resolves once each spins. */
-export async function startCpuLoad(n: number): Promise<CpuLoad> {
+/** Starts `n` burners (0: none), each moved into `group` if given; resolves once each spins. */
+export async function startCpuLoad(n: number, group?: CpuGroup): Promise<CpuLoad> {
   if (!Number.isInteger(n) || n < 0) throw new RangeError(`cpu load: expected a whole number of burners ≥ 0, got ${n}`);
   const procs: ChildProcess[] = [];
   const stop = async (): Promise<void> => {
@@ -41,6 +50,7 @@ export async function startCpuLoad(n: number): Promise<CpuLoad> {
       Array.from({ length: n }, () => {
         const p = spawn(process.execPath, ['-e', SPIN], { stdio: ['ignore', 'pipe', 'inherit'] });
         procs.push(p);
+        group?.add([p.pid!]);
         return new Promise<void>((resolve, reject) => {
           p.stdout!.once('data', () => resolve());
           p.once('exit', (code, signal) => reject(new Error(`cpu load: a burner exited (${code ?? signal}) before it spun`)));
@@ -52,4 +62,40 @@ export async function startCpuLoad(n: number): Promise<CpuLoad> {
     throw e;
   }
   return { pids: procs.map((p) => p.pid!), stop };
+}
+
+/** Where a bench's load runs relative to the serving process (see the header). */
+export type LoadAs = 'processes' | 'pods';
+export const LOAD_LAYOUTS = ['processes', 'pods'] as const;
+
+/** A bench's load for its whole run: started beside each arm's serving process, its groups removed at the end. */
+export interface BenchLoad {
+  /** Starts the burners beside the serving process `servingPid` (with `pods`, its tree moved into its group first). */
+  start(servingPid: number): Promise<CpuLoad>;
+  /** Removes the groups it made (`pods`); whatever is still inside goes back to the root group. */
+  close(): void;
+}
+
+/** `n` burners laid out as `as` says; with `pods` the groups are made at once, so a missing controller or root stops the bench before anything runs. */
+export function benchLoad(n: number, as: LoadAs, name = `mur-bench-${process.pid}`): BenchLoad {
+  if (as === 'processes' || n === 0) return { start: () => startCpuLoad(n), close: () => {} };
+  const h = cpuHierarchy();
+  const serving = cpuGroup(h, `${name}-serving`);
+  let load: CpuGroup;
+  try {
+    load = cpuGroup(h, `${name}-load`);
+  } catch (e) {
+    serving.remove();
+    throw e;
+  }
+  return {
+    start(servingPid) {
+      serving.add(treePids(servingPid));
+      return startCpuLoad(n, load);
+    },
+    close() {
+      serving.remove();
+      load.remove();
+    },
+  };
 }

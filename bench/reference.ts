@@ -74,7 +74,7 @@
  *   out/result.txt), wall and max RSS (/usr/bin/time), warm caches.
  *
  *   node --import tsx bench/reference.ts [--rounds 3] [--tasks 100] [--senders 8] [--ours image|dist|both] [--ours-only]
- *     [--extra-turn] [--one-turn] [--steady N] [--load N] [--ours-flags 'name=<node flags>' …]
+ *     [--extra-turn] [--one-turn] [--steady N] [--load N] [--load-as processes|pods] [--ours-flags 'name=<node flags>' …]
  *
  * --load N: N spinning processes (cpu-load.ts) beside every arm while its throughput (and extra
  * tool turn) tasks run, none during the start, memory and script rows.
@@ -83,7 +83,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
 import { spawnProvider } from './provider-process.ts';
-import { startCpuLoad } from './cpu-load.ts';
+import { LOAD_LAYOUTS, benchLoad, type BenchLoad } from './cpu-load.ts';
 import { TaskClient } from './task-poller.ts';
 import { samplePeak, threadCpuPer, threadLine, treeMemory, treeStat, treeThreads, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
@@ -127,6 +127,12 @@ const STEADY = countArg('steady', 300);
  * it must not grow under load). 0 (default): none.
  */
 const LOAD = countArg('load', 0);
+/**
+ * --load-as pods: the spinning processes in a cgroup of their own and each arm's serving process tree
+ * in another of the same weight, as kubelet lays out two pods on a node (cpu-load.ts; needs root and
+ * the cpu controller); processes (default): all in the bench's own cgroup, shared thread by thread.
+ */
+const LOAD_AS = choiceArg('load-as', LOAD_LAYOUTS, 'processes');
 /** Which of this runtime's arms run: the runtime image's files (what a pod runs), dist/ on this machine's node, or both. */
 const OURS_ARG = choiceArg('ours', ['image', 'dist', 'both'] as const, 'both');
 const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('image' | 'dist')[];
@@ -209,7 +215,7 @@ async function stopAll(...procs: { stop(): Promise<unknown> }[]): Promise<void> 
   for (const x of procs) await x.stop().catch(() => undefined);
 }
 
-async function round(s: Subject): Promise<Fig> {
+async function round(s: Subject, bench: BenchLoad): Promise<Fig> {
   const cold = await coldRun(s);
   // Warm start, one task, idle, one task; the throughput run, idle.
   const extra = EXTRA_TURN ? [...Array.from({ length: TASKS }, () => TASK_TURNS).flat(), ...Array.from({ length: TASKS }, () => TWO_TOOL_TURNS).flat()] : [];
@@ -239,7 +245,7 @@ async function round(s: Subject): Promise<Fig> {
     const a0 = performance.now();
     await client.task(1);
     const afterIdle = performance.now() - a0;
-    const load = await startCpuLoad(LOAD);
+    const load = await bench.start(pid);
     loads.push(load);
     const cpu0 = treeStat(pid).cpuMs;
     const threads0 = treeThreads(pid);
@@ -256,7 +262,7 @@ async function round(s: Subject): Promise<Fig> {
     // taken in order: a capsule runs its tasks one at a time (task_acceptance: queue).
     let turns: Fig['turns'];
     if (EXTRA_TURN) {
-      const extraLoad = await startCpuLoad(LOAD);
+      const extraLoad = await bench.start(pid);
       loads.push(extraLoad);
       const e0 = performance.now();
       await client.run(2 + TASKS, TASKS, SENDERS);
@@ -268,7 +274,7 @@ async function round(s: Subject): Promise<Fig> {
     let steady: { perTask: number; cpuPerTask: number } | undefined;
     if (STEADY) {
       const first = 2 + TASKS + (EXTRA_TURN ? 2 * TASKS : 0);
-      const steadyLoad = await startCpuLoad(LOAD);
+      const steadyLoad = await bench.start(pid);
       loads.push(steadyLoad);
       await client.run(first, STEADY, SENDERS);
       const c0 = treeStat(pid).cpuMs;
@@ -388,10 +394,17 @@ async function main(): Promise<void> {
   for (const s of subjects) await prime(s);
   // The reference is the baseline: ratios read ours / reference.
   const arms = [...subjects].reverse();
-  const figs = await pairedRecords(
-    arms.map((s) => ({ name: s.name, run: () => round(s) })),
-    ROUNDS,
-  );
+  // `--load-as pods` makes its cgroups here: a missing controller or root stops the bench before any arm runs.
+  const bench = benchLoad(LOAD, LOAD_AS);
+  let figs: Map<string, Fig[]>;
+  try {
+    figs = await pairedRecords(
+      arms.map((s) => ({ name: s.name, run: () => round(s, bench) })),
+      ROUNDS,
+    );
+  } finally {
+    bench.close();
+  }
   const ourArms = [
     img ? `ours (image) = the runtime image's files in a chroot (node ${img.nodeVersion}, its ENV and ENTRYPOINT)` : '',
     OURS_KINDS.includes('dist') ? `ours = dist/ on node ${process.version} with the image's node flags` : '',
@@ -402,7 +415,7 @@ async function main(): Promise<void> {
   report(
     arms,
     figs,
-    `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; throughput and steady windows of ${WINDOW.label}; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its throughput and extra-turn runs` : ''}`,
+    `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; throughput and steady windows of ${WINDOW.label}; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its throughput and extra-turn runs${LOAD_AS === 'pods' ? ", in a cgroup of their own beside the serving process tree's, as two pods" : ''}` : ''}`,
   );
 }
 

@@ -25,18 +25,20 @@
  * reference.ts's.
  *
  *   node --import tsx bench/warmup.ts [--rounds 2] [--windows 6] [--tasks 100] [--senders 8] [--load N]
- *     [--ours image|dist] [--ours-only] [--one-turn] [--arm 'name=<node flags> <VAR=value> …' …]
+ *     [--load-as processes|pods] [--ours image|dist] [--ours-only] [--one-turn] [--arm 'name=<node flags> <VAR=value> …' …]
  *
  * --one-turn: the windows' tasks are one instant provider turn each (the answer alone) instead of a
  * tool turn and the answer (reference-arms.ts `windowTurns`).
- * --load N: N spinning processes (cpu-load.ts) beside each arm during its windows. --arm: one more
- * arm of ours (reference-arms.ts `flagArms`). Needs MURMUR_REFERENCE_BIN and
+ * --load N: N spinning processes (cpu-load.ts) beside each arm during its windows; --load-as pods
+ * puts them in a cgroup of their own and the serving process tree in another, as kubelet lays out
+ * two pods (cpu-load.ts; needs root and the cpu controller), instead of all in the bench's own.
+ * --arm: one more arm of ours (reference-arms.ts `flagArms`). Needs MURMUR_REFERENCE_BIN and
  * MURMUR_REFERENCE_FIXTURES as reference.ts does.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
-import { startCpuLoad, type CpuLoad } from './cpu-load.ts';
+import { LOAD_LAYOUTS, benchLoad, type BenchLoad, type CpuLoad } from './cpu-load.ts';
 import { imageRoot } from './image-root.ts';
 import { choiceArg, countArg, fmtTime, machineLine, numArg, pairedRecords, pairedRows, spread, summarize, table } from './paired.ts';
 import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
@@ -50,6 +52,7 @@ const WINDOWS = numArg('windows', 6);
 const TASKS = numArg('tasks', 100);
 const SENDERS = numArg('senders', 8);
 const LOAD = countArg('load', 0);
+const LOAD_AS = choiceArg('load-as', LOAD_LAYOUTS, 'processes');
 const OURS_ONLY = process.argv.includes('--ours-only');
 const KIND = choiceArg('ours', ['image', 'dist'] as const, 'image');
 const ARMS = flagArms('arm');
@@ -72,7 +75,7 @@ interface WindowFig {
 }
 
 /** Serves the capsule, runs one task, then the windows; stops everything it started. */
-async function round(s: Subject): Promise<WindowFig[]> {
+async function round(s: Subject, load: BenchLoad): Promise<WindowFig[]> {
   const p = await spawnProvider({ turns: [...TASK_TURNS, ...Array.from({ length: WINDOWS * TASKS }, () => WINDOW.turns).flat()], apiKey: API_KEY });
   const dir = tmp(`warmup-${s.name.replace(/\W+/g, '-')}-capsule-`);
   writeFileSync(join(dir, 'murmur.yaml'), agentYaml(p.url, TASKS + SENDERS));
@@ -83,7 +86,7 @@ async function round(s: Subject): Promise<WindowFig[]> {
     client = new TaskClient(await sv.url);
     await client.task(0);
     const pid = sv.proc.pid!;
-    spin = await startCpuLoad(LOAD);
+    spin = await load.start(pid);
     const out: Omit<WindowFig, 'spacing' | 'phases'>[] = [];
     for (let w = 0; w < WINDOWS; w++) {
       const threads0 = treeThreads(pid);
@@ -172,12 +175,19 @@ async function main(): Promise<void> {
   const img = KIND === 'image' ? imageRoot() : undefined;
   const today = ours(KIND, fixtures, img);
   const subjects = [...(OURS_ONLY ? [] : [reference(bin, fixtures)]), today, ...ARMS.map((v) => ours(KIND, fixtures, img, v))];
-  const figs = await pairedRecords(
-    subjects.map((s) => ({ name: s.name, run: () => round(s) })),
-    ROUNDS,
-  );
+  // `--load-as pods` makes its cgroups here: a missing controller or root stops the bench before any arm runs.
+  const load = benchLoad(LOAD, LOAD_AS);
+  let figs: Map<string, WindowFig[][]>;
+  try {
+    figs = await pairedRecords(
+      subjects.map((s) => ({ name: s.name, run: () => round(s, load) })),
+      ROUNDS,
+    );
+  } finally {
+    load.close();
+  }
   console.log(
-    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
+    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows${LOAD_AS === 'pods' ? ", in a cgroup of their own beside the serving process tree's, as two pods" : ''}` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
   );
   for (let w = 0; w < WINDOWS; w++) console.log(windowReport(subjects, today, figs, w));
   console.log(machineLine());
