@@ -3,7 +3,7 @@
  * the same `.mur.zip` files, published with each runtime's own `mur publish`, and the commands that
  * serve the agent capsule and run the script capsule with each.
  */
-import { copyFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { zipSync } from 'fflate';
@@ -13,6 +13,7 @@ import { MUR, murCommand } from './serving.ts';
 import { spawnServer, type Served } from './proc-tree.ts';
 import type { ImageRoot } from './image-root.ts';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';
+import { traceTasks, type TaskEvents } from './trace-phases.ts';
 
 /** The reference's prebuilt components, under its crates/murmur-cli/tests/fixtures folder. */
 export const COMPONENTS = {
@@ -256,19 +257,15 @@ export function referenceInputs(bench: string, oursOnly = false): { bin: string;
 /**
  * `task_end` timestamps (ms) of every trace.jsonl under `dir` (a serving process's --workdir: both
  * runtimes write the same event), in order: the spacing of task ends, which no client affects, is
- * the check on a client's time per task (issue 42).
+ * the check on a client's time per task (issue 42). Each task's last stamp (trace-phases.ts).
  */
 export function taskEnds(dir: string): number[] {
-  const ends: number[] = [];
-  for (const f of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
-    if (!f.endsWith('trace.jsonl')) continue;
-    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
-      if (!line.includes('"task_end"')) continue;
-      const e = JSON.parse(line) as { event_type?: string; timestamp?: number };
-      if (e.event_type === 'task_end' && typeof e.timestamp === 'number') ends.push(e.timestamp);
-    }
-  }
-  return ends.sort((a, b) => a - b);
+  return endsOf(traceTasks(dir));
+}
+
+/** Each task's `task_end` timestamp, in the tasks' order. */
+export function endsOf(tasks: readonly TaskEvents[]): number[] {
+  return tasks.map((t) => t.stamps.at(-1)!);
 }
 
 /** Mean spacing of the last `n` task_end events of the trace under `dir`, the last `skip` left out; NaN (and a warning) when it has fewer. */

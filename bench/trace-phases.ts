@@ -11,8 +11,9 @@
  * of each stamp averages out (a phase's mean is off by well under 0.1 ms), and a phase that is
  * always under a millisecond still reads as its mean.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { readTrace } from '../runtime/trace/read.ts';
 
 /** The events a phase runs between. */
 const KINDS = new Set(['task_start', 'inference', 'tool_call', 'task_end']);
@@ -24,22 +25,15 @@ export interface TaskEvents {
 }
 
 /**
- * The tasks of a trace's lines, in order: each from its `task_start` to its `task_end` with the
- * turns and tool calls between. Lines that are not JSON, events of other kinds and events outside
- * a task are skipped; a task without its end (the trace cut) is left out.
+ * The tasks of a trace's events, in order: each from its `task_start` to its `task_end` with the
+ * turns and tool calls between. Events of other kinds, events without a numeric timestamp and
+ * events outside a task are skipped; a task without its end (the trace cut) is left out.
  */
-export function tasksOf(lines: Iterable<string>): TaskEvents[] {
+export function tasksOf(events: Iterable<{ event_type: string; timestamp?: unknown }>): TaskEvents[] {
   const tasks: TaskEvents[] = [];
   let cur: TaskEvents | undefined;
-  for (const line of lines) {
-    if (!line.startsWith('{')) continue;
-    let e: { event_type?: unknown; timestamp?: unknown };
-    try {
-      e = JSON.parse(line) as typeof e;
-    } catch {
-      continue;
-    }
-    if (typeof e.event_type !== 'string' || !KINDS.has(e.event_type) || typeof e.timestamp !== 'number') continue;
+  for (const e of events) {
+    if (!KINDS.has(e.event_type) || typeof e.timestamp !== 'number') continue;
     if (e.event_type === 'task_start') cur = { kinds: [], stamps: [] };
     if (!cur) continue;
     cur.kinds.push(e.event_type);
@@ -52,11 +46,14 @@ export function tasksOf(lines: Iterable<string>): TaskEvents[] {
   return tasks;
 }
 
-/** The tasks of every trace.jsonl under `dir` (a serving process's --workdir), by their start. */
+/**
+ * The tasks of every trace.jsonl under `dir` (a serving process's --workdir), by their start; read
+ * with the runtime's own trace reader, which leaves out lines that are not JSON events.
+ */
 export function traceTasks(dir: string): TaskEvents[] {
   const all: TaskEvents[] = [];
   for (const f of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
-    if (f.endsWith('trace.jsonl')) all.push(...tasksOf(readFileSync(join(dir, f), 'utf8').split('\n')));
+    if (f.endsWith('trace.jsonl')) all.push(...tasksOf(readTrace(join(dir, f)).events));
   }
   return all.sort((a, b) => a.stamps[0]! - b.stamps[0]!);
 }

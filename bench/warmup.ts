@@ -43,7 +43,7 @@ import { imageRoot } from './image-root.ts';
 import { choiceArg, countArg, fmtTime, machineLine, numArg, pairedRecords, pairedRows, spread, summarize, table } from './paired.ts';
 import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
 import { spawnProvider } from './provider-process.ts';
-import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, taskEnds, windowTurns, type Subject } from './reference-arms.ts';
+import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, endsOf, windowTurns, type Subject } from './reference-arms.ts';
 import { TaskClient } from './task-poller.ts';
 import { phaseMeans, traceTasks } from './trace-phases.ts';
 
@@ -108,8 +108,8 @@ async function round(s: Subject, load: BenchLoad): Promise<WindowFig[]> {
     }
     await sv.stop();
     // The first task's end, then each window's: task i's end is ends[i] (tasks run one at a time).
-    const ends = taskEnds(sv.workdir);
     const tasks = traceTasks(sv.workdir);
+    const ends = endsOf(tasks);
     if (ends.length < 1 + WINDOWS * TASKS)
       console.warn(`${s.name}: ${ends.length} task_end events under ${sv.workdir}, expected ${1 + WINDOWS * TASKS}: no trace spacing`);
     return out.map((f, w) => {

@@ -8,10 +8,13 @@ import { describe, expect, it } from 'vitest';
 import { phaseMeans, tasksOf, traceTasks } from '../../bench/trace-phases.ts';
 import { tmp } from '../loop/kit.ts';
 
-const ev = (event_type: string, timestamp: number, extra: Record<string, unknown> = {}) => JSON.stringify({ event_type, timestamp, ...extra });
+type Ev = { event_type: string; timestamp?: unknown };
+const ev = (event_type: string, timestamp: number): Ev => ({ event_type, timestamp });
+/** A trace file's text: one JSON line per event. */
+const jsonl = (events: Ev[]): string => `${events.map((e) => JSON.stringify(e)).join('\n')}\n`;
 
 /** A tool-turn task as this runtime writes it: start, a turn asking for the tool, the tool, the answer, end. */
-function toolTask(t0: number, [a, b, c, d]: number[]): string[] {
+function toolTask(t0: number, [a, b, c, d]: number[]): Ev[] {
   return [
     ev('task_start', t0),
     ev('inference', t0 + a!),
@@ -22,15 +25,14 @@ function toolTask(t0: number, [a, b, c, d]: number[]): string[] {
 }
 
 describe('tasksOf', () => {
-  it('groups each task from its start to its end, leaving out other events, junk lines and a task cut before its end', () => {
+  it('groups each task from its start to its end, leaving out other events, a stamp that is not a number and a task cut before its end', () => {
     const lines = [
       ev('session_start', 1),
       ev('inference', 2), // outside any task
       ev('a2a_task_received', 10),
       ev('task_start', 10),
       ev('session_start', 10),
-      'not json {',
-      '{"event_type": "inference", "timestamp": "late"}',
+      { event_type: 'inference', timestamp: 'late' },
       ev('inference', 14),
       ev('session_end', 15),
       ev('task_end', 15),
@@ -88,13 +90,13 @@ describe('phaseMeans', () => {
 });
 
 describe('traceTasks', () => {
-  it('reads every trace.jsonl under a folder, as the reference nests its own, in the order the tasks started', () => {
+  it('reads every trace.jsonl under a folder, as the reference nests its own, in the order the tasks started, skipping lines that are not JSON', () => {
     const dir = tmp('trace-phases-');
     mkdirSync(join(dir, '.murmur', 'ses_b'), { recursive: true });
     mkdirSync(join(dir, 'ses_a'));
-    writeFileSync(join(dir, '.murmur', 'ses_b', 'trace.jsonl'), `${toolTask(100, [1, 1, 1, 1]).join('\n')}\n`);
-    writeFileSync(join(dir, 'ses_a', 'trace.jsonl'), `${toolTask(50, [2, 2, 2, 2]).join('\n')}\n`);
-    writeFileSync(join(dir, 'ses_a', 'other.jsonl'), `${toolTask(0, [1, 1, 1, 1]).join('\n')}\n`);
+    writeFileSync(join(dir, '.murmur', 'ses_b', 'trace.jsonl'), `not json {\n${jsonl(toolTask(100, [1, 1, 1, 1]))}`);
+    writeFileSync(join(dir, 'ses_a', 'trace.jsonl'), jsonl(toolTask(50, [2, 2, 2, 2])));
+    writeFileSync(join(dir, 'ses_a', 'other.jsonl'), jsonl(toolTask(0, [1, 1, 1, 1])));
     expect(traceTasks(dir).map((t) => t.stamps[0])).toEqual([50, 100]);
   });
 });
