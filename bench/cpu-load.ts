@@ -17,6 +17,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpuGroup, cpuHierarchy, type CpuGroup } from './cpu-groups.ts';
+import { choiceArg } from './paired.ts';
 import { treePids } from './proc-tree.ts';
 
 /** A spinning child: busy until killed; prints `spinning` once its loop runs. */
@@ -68,6 +69,16 @@ export async function startCpuLoad(n: number, group?: CpuGroup): Promise<CpuLoad
 export type LoadAs = 'processes' | 'pods';
 export const LOAD_LAYOUTS = ['processes', 'pods'] as const;
 
+/** A bench's `--load-as processes|pods` (default processes). */
+export function loadAsArg(argv: readonly string[] = process.argv): LoadAs {
+  return choiceArg('load-as', LOAD_LAYOUTS, 'processes', argv);
+}
+
+/** What a bench's header says of the layout after its "N spinning processes …". */
+export function layoutNote(as: LoadAs): string {
+  return as === 'pods' ? ", in a cgroup of their own beside the serving process tree's, as two pods" : '';
+}
+
 /** A bench's load for its whole run: started beside each arm's serving process, its groups removed at the end. */
 export interface BenchLoad {
   /** Starts the burners beside the serving process `servingPid` (with `pods`, its tree moved into its group first). */
@@ -98,4 +109,17 @@ export function benchLoad(n: number, as: LoadAs, name = `mur-bench-${process.pid
       load.remove();
     },
   };
+}
+
+/**
+ * Runs a bench's rounds with its load: with `pods` the groups are made first (a missing controller
+ * or root stops the bench before any arm runs) and removed however the rounds end.
+ */
+export async function withBenchLoad<T>(n: number, as: LoadAs, rounds: (load: BenchLoad) => Promise<T>): Promise<T> {
+  const load = benchLoad(n, as);
+  try {
+    return await rounds(load);
+  } finally {
+    load.close();
+  }
 }

@@ -83,7 +83,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
 import { spawnProvider } from './provider-process.ts';
-import { LOAD_LAYOUTS, benchLoad, type BenchLoad } from './cpu-load.ts';
+import { layoutNote, loadAsArg, withBenchLoad, type BenchLoad } from './cpu-load.ts';
 import { TaskClient } from './task-poller.ts';
 import { samplePeak, threadCpuPer, threadLine, treeMemory, treeStat, treeThreads, type Memory, type Tree } from './proc-tree.ts';
 import { imageRoot } from './image-root.ts';
@@ -132,7 +132,7 @@ const LOAD = countArg('load', 0);
  * in another of the same weight, as kubelet lays out two pods on a node (cpu-load.ts; needs root and
  * the cpu controller); processes (default): all in the bench's own cgroup, shared thread by thread.
  */
-const LOAD_AS = choiceArg('load-as', LOAD_LAYOUTS, 'processes');
+const LOAD_AS = loadAsArg();
 /** Which of this runtime's arms run: the runtime image's files (what a pod runs), dist/ on this machine's node, or both. */
 const OURS_ARG = choiceArg('ours', ['image', 'dist', 'both'] as const, 'both');
 const OURS_KINDS = (OURS_ARG === 'both' ? ['image', 'dist'] : [OURS_ARG]) as ('image' | 'dist')[];
@@ -394,17 +394,12 @@ async function main(): Promise<void> {
   for (const s of subjects) await prime(s);
   // The reference is the baseline: ratios read ours / reference.
   const arms = [...subjects].reverse();
-  // `--load-as pods` makes its cgroups here: a missing controller or root stops the bench before any arm runs.
-  const bench = benchLoad(LOAD, LOAD_AS);
-  let figs: Map<string, Fig[]>;
-  try {
-    figs = await pairedRecords(
+  const figs = await withBenchLoad(LOAD, LOAD_AS, (bench) =>
+    pairedRecords(
       arms.map((s) => ({ name: s.name, run: () => round(s, bench) })),
       ROUNDS,
-    );
-  } finally {
-    bench.close();
-  }
+    ),
+  );
   const ourArms = [
     img ? `ours (image) = the runtime image's files in a chroot (node ${img.nodeVersion}, its ENV and ENTRYPOINT)` : '',
     OURS_KINDS.includes('dist') ? `ours = dist/ on node ${process.version} with the image's node flags` : '',
@@ -415,7 +410,7 @@ async function main(): Promise<void> {
   report(
     arms,
     figs,
-    `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; throughput and steady windows of ${WINDOW.label}; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its throughput and extra-turn runs${LOAD_AS === 'pods' ? ", in a cgroup of their own beside the serving process tree's, as two pods" : ''}` : ''}`,
+    `reference runtime side by side: the reference's own driver-anthropic + echo-tool (+ capsule-allowlisted script) components in every arm, scripted provider over HTTP in its own process, no hooks; throughput and steady windows of ${WINDOW.label}; one client for all arms (non-blocking message/send, one tasks/get poller every 10 ms); mur serve without /metrics; ${ourArms}; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its throughput and extra-turn runs${layoutNote(LOAD_AS)}` : ''}`,
   );
 }
 

@@ -38,7 +38,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
-import { LOAD_LAYOUTS, benchLoad, type BenchLoad, type CpuLoad } from './cpu-load.ts';
+import { layoutNote, loadAsArg, withBenchLoad, type BenchLoad, type CpuLoad } from './cpu-load.ts';
 import { imageRoot } from './image-root.ts';
 import { choiceArg, countArg, fmtTime, machineLine, numArg, pairedRecords, pairedRows, spread, summarize, table } from './paired.ts';
 import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
@@ -52,7 +52,7 @@ const WINDOWS = numArg('windows', 6);
 const TASKS = numArg('tasks', 100);
 const SENDERS = numArg('senders', 8);
 const LOAD = countArg('load', 0);
-const LOAD_AS = choiceArg('load-as', LOAD_LAYOUTS, 'processes');
+const LOAD_AS = loadAsArg();
 const OURS_ONLY = process.argv.includes('--ours-only');
 const KIND = choiceArg('ours', ['image', 'dist'] as const, 'image');
 const ARMS = flagArms('arm');
@@ -175,19 +175,14 @@ async function main(): Promise<void> {
   const img = KIND === 'image' ? imageRoot() : undefined;
   const today = ours(KIND, fixtures, img);
   const subjects = [...(OURS_ONLY ? [] : [reference(bin, fixtures)]), today, ...ARMS.map((v) => ours(KIND, fixtures, img, v))];
-  // `--load-as pods` makes its cgroups here: a missing controller or root stops the bench before any arm runs.
-  const load = benchLoad(LOAD, LOAD_AS);
-  let figs: Map<string, WindowFig[][]>;
-  try {
-    figs = await pairedRecords(
+  const figs = await withBenchLoad(LOAD, LOAD_AS, (load) =>
+    pairedRecords(
       subjects.map((s) => ({ name: s.name, run: () => round(s, load) })),
       ROUNDS,
-    );
-  } finally {
-    load.close();
-  }
+    ),
+  );
   console.log(
-    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows${LOAD_AS === 'pods' ? ", in a cgroup of their own beside the serving process tree's, as two pods" : ''}` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
+    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows${layoutNote(LOAD_AS)}` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
   );
   for (let w = 0; w < WINDOWS; w++) console.log(windowReport(subjects, today, figs, w));
   console.log(machineLine());

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cpuGroup, cpuGroupOf, cpuHierarchy } from '../../bench/cpu-groups.ts';
-import { benchLoad } from '../../bench/cpu-load.ts';
+import { benchLoad, withBenchLoad } from '../../bench/cpu-load.ts';
 import { tmp } from '../loop/kit.ts';
 
 const started: ChildProcess[] = [];
@@ -94,5 +94,20 @@ describe('benchLoad', () => {
       await burners.stop();
       load.close();
     }
+  });
+
+  it('withBenchLoad: the rounds see the groups, which are gone after the rounds fail as after they end', async () => {
+    const name = `mur-bench-${process.pid}`;
+    const root = cpuHierarchy().root;
+    const seen: boolean[] = [];
+    await expect(
+      withBenchLoad(1, 'pods', async () => {
+        seen.push(existsSync(join(root, `${name}-serving`)), existsSync(join(root, `${name}-load`)));
+        throw new Error('a round failed');
+      }),
+    ).rejects.toThrow('a round failed');
+    expect(seen).toEqual([true, true]);
+    expect(existsSync(join(root, `${name}-serving`))).toBe(false);
+    expect(existsSync(join(root, `${name}-load`))).toBe(false);
   });
 });
