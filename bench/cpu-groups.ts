@@ -27,8 +27,6 @@ export interface CpuGroup {
   readonly dir: string;
   /** Moves each process (all its threads) into the group; a process gone meanwhile is skipped. */
   add(pids: readonly number[]): void;
-  /** The processes in the group now. */
-  pids(): number[];
   /** Moves whatever is still inside back to the root and deletes the group. */
   remove(): void;
 }
@@ -66,13 +64,13 @@ export function cpuGroup(h: CpuHierarchy, name: string): CpuGroup {
       if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
     }
   };
+  /** The processes in the group now. */
   const pids = (): number[] => readFileSync(procs, 'utf8').split('\n').filter(Boolean).map(Number);
   return {
     dir,
     add(list) {
       for (const pid of list) move(procs, pid);
     },
-    pids,
     remove() {
       if (!existsSync(dir)) return;
       for (const pid of pids()) move(join(h.root, 'cgroup.procs'), pid);
