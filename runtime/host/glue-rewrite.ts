@@ -33,21 +33,13 @@
  * All or nothing per import: a trampoline is rewritten only when its text is exactly jco 1.35's
  * synchronous shape (a host task created with `isAsync: false`, one `_withGlobalCurrentTaskMeta`
  * around the call, the result resolved before any return), and its wrapper is switched to the
- * direct call only when that trampoline was; any other import keeps jco's code on both sides.
- *
- * A glue made with JSPI imports (transpile-jco.ts's suspending glue): its synchronous imports are
- * rewritten as in any glue. Its imports marked `manuallyAsync` (those that may suspend the guest)
- * are `async` trampolines in jco's code, so every call of one suspends the guest's stack and
- * resumes it from a microtask, whether the host answered at once or not: a blocking read of body
- * bytes already there suspended as one still waiting did. Rewritten (all or nothing per import,
- * shape checked as above), such a trampoline is a plain function that calls the host, lowers an
- * immediate answer at once and returns nothing to wait for, and returns a promise (the guest
- * suspends) only when the host answered with one, lowering its value when it settles.
+ * direct call only when that trampoline was; any other import keeps jco's code on both sides. A
+ * glue that sets `manuallyAsync` anywhere (JSPI imports) is left as jco wrote it.
  *
  * GLUE_REVISION is part of the transpile cache key (transpile-cache.ts), so an entry written
  * before this rewrite (or by another revision of it) is never served.
  */
-export const GLUE_REVISION = 'g3';
+export const GLUE_REVISION = 'g1';
 
 /** What the rewrite did to one glue: the imports now called directly, those left as jco wrote them. */
 export interface GlueRewrite {
@@ -76,13 +68,6 @@ const HELPERS = `
     }
     return result;
   }
-  function _murSuspendingResult(result, lower, fail) {
-    if (result !== null && typeof result === 'object' && typeof result.then === 'function') return result.then(lower, fail);
-    return lower(result);
-  }
-  function _murBoundArgs(_this, args) {
-    return args;
-  }
   function _murDirectImport(_unused, args) {
     const componentIdx = args.componentIdx;
     const importFn = args.importFn;
@@ -99,31 +84,10 @@ const LOWER_IMPORT = 'function _lowerImportBackwardsCompat(';
 // body }` followed by its `fnName`.
 const TRAMPOLINE = /const (_trampoline(\d+)) = function\(([^)]*)\) \{([\s\S]*?)\n([ \t]*)\}(;?)\n[ \t]*\1\.fnName = /g;
 
-// The same with `async function`: a trampoline of an import that may suspend the guest.
-const SUSPENDING_TRAMPOLINE = /const (_trampoline(\d+)) = async function\(([^)]*)\) \{([\s\S]*?)\n([ \t]*)\}(;?)\n[ \t]*\1\.fnName = /g;
-
-// From `const hostProvided = true;` to the host task's entry: the host task created (synchronous:
-// `isAsync: false`) and linked to the wrapper's subtask.
-const HOST_TASK_CREATED = String.raw`const hostProvided = true;\s*let parentTask;\s*let task;\s*let subtask;\s*const createTask = \(\) => \{\s*const results = createNewCurrentTask\(\{\s*componentIdx: -1,\s*isAsync: false,[^}]*\}\);\s*task = results\[0\];\s*\};\s*taskCreation: \{[\s\S]*?task\.setParentSubtask\(subtask\);\s*\}\s*\}\s*`;
-// ... entered synchronously (`const started = task.enterSync();`),
-const HOST_TASK = new RegExp(`${HOST_TASK_CREATED}const started = task\\.enterSync\\(\\);`);
-// ... or awaited, in a trampoline that may suspend, with its check.
-const HOST_TASK_AWAITED = new RegExp(
-  `${HOST_TASK_CREATED}const started = await task\\.enter\\(\\{ isHost: hostProvided \\}\\);\\s*if \\(!started\\) \\{[\\s\\S]*?throw new Error\\("failed to enter task"\\);\\s*\\}`,
-);
-
-// In a trampoline that may suspend, the awaited call of the host function (CALL), in one of two
-// shapes. A function with a WIT result: the answer made a result (RESULT, an expression of
-// hostRetN), a throw its `err` unless it trapped the instance.
-const AWAITED_CALL = String.raw`\btry \{\s*(?:const (hostRet\d+)|ret) = await\s+_withGlobalCurrentTaskMetaAsync\(\{\s*componentIdx: task\.componentIdx\(\),\s*taskID: task\.id\(\),\s*fn: \(\) => _trackHostOperation\(\(\) => ([\s\S]*?)\),\n\s*\}\)\s*;\s*`;
-const AWAITED_RESULT = new RegExp(
-  `${AWAITED_CALL}ret = ([^;]*);\\s*\\} catch \\(e\\) \\{\\s*(if \\(getOrCreateAsyncState\\(\\d+\\)\\.markTrapped\\(e\\)\\) \\{ throw e; \\}\\s*ret = \\{ tag: 'err', val: getErrorPayload\\(e\\) \\};)\\s*\\}\\n`,
-);
-// One without: a throw traps the instance and fails the call (jco rejects the host task and
-// returns its completion promise, which the suspending import rethrows).
-const AWAITED_PLAIN = new RegExp(
-  `${AWAITED_CALL}\\} catch \\(err\\) \\{\\s*_debugLog\\([^;]*\\);\\s*(getOrCreateAsyncState\\(\\d+\\)\\.markTrapped\\(err\\);)\\s*task\\.setErrored\\(err\\);\\s*task\\.reject\\(err\\);\\s*task\\.exit\\(\\);\\s*return task\\.completionPromise\\(\\);\\s*\\}\\n`,
-);
+// From `const hostProvided = true;` to `const started = task.enterSync();`: the host task created
+// (synchronous: `isAsync: false`) and linked to the wrapper's subtask.
+const HOST_TASK =
+  /const hostProvided = true;\s*let parentTask;\s*let task;\s*let subtask;\s*const createTask = \(\) => \{\s*const results = createNewCurrentTask\(\{\s*componentIdx: -1,\s*isAsync: false,[^}]*\}\);\s*task = results\[0\];\s*\};\s*taskCreation: \{[\s\S]*?task\.setParentSubtask\(subtask\);\s*\}\s*\}\s*const started = task\.enterSync\(\);/;
 
 // The call of the host function: `_withGlobalCurrentTaskMeta({ componentIdx, taskID, fn: () =>
 // _trackHostOperation(() => CALL), })` and the line with the statement's `;` (CALL may span lines:
@@ -148,16 +112,6 @@ function balanced(expr: string): boolean {
   return depth === 0;
 }
 
-/** Whether a rewritten function body is valid JavaScript (parsed, never run): a shape the patterns misread is kept as jco wrote it. */
-function parses(body: string): boolean {
-  try {
-    new Function(body);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The body of one trampoline rewritten, or undefined when it is not exactly the shape above. */
 function rewriteBody(body: string): string | undefined {
   if (!HOST_TASK.test(body)) return undefined;
@@ -174,71 +128,6 @@ function rewriteBody(body: string): string | undefined {
   out = out.slice(0, out.length - whole.length) + (returned !== undefined ? `return ${returned};` : '');
   if (/\b(parentTask|subtask|started|createTask)\b/.test(out)) return undefined;
   for (const m of out.matchAll(/\btask\.(\w+)\(/g)) if (!STUB_METHODS.has(m[1]!)) return undefined;
-  return out;
-}
-
-/** The body of a trampoline that may suspend, rewritten (see the header), or undefined when it is not exactly that shape. */
-function rewriteSuspendingBody(body: string): string | undefined {
-  if (!HOST_TASK_AWAITED.test(body)) return undefined;
-  const out = body.replace(HOST_TASK_AWAITED, 'const task = _murHostTask;');
-  const withResult = AWAITED_RESULT.exec(out);
-  const m = withResult ?? AWAITED_PLAIN.exec(out);
-  if (!m || (withResult ? !m[1] : m[1]) || !balanced(m[2]!) || (withResult && !balanced(m[3]!))) return undefined;
-  const [whole, hostRet, call] = m as unknown as [string, string | undefined, string];
-  // What the answer becomes, and what a throw does: for a result, its `err` (or a trap, rethrown);
-  // without one, a trap, rethrown.
-  const lower = withResult ? `(${hostRet}) => { ret = ${m[3]}; return _murRest(); }` : '(value) => { ret = value; return _murRest(); }';
-  const fail = withResult ? `(e) => { ${m[4]} return _murRest(); }` : `(err) => { ${m[3]} throw err; }`;
-  const before = out.slice(0, m.index);
-  let rest = out.slice(m.index + whole.length);
-  const tail = TAIL.exec(rest);
-  if (!tail) return undefined;
-  const [tailText, resolved, returned] = tail;
-  if (returned !== undefined ? returned !== resolved : !/^[\w$]+$/.test(resolved!)) return undefined;
-  rest = rest.slice(0, rest.length - tailText.length) + (returned !== undefined ? `return ${returned};` : '');
-  if (!/\blet ret;\s*$/.test(before)) return undefined;
-  const next = `${before}
-    const _murRest = () => {${rest}
-    };
-    const _murFail = ${fail};
-    let _murAnswer;
-    try {
-      _murAnswer = _murHostResult(${call});
-    } catch (e) {
-      return _murFail(e);
-    }
-    return _murSuspendingResult(_murAnswer, ${lower}, _murFail);`;
-  if (/\bawait\b|\b(parentTask|subtask|started|createTask)\b/.test(next)) return undefined;
-  for (const c of next.matchAll(/\btask\.(\w+)\(/g)) if (!STUB_METHODS.has(c[1]!)) return undefined;
-  return parses(next) ? next : undefined;
-}
-
-/**
- * Switches `let trampolineN = _trampolineN.manuallyAsync ? new WebAssembly.Suspending(…` to the
- * direct call for the rewritten suspending trampolines (the guest still suspends on a promise:
- * WebAssembly.Suspending is kept); undefined when a wrapper is not where it should be.
- */
-function directSuspendingWrappers(js: string, rewritten: Set<string>): string | undefined {
-  let out = js;
-  for (const n of rewritten) {
-    const head = `let trampoline${n} = _trampoline${n}.manuallyAsync ? new WebAssembly.Suspending(`;
-    const start = out.indexOf(head);
-    if (start < 0) return undefined;
-    const call = /^_suspendingImport\(\d+, _lowerImportBackwardsCompat\.bind\(/.exec(out.slice(start + head.length));
-    const end = out.indexOf('))) : ', start);
-    const args = out.slice(start, end);
-    if (
-      !call ||
-      end < 0 ||
-      !/\bisAsync: false,/.test(args) ||
-      !/\bfuncTypeIsAsync: false,/.test(args) ||
-      !new RegExp(`importFn: _trampoline${n},`).test(args)
-    ) {
-      return undefined;
-    }
-    // `_murDirectImport(null, _murBoundArgs(null, {…}))`: the same arguments object jco binds.
-    out = `${out.slice(0, start + head.length)}_murDirectImport(null, _murBoundArgs(${out.slice(start + head.length + call[0].length)}`;
-  }
   return out;
 }
 
@@ -266,34 +155,19 @@ function directWrappers(js: string, rewritten: Set<string>): string | undefined 
 
 /** The glue with every synchronous host import it can prove so called directly (see above). */
 export function rewriteGlue(js: string): GlueRewrite {
-  const syncTotal = [...js.matchAll(TRAMPOLINE)].length;
-  const total = syncTotal + [...js.matchAll(SUSPENDING_TRAMPOLINE)].length;
+  const total = [...js.matchAll(TRAMPOLINE)].length;
   const unchanged = { js, direct: 0, kept: total };
-  if (total === 0 || js.split(LOWER_IMPORT).length !== 2) return unchanged;
-  // Imports that may suspend the guest (JSPI): rewritten as such, or left to jco's own code.
-  const suspending = new Set([...js.matchAll(/\b_trampoline(\d+)\.manuallyAsync\s*=\s*true\b/g)].map((m) => m[1]!));
+  if (total === 0 || /manuallyAsync\s*=[^=]/.test(js) || js.split(LOWER_IMPORT).length !== 2) return unchanged;
   const rewritten = new Set<string>();
-  const rewrittenSuspending = new Set<string>();
-  const bodies = js
-    .replace(TRAMPOLINE, (whole, name: string, n: string, params: string, body: string, indent: string, semi: string) => {
-      if (suspending.has(n)) return whole;
-      const next = rewriteBody(body);
-      if (next === undefined) return whole;
-      rewritten.add(n);
-      return `const ${name} = function(${params}) {${next}\n${indent}}${semi}\n${indent}${name}.fnName = `;
-    })
-    .replace(SUSPENDING_TRAMPOLINE, (whole, name: string, n: string, params: string, body: string, indent: string, semi: string) => {
-      if (!suspending.has(n)) return whole;
-      const next = rewriteSuspendingBody(body);
-      if (next === undefined) return whole;
-      rewrittenSuspending.add(n);
-      return `const ${name} = function(${params}) {${next}\n${indent}}${semi}\n${indent}${name}.fnName = `;
-    });
-  if (rewritten.size + rewrittenSuspending.size === 0) return unchanged;
+  const bodies = js.replace(TRAMPOLINE, (whole, name: string, n: string, params: string, body: string, indent: string, semi: string) => {
+    const next = rewriteBody(body);
+    if (next === undefined) return whole;
+    rewritten.add(n);
+    return `const ${name} = function(${params}) {${next}\n${indent}}${semi}\n${indent}${name}.fnName = `;
+  });
+  if (rewritten.size === 0) return unchanged;
   const wrapped = directWrappers(bodies, rewritten);
-  const both = wrapped === undefined ? undefined : directSuspendingWrappers(wrapped, rewrittenSuspending);
-  if (both === undefined) return unchanged;
-  const at = both.indexOf(LOWER_IMPORT);
-  const direct = rewritten.size + rewrittenSuspending.size;
-  return { js: both.slice(0, at) + HELPERS.trimStart() + both.slice(at), direct, kept: total - direct };
+  if (wrapped === undefined) return unchanged;
+  const at = wrapped.indexOf(LOWER_IMPORT);
+  return { js: wrapped.slice(0, at) + HELPERS.trimStart() + wrapped.slice(at), direct: rewritten.size, kept: total - rewritten.size };
 }

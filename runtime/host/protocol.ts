@@ -50,12 +50,6 @@ export interface WorkerInit {
    */
   netPort?: MessagePort;
   netFlag?: SharedArrayBuffer;
-  /**
-   * Instead of the route to the main thread: the thread performs its guests' outgoing HTTP itself
-   * while they suspend (wasi-io/suspend.ts; JSPI). With a thread's first slot only; its slots that
-   * import outgoing HTTP then come with their suspending glue (`jsPath`).
-   */
-  suspends?: boolean;
 }
 
 export type ToWorker =

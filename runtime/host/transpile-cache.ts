@@ -25,12 +25,6 @@ export interface LoadedComponent {
   dir: string;
   /** The ESM glue exporting `instantiate`. */
   jsPath: string;
-  /**
-   * The glue whose waits on outgoing HTTP suspend the guest (JSPI) instead of blocking its thread:
-   * only for a component that imports outgoing HTTP (transpile-jco.ts); run where the runtime has
-   * JSPI (workers.ts).
-   */
-  suspendingJsPath?: string;
   /** Core module file names the glue asks for, in its folder. */
   coreFiles: string[];
   /** Interfaces the component imports, unversioned (`wasi:cli/stdout`, `murmur:task/task`). */
@@ -95,7 +89,6 @@ export async function loadComponent(
     sha256: sha,
     dir,
     jsPath: join(dir, 'component.js'),
-    ...(meta.suspendingGlue ? { suspendingJsPath: join(dir, meta.suspendingGlue) } : {}),
     coreFiles: meta.coreFiles,
     imports: meta.imports,
     exports: meta.exports,
@@ -154,7 +147,6 @@ export function cached(name: string, sha: string, cacheDir: string, explicit: bo
         sha256: sha,
         dir: d,
         jsPath: join(d, 'component.js'),
-        ...(meta.suspendingGlue ? { suspendingJsPath: join(d, meta.suspendingGlue) } : {}),
         coreFiles: meta.coreFiles,
         imports: meta.imports,
         exports: meta.exports,

@@ -27,36 +27,13 @@ export interface Meta {
   exports: string[];
   coreFiles: string[];
   jco: string;
-  /**
-   * The glue whose blocking WASI imports suspend the guest (JSPI) instead of blocking its thread,
-   * beside `component.js` and sharing its core modules: made for a component that imports outgoing
-   * HTTP (its waits are the ones worth not blocking on; suspend.ts).
-   */
-  suspendingGlue?: string;
 }
-
-/** The file name of the suspending glue in a cache entry. */
-export const SUSPENDING_GLUE = 'component.jspi.js';
-
-/**
- * The imports a suspending glue lets suspend: every WASI call that can wait on outgoing HTTP
- * (runtime/host/wasi-io/backend.ts answers those with a promise on the in-thread route).
- */
-export const SUSPENDING_IMPORTS = [
-  'wasi:io/poll#[method]pollable.block',
-  'wasi:io/poll#poll',
-  'wasi:io/streams#[method]input-stream.blocking-read',
-  'wasi:io/streams#[method]input-stream.blocking-skip',
-  'wasi:io/streams#[method]output-stream.blocking-splice',
-];
 
 /** What the transpile of one component gives: the glue and core modules by file name, and the component's imports and exports. */
 export interface Generated {
   files: Record<string, Uint8Array>;
   imports: string[];
   exports: [string, string][];
-  /** The suspending glue (Meta.suspendingGlue), for a component that imports outgoing HTTP. */
-  suspending?: Uint8Array;
 }
 
 interface Bindgen {
@@ -111,46 +88,14 @@ async function bindgen(): Promise<Bindgen> {
   return m;
 }
 
-/**
- * The glue and core modules of a component, exactly as jco's `transpile` with GENERATE's options
- * gives them; for a component that imports outgoing HTTP, also the glue jco makes with
- * `asyncMode: jspi` for SUSPENDING_IMPORTS and every export (its core modules are the same bytes).
- */
+/** The glue and core modules of a component, exactly as jco's `transpile` with GENERATE's options gives them. */
 export async function generateComponent(bytes: Uint8Array): Promise<Generated> {
   const core = await bindgen();
   // The loading's pages go before the first transpile, that transpile's compile's after it (transpile-pages.ts).
   transpilePagesGo('jco loaded');
   const g = core.generate(bytes, GENERATE);
   transpilePagesGo('first transpiled');
-  const files = Object.fromEntries(g.files);
-  const out: Generated = { files, imports: g.imports, exports: g.exports };
-  if (g.imports.some((i) => i.replace(/@[^/]*$/, '') === 'wasi:http/outgoing-handler')) {
-    const imports = suspendingImportNames(Buffer.from(files['component.js']!).toString('utf8'));
-    const s = core.generate(bytes, { ...GENERATE, asyncMode: { tag: 'jspi', val: { imports, exports: ['*'] } } });
-    out.suspending = s.files.find(([f]) => f === 'component.js')![1];
-  }
-  return out;
-}
-
-/**
- * SUSPENDING_IMPORTS with the WASI version the component imports (jco matches versioned names; the
- * version is read from the synchronous glue, which names every import it binds).
- */
-function suspendingImportNames(glue: string): string[] {
-  return SUSPENDING_IMPORTS.map((name) => {
-    const [iface, fn] = name.split('#') as [string, string];
-    const version = new RegExp(`${iface.replace('/', '\\/')}@(\\d+\\.\\d+\\.\\d+[^"'\\s#]*)`).exec(glue)?.[1];
-    return version ? `${iface}@${version}#${fn}` : name;
-  });
-}
-
-/** A glue as the cache keeps it: jco's debug log off, synchronous host imports called directly (glue-rewrite.ts). */
-function finishGlue(content: Uint8Array): string {
-  // `_debugLog` reads process.env on every call of the glue's async machinery (a C++ interceptor
-  // each time); belt and braces for the non-hybrid paths of the glue, and every path of a
-  // suspending glue, which uses that machinery for its exports and suspending imports.
-  const js = Buffer.from(content).toString('utf8').replaceAll('if (!globalThis?.process?.env?.JCO_DEBUG) { return; }', 'return;');
-  return rewriteGlue(js).js;
+  return { files: Object.fromEntries(g.files), imports: g.imports, exports: g.exports };
 }
 
 export async function transpileInto(name: string, bytes: Uint8Array, dir: string): Promise<Meta> {
@@ -170,7 +115,12 @@ export async function transpileInto(name: string, bytes: Uint8Array, dir: string
   const coreFiles: string[] = [];
   for (const [file, content] of Object.entries(out.files)) {
     let data = content;
-    if (file.endsWith('.js')) data = Buffer.from(finishGlue(content));
+    if (file.endsWith('.js')) {
+      // Belt and braces for the non-hybrid paths of the glue.
+      const js = Buffer.from(content).toString('utf8').replaceAll('if (!globalThis?.process?.env?.JCO_DEBUG) { return; }', 'return;');
+      // Synchronous host imports called without jco's async-task bookkeeping (glue-rewrite.ts).
+      data = Buffer.from(rewriteGlue(js).js);
+    }
     if (file.endsWith('.wasm')) coreFiles.push(file);
     mkdirSync(join(tmp, file, '..'), { recursive: true });
     writeFileSync(join(tmp, file), data);
@@ -183,10 +133,6 @@ export async function transpileInto(name: string, bytes: Uint8Array, dir: string
     coreFiles: coreFiles.sort(),
     jco: JCO_VERSION,
   };
-  if (out.suspending) {
-    writeFileSync(join(tmp, SUSPENDING_GLUE), finishGlue(out.suspending));
-    meta.suspendingGlue = SUSPENDING_GLUE;
-  }
   writeFileSync(join(tmp, 'meta.json'), JSON.stringify(meta, null, 2));
   try {
     renameSync(tmp, dir);

@@ -14,7 +14,6 @@ import { pathToFileURL } from 'node:url';
 import { lastResortGc } from '../last-resort-gc.ts';
 import { lateBoundWasi, type LateBoundWasi } from './wasi.ts';
 import { connectNet } from './wasi-io/channel.ts';
-import { enableSuspending } from './wasi-io/suspend.ts';
 import { GROW_FAILED_EXPORT } from './grow-probe.ts';
 import { TO_MAIN, TO_WORKER, pollDoorbell, ring, rings } from './doorbell.ts';
 import { ONE_WAY_IMPORTS, type FromWorker, type HostCallReply, type ToWorker, type WorkerInit } from './protocol.ts';
@@ -82,8 +81,7 @@ function hostEvent(s: Slot, iface: string, fn: string, args: unknown[]): undefin
 
 async function start(init: WorkerInit): Promise<void> {
   // The thread's route for outgoing HTTP comes with its first slot.
-  if (init.suspends) enableSuspending();
-  else if (init.netPort && init.netFlag) connectNet(init.netPort, init.netFlag, () => ring(bells, TO_MAIN));
+  if (init.netPort && init.netFlag) connectNet(init.netPort, init.netFlag, () => ring(bells, TO_MAIN));
   const slot = init.slot;
   // A spare is instantiated before it has grants; its instance binds them with the first message.
   const wasi = lateBoundWasi(init.component, (d) => answer({ type: 'network-denied', slot, ...d }), init.grants);

@@ -12,7 +12,6 @@ import type { FromWorker, Grants, ImportSpec, ToWorker, WorkerInit } from './pro
 import { WorkerLink } from './worker-link.ts';
 import { workerExecArgv } from './worker-flags.ts';
 import { serveNet } from './wasi-io/net-relay.ts';
-import { suspendingThreads } from './suspending.ts';
 import type { LoadedComponent } from './transpile-cache.ts';
 
 // The worker boot is shared with the token counter (runtime/inference/): it sits on layer 0.
@@ -197,10 +196,6 @@ export interface Launched {
   release(): void;
 }
 
-/** Threads whose guests suspend while they wait on outgoing HTTP (suspending.ts), by worker. */
-const SUSPENDING = new WeakSet<Worker>();
-let suspends: boolean | undefined;
-
 /**
  * Instantiates a component in a slot of a booted worker: with its grants, or with none yet (a
  * spare, whose instance binds them later with a `bind` message). `withNet`: this is the worker's
@@ -218,18 +213,11 @@ export function instantiateIn(
   o: { withNet: boolean; ownWorker: boolean },
 ): Launched {
   const { withNet, ownWorker } = o;
-  // The thread's mode comes with its first slot; its slots that import outgoing HTTP then run
-  // the glue that suspends them while they wait (one that blocks would wait forever: nothing
-  // arrives in a thread that performs its requests itself while it is blocked).
-  if (withNet && (suspends ??= suspendingThreads())) SUSPENDING.add(worker);
-  const suspending = SUSPENDING.has(worker);
-  const jsPath = suspending && c.suspendingJsPath ? c.suspendingJsPath : c.jsPath;
   const flagBuf = new SharedArrayBuffer(4);
   const { port1: mainPort, port2: hostPort } = new MessageChannel();
-  const init: WorkerInit = { slot, jsPath, component: c.name, modules, grants, importSpec, flag: flagBuf, hostPort };
+  const init: WorkerInit = { slot, jsPath: c.jsPath, component: c.name, modules, grants, importSpec, flag: flagBuf, hostPort };
   const transfer: MessagePort[] = [hostPort];
-  if (withNet && suspending) init.suspends = true;
-  else if (withNet) {
+  if (withNet) {
     // The guest's outgoing HTTP, performed here (wasi-io/net-relay.ts).
     const netFlag = new SharedArrayBuffer(4);
     const { port1: netMain, port2: netPort } = new MessageChannel();

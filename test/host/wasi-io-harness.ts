@@ -1,10 +1,8 @@
 /**
  * Runs in a worker thread (booted by runtime/worker-boot.mjs): drives the in-thread WASI I/O
  * backend with the shim's own call numbers, as the shim's stream and HTTP classes call it, and
- * posts what it saw. Outgoing HTTP takes the route the test names: `relay`, a real NetClient to the
- * test's main thread, where runtime/host/wasi-io/net-relay.ts performs it against a real server
- * while this thread blocks; `local`, a LocalNet performing it in this thread, where a wait on HTTP
- * is a promise (what a suspending guest import awaits) and the event loop runs meanwhile.
+ * posts what it saw. Outgoing HTTP goes through a real NetClient to the test's main thread, where
+ * runtime/host/wasi-io/net-relay.ts performs it against a real server.
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -12,20 +10,12 @@ import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 import { IoBackend } from '../../runtime/host/wasi-io/backend.ts';
 import { NetClient } from '../../runtime/host/wasi-io/net-client.ts';
-import { LocalNet } from '../../runtime/host/wasi-io/net-local.ts';
 
 const shim = join(dirname(createRequire(import.meta.url).resolve('@bytecodealliance/preview2-shim')), '../..');
 const c = (await import(pathToFileURL(join(shim, 'dist/io/calls.js')).href)) as Record<string, number>;
-const local = workerData.route === 'local';
-const net = local ? new LocalNet() : new NetClient(workerData.netPort, new Int32Array(workerData.netFlag));
+const net = new NetClient(workerData.netPort, new Int32Array(workerData.netFlag));
 const io = new IoBackend(c, { net: () => net });
-/** Calls that answered with a promise (the guest would have suspended) in the current scenario. */
-let suspended = 0;
-const call = (n: number, id: number | null = null, payload?: unknown): unknown => {
-  const r = io.call(n, id, payload);
-  if (r instanceof Promise) suspended++;
-  return r;
-};
+const call = (n: number, id: number | null = null, payload?: unknown): unknown => io.call(n, id, payload);
 const enc = new TextEncoder();
 /** Resources opened during the current scenario and still open (earlier scenarios' leftovers aside). */
 let atStart = io.counts();
@@ -51,21 +41,19 @@ function request(method: string, url: string, body?: Uint8Array[], contentLength
   return future;
 }
 
-type Response = { tag: string; val: { tag: string; val: { status: number; headers: [string, string][]; bodyStreamId: number } | unknown } };
-
-async function response(future: number): Promise<Response> {
+function response(future: number): { tag: string; val: { tag: string; val: { status: number; headers: [string, string][]; bodyStreamId: number } | unknown } } {
   const poll = call(c.FUTURE_SUBSCRIBE! | c.HTTP!, future) as number;
-  await call(c.POLL_POLLABLE_BLOCK!, poll);
+  call(c.POLL_POLLABLE_BLOCK!, poll);
   call(c.POLL_POLLABLE_DISPOSE!, poll);
   return call(c.FUTURE_TAKE_VALUE! | c.HTTP!, future) as never;
 }
 
-async function readAll(stream: number): Promise<{ bytes: number; text: string; reads: number }> {
+function readAll(stream: number): { bytes: number; text: string; reads: number } {
   const parts: Uint8Array[] = [];
   let reads = 0;
   for (;;) {
     try {
-      parts.push((await call(c.INPUT_STREAM_BLOCKING_READ! | c.HTTP!, stream, 65536n)) as Uint8Array);
+      parts.push(call(c.INPUT_STREAM_BLOCKING_READ! | c.HTTP!, stream, 65536n) as Uint8Array);
       reads++;
     } catch (e) {
       if ((e as { tag?: string }).tag === 'closed') break;
@@ -77,21 +65,21 @@ async function readAll(stream: number): Promise<{ bytes: number; text: string; r
 }
 
 const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
-  async get(a) {
+  get(a) {
     const f = request('GET', a.url as string);
-    const r = await response(f);
+    const r = response(f);
     const head = r.val.val as { status: number; headers: [string, string][]; bodyStreamId: number };
-    const body = await readAll(head.bodyStreamId);
+    const body = readAll(head.bodyStreamId);
     call(c.INPUT_STREAM_DISPOSE! | c.HTTP!, head.bodyStreamId);
     call(c.FUTURE_DISPOSE! | c.HTTP!, f);
-    return { tag: r.val.tag, status: head.status, headers: head.headers, ...body, left: opened(), suspended };
+    return { tag: r.val.tag, status: head.status, headers: head.headers, ...body, left: opened() };
   },
-  async post(a) {
+  post(a) {
     const parts = (a.parts as string[]).map((p) => enc.encode(p));
     const f = request('POST', a.url as string, parts, a.contentLength as bigint | undefined, [['content-type', 'text/plain']]);
-    const r = await response(f);
+    const r = response(f);
     const head = r.val.val as { status: number; bodyStreamId: number };
-    return { status: head.status, echoed: (await readAll(head.bodyStreamId)).text };
+    return { status: head.status, echoed: readAll(head.bodyStreamId).text };
   },
   tooLong(a) {
     const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, 3n) as number;
@@ -129,62 +117,57 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
     }
   },
   /** Reads the head, waits until the whole response has reached this thread, then reads the body. */
-  async getWhole(a) {
+  getWhole(a) {
     const f = request('GET', a.url as string);
-    const head = (await response(f)).val.val as { status: number; bodyStreamId: number };
+    const head = response(f).val.val as { status: number; bodyStreamId: number };
     // The exchange leaves the client once its end has arrived: every chunk is here by then.
-    while (net.inFlight) {
-      if (net instanceof LocalNet) await net.next(Infinity);
-      else net.waitOnce(() => !net.inFlight, Infinity);
-    }
-    const body = await readAll(head.bodyStreamId);
+    while (net.inFlight) net.waitOnce(() => !net.inFlight, Infinity);
+    const body = readAll(head.bodyStreamId);
     call(c.INPUT_STREAM_DISPOSE! | c.HTTP!, head.bodyStreamId);
     call(c.FUTURE_DISPOSE! | c.HTTP!, f);
     return { status: head.status, ...body };
   },
-  async refused(a) {
-    const r = await response(request('GET', a.url as string));
+  refused(a) {
+    const r = response(request('GET', a.url as string));
     return { outer: r.tag, inner: r.val.tag, code: r.val.val };
   },
   /** Reads the head, then drops the response future and body before the body ends. */
-  async dropEarly(a) {
+  dropEarly(a) {
     const f = request('GET', a.url as string);
-    const head = (await response(f)).val.val as { status: number; bodyStreamId: number };
+    const head = response(f).val.val as { status: number; bodyStreamId: number };
     call(c.INPUT_STREAM_DISPOSE! | c.HTTP!, head.bodyStreamId);
     call(c.FUTURE_DISPOSE! | c.HTTP!, f);
     return { status: head.status, left: opened() };
   },
   /** Reads the body until it holds `marker`, then drops it, as a driver does at a stream's last event. */
-  async dropAtMarker(a) {
+  dropAtMarker(a) {
     const f = request('GET', a.url as string);
-    const head = (await response(f)).val.val as { status: number; bodyStreamId: number };
+    const head = response(f).val.val as { status: number; bodyStreamId: number };
     let text = '';
     while (!text.includes(a.marker as string))
-      text += Buffer.from((await call(c.INPUT_STREAM_BLOCKING_READ! | c.HTTP!, head.bodyStreamId, 65536n)) as Uint8Array).toString();
+      text += Buffer.from(call(c.INPUT_STREAM_BLOCKING_READ! | c.HTTP!, head.bodyStreamId, 65536n) as Uint8Array).toString();
     call(c.INPUT_STREAM_DISPOSE! | c.HTTP!, head.bodyStreamId);
     call(c.FUTURE_DISPOSE! | c.HTTP!, f);
     return { status: head.status, text, left: opened() };
   },
   /** Sends `n` requests at once, then reads each response to its end. */
-  async parallel(a) {
+  parallel(a) {
     const futures = Array.from({ length: a.n as number }, () => request('GET', a.url as string));
-    const out: string[] = [];
-    for (const f of futures) {
-      const head = (await response(f)).val.val as { status: number; bodyStreamId: number };
-      const body = (await readAll(head.bodyStreamId)).text;
+    return futures.map((f) => {
+      const head = response(f).val.val as { status: number; bodyStreamId: number };
+      const body = readAll(head.bodyStreamId).text;
       call(c.INPUT_STREAM_DISPOSE! | c.HTTP!, head.bodyStreamId);
       call(c.FUTURE_DISPOSE! | c.HTTP!, f);
-      out.push(`${head.status} ${body}`);
-    }
-    return out;
+      return `${head.status} ${body}`;
+    });
   },
   /** Sends a request and blocks on it forever (the test terminates this worker). */
-  async hang(a) {
-    await response(request('GET', a.url as string));
+  hang(a) {
+    response(request('GET', a.url as string));
     return {};
   },
   /** A request whose body is never finished, polled with ready() only (no blocking call). */
-  async pollReady(a) {
+  pollReady(a) {
     const u = new URL(a.url as string);
     const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, undefined) as number;
     const f = call(c.HTTP_CREATE_REQUEST!, null, {
@@ -197,16 +180,14 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
     }) as number;
     const p = call(c.FUTURE_SUBSCRIBE! | c.HTTP!, f) as number;
     while (!(call(c.POLL_POLLABLE_READY!, p) as boolean)) {
-      // Yield the thread briefly between polls, as a guest doing other work would (on the local
-      // route the thread's own event loop performs the request, so it must run meanwhile).
-      if (local) await new Promise((r) => setTimeout(r, 1));
-      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+      // Yield the thread briefly between polls, as a guest doing other work would.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
     }
     const r = call(c.FUTURE_TAKE_VALUE! | c.HTTP!, f) as { val: { val: { status: number } } };
     return { status: r.val.val.status };
   },
   /** Drops the response future while its request still waits for its body, then finishes the body. */
-  async dropBeforeSend(a) {
+  dropBeforeSend(a) {
     const u = new URL(a.url as string);
     const out = call(c.OUTPUT_STREAM_CREATE! | c.HTTP!, null, undefined) as number;
     const f = call(c.HTTP_CREATE_REQUEST!, null, {
@@ -223,7 +204,7 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
     call(c.HTTP_OUTGOING_BODY_DISPOSE!, out);
     // Then a request that is sent: the server sees it, and it alone.
     const g = request('GET', `${u.origin}/after`);
-    const head = (await response(g)).val.val as { status: number };
+    const head = response(g).val.val as { status: number };
     return { status: head.status };
   },
   clock() {
@@ -287,11 +268,10 @@ const scenarios: Record<string, (a: Record<string, unknown>) => unknown> = {
   },
 };
 
-parentPort!.on('message', async (m: { scenario: string; args: Record<string, unknown> }) => {
+parentPort!.on('message', (m: { scenario: string; args: Record<string, unknown> }) => {
   atStart = io.counts();
-  suspended = 0;
   try {
-    parentPort!.postMessage({ result: await scenarios[m.scenario]!(m.args) });
+    parentPort!.postMessage({ result: scenarios[m.scenario]!(m.args) });
   } catch (e) {
     parentPort!.postMessage({ error: String((e as Error)?.message ?? JSON.stringify(e)) });
   }

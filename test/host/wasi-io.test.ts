@@ -1,9 +1,7 @@
 /**
  * The component thread's WASI I/O (runtime/host/wasi-io/): streams, pollables, clocks, files and
- * outgoing HTTP answered in the thread itself, HTTP performed by the main thread once per request
- * (the relay, for guests that block) or by the component thread itself (the local route, for
- * guests that suspend: every HTTP case runs on both). Driven in a real worker thread with
- * preview2-shim's own call numbers, against a real HTTP server.
+ * outgoing HTTP answered in the thread itself, HTTP performed by the main thread once per request.
+ * Driven in a real worker thread with preview2-shim's own call numbers, against a real HTTP server.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { constants, mkdtempSync, readFileSync } from 'node:fs';
@@ -66,14 +64,11 @@ interface Harness {
   run(scenario: string, args?: Record<string, unknown>): Promise<Record<string, unknown>>;
 }
 
-type Route = 'relay' | 'local';
-
-async function harness(route: Route = 'relay'): Promise<Harness> {
+async function harness(): Promise<Harness> {
   const netFlag = new SharedArrayBuffer(4);
   const { port1, port2 } = new MessageChannel();
-  // The local route's thread performs its requests itself: nothing serves the channel here.
-  if (route === 'relay') serveNet(port1, new Int32Array(netFlag));
-  const worker = new Worker(BOOT, { workerData: { entry: HARNESS, route, netPort: port2, netFlag }, transferList: [port2], execArgv: [] });
+  serveNet(port1, new Int32Array(netFlag));
+  const worker = new Worker(BOOT, { workerData: { entry: HARNESS, netPort: port2, netFlag }, transferList: [port2], execArgv: [] });
   // As runtime/host/workers.ts launch() does: a worker's end closes the main side of its channel.
   worker.once('exit', () => port1.close());
   await new Promise<void>((resolve, reject) => {
@@ -110,27 +105,7 @@ afterAll(async () => {
   await h?.worker.terminate();
 });
 
-describe.each(['relay', 'local'] as const)('outgoing HTTP from a component thread (%s route)', (route) => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await harness(route);
-  });
-  afterAll(async () => {
-    await h?.worker.terminate();
-  });
-
-  it(
-    route === 'relay'
-      ? 'the guest’s thread blocks while it waits: no call answers with a promise'
-      : 'a wait on HTTP answers with a promise: the guest suspends and the thread performs the request meanwhile',
-    async () => {
-      const r = await h.run('get', { url: `${base}/plain` });
-      expect(r.status).toBe(200);
-      if (route === 'relay') expect(r.suspended).toBe(0);
-      else expect(r.suspended as number).toBeGreaterThan(0);
-    },
-  );
-
+describe('outgoing HTTP from a component thread', () => {
   it('brings back status, every header (a repeated one kept apart) and a 3 MiB body byte for byte, and leaves no stream, poll or future open', async () => {
     const r = await h.run('get', { url: `${base}/big` });
     expect(r.tag).toBe('ok');
@@ -176,7 +151,7 @@ describe.each(['relay', 'local'] as const)('outgoing HTTP from a component threa
     expect(r).toEqual({ outer: 'ok', inner: 'err', code: { tag: 'connection-refused' } });
   });
 
-  it('a response the guest drops before its end is aborted (the server sees the connection close)', async () => {
+  it('a response the guest drops before its end is aborted on the main thread (the server sees the connection close)', async () => {
     slowClosed = new Promise((r) => (onSlowClosed = r));
     const r = await h.run('dropEarly', { url: `${base}/slow` });
     expect(r).toEqual({ status: 200, left: { streams: 0, polls: 0, futures: 0 } });
@@ -194,7 +169,7 @@ describe.each(['relay', 'local'] as const)('outgoing HTTP from a component threa
   });
 
   it('a worker stopped while it waits for a response leaves no request running', async () => {
-    const other = await harness(route);
+    const other = await harness();
     slowClosed = new Promise((r) => (onSlowClosed = r));
     const seenByServer = new Promise<void>((r) => (onSlowSeen = r));
     void other.run('hang', { url: `${base}/slow` }).catch(() => {});

@@ -6,13 +6,7 @@
  * request at 0.3–2.5 ms each under load (11 ms a request), and ≈ 8 MiB of RSS per component for
  * that thread. Here a call is a function call: stream and poll state lives in this thread, files
  * are read and written with synchronous fs calls, clocks are deadlines, and only HTTP leaves the
- * thread, once per request (net-client.ts → the main thread's net-relay.ts), or not at all in a thread
- * whose guests suspend while they wait (JSPI, suspend.ts: net-local.ts performs the request here).
- *
- * A wait on outgoing HTTP blocks the thread on the relay's route; on the local route it is a
- * promise (the guest's suspending import awaits it), since nothing could arrive while the thread
- * blocked. Only a guest transpiled with suspending imports can hold an HTTP resource in such a
- * thread (workers.ts), so a promise only ever reaches an import that awaits it.
+ * thread, once per request (net-client.ts → the main thread's net-relay.ts).
  *
  * The call numbers and the shapes of payloads and results are the shim's protocol (its
  * io/calls.js, io/worker-thread.js), which the worker bundle plugs this into (bundle.ts); this
@@ -22,7 +16,7 @@
  */
 import { hrtime } from 'node:process';
 import { Files } from './files.ts';
-import type { Exchange, NetRoute } from './net-route.ts';
+import type { NetClient, Exchange } from './net-client.ts';
 import type { HttpErrorCode } from './net-protocol.ts';
 import { concat, takeBytes } from './chunk-queue.ts';
 
@@ -74,13 +68,13 @@ interface HttpRequestPayload {
 
 export interface IoBackendOptions {
   /** The route for outgoing HTTP; none until the worker has its channel (a request then fails). */
-  net: () => NetRoute | undefined;
+  net: () => NetClient | undefined;
 }
 
 export class IoBackend {
   readonly #c: CallTable;
   readonly #names: Map<number, string>;
-  readonly #net: () => NetRoute | undefined;
+  readonly #net: () => NetClient | undefined;
   readonly #files = new Files();
   readonly #streams = new Map<number, Stream>();
   readonly #polls = new Map<number, Poll>();
@@ -182,11 +176,9 @@ export class IoBackend {
       case c.INPUT_STREAM_BLOCKING_READ:
         return this.#read(this.#stream(id!), Number(payload), true);
       case c.INPUT_STREAM_SKIP:
-        return BigInt((this.#read(this.#stream(id!), Number(payload), false) as Uint8Array).byteLength);
-      case c.INPUT_STREAM_BLOCKING_SKIP: {
-        const read = this.#read(this.#stream(id!), Number(payload), true);
-        return read instanceof Promise ? read.then((b) => BigInt(b.byteLength)) : BigInt(read.byteLength);
-      }
+        return BigInt(this.#read(this.#stream(id!), Number(payload), false).byteLength);
+      case c.INPUT_STREAM_BLOCKING_SKIP:
+        return BigInt(this.#read(this.#stream(id!), Number(payload), true).byteLength);
       case c.INPUT_STREAM_SUBSCRIBE:
       case c.OUTPUT_STREAM_SUBSCRIBE:
         return this.#addPoll({ kind: 'stream', stream: this.#stream(id!) });
@@ -209,13 +201,9 @@ export class IoBackend {
       case c.OUTPUT_STREAM_SPLICE:
       case c.OUTPUT_STREAM_BLOCKING_SPLICE: {
         const p = payload as { src: number; len: bigint };
-        const read = this.#read(this.#stream(p.src), Number(p.len), op === c.OUTPUT_STREAM_BLOCKING_SPLICE);
-        const out = this.#stream(id!);
-        const move = (bytes: Uint8Array): bigint => {
-          this.#write(out, bytes);
-          return BigInt(bytes.byteLength);
-        };
-        return read instanceof Promise ? read.then(move) : move(read);
+        const bytes = this.#read(this.#stream(p.src), Number(p.len), op === c.OUTPUT_STREAM_BLOCKING_SPLICE);
+        this.#write(this.#stream(id!), bytes);
+        return BigInt(bytes.byteLength);
       }
     }
     throw new Error(`wasi-io: ${this.name(call)} is not available to components in this runtime`);
@@ -262,7 +250,7 @@ export class IoBackend {
 
   // -------------------------------------------------------------------------------- streams
 
-  #read(s: Stream, max: number, blocking: boolean): Uint8Array | Promise<Uint8Array> {
+  #read(s: Stream, max: number, blocking: boolean): Uint8Array {
     switch (s.kind) {
       case 'empty':
         throw CLOSED;
@@ -276,26 +264,15 @@ export class IoBackend {
         const x = s.exchange;
         const net = this.#net();
         net?.drain();
-        const has = (): boolean => x.chunks.length > 0 || x.ended || !!x.error;
-        if (blocking && net?.next && !has()) return this.#readLater(x, max, net.next.bind(net));
-        while (blocking && net?.waitOnce && !has()) net.waitOnce(has, Infinity);
-        return this.#readNow(x, max);
+        while (blocking && net && !x.chunks.length && !x.ended && !x.error) net.waitOnce(() => x.chunks.length > 0 || x.ended || !!x.error, Infinity);
+        if (x.chunks.length) return takeBytes(x.chunks, max);
+        if (x.error) throw { tag: 'last-operation-failed', val: { code: x.error.code.tag, message: x.error.message } };
+        if (x.ended) throw CLOSED;
+        return new Uint8Array(0);
       }
       default:
         throw new Error(`wasi-io: stream ${s.kind} cannot be read`);
     }
-  }
-
-  #readNow(x: Exchange, max: number): Uint8Array {
-    if (x.chunks.length) return takeBytes(x.chunks, max);
-    if (x.error) throw { tag: 'last-operation-failed', val: { code: x.error.code.tag, message: x.error.message } };
-    if (x.ended) throw CLOSED;
-    return new Uint8Array(0);
-  }
-
-  async #readLater(x: Exchange, max: number, next: (ms: number) => Promise<void>): Promise<Uint8Array> {
-    while (!x.chunks.length && !x.ended && !x.error) await next(Infinity);
-    return this.#readNow(x, max);
   }
 
   #write(s: Stream, bytes: Uint8Array): undefined {
@@ -426,48 +403,25 @@ export class IoBackend {
     }
   }
 
-  /**
-   * Blocks until at least one of the pollables is ready; their indices, as the shim returns them.
-   * On a route served by this thread (`next`), a list that waits on HTTP is waited on as a promise.
-   */
-  #block(ids: number[]): Uint32Array | Promise<Uint32Array> {
+  /** Blocks until at least one of the pollables is ready; their indices, as the shim returns them. */
+  #block(ids: number[]): Uint32Array {
     if (!ids.length) throw new Error('wasi-io: poll on an empty list');
     const list = ids.map((i) => this.#poll(i));
     for (const p of list) if (p.kind === 'future') this.#flushPending(p.future);
     const net = this.#net();
     const done = (): number[] => list.flatMap((p, i) => (this.#ready(p) ? [i] : []));
     net?.drain();
-    const onHttp = list.some((p) => p.kind === 'future' || (p.kind === 'stream' && p.stream.kind === 'http-in'));
-    if (net?.next && onHttp) {
-      const ready = done();
-      return ready.length ? new Uint32Array(ready) : this.#blockLater(list, done, net);
-    }
     for (let ready = done(); ; ready = done()) {
       if (ready.length) return new Uint32Array(ready);
-      const wait = this.#untilTimer(list, net);
-      // A thread with no route that blocks (a component run on the main thread: host/inline.ts, or
-      // a guest waiting on timers alone in a thread whose route is its own event loop) has nothing
-      // to wake it but the timer: it sleeps until then.
-      if (net?.waitOnce) net.waitOnce(() => done().length > 0, wait);
-      else Atomics.wait(SLEEP, 0, 0, wait);
+      let wait = Infinity;
+      const now = hrtime.bigint();
+      for (const p of list) if (p.kind === 'timer') wait = Math.min(wait, Number(p.at - now) / 1e6);
+      if (wait === Infinity && !net?.inFlight) throw new Error('wasi-io: poll would wait forever (nothing it waits on can become ready)');
+      // A thread with no route for outgoing HTTP (a component run on the main thread: host/inline.ts)
+      // has nothing to wake it but the timer: it sleeps until then.
+      if (!net) Atomics.wait(SLEEP, 0, 0, Math.max(0, wait));
+      else net.waitOnce(() => done().length > 0, Math.max(0, wait));
     }
-  }
-
-  async #blockLater(list: Poll[], done: () => number[], net: NetRoute): Promise<Uint32Array> {
-    for (;;) {
-      await net.next!(this.#untilTimer(list, net));
-      const ready = done();
-      if (ready.length) return new Uint32Array(ready);
-    }
-  }
-
-  /** Milliseconds until the list's earliest timer (Infinity: none); throws when nothing could ever wake the wait. */
-  #untilTimer(list: Poll[], net: NetRoute | undefined): number {
-    let wait = Infinity;
-    const now = hrtime.bigint();
-    for (const p of list) if (p.kind === 'timer') wait = Math.min(wait, Number(p.at - now) / 1e6);
-    if (wait === Infinity && !net?.inFlight) throw new Error('wasi-io: poll would wait forever (nothing it waits on can become ready)');
-    return Math.max(0, wait);
   }
 
   // ---------------------------------------------------------------------------------- files

@@ -4,10 +4,17 @@
  * guest blocks on a response that has not arrived.
  */
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import type { NetRequest, ToGuest } from './net-protocol.ts';
-import { applyToGuest, type Exchange, type NetRoute } from './net-route.ts';
+import type { HttpErrorCode, NetRequest, ToGuest } from './net-protocol.ts';
 
-export class NetClient implements NetRoute {
+export interface Exchange {
+  head?: { status: number; headers: [string, string][] };
+  /** Body bytes received and not read yet. */
+  chunks: Uint8Array[];
+  ended: boolean;
+  error?: { code: HttpErrorCode; message: string };
+}
+
+export class NetClient {
   readonly #port: MessagePort;
   readonly #flag: Int32Array;
   readonly #sent: () => void;
@@ -41,10 +48,25 @@ export class NetClient implements NetRoute {
     for (;;) {
       const got = receiveMessageOnPort(this.#port);
       if (!got) return;
-      for (const m of got.message as ToGuest[]) applyToGuest(this.#live, m);
+      for (const m of got.message as ToGuest[]) this.#apply(m);
     }
   }
 
+  #apply(m: ToGuest): void {
+    const x = this.#live.get(m.rid);
+    if (!x) return; // aborted meanwhile
+    if (m.kind === 'head') x.head = { status: m.status, headers: m.headers };
+    else if (m.kind === 'chunk') x.chunks.push(m.data);
+    else if (m.kind === 'end') {
+      x.ended = true;
+      this.#live.delete(m.rid);
+    } else {
+      x.error = { code: m.code, message: m.message };
+      this.#live.delete(m.rid);
+    }
+  }
+
+  /** Whether anything can still arrive (a wait with no timer and nothing in flight would never end). */
   get inFlight(): boolean {
     return this.#live.size > 0;
   }

@@ -9,24 +9,8 @@ import { currentNet } from './channel.ts';
 
 export const backend = new IoBackend(calls as unknown as Record<string, number>, { net: currentNet });
 
-let rejected: ((e: unknown) => unknown) | undefined;
-
-/** How a call answered with a promise turns its rejection into what the guest's glue expects (suspend.ts). */
-export function mapRejections(map: (e: unknown) => unknown): void {
-  rejected = map;
-}
-
 export function createSyncFn(): (call: number, id: number | null, payload: unknown) => unknown {
-  return (call, id, payload) => {
-    const r = backend.call(call, id, payload);
-    if (rejected && r instanceof Promise) {
-      const map = rejected;
-      return r.catch((e: unknown) => {
-        throw map(e);
-      });
-    }
-    return r;
-  };
+  return (call, id, payload) => backend.call(call, id, payload);
 }
 
 /** The shim's I/O worker entry; never started here. */
