@@ -9,6 +9,7 @@
  *
  * Prints min / median / max per arm and per paired ratio; a JSON summary on the last line.
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { taskExecutor } from '../runtime/compose/a2a-bridge.ts';

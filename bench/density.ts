@@ -45,6 +45,7 @@
  * --keep leaves the namespace and volumes on a node given by $KUBECONFIG (one started here is
  * always torn down).
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';

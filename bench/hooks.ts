@@ -5,6 +5,7 @@
  * only; the calls run behind it). Targets: blocking overhead ≤ 50 µs over the bare call, async
  * enqueue ≤ 5 µs.
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -38,6 +38,7 @@
  *   node --import tsx bench/idle-task.ts [--rounds 3] [--idle 45] [--warm 5] [--ours image|dist] \
  *     [--arm keep-thread:MURMUR_COMPONENT_IDLE_MS=0] ...
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';

@@ -23,6 +23,7 @@
  * Starts the harness's engine and builds or loads the images as the images test project does
  * (test/images/global-setup.ts), and stops an engine it started.
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';

@@ -20,6 +20,7 @@
  * controller-manager, so the figures are the operator's own work, not ReplicaSets and pods).
  * The operator runs as a child process (`operator/main.ts`), so its RSS is its own.
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';

@@ -11,6 +11,7 @@
  *
  *   node --import tsx bench/polling.ts [--rounds 5] [--tasks 100] [--senders 8]
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import http from 'node:http';
 import { tmp } from '../test/loop/kit.ts';
 import { BUILT_FROM, sendTask } from './serving.ts';

@@ -79,6 +79,7 @@
  * --load N: N spinning processes (cpu-load.ts) beside every arm while its throughput (and extra
  * tool turn) tasks run, none during the start, memory and script rows.
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';

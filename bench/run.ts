@@ -9,10 +9,8 @@
  * `density` (bench/density.ts: Capsules asleep and woken on the real node; Linux, root, long) runs
  * only when named. Flags after a bench's name go to that bench: `npm run bench -- density --capsules 30`.
  */
+import './tmp-root.ts'; // first: every temp dir of the run (the child benches inherit TMPDIR) under one folder, removed at exit
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchComponents } from './components.ts';
 import { benchLoop } from './loop.ts';
@@ -58,32 +56,24 @@ function namedBenches(argv: string[]): { name: string; args: string[] }[] {
   return out;
 }
 const named = process.argv.slice(2).length ? namedBenches(process.argv.slice(2)) : defaults.map((name) => ({ name, args: [] }));
-// Every temp dir a bench makes (registries, capsules, workdirs, transpile caches) goes under one
-// folder for this run, removed at the end; the child benches inherit TMPDIR.
-const runTmp = mkdtempSync(join(tmpdir(), 'capsule-bench-'));
-process.env.TMPDIR = runTmp;
 let failed = 0;
-try {
-  for (const { name: n, args } of named) {
-    const t = performance.now();
-    if (inProcess[n] && args.length) {
-      console.log(`${n}: takes no flags (got ${args.join(' ')})`);
+for (const { name: n, args } of named) {
+  const t = performance.now();
+  if (inProcess[n] && args.length) {
+    console.log(`${n}: takes no flags (got ${args.join(' ')})`);
+    failed++;
+  } else if (inProcess[n]) {
+    console.log(await inProcess[n]());
+  } else if (scripts.includes(n)) {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${n}.ts`, import.meta.url)), ...args], { stdio: 'inherit' });
+    if (r.status !== 0) {
       failed++;
-    } else if (inProcess[n]) {
-      console.log(await inProcess[n]());
-    } else if (scripts.includes(n)) {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${n}.ts`, import.meta.url)), ...args], { stdio: 'inherit' });
-      if (r.status !== 0) {
-        failed++;
-        console.log(`${n}: exited ${r.status}`);
-      }
-    } else {
-      console.log(`unknown bench '${n}' (known: ${[...Object.keys(inProcess), ...scripts].join(', ')})`);
-      failed++;
+      console.log(`${n}: exited ${r.status}`);
     }
-    console.log(`  (${n}: ${((performance.now() - t) / 1000).toFixed(1)} s)\n`);
+  } else {
+    console.log(`unknown bench '${n}' (known: ${[...Object.keys(inProcess), ...scripts].join(', ')})`);
+    failed++;
   }
-} finally {
-  rmSync(runTmp, { recursive: true, force: true });
+  console.log(`  (${n}: ${((performance.now() - t) / 1000).toFixed(1)} s)\n`);
 }
 process.exit(failed ? 1 : 0);

@@ -22,6 +22,7 @@
  *     [--env NAME=VALUE]…   (laid over the serving process's environment in both phases, e.g.
  *                           MURMUR_DRIVER_RETIRE_GROWTH_MIB=16; printed in the report)
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import http from 'node:http';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../runtime/wit/packages.ts';

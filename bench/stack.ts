@@ -15,6 +15,7 @@
  *
  *   node --import tsx bench/stack.ts [--rounds 3] [--tasks 100] [--senders 8]
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';

@@ -24,6 +24,7 @@
  *   npm run bench task-cpu    (this checkout's dist/ alone)
  *   node --import tsx bench/task-cpu.ts --arm base=/tmp/wt-base --arm head=. ['--arm semi2=. --max-semi-space-size=2'] [--rounds 5] [--tasks 400] [--warmup 40] [--senders 8] [--client poller|blocking] [--answer-chars 4] [--prof <dir>] [--gc]
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import http from 'node:http';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -13,6 +13,7 @@
  * Absolute numbers vary machine to machine; the ratios are what count. Prints numbers, asserts
  * nothing. `npm run bench telemetry` or `node --import tsx bench/telemetry.ts`.
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import net from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { fmtTime, machineLine, pairedRows, summarize } from './paired.ts';

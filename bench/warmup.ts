@@ -35,6 +35,7 @@
  * --arm: one more arm of ours (reference-arms.ts `flagArms`). Needs MURMUR_REFERENCE_BIN and
  * MURMUR_REFERENCE_FIXTURES as reference.ts does.
  */
+import './tmp-root.ts'; // first: this bench's temp dirs go under one folder, removed at exit
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
