@@ -25,13 +25,17 @@
  * reference.ts's.
  *
  *   node --import tsx bench/warmup.ts [--rounds 2] [--windows 6] [--tasks 100] [--senders 8] [--load N]
- *     [--load-as processes|pods] [--ours image|dist] [--ours-only] [--one-turn] [--arm 'name=<node flags> <VAR=value> …' …]
+ *     [--load-as processes|pods] [--ours image|dist] [--ours-only] [--one-turn] [--interleave B] [--arm 'name=<node flags> <VAR=value> …' …]
  *
  * --one-turn: the windows' tasks are one instant provider turn each (the answer alone) instead of a
  * tool turn and the answer (reference-arms.ts `windowTurns`).
  * --load N: N spinning processes (cpu-load.ts) beside each arm during its windows; --load-as pods
  * puts them in a cgroup of their own and the serving process tree in another, as kubelet lays out
  * two pods (cpu-load.ts; needs root and the cpu controller), instead of all in the bench's own.
+ * --interleave B: every arm's serving process alive at once in a round, each window's tasks sent in
+ * batches of B taking turns between the arms (interleave.ts: this machine's speed moves within
+ * seconds, and arms a round apart catch different speeds); time and CPU per task are then the
+ * window's batches summed, the trace spacing and the gap between tasks within batches. Not with --load.
  * --arm: one more arm of ours (reference-arms.ts `flagArms`). Needs MURMUR_REFERENCE_BIN and
  * MURMUR_REFERENCE_FIXTURES as reference.ts does.
  */
@@ -41,7 +45,8 @@ import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
 import { layoutNote, loadAsArg, withBenchLoad, type BenchLoad, type CpuLoad } from './cpu-load.ts';
 import { imageRoot } from './image-root.ts';
-import { choiceArg, countArg, fmtTime, machineLine, numArg, pairedRecords, pairedRows, spread, summarize, table } from './paired.ts';
+import { choiceArg, countArg, fmtTime, machineLine, numArg, pairedRows, spread, summarize, table } from './paired.ts';
+import { batchPhases, batchSpacing, schedule, type Batch } from './interleave.ts';
 import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
 import { spawnProvider } from './provider-process.ts';
 import { API_KEY, TASK_TURNS, agentYaml, flagArms, ours, reference, referenceInputs, endsOf, windowTurns, type Subject } from './reference-arms.ts';
@@ -57,6 +62,12 @@ const LOAD_AS = loadAsArg();
 const OURS_ONLY = process.argv.includes('--ours-only');
 const KIND = choiceArg('ours', ['image', 'dist'] as const, 'image');
 const ARMS = flagArms('arm');
+/** --interleave B: all arms alive at once, each window in batches of B tasks taking turns (interleave.ts); 0: one arm after another. */
+const INTERLEAVE = countArg('interleave', 0);
+if (INTERLEAVE && LOAD) {
+  console.error('--interleave with --load: not both (each arm would start its own spinners beside the others); run them apart');
+  process.exit(2);
+}
 /** --one-turn: the windows' tasks are one instant provider turn each (reference-arms.ts `windowTurns`). */
 const WINDOW = windowTurns();
 const { bin, fixtures } = referenceInputs('warmup bench', OURS_ONLY);
@@ -75,54 +86,113 @@ interface WindowFig {
   phases: Map<string, number>;
 }
 
-/** Serves the capsule, runs one task, then the windows; stops everything it started. */
-async function round(s: Subject, load: BenchLoad): Promise<WindowFig[]> {
-  const p = await spawnProvider({ turns: [...TASK_TURNS, ...Array.from({ length: WINDOWS * TASKS }, () => WINDOW.turns).flat()], apiKey: API_KEY });
+/** A window's figures as its batches add up (one batch a window unless --interleave). */
+type Acc = Omit<WindowFig, 'spacing' | 'phases'> & { batches: Batch[] };
+
+/** One arm's serving process in a round, with its provider and client. */
+interface Live {
+  s: Subject;
+  sv: ReturnType<Subject['serve']>;
+  provider: { stop(): Promise<void> };
+  client?: TaskClient;
+  spin?: CpuLoad;
+  windows: Acc[];
+  stopped?: boolean;
+}
+
+/** Serves the capsule and runs one task (task 0); the load, if any, starts beside it. */
+async function start(s: Subject, load: BenchLoad): Promise<Live> {
+  const provider = await spawnProvider({ turns: [...TASK_TURNS, ...Array.from({ length: WINDOWS * TASKS }, () => WINDOW.turns).flat()], apiKey: API_KEY });
   const dir = tmp(`warmup-${s.name.replace(/\W+/g, '-')}-capsule-`);
-  writeFileSync(join(dir, 'murmur.yaml'), agentYaml(p.url, TASKS + SENDERS));
-  const sv = s.serve(dir, false);
-  let client: TaskClient | undefined;
-  let spin: CpuLoad | undefined;
+  writeFileSync(join(dir, 'murmur.yaml'), agentYaml(provider.url, TASKS + SENDERS));
+  const l: Live = { s, sv: s.serve(dir, false), provider, windows: [] };
   try {
-    client = new TaskClient(await sv.url);
-    await client.task(0);
-    const pid = sv.proc.pid!;
-    spin = await load.start(pid);
-    const out: Omit<WindowFig, 'spacing' | 'phases'>[] = [];
-    for (let w = 0; w < WINDOWS; w++) {
-      const threads0 = treeThreads(pid);
-      const cpu0 = treeStat(pid).cpuMs;
-      const sw0 = treeSwitches(pid);
-      const gets0 = client.sent.get('tasks/get') ?? 0;
-      const t0 = performance.now();
-      await client.run(1 + w * TASKS, TASKS, SENDERS);
-      const perTask = (performance.now() - t0) / TASKS;
-      const sw1 = treeSwitches(pid);
-      out.push({
-        perTask,
-        cpuPerTask: (treeStat(pid).cpuMs - cpu0) / TASKS,
-        threads: threadCpuPer(threads0, treeThreads(pid), TASKS),
-        voluntary: (sw1.voluntary - sw0.voluntary) / TASKS,
-        involuntary: (sw1.involuntary - sw0.involuntary) / TASKS,
-        polls: ((client.sent.get('tasks/get') ?? 0) - gets0) / TASKS,
-      });
+    l.client = new TaskClient(await l.sv.url);
+    await l.client.task(0);
+    l.spin = await load.start(l.sv.proc.pid!);
+    return l;
+  } catch (e) {
+    await stop(l);
+    throw e;
+  }
+}
+
+/** Runs one batch of `l`'s tasks and adds what it cost to its window. */
+async function batch(l: Live, b: Batch): Promise<void> {
+  const pid = l.sv.proc.pid!;
+  const client = l.client!;
+  const threads0 = treeThreads(pid);
+  const cpu0 = treeStat(pid).cpuMs;
+  const sw0 = treeSwitches(pid);
+  const gets0 = client.sent.get('tasks/get') ?? 0;
+  const t0 = performance.now();
+  await client.run(b.from, b.n, SENDERS);
+  const wall = performance.now() - t0;
+  const sw1 = treeSwitches(pid);
+  const per = (x: number) => x / TASKS;
+  const w = (l.windows[b.window] ??= { perTask: 0, cpuPerTask: 0, threads: new Map(), voluntary: 0, involuntary: 0, polls: 0, batches: [] });
+  w.perTask += per(wall);
+  w.cpuPerTask += per(treeStat(pid).cpuMs - cpu0);
+  for (const [k, v] of threadCpuPer(threads0, treeThreads(pid), TASKS)) w.threads.set(k, (w.threads.get(k) ?? 0) + v);
+  w.voluntary += per(sw1.voluntary - sw0.voluntary);
+  w.involuntary += per(sw1.involuntary - sw0.involuntary);
+  w.polls += per((client.sent.get('tasks/get') ?? 0) - gets0);
+  w.batches.push(b);
+}
+
+/** Stops what `start` started; never throws. */
+async function stop(l: Live): Promise<void> {
+  if (l.stopped) return;
+  l.stopped = true;
+  l.client?.close();
+  await l.spin?.stop().catch(() => undefined);
+  await l.sv.stop().catch(() => undefined);
+  await l.provider.stop().catch(() => undefined);
+}
+
+/** Stops the arm, then reads its trace: each window's task_end spacing and phases (interleave.ts). */
+async function finish(l: Live): Promise<WindowFig[]> {
+  await stop(l);
+  // Task i's trace events are tasks[i] (tasks run one at a time).
+  const tasks = traceTasks(l.sv.workdir);
+  const ends = endsOf(tasks);
+  if (ends.length < 1 + WINDOWS * TASKS)
+    console.warn(`${l.s.name}: ${ends.length} task_end events under ${l.sv.workdir}, expected ${1 + WINDOWS * TASKS}: no trace spacing`);
+  return l.windows.map(({ batches, ...f }, w) => {
+    // One batch a window: the gap to the next window's first task counts, as it always has.
+    const phases = batches.length === 1 ? phaseMeans(tasks.slice(1 + w * TASKS, 1 + (w + 1) * TASKS), tasks[1 + (w + 1) * TASKS]) : batchPhases(tasks, batches);
+    return { ...f, spacing: batchSpacing(ends, batches), phases };
+  });
+}
+
+/**
+ * One round of every arm: one after another (their order reversing every other round), each
+ * serving process started, its windows run, stopped; with --interleave, all started at once and
+ * their windows run in batches taking turns (interleave.ts `schedule`).
+ */
+async function round(subjects: Subject[], load: BenchLoad, r: number): Promise<Map<string, WindowFig[]>> {
+  const out = new Map<string, WindowFig[]>();
+  if (!INTERLEAVE) {
+    for (const s of r % 2 ? [...subjects].reverse() : subjects) {
+      const l = await start(s, load);
+      try {
+        for (const b of schedule(1, WINDOWS, TASKS, TASKS, 0)) await batch(l, b);
+      } catch (e) {
+        await stop(l);
+        throw e;
+      }
+      out.set(s.name, await finish(l));
     }
-    await sv.stop();
-    // The first task's end, then each window's: task i's end is ends[i] (tasks run one at a time).
-    const tasks = traceTasks(sv.workdir);
-    const ends = endsOf(tasks);
-    if (ends.length < 1 + WINDOWS * TASKS)
-      console.warn(`${s.name}: ${ends.length} task_end events under ${sv.workdir}, expected ${1 + WINDOWS * TASKS}: no trace spacing`);
-    return out.map((f, w) => {
-      const win = ends.slice(1 + w * TASKS, 1 + (w + 1) * TASKS);
-      const phases = phaseMeans(tasks.slice(1 + w * TASKS, 1 + (w + 1) * TASKS), tasks[1 + (w + 1) * TASKS]);
-      return { ...f, spacing: win.length === TASKS ? (win[TASKS - 1]! - win[0]!) / (TASKS - 1) : NaN, phases };
-    });
+    return out;
+  }
+  const live: Live[] = [];
+  try {
+    for (const s of r % 2 ? [...subjects].reverse() : subjects) live.push(await start(s, load));
+    for (const b of schedule(live.length, WINDOWS, TASKS, INTERLEAVE, r)) await batch(live[b.arm]!, b);
+    for (const l of live) out.set(l.s.name, await finish(l));
+    return out;
   } finally {
-    client?.close();
-    await spin?.stop();
-    await sv.stop().catch(() => undefined);
-    await p.stop().catch(() => undefined);
+    for (const l of live) await stop(l);
   }
 }
 
@@ -176,14 +246,12 @@ async function main(): Promise<void> {
   const img = KIND === 'image' ? imageRoot() : undefined;
   const today = ours(KIND, fixtures, img);
   const subjects = [...(OURS_ONLY ? [] : [reference(bin, fixtures)]), today, ...ARMS.map((v) => ours(KIND, fixtures, img, v))];
-  const figs = await withBenchLoad(LOAD, LOAD_AS, (load) =>
-    pairedRecords(
-      subjects.map((s) => ({ name: s.name, run: () => round(s, load) })),
-      ROUNDS,
-    ),
-  );
+  const figs = new Map<string, WindowFig[][]>(subjects.map((x) => [x.name, []]));
+  await withBenchLoad(LOAD, LOAD_AS, async (load) => {
+    for (let r = 0; r < ROUNDS; r++) for (const [name, f] of await round(subjects, load, r)) figs.get(name)!.push(f);
+  });
   console.log(
-    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows${layoutNote(LOAD_AS)}` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
+    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${INTERLEAVE ? `, the arms alive at once, each window in batches of ${INTERLEAVE} tasks taking turns` : ''}${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows${layoutNote(LOAD_AS)}` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
   );
   for (let w = 0; w < WINDOWS; w++) console.log(windowReport(subjects, today, figs, w));
   console.log(machineLine());
