@@ -25,7 +25,7 @@
  * reference.ts's.
  *
  *   node --import tsx bench/warmup.ts [--rounds 2] [--windows 6] [--tasks 100] [--senders 8] [--load N]
- *     [--load-as processes|pods] [--ours image|dist] [--ours-only] [--one-turn] [--interleave B] [--arm 'name=<node flags> <VAR=value> …' …]
+ *     [--load-as processes|pods] [--ours image|dist] [--ours-only] [--one-turn] [--interleave B] [--idle S] [--arm 'name=<node flags> <VAR=value> …' …]
  *
  * --one-turn: the windows' tasks are one instant provider turn each (the answer alone) instead of a
  * tool turn and the answer (reference-arms.ts `windowTurns`).
@@ -36,6 +36,8 @@
  * batches of B taking turns between the arms (interleave.ts: this machine's speed moves within
  * seconds, and arms a round apart catch different speeds); time and CPU per task are then the
  * window's batches summed, the trace spacing and the gap between tasks within batches. Not with --load.
+ * --idle S: each serving process idles S seconds after its first task, before the windows: with S
+ * over 30 the first window follows an idle release (runtime/memory.ts), as reference.ts's does.
  * --arm: one more arm of ours (reference-arms.ts `flagArms`). Needs MURMUR_REFERENCE_BIN and
  * MURMUR_REFERENCE_FIXTURES as reference.ts does.
  */
@@ -64,6 +66,8 @@ const KIND = choiceArg('ours', ['image', 'dist'] as const, 'image');
 const ARMS = flagArms('arm');
 /** --interleave B: all arms alive at once, each window in batches of B tasks taking turns (interleave.ts); 0: one arm after another. */
 const INTERLEAVE = countArg('interleave', 0);
+/** --idle S: seconds each serving process idles after its first task, before the windows (0: none). */
+const IDLE_S = countArg('idle', 0);
 if (INTERLEAVE && LOAD) {
   console.error('--interleave with --load: not both (each arm would start its own spinners beside the others); run them apart');
   process.exit(2);
@@ -165,6 +169,11 @@ async function finish(l: Live): Promise<WindowFig[]> {
   });
 }
 
+/** The --idle period: what a process does after it (the idle release, a new component thread) is what the first window then pays. */
+async function idle(): Promise<void> {
+  if (IDLE_S) await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+}
+
 /**
  * One round of every arm: one after another (their order reversing every other round), each
  * serving process started, its windows run, stopped; with --interleave, all started at once and
@@ -176,6 +185,7 @@ async function round(subjects: Subject[], load: BenchLoad, r: number): Promise<M
     for (const s of r % 2 ? [...subjects].reverse() : subjects) {
       const l = await start(s, load);
       try {
+        await idle();
         for (const b of schedule(1, WINDOWS, TASKS, TASKS, 0)) await batch(l, b);
       } catch (e) {
         await stop(l);
@@ -188,6 +198,7 @@ async function round(subjects: Subject[], load: BenchLoad, r: number): Promise<M
   const live: Live[] = [];
   try {
     for (const s of r % 2 ? [...subjects].reverse() : subjects) live.push(await start(s, load));
+    await idle();
     for (const b of schedule(live.length, WINDOWS, TASKS, INTERLEAVE, r)) await batch(live[b.arm]!, b);
     for (const l of live) out.set(l.s.name, await finish(l));
     return out;
@@ -239,7 +250,7 @@ function windowReport(arms: Subject[], ours: Subject, figs: Map<string, WindowFi
     const med = new Map([...names].map((n) => [n, spread(rs.map((m) => m.get(n) ?? 0)).median]));
     return `  CPU per task by thread, ${a.name}: ${threadLine(med)}`;
   });
-  return [`window ${w + 1}: tasks ${first}–${first + TASKS - 1} after the start`, table(rows), ...byThread].join('\n');
+  return [`window ${w + 1}: tasks ${first}–${first + TASKS - 1} after the start${IDLE_S ? ` and ${IDLE_S} s idle` : ''}`, table(rows), ...byThread].join('\n');
 }
 
 async function main(): Promise<void> {
@@ -251,7 +262,7 @@ async function main(): Promise<void> {
     for (let r = 0; r < ROUNDS; r++) for (const [name, f] of await round(subjects, load, r)) figs.get(name)!.push(f);
   });
   console.log(
-    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${INTERLEAVE ? `, the arms alive at once, each window in batches of ${INTERLEAVE} tasks taking turns` : ''}${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows${layoutNote(LOAD_AS)}` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
+    `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${IDLE_S ? `; ${IDLE_S} s idle after the first task` : ''}${INTERLEAVE ? `, the arms alive at once, each window in batches of ${INTERLEAVE} tasks taking turns` : ''}${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows${layoutNote(LOAD_AS)}` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
   );
   for (let w = 0; w < WINDOWS; w++) console.log(windowReport(subjects, today, figs, w));
   console.log(machineLine());
