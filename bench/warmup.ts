@@ -104,8 +104,8 @@ interface Live {
   stopped?: boolean;
 }
 
-/** Serves the capsule and runs one task (task 0); the load, if any, starts beside it. */
-async function start(s: Subject, load: BenchLoad): Promise<Live> {
+/** Serves the capsule and runs one task (task 0). */
+async function start(s: Subject): Promise<Live> {
   const provider = await spawnProvider({ turns: [...TASK_TURNS, ...Array.from({ length: WINDOWS * TASKS }, () => WINDOW.turns).flat()], apiKey: API_KEY });
   const dir = tmp(`warmup-${s.name.replace(/\W+/g, '-')}-capsule-`);
   writeFileSync(join(dir, 'murmur.yaml'), agentYaml(provider.url, TASKS + SENDERS));
@@ -113,7 +113,6 @@ async function start(s: Subject, load: BenchLoad): Promise<Live> {
   try {
     l.client = new TaskClient(await l.sv.url);
     await l.client.task(0);
-    l.spin = await load.start(l.sv.proc.pid!);
     return l;
   } catch (e) {
     await stop(l);
@@ -183,9 +182,11 @@ async function round(subjects: Subject[], load: BenchLoad, r: number): Promise<M
   const out = new Map<string, WindowFig[]>();
   if (!INTERLEAVE) {
     for (const s of r % 2 ? [...subjects].reverse() : subjects) {
-      const l = await start(s, load);
+      const l = await start(s);
       try {
         await idle();
+        // The load beside the windows only: the idle period stays idle.
+        l.spin = await load.start(l.sv.proc.pid!);
         for (const b of schedule(1, WINDOWS, TASKS, TASKS, 0)) await batch(l, b);
       } catch (e) {
         await stop(l);
@@ -197,7 +198,7 @@ async function round(subjects: Subject[], load: BenchLoad, r: number): Promise<M
   }
   const live: Live[] = [];
   try {
-    for (const s of r % 2 ? [...subjects].reverse() : subjects) live.push(await start(s, load));
+    for (const s of r % 2 ? [...subjects].reverse() : subjects) live.push(await start(s));
     await idle();
     for (const b of schedule(live.length, WINDOWS, TASKS, INTERLEAVE, r)) await batch(live[b.arm]!, b);
     for (const l of live) out.set(l.s.name, await finish(l));
