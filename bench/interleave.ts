@@ -12,7 +12,7 @@
  * Pure: the schedule and the trace figures of batched windows, table-tested in test/bench/.
  */
 import type { TaskEvents } from './trace-phases.ts';
-import { phaseMeans } from './trace-phases.ts';
+import { endToStart, phaseMeans } from './trace-phases.ts';
 
 /** One batch: arm `arm` (index) runs tasks `from` .. `from + n − 1` (the task numbers its client sends), for window `window`. */
 export interface Batch {
@@ -67,17 +67,10 @@ export function batchSpacing(ends: readonly number[], batches: readonly Pick<Bat
  * gap between batches is the other arms' time). `tasks[i]` is task i.
  */
 export function batchPhases(tasks: readonly TaskEvents[], batches: readonly Pick<Batch, 'from' | 'n'>[]): Map<string, number> {
-  const own = batches.flatMap((b) => tasks.slice(b.from, b.from + b.n));
-  const out = phaseMeans(own);
+  const own = batches.map((b) => tasks.slice(b.from, b.from + b.n));
+  const out = phaseMeans(own.flat());
   out.delete('task_end → task_start');
-  let gaps = 0;
-  let count = 0;
-  for (const b of batches) {
-    for (let i = b.from + 1; i < b.from + b.n && i < tasks.length; i++) {
-      gaps += tasks[i]!.stamps[0]! - tasks[i - 1]!.stamps.at(-1)!;
-      count++;
-    }
-  }
-  if (count) out.set('task_end → task_start', gaps / count);
+  const count = own.reduce((n, b) => n + Math.max(0, b.length - 1), 0);
+  if (count) out.set('task_end → task_start', own.reduce((sum, b) => sum + endToStart(b), 0) / count);
   return out;
 }

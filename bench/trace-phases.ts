@@ -79,8 +79,13 @@ export function phaseMeans(tasks: readonly TaskEvents[], next?: TaskEvents): Map
     out.set(label, sum / same.length);
   }
   const seq = next ? [...tasks, next] : tasks;
+  if (seq.length > 1) out.set('task_end → task_start', endToStart(seq) / (seq.length - 1));
+  return out;
+}
+
+/** The summed gaps from each task's end to the next one's start over `seq` (ms; `seq.length − 1` gaps). */
+export function endToStart(seq: readonly TaskEvents[]): number {
   let gaps = 0;
   for (let i = 1; i < seq.length; i++) gaps += seq[i]!.stamps[0]! - seq[i - 1]!.stamps.at(-1)!;
-  if (seq.length > 1) out.set('task_end → task_start', gaps / (seq.length - 1));
-  return out;
+  return gaps;
 }

@@ -47,7 +47,7 @@ import { join } from 'node:path';
 import { tmp } from '../test/loop/kit.ts';
 import { layoutNote, loadAsArg, withBenchLoad, type BenchLoad, type CpuLoad } from './cpu-load.ts';
 import { imageRoot } from './image-root.ts';
-import { choiceArg, countArg, fmtTime, machineLine, numArg, pairedRows, spread, summarize, table } from './paired.ts';
+import { choiceArg, countArg, fmtTime, machineLine, numArg, pairedRecords, pairedRows, spread, summarize, table } from './paired.ts';
 import { batchPhases, batchSpacing, schedule, type Batch } from './interleave.ts';
 import { threadCpuPer, threadLine, treeStat, treeSwitches, treeThreads } from './proc-tree.ts';
 import { spawnProvider } from './provider-process.ts';
@@ -174,38 +174,39 @@ async function idle(): Promise<void> {
 }
 
 /**
- * One round of every arm: one after another (their order reversing every other round), each
- * serving process started, its windows run, stopped; with --interleave, all started at once and
- * their windows run in batches taking turns (interleave.ts `schedule`).
+ * One round of `arms` together: each serving process started (one task), the --idle period, the
+ * load beside each (the idle period stays idle), then their windows — with one arm its windows
+ * whole, with several (--interleave) in batches taking turns (interleave.ts `schedule`) — and each
+ * arm's figures once all are stopped.
  */
-async function round(subjects: Subject[], load: BenchLoad, r: number): Promise<Map<string, WindowFig[]>> {
-  const out = new Map<string, WindowFig[]>();
-  if (!INTERLEAVE) {
-    for (const s of r % 2 ? [...subjects].reverse() : subjects) {
-      const l = await start(s);
-      try {
-        await idle();
-        // The load beside the windows only: the idle period stays idle.
-        l.spin = await load.start(l.sv.proc.pid!);
-        for (const b of schedule(1, WINDOWS, TASKS, TASKS, 0)) await batch(l, b);
-      } catch (e) {
-        await stop(l);
-        throw e;
-      }
-      out.set(s.name, await finish(l));
-    }
-    return out;
-  }
+async function round(arms: Subject[], load: BenchLoad, r: number): Promise<Map<string, WindowFig[]>> {
   const live: Live[] = [];
   try {
-    for (const s of r % 2 ? [...subjects].reverse() : subjects) live.push(await start(s));
+    for (const s of arms) live.push(await start(s));
     await idle();
-    for (const b of schedule(live.length, WINDOWS, TASKS, INTERLEAVE, r)) await batch(live[b.arm]!, b);
+    for (const l of live) l.spin = await load.start(l.sv.proc.pid!);
+    for (const b of schedule(live.length, WINDOWS, TASKS, INTERLEAVE || TASKS, r)) await batch(live[b.arm]!, b);
+    const out = new Map<string, WindowFig[]>();
     for (const l of live) out.set(l.s.name, await finish(l));
     return out;
   } finally {
     for (const l of live) await stop(l);
   }
+}
+
+/**
+ * Every round: the arms one after another, alternating as every paired bench does (paired.ts
+ * `pairedRecords`), or with --interleave all at once, their start order reversing every other round.
+ */
+async function rounds(subjects: Subject[], load: BenchLoad): Promise<Map<string, WindowFig[][]>> {
+  if (!INTERLEAVE)
+    return pairedRecords(
+      subjects.map((s) => ({ name: s.name, run: async (r: number) => (await round([s], load, r)).get(s.name)! })),
+      ROUNDS,
+    );
+  const figs = new Map<string, WindowFig[][]>(subjects.map((x) => [x.name, []]));
+  for (let r = 0; r < ROUNDS; r++) for (const [name, f] of await round(r % 2 ? [...subjects].reverse() : subjects, load, r)) figs.get(name)!.push(f);
+  return figs;
 }
 
 /**
@@ -258,10 +259,7 @@ async function main(): Promise<void> {
   const img = KIND === 'image' ? imageRoot() : undefined;
   const today = ours(KIND, fixtures, img);
   const subjects = [...(OURS_ONLY ? [] : [reference(bin, fixtures)]), today, ...ARMS.map((v) => ours(KIND, fixtures, img, v))];
-  const figs = new Map<string, WindowFig[][]>(subjects.map((x) => [x.name, []]));
-  await withBenchLoad(LOAD, LOAD_AS, async (load) => {
-    for (let r = 0; r < ROUNDS; r++) for (const [name, f] of await round(subjects, load, r)) figs.get(name)!.push(f);
-  });
+  const figs = await withBenchLoad(LOAD, LOAD_AS, (load) => rounds(subjects, load));
   console.log(
     `warm-up window by window: ${subjects.map((s) => s.name).join(', ')}; the reference's own driver-anthropic + echo-tool, ${WINDOW.label}, scripted provider in its own process; one client (non-blocking message/send, one tasks/get poller every 10 ms), ${SENDERS} senders; ${ROUNDS} rounds${IDLE_S ? `; ${IDLE_S} s idle after the first task` : ''}${INTERLEAVE ? `, the arms alive at once, each window in batches of ${INTERLEAVE} tasks taking turns` : ''}${LOAD ? `; ${LOAD} spinning processes beside each arm during its windows${layoutNote(LOAD_AS)}` : ''}${ARMS.map((a) => `; ${a.name} = ${[...a.nodeFlags, ...Object.entries(a.env).map(([k, v]) => `${k}=${v}`)].join(' ')}`).join('')}`,
   );
